@@ -1,0 +1,250 @@
+"""The in-process collector: a span processor that turns finished agent runs into stored invocations.
+
+``on_start`` / ``on_end`` run on the agent's thread, so they only note agent spans and append to a bounded
+deque; when the deque is full the span is dropped and counted, never blocking the agent. A daemon worker
+groups spans by trace, rebuilds each outermost agent run once its span has ended (children end before their
+parent, so by then its tool spans are in), and writes invocations and raw spans to the store in batches.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict, deque
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry import context
+from opentelemetry.sdk.trace import ReadableSpan, Span
+
+from toolpath.collector.reconstruct import build_invocation, is_agent_span
+from toolpath.collector.spanrecord import SpanRecord
+from toolpath.collector.store import Store
+from toolpath.model import Invocation
+
+logger = logging.getLogger("toolpath.collector")
+
+DEFAULT_MAX_QUEUE = 50_000
+_IDLE_TRACE_SECONDS = 60.0
+_RECENT_RESULTS = 2_048
+_WRITE_ATTEMPTS = 3
+
+
+@dataclass
+class CollectorStats:
+    """Counters of what the collector did; read them with ``toolpath.stats()``."""
+
+    spans_received: int = 0
+    spans_dropped: int = 0
+    """Spans lost because the queue was full (the agent was never blocked)."""
+    invocations_written: int = 0
+    invocations_lost: int = 0
+    """Invocations that could not be written after retries (the store was down)."""
+    store_errors: int = 0
+    internal_errors: int = 0
+    extra: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class _Trace:
+    spans: dict[str, SpanRecord] = field(default_factory=dict)
+    touched: float = 0.0
+    written: bool = False
+
+
+class _Marker:
+    """Put in the queue by ``flush``; set when the worker reaches it."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+
+
+class InProcessCollector:
+    """Collects this process's spans and writes each finished agent run to ``store`` (if any)."""
+
+    def __init__(self, store: Store | None, *, max_queue: int = DEFAULT_MAX_QUEUE, interval: float = 0.5) -> None:
+        self.store = store
+        self.stats = CollectorStats()
+        self._max_queue = max_queue
+        self._interval = interval
+        self._queue: deque[Any] = deque()
+        self._open_agents: set[int] = set()
+        self._wake = threading.Event()
+        self._stopping = False
+        self._lock = threading.Lock()
+        self._traces: dict[str, _Trace] = {}
+        self._waiters: dict[str, Future[Invocation]] = {}
+        self._recent: OrderedDict[str, Invocation] = OrderedDict()
+        self._last_drop_log = 0.0
+        self._worker = threading.Thread(target=self._run, name="toolpath-collector", daemon=True)
+        self._worker.start()
+
+    # --- agent thread --------------------------------------------------------------------------------------
+
+    def on_start(self, span: Span, parent_context: Any = None) -> None:
+        attrs = span.attributes
+        if attrs and is_agent_span(attrs):
+            self._open_agents.add(span.context.span_id)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        is_root = False
+        span_id = span.context.span_id
+        if span_id in self._open_agents:
+            self._open_agents.discard(span_id)
+            parent = span.parent
+            is_root = parent is None or parent.span_id not in self._open_agents
+        if len(self._queue) >= self._max_queue or self._stopping:
+            self._count_drop()
+            return
+        self._queue.append((span, is_root))
+        if is_root:
+            self._wake.set()
+
+    def _count_drop(self) -> None:
+        with self._lock:
+            self.stats.spans_dropped += 1
+            now = time.monotonic()
+            if now - self._last_drop_log > 10:
+                self._last_drop_log = now
+                logger.warning("toolpath: span queue full, dropping spans (%d so far)", self.stats.spans_dropped)
+
+    # --- public control ----------------------------------------------------------------------------------
+
+    def flush(self, timeout: float = 10.0) -> bool:
+        """Wait until everything queued before this call has been processed and written."""
+        if not self._worker.is_alive():
+            return not self._queue
+        marker = _Marker()
+        self._queue.append(marker)
+        self._wake.set()
+        return marker.done.wait(timeout)
+
+    def shutdown(self, timeout: float = 10.0) -> None:
+        self.flush(timeout)
+        self._stopping = True
+        self._wake.set()
+        self._worker.join(timeout)
+
+    def wait_for_invocation(self, invocation_id: str, timeout: float = 10.0) -> Invocation | None:
+        """The invocation of the agent span ``invocation_id`` once it has been rebuilt (and written)."""
+        with self._lock:
+            if invocation_id in self._recent:
+                return self._recent[invocation_id]
+            future = self._waiters.setdefault(invocation_id, Future())
+        self._wake.set()
+        try:
+            return future.result(timeout)
+        except TimeoutError:
+            return None
+        finally:
+            with self._lock:
+                self._waiters.pop(invocation_id, None)
+
+    # --- worker ------------------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        # The store's own I/O must not produce spans that come back here.
+        context.attach(context.set_value(context._SUPPRESS_INSTRUMENTATION_KEY, True))
+        while True:
+            self._wake.wait(self._interval)
+            self._wake.clear()
+            try:
+                self._drain()
+                self._evict_idle()
+            except Exception:
+                self.stats.internal_errors += 1
+                logger.exception("toolpath: collector worker error")
+            if self._stopping and not self._queue:
+                self._evict_idle(everything=True)
+                return
+
+    def _drain(self) -> None:
+        while self._queue:
+            markers: list[_Marker] = []
+            roots: list[SpanRecord] = []
+            now = time.monotonic()
+            for _ in range(len(self._queue)):
+                item = self._queue.popleft()
+                if isinstance(item, _Marker):
+                    markers.append(item)
+                    continue
+                span, is_root = item
+                record = SpanRecord.from_readable(span)
+                self.stats.spans_received += 1
+                trace = self._traces.setdefault(record.trace_id, _Trace())
+                trace.spans[record.span_id] = record
+                trace.touched = now
+                if is_root:
+                    roots.append(record)
+            self._complete(roots)
+            for marker in markers:
+                marker.done.set()
+
+    def _complete(self, roots: list[SpanRecord]) -> None:
+        if not roots:
+            return
+        invocations: list[Invocation] = []
+        spans: list[SpanRecord] = []
+        for root in roots:
+            trace = self._traces[root.trace_id]
+            subtree = _take_subtree(trace, root)
+            invocations.append(build_invocation(root, subtree))
+            spans.append(root)
+            spans.extend(subtree)
+            trace.written = True
+        self._write(invocations, spans)
+        with self._lock:
+            for inv in invocations:
+                self._recent[inv.invocation_id] = inv
+                if len(self._recent) > _RECENT_RESULTS:
+                    self._recent.popitem(last=False)
+                waiter = self._waiters.get(inv.invocation_id)
+                if waiter is not None and not waiter.done():
+                    waiter.set_result(inv)
+
+    def _write(self, invocations: list[Invocation], spans: list[SpanRecord]) -> bool:
+        if self.store is None:
+            return True
+        for attempt in range(_WRITE_ATTEMPTS):
+            try:
+                self.store.write(invocations, spans)
+            except Exception as exc:
+                self.stats.store_errors += 1
+                if attempt + 1 == _WRITE_ATTEMPTS:
+                    self.stats.invocations_lost += len(invocations)
+                    logger.error("toolpath: could not write %d invocation(s) to the store: %s", len(invocations), exc)
+                    return False
+                time.sleep(0.05 * 4**attempt)
+            else:
+                self.stats.invocations_written += len(invocations)
+                return True
+        return False
+
+    def _evict_idle(self, everything: bool = False) -> None:
+        """Forget traces nobody added to for a while; spans late for an already written trace are kept."""
+        cutoff = time.monotonic() - _IDLE_TRACE_SECONDS
+        late: list[SpanRecord] = []
+        for trace_id in [tid for tid, tr in self._traces.items() if everything or tr.touched < cutoff]:
+            trace = self._traces.pop(trace_id)
+            if trace.written:
+                late.extend(trace.spans.values())
+        if late:
+            self._write([], late)
+
+
+def _take_subtree(trace: _Trace, root: SpanRecord) -> list[SpanRecord]:
+    """Remove and return the spans of ``trace`` that descend from ``root``."""
+    trace.spans.pop(root.span_id, None)
+    children: dict[str, list[SpanRecord]] = {}
+    for span in trace.spans.values():
+        if span.parent_span_id is not None:
+            children.setdefault(span.parent_span_id, []).append(span)
+    found: list[SpanRecord] = []
+    stack = [root.span_id]
+    while stack:
+        for child in children.pop(stack.pop(), ()):
+            found.append(trace.spans.pop(child.span_id))
+            stack.append(child.span_id)
+    return found

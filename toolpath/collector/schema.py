@@ -1,0 +1,87 @@
+"""The store's tables (SQLAlchemy Core). Times are nanoseconds since the epoch, UTC; ids are strings."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+
+metadata = MetaData()
+Json = JSON().with_variant(JSONB(), "postgresql")
+
+sessions = Table(
+    "sessions",
+    metadata,
+    Column("session_id", String(256), primary_key=True),
+    Column("agent_name", String(256)),
+    Column("first_started_at", BigInteger, nullable=False),
+    Column("last_started_at", BigInteger, nullable=False),
+    Index("ix_sessions_last_started_at", "last_started_at"),
+    Index("ix_sessions_agent_name", "agent_name"),
+)
+
+invocations = Table(
+    "invocations",
+    metadata,
+    Column("invocation_id", String(64), primary_key=True),
+    Column("session_id", String(256), ForeignKey("sessions.session_id"), nullable=False),
+    Column("trace_id", String(32), nullable=False),
+    Column("agent_name", String(256)),
+    Column("prompt", Text),
+    Column("response", Text),
+    Column("intermediate_responses", Json, nullable=False),
+    Column("latency_seconds", Float),
+    Column("failure", Integer, nullable=False),
+    Column("error", Text),
+    Column("started_at", BigInteger, nullable=False),
+    Column("attributes", Json, nullable=False),
+    Index("ix_invocations_session", "session_id", "started_at"),
+    Index("ix_invocations_trace", "trace_id"),
+    Index("ix_invocations_agent_started", "agent_name", "started_at"),
+    Index("ix_invocations_started", "started_at"),
+)
+
+tool_calls = Table(
+    "tool_calls",
+    metadata,
+    Column("invocation_id", String(64), ForeignKey("invocations.invocation_id"), primary_key=True),
+    Column("position", Integer, primary_key=True),
+    Column("name", String(256), nullable=False),
+    Column("args", Json),
+    Column("result", Json),
+    Column("call_id", String(256)),
+    Column("error", Text),
+    Column("start_time", BigInteger),
+    Column("end_time", BigInteger),
+    Index("ix_tool_calls_name", "name"),
+)
+
+spans = Table(
+    "spans",
+    metadata,
+    Column("trace_id", String(32), primary_key=True),
+    Column("span_id", String(16), primary_key=True),
+    Column("parent_span_id", String(16)),
+    Column("name", String(1024), nullable=False),
+    Column("kind", Integer, nullable=False),
+    Column("start_time", BigInteger, nullable=False),
+    Column("end_time", BigInteger),
+    Column("status_code", Integer, nullable=False),
+    Column("status_message", Text),
+    Column("attributes", Json, nullable=False),
+    Column("events", Json, nullable=False),
+    Column("resource", Json, nullable=False),
+    Column("scope", String(256)),
+    Index("ix_spans_start", "start_time"),
+)

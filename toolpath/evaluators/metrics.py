@@ -1,0 +1,119 @@
+"""Built-in metrics over dataset rows (columns as SPEC §5), registered by name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from toolpath.errors import DatasetError
+from toolpath.evaluators import trajectory
+from toolpath.evaluators.registry import Metric, MissingInput, Row, register_metric
+from toolpath.model import MetricResult, ToolCall, parse_trajectory
+
+
+def trajectory_column(row: Row, column: str) -> list[ToolCall]:
+    """A parsed trajectory column; a missing column or a bad cell is :class:`MissingInput`."""
+    if column not in row or row[column] is None:
+        raise MissingInput(f"row has no {column!r}")
+    try:
+        return parse_trajectory(row[column], where=column)
+    except DatasetError as exc:
+        raise MissingInput(str(exc)) from None
+
+
+def _flag(value: Any, name: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise ValueError(f"{name} must be true or false, got {value!r}")
+
+
+@dataclass(frozen=True)
+class ReferenceTrajectoryMetric(Metric):
+    """A predicted-vs-reference trajectory metric."""
+
+    name: str
+    fn: Callable[..., MetricResult]
+    ignore_args: bool = False
+
+    def score(self, row: Row) -> MetricResult:
+        predicted = trajectory_column(row, "predicted_trajectory")
+        reference = trajectory_column(row, "reference_trajectory")
+        return self.fn(predicted, reference, ignore_args=self.ignore_args)
+
+
+def _reference_metric(name: str, fn: Callable[..., MetricResult]) -> None:
+    def factory(ignore_args: Any = False) -> Metric:
+        return ReferenceTrajectoryMetric(name, fn, _flag(ignore_args, "ignore_args"))
+
+    register_metric(name)(factory)
+
+
+_reference_metric("trajectory_exact_match", trajectory.exact_match)
+_reference_metric("trajectory_in_order_match", trajectory.in_order_match)
+_reference_metric("trajectory_any_order_match", trajectory.any_order_match)
+_reference_metric("trajectory_precision", trajectory.precision)
+_reference_metric("trajectory_recall", trajectory.recall)
+
+
+@register_metric("trajectory_single_tool_use")
+@dataclass(frozen=True)
+class TrajectorySingleToolUse(Metric):
+    """1 if the predicted trajectory calls ``tool_name`` at least once."""
+
+    tool_name: str
+    name: str = "trajectory_single_tool_use"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.tool_name, str) or not self.tool_name:
+            raise ValueError("tool_name must be a non-empty string")
+
+    def score(self, row: Row) -> MetricResult:
+        return trajectory.single_tool_use(trajectory_column(row, "predicted_trajectory"), self.tool_name)
+
+
+@register_metric("tool_trajectory_avg_score")
+@dataclass(frozen=True)
+class ToolTrajectoryAvgScore(Metric):
+    """ADK's ``tool_trajectory_avg_score``. A row is one invocation, unless it carries ``invocations``:
+    a list of ``{"predicted_trajectory", "reference_trajectory"}`` for a multi-turn case."""
+
+    match_type: str = "EXACT"
+    ignore_args: bool = False
+    name: str = "tool_trajectory_avg_score"
+
+    def __post_init__(self) -> None:
+        if str(self.match_type).upper() not in trajectory.MATCH_TYPES:
+            raise ValueError(f"match_type must be one of {', '.join(trajectory.MATCH_TYPES)}, got {self.match_type!r}")
+        object.__setattr__(self, "ignore_args", _flag(self.ignore_args, "ignore_args"))
+
+    def score(self, row: Row) -> MetricResult:
+        turns = row.get("invocations")
+        if isinstance(turns, list):
+            actual = [trajectory_column(t, "predicted_trajectory") for t in turns]
+            expected = [trajectory_column(t, "reference_trajectory") for t in turns]
+        else:
+            actual = [trajectory_column(row, "predicted_trajectory")]
+            expected = [trajectory_column(row, "reference_trajectory")]
+        return trajectory.tool_trajectory_avg_score(
+            actual, expected, match_type=self.match_type, ignore_args=self.ignore_args
+        )
+
+
+@dataclass(frozen=True)
+class MeasuredColumn(Metric):
+    """A number the runner measured while calling the agent (``latency_in_seconds``, ``failure``)."""
+
+    name: str
+
+    def score(self, row: Row) -> MetricResult:
+        value = row.get(self.name)
+        if value is None:
+            raise MissingInput(f"row has no {self.name!r} (it is measured when an agent is run)")
+        return MetricResult(score=float(value))
+
+
+register_metric("latency_in_seconds")(lambda: MeasuredColumn("latency_in_seconds"))
+register_metric("failure")(lambda: MeasuredColumn("failure"))

@@ -1,0 +1,151 @@
+"""Metrics by name: the :class:`Metric` interface, the registry, and metric specs from the command line.
+
+A spec is a registered name (``trajectory_precision``), a name with parameters
+(``trajectory_single_tool_use(tool_name=get_weather)``, values parsed as JSON when they can be), a
+:class:`Metric` instance, or a plain callable ``row -> float | {"score", "explanation", ...}``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from toolpath.errors import MetricError
+from toolpath.model import MetricResult
+
+Row = Mapping[str, Any]
+
+
+class Metric(ABC):
+    """Scores one dataset row. Subclasses are pure: no I/O, no tracing."""
+
+    name: str
+
+    @abstractmethod
+    def score(self, row: Row) -> MetricResult: ...
+
+
+class MissingInput(Exception):
+    """A row lacks what a metric needs; the runner turns it into score null with this message."""
+
+
+class CustomMetric(Metric):
+    """Wraps a user function ``row -> float | {"score", "explanation", ...} | MetricResult``."""
+
+    def __init__(self, fn: Callable[[Row], Any], name: str | None = None) -> None:
+        self.fn = fn
+        self.name = name or getattr(fn, "__name__", None) or type(fn).__name__
+
+    def score(self, row: Row) -> MetricResult:
+        value = self.fn(row)
+        if isinstance(value, MetricResult):
+            return value
+        if isinstance(value, Mapping):
+            if "score" not in value:
+                raise MetricError(f"custom metric {self.name!r} returned a dict without 'score'")
+            extra = {k: v for k, v in value.items() if k not in ("score", "explanation")}
+            return MetricResult(score=_as_score(value["score"], self.name), explanation=value.get("explanation"), details=extra)
+        return MetricResult(score=_as_score(value, self.name))
+
+
+def _as_score(value: Any, name: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise MetricError(f"custom metric {name!r} returned {type(value).__name__}, not a number")
+    return float(value)
+
+
+_REGISTRY: dict[str, Callable[..., Metric]] = {}
+
+
+def register_metric(name: str) -> Callable[[Callable[..., Metric]], Callable[..., Metric]]:
+    """Register a metric factory (a class or function taking keyword parameters) under ``name``."""
+
+    def decorate(factory: Callable[..., Metric]) -> Callable[..., Metric]:
+        _REGISTRY[name] = factory
+        return factory
+
+    return decorate
+
+
+def metric_names() -> list[str]:
+    _load_builtins()
+    return sorted(_REGISTRY)
+
+
+_SPEC = re.compile(r"^\s*([A-Za-z_][\w.:]*)\s*(?:\((.*)\))?\s*$", re.S)
+
+
+def resolve_metric(spec: str | Metric | Callable[[Row], Any]) -> Metric:
+    """Turn a metric spec into a :class:`Metric`; unknown names raise :class:`MetricError`."""
+    if isinstance(spec, Metric):
+        return spec
+    if callable(spec) and not isinstance(spec, str):
+        return CustomMetric(spec)
+    if not isinstance(spec, str):
+        raise MetricError(f"a metric must be a name, a Metric or a callable, got {type(spec).__name__}")
+    _load_builtins()
+    match = _SPEC.match(spec)
+    if match is None:
+        raise MetricError(f"cannot read metric {spec!r} (expected name or name(key=value, ...))")
+    name, params_text = match.group(1), match.group(2)
+    params = _parse_params(params_text, spec) if params_text else {}
+    factory = _REGISTRY.get(name)
+    if factory is None:
+        if ":" in name:
+            return CustomMetric(_import_callable(name))
+        raise MetricError(f"unknown metric {name!r}; known: {', '.join(sorted(_REGISTRY))}")
+    try:
+        return factory(**params)
+    except (TypeError, ValueError) as exc:
+        raise MetricError(f"metric {name!r}: {exc}") from None
+
+
+def split_metric_list(text: str) -> list[str]:
+    """Split ``"a,b(x=1,y=2),c"`` on the commas outside parentheses."""
+    parts, depth, current = [], 0, []
+    for ch in text:
+        if ch == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+            continue
+        depth += ch == "("
+        depth -= ch == ")"
+        current.append(ch)
+    parts.append("".join(current))
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _parse_params(text: str, spec: str) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    for item in split_metric_list(text):
+        key, eq, raw = item.partition("=")
+        if not eq or not key.strip().isidentifier():
+            raise MetricError(f"metric {spec!r}: parameter {item!r} is not key=value")
+        raw = raw.strip()
+        try:
+            params[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            params[key.strip()] = raw
+    return params
+
+
+def _import_callable(path: str) -> Callable[[Row], Any]:
+    module_name, _, attr = path.partition(":")
+    try:
+        fn = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise MetricError(f"custom metric {path!r} cannot be imported: {exc}") from None
+    if not callable(fn):
+        raise MetricError(f"custom metric {path!r} is not callable")
+    return fn
+
+
+def _load_builtins() -> None:
+    # Importing the module registers its metrics; done lazily to keep `import toolpath` light.
+    importlib.import_module("toolpath.evaluators.metrics")

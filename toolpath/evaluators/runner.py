@@ -1,0 +1,122 @@
+"""``toolpath.evaluate``: score a dataset with metrics, optionally running an agent on each prompt first."""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from toolpath.datasets import load_rows
+from toolpath.errors import DatasetError, MetricError
+from toolpath.evaluators.agent_runner import AgentOutcome, run_agent
+from toolpath.evaluators.registry import Metric, MissingInput, resolve_metric
+from toolpath.model import MetricResult
+
+MEASURED = ("latency_in_seconds", "failure")
+
+
+@dataclass
+class EvalResult:
+    """``summary_metrics``: ``row_count``, ``{metric}/mean``, ``{metric}/std``; ``metrics_table``: one row per
+    instance with its input columns, ``{metric}/score`` and ``{metric}/explanation`` (SPEC §5)."""
+
+    summary_metrics: dict[str, Any]
+    metrics_table: list[dict[str, Any]]
+    metric_names: list[str] = field(default_factory=list)
+    run_id: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"summary_metrics": self.summary_metrics, "metrics_table": self.metrics_table}
+
+    def write_json(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+
+    def to_pandas(self) -> Any:
+        import pandas as pd  # optional
+
+        return pd.DataFrame(self.metrics_table)
+
+
+def evaluate(
+    dataset: Any,
+    metrics: Sequence[str | Metric | Callable[..., Any]],
+    runnable: Any = None,
+    *,
+    metric_column_mapping: Mapping[str, str] | None = None,
+    timeout: float = 30.0,
+    on_row: Callable[[int, dict[str, Any]], None] | None = None,
+) -> EvalResult:
+    """Score every row of ``dataset`` with ``metrics``.
+
+    With ``runnable`` (an ``@agent`` function or any callable taking the prompt), each row's ``prompt`` is sent
+    to the agent under tracing, and ``response``, ``predicted_trajectory``, ``latency_in_seconds`` and
+    ``failure`` are filled from what was traced; ``latency_in_seconds`` and ``failure`` are then scored too.
+    """
+    rows = load_rows(dataset, metric_column_mapping)
+    resolved = [resolve_metric(m) for m in metrics]
+    run_id = uuid.uuid4().hex[:12]
+    if runnable is not None:
+        resolved += [resolve_metric(name) for name in MEASURED if name not in {m.name for m in resolved}]
+    names = [m.name for m in resolved]
+    duplicates = {n for n in names if names.count(n) > 1}
+    if duplicates:
+        raise MetricError(f"metric(s) listed twice: {', '.join(sorted(duplicates))}")
+    table: list[dict[str, Any]] = []
+    for index, row in enumerate(rows):
+        if runnable is not None:
+            _fill_from_agent(row, runnable, index, run_id, timeout)
+        out = dict(row)
+        for metric in resolved:
+            result = score_row(metric, row)
+            out[f"{metric.name}/score"] = result.score
+            out[f"{metric.name}/explanation"] = result.explanation
+            for key, value in result.details.items():
+                out[f"{metric.name}/{key}"] = value
+        table.append(out)
+        if on_row is not None:
+            on_row(index, out)
+    return EvalResult(summarize(table, names), table, names, run_id)
+
+
+def score_row(metric: Metric, row: Mapping[str, Any]) -> MetricResult:
+    """One metric on one row; a row it cannot score gets score null and the reason, never an exception."""
+    try:
+        return metric.score(row)
+    except MissingInput as exc:
+        return MetricResult.not_evaluated(str(exc))
+    except Exception as exc:  # a broken custom metric must not sink the whole run
+        return MetricResult.not_evaluated(f"{metric.name} failed: {type(exc).__name__}: {exc}")
+
+
+def summarize(table: Sequence[Mapping[str, Any]], names: Sequence[str]) -> dict[str, Any]:
+    """``row_count`` and, per metric, the mean and sample standard deviation of the non-null scores."""
+    summary: dict[str, Any] = {"row_count": len(table)}
+    for name in names:
+        scores = [r[f"{name}/score"] for r in table if r.get(f"{name}/score") is not None]
+        mean = sum(scores) / len(scores) if scores else None
+        std = None
+        if len(scores) > 1 and mean is not None:
+            std = math.sqrt(sum((s - mean) ** 2 for s in scores) / (len(scores) - 1))
+        summary[f"{name}/mean"] = mean
+        summary[f"{name}/std"] = std
+    return summary
+
+
+def _fill_from_agent(row: dict[str, Any], runnable: Any, index: int, run_id: str, timeout: float) -> None:
+    prompt = row.get("prompt")
+    if not isinstance(prompt, str):
+        raise DatasetError(f"dataset row {index}: 'prompt' must be a string to run the agent, got {type(prompt).__name__}")
+    session_id = str(row.get("session_id") or f"eval-{run_id}-{index}")
+    outcome: AgentOutcome = run_agent(runnable, prompt, session_id=session_id, timeout=timeout)
+    row["response"] = outcome.response
+    row["predicted_trajectory"] = [call.to_vertex() for call in outcome.tool_calls]
+    row["latency_in_seconds"] = outcome.latency_in_seconds
+    row["failure"] = outcome.failure
+    if outcome.error:
+        row["error"] = outcome.error
+    if outcome.invocation is not None:
+        row["invocation_id"] = outcome.invocation.invocation_id

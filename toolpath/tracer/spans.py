@@ -1,0 +1,158 @@
+"""Span helpers the adapters call: they know the conventions, the adapters know their framework.
+
+Only the OpenTelemetry *API* is used here, so until a provider is installed (``toolpath.init``) every
+helper is a cheap no-op. The per-call paths are kept short on purpose: they run on the agent's thread.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Mapping
+from typing import Any
+
+from opentelemetry import context, trace
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+
+from toolpath.tracer import content
+from toolpath.tracer import semconv as sc
+
+_tracer = trace.get_tracer("toolpath")
+_random = random.Random()
+
+
+def new_call_id() -> str:
+    """A tool-call id in the common ``call_<24 hex>`` shape."""
+    return f"call_{_random.getrandbits(96):024x}"
+
+
+def tool_static_attributes(name: str, description: str | None) -> dict[str, Any]:
+    """The attributes every call of one tool shares; computed once, at decoration time."""
+    attrs: dict[str, Any] = {
+        sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
+        sc.GEN_AI_TOOL_NAME: name,
+        sc.GEN_AI_TOOL_TYPE: sc.TOOL_TYPE_FUNCTION,
+    }
+    if description:
+        attrs[sc.GEN_AI_TOOL_DESCRIPTION] = description
+    return attrs
+
+
+def start_tool_span(
+    span_name: str, static_attributes: dict[str, Any], arguments: Mapping[str, Any], call_id: str | None = None
+) -> tuple[Span, object]:
+    """Start an ``execute_tool`` span and make it current. Returns the span and the context token."""
+    attrs = dict(static_attributes)
+    attrs[sc.GEN_AI_TOOL_CALL_ID] = call_id or new_call_id()
+    if content._policy.capture:
+        _put_json(attrs, sc.GEN_AI_TOOL_CALL_ARGUMENTS, arguments)
+    span = _tracer.start_span(span_name, kind=SpanKind.INTERNAL, attributes=attrs)
+    return span, context.attach(trace.set_span_in_context(span))
+
+
+def end_tool_span(span: Span, token: object, result: Any) -> None:
+    """Record the tool's result and end its span."""
+    try:
+        if content._policy.capture and span.is_recording():
+            _set_json(span, sc.GEN_AI_TOOL_CALL_RESULT, result)
+    finally:
+        context.detach(token)
+        span.end()
+
+
+def fail_span(span: Span, token: object, exc: BaseException) -> None:
+    """Mark a span failed (status ERROR, ``error.type``, an ``exception`` event) and end it."""
+    try:
+        if span.is_recording():
+            span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+            span.set_attribute(sc.ERROR_TYPE, type(exc).__qualname__)
+            span.record_exception(exc)
+    finally:
+        context.detach(token)
+        span.end()
+
+
+class AgentRun:
+    """One ``invoke_agent`` span: started with the prompt, finished with the agent's result or error."""
+
+    __slots__ = ("span", "token")
+
+    def __init__(self, agent_name: str, prompt: Any, session_id: str | None = None) -> None:
+        attrs: dict[str, Any] = {
+            sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
+            sc.GEN_AI_AGENT_NAME: agent_name,
+        }
+        if session_id is not None:
+            attrs[sc.GEN_AI_CONVERSATION_ID] = str(session_id)
+        if content._policy.capture and prompt is not None:
+            _put_json(attrs, sc.GEN_AI_INPUT_MESSAGES, [_text_message("user", prompt)])
+        self.span = _tracer.start_span(sc.agent_span_name(agent_name), kind=SpanKind.INTERNAL, attributes=attrs)
+        self.token = context.attach(trace.set_span_in_context(self.span))
+
+    @property
+    def span_id(self) -> str:
+        """The agent span's id as 16 lowercase hex digits; the stored invocation's id."""
+        return format(self.span.get_span_context().span_id, "016x")
+
+    @property
+    def trace_id(self) -> str:
+        return format(self.span.get_span_context().trace_id, "032x")
+
+    def finish(self, result: Any) -> None:
+        """Record the final response (and a returned trajectory, if any) and end the span."""
+        try:
+            if content._policy.capture and self.span.is_recording():
+                response, trajectory = split_agent_result(result)
+                if response is not None:
+                    message = _text_message("assistant", response)
+                    message["finish_reason"] = "stop"
+                    _set_json(self.span, sc.GEN_AI_OUTPUT_MESSAGES, [message])
+                if trajectory is not None:
+                    _set_json(self.span, sc.TOOLPATH_PREDICTED_TRAJECTORY, trajectory)
+        finally:
+            context.detach(self.token)
+            self.span.end()
+
+    def fail(self, exc: BaseException) -> None:
+        fail_span(self.span, self.token, exc)
+
+
+def split_agent_result(result: Any) -> tuple[str | None, list[Any] | None]:
+    """Split what an agent returned into final text and, for the Vertex custom-function shape
+    ``{"response", "predicted_trajectory"}``, the trajectory it reported."""
+    if result is None:
+        return None, None
+    if isinstance(result, str):
+        return result, None
+    if isinstance(result, Mapping):
+        trajectory = result.get("predicted_trajectory")
+        if isinstance(trajectory, str):
+            try:
+                trajectory = json.loads(trajectory)
+            except json.JSONDecodeError:
+                trajectory = None
+        for key in ("response", "output", "final_response"):
+            if key in result:
+                text = result[key]
+                return (text if isinstance(text, str) else content.to_json(text)), trajectory
+        return None, trajectory if isinstance(trajectory, list) else None
+    return str(result), None
+
+
+def _text_message(role: str, text: Any) -> dict[str, Any]:
+    return {"role": role, "parts": [{"type": "text", "content": text if isinstance(text, str) else str(text)}]}
+
+
+def _put_json(attrs: dict[str, Any], key: str, value: Any) -> None:
+    text, cut = content.clip(content.to_json(value))
+    attrs[key] = text
+    if cut:
+        attrs[sc.TOOLPATH_TRUNCATED] = (*attrs.get(sc.TOOLPATH_TRUNCATED, ()), key)
+
+
+def _set_json(span: Span, key: str, value: Any) -> None:
+    text, cut = content.clip(content.to_json(value))
+    span.set_attribute(key, text)
+    if cut:
+        previous = getattr(span, "attributes", None) or {}
+        span.set_attribute(sc.TOOLPATH_TRUNCATED, (*previous.get(sc.TOOLPATH_TRUNCATED, ()), key))
