@@ -75,10 +75,11 @@ def matched_pairs(predicted: Sequence[ToolCall], reference: Sequence[ToolCall], 
 
 def exact_match(predicted: Sequence[ToolCall], reference: Sequence[ToolCall], *, ignore_args: bool = False) -> MetricResult:
     if len(predicted) != len(reference):
-        return _result(False, f"predicted {len(predicted)} call(s), reference {len(reference)}")
+        extra = _missing(predicted, reference, ignore_args)
+        return _result(False, f"predicted {len(predicted)} call(s), reference {len(reference)}{extra}")
     for i, (pred, ref) in enumerate(zip(predicted, reference, strict=True)):
         if not calls_match(pred, ref, ignore_args=ignore_args):
-            return _result(False, f"call {i + 1}: expected {_show(ref)}, got {_show(pred)}")
+            return _result(False, f"call {i + 1}: {describe_difference(pred, ref)}")
     return _result(True, "every call matches in order")
 
 
@@ -155,6 +156,22 @@ def _result(ok: bool, explanation: str) -> MetricResult:
     return MetricResult(score=1.0 if ok else 0.0, explanation=explanation)
 
 
+def describe_difference(predicted: ToolCall, reference: ToolCall) -> str:
+    """Why two calls differ, naming the arguments when the names agree."""
+    if predicted.name != reference.name:
+        return f"expected {reference.name}, got {predicted.name}"
+    expected, got = reference.args or {}, predicted.args or {}
+    parts = []
+    for key in sorted(set(expected) | set(got)):
+        if key not in got:
+            parts.append(f"{key} missing")
+        elif key not in expected:
+            parts.append(f"unexpected {key}={canonical_args(got[key])}")
+        elif canonical_args(expected[key]) != canonical_args(got[key]):
+            parts.append(f"{key}: expected {canonical_args(expected[key])}, got {canonical_args(got[key])}")
+    return f"{reference.name} " + "; ".join(parts)
+
+
 def _show(call: ToolCall) -> str:
     if call.args is None:
         return f"{call.name}(…)"
@@ -164,12 +181,12 @@ def _show(call: ToolCall) -> str:
 def _missing(predicted: Sequence[ToolCall], reference: Sequence[ToolCall], ignore_args: bool) -> str:
     """Names of reference calls with no partner, for explanations (by greedy pass; indicative only)."""
     left = list(predicted)
-    missing = []
+    missing: list[str] = []
     for ref in sorted(reference, key=lambda c: c.args is None or ignore_args):
         for i, pred in enumerate(left):
             if calls_match(pred, ref, ignore_args=ignore_args):
                 del left[i]
                 break
         else:
-            missing.append(_show(ref))
+            missing.append(ref.name)
     return f"; missing {', '.join(missing)}" if missing else ""

@@ -1,0 +1,176 @@
+"""The ``toolpath`` command. Commands stay thin: they parse options and call the library.
+
+Every :class:`ToolpathError` (missing file, bad JSON line, unknown metric, bad store URL) is printed as one
+``error:`` line and exits 2, without a traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+
+from toolpath import tracer
+from toolpath.collector.store import STORE_ENV, Store, resolve_store_url
+from toolpath.errors import ConfigError, ToolpathError
+
+console = Console()
+
+store_option = click.option(
+    "--store",
+    envvar=STORE_ENV,
+    default=None,
+    help=f"Database URL (default: ${STORE_ENV} or sqlite:///toolpath.db).",
+)
+
+
+@click.group()
+@click.version_option(package_name="toolpath")
+def cli() -> None:
+    """Trace the tool calls of LLM agents, store them, and score them."""
+
+
+@cli.command()
+@store_option
+@click.option("--worst", default=6, show_default=True, help="How many of the worst cases to show.")
+def demo(store: str | None, worst: int) -> None:
+    """Run the bundled smart-home agent over 24 cases and score its trajectories.
+
+    No network and no API key: the agent is rule-based. Everything it does is traced into the store
+    (sqlite:///toolpath.db by default), then scored.
+
+        toolpath demo
+        toolpath sessions list
+    """
+    from toolpath.demo import run_demo
+
+    run_demo(store, console, worst)
+
+
+@cli.command(name="eval")
+@click.argument("dataset", type=click.Path(path_type=Path))
+@click.option("--metrics", "metrics_text", required=True, help="Comma-separated metric names, e.g. "
+              "trajectory_exact_match,trajectory_single_tool_use(tool_name=get_weather).")
+@click.option("--agent", "agent_ref", default=None, help="module:attr of an agent to run on each prompt.")
+@click.option("--output", type=click.Path(path_type=Path), default=None, help="Write results as JSON here.")
+@store_option
+def eval_command(dataset: Path, metrics_text: str, agent_ref: str | None, output: Path | None, store: str | None) -> None:
+    """Score a JSONL dataset (columns: prompt, reference_trajectory, predicted_trajectory, ...).
+
+        toolpath eval cases.jsonl --metrics trajectory_exact_match,trajectory_recall
+        toolpath eval cases.jsonl --metrics trajectory_precision --agent my_app.agent:answer
+    """
+    from toolpath.display import summary_table
+    from toolpath.evaluators.registry import resolve_metric, split_metric_list
+    from toolpath.evaluators.runner import evaluate
+
+    metrics = [resolve_metric(spec) for spec in split_metric_list(metrics_text)]
+    if not metrics:
+        raise ConfigError("--metrics names no metric")
+    runnable = None
+    if agent_ref:
+        runnable = load_object(agent_ref)
+        tracer.init(store=Store(store))
+    result = evaluate(dataset, metrics, runnable=runnable)
+    if runnable is not None:
+        tracer.flush()
+    if output is not None:
+        result.write_json(output)
+    console.print(summary_table(result.summary_metrics, result.metric_names, title=f"{dataset} ({len(result.metrics_table)} rows)"))
+    if output is not None:
+        console.print(f"Results written to {output}")
+
+
+@cli.group()
+def sessions() -> None:
+    """Browse what the store holds."""
+
+
+@sessions.command(name="list")
+@store_option
+@click.option("--agent-name", default=None, help="Only sessions of this agent.")
+@click.option("--limit", default=50, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def sessions_list(store: str | None, agent_name: str | None, limit: int, as_json: bool) -> None:
+    """List sessions, newest first."""
+    from toolpath.display import sessions_table
+
+    rows = _open_existing_store(store).list_sessions(agent_name=agent_name, limit=limit)
+    if as_json:
+        click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
+    else:
+        console.print(sessions_table(rows))
+
+
+@sessions.command(name="show")
+@click.argument("session_id")
+@store_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def sessions_show(session_id: str, store: str | None, as_json: bool) -> None:
+    """Show one session's invocations: prompt, tool calls, response, latency, failure."""
+    from toolpath.display import session_table
+
+    session = _open_existing_store(store).get_session(session_id)
+    if session is None:
+        raise ConfigError(f"no session {session_id!r} in the store")
+    if as_json:
+        data = session.model_dump(mode="json")
+        for inv, dumped in zip(session.invocations, data["invocations"], strict=True):
+            dumped["predicted_trajectory"] = inv.predicted_trajectory
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    else:
+        console.print(session_table(session))
+
+
+def _open_existing_store(url: str | None) -> Store:
+    resolved = resolve_store_url(url)
+    if resolved.startswith("sqlite:///") and not resolved.endswith(":memory:"):
+        path = Path(resolved.removeprefix("sqlite:///"))
+        if not path.exists():
+            raise ConfigError(f"store {path} does not exist (run `toolpath demo`, or set --store / ${STORE_ENV})")
+    return Store(resolved)
+
+
+def load_object(reference: str) -> Any:
+    """Import ``module:attr`` (``attr`` may be dotted); the working directory is importable."""
+    module_name, sep, attr = reference.partition(":")
+    if not sep or not module_name or not attr:
+        raise ConfigError(f"--agent {reference!r}: expected module:attribute, e.g. my_app.agent:answer")
+    if "" not in sys.path and str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(f"--agent {reference!r}: cannot import {module_name!r} ({exc})") from None
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ConfigError(f"--agent {reference!r}: {module_name} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    return obj
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        cli.main(args=argv, prog_name="toolpath", standalone_mode=False)
+    except ToolpathError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(2 if isinstance(exc, click.UsageError) else exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    finally:
+        tracer.shutdown()
+
+
+if __name__ == "__main__":
+    main()

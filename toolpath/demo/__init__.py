@@ -1,0 +1,55 @@
+"""``toolpath demo``: the smart-home agent over 24 bundled cases, through the whole pipeline:
+tracing -> in-process collector -> store -> trajectory metrics -> tables."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+from rich.console import Console
+
+from toolpath import tracer
+from toolpath.collector.store import Store
+from toolpath.display import summary_table, worst_cases_table
+from toolpath.evaluators.runner import EvalResult, evaluate
+
+DEMO_METRICS = [
+    "trajectory_exact_match",
+    "trajectory_in_order_match",
+    "trajectory_any_order_match",
+    "trajectory_precision",
+    "trajectory_recall",
+    "tool_trajectory_avg_score",
+]
+
+
+def dataset_path() -> Path:
+    return Path(str(resources.files("toolpath.demo") / "smart_home.jsonl"))
+
+
+def run_demo(store_url: str | None, console: Console, worst: int = 6) -> EvalResult:
+    from toolpath.demo.smart_home import smart_home_agent  # tools register on import; keep it out of CLI start-up
+
+    store = Store(store_url)
+    tracer.init(store=store, service_name="toolpath-demo")
+    console.print(
+        f"Running [bold]smart_home_assistant[/] on {dataset_path().name} "
+        f"(traced into [bold]{store.url}[/])…"
+    )
+    result = evaluate(dataset_path(), DEMO_METRICS, runnable=smart_home_agent)
+    tracer.flush()
+    console.print(summary_table(result.summary_metrics, result.metric_names, title="Per-metric means"))
+    console.print(worst_cases_table(result.metrics_table, DEMO_METRICS, worst))
+    for row in result.metrics_table:
+        if row.get("failure"):
+            console.print(f"[red]Run failed[/] on {row.get('case_id')} ({row.get('prompt')!r}): {row.get('error')}")
+    counts = store.counts()
+    console.print(
+        f"The store now holds {counts['invocations']} invocations with {counts['tool_calls']} tool calls "
+        f"in {counts['sessions']} sessions ({counts['spans']} raw spans)."
+    )
+    stats = tracer.stats()
+    if stats.get("spans_dropped") or stats.get("invocations_lost"):
+        console.print(f"[yellow]Tracing lost data: {stats}[/]")
+    console.print("See them with: [bold]toolpath sessions list[/]")
+    return result
