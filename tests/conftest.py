@@ -1,0 +1,65 @@
+"""Shared fixtures: one global SDK provider with an in-memory exporter (the application's own processor,
+which toolpath must leave alone), toolpath tracing into a real SQLite file, and a real PostgreSQL server."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+import toolpath
+from tests.pgserver import PostgresServer
+
+APP_EXPORTER = InMemorySpanExporter()
+_PROVIDER = TracerProvider()
+_PROVIDER.add_span_processor(SimpleSpanProcessor(APP_EXPORTER))
+trace.set_tracer_provider(_PROVIDER)
+
+
+@pytest.fixture
+def app_spans() -> Iterator[InMemorySpanExporter]:
+    """What the application's own exporter received during the test."""
+    APP_EXPORTER.clear()
+    yield APP_EXPORTER
+    APP_EXPORTER.clear()
+
+
+@pytest.fixture
+def store_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'toolpath.db'}"
+
+
+@pytest.fixture
+def tracing(store_url: str, app_spans: InMemorySpanExporter) -> Iterator[toolpath.tracer.Tracing]:
+    """toolpath tracing into a fresh SQLite file; shut down after the test."""
+    toolpath.shutdown()
+    setup = toolpath.init(store=store_url)
+    yield setup
+    toolpath.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def _no_leftover_tracing() -> Iterator[None]:
+    yield
+    toolpath.shutdown()
+
+
+@pytest.fixture(scope="session")
+def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real PostgreSQL server on loopback for this test session (``$TOOLPATH_TEST_POSTGRES_URL`` if set)."""
+    if url := os.environ.get("TOOLPATH_TEST_POSTGRES_URL"):
+        yield url
+        return
+    server = PostgresServer.find()
+    if server is None:
+        if os.environ.get("CI"):
+            pytest.fail("PostgreSQL is not installed; .ci/run must install it (apt-get install -y postgresql)")
+        pytest.skip("PostgreSQL binaries not found (apt-get install -y postgresql)")
+    with server.running(tmp_path_factory.mktemp("pg")) as url:
+        yield url

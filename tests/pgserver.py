@@ -1,0 +1,63 @@
+"""Start a throw-away PostgreSQL cluster from the installed binaries, on 127.0.0.1 and a free port."""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class PostgresServer:
+    bindir: Path
+
+    @classmethod
+    def find(cls) -> PostgresServer | None:
+        candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True)
+        if initdb := shutil.which("initdb"):
+            candidates.insert(0, str(Path(initdb).parent))
+        for folder in candidates:
+            if (Path(folder) / "initdb").exists() and (Path(folder) / "pg_ctl").exists():
+                return cls(Path(folder))
+        return None
+
+    @contextlib.contextmanager
+    def running(self, workdir: Path) -> Iterator[str]:
+        data, sockets = workdir / "data", workdir / "sock"
+        sockets.mkdir(parents=True, exist_ok=True)
+        user = None
+        if os.geteuid() == 0:  # PostgreSQL refuses to run as root
+            user = "postgres"
+            uid, gid = pwd.getpwnam(user).pw_uid, pwd.getpwnam(user).pw_gid
+            for path in (workdir, sockets):
+                os.chown(path, uid, gid)
+        port = _free_port()
+        self._run(user, "initdb", "-D", str(data), "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync")
+        options = f"-c listen_addresses=127.0.0.1 -p {port} -k {sockets} -c fsync=off"
+        self._run(user, "pg_ctl", "-D", str(data), "-o", options, "-l", str(workdir / "log"), "-w", "start")
+        try:
+            self._run(user, "createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "toolpath_test")
+            yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/toolpath_test"
+        finally:
+            self._run(user, "pg_ctl", "-D", str(data), "-m", "immediate", "-w", "stop")
+
+    def _run(self, user: str | None, program: str, *args: str) -> None:
+        command = [str(self.bindir / program), *args]
+        if user is not None:
+            command = ["runuser", "-u", user, "--", *command]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd="/tmp")
+        if result.returncode != 0:
+            raise RuntimeError(f"{program} failed: {result.stderr or result.stdout}")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
