@@ -51,7 +51,7 @@ def _no_leftover_tracing() -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
-def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def postgres_url() -> Iterator[str]:
     """A real PostgreSQL server on loopback for this test session (``$TOOLPATH_TEST_POSTGRES_URL`` if set)."""
     if url := os.environ.get("TOOLPATH_TEST_POSTGRES_URL"):
         yield url
@@ -61,5 +61,5 @@ def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         if os.environ.get("CI"):
             pytest.fail("PostgreSQL is not installed; .ci/run must install it (apt-get install -y postgresql)")
         pytest.skip("PostgreSQL binaries not found (apt-get install -y postgresql)")
-    with server.running(tmp_path_factory.mktemp("pg")) as url:
+    with server.running() as url:
         yield url

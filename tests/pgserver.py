@@ -9,6 +9,7 @@ import pwd
 import shutil
 import socket
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,14 +23,24 @@ class PostgresServer:
     def find(cls) -> PostgresServer | None:
         candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True)
         if initdb := shutil.which("initdb"):
-            candidates.insert(0, str(Path(initdb).parent))
+            candidates.insert(0, str(Path(initdb).resolve().parent))
         for folder in candidates:
             if (Path(folder) / "initdb").exists() and (Path(folder) / "pg_ctl").exists():
                 return cls(Path(folder))
         return None
 
     @contextlib.contextmanager
-    def running(self, workdir: Path) -> Iterator[str]:
+    def running(self) -> Iterator[str]:
+        # Not under pytest's tmp dirs: those are private to root, and the server runs as `postgres`.
+        workdir = Path(tempfile.mkdtemp(prefix="toolpath-pg-"))
+        try:
+            with self._cluster(workdir) as url:
+                yield url
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    @contextlib.contextmanager
+    def _cluster(self, workdir: Path) -> Iterator[str]:
         data, sockets = workdir / "data", workdir / "sock"
         sockets.mkdir(parents=True, exist_ok=True)
         user = None

@@ -1,0 +1,117 @@
+"""The SQL store on a real SQLite file and a real PostgreSQL server: round trips and idempotent upserts."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import text
+
+from toolpath.collector.spanrecord import SpanRecord
+from toolpath.collector.store import Store, resolve_store_url
+from toolpath.errors import ConfigError
+from toolpath.model import Invocation, ToolCall
+
+T0 = datetime(2026, 1, 2, 3, 4, 5, 123456, tzinfo=UTC)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request, tmp_path):
+    if request.param == "sqlite":
+        s = Store(f"sqlite:///{tmp_path / 'store.db'}")
+    else:
+        s = Store(request.getfixturevalue("postgres_url"))
+        with s.engine.begin() as conn:
+            conn.execute(text("TRUNCATE tool_calls, invocations, sessions, spans"))
+    yield s
+    s.close()
+
+
+def invocation(inv_id: str, session: str, offset: int, calls: list[ToolCall], **kw) -> Invocation:
+    return Invocation(
+        invocation_id=inv_id,
+        session_id=session,
+        agent_name="bot",
+        prompt=f"prompt {inv_id}",
+        response=f"response {inv_id}",
+        tool_calls=calls,
+        latency_seconds=0.25,
+        trace_id=f"{offset:032x}",
+        started_at=T0 + timedelta(seconds=offset),
+        **kw,
+    )
+
+
+CALLS = [
+    ToolCall(name="get", args={"id": "x", "nested": {"k": [1, 2.5, None]}}, result={"ok": True}, call_id="c1", start_time=1, end_time=2),
+    ToolCall(name="set", args={"v": "ünïcødé 温度"}, result="done", error=None),
+    ToolCall(name="boom", args={}, result=None, error="ValueError: nope"),
+]
+
+
+def test_round_trip(store):
+    store.write([invocation("i1", "s", 1, CALLS, attributes={"service.name": "svc"})])
+    got = store.get_invocation("i1")
+    assert got == invocation("i1", "s", 1, CALLS, attributes={"service.name": "svc"})
+    assert got.started_at == T0 + timedelta(seconds=1)
+
+
+def test_rewriting_is_idempotent_and_replaces_tool_calls(store):
+    store.write([invocation("i1", "s", 1, CALLS)])
+    store.write([invocation("i1", "s", 1, CALLS)])
+    store.write([invocation("i1", "s", 1, CALLS[:1], failure=1, error="E: x")])
+    counts = store.counts()
+    assert counts["invocations"] == 1 and counts["tool_calls"] == 1 and counts["sessions"] == 1
+    got = store.get_invocation("i1")
+    assert got.failure == 1 and [c.name for c in got.tool_calls] == ["get"]
+
+
+def test_sessions_aggregate_and_order(store):
+    store.write([invocation("a2", "A", 20, []), invocation("b1", "B", 5, [])])
+    store.write([invocation("a1", "A", 10, [], failure=1)])
+    sessions = store.list_sessions()
+    assert [s["session_id"] for s in sessions] == ["A", "B"]
+    assert sessions[0]["invocations"] == 2 and sessions[0]["failures"] == 1
+    assert sessions[0]["first_started_at"] == (T0 + timedelta(seconds=10)).isoformat()
+    assert [i.invocation_id for i in store.get_session("A").invocations] == ["a1", "a2"]
+    assert store.get_session("missing") is None
+
+
+def test_filters(store):
+    store.write([invocation("a", "A", 1, []), invocation("b", "B", 2, [])])
+    assert [i.invocation_id for i in store.list_invocations(since_ns=int((T0 + timedelta(seconds=2)).timestamp()) * 10**9)] == ["b"]
+    assert store.list_invocations(agent_name="other") == []
+
+
+def test_spans_round_trip_and_dedupe(store):
+    span = SpanRecord(
+        trace_id="ab" * 16, span_id="cd" * 8, parent_span_id=None, name="invoke_agent bot", kind=1,
+        start_time=10, end_time=20, status_code=2, status_message="x",
+        attributes={"gen_ai.operation.name": "invoke_agent", "list": [1, 2]},
+        events=[{"name": "exception", "time_unix_nano": 15, "attributes": {"exception.type": "E"}}],
+        resource={"service.name": "svc"}, scope="toolpath",
+    )
+    store.write([], [span])
+    store.write([], [span])
+    assert store.spans_of_trace("ab" * 16) == [span]
+
+
+def test_bad_urls_are_clear_errors(tmp_path):
+    with pytest.raises(ConfigError, match="no driver"):
+        Store("nosuchdb://host/db")
+    with pytest.raises(ConfigError, match="does not exist"):
+        Store(f"sqlite:///{tmp_path}/missing/dir/x.db")
+
+
+def test_url_resolution(monkeypatch):
+    monkeypatch.delenv("TOOLPATH_STORE", raising=False)
+    assert resolve_store_url() == "sqlite:///toolpath.db"
+    assert resolve_store_url("data/x.db") == "sqlite:///data/x.db"
+    monkeypatch.setenv("TOOLPATH_STORE", "postgresql+psycopg://u@h/db")
+    assert resolve_store_url() == "postgresql+psycopg://u@h/db"
+
+
+def test_sqlite_uses_wal(tmp_path):
+    s = Store(f"sqlite:///{tmp_path / 'wal.db'}")
+    with s.engine.connect() as conn:
+        assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"

@@ -1,0 +1,136 @@
+"""toolpath.evaluate: summaries, metric tables, custom metrics, and agents run through the real pipeline."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+import toolpath
+from toolpath.collector.store import Store
+from toolpath.errors import DatasetError, MetricError
+
+ROWS = [
+    {"prompt": "p1", "predicted_trajectory": [{"tool_name": "a", "tool_input": {}}], "reference_trajectory": [{"tool_name": "a", "tool_input": {}}]},
+    {"prompt": "p2", "predicted_trajectory": [{"tool_name": "b", "tool_input": {}}], "reference_trajectory": [{"tool_name": "a", "tool_input": {}}]},
+    {"prompt": "p3", "predicted_trajectory": [], "reference_trajectory": [{"tool_name": "a", "tool_input": {}}, {"tool_name": "c", "tool_input": {}}]},
+    {"prompt": "p4", "predicted_trajectory": [{"tool_name": "a", "tool_input": {}}]},
+]
+
+
+def test_summary_and_table_follow_spec():
+    result = toolpath.evaluate(ROWS, ["trajectory_exact_match", "trajectory_recall"])
+    assert result.summary_metrics["row_count"] == 4
+    # the row without a reference is not scored, and is not counted as 0
+    assert result.summary_metrics["trajectory_exact_match/mean"] == pytest.approx(1 / 3)
+    assert result.summary_metrics["trajectory_exact_match/std"] == pytest.approx(statistics.stdev([1, 0, 0]))
+    last = result.metrics_table[3]
+    assert last["trajectory_recall/score"] is None
+    assert last["trajectory_recall/explanation"] == "row has no 'reference_trajectory'"
+    assert result.metrics_table[0]["prompt"] == "p1"
+    assert set(result.to_dict()) == {"summary_metrics", "metrics_table"}
+
+
+def test_single_row_std_is_null():
+    result = toolpath.evaluate(ROWS[:1], ["trajectory_exact_match"])
+    assert result.summary_metrics["trajectory_exact_match/mean"] == 1.0
+    assert result.summary_metrics["trajectory_exact_match/std"] is None
+
+
+def test_custom_metrics_number_dict_and_failure():
+    def n_calls(row):
+        return len(row["predicted_trajectory"])
+
+    def judged(row):
+        return {"score": 0.5, "explanation": "half", "confidence": 0.9}
+
+    def broken(row):
+        raise RuntimeError("oops")
+
+    result = toolpath.evaluate(ROWS, [n_calls, judged, broken])
+    row = result.metrics_table[0]
+    assert row["n_calls/score"] == 1.0
+    assert row["judged/score"] == 0.5 and row["judged/explanation"] == "half" and row["judged/confidence"] == 0.9
+    assert row["broken/score"] is None and "RuntimeError: oops" in row["broken/explanation"]
+    assert result.summary_metrics["broken/mean"] is None
+
+
+def test_metric_column_mapping():
+    rows = [{"prompt": "x", "predicted_trajectory": [], "expected": []}]
+    result = toolpath.evaluate(rows, ["trajectory_exact_match"], metric_column_mapping={"reference_trajectory": "expected"})
+    assert result.metrics_table[0]["trajectory_exact_match/score"] == 1.0
+
+
+def test_unknown_metric_and_duplicates_are_errors():
+    with pytest.raises(MetricError, match="unknown metric 'trajectory_exact'"):
+        toolpath.evaluate(ROWS, ["trajectory_exact"])
+    with pytest.raises(MetricError, match="listed twice"):
+        toolpath.evaluate(ROWS, ["trajectory_recall", "trajectory_recall"])
+    with pytest.raises(MetricError, match="tool_name"):
+        toolpath.evaluate(ROWS, ["trajectory_single_tool_use"])
+
+
+def test_jsonl_errors_name_file_and_line(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"prompt": "ok"}\n\n{"prompt": broken}\n')
+    with pytest.raises(DatasetError, match=r"bad.jsonl:3: not valid JSON"):
+        toolpath.evaluate(path, ["trajectory_exact_match"])
+    with pytest.raises(DatasetError, match="no such file"):
+        toolpath.evaluate(tmp_path / "missing.jsonl", ["trajectory_exact_match"])
+
+
+@toolpath.tool
+def lookup(city: str) -> dict:
+    return {"city": city, "temp": 20}
+
+
+@toolpath.agent(name="weather")
+def weather_agent(prompt: str) -> str:
+    if "crash" in prompt:
+        raise RuntimeError("model unavailable")
+    city = prompt.split()[-1]
+    return f"{lookup(city)['temp']} degrees in {city}"
+
+
+def test_runnable_fills_columns_from_what_was_traced(tracing, store_url):
+    rows = [
+        {"prompt": "weather in Paris", "reference_trajectory": [{"tool_name": "lookup", "tool_input": {"city": "Paris"}}]},
+        {"prompt": "weather in Oslo", "reference_trajectory": [{"tool_name": "lookup", "tool_input": {"city": "Paris"}}]},
+        {"prompt": "crash now", "reference_trajectory": []},
+    ]
+    result = toolpath.evaluate(rows, ["trajectory_exact_match"], runnable=weather_agent)
+    table = result.metrics_table
+    assert table[0]["response"] == "20 degrees in Paris"
+    assert table[0]["predicted_trajectory"] == [{"tool_name": "lookup", "tool_input": {"city": "Paris"}}]
+    assert [r["trajectory_exact_match/score"] for r in table] == [1.0, 0.0, 1.0]
+    assert table[0]["latency_in_seconds"] > 0 and table[0]["failure"] == 0
+    assert table[2]["failure"] == 1 and table[2]["latency_in_seconds"] is None
+    assert table[2]["error"] == "RuntimeError: model unavailable"
+    assert result.summary_metrics["failure/mean"] == pytest.approx(1 / 3)
+    assert "latency_in_seconds/mean" in result.summary_metrics
+    # and the same invocations are in the store
+    toolpath.flush()
+    stored = Store(store_url).get_invocation(table[0]["invocation_id"])
+    assert stored.prompt == "weather in Paris" and stored.tool_calls[0].args == {"city": "Paris"}
+
+
+def test_plain_callable_and_custom_function_shape_without_init():
+    toolpath.shutdown()
+
+    def custom_agent(prompt: str) -> dict:
+        return {"response": prompt.upper(), "predicted_trajectory": [{"tool_name": "shout", "tool_input": {"text": prompt}}]}
+
+    rows = [{"prompt": "hi", "reference_trajectory": [{"tool_name": "shout", "tool_input": {"text": "hi"}}]}]
+    result = toolpath.evaluate(rows, ["trajectory_exact_match"], runnable=custom_agent)
+    assert result.metrics_table[0]["response"] == "HI"
+    assert result.metrics_table[0]["trajectory_exact_match/score"] == 1.0
+
+
+async def _async_agent(prompt: str) -> str:
+    return f"{lookup('Rome')['city']}!"
+
+
+def test_async_runnable(tracing):
+    result = toolpath.evaluate([{"prompt": "x", "reference_trajectory": [{"tool_name": "lookup"}]}], ["trajectory_exact_match"], runnable=_async_agent)
+    assert result.metrics_table[0]["response"] == "Rome!"
+    assert result.metrics_table[0]["trajectory_exact_match/score"] == 1.0
