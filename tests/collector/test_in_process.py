@@ -164,12 +164,26 @@ class TestNeverInTheAgentsWay:
 
     def test_full_queue_drops_and_counts_instead_of_blocking(self, store_url, app_spans):
         toolpath.init(store=store_url, max_queue=10)
-        results = [read_thermostat("living_room") for _ in range(300)]
-        assert results == [20.0] * 300
+
+        @toolpath.agent(name="busy")
+        def busy(prompt: str) -> list:
+            return [read_thermostat("living_room") for _ in range(300)]
+
+        assert busy("go") == [20.0] * 300
         toolpath.flush()
         stats = toolpath.stats()
         assert stats["spans_dropped"] > 0
-        assert stats["spans_dropped"] + stats["spans_received"] == 300
+        assert stats["spans_dropped"] + stats["spans_received"] == 301
+
+    def test_spans_outside_agent_runs_are_not_collected(self, tracing, store_url, app_spans):
+        for _ in range(5):
+            read_thermostat("office")
+        with trace.get_tracer("web").start_as_current_span("GET /health"):
+            pass
+        home_agent("counted", session_id="only")
+        toolpath.flush()
+        assert toolpath.stats()["spans_received"] == 4  # the agent span and its three tools
+        assert len(app_spans.get_finished_spans()) == 10  # the application's exporter got everything
 
     def test_exporter_down_costs_the_agent_nothing(self, store_url, app_spans, monkeypatch):
         with socket.socket() as sock:  # a port nobody listens on

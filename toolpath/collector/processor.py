@@ -1,7 +1,9 @@
 """The in-process collector: a span processor that turns finished agent runs into stored invocations.
 
 ``on_start`` / ``on_end`` run on the agent's thread, so they only note agent spans and append to a bounded
-deque; when the deque is full the span is dropped and counted, never blocking the agent. A daemon worker
+deque; when the deque is full the span is dropped and counted, never blocking the agent. Spans that end
+while no agent run is open in their trace (the application's own HTTP or database spans) are not taken:
+holding them would cost memory and garbage-collector time for nothing. A daemon worker
 groups spans by trace, rebuilds each outermost agent run once its span has ended (children end before their
 parent, so by then its tool spans are in), and writes invocations and raw spans to the store in batches.
 """
@@ -19,7 +21,7 @@ from typing import Any
 from opentelemetry import context
 from opentelemetry.sdk.trace import ReadableSpan, Span
 
-from toolpath.collector.reconstruct import build_invocation, is_agent_span
+from toolpath.collector.reconstruct import AGENT_SPAN_PREFIXES, build_invocation, is_agent_span
 from toolpath.collector.spanrecord import SpanRecord
 from toolpath.collector.store import Store
 from toolpath.model import Invocation
@@ -28,7 +30,9 @@ logger = logging.getLogger("toolpath.collector")
 
 DEFAULT_MAX_QUEUE = 50_000
 _IDLE_TRACE_SECONDS = 60.0
-_RECENT_RESULTS = 2_048
+_MAX_BUFFERED_SPANS = 200_000
+"""Spans held while waiting for their agent run to end; past this the least recently touched traces go."""
+_RECENT_RESULTS = 256
 _WRITE_ATTEMPTS = 3
 
 
@@ -64,17 +68,20 @@ class _Marker:
 class InProcessCollector:
     """Collects this process's spans and writes each finished agent run to ``store`` (if any)."""
 
-    def __init__(self, store: Store | None, *, max_queue: int = DEFAULT_MAX_QUEUE, interval: float = 0.5) -> None:
+    def __init__(self, store: Store | None, *, max_queue: int = DEFAULT_MAX_QUEUE, interval: float = 0.2) -> None:
         self.store = store
         self.stats = CollectorStats()
         self._max_queue = max_queue
         self._interval = interval
         self._queue: deque[Any] = deque()
         self._open_agents: set[int] = set()
+        self._agent_traces: dict[int, int] = {}
+        """Trace id -> agent spans open in it. Only spans of those traces are collected."""
         self._wake = threading.Event()
         self._stopping = False
         self._lock = threading.Lock()
         self._traces: dict[str, _Trace] = {}
+        self._buffered = 0
         self._waiters: dict[str, Future[Invocation]] = {}
         self._recent: OrderedDict[str, Invocation] = OrderedDict()
         self._last_drop_log = 0.0
@@ -84,22 +91,32 @@ class InProcessCollector:
     # --- agent thread --------------------------------------------------------------------------------------
 
     def on_start(self, span: Span, parent_context: Any = None) -> None:
-        attrs = span.attributes
-        if attrs and is_agent_span(attrs):
-            self._open_agents.add(span.context.span_id)
+        # The name test is cheap and rules out almost every span; attribute look-ups on the SDK's
+        # BoundedAttributes cost several microseconds when the key is missing.
+        if span.name.startswith(AGENT_SPAN_PREFIXES) and is_agent_span(span.attributes or {}):
+            ctx = span.context
+            with self._lock:
+                self._open_agents.add(ctx.span_id)
+                self._agent_traces[ctx.trace_id] = self._agent_traces.get(ctx.trace_id, 0) + 1
 
     def on_end(self, span: ReadableSpan) -> None:
+        ctx = span.context
         is_root = False
-        span_id = span.context.span_id
-        if span_id in self._open_agents:
-            self._open_agents.discard(span_id)
-            parent = span.parent
-            is_root = parent is None or parent.span_id not in self._open_agents
+        if ctx.span_id in self._open_agents:
+            with self._lock:
+                self._open_agents.discard(ctx.span_id)
+                parent = span.parent
+                is_root = parent is None or parent.span_id not in self._open_agents
+                left = self._agent_traces.pop(ctx.trace_id, 1) - 1
+                if left:
+                    self._agent_traces[ctx.trace_id] = left
+        elif ctx.trace_id not in self._agent_traces:
+            return  # not inside an agent run: not ours to keep (the application's exporters still get it)
         if len(self._queue) >= self._max_queue or self._stopping:
             self._count_drop()
             return
         self._queue.append((span, is_root))
-        if is_root:
+        if is_root:  # process finished runs promptly: small batches keep few spans alive (less GC work)
             self._wake.set()
 
     def _count_drop(self) -> None:
@@ -173,7 +190,10 @@ class InProcessCollector:
                 span, is_root = item
                 record = SpanRecord.from_readable(span)
                 self.stats.spans_received += 1
-                trace = self._traces.setdefault(record.trace_id, _Trace())
+                trace = self._traces.pop(record.trace_id, None) or _Trace()
+                self._traces[record.trace_id] = trace  # re-insert: dict order = least recently touched first
+                if record.span_id not in trace.spans:
+                    self._buffered += 1
                 trace.spans[record.span_id] = record
                 trace.touched = now
                 if is_root:
@@ -190,10 +210,13 @@ class InProcessCollector:
         for root in roots:
             trace = self._traces[root.trace_id]
             subtree = _take_subtree(trace, root)
+            self._buffered -= len(subtree) + 1
             invocations.append(build_invocation(root, subtree))
             spans.append(root)
             spans.extend(subtree)
             trace.written = True
+            if not trace.spans:  # nothing else pending in this trace: forget it now, not in a minute
+                self._traces.pop(root.trace_id, None)
         self._write(invocations, spans)
         with self._lock:
             for inv in invocations:
@@ -223,11 +246,16 @@ class InProcessCollector:
         return False
 
     def _evict_idle(self, everything: bool = False) -> None:
-        """Forget traces nobody added to for a while; spans late for an already written trace are kept."""
+        """Forget traces nobody added to for a while, or the oldest when too many spans are held; spans
+        late for an already written trace are stored, spans of traces with no agent run are not."""
         cutoff = time.monotonic() - _IDLE_TRACE_SECONDS
         late: list[SpanRecord] = []
-        for trace_id in [tid for tid, tr in self._traces.items() if everything or tr.touched < cutoff]:
-            trace = self._traces.pop(trace_id)
+        while self._traces:
+            trace_id, trace = next(iter(self._traces.items()))  # least recently touched
+            if not (everything or trace.touched < cutoff or self._buffered > _MAX_BUFFERED_SPANS):
+                break
+            del self._traces[trace_id]
+            self._buffered -= len(trace.spans)
             if trace.written:
                 late.extend(trace.spans.values())
         if late:

@@ -16,6 +16,8 @@ from toolpath.model import Invocation, ToolCall, ns_to_datetime
 from toolpath.tracer import semconv as sc
 
 _AGENT_OPERATIONS = frozenset({sc.OP_INVOKE_AGENT, sc.OP_INVOKE_WORKFLOW})
+AGENT_SPAN_PREFIXES = (sc.OP_INVOKE_AGENT, sc.OP_INVOKE_WORKFLOW)
+"""GenAI agent spans are named ``{operation} {agent}``."""
 
 
 def is_agent_span(attributes: Mapping[str, Any]) -> bool:
@@ -55,10 +57,11 @@ def build_invocation(root: SpanRecord, descendants: Iterable[SpanRecord]) -> Inv
         invocation_attrs[sc.SERVICE_NAME] = service
     if truncated := attrs.get(sc.TOOLPATH_TRUNCATED):
         invocation_attrs[sc.TOOLPATH_TRUNCATED] = list(truncated)
-    return Invocation(
+    # model_construct: every field below is already well-formed, and validation would double the cost
+    return Invocation.model_construct(
         invocation_id=root.span_id,
         session_id=str(attrs.get(sc.GEN_AI_CONVERSATION_ID) or attrs.get(sc.SESSION_ID) or root.trace_id),
-        agent_name=attrs.get(sc.GEN_AI_AGENT_NAME),
+        agent_name=_str_or_none(attrs.get(sc.GEN_AI_AGENT_NAME)),
         prompt=last_text(attrs.get(sc.GEN_AI_INPUT_MESSAGES), "user"),
         response=last_text(attrs.get(sc.GEN_AI_OUTPUT_MESSAGES), None),
         tool_calls=calls,
@@ -68,6 +71,7 @@ def build_invocation(root: SpanRecord, descendants: Iterable[SpanRecord]) -> Inv
         trace_id=root.trace_id,
         started_at=ns_to_datetime(root.start_time),
         attributes=invocation_attrs,
+        intermediate_responses=[],
     )
 
 
@@ -78,15 +82,19 @@ def tool_call_from_span(span: SpanRecord) -> ToolCall:
         args = {}
     elif not isinstance(args, dict):
         args = {"input": args}
-    return ToolCall(
+    return ToolCall.model_construct(
         name=str(attrs.get(sc.GEN_AI_TOOL_NAME) or span.name.removeprefix(f"{sc.OP_EXECUTE_TOOL} ")),
         args=args,
         result=parse_json(attrs.get(sc.GEN_AI_TOOL_CALL_RESULT)),
-        call_id=attrs.get(sc.GEN_AI_TOOL_CALL_ID),
+        call_id=_str_or_none(attrs.get(sc.GEN_AI_TOOL_CALL_ID)),
         error=_error_text(span) if span.status_code == STATUS_ERROR else None,
         start_time=span.start_time,
         end_time=span.end_time,
     )
+
+
+def _str_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 def parse_json(value: Any) -> Any:

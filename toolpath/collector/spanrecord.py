@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
@@ -29,6 +29,10 @@ class SpanRecord:
     resource: dict[str, Any] = field(default_factory=dict)
     scope: str | None = None
 
+    def to_row(self) -> dict[str, Any]:
+        """The record as a shallow dict (``dataclasses.asdict`` would deep-copy every attribute value)."""
+        return {name: getattr(self, name) for name in _FIELDS}
+
     @classmethod
     def from_readable(cls, span: ReadableSpan) -> SpanRecord:
         ctx = span.context
@@ -47,16 +51,39 @@ class SpanRecord:
             events=[
                 {"name": e.name, "time_unix_nano": e.timestamp, "attributes": _plain(e.attributes)}
                 for e in span.events
-            ],
-            resource=_plain(span.resource.attributes) if span.resource is not None else {},
+            ]
+            if span.events
+            else [],
+            resource=_resource(span.resource),
             scope=span.instrumentation_scope.name if span.instrumentation_scope is not None else None,
         )
 
 
+_FIELDS = tuple(f.name for f in fields(SpanRecord))
 _STATUS_FROM_SDK = {"UNSET": STATUS_UNSET, "OK": STATUS_OK, "ERROR": STATUS_ERROR}
 
 
 def _plain(attributes: Any) -> dict[str, Any]:
     if not attributes:
         return {}
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in attributes.items()}
+    plain = dict(attributes)
+    for key, value in plain.items():
+        if type(value) is tuple:  # sequence attributes: store as JSON arrays
+            plain[key] = list(value)
+    return plain
+
+
+_resources: dict[int, tuple[Any, dict[str, Any]]] = {}
+
+
+def _resource(resource: Any) -> dict[str, Any]:
+    """A provider has one resource for all its spans: convert it once (keyed by identity)."""
+    if resource is None:
+        return {}
+    cached = _resources.get(id(resource))
+    if cached is None or cached[0] is not resource:
+        cached = (resource, _plain(resource.attributes))
+        if len(_resources) > 64:
+            _resources.clear()
+        _resources[id(resource)] = cached
+    return cached[1]

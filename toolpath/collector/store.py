@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -63,7 +62,7 @@ class Store:
         with self.engine.begin() as conn:
             if spans:
                 stmt = self._insert(t.spans).on_conflict_do_nothing(index_elements=["trace_id", "span_id"])
-                conn.execute(stmt, [asdict(s) for s in spans])
+                conn.execute(stmt, [s.to_row() for s in spans])
             if not invocations:
                 return
             conn.execute(self._session_upsert(), _session_rows(invocations))
