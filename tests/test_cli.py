@@ -18,7 +18,12 @@ def run(cwd: Path, *args: str, env: dict | None = None) -> subprocess.CompletedP
     full_env = {**os.environ, "COLUMNS": "200", **(env or {})}
     full_env.pop("TOOLPATH_STORE", None)
     return subprocess.run(
-        [sys.executable, "-m", "toolpath.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=120, env=full_env
+        [sys.executable, "-m", "toolpath.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=full_env,
     )
 
 
@@ -68,12 +73,26 @@ def test_sessions_human_output(demo_dir):
 def test_eval_writes_results(tmp_path):
     data = tmp_path / "cases.jsonl"
     data.write_text(
-        json.dumps({"prompt": "a", "predicted_trajectory": [{"tool_name": "x", "tool_input": {}}], "reference_trajectory": [{"tool_name": "x", "tool_input": {}}]})
+        json.dumps(
+            {
+                "prompt": "a",
+                "predicted_trajectory": [{"tool_name": "x", "tool_input": {}}],
+                "reference_trajectory": [{"tool_name": "x", "tool_input": {}}],
+            }
+        )
         + "\n"
         + json.dumps({"prompt": "b", "predicted_trajectory": "[]", "reference_trajectory": [{"tool_name": "x"}]})
         + "\n"
     )
-    result = run(tmp_path, "eval", str(data), "--metrics", "trajectory_exact_match,trajectory_single_tool_use(tool_name=x)", "--output", "out.json")
+    result = run(
+        tmp_path,
+        "eval",
+        str(data),
+        "--metrics",
+        "trajectory_exact_match,trajectory_single_tool_use(tool_name=x)",
+        "--output",
+        "out.json",
+    )
     assert result.returncode == 0, result.stderr
     out = json.loads((tmp_path / "out.json").read_text())
     assert out["summary_metrics"]["row_count"] == 2
@@ -89,8 +108,23 @@ def test_eval_with_agent(tmp_path):
         "def answer(prompt):\n    return str(add(2, 3))\n"
     )
     data = tmp_path / "cases.jsonl"
-    data.write_text(json.dumps({"prompt": "2+3?", "reference_trajectory": [{"tool_name": "add", "tool_input": {"a": 2, "b": 3}}]}) + "\n")
-    result = run(tmp_path, "eval", "cases.jsonl", "--metrics", "trajectory_exact_match", "--agent", "my_agent:answer", "--output", "o.json", "--store", "sqlite:///s.db")
+    data.write_text(
+        json.dumps({"prompt": "2+3?", "reference_trajectory": [{"tool_name": "add", "tool_input": {"a": 2, "b": 3}}]})
+        + "\n"
+    )
+    result = run(
+        tmp_path,
+        "eval",
+        "cases.jsonl",
+        "--metrics",
+        "trajectory_exact_match",
+        "--agent",
+        "my_agent:answer",
+        "--output",
+        "o.json",
+        "--store",
+        "sqlite:///s.db",
+    )
     assert result.returncode == 0, result.stderr
     row = json.loads((tmp_path / "o.json").read_text())["metrics_table"][0]
     assert row["response"] == "5" and row["trajectory_exact_match/score"] == 1.0
@@ -101,9 +135,21 @@ def test_eval_with_agent(tmp_path):
     ("args", "content", "message"),
     [
         (["eval", "missing.jsonl", "--metrics", "trajectory_exact_match"], None, "error: missing.jsonl: no such file"),
-        (["eval", "bad.jsonl", "--metrics", "trajectory_exact_match"], '{"a": 1}\n{oops\n', "error: bad.jsonl:2: not valid JSON"),
-        (["eval", "bad.jsonl", "--metrics", "trajectory_exact_matsch"], '{"a": 1}\n', "error: unknown metric 'trajectory_exact_matsch'"),
-        (["eval", "bad.jsonl", "--metrics", "trajectory_recall", "--agent", "nomodule:fn"], '{"a": 1}\n', "error: --agent 'nomodule:fn': cannot import"),
+        (
+            ["eval", "bad.jsonl", "--metrics", "trajectory_exact_match"],
+            '{"a": 1}\n{oops\n',
+            "error: bad.jsonl:2: not valid JSON",
+        ),
+        (
+            ["eval", "bad.jsonl", "--metrics", "trajectory_exact_matsch"],
+            '{"a": 1}\n',
+            "error: unknown metric 'trajectory_exact_matsch'",
+        ),
+        (
+            ["eval", "bad.jsonl", "--metrics", "trajectory_recall", "--agent", "nomodule:fn"],
+            '{"a": 1}\n',
+            "error: --agent 'nomodule:fn': cannot import",
+        ),
         (["sessions", "list"], None, "error: store toolpath.db does not exist"),
         (["sessions", "show", "nope", "--store", "sqlite:///empty.db"], "", "error: no session 'nope' in the store"),
     ],

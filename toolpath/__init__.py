@@ -1,16 +1,16 @@
 """toolpath: trace which tools your agent called, with what, in what order — and score it.
 
-    import toolpath
+import toolpath
 
-    toolpath.init()            # in-process collector writing to sqlite:///toolpath.db
+toolpath.init()            # in-process collector writing to sqlite:///toolpath.db
 
-    @toolpath.tool
-    def lookup(city: str) -> dict: ...
+@toolpath.tool
+def lookup(city: str) -> dict: ...
 
-    @toolpath.agent(name="bot")
-    def bot(prompt: str) -> str: ...
+@toolpath.agent(name="bot")
+def bot(prompt: str) -> str: ...
 
-    result = toolpath.evaluate("cases.jsonl", ["trajectory_exact_match"], runnable=bot)
+result = toolpath.evaluate("cases.jsonl", ["trajectory_exact_match"], runnable=bot)
 """
 
 from toolpath.adapters.function import agent, tool

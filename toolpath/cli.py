@@ -54,16 +54,22 @@ def demo(store: str | None, worst: int) -> None:
 
 @cli.command(name="eval")
 @click.argument("dataset", type=click.Path(path_type=Path))
-@click.option("--metrics", "metrics_text", required=True, help="Comma-separated metric names, e.g. "
-              "trajectory_exact_match,trajectory_single_tool_use(tool_name=get_weather).")
+@click.option(
+    "--metrics",
+    "metrics_text",
+    required=True,
+    help="Comma-separated metric names, e.g. trajectory_exact_match,trajectory_single_tool_use(tool_name=get_weather).",
+)
 @click.option("--agent", "agent_ref", default=None, help="module:attr of an agent to run on each prompt.")
 @click.option("--output", type=click.Path(path_type=Path), default=None, help="Write results as JSON here.")
 @store_option
-def eval_command(dataset: Path, metrics_text: str, agent_ref: str | None, output: Path | None, store: str | None) -> None:
+def eval_command(
+    dataset: Path, metrics_text: str, agent_ref: str | None, output: Path | None, store: str | None
+) -> None:
     """Score a JSONL dataset (columns: prompt, reference_trajectory, predicted_trajectory, ...).
 
-        toolpath eval cases.jsonl --metrics trajectory_exact_match,trajectory_recall
-        toolpath eval cases.jsonl --metrics trajectory_precision --agent my_app.agent:answer
+    toolpath eval cases.jsonl --metrics trajectory_exact_match,trajectory_recall
+    toolpath eval cases.jsonl --metrics trajectory_precision --agent my_app.agent:answer
     """
     from toolpath.display import summary_table
     from toolpath.evaluators.registry import resolve_metric, split_metric_list
@@ -81,7 +87,11 @@ def eval_command(dataset: Path, metrics_text: str, agent_ref: str | None, output
         tracer.flush()
     if output is not None:
         result.write_json(output)
-    console.print(summary_table(result.summary_metrics, result.metric_names, title=f"{dataset} ({len(result.metrics_table)} rows)"))
+    console.print(
+        summary_table(
+            result.summary_metrics, result.metric_names, title=f"{dataset} ({len(result.metrics_table)} rows)"
+        )
+    )
     if output is not None:
         console.print(f"Results written to {output}")
 

@@ -67,7 +67,14 @@ def session_table(session: Session) -> Table:
         table.add_column(column)
     for i, inv in enumerate(session.invocations, start=1):
         calls = "\n".join(f"{c.name}({_args(c.args)}){' ✗ ' + c.error if c.error else ''}" for c in inv.tool_calls)
-        table.add_row(str(i), inv.prompt or "", calls, inv.response or inv.error or "", _num(inv.latency_seconds), str(inv.failure))
+        table.add_row(
+            str(i),
+            inv.prompt or "",
+            calls,
+            inv.response or inv.error or "",
+            _num(inv.latency_seconds),
+            str(inv.failure),
+        )
     return table
 
 

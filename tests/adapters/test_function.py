@@ -56,7 +56,9 @@ class TestTool:
 
     def test_defaults_are_not_invented(self, tracing, app_spans):
         get_weather("Oslo")
-        args = json.loads(spans_by_name(app_spans)["execute_tool get_weather"].attributes[sc.GEN_AI_TOOL_CALL_ARGUMENTS])
+        args = json.loads(
+            spans_by_name(app_spans)["execute_tool get_weather"].attributes[sc.GEN_AI_TOOL_CALL_ARGUMENTS]
+        )
         assert args == {"city": "Oslo"}
 
     def test_call_ids_are_unique(self, tracing, app_spans):
@@ -135,7 +137,11 @@ class TestContentPolicy:
         login("ada", "hunter2", {"nested": {"api_key": "sk-abc", "region": "eu"}})
         attrs = spans_by_name(app_spans)["execute_tool login"].attributes
         args = json.loads(attrs[sc.GEN_AI_TOOL_CALL_ARGUMENTS])
-        assert args == {"user": "ada", "password": "[REDACTED]", "config": {"nested": {"api_key": "[REDACTED]", "region": "eu"}}}
+        assert args == {
+            "user": "ada",
+            "password": "[REDACTED]",
+            "config": {"nested": {"api_key": "[REDACTED]", "region": "eu"}},
+        }
         assert "sk-live-123" not in attrs[sc.GEN_AI_TOOL_CALL_RESULT]
 
     def test_capture_off_records_no_content(self, store_url, app_spans):

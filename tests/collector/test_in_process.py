@@ -134,7 +134,12 @@ class TestPipeline:
         store = stored(store_url)
         [inv] = store.get_session("raw").invocations
         names = sorted(s.name for s in store.spans_of_trace(inv.trace_id))
-        assert names == ["execute_tool read_thermostat", "execute_tool set_temperature", "execute_tool set_temperature", "invoke_agent home"]
+        assert names == [
+            "execute_tool read_thermostat",
+            "execute_tool set_temperature",
+            "execute_tool set_temperature",
+            "invoke_agent home",
+        ]
 
 
 class TestNeverInTheAgentsWay:

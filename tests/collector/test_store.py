@@ -43,7 +43,14 @@ def invocation(inv_id: str, session: str, offset: int, calls: list[ToolCall], **
 
 
 CALLS = [
-    ToolCall(name="get", args={"id": "x", "nested": {"k": [1, 2.5, None]}}, result={"ok": True}, call_id="c1", start_time=1, end_time=2),
+    ToolCall(
+        name="get",
+        args={"id": "x", "nested": {"k": [1, 2.5, None]}},
+        result={"ok": True},
+        call_id="c1",
+        start_time=1,
+        end_time=2,
+    ),
     ToolCall(name="set", args={"v": "ünïcødé 温度"}, result="done", error=None),
     ToolCall(name="boom", args={}, result=None, error="ValueError: nope"),
 ]
@@ -79,17 +86,27 @@ def test_sessions_aggregate_and_order(store):
 
 def test_filters(store):
     store.write([invocation("a", "A", 1, []), invocation("b", "B", 2, [])])
-    assert [i.invocation_id for i in store.list_invocations(since_ns=int((T0 + timedelta(seconds=2)).timestamp()) * 10**9)] == ["b"]
+    assert [
+        i.invocation_id for i in store.list_invocations(since_ns=int((T0 + timedelta(seconds=2)).timestamp()) * 10**9)
+    ] == ["b"]
     assert store.list_invocations(agent_name="other") == []
 
 
 def test_spans_round_trip_and_dedupe(store):
     span = SpanRecord(
-        trace_id="ab" * 16, span_id="cd" * 8, parent_span_id=None, name="invoke_agent bot", kind=1,
-        start_time=10, end_time=20, status_code=2, status_message="x",
+        trace_id="ab" * 16,
+        span_id="cd" * 8,
+        parent_span_id=None,
+        name="invoke_agent bot",
+        kind=1,
+        start_time=10,
+        end_time=20,
+        status_code=2,
+        status_message="x",
         attributes={"gen_ai.operation.name": "invoke_agent", "list": [1, 2]},
         events=[{"name": "exception", "time_unix_nano": 15, "attributes": {"exception.type": "E"}}],
-        resource={"service.name": "svc"}, scope="toolpath",
+        resource={"service.name": "svc"},
+        scope="toolpath",
     )
     store.write([], [span])
     store.write([], [span])

@@ -11,9 +11,21 @@ from toolpath.collector.store import Store
 from toolpath.errors import DatasetError, MetricError
 
 ROWS = [
-    {"prompt": "p1", "predicted_trajectory": [{"tool_name": "a", "tool_input": {}}], "reference_trajectory": [{"tool_name": "a", "tool_input": {}}]},
-    {"prompt": "p2", "predicted_trajectory": [{"tool_name": "b", "tool_input": {}}], "reference_trajectory": [{"tool_name": "a", "tool_input": {}}]},
-    {"prompt": "p3", "predicted_trajectory": [], "reference_trajectory": [{"tool_name": "a", "tool_input": {}}, {"tool_name": "c", "tool_input": {}}]},
+    {
+        "prompt": "p1",
+        "predicted_trajectory": [{"tool_name": "a", "tool_input": {}}],
+        "reference_trajectory": [{"tool_name": "a", "tool_input": {}}],
+    },
+    {
+        "prompt": "p2",
+        "predicted_trajectory": [{"tool_name": "b", "tool_input": {}}],
+        "reference_trajectory": [{"tool_name": "a", "tool_input": {}}],
+    },
+    {
+        "prompt": "p3",
+        "predicted_trajectory": [],
+        "reference_trajectory": [{"tool_name": "a", "tool_input": {}}, {"tool_name": "c", "tool_input": {}}],
+    },
     {"prompt": "p4", "predicted_trajectory": [{"tool_name": "a", "tool_input": {}}]},
 ]
 
@@ -57,7 +69,9 @@ def test_custom_metrics_number_dict_and_failure():
 
 def test_metric_column_mapping():
     rows = [{"prompt": "x", "predicted_trajectory": [], "expected": []}]
-    result = toolpath.evaluate(rows, ["trajectory_exact_match"], metric_column_mapping={"reference_trajectory": "expected"})
+    result = toolpath.evaluate(
+        rows, ["trajectory_exact_match"], metric_column_mapping={"reference_trajectory": "expected"}
+    )
     assert result.metrics_table[0]["trajectory_exact_match/score"] == 1.0
 
 
@@ -94,8 +108,14 @@ def weather_agent(prompt: str) -> str:
 
 def test_runnable_fills_columns_from_what_was_traced(tracing, store_url):
     rows = [
-        {"prompt": "weather in Paris", "reference_trajectory": [{"tool_name": "lookup", "tool_input": {"city": "Paris"}}]},
-        {"prompt": "weather in Oslo", "reference_trajectory": [{"tool_name": "lookup", "tool_input": {"city": "Paris"}}]},
+        {
+            "prompt": "weather in Paris",
+            "reference_trajectory": [{"tool_name": "lookup", "tool_input": {"city": "Paris"}}],
+        },
+        {
+            "prompt": "weather in Oslo",
+            "reference_trajectory": [{"tool_name": "lookup", "tool_input": {"city": "Paris"}}],
+        },
         {"prompt": "crash now", "reference_trajectory": []},
     ]
     result = toolpath.evaluate(rows, ["trajectory_exact_match"], runnable=weather_agent)
@@ -118,7 +138,10 @@ def test_plain_callable_and_custom_function_shape_without_init():
     toolpath.shutdown()
 
     def custom_agent(prompt: str) -> dict:
-        return {"response": prompt.upper(), "predicted_trajectory": [{"tool_name": "shout", "tool_input": {"text": prompt}}]}
+        return {
+            "response": prompt.upper(),
+            "predicted_trajectory": [{"tool_name": "shout", "tool_input": {"text": prompt}}],
+        }
 
     rows = [{"prompt": "hi", "reference_trajectory": [{"tool_name": "shout", "tool_input": {"text": "hi"}}]}]
     result = toolpath.evaluate(rows, ["trajectory_exact_match"], runnable=custom_agent)
@@ -131,6 +154,10 @@ async def _async_agent(prompt: str) -> str:
 
 
 def test_async_runnable(tracing):
-    result = toolpath.evaluate([{"prompt": "x", "reference_trajectory": [{"tool_name": "lookup"}]}], ["trajectory_exact_match"], runnable=_async_agent)
+    result = toolpath.evaluate(
+        [{"prompt": "x", "reference_trajectory": [{"tool_name": "lookup"}]}],
+        ["trajectory_exact_match"],
+        runnable=_async_agent,
+    )
     assert result.metrics_table[0]["response"] == "Rome!"
     assert result.metrics_table[0]["trajectory_exact_match/score"] == 1.0

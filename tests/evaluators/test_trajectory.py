@@ -176,18 +176,24 @@ class TestToolTrajectoryAvgScore:
             tj.tool_trajectory_avg_score([[A]], [[A]], match_type="FUZZY")
 
 
+ROW = {
+    "predicted_trajectory": [{"tool_name": "a", "tool_input": {"x": 1.0}}, {"tool_name": "b", "tool_input": {}}],
+    "reference_trajectory": '[{"name": "a", "args": {"x": 1}}]',
+}
+
+
 class TestRowMetrics:
-    ROW = {
-        "predicted_trajectory": [{"tool_name": "a", "tool_input": {"x": 1.0}}, {"tool_name": "b", "tool_input": {}}],
-        "reference_trajectory": '[{"name": "a", "args": {"x": 1}}]',
-    }
+    ROW = ROW
 
     def test_vertex_and_adk_forms_and_json_strings(self):
         assert resolve_metric("trajectory_in_order_match").score(self.ROW).score == 1.0
         assert resolve_metric("trajectory_precision").score(self.ROW).score == 0.5
 
     def test_reference_without_tool_input_is_a_wildcard(self):
-        row = {"predicted_trajectory": [{"tool_name": "a", "tool_input": {"x": 5}}], "reference_trajectory": [{"tool_name": "a"}]}
+        row = {
+            "predicted_trajectory": [{"tool_name": "a", "tool_input": {"x": 5}}],
+            "reference_trajectory": [{"tool_name": "a"}],
+        }
         assert resolve_metric("trajectory_exact_match").score(row).score == 1.0
 
     def test_parameters_from_spec_strings(self):
@@ -198,7 +204,10 @@ class TestRowMetrics:
     def test_multi_turn_row(self):
         row = {
             "invocations": [
-                {"predicted_trajectory": [{"name": "a", "args": {"x": 1}}], "reference_trajectory": [{"name": "a", "args": {"x": 1}}]},
+                {
+                    "predicted_trajectory": [{"name": "a", "args": {"x": 1}}],
+                    "reference_trajectory": [{"name": "a", "args": {"x": 1}}],
+                },
                 {"predicted_trajectory": [], "reference_trajectory": [{"name": "b", "args": {}}]},
             ]
         }

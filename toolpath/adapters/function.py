@@ -89,14 +89,10 @@ def _summary(fn: Callable[..., Any]) -> str | None:
 @overload
 def tool(fn: Callable[P, R], /) -> Callable[P, R]: ...
 @overload
-def tool(
-    *, name: str | None = None, description: str | None = None
-) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
+def tool(*, name: str | None = None, description: str | None = None) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
 
 
-def tool(
-    fn: Callable[P, R] | None = None, /, *, name: str | None = None, description: str | None = None
-) -> Any:
+def tool(fn: Callable[P, R] | None = None, /, *, name: str | None = None, description: str | None = None) -> Any:
     """Trace every call of a tool function (sync or async) as an ``execute_tool`` span.
 
     Args:
@@ -182,9 +178,7 @@ class AgentSpec:
         params = list(inspect.signature(fn).parameters.values())
         offset = 1 if params and params[0].name in _BOUND_SELF and params[0].kind in _POSITIONAL else 0
         rest = params[offset:]
-        takes_session = any(
-            p.name == "session_id" or p.kind is inspect.Parameter.VAR_KEYWORD for p in rest
-        )
+        takes_session = any(p.name == "session_id" or p.kind is inspect.Parameter.VAR_KEYWORD for p in rest)
         return cls(fn, name or fn.__name__, rest[0].name if rest else None, offset, takes_session)
 
     @property
@@ -192,10 +186,8 @@ class AgentSpec:
         return inspect.iscoroutinefunction(self.fn)
 
     def _start(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> spans.AgentRun | None:
-        if self.takes_session_id:
-            session_id = kwargs.get("session_id")
-        else:
-            session_id = kwargs.pop("session_id", None)
+        # session_id reaches the function only if it accepts it
+        session_id = kwargs.get("session_id") if self.takes_session_id else kwargs.pop("session_id", None)
         try:
             prompt = args[self.offset] if len(args) > self.offset else kwargs.get(self.prompt_param or "")
             return spans.AgentRun(self.name, prompt, session_id)
@@ -218,9 +210,7 @@ class AgentSpec:
         _finish(run, result)
         return result
 
-    async def acall(
-        self, args: tuple[Any, ...], kwargs: dict[str, Any], started: list[Any] | None = None
-    ) -> Any:
+    async def acall(self, args: tuple[Any, ...], kwargs: dict[str, Any], started: list[Any] | None = None) -> Any:
         run = self._start(args, kwargs)
         if started is not None:
             started.append(run)

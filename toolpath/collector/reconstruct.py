@@ -163,9 +163,7 @@ def _has_agent_ancestor(span: SpanRecord, by_id: Mapping[tuple[str, str], SpanRe
     return False
 
 
-def _descendants(
-    root: SpanRecord, children: Mapping[tuple[str, str], list[SpanRecord]]
-) -> list[SpanRecord]:
+def _descendants(root: SpanRecord, children: Mapping[tuple[str, str], list[SpanRecord]]) -> list[SpanRecord]:
     found: list[SpanRecord] = []
     stack = [root]
     seen = {root.span_id}

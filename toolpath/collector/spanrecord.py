@@ -49,8 +49,7 @@ class SpanRecord:
             status_message=span.status.description,
             attributes=_plain(span.attributes),
             events=[
-                {"name": e.name, "time_unix_nano": e.timestamp, "attributes": _plain(e.attributes)}
-                for e in span.events
+                {"name": e.name, "time_unix_nano": e.timestamp, "attributes": _plain(e.attributes)} for e in span.events
             ]
             if span.events
             else [],

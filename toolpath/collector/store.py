@@ -87,8 +87,12 @@ class Store:
             index_elements=["session_id"],
             set_={
                 "agent_name": func.coalesce(ins.excluded.agent_name, t.sessions.c.agent_name),
-                "first_started_at": case((ins.excluded.first_started_at < first, ins.excluded.first_started_at), else_=first),
-                "last_started_at": case((ins.excluded.last_started_at > last, ins.excluded.last_started_at), else_=last),
+                "first_started_at": case(
+                    (ins.excluded.first_started_at < first, ins.excluded.first_started_at), else_=first
+                ),
+                "last_started_at": case(
+                    (ins.excluded.last_started_at > last, ins.excluded.last_started_at), else_=last
+                ),
             },
         )
 
@@ -246,7 +250,12 @@ def _session_rows(invocations: Iterable[Invocation]) -> list[dict[str, Any]]:
         start = _ns(inv)
         row = rows.setdefault(
             inv.session_id,
-            {"session_id": inv.session_id, "agent_name": inv.agent_name, "first_started_at": start, "last_started_at": start},
+            {
+                "session_id": inv.session_id,
+                "agent_name": inv.agent_name,
+                "first_started_at": start,
+                "last_started_at": start,
+            },
         )
         row["first_started_at"] = min(row["first_started_at"], start)
         row["last_started_at"] = max(row["last_started_at"], start)

@@ -32,10 +32,7 @@ def run_demo(store_url: str | None, console: Console, worst: int = 6) -> EvalRes
 
     store = Store(store_url)
     tracer.init(store=store, service_name="toolpath-demo")
-    console.print(
-        f"Running [bold]smart_home_assistant[/] on {dataset_path().name} "
-        f"(traced into [bold]{store.url}[/])…"
-    )
+    console.print(f"Running [bold]smart_home_assistant[/] on {dataset_path().name} (traced into [bold]{store.url}[/])…")
     result = evaluate(dataset_path(), DEMO_METRICS, runnable=smart_home_agent)
     tracer.flush()
     console.print(summary_table(result.summary_metrics, result.metric_names, title="Per-metric means"))

@@ -48,7 +48,9 @@ class CustomMetric(Metric):
             if "score" not in value:
                 raise MetricError(f"custom metric {self.name!r} returned a dict without 'score'")
             extra = {k: v for k, v in value.items() if k not in ("score", "explanation")}
-            return MetricResult(score=_as_score(value["score"], self.name), explanation=value.get("explanation"), details=extra)
+            return MetricResult(
+                score=_as_score(value["score"], self.name), explanation=value.get("explanation"), details=extra
+            )
         return MetricResult(score=_as_score(value, self.name))
 
 

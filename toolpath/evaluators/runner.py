@@ -33,7 +33,9 @@ class EvalResult:
         return {"summary_metrics": self.summary_metrics, "metrics_table": self.metrics_table}
 
     def write_json(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+        Path(path).write_text(
+            json.dumps(self.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8"
+        )
 
     def to_pandas(self) -> Any:
         import pandas as pd  # optional
@@ -109,7 +111,9 @@ def summarize(table: Sequence[Mapping[str, Any]], names: Sequence[str]) -> dict[
 def _fill_from_agent(row: dict[str, Any], runnable: Any, index: int, run_id: str, timeout: float) -> None:
     prompt = row.get("prompt")
     if not isinstance(prompt, str):
-        raise DatasetError(f"dataset row {index}: 'prompt' must be a string to run the agent, got {type(prompt).__name__}")
+        raise DatasetError(
+            f"dataset row {index}: 'prompt' must be a string to run the agent, got {type(prompt).__name__}"
+        )
     session_id = str(row.get("session_id") or f"eval-{run_id}-{index}")
     outcome: AgentOutcome = run_agent(runnable, prompt, session_id=session_id, timeout=timeout)
     row["response"] = outcome.response

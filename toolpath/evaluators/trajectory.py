@@ -73,7 +73,9 @@ def matched_pairs(predicted: Sequence[ToolCall], reference: Sequence[ToolCall], 
     return matched
 
 
-def exact_match(predicted: Sequence[ToolCall], reference: Sequence[ToolCall], *, ignore_args: bool = False) -> MetricResult:
+def exact_match(
+    predicted: Sequence[ToolCall], reference: Sequence[ToolCall], *, ignore_args: bool = False
+) -> MetricResult:
     if len(predicted) != len(reference):
         extra = _missing(predicted, reference, ignore_args)
         return _result(False, f"predicted {len(predicted)} call(s), reference {len(reference)}{extra}")
@@ -83,7 +85,9 @@ def exact_match(predicted: Sequence[ToolCall], reference: Sequence[ToolCall], *,
     return _result(True, "every call matches in order")
 
 
-def in_order_match(predicted: Sequence[ToolCall], reference: Sequence[ToolCall], *, ignore_args: bool = False) -> MetricResult:
+def in_order_match(
+    predicted: Sequence[ToolCall], reference: Sequence[ToolCall], *, ignore_args: bool = False
+) -> MetricResult:
     """1 if the reference is a subsequence of the prediction (greedy earliest match is optimal)."""
     position = 0
     for ref in reference:
@@ -95,27 +99,34 @@ def in_order_match(predicted: Sequence[ToolCall], reference: Sequence[ToolCall],
     return _result(True, "reference calls appear in order")
 
 
-def any_order_match(predicted: Sequence[ToolCall], reference: Sequence[ToolCall], *, ignore_args: bool = False) -> MetricResult:
+def any_order_match(
+    predicted: Sequence[ToolCall], reference: Sequence[ToolCall], *, ignore_args: bool = False
+) -> MetricResult:
     matched = matched_pairs(predicted, reference, ignore_args=ignore_args)
     if matched == len(reference):
         return _result(True, "every reference call is matched")
-    return _result(False, f"{len(reference) - matched} of {len(reference)} reference call(s) unmatched{_missing(predicted, reference, ignore_args)}")
+    missing = _missing(predicted, reference, ignore_args)
+    return _result(False, f"{len(reference) - matched} of {len(reference)} reference call(s) unmatched{missing}")
 
 
-def precision(predicted: Sequence[ToolCall], reference: Sequence[ToolCall], *, ignore_args: bool = False) -> MetricResult:
+def precision(
+    predicted: Sequence[ToolCall], reference: Sequence[ToolCall], *, ignore_args: bool = False
+) -> MetricResult:
     if not predicted:
         return MetricResult(score=1.0 if not reference else 0.0, explanation="no predicted calls")
     matched = matched_pairs(predicted, reference, ignore_args=ignore_args)
-    return MetricResult(score=matched / len(predicted), explanation=f"{matched} of {len(predicted)} predicted call(s) matched")
+    return MetricResult(
+        score=matched / len(predicted), explanation=f"{matched} of {len(predicted)} predicted call(s) matched"
+    )
 
 
 def recall(predicted: Sequence[ToolCall], reference: Sequence[ToolCall], *, ignore_args: bool = False) -> MetricResult:
     if not reference:
         return MetricResult(score=1.0, explanation="empty reference")
     matched = matched_pairs(predicted, reference, ignore_args=ignore_args)
+    missing = _missing(predicted, reference, ignore_args)
     return MetricResult(
-        score=matched / len(reference),
-        explanation=f"{matched} of {len(reference)} reference call(s) matched{_missing(predicted, reference, ignore_args)}",
+        score=matched / len(reference), explanation=f"{matched} of {len(reference)} reference call(s) matched{missing}"
     )
 
 

@@ -61,12 +61,10 @@ def clip(text: str) -> tuple[str, bool]:
 
 def redact(value: Any, keys: frozenset[str]) -> Any:
     if isinstance(value, Mapping):
-        return {
-            k: REDACTED if isinstance(k, str) and k.lower() in keys else redact(v, keys) for k, v in value.items()
-        }
+        return {k: REDACTED if isinstance(k, str) and k.lower() in keys else redact(v, keys) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [redact(v, keys) for v in value]
-    if dataclasses.is_dataclass(value) and not isinstance(value, type) or hasattr(value, "model_dump"):
+    if (dataclasses.is_dataclass(value) and not isinstance(value, type)) or hasattr(value, "model_dump"):
         return redact(_fallback(value), keys)
     return value
 

@@ -117,7 +117,7 @@ _atexit_registered = False
 
 
 def init(
-    store: str | Store | None | bool = None,
+    store: str | Store | bool | None = None,
     *,
     service_name: str | None = None,
     otlp_endpoint: str | None = None,
@@ -224,7 +224,9 @@ def _global_sdk_provider(service_name: str | None) -> TracerProvider:
     if isinstance(existing, TracerProvider):
         return existing
     provider = TracerProvider(
-        resource=Resource.create({"service.name": service_name or os.environ.get("OTEL_SERVICE_NAME") or DEFAULT_SERVICE_NAME})
+        resource=Resource.create(
+            {"service.name": service_name or os.environ.get("OTEL_SERVICE_NAME") or DEFAULT_SERVICE_NAME}
+        )
     )
     trace.set_tracer_provider(provider)
     if trace.get_tracer_provider() is not provider:  # someone else's non-SDK provider won the race
@@ -232,7 +234,7 @@ def _global_sdk_provider(service_name: str | None) -> TracerProvider:
     return provider
 
 
-def _open_store(store: str | Store | None | bool) -> Store | None:
+def _open_store(store: str | Store | bool | None) -> Store | None:
     if store is False:
         return None
     if isinstance(store, Store):
@@ -247,7 +249,9 @@ def _otlp_export(endpoint: str | None) -> tuple[CountingExporter | None, BatchSp
     if not endpoint and not env_endpoint:
         return None, None
     protocol = (
-        os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "http/protobuf"
+        os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+        or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+        or "http/protobuf"
     )
     if protocol == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
