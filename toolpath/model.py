@@ -7,8 +7,9 @@ and the ADK form (``{"name", "args", "id"}``) by :meth:`ToolCall.from_item` and 
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -73,6 +74,19 @@ class ToolCall(_Record):
             call_id=item.get("id", item.get("call_id")),
         )
 
+    @functools.cached_property
+    def bool_paths(self) -> frozenset[tuple[Any, ...]]:
+        """Where the arguments hold booleans. Two argument values are equal as JSON exactly when they are
+        ``==`` in Python and hold booleans at the same places (``==`` alone has ``True == 1``). Cached:
+        treat a record's ``args`` as read-only once compared."""
+        return _bool_paths(self.args, ()) if self.args else _NO_PATHS
+
+    @functools.cached_property
+    def match_key(self) -> tuple[str, dict[str, JsonValue], frozenset[tuple[Any, ...]]]:
+        """``(name, args, bool_paths)``: two calls are equal (SPEC §4) exactly when their keys are ``==``,
+        which Python compares in C. Meaningless for a reference with wildcard (``None``) arguments."""
+        return self.name, self.args if self.args is not None else {}, self.bool_paths
+
     def to_vertex(self) -> dict[str, JsonValue]:
         """The Vertex dataset form ``{"tool_name", "tool_input"}``."""
         return {"tool_name": self.name, "tool_input": self.args if self.args is not None else {}}
@@ -116,20 +130,70 @@ class Session(_Record):
     invocations: list[Invocation] = Field(default_factory=list)
 
 
-class MetricResult(_Record):
+class MetricResult:
     """The score one metric gave one row. ``score`` is ``None`` when it could not be computed; then
-    ``explanation`` says why."""
+    ``explanation`` says why.
 
-    score: float | None
-    explanation: str | None = None
-    details: dict[str, JsonValue] = Field(default_factory=dict)
+    ``explanation`` may be given as a zero-argument callable: it is rendered the first time it is read, so
+    a metric scoring many rows pays for explanation text only where someone looks at it.
+    """
+
+    __slots__ = ("_explanation", "details", "score")
+
+    def __init__(
+        self,
+        score: float | None,
+        explanation: str | Callable[[], str] | None = None,
+        details: dict[str, JsonValue] | None = None,
+    ) -> None:
+        self.score = score
+        self._explanation = explanation
+        self.details = details if details is not None else {}
+
+    @property
+    def explanation(self) -> str | None:
+        text = self._explanation
+        if callable(text):
+            text = self._explanation = text()
+        return text
 
     @classmethod
     def not_evaluated(cls, reason: str) -> MetricResult:
-        return cls(score=None, explanation=reason)
+        return cls(None, reason)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MetricResult):
+            return NotImplemented
+        return (self.score, self.explanation, self.details) == (other.score, other.explanation, other.details)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"MetricResult(score={self.score!r}, explanation={self.explanation!r}, details={self.details!r})"
 
 
-def parse_trajectory(value: Any, *, where: str = "trajectory") -> list[ToolCall]:
+class Trajectory(tuple[ToolCall, ...]):
+    """An immutable trajectory, as datasets are parsed into; caches what the metrics compare."""
+
+    @functools.cached_property
+    def match_keys(self) -> tuple[tuple[str, dict[str, JsonValue], frozenset[tuple[Any, ...]]], ...]:
+        return tuple(call.match_key for call in self)
+
+    @functools.cached_property
+    def has_wildcard(self) -> bool:
+        return any(call.args is None for call in self)
+
+
+def match_keys(calls: Sequence[ToolCall]) -> Sequence[Any]:
+    """The calls' match keys (cached on a :class:`Trajectory`)."""
+    return calls.match_keys if isinstance(calls, Trajectory) else [call.match_key for call in calls]
+
+
+def has_wildcard(calls: Sequence[ToolCall]) -> bool:
+    return calls.has_wildcard if isinstance(calls, Trajectory) else any(call.args is None for call in calls)
+
+
+def parse_trajectory(value: Any, *, where: str = "trajectory") -> Trajectory:
     """Parse a trajectory cell: a list of calls, or a JSON string holding one (SPEC §1)."""
     if isinstance(value, str):
         try:
@@ -137,10 +201,31 @@ def parse_trajectory(value: Any, *, where: str = "trajectory") -> list[ToolCall]
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{where}: not valid JSON ({exc.msg} at char {exc.pos})") from None
     if value is None:
-        return []
+        return Trajectory()
+    if isinstance(value, Trajectory):
+        return value
     if not isinstance(value, Sequence) or isinstance(value, str | bytes):
         raise DatasetError(f"{where}: expected a list of tool calls, got {_kind(value)}")
-    return [ToolCall.from_item(item, where=f"{where}[{i}]") for i, item in enumerate(value)]
+    return Trajectory(ToolCall.from_item(item, where=f"{where}[{i}]") for i, item in enumerate(value))
+
+
+_NO_PATHS: frozenset[tuple[Any, ...]] = frozenset()
+
+
+def _bool_paths(value: Any, path: tuple[Any, ...]) -> frozenset[tuple[Any, ...]]:
+    if value.__class__ is bool:
+        return frozenset((path,))
+    if isinstance(value, dict):
+        items: Any = value.items()
+    elif isinstance(value, list | tuple):
+        items = enumerate(value)
+    else:
+        return _NO_PATHS
+    found = _NO_PATHS
+    for key, item in items:
+        if item.__class__ is bool or isinstance(item, dict | list | tuple):
+            found = found | _bool_paths(item, (*path, key))
+    return found
 
 
 def ns_to_datetime(ns: int | None) -> datetime | None:

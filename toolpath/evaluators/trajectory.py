@@ -6,20 +6,18 @@ compares names only.
 
 One-to-one pairing (any-order, precision, recall) is a *maximum* matching. Because JSON equality is an
 equivalence relation, it is computed exactly without a graph search: reference calls with concrete
-arguments are paired within their equality class first, then wildcard references take the predicted calls
-of the same name that are left — a wildcard never steals the only partner of a stricter reference.
+arguments are paired greedily within their equality class first (any partner in the class is as good as
+another), then wildcard references take the predicted calls of the same name that are left — so a wildcard
+never steals the only partner of a stricter reference.
 """
 
 from __future__ import annotations
 
 import json
-from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from toolpath.model import MetricResult, ToolCall
-
-_WILDCARD = None
+from toolpath.model import MetricResult, ToolCall, has_wildcard, match_keys
 
 
 def canonical_args(args: Any) -> str:
@@ -39,94 +37,128 @@ def _canonical(value: Any) -> Any:
     return value
 
 
-def _ref_key(call: ToolCall, ignore_args: bool) -> tuple[str, str | None]:
-    if ignore_args or call.args is None:
-        return call.name, _WILDCARD
-    return call.name, canonical_args(call.args)
+def json_equal(a: Any, b: Any) -> bool:
+    """Equality of JSON values: key order ignored, ``1 == 1.0``, ``true != 1``, list order significant."""
+    # Python's == is the fast path: JSON-equal values are always ==, and == values differ as JSON only
+    # where a boolean stands against a number, which _same_bools checks.
+    return a == b and _same_bools(a, b)
 
 
-def _pred_key(call: ToolCall) -> tuple[str, str]:
-    return call.name, canonical_args(call.args if call.args is not None else {})
+def _same_bools(a: Any, b: Any) -> bool:
+    kind_a, kind_b = a.__class__, b.__class__
+    if kind_a is dict and kind_b is dict:
+        return all(_same_bools(value, b[key]) for key, value in a.items())
+    if kind_a is list and kind_b is list:
+        return all(_same_bools(x, y) for x, y in zip(a, b, strict=True))
+    return (kind_a is bool) == (kind_b is bool)
 
 
 def calls_match(predicted: ToolCall, reference: ToolCall, *, ignore_args: bool = False) -> bool:
-    name, args = _ref_key(reference, ignore_args)
-    return predicted.name == name and (args is _WILDCARD or _pred_key(predicted)[1] == args)
+    if ignore_args or reference.args is None:
+        return predicted.name == reference.name
+    return predicted.match_key == reference.match_key
 
 
 def matched_pairs(predicted: Sequence[ToolCall], reference: Sequence[ToolCall], *, ignore_args: bool = False) -> int:
     """Size of a maximum one-to-one matching between predicted and reference calls."""
-    available = Counter(_pred_key(c) for c in predicted)
-    wildcards: Counter[str] = Counter()
+    return _match(predicted, reference, ignore_args)[0]
+
+
+def _match(predicted: Sequence[ToolCall], reference: Sequence[ToolCall], ignore_args: bool) -> tuple[int, list[str]]:
+    """The maximum matching's size, and the names of reference calls left without a partner.
+
+    References with concrete arguments take an equal predicted call first (``list.index`` compares the
+    keys in C); wildcards then take any predicted call of their name that is left.
+    """
+    keys = match_keys(predicted)
+    if not ignore_args and keys == match_keys(reference):  # the common case: identical trajectories
+        return len(keys), []
+    remaining = list(keys)
     matched = 0
+    unmatched: list[str] = []
+    wildcards: list[str] = []
     for ref in reference:
-        name, args = _ref_key(ref, ignore_args)
-        if args is _WILDCARD:
-            wildcards[name] += 1
-        elif available[(name, args)] > 0:
-            available[(name, args)] -= 1
+        if ignore_args or ref.args is None:
+            wildcards.append(ref.name)
+            continue
+        key = ref.match_key
+        if key in remaining:
+            remaining.remove(key)
             matched += 1
-    left_by_name: dict[str, int] = defaultdict(int)
-    for (name, _args), count in available.items():
-        left_by_name[name] += count
-    matched += sum(min(count, left_by_name[name]) for name, count in wildcards.items())
-    return matched
+        else:
+            unmatched.append(ref.name)
+    if wildcards:
+        names = [key[0] for key in remaining]
+        for name in wildcards:
+            if name in names:
+                names.remove(name)
+                matched += 1
+            else:
+                unmatched.append(name)
+    return matched, unmatched
 
 
 def exact_match(
     predicted: Sequence[ToolCall], reference: Sequence[ToolCall], *, ignore_args: bool = False
 ) -> MetricResult:
     if len(predicted) != len(reference):
-        extra = _missing(predicted, reference, ignore_args)
-        return _result(False, f"predicted {len(predicted)} call(s), reference {len(reference)}{extra}")
+        return MetricResult(
+            0.0,
+            lambda: (
+                f"predicted {len(predicted)} call(s), reference {len(reference)}"
+                f"{_names(_match(predicted, reference, ignore_args)[1])}"
+            ),
+        )
+    if not ignore_args and match_keys(predicted) == match_keys(reference):
+        return MetricResult(1.0, "every call matches in order")
     for i, (pred, ref) in enumerate(zip(predicted, reference, strict=True)):
         if not calls_match(pred, ref, ignore_args=ignore_args):
-            return _result(False, f"call {i + 1}: {describe_difference(pred, ref)}")
-    return _result(True, "every call matches in order")
+            return MetricResult(0.0, lambda i=i, pred=pred, ref=ref: f"call {i + 1}: {describe_difference(pred, ref)}")
+    return MetricResult(1.0, "every call matches in order")
 
 
 def in_order_match(
     predicted: Sequence[ToolCall], reference: Sequence[ToolCall], *, ignore_args: bool = False
 ) -> MetricResult:
     """1 if the reference is a subsequence of the prediction (greedy earliest match is optimal)."""
+    keys = match_keys(predicted)
+    names = [key[0] for key in keys] if ignore_args or has_wildcard(reference) else None
     position = 0
     for ref in reference:
-        while position < len(predicted) and not calls_match(predicted[position], ref, ignore_args=ignore_args):
-            position += 1
-        if position == len(predicted):
-            return _result(False, f"{_show(ref)} not found in order")
-        position += 1
-    return _result(True, "reference calls appear in order")
+        try:
+            if names is not None and (ignore_args or ref.args is None):
+                position = names.index(ref.name, position) + 1
+            else:
+                position = keys.index(ref.match_key, position) + 1
+        except ValueError:
+            return MetricResult(0.0, lambda ref=ref: f"{ref.name} not found in order")
+    return MetricResult(1.0, "reference calls appear in order")
 
 
 def any_order_match(
     predicted: Sequence[ToolCall], reference: Sequence[ToolCall], *, ignore_args: bool = False
 ) -> MetricResult:
-    matched = matched_pairs(predicted, reference, ignore_args=ignore_args)
+    matched, missing = _match(predicted, reference, ignore_args)
     if matched == len(reference):
-        return _result(True, "every reference call is matched")
-    missing = _missing(predicted, reference, ignore_args)
-    return _result(False, f"{len(reference) - matched} of {len(reference)} reference call(s) unmatched{missing}")
+        return MetricResult(1.0, "every reference call is matched")
+    return MetricResult(0.0, lambda: f"{len(missing)} of {len(reference)} reference call(s) unmatched{_names(missing)}")
 
 
 def precision(
     predicted: Sequence[ToolCall], reference: Sequence[ToolCall], *, ignore_args: bool = False
 ) -> MetricResult:
     if not predicted:
-        return MetricResult(score=1.0 if not reference else 0.0, explanation="no predicted calls")
-    matched = matched_pairs(predicted, reference, ignore_args=ignore_args)
-    return MetricResult(
-        score=matched / len(predicted), explanation=f"{matched} of {len(predicted)} predicted call(s) matched"
-    )
+        return MetricResult(1.0 if not reference else 0.0, "no predicted calls")
+    matched = _match(predicted, reference, ignore_args)[0]
+    return MetricResult(matched / len(predicted), lambda: f"{matched} of {len(predicted)} predicted call(s) matched")
 
 
 def recall(predicted: Sequence[ToolCall], reference: Sequence[ToolCall], *, ignore_args: bool = False) -> MetricResult:
     if not reference:
-        return MetricResult(score=1.0, explanation="empty reference")
-    matched = matched_pairs(predicted, reference, ignore_args=ignore_args)
-    missing = _missing(predicted, reference, ignore_args)
+        return MetricResult(1.0, "empty reference")
+    matched, missing = _match(predicted, reference, ignore_args)
     return MetricResult(
-        score=matched / len(reference), explanation=f"{matched} of {len(reference)} reference call(s) matched{missing}"
+        matched / len(reference), lambda: f"{matched} of {len(reference)} reference call(s) matched{_names(missing)}"
     )
 
 
@@ -155,16 +187,17 @@ def tool_trajectory_avg_score(
         return MetricResult.not_evaluated(f"{len(actual)} actual invocation(s) for {len(expected)} expected")
     results = [match(a, e, ignore_args=ignore_args) for a, e in zip(actual, expected, strict=True)]
     scores = [r.score or 0.0 for r in results]
-    failing = [f"invocation {i + 1}: {r.explanation}" for i, r in enumerate(results) if not r.score]
-    return MetricResult(
-        score=sum(scores) / len(scores),
-        explanation="; ".join(failing) if failing else f"all {len(scores)} invocation(s) match ({match_type.upper()})",
-        details={"per_invocation_scores": scores},
-    )
+
+    def explain() -> str:
+        if all(scores):
+            return f"all {len(scores)} invocation(s) match ({match_type.upper()})"
+        return "; ".join(f"invocation {i + 1}: {r.explanation}" for i, r in enumerate(results) if not r.score)
+
+    return MetricResult(sum(scores) / len(scores), explain, {"per_invocation_scores": scores})
 
 
 def _result(ok: bool, explanation: str) -> MetricResult:
-    return MetricResult(score=1.0 if ok else 0.0, explanation=explanation)
+    return MetricResult(1.0 if ok else 0.0, explanation)
 
 
 def describe_difference(predicted: ToolCall, reference: ToolCall) -> str:
@@ -177,27 +210,15 @@ def describe_difference(predicted: ToolCall, reference: ToolCall) -> str:
         if key not in got:
             parts.append(f"{key} missing")
         elif key not in expected:
-            parts.append(f"unexpected {key}={canonical_args(got[key])}")
-        elif canonical_args(expected[key]) != canonical_args(got[key]):
-            parts.append(f"{key}: expected {canonical_args(expected[key])}, got {canonical_args(got[key])}")
+            parts.append(f"unexpected {key}={_brief(got[key])}")
+        elif not json_equal(got[key], expected[key]):
+            parts.append(f"{key}: expected {_brief(expected[key])}, got {_brief(got[key])}")
     return f"{reference.name} " + "; ".join(parts)
 
 
-def _show(call: ToolCall) -> str:
-    if call.args is None:
-        return f"{call.name}(…)"
-    return f"{call.name}({canonical_args(call.args)})"
+def _brief(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=repr)
 
 
-def _missing(predicted: Sequence[ToolCall], reference: Sequence[ToolCall], ignore_args: bool) -> str:
-    """Names of reference calls with no partner, for explanations (by greedy pass; indicative only)."""
-    left = list(predicted)
-    missing: list[str] = []
-    for ref in sorted(reference, key=lambda c: c.args is None or ignore_args):
-        for i, pred in enumerate(left):
-            if calls_match(pred, ref, ignore_args=ignore_args):
-                del left[i]
-                break
-        else:
-            missing.append(ref.name)
+def _names(missing: list[str]) -> str:
     return f"; missing {', '.join(missing)}" if missing else ""

@@ -1,0 +1,124 @@
+"""ROUGE tokenisation: identical to ``rouge_score`` on ASCII text, and never blind to other scripts (SPEC §6).
+
+``rouge_score``'s tokenizer keeps only ``[a-z0-9]`` runs, so Chinese, Thai or Greek text scores 0 against
+itself. The rule here, after ADK 2.x:
+
+- text is NFKC-normalised and lower-cased;
+- ASCII words go through ``rouge_score``'s own tokenizer and Porter stemmer (words over 3 characters), so
+  English scores are bit-for-bit those of ``rouge_score``;
+- each CJK ideograph, kana and hangul syllable is its own token;
+- Thai, Lao, Khmer, Myanmar and similar scripts written without spaces are split into grapheme clusters
+  (a base character and its combining marks);
+- any other word with non-ASCII letters (``café``, ``Ελλάδα``) is kept whole and not stemmed.
+
+Stems are cached: the Porter stemmer dominates ROUGE's cost and a vocabulary repeats.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+
+from nltk.stem import porter
+from rouge_score import tokenize as rouge_tokenize
+
+_WORD = re.compile(r"\w+")
+_ASCII_TOKEN = re.compile(r"[a-z0-9]+")
+_stemmer = porter.PorterStemmer()
+
+# Scripts written without spaces between words, split into grapheme clusters.
+_CLUSTER_SCRIPT_RANGES = (
+    (0x0E00, 0x0E7F),  # Thai
+    (0x0E80, 0x0EFF),  # Lao
+    (0x1000, 0x109F),  # Myanmar
+    (0x1780, 0x17FF),  # Khmer
+    (0x19E0, 0x19FF),  # Khmer symbols
+    (0x1A20, 0x1AAF),  # Tai Tham
+)
+# Characters that are words of their own: CJK ideographs, kana, hangul.
+_SINGLE_CHAR_RANGES = (
+    (0x3040, 0x30FF),  # Hiragana, Katakana
+    (0x31F0, 0x31FF),  # Katakana extensions
+    (0x3400, 0x4DBF),  # CJK extension A
+    (0x4E00, 0x9FFF),  # CJK unified ideographs
+    (0xAC00, 0xD7AF),  # Hangul syllables
+    (0x1100, 0x11FF),  # Hangul jamo
+    (0x3130, 0x318F),  # Hangul compatibility jamo
+    (0xF900, 0xFAFF),  # CJK compatibility ideographs
+    (0xFF66, 0xFF9F),  # half-width katakana
+    (0x20000, 0x2FA1F),  # CJK extensions B-F, supplement
+)
+
+
+def _in(ranges: tuple[tuple[int, int], ...], char: str) -> bool:
+    code = ord(char)
+    return any(low <= code <= high for low, high in ranges)
+
+
+@functools.lru_cache(maxsize=200_000)
+def stem(token: str) -> str:
+    """Porter stem of an ASCII token, as ``rouge_score`` applies it (only to tokens over 3 characters)."""
+    return _stemmer.stem(token) if len(token) > 3 else token
+
+
+def _ascii_tokens(text: str, use_stemmer: bool) -> list[str]:
+    tokens = _ASCII_TOKEN.findall(text)
+    return [stem(t) for t in tokens] if use_stemmer else tokens
+
+
+def tokenize(text: str, use_stemmer: bool = False) -> list[str]:
+    """Tokens of ``text`` for ROUGE (see the module docstring)."""
+    if text.isascii():
+        return _ascii_tokens(text.lower(), use_stemmer)
+    text = unicodedata.normalize("NFKC", text).lower()
+    if text.isascii():
+        return _ascii_tokens(text, use_stemmer)
+    tokens: list[str] = []
+    for word in _WORD.findall(text):
+        if word.isascii():
+            tokens.extend(_ascii_tokens(word, use_stemmer))
+        else:
+            _split_word(word, use_stemmer, tokens)
+    return tokens
+
+
+def _split_word(word: str, use_stemmer: bool, out: list[str]) -> None:
+    run: list[str] = []
+
+    def flush() -> None:
+        if run:
+            piece = "".join(run)
+            out.extend(_ascii_tokens(piece, use_stemmer) if piece.isascii() else [piece])
+            run.clear()
+
+    for char in word:
+        if _in(_SINGLE_CHAR_RANGES, char):
+            flush()
+            out.append(char)
+        elif _in(_CLUSTER_SCRIPT_RANGES, char):
+            flush()
+            if unicodedata.category(char).startswith("M") and out and _in(_CLUSTER_SCRIPT_RANGES, out[-1][-1]):
+                out[-1] += char  # a combining mark joins the cluster before it
+            else:
+                out.append(char)
+        elif unicodedata.category(char).startswith("M") and not run and out:
+            out[-1] += char
+        else:
+            run.append(char)
+    flush()
+
+
+class RougeTokenizer:
+    """A ``rouge_score`` tokenizer object (``.tokenize(text)``) applying :func:`tokenize`."""
+
+    def __init__(self, use_stemmer: bool = False) -> None:
+        self.use_stemmer = use_stemmer
+
+    def tokenize(self, text: str) -> list[str]:
+        return tokenize(text, self.use_stemmer)
+
+
+def rouge_score_tokens(text: str, use_stemmer: bool) -> list[str]:
+    """``rouge_score``'s own tokenization, for comparison in tests and benchmarks."""
+    return rouge_tokenize.tokenize(text, _stemmer if use_stemmer else None)
