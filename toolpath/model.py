@@ -130,6 +130,31 @@ class Session(_Record):
     invocations: list[Invocation] = Field(default_factory=list)
 
 
+class ExpectedInvocation(_Record):
+    """One turn of an eval case: what the user says and what the agent is expected to do."""
+
+    invocation_id: str | None = None
+    prompt: str
+    reference: str | None = None
+    """The expected final response; ``None`` when the case gives none."""
+    reference_trajectory: list[ToolCall] = Field(default_factory=list)
+    tool_responses: list[JsonValue] = Field(default_factory=list)
+    intermediate_responses: list[tuple[str, str]] = Field(default_factory=list)
+
+
+class EvalCase(_Record):
+    """A conversation to replay against an agent, turn by turn in one session (an ADK eval case)."""
+
+    eval_set_id: str
+    eval_id: str
+    invocations: list[ExpectedInvocation]
+    app_name: str | None = None
+    user_id: str | None = None
+    initial_state: dict[str, JsonValue] = Field(default_factory=dict)
+    source: str | None = None
+    """The file the case was read from."""
+
+
 class MetricResult:
     """The score one metric gave one row. ``score`` is ``None`` when it could not be computed; then
     ``explanation`` says why.

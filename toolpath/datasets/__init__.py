@@ -1,5 +1,6 @@
 """Datasets: rows of columns as SPEC §5 (``prompt``, ``reference``, ``response``, ``predicted_trajectory``,
-``reference_trajectory``, …), from a JSONL file, a list of dicts, or a pandas DataFrame."""
+``reference_trajectory``, …), from a JSONL or CSV file, a list of dicts, or a pandas DataFrame. ADK eval sets
+are read by :mod:`toolpath.datasets.adk`."""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from toolpath.datasets.csvfile import read_csv
 from toolpath.datasets.jsonl import read_jsonl
 from toolpath.errors import DatasetError
 
-__all__ = ["load_rows", "read_jsonl"]
+__all__ = ["load_rows", "read_csv", "read_jsonl"]
 
 
 def load_rows(dataset: Any, metric_column_mapping: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
@@ -18,9 +20,13 @@ def load_rows(dataset: Any, metric_column_mapping: Mapping[str, str] | None = No
     dataset's (``{"reference_trajectory": "expected_tools"}``)."""
     if isinstance(dataset, str | Path):
         path = Path(dataset)
-        if path.suffix.lower() not in (".jsonl", ".ndjson"):
-            raise DatasetError(f"{path}: unsupported dataset format {path.suffix or '(no extension)'!r}; use .jsonl")
-        rows = read_jsonl(path)
+        suffix = path.suffix.lower()
+        if suffix in (".jsonl", ".ndjson"):
+            rows = read_jsonl(path)
+        elif suffix == ".csv":
+            rows = read_csv(path)
+        else:
+            raise DatasetError(f"{path}: unsupported dataset format {suffix or '(no extension)'!r}; use .jsonl or .csv")
     elif hasattr(dataset, "to_dict") and hasattr(dataset, "columns"):  # a pandas DataFrame
         rows = dataset.to_dict(orient="records")
     elif isinstance(dataset, Iterable) and not isinstance(dataset, Mapping):

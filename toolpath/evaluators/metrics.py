@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolpath.errors import DatasetError
-from toolpath.evaluators import trajectory
+from toolpath.evaluators import text, tool_calls, trajectory
 from toolpath.evaluators.registry import Metric, MissingInput, Row, register_metric
-from toolpath.model import MetricResult, ToolCall, parse_trajectory
+from toolpath.model import MetricResult, Trajectory, parse_trajectory
 
 
-def trajectory_column(row: Row, column: str) -> list[ToolCall]:
+def trajectory_column(row: Row, column: str) -> Trajectory:
     """A parsed trajectory column; a missing column or a bad cell is :class:`MissingInput`."""
     if column not in row or row[column] is None:
         raise MissingInput(f"row has no {column!r}")
@@ -117,3 +117,104 @@ class MeasuredColumn(Metric):
 
 register_metric("latency_in_seconds")(lambda: MeasuredColumn("latency_in_seconds"))
 register_metric("failure")(lambda: MeasuredColumn("failure"))
+
+
+# --- response metrics --------------------------------------------------------------------------------------
+
+
+def text_column(row: Row, column: str) -> str:
+    value = row.get(column)
+    if value is None:
+        raise MissingInput(f"row has no {column!r}")
+    if not isinstance(value, str):
+        raise MissingInput(f"{column!r} must be text, got {type(value).__name__}")
+    return value
+
+
+@dataclass(frozen=True)
+class ResponseMetric(Metric):
+    """A metric of ``response`` against ``reference``."""
+
+    name: str
+    fn: Callable[..., MetricResult]
+    params: tuple[tuple[str, Any], ...] = ()
+
+    def score(self, row: Row) -> MetricResult:
+        return self.fn(text_column(row, "response"), text_column(row, "reference"), **dict(self.params))
+
+
+register_metric("exact_match")(lambda: ResponseMetric("exact_match", text.exact_match))
+register_metric("bleu")(
+    lambda use_effective_order=True: ResponseMetric(
+        "bleu", text.bleu, (("use_effective_order", _flag(use_effective_order, "use_effective_order")),)
+    )
+)
+for _name, _type in (("rouge_1", "rouge1"), ("rouge_2", "rouge2"), ("rouge_l", "rougeL"), ("rouge_l_sum", "rougeLsum")):
+    register_metric(_name)(lambda _name=_name, _type=_type: ResponseMetric(_name, text.rouge, (("rouge_type", _type),)))
+
+
+@register_metric("rouge")
+def _rouge(rouge_type: str = "rougeL", use_stemmer: Any = False, split_summaries: Any = False) -> Metric:
+    if rouge_type not in text.ROUGE_TYPES:
+        raise ValueError(f"rouge_type must be one of {', '.join(text.ROUGE_TYPES)}, got {rouge_type!r}")
+    params = (
+        ("rouge_type", rouge_type),
+        ("use_stemmer", _flag(use_stemmer, "use_stemmer")),
+        ("split_summaries", _flag(split_summaries, "split_summaries")),
+    )
+    return ResponseMetric("rouge", text.rouge, params)
+
+
+@register_metric("response_match_score")
+@dataclass(frozen=True)
+class ResponseMatchScore(Metric):
+    """ADK's ``response_match_score``: a row is one invocation, unless it carries ``invocations`` (a list of
+    ``{"response", "reference"}``) for a multi-turn case."""
+
+    name: str = "response_match_score"
+
+    def score(self, row: Row) -> MetricResult:
+        turns = row.get("invocations")
+        turns = turns if isinstance(turns, list) else [row]
+        return text.response_match_score(
+            [text_column(t, "response") for t in turns], [text_column(t, "reference") for t in turns]
+        )
+
+
+# --- tool-call metrics (Vertex) --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ToolCallMetric(Metric):
+    name: str
+    fn: Callable[..., MetricResult]
+    needs_reference: bool = True
+    params: tuple[tuple[str, Any], ...] = ()
+
+    def score(self, row: Row) -> MetricResult:
+        response = row.get("response")
+        if response is None:
+            raise MissingInput("row has no 'response'")
+        if not self.needs_reference:
+            return self.fn(response)
+        reference = row.get("reference")
+        if reference is None:
+            raise MissingInput("row has no 'reference'")
+        try:
+            return self.fn(response, reference, **dict(self.params))
+        except tool_calls.ToolCallParseError as exc:
+            raise MissingInput(str(exc)) from None
+
+
+register_metric("tool_call_valid")(lambda: ToolCallMetric("tool_call_valid", tool_calls.tool_call_valid, False))
+register_metric("tool_name_match")(lambda: ToolCallMetric("tool_name_match", tool_calls.tool_name_match))
+register_metric("tool_parameter_key_match")(
+    lambda: ToolCallMetric("tool_parameter_key_match", tool_calls.tool_parameter_key_match)
+)
+register_metric("tool_parameter_kv_match")(
+    lambda use_strict_string_match=False: ToolCallMetric(
+        "tool_parameter_kv_match",
+        tool_calls.tool_parameter_kv_match,
+        params=(("use_strict_string_match", _flag(use_strict_string_match, "use_strict_string_match")),),
+    )
+)

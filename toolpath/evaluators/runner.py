@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import uuid
+from collections import ChainMap
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +16,7 @@ from toolpath.datasets import load_rows
 from toolpath.errors import DatasetError, MetricError
 from toolpath.evaluators.agent_runner import AgentOutcome, run_agent
 from toolpath.evaluators.registry import Metric, MissingInput, resolve_metric
-from toolpath.model import MetricResult
+from toolpath.model import MetricResult, parse_trajectory
 
 MEASURED = ("latency_in_seconds", "failure")
 
@@ -72,8 +74,9 @@ def evaluate(
         if runnable is not None:
             _fill_from_agent(row, runnable, index, run_id, timeout)
         out = dict(row)
+        view = _with_parsed_trajectories(row)
         for metric in resolved:
-            result = score_row(metric, row)
+            result = score_row(metric, view)
             out[f"{metric.name}/score"] = result.score
             out[f"{metric.name}/explanation"] = result.explanation
             for key, value in result.details.items():
@@ -82,6 +85,20 @@ def evaluate(
         if on_row is not None:
             on_row(index, out)
     return EvalResult(summarize(table, names), table, names, run_id)
+
+
+TRAJECTORY_COLUMNS = ("predicted_trajectory", "reference_trajectory")
+
+
+def _with_parsed_trajectories(row: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The row as metrics see it: trajectory cells parsed once, shared by every metric of the row."""
+    parsed: dict[str, Any] = {}
+    for column in TRAJECTORY_COLUMNS:
+        if row.get(column) is not None:
+            # a bad cell is left as it is: each metric reports the problem in its own explanation
+            with contextlib.suppress(DatasetError):
+                parsed[column] = parse_trajectory(row[column], where=column)
+    return ChainMap(parsed, row) if parsed else row
 
 
 def score_row(metric: Metric, row: Mapping[str, Any]) -> MetricResult:

@@ -1,0 +1,35 @@
+"""CSV datasets: a header row, then one row per instance. Trajectory cells hold JSON text; empty cells are
+missing values."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+from toolpath.errors import DatasetError
+
+
+def read_csv(path: str | Path) -> list[dict[str, Any]]:
+    path = Path(path)
+    try:
+        handle = path.open(encoding="utf-8-sig", newline="")
+    except FileNotFoundError:
+        raise DatasetError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise DatasetError(f"{path}: cannot read ({exc.strerror})") from None
+    with handle:
+        try:
+            reader = csv.DictReader(handle)
+            if not reader.fieldnames:
+                raise DatasetError(f"{path}: empty file (a header row is needed)")
+            rows = []
+            for row in reader:
+                if None in row:
+                    raise DatasetError(f"{path}:{reader.line_num}: more cells than the header has columns")
+                rows.append({key: (value if value != "" else None) for key, value in row.items()})
+        except csv.Error as exc:
+            raise DatasetError(f"{path}:{reader.line_num}: {exc}") from None
+        except UnicodeDecodeError as exc:
+            raise DatasetError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    return rows
