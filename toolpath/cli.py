@@ -57,20 +57,55 @@ def demo(store: str | None, worst: int) -> None:
 @click.option(
     "--metrics",
     "metrics_text",
-    required=True,
-    help="Comma-separated metric names, e.g. trajectory_exact_match,trajectory_single_tool_use(tool_name=get_weather).",
+    default=None,
+    help="Comma-separated metrics for a JSONL/CSV dataset, e.g. trajectory_exact_match,"
+    "trajectory_single_tool_use(tool_name=get_weather).",
 )
-@click.option("--agent", "agent_ref", default=None, help="module:attr of an agent to run on each prompt.")
+@click.option("--agent", "agent_ref", default=None, help="module:attr of the agent to run (required for eval sets).")
+@click.option("--config", "config_path", type=click.Path(path_type=Path), default=None, help="test_config.json.")
+@click.option("--runs", default=1, show_default=True, type=click.IntRange(min=1), help="Runs of each eval case.")
 @click.option("--output", type=click.Path(path_type=Path), default=None, help="Write results as JSON here.")
+@click.option("--quiet", is_flag=True, help="Print only the summary line.")
 @store_option
 def eval_command(
-    dataset: Path, metrics_text: str, agent_ref: str | None, output: Path | None, store: str | None
+    dataset: Path,
+    metrics_text: str | None,
+    agent_ref: str | None,
+    config_path: Path | None,
+    runs: int,
+    output: Path | None,
+    quiet: bool,
+    store: str | None,
 ) -> None:
-    """Score a JSONL dataset (columns: prompt, reference_trajectory, predicted_trajectory, ...).
+    """Score a JSONL/CSV dataset with metrics, or run ADK eval sets against an agent.
 
-    toolpath eval cases.jsonl --metrics trajectory_exact_match,trajectory_recall
-    toolpath eval cases.jsonl --metrics trajectory_precision --agent my_app.agent:answer
+    \b
+        toolpath eval cases.jsonl --metrics trajectory_exact_match,trajectory_recall
+        toolpath eval cases.csv --metrics trajectory_precision --agent my_app.agent:answer
+        toolpath eval tests/weather.evalset.json --agent my_app.agent:root_agent --runs 3
+
+    Eval sets (*.evalset.json, legacy *.test.json, or a folder of them) are judged by the criteria of the
+    test_config.json beside them (or --config); the command exits 1 when a case fails.
     """
+    from toolpath.datasets.adk import EVALSET_SUFFIX, LEGACY_SUFFIX
+
+    is_eval_set = dataset.is_dir() or dataset.name.endswith((EVALSET_SUFFIX, LEGACY_SUFFIX))
+    the_store = Store(store) if agent_ref or store else None
+    if is_eval_set:
+        if metrics_text:
+            raise ConfigError("eval sets are judged by their criteria: give --config test_config.json, not --metrics")
+        _eval_sets(dataset, agent_ref, config_path, runs, output, quiet, the_store)
+    else:
+        if not metrics_text:
+            raise ConfigError("--metrics is required for a JSONL or CSV dataset")
+        if config_path is not None or runs != 1:
+            raise ConfigError("--config and --runs apply to eval sets (*.evalset.json, *.test.json)")
+        _eval_dataset(dataset, metrics_text, agent_ref, output, quiet, the_store)
+
+
+def _eval_dataset(
+    dataset: Path, metrics_text: str, agent_ref: str | None, output: Path | None, quiet: bool, store: Store | None
+) -> None:
     from toolpath.display import summary_table
     from toolpath.evaluators.registry import resolve_metric, split_metric_list
     from toolpath.evaluators.runner import evaluate
@@ -78,22 +113,84 @@ def eval_command(
     metrics = [resolve_metric(spec) for spec in split_metric_list(metrics_text)]
     if not metrics:
         raise ConfigError("--metrics names no metric")
-    runnable = None
-    if agent_ref:
-        runnable = load_object(agent_ref)
-        tracer.init(store=Store(store))
-    result = evaluate(dataset, metrics, runnable=runnable)
+    runnable = load_object(agent_ref) if agent_ref else None
     if runnable is not None:
-        tracer.flush()
+        tracer.init(store=store)
+    result = evaluate(dataset, metrics, runnable=runnable, store=store)
+    tracer.flush()
     if output is not None:
         result.write_json(output)
-    console.print(
-        summary_table(
-            result.summary_metrics, result.metric_names, title=f"{dataset} ({len(result.metrics_table)} rows)"
-        )
-    )
+    if not quiet:
+        title = f"{dataset} ({len(result.metrics_table)} rows)"
+        console.print(summary_table(result.summary_metrics, result.metric_names, title=title))
+    console.print(f"run {result.run_id}" + (f": results written to {output}" if output else ""))
+
+
+def _eval_sets(
+    path: Path,
+    agent_ref: str | None,
+    config_path: Path | None,
+    runs: int,
+    output: Path | None,
+    quiet: bool,
+    store: Store | None,
+) -> None:
+    from toolpath.datasets.adk import load_criteria, load_eval_sets
+    from toolpath.display import eval_set_report
+    from toolpath.evaluators.evalset import evaluate_eval_sets
+
+    if not agent_ref:
+        raise ConfigError("--agent module:attr is required to run eval sets")
+    eval_sets = load_eval_sets(path)
+    criteria = load_criteria(config_path) if config_path else None
+    agent = load_object(agent_ref)
+    tracer.init(store=store)
+    result = evaluate_eval_sets(eval_sets, agent, runs=runs, criteria=criteria, store=store)
+    tracer.flush()
     if output is not None:
-        console.print(f"Results written to {output}")
+        output.write_text(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n")
+    eval_set_report(console, result, quiet=quiet)
+    if not result.passed:
+        raise click.exceptions.Exit(1)
+
+
+@cli.group()
+def runs() -> None:
+    """Evaluation runs saved in the store."""
+
+
+@runs.command(name="list")
+@store_option
+@click.option("--limit", default=20, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def runs_list(store: str | None, limit: int, as_json: bool) -> None:
+    """List evaluation runs, newest first, with their summaries."""
+    from toolpath.display import runs_table
+
+    rows = _open_existing_store(store).list_eval_runs(limit=limit)
+    if as_json:
+        click.echo(json.dumps(rows, indent=2, ensure_ascii=False, default=str))
+    else:
+        console.print(runs_table(rows))
+
+
+@runs.command(name="show")
+@click.argument("run_id")
+@store_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def runs_show(run_id: str, store: str | None, as_json: bool) -> None:
+    """Show one evaluation run: its summary and every result row."""
+    from toolpath.display import summary_table
+
+    run = _open_existing_store(store).get_eval_run(run_id)
+    if run is None:
+        raise ConfigError(f"no evaluation run {run_id!r} in the store")
+    if as_json:
+        click.echo(json.dumps(run, indent=2, ensure_ascii=False, default=str))
+        return
+    names = sorted({k.rsplit("/", 1)[0] for k in run["summary"] if "/" in k})
+    console.print(f"run {run['run_id']} ({run['kind']}) of {run['dataset']}, agent {run['agent'] or '-'}")
+    console.print(summary_table(run["summary"], names, title=f"{run['row_count']} rows"))
 
 
 @cli.group()
@@ -166,7 +263,9 @@ def load_object(reference: str) -> Any:
 
 def main(argv: list[str] | None = None) -> None:
     try:
-        cli.main(args=argv, prog_name="toolpath", standalone_mode=False)
+        code = cli.main(args=argv, prog_name="toolpath", standalone_mode=False)
+        if isinstance(code, int) and code:  # an Exit raised inside a command comes back as a return value
+            sys.exit(code)
     except ToolpathError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rich.console import Console
 from rich.table import Table
 
 from toolpath.model import Session, parse_trajectory
@@ -96,3 +97,75 @@ def _num(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.3f}" if value == 0 or abs(value) >= 0.01 else f"{value:.2e}"
     return str(value)
+
+
+def eval_set_report(console: Console, result: Any, *, quiet: bool = False) -> None:
+    """ADK-like summary: cases passed and failed, then each failing criterion with expected vs actual."""
+    counts = {status: sum(c.status == status for c in result.cases) for status in ("PASSED", "FAILED", "NOT_EVALUATED")}
+    if not quiet:
+        table = Table(title="Eval cases", title_justify="left")
+        for column in ("eval set", "case", "status", *result.metric_names):
+            table.add_column(column)
+        for case in result.cases:
+            cells = [
+                f"{case.metrics[n].score:.3f} / {case.metrics[n].threshold:g}"
+                if n in case.metrics and case.metrics[n].score is not None
+                else "—"
+                for n in result.metric_names
+            ]
+            style = {"PASSED": "green", "FAILED": "red"}.get(case.status, "yellow")
+            table.add_row(case.eval_set_id, case.eval_id, f"[{style}]{case.status}[/]", *cells)
+        console.print(table)
+        for case in result.cases:
+            if case.status == "FAILED":
+                _print_failure(console, case)
+    line = f"{len(result.cases)} case(s): {counts['PASSED']} passed, {counts['FAILED']} failed"
+    if counts["NOT_EVALUATED"]:
+        line += f", {counts['NOT_EVALUATED']} not evaluated"
+    console.print(f"[bold]{line}[/] (run {result.run_id})")
+
+
+def _print_failure(console: Console, case: Any) -> None:
+    console.print(f"[red]FAILED[/] {case.eval_set_id} / {case.eval_id}")
+    for name, metric in case.metrics.items():
+        if metric.status != "FAILED":
+            continue
+        console.print(f"  {name}: {metric.score:.3f} < threshold {metric.threshold:g}", markup=False)
+        for index, score in enumerate(metric.per_invocation):
+            if score is None or score >= metric.threshold or not case.turns:
+                continue
+            turn = case.turns[0][index]
+            console.print(f"    turn {index + 1}: {turn['prompt']!r}", markup=False)
+            if "trajectory" in name or "tool" in name:
+                console.print(f"      expected tools: {_calls(turn['reference_trajectory'])}", markup=False)
+                console.print(f"      actual tools:   {_calls(turn['predicted_trajectory'])}", markup=False)
+            else:
+                console.print(f"      expected: {turn['reference']!r}", markup=False)
+                console.print(f"      actual:   {turn['response']!r}", markup=False)
+            if turn.get("error"):
+                console.print(f"      agent error: {turn['error']}", markup=False)
+
+
+def _calls(items: Sequence[Mapping[str, Any]]) -> str:
+    return ", ".join(f"{c['tool_name']}({_args(c.get('tool_input'))})" for c in items) or "—"
+
+
+def runs_table(runs: Sequence[Mapping[str, Any]]) -> Table:
+    table = Table(title="Evaluation runs", title_justify="left")
+    for column in ("run_id", "kind", "dataset", "agent", "rows", "failed", "started_at", "means"):
+        table.add_column(column, max_width=40 if column in ("dataset", "means") else None)
+    for run in runs:
+        means = ", ".join(
+            f"{k.removesuffix('/mean')}={_num(v)}" for k, v in run["summary"].items() if k.endswith("/mean")
+        )
+        table.add_row(
+            run["run_id"],
+            run["kind"],
+            run["dataset"],
+            run["agent"] or "",
+            str(run["row_count"]),
+            "" if run["failed_count"] is None else str(run["failed_count"]),
+            run["started_at"] or "",
+            means,
+        )
+    return table

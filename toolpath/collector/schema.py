@@ -85,3 +85,32 @@ spans = Table(
     Column("scope", String(256)),
     Index("ix_spans_start", "start_time"),
 )
+
+eval_runs = Table(
+    "eval_runs",
+    metadata,
+    Column("run_id", String(64), primary_key=True),
+    Column("kind", String(32), nullable=False),  # "dataset" (rows and metrics) or "evalset" (cases and criteria)
+    Column("dataset", Text, nullable=False),
+    Column("agent", String(512)),
+    Column("metrics", Json, nullable=False),
+    Column("started_at", BigInteger, nullable=False),
+    Column("finished_at", BigInteger, nullable=False),
+    Column("row_count", Integer, nullable=False),
+    Column("failed_count", Integer),
+    Column("summary", Json, nullable=False),
+    Index("ix_eval_runs_started", "started_at"),
+)
+
+eval_results = Table(
+    "eval_results",
+    metadata,
+    Column("run_id", String(64), ForeignKey("eval_runs.run_id"), primary_key=True),
+    Column("position", Integer, primary_key=True),
+    Column("case_id", String(512)),
+    Column("invocation_id", String(64)),
+    Column("status", String(16)),
+    Column("scores", Json, nullable=False),
+    Column("row", Json, nullable=False),
+    Index("ix_eval_results_invocation", "invocation_id"),
+)

@@ -6,6 +6,7 @@ written twice (a retry, a span re-sent) leaves the same rows.
 
 from __future__ import annotations
 
+import json
 import os
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
@@ -76,6 +77,34 @@ class Store:
             calls = [_call_row(inv.invocation_id, i, c) for inv in invocations for i, c in enumerate(inv.tool_calls)]
             if calls:
                 conn.execute(t.tool_calls.insert(), calls)
+
+    def write_eval_run(self, run: dict[str, Any], results: Sequence[dict[str, Any]]) -> None:
+        """Save an evaluation run (``eval_runs`` columns) and its result rows (``eval_results`` columns)."""
+        with self.engine.begin() as conn:
+            conn.execute(t.eval_runs.insert(), [_json_safe(run)])
+            if results:
+                conn.execute(t.eval_results.insert(), [_json_safe(r) for r in results])
+
+    def list_eval_runs(self, *, limit: int | None = 50) -> list[dict[str, Any]]:
+        """Evaluation runs, newest first."""
+        query = select(t.eval_runs).order_by(t.eval_runs.c.started_at.desc())
+        if limit is not None:
+            query = query.limit(limit)
+        with self.engine.connect() as conn:
+            return [_run_dict(row) for row in conn.execute(query)]
+
+    def get_eval_run(self, run_id: str) -> dict[str, Any] | None:
+        """One run with its result rows, or ``None``."""
+        with self.engine.connect() as conn:
+            row = conn.execute(select(t.eval_runs).where(t.eval_runs.c.run_id == run_id)).first()
+            if row is None:
+                return None
+            results = conn.execute(
+                select(t.eval_results).where(t.eval_results.c.run_id == run_id).order_by(t.eval_results.c.position)
+            )
+            run = _run_dict(row)
+            run["results"] = [dict(r._mapping) for r in results]
+        return run
 
     def _insert(self, table: Any) -> Any:
         return (postgresql.insert if self.dialect == "postgresql" else sqlite.insert)(table)
@@ -242,6 +271,19 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
+
+
+def _run_dict(row: Any) -> dict[str, Any]:
+    run = dict(row._mapping)
+    run["started_at"] = _iso(run["started_at"])
+    run["finished_at"] = _iso(run["finished_at"])
+    return run
+
+
+def _json_safe(value: dict[str, Any]) -> dict[str, Any]:
+    """JSON columns only take JSON: anything else a dataset carried (dates, numpy numbers) becomes text, and
+    NaN or infinite numbers (pandas' missing values) become null."""
+    return json.loads(json.dumps(value, default=str), parse_constant=lambda _: None) if value else value
 
 
 def _session_rows(invocations: Iterable[Invocation]) -> list[dict[str, Any]]:

@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from toolpath.adapters.function import agent_spec
+from toolpath.evaluators.targets import agent_spec_for
 from toolpath.model import Invocation, ToolCall, parse_trajectory
 from toolpath.tracer import setup
 from toolpath.tracer.spans import split_agent_result
@@ -27,9 +27,11 @@ class AgentOutcome:
 
 
 def run_agent(runnable: Any, prompt: str, *, session_id: str | None = None, timeout: float = 30.0) -> AgentOutcome:
-    """Call ``runnable(prompt)`` as a traced agent run (starting tracing without a store if needed)."""
+    """Run ``runnable`` on ``prompt`` as a traced agent run (starting tracing without a store if needed).
+
+    ``runnable`` is anything :func:`~toolpath.evaluators.targets.agent_spec_for` accepts."""
     tracing = setup.current() or setup.init(store=False)
-    spec = agent_spec(runnable)
+    spec = agent_spec_for(runnable)
     kwargs: dict[str, Any] = {"session_id": session_id} if session_id is not None else {}
     started: list[Any] = []
     error: BaseException | None = None

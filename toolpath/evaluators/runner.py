@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import time
 import uuid
 from collections import ChainMap
 from collections.abc import Callable, Mapping, Sequence
@@ -53,13 +54,16 @@ def evaluate(
     metric_column_mapping: Mapping[str, str] | None = None,
     timeout: float = 30.0,
     on_row: Callable[[int, dict[str, Any]], None] | None = None,
+    store: Any = None,
 ) -> EvalResult:
     """Score every row of ``dataset`` with ``metrics``.
 
     With ``runnable`` (an ``@agent`` function or any callable taking the prompt), each row's ``prompt`` is sent
     to the agent under tracing, and ``response``, ``predicted_trajectory``, ``latency_in_seconds`` and
     ``failure`` are filled from what was traced; ``latency_in_seconds`` and ``failure`` are then scored too.
+    With ``store`` (a :class:`~toolpath.collector.store.Store`), the run and its rows are saved there.
     """
+    started_ns = time.time_ns()
     rows = load_rows(dataset, metric_column_mapping)
     resolved = [resolve_metric(m) for m in metrics]
     run_id = uuid.uuid4().hex[:12]
@@ -84,7 +88,15 @@ def evaluate(
         table.append(out)
         if on_row is not None:
             on_row(index, out)
-    return EvalResult(summarize(table, names), table, names, run_id)
+    result = EvalResult(summarize(table, names), table, names, run_id)
+    if store is not None:
+        from toolpath.evaluators.history import describe_target, save_dataset_run
+
+        name = str(dataset) if isinstance(dataset, str | Path) else f"<{type(dataset).__name__} of {len(rows)} rows>"
+        save_dataset_run(
+            store, result, dataset=name, agent=describe_target(runnable), metrics=names, started_ns=started_ns
+        )
+    return result
 
 
 TRAJECTORY_COLUMNS = ("predicted_trajectory", "reference_trajectory")

@@ -1,0 +1,91 @@
+"""Save evaluation runs to the store, so they can be listed and compared later (``toolpath runs``)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from toolpath.collector.store import Store
+from toolpath.evaluators.evalset import EvalSetResult
+from toolpath.evaluators.runner import EvalResult
+
+
+def describe_target(target: Any) -> str | None:
+    """A readable name for an agent or dataset argument."""
+    if target is None:
+        return None
+    if isinstance(target, str):
+        return target
+    module = getattr(target, "__module__", None)
+    name = getattr(target, "__qualname__", None) or getattr(target, "__name__", None) or type(target).__name__
+    return f"{module}:{name}" if module else str(name)
+
+
+def save_dataset_run(
+    store: Store, result: EvalResult, *, dataset: str, agent: str | None, metrics: Sequence[str], started_ns: int
+) -> None:
+    store.write_eval_run(
+        {
+            "run_id": result.run_id,
+            "kind": "dataset",
+            "dataset": dataset,
+            "agent": agent,
+            "metrics": list(metrics),
+            "started_at": started_ns,
+            "finished_at": time.time_ns(),
+            "row_count": len(result.metrics_table),
+            "failed_count": None,
+            "summary": result.summary_metrics,
+        },
+        [
+            {
+                "run_id": result.run_id,
+                "position": i,
+                "case_id": _case_id(row, i),
+                "invocation_id": row.get("invocation_id"),
+                "status": None,
+                "scores": {name: row.get(f"{name}/score") for name in result.metric_names},
+                "row": row,
+            }
+            for i, row in enumerate(result.metrics_table)
+        ],
+    )
+
+
+def save_evalset_run(
+    store: Store, result: EvalSetResult, *, dataset: str, agent: str | None, criteria: Any, started_ns: int
+) -> None:
+    store.write_eval_run(
+        {
+            "run_id": result.run_id,
+            "kind": "evalset",
+            "dataset": dataset,
+            "agent": agent,
+            "metrics": criteria if criteria is not None else {},
+            "started_at": started_ns,
+            "finished_at": time.time_ns(),
+            "row_count": len(result.cases),
+            "failed_count": sum(case.status == "FAILED" for case in result.cases),
+            "summary": result.summary_metrics,
+        },
+        [
+            {
+                "run_id": result.run_id,
+                "position": i,
+                "case_id": f"{case.eval_set_id}/{case.eval_id}",
+                "invocation_id": None,
+                "status": case.status,
+                "scores": {name: m.score for name, m in case.metrics.items()},
+                "row": {**case.to_dict(), "turns": case.turns},
+            }
+            for i, case in enumerate(result.cases)
+        ],
+    )
+
+
+def _case_id(row: dict[str, Any], index: int) -> str:
+    for key in ("case_id", "eval_id", "id"):
+        if row.get(key) is not None:
+            return str(row[key])
+    return str(index)
