@@ -161,3 +161,126 @@ def test_errors_are_one_clear_line_and_exit_2(tmp_path, args, content, message):
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().startswith(message), result.stderr
     assert "Traceback" not in result.stderr
+
+
+FIXTURES = ROOT / "tests" / "fixtures" / "adk"
+WEATHER_AGENT = """
+import toolpath
+
+@toolpath.tool
+def get_weather(city: str) -> dict:
+    return {"city": city, "sky": "sunny", "temp": 20}
+
+def good(prompt):
+    if "weather" in prompt:
+        w = get_weather("Paris")
+        return f"The weather in Paris is {w['sky']}, {w['temp']}C."
+    return "Hello! I can tell you the weather."
+
+def wrong(prompt):
+    if "weather" in prompt:
+        get_weather("London")
+        return "The weather in London is sunny, 20C."
+    return "Hello! I can tell you the weather."
+"""
+
+
+@pytest.fixture
+def evalset_dir(tmp_path) -> Path:
+    for f in FIXTURES.iterdir():
+        (tmp_path / f.name).write_text(f.read_text())
+    (tmp_path / "weather_agent.py").write_text(WEATHER_AGENT)
+    return tmp_path
+
+
+def test_eval_set_passing_exits_0_and_writes_eval_cases(evalset_dir):
+    result = run(
+        evalset_dir,
+        "eval",
+        "weather.evalset.json",
+        "--agent",
+        "weather_agent:good",
+        "--output",
+        "r.json",
+        "--runs",
+        "2",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 case(s): 1 passed, 0 failed" in result.stdout
+    [case] = json.loads((evalset_dir / "r.json").read_text())["eval_cases"]
+    assert case["eval_id"] == "legacy/weather.test.json" and case["status"] == "PASSED"
+    assert case["metrics"]["tool_trajectory_avg_score"] == {
+        "score": 1.0,
+        "threshold": 1.0,
+        "status": "PASSED",
+        "per_invocation": [1.0, 1.0],
+        "explanation": None,
+    }
+    assert len(case["sessions"]) == 2
+
+
+def test_eval_set_failing_exits_1_with_expected_vs_actual(evalset_dir):
+    result = run(evalset_dir, "eval", ".", "--agent", "weather_agent:wrong")
+    assert result.returncode == 1, result.stderr
+    assert "2 case(s): 0 passed, 2 failed" in result.stdout
+    assert "expected tools: get_weather(city='Paris')" in result.stdout
+    assert "actual tools:   get_weather(city='London')" in result.stdout
+    listed = run(evalset_dir, "runs", "list", "--json")
+    [saved] = json.loads(listed.stdout)
+    assert saved["kind"] == "evalset" and saved["failed_count"] == 2
+
+
+def test_eval_set_config_override(evalset_dir):
+    (evalset_dir / "lenient.json").write_text(json.dumps({"criteria": {"tool_trajectory_avg_score": 0.5}}))
+    result = run(evalset_dir, "eval", "weather.test.json", "--agent", "weather_agent:wrong", "--config", "lenient.json")
+    assert result.returncode == 0, result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["eval", "weather.test.json"], "error: --agent module:attr is required"),
+        (
+            ["eval", "weather.test.json", "--agent", "weather_agent:good", "--metrics", "bleu"],
+            "error: eval sets are judged",
+        ),
+        (["eval", "broken.evalset.json", "--agent", "weather_agent:good"], "error: broken.evalset.json:1:"),
+        (
+            ["eval", "weather.test.json", "--agent", "weather_agent:good", "--config", "nope.json"],
+            "error: nope.json: no such file",
+        ),
+    ],
+)
+def test_eval_set_bad_input_exits_2(evalset_dir, args, message):
+    (evalset_dir / "broken.evalset.json").write_text("{")
+    result = run(evalset_dir, *args)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.startswith(message), result.stderr
+
+
+def test_csv_dataset_with_json_cells_and_runs_show(tmp_path):
+    (tmp_path / "cases.csv").write_text(
+        "prompt,response,reference,predicted_trajectory,reference_trajectory\n"
+        'a,the cat sat,the cat sat,"[{""tool_name"": ""x"", ""tool_input"": {""k"": 1}}]","[{""tool_name"": ""x"", ""tool_input"": {""k"": 1.0}}]"\n'
+        'b,hello,goodbye,[],"[{""tool_name"": ""x""}]"\n'
+        "c,,,,\n"
+    )
+    result = run(
+        tmp_path,
+        "eval",
+        "cases.csv",
+        "--metrics",
+        "trajectory_exact_match,rouge_1,exact_match",
+        "--output",
+        "o.json",
+        "--store",
+        "sqlite:///s.db",
+    )
+    assert result.returncode == 0, result.stderr
+    table = json.loads((tmp_path / "o.json").read_text())["metrics_table"]
+    assert [r["trajectory_exact_match/score"] for r in table] == [1.0, 0.0, None]
+    assert [r["rouge_1/score"] for r in table] == [1.0, 0.0, None]
+    assert table[2]["exact_match/explanation"] == "row has no 'response'"
+    run_id = result.stdout.split("run ")[1].split(":")[0].strip()
+    shown = json.loads(run(tmp_path, "runs", "show", run_id, "--json", "--store", "sqlite:///s.db").stdout)
+    assert shown["kind"] == "dataset" and [r["scores"]["rouge_1"] for r in shown["results"]] == [1.0, 0.0, None]

@@ -23,7 +23,6 @@ import unicodedata
 from nltk.stem import porter
 from rouge_score import tokenize as rouge_tokenize
 
-_WORD = re.compile(r"\w+")
 _ASCII_TOKEN = re.compile(r"[a-z0-9]+")
 _stemmer = porter.PorterStemmer()
 
@@ -75,12 +74,27 @@ def tokenize(text: str, use_stemmer: bool = False) -> list[str]:
     if text.isascii():
         return _ascii_tokens(text, use_stemmer)
     tokens: list[str] = []
-    for word in _WORD.findall(text):
+    for word in _words(text):
         if word.isascii():
             tokens.extend(_ascii_tokens(word, use_stemmer))
         else:
             _split_word(word, use_stemmer, tokens)
     return tokens
+
+
+def _words(text: str) -> list[str]:
+    """Runs of word characters; unlike ``\\w``, combining marks (Thai vowel signs, accents) belong to words."""
+    words: list[str] = []
+    current: list[str] = []
+    for char in text:
+        if char.isalnum() or char == "_" or unicodedata.category(char)[0] == "M":
+            current.append(char)
+        elif current:
+            words.append("".join(current))
+            current = []
+    if current:
+        words.append("".join(current))
+    return words
 
 
 def _split_word(word: str, use_stemmer: bool, out: list[str]) -> None:

@@ -1,0 +1,179 @@
+"""Eval sets run against agents of every accepted kind, judged by criteria, saved in the store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.runnables import RunnableLambda
+
+import toolpath
+from toolpath.collector.store import Store
+from toolpath.datasets.adk import load_eval_set, load_eval_sets
+from toolpath.evaluators.evalset import evaluate_eval_sets
+from toolpath.testing import assert_evalset
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "adk"
+
+
+@toolpath.tool
+def get_weather(city: str) -> dict:
+    return {"city": city, "sky": "sunny", "temp": 20}
+
+
+def good_agent(prompt: str) -> str:
+    if "weather" in prompt:
+        w = get_weather("Paris")
+        return f"The weather in Paris is {w['sky']}, {w['temp']}C."
+    return "Hello! I can tell you the weather."
+
+
+def wrong_city_agent(prompt: str) -> str:
+    if "weather" in prompt:
+        get_weather("London")
+        return "The weather in London is sunny, 20C."
+    return "Hello! I can tell you the weather."
+
+
+class TestEvaluateEvalSets:
+    def test_passing_agent_on_adk_files(self, tracing):
+        result = evaluate_eval_sets(load_eval_sets(FIXTURES), good_agent)
+        assert result.passed
+        assert [c.status for c in result.cases] == ["PASSED", "PASSED"]
+        metrics = result.cases[0].metrics
+        assert metrics["tool_trajectory_avg_score"].score == 1.0
+        assert metrics["tool_trajectory_avg_score"].per_invocation == [1.0, 1.0]
+        assert metrics["response_match_score"].score == 1.0
+        assert result.summary_metrics["row_count"] == 2
+
+    def test_failing_case_names_invocation_and_difference(self, tracing):
+        [case] = evaluate_eval_sets([load_eval_set(FIXTURES / "weather.test.json")], wrong_city_agent).cases
+        trajectory = case.metrics["tool_trajectory_avg_score"]
+        assert case.status == "FAILED"
+        assert (trajectory.score, trajectory.status, trajectory.per_invocation) == (0.5, "FAILED", [1.0, 0.0])
+        assert trajectory.explanation == 'invocation 2: call 1: get_weather city: expected "Paris", got "London"'
+        response = case.metrics["response_match_score"]
+        # "the weather in london is sunny 20c" vs "... paris ...": 6 of 7 unigrams each way; turn 1 exact
+        assert response.per_invocation == pytest.approx([1.0, 6 / 7])
+        assert response.status == "PASSED"
+
+    def test_turns_share_one_session_per_run(self, tracing, store_url):
+        seen: list[tuple[str, str]] = []
+
+        def remembering(prompt: str, session_id: str | None = None) -> str:
+            seen.append((session_id, prompt))
+            return good_agent(prompt)
+
+        [case] = evaluate_eval_sets([load_eval_set(FIXTURES / "weather.test.json")], remembering, runs=2).cases
+        assert len({s for s, _ in seen}) == 2 and len(seen) == 4
+        assert [p for _, p in seen[:2]] == ["hi", "what is the weather in Paris?"]
+        toolpath.flush()
+        store = Store(store_url)
+        for session_id in case.sessions:
+            stored = store.get_session(session_id)
+            assert [i.prompt for i in stored.invocations] == ["hi", "what is the weather in Paris?"]
+
+    def test_runs_average_and_flaky_agent(self, tracing):
+        calls = {"n": 0}
+
+        def flaky(prompt: str) -> str:
+            calls["n"] += 1
+            return wrong_city_agent(prompt) if calls["n"] > 2 else good_agent(prompt)
+
+        [case] = evaluate_eval_sets([load_eval_set(FIXTURES / "weather.test.json")], flaky, runs=2).cases
+        assert case.metrics["tool_trajectory_avg_score"].score == pytest.approx((1.0 + 0.5) / 2)
+        assert case.metrics["tool_trajectory_avg_score"].per_invocation == [1.0, 0.5]
+
+    def test_match_type_options_and_other_criteria(self, tracing):
+        def extra_call_agent(prompt: str) -> str:
+            get_weather("Oslo")
+            return good_agent(prompt)
+
+        eval_set = load_eval_set(FIXTURES / "weather.test.json")
+        criteria = {
+            "tool_trajectory_avg_score": {"threshold": 1.0, "match_type": "IN_ORDER"},
+            "trajectory_precision": 0.4,
+            "hallucinations_v1": {"threshold": 0.8},
+        }
+        [case] = evaluate_eval_sets([eval_set], extra_call_agent, criteria=criteria).cases
+        assert case.metrics["tool_trajectory_avg_score"].status == "PASSED"
+        assert case.metrics["trajectory_precision"].score == pytest.approx((0 + 0.5) / 2)
+        assert case.metrics["trajectory_precision"].status == "FAILED"
+        judge = case.metrics["hallucinations_v1"]
+        assert judge.status == "NOT_EVALUATED" and "LLM judge" in judge.explanation
+        assert case.status == "FAILED"
+
+    def test_all_not_evaluated(self, tracing, tmp_path):
+        path = tmp_path / "x.test.json"
+        path.write_text(json.dumps([{"query": "hi"}]))
+        [case] = evaluate_eval_sets([load_eval_set(path)], good_agent, criteria={"response_match_score": 0.5}).cases
+        assert case.status == "NOT_EVALUATED"
+        assert case.metrics["response_match_score"].explanation == "the case gives no expected final responses"
+
+    def test_agent_that_raises_is_a_failed_case_not_a_crash(self, tracing):
+        def broken(prompt: str) -> str:
+            raise RuntimeError("model down")
+
+        [case] = evaluate_eval_sets([load_eval_set(FIXTURES / "weather.test.json")], broken).cases
+        assert case.status == "FAILED"
+        assert case.turns[0][0]["error"] == "RuntimeError: model down"
+
+    def test_saved_in_the_store(self, tracing, store_url):
+        store = Store(store_url)
+        result = evaluate_eval_sets(load_eval_sets(FIXTURES), wrong_city_agent, store=store)
+        [run] = store.list_eval_runs()
+        assert (run["run_id"], run["kind"], run["row_count"], run["failed_count"]) == (result.run_id, "evalset", 2, 2)
+        assert run["agent"].endswith(":wrong_city_agent")
+        saved = store.get_eval_run(result.run_id)
+        assert [r["status"] for r in saved["results"]] == ["FAILED", "FAILED"]
+        assert saved["results"][0]["scores"]["tool_trajectory_avg_score"] == 0.5
+
+
+class QueryableApp:
+    """A Vertex-style Queryable: .query(input=...) returning {"output": ...}."""
+
+    def __init__(self) -> None:
+        self.configs: list = []
+
+    def query(self, *, input: str, config: dict | None = None) -> dict:
+        self.configs.append(config)
+        return {"input": input, "output": good_agent(input)}
+
+
+class TestAgentKinds:
+    def test_queryable(self, tracing):
+        app = QueryableApp()
+        result = evaluate_eval_sets([load_eval_set(FIXTURES / "weather.test.json")], app)
+        assert result.passed
+        assert app.configs[0]["configurable"]["thread_id"].startswith("eval-")
+
+    def test_langchain_runnable_string_in_string_out(self, tracing):
+        chain = RunnableLambda(good_agent)
+        assert evaluate_eval_sets([load_eval_set(FIXTURES / "weather.test.json")], chain).passed
+
+    def test_langchain_chat_model_chain(self, tracing):
+        model = GenericFakeChatModel(
+            messages=iter([AIMessage(content="Hello! I can tell you the weather."), AIMessage(content="No idea.")])
+        )
+        chain = ChatPromptTemplate.from_messages([("user", "{input}")]) | model
+        [case] = evaluate_eval_sets([load_eval_set(FIXTURES / "weather.test.json")], chain).cases
+        response = case.metrics["response_match_score"]
+        assert response.per_invocation[0] == 1.0 and response.per_invocation[1] < 0.5
+        assert case.turns[0][1]["response"] == "No idea."
+
+
+class TestAssertEvalset:
+    def test_passes_silently(self):
+        result = assert_evalset(good_agent, FIXTURES / "weather.test.json")
+        assert result.passed
+
+    def test_failure_message_names_case_metric_threshold_and_score(self):
+        with pytest.raises(AssertionError) as info:
+            assert_evalset(wrong_city_agent, FIXTURES, runs=1)
+        message = str(info.value)
+        assert "weather/weather.test.json: tool_trajectory_avg_score = 0.500 < threshold 1" in message
+        assert 'expected "Paris", got "London"' in message

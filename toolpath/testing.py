@@ -1,0 +1,46 @@
+"""Helpers for users' own test suites.
+
+    from toolpath.testing import assert_evalset
+
+    def test_weather_agent():
+        assert_evalset(my_agent, "tests/weather.evalset.json")
+
+The ADK ``AgentEvaluator.evaluate`` habit: run an eval set (file or folder) against the agent and fail the
+test, naming every failing case, criterion, threshold and score.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from toolpath.datasets.adk import load_criteria, load_eval_sets
+from toolpath.evaluators.evalset import FAILED, EvalSetResult, evaluate_eval_sets
+from toolpath.tracer import setup
+
+
+def assert_evalset(
+    agent: Any, path: str | Path, config: str | Path | None = None, runs: int = 1, *, timeout: float = 30.0
+) -> EvalSetResult:
+    """Run the eval set(s) at ``path`` against ``agent``; raise ``AssertionError`` if any case fails.
+
+    Tracing is started without a store if the test has not started it. Returns the result when all pass.
+    """
+    eval_sets = load_eval_sets(path)
+    criteria = load_criteria(config) if config is not None else None
+    setup.current() or setup.init(store=False)
+    result = evaluate_eval_sets(eval_sets, agent, runs=runs, criteria=criteria, timeout=timeout)
+    failures = []
+    for case in result.cases:
+        if case.status != FAILED:
+            continue
+        for name, metric in case.metrics.items():
+            if metric.status == FAILED:
+                reason = f": {metric.explanation}" if metric.explanation else ""
+                failures.append(
+                    f"{case.eval_set_id}/{case.eval_id}: {name} = {metric.score:.3f} "
+                    f"< threshold {metric.threshold:g}{reason}"
+                )
+    if failures:
+        raise AssertionError(f"{len(failures)} failing criteria in {path}:\n" + "\n".join(failures))
+    return result
