@@ -211,11 +211,11 @@ class Trajectory(tuple[ToolCall, ...]):
 
 def match_keys(calls: Sequence[ToolCall]) -> Sequence[Any]:
     """The calls' match keys (cached on a :class:`Trajectory`)."""
-    return calls.match_keys if isinstance(calls, Trajectory) else [call.match_key for call in calls]
+    return calls.match_keys if calls.__class__ is Trajectory else [call.match_key for call in calls]
 
 
 def has_wildcard(calls: Sequence[ToolCall]) -> bool:
-    return calls.has_wildcard if isinstance(calls, Trajectory) else any(call.args is None for call in calls)
+    return calls.has_wildcard if calls.__class__ is Trajectory else any(call.args is None for call in calls)
 
 
 def parse_trajectory(value: Any, *, where: str = "trajectory") -> Trajectory:

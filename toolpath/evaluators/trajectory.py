@@ -67,16 +67,25 @@ def matched_pairs(predicted: Sequence[ToolCall], reference: Sequence[ToolCall], 
 def _match(predicted: Sequence[ToolCall], reference: Sequence[ToolCall], ignore_args: bool) -> tuple[int, list[str]]:
     """The maximum matching's size, and the names of reference calls left without a partner.
 
-    References with concrete arguments take an equal predicted call first (``list.index`` compares the
+    References with concrete arguments take an equal predicted call first (``list.remove`` compares the
     keys in C); wildcards then take any predicted call of their name that is left.
     """
     keys = match_keys(predicted)
-    if not ignore_args and keys == match_keys(reference):  # the common case: identical trajectories
-        return len(keys), []
     remaining = list(keys)
     matched = 0
     unmatched: list[str] = []
     wildcards: list[str] = []
+    if not ignore_args and not has_wildcard(reference):
+        wanted = match_keys(reference)
+        if keys == wanted:  # the common case, compared in C
+            return len(wanted), []
+        for key in wanted:
+            try:
+                remaining.remove(key)
+                matched += 1
+            except ValueError:
+                unmatched.append(key[0])
+        return matched, unmatched
     for ref in reference:
         if ignore_args or ref.args is None:
             wildcards.append(ref.name)
@@ -109,12 +118,19 @@ def exact_match(
                 f"{_names(_match(predicted, reference, ignore_args)[1])}"
             ),
         )
-    if not ignore_args and match_keys(predicted) == match_keys(reference):
+    if ignore_args or has_wildcard(reference):
+        if all(calls_match(p, r, ignore_args=ignore_args) for p, r in zip(predicted, reference, strict=True)):
+            return MetricResult(1.0, "every call matches in order")
+    elif match_keys(predicted) == match_keys(reference):
         return MetricResult(1.0, "every call matches in order")
+    return MetricResult(0.0, lambda: _first_difference(predicted, reference, ignore_args))
+
+
+def _first_difference(predicted: Sequence[ToolCall], reference: Sequence[ToolCall], ignore_args: bool) -> str:
     for i, (pred, ref) in enumerate(zip(predicted, reference, strict=True)):
         if not calls_match(pred, ref, ignore_args=ignore_args):
-            return MetricResult(0.0, lambda i=i, pred=pred, ref=ref: f"call {i + 1}: {describe_difference(pred, ref)}")
-    return MetricResult(1.0, "every call matches in order")
+            return f"call {i + 1}: {describe_difference(pred, ref)}"
+    return "every call matches in order"
 
 
 def in_order_match(
@@ -122,6 +138,8 @@ def in_order_match(
 ) -> MetricResult:
     """1 if the reference is a subsequence of the prediction (greedy earliest match is optimal)."""
     keys = match_keys(predicted)
+    if not ignore_args and keys == match_keys(reference):
+        return MetricResult(1.0, "reference calls appear in order")
     names = [key[0] for key in keys] if ignore_args or has_wildcard(reference) else None
     position = 0
     for ref in reference:
