@@ -67,11 +67,13 @@ class ToolCall(_Record):
                 raise DatasetError(f"{where}: arguments of {name!r} are a string that is not a JSON object")
         if args is not None and not isinstance(args, Mapping):
             raise DatasetError(f"{where}: arguments of {name!r} must be an object, got {_kind(args)}")
+        error = item.get("error")
         return cls(
             name=name,
             args=dict(args) if args is not None else None,
             result=item.get("tool_output", item.get("result")),
             call_id=item.get("id", item.get("call_id")),
+            error=str(error) if error is not None else None,
         )
 
     @functools.cached_property
@@ -90,6 +92,13 @@ class ToolCall(_Record):
     def to_vertex(self) -> dict[str, JsonValue]:
         """The Vertex dataset form ``{"tool_name", "tool_input"}``."""
         return {"tool_name": self.name, "tool_input": self.args if self.args is not None else {}}
+
+    def to_item(self) -> dict[str, JsonValue]:
+        """The Vertex form, plus ``error`` when the call failed (the behaviour metrics read it)."""
+        item = self.to_vertex()
+        if self.error is not None:
+            item["error"] = self.error
+        return item
 
 
 class Invocation(_Record):

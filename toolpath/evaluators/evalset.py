@@ -162,7 +162,7 @@ def _run_case(
                 "prompt": inv.prompt,
                 "response": outcome.response,
                 "reference": inv.reference,
-                "predicted_trajectory": [c.to_vertex() for c in outcome.tool_calls],
+                "predicted_trajectory": [c.to_item() for c in outcome.tool_calls],
                 "reference_trajectory": [c.to_vertex() for c in inv.reference_trajectory],
                 "failure": outcome.failure,
                 "error": outcome.error,

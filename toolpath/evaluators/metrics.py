@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolpath.errors import DatasetError
-from toolpath.evaluators import text, tool_calls, trajectory
+from toolpath.evaluators import analytics, text, tool_calls, trajectory
 from toolpath.evaluators.registry import Metric, MissingInput, Row, register_metric
 from toolpath.model import MetricResult, Trajectory, parse_trajectory
 
@@ -32,21 +32,31 @@ def _flag(value: Any, name: str) -> bool:
 
 @dataclass(frozen=True)
 class ReferenceTrajectoryMetric(Metric):
-    """A predicted-vs-reference trajectory metric."""
+    """A predicted-vs-reference trajectory metric, with its options (``match``, ``order``…)."""
 
     name: str
     fn: Callable[..., MetricResult]
-    ignore_args: bool = False
+    options: tuple[tuple[str, Any], ...] = ()
 
     def score(self, row: Row) -> MetricResult:
         predicted = trajectory_column(row, "predicted_trajectory")
         reference = trajectory_column(row, "reference_trajectory")
-        return self.fn(predicted, reference, ignore_args=self.ignore_args)
+        return self.fn(predicted, reference, **dict(self.options))
 
 
-def _reference_metric(name: str, fn: Callable[..., MetricResult]) -> None:
-    def factory(ignore_args: Any = False) -> Metric:
-        return ReferenceTrajectoryMetric(name, fn, _flag(ignore_args, "ignore_args"))
+def _reference_metric(name: str, fn: Callable[..., MetricResult], *, has_order: bool = False) -> None:
+    def factory(ignore_args: Any = False, match: str = "name_and_args", **rest: Any) -> Metric:
+        options: dict[str, Any] = {"match": trajectory.check_mode(str(match), _flag(ignore_args, "ignore_args"))}
+        order = rest.pop("order", "any")
+        if rest:
+            raise ValueError(f"unknown parameter(s): {', '.join(rest)}")
+        if has_order:
+            if order not in trajectory.ORDERS:
+                raise ValueError(f"order must be one of {', '.join(trajectory.ORDERS)}, got {order!r}")
+            options["order"] = order
+        elif order != "any":
+            raise ValueError("order applies to trajectory_precision, trajectory_recall and trajectory_f1")
+        return ReferenceTrajectoryMetric(name, fn, tuple(options.items()))
 
     register_metric(name)(factory)
 
@@ -54,8 +64,48 @@ def _reference_metric(name: str, fn: Callable[..., MetricResult]) -> None:
 _reference_metric("trajectory_exact_match", trajectory.exact_match)
 _reference_metric("trajectory_in_order_match", trajectory.in_order_match)
 _reference_metric("trajectory_any_order_match", trajectory.any_order_match)
-_reference_metric("trajectory_precision", trajectory.precision)
-_reference_metric("trajectory_recall", trajectory.recall)
+_reference_metric("trajectory_precision", trajectory.precision, has_order=True)
+_reference_metric("trajectory_recall", trajectory.recall, has_order=True)
+_reference_metric("trajectory_f1", trajectory.f1, has_order=True)
+
+
+@register_metric("tool_argument_similarity")
+@dataclass(frozen=True)
+class ToolArgumentSimilarity(Metric):
+    name: str = "tool_argument_similarity"
+
+    def score(self, row: Row) -> MetricResult:
+        return analytics.tool_argument_similarity(
+            trajectory_column(row, "predicted_trajectory"), trajectory_column(row, "reference_trajectory")
+        )
+
+
+@dataclass(frozen=True)
+class BehaviourMetric(Metric):
+    """A reference-free metric of the predicted trajectory alone."""
+
+    name: str
+    fn: Callable[..., MetricResult]
+    options: tuple[tuple[str, Any], ...] = ()
+
+    def score(self, row: Row) -> MetricResult:
+        return self.fn(trajectory_column(row, "predicted_trajectory"), **dict(self.options))
+
+
+for _behaviour in (
+    analytics.tool_call_count,
+    analytics.redundant_tool_calls,
+    analytics.tool_error_rate,
+    analytics.error_recovery,
+):
+    register_metric(_behaviour.__name__)(lambda fn=_behaviour: BehaviourMetric(fn.__name__, fn))
+
+
+@register_metric("tool_loop_detected")
+def _loop(min_repeats: Any = 3, max_cycle: Any = 3) -> Metric:
+    options = (("min_repeats", int(min_repeats)), ("max_cycle", int(max_cycle)))
+    analytics.tool_loop_detected([], **dict(options))  # validates the options now, not per row
+    return BehaviourMetric("tool_loop_detected", analytics.tool_loop_detected, options)
 
 
 @register_metric("trajectory_single_tool_use")
@@ -82,12 +132,14 @@ class ToolTrajectoryAvgScore(Metric):
 
     match_type: str = "EXACT"
     ignore_args: bool = False
+    match: str = "name_and_args"
     name: str = "tool_trajectory_avg_score"
 
     def __post_init__(self) -> None:
         if str(self.match_type).upper() not in trajectory.MATCH_TYPES:
             raise ValueError(f"match_type must be one of {', '.join(trajectory.MATCH_TYPES)}, got {self.match_type!r}")
         object.__setattr__(self, "ignore_args", _flag(self.ignore_args, "ignore_args"))
+        trajectory.check_mode(self.match)
 
     def score(self, row: Row) -> MetricResult:
         turns = row.get("invocations")
@@ -98,7 +150,7 @@ class ToolTrajectoryAvgScore(Metric):
             actual = [trajectory_column(row, "predicted_trajectory")]
             expected = [trajectory_column(row, "reference_trajectory")]
         return trajectory.tool_trajectory_avg_score(
-            actual, expected, match_type=self.match_type, ignore_args=self.ignore_args
+            actual, expected, match_type=self.match_type, ignore_args=self.ignore_args, match=self.match
         )
 
 

@@ -146,7 +146,7 @@ def _fill_from_agent(row: dict[str, Any], runnable: Any, index: int, run_id: str
     session_id = str(row.get("session_id") or f"eval-{run_id}-{index}")
     outcome: AgentOutcome = run_agent(runnable, prompt, session_id=session_id, timeout=timeout)
     row["response"] = outcome.response
-    row["predicted_trajectory"] = [call.to_vertex() for call in outcome.tool_calls]
+    row["predicted_trajectory"] = [call.to_item() for call in outcome.tool_calls]
     row["latency_in_seconds"] = outcome.latency_in_seconds
     row["failure"] = outcome.failure
     if outcome.error:

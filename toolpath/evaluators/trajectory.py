@@ -108,8 +108,21 @@ def _match(predicted: Sequence[ToolCall], reference: Sequence[ToolCall], ignore_
 
 
 def exact_match(
-    predicted: Sequence[ToolCall], reference: Sequence[ToolCall], *, ignore_args: bool = False
+    predicted: Sequence[ToolCall],
+    reference: Sequence[ToolCall],
+    *,
+    ignore_args: bool = False,
+    match: str = "name_and_args",
 ) -> MetricResult:
+    mode = check_mode(match, ignore_args)
+    ignore_args = mode == "name"
+    if mode == "name_and_required_args" and len(predicted) == len(reference):
+        ok = all(required_args_match(p, r) for p, r in zip(predicted, reference, strict=True))
+        return (
+            MetricResult(1.0, "every call matches in order")
+            if ok
+            else MetricResult(0.0, lambda: _first_difference(predicted, reference, False, required_args_match))
+        )
     if len(predicted) != len(reference):
         return MetricResult(
             0.0,
@@ -126,17 +139,34 @@ def exact_match(
     return MetricResult(0.0, lambda: _first_difference(predicted, reference, ignore_args))
 
 
-def _first_difference(predicted: Sequence[ToolCall], reference: Sequence[ToolCall], ignore_args: bool) -> str:
+def _first_difference(
+    predicted: Sequence[ToolCall], reference: Sequence[ToolCall], ignore_args: bool, same: Any = None
+) -> str:
     for i, (pred, ref) in enumerate(zip(predicted, reference, strict=True)):
-        if not calls_match(pred, ref, ignore_args=ignore_args):
+        if not (same(pred, ref) if same else calls_match(pred, ref, ignore_args=ignore_args)):
             return f"call {i + 1}: {describe_difference(pred, ref)}"
     return "every call matches in order"
 
 
 def in_order_match(
-    predicted: Sequence[ToolCall], reference: Sequence[ToolCall], *, ignore_args: bool = False
+    predicted: Sequence[ToolCall],
+    reference: Sequence[ToolCall],
+    *,
+    ignore_args: bool = False,
+    match: str = "name_and_args",
 ) -> MetricResult:
     """1 if the reference is a subsequence of the prediction (greedy earliest match is optimal)."""
+    mode = check_mode(match, ignore_args)
+    ignore_args = mode == "name"
+    if mode == "name_and_required_args":
+        position = 0
+        for ref in reference:
+            while position < len(predicted) and not required_args_match(predicted[position], ref):
+                position += 1
+            if position == len(predicted):
+                return MetricResult(0.0, lambda ref=ref: f"{ref.name} not found in order")
+            position += 1
+        return MetricResult(1.0, "reference calls appear in order")
     keys = match_keys(predicted)
     if not ignore_args and keys == match_keys(reference):
         return MetricResult(1.0, "reference calls appear in order")
@@ -154,27 +184,59 @@ def in_order_match(
 
 
 def any_order_match(
-    predicted: Sequence[ToolCall], reference: Sequence[ToolCall], *, ignore_args: bool = False
+    predicted: Sequence[ToolCall],
+    reference: Sequence[ToolCall],
+    *,
+    ignore_args: bool = False,
+    match: str = "name_and_args",
 ) -> MetricResult:
-    matched, missing = _match(predicted, reference, ignore_args)
+    mode = check_mode(match, ignore_args)
+    if mode == "name_and_required_args":
+        pairs = _max_matching(predicted, reference, required_args_match)
+        if pairs == len(reference):
+            return MetricResult(1.0, "every reference call is matched")
+        return MetricResult(0.0, lambda: f"{len(reference) - pairs} of {len(reference)} reference call(s) unmatched")
+    matched, missing = _match(predicted, reference, mode == "name")
     if matched == len(reference):
         return MetricResult(1.0, "every reference call is matched")
     return MetricResult(0.0, lambda: f"{len(missing)} of {len(reference)} reference call(s) unmatched{_names(missing)}")
 
 
 def precision(
-    predicted: Sequence[ToolCall], reference: Sequence[ToolCall], *, ignore_args: bool = False
+    predicted: Sequence[ToolCall],
+    reference: Sequence[ToolCall],
+    *,
+    ignore_args: bool = False,
+    match: str = "name_and_args",
+    order: str = "any",
 ) -> MetricResult:
+    mode = check_mode(match, ignore_args)
     if not predicted:
         return MetricResult(1.0 if not reference else 0.0, "no predicted calls")
-    matched = _match(predicted, reference, ignore_args)[0]
+    if mode == "name_and_required_args" or order != "any":
+        matched = pair_count(predicted, reference, match=mode, order=order)
+    else:
+        matched = _match(predicted, reference, mode == "name")[0]
     return MetricResult(matched / len(predicted), lambda: f"{matched} of {len(predicted)} predicted call(s) matched")
 
 
-def recall(predicted: Sequence[ToolCall], reference: Sequence[ToolCall], *, ignore_args: bool = False) -> MetricResult:
+def recall(
+    predicted: Sequence[ToolCall],
+    reference: Sequence[ToolCall],
+    *,
+    ignore_args: bool = False,
+    match: str = "name_and_args",
+    order: str = "any",
+) -> MetricResult:
+    mode = check_mode(match, ignore_args)
     if not reference:
         return MetricResult(1.0, "empty reference")
-    matched, missing = _match(predicted, reference, ignore_args)
+    if mode == "name_and_required_args" or order != "any":
+        matched = pair_count(predicted, reference, match=mode, order=order)
+        return MetricResult(
+            matched / len(reference), lambda: f"{matched} of {len(reference)} reference call(s) matched"
+        )
+    matched, missing = _match(predicted, reference, mode == "name")
     return MetricResult(
         matched / len(reference), lambda: f"{matched} of {len(reference)} reference call(s) matched{_names(missing)}"
     )
@@ -194,16 +256,18 @@ def tool_trajectory_avg_score(
     *,
     match_type: str = "EXACT",
     ignore_args: bool = False,
+    match: str = "name_and_args",
 ) -> MetricResult:
     """ADK's criterion: the mean over a case's invocations of the 0/1 trajectory match of each."""
-    match = MATCH_TYPES.get(match_type.upper())
-    if match is None:
+    mode = check_mode(match, ignore_args)
+    compare = MATCH_TYPES.get(match_type.upper())
+    if compare is None:
         raise ValueError(f"match_type must be one of {', '.join(MATCH_TYPES)}, got {match_type!r}")
     if not expected:
         return MetricResult.not_evaluated("no invocations to compare")
     if len(actual) != len(expected):
         return MetricResult.not_evaluated(f"{len(actual)} actual invocation(s) for {len(expected)} expected")
-    results = [match(a, e, ignore_args=ignore_args) for a, e in zip(actual, expected, strict=True)]
+    results = [compare(a, e, match=mode) for a, e in zip(actual, expected, strict=True)]
     scores = [r.score or 0.0 for r in results]
 
     def explain() -> str:
@@ -240,3 +304,101 @@ def _brief(value: Any) -> str:
 
 def _names(missing: list[str]) -> str:
     return f"; missing {', '.join(missing)}" if missing else ""
+
+
+# --- match modes, order, F1 (partial credit) ---------------------------------------------------------------
+
+MATCH_MODES = ("name", "name_and_args", "name_and_required_args")
+ORDERS = ("any", "in_order")
+
+
+def check_mode(match: str, ignore_args: bool = False) -> str:
+    """The effective match mode; ``ignore_args`` is the ADK spelling of ``match="name"``."""
+    if match not in MATCH_MODES:
+        raise ValueError(f"match must be one of {', '.join(MATCH_MODES)}, got {match!r}")
+    return "name" if ignore_args else match
+
+
+def required_args_match(predicted: ToolCall, reference: ToolCall) -> bool:
+    """Same name, and every argument the reference gives is present with an equal value (extra predicted
+    arguments are fine)."""
+    if predicted.name != reference.name:
+        return False
+    want = reference.args
+    if not want:
+        return True
+    got = predicted.args or {}
+    return all(key in got and json_equal(got[key], value) for key, value in want.items())
+
+
+def _predicate(mode: str) -> Any:
+    if mode == "name":
+        return lambda p, r: p.name == r.name
+    if mode == "name_and_args":
+        return calls_match
+    return required_args_match
+
+
+def pair_count(
+    predicted: Sequence[ToolCall], reference: Sequence[ToolCall], *, match: str = "name_and_args", order: str = "any"
+) -> int:
+    """Matched pairs under a match mode: a maximum one-to-one matching (``any``) or the longest common
+    subsequence (``in_order``)."""
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
+    if order == "in_order":
+        return _lcs(predicted, reference, _predicate(match))
+    if match in ("name", "name_and_args"):
+        return _match(predicted, reference, match == "name")[0]
+    return _max_matching(predicted, reference, required_args_match)
+
+
+def _lcs(predicted: Sequence[ToolCall], reference: Sequence[ToolCall], same: Any) -> int:
+    previous = [0] * (len(reference) + 1)
+    for pred in predicted:
+        current = [0]
+        for j, ref in enumerate(reference):
+            current.append(previous[j] + 1 if same(pred, ref) else max(previous[j + 1], current[j]))
+        previous = current
+    return previous[-1]
+
+
+def _max_matching(predicted: Sequence[ToolCall], reference: Sequence[ToolCall], same: Any) -> int:
+    """Maximum bipartite matching by augmenting paths (Kuhn), for predicates that are not equivalences."""
+    partners = [[i for i, pred in enumerate(predicted) if same(pred, ref)] for ref in reference]
+    owner: list[int | None] = [None] * len(predicted)
+
+    def augment(ref_index: int, seen: set[int]) -> bool:
+        for pred_index in partners[ref_index]:
+            if pred_index in seen:
+                continue
+            seen.add(pred_index)
+            current = owner[pred_index]
+            if current is None or augment(current, seen):
+                owner[pred_index] = ref_index
+                return True
+        return False
+
+    return sum(augment(r, set()) for r in range(len(reference)))
+
+
+def precision_recall_f1(
+    predicted: Sequence[ToolCall], reference: Sequence[ToolCall], *, match: str = "name_and_args", order: str = "any"
+) -> tuple[float, float, float, int]:
+    """(precision, recall, F1, pairs) with the empty-trajectory rules of SPEC §4; F1 of 0 and 0 is 0."""
+    pairs = pair_count(predicted, reference, match=match, order=order)
+    p = pairs / len(predicted) if predicted else (1.0 if not reference else 0.0)
+    r = pairs / len(reference) if reference else 1.0
+    f1 = 2 * p * r / (p + r) if p + r else 0.0
+    return p, r, f1, pairs
+
+
+def f1(
+    predicted: Sequence[ToolCall], reference: Sequence[ToolCall], *, match: str = "name_and_args", order: str = "any"
+) -> MetricResult:
+    p, r, score, pairs = precision_recall_f1(predicted, reference, match=match, order=order)
+    return MetricResult(
+        score,
+        lambda: f"precision {p:.3f} ({pairs}/{len(predicted)}), recall {r:.3f} ({pairs}/{len(reference)})",
+        {"precision": p, "recall": r},
+    )
