@@ -45,6 +45,8 @@ def test_demo_fills_the_default_sqlite_store(demo_dir):
     out = (demo_dir / "stdout.txt").read_text()
     assert "trajectory_precision" in out and "Worst" in out
     assert "The store now holds 24 invocations" in out
+    assert "Partial credit: exact match says 0" in out
+    assert "set_temperature.temperature (0.00)" in out  # the Fahrenheit case: right tool, wrong number
 
 
 def test_sessions_list_and_show_json(demo_dir):
@@ -284,3 +286,38 @@ def test_csv_dataset_with_json_cells_and_runs_show(tmp_path):
     run_id = result.stdout.split("run ")[1].split(":")[0].strip()
     shown = json.loads(run(tmp_path, "runs", "show", run_id, "--json", "--store", "sqlite:///s.db").stdout)
     assert shown["kind"] == "dataset" and [r["scores"]["rouge_1"] for r in shown["results"]] == [1.0, 0.0, None]
+
+
+def test_eval_from_store_scores_recorded_traffic(demo_dir):
+    result = run(
+        demo_dir,
+        "eval",
+        "--from-store",
+        "--metrics",
+        "tool_call_count,redundant_tool_calls,tool_error_rate,error_recovery",
+        "--agent-name",
+        "smart_home_assistant",
+        "--output",
+        "recorded.json",
+    )
+    assert result.returncode == 0, result.stderr
+    out = json.loads((demo_dir / "recorded.json").read_text())
+    summary = out["summary_metrics"]
+    assert summary["row_count"] == 24
+    assert summary["tool_call_count/mean"] == pytest.approx(32 / 24)
+    assert summary["redundant_tool_calls/mean"] == pytest.approx(1 / 24)  # the weather checked twice
+    # two failing calls (70 °C out of range, the garage without thermostat) among 23 runs that called tools
+    assert summary["tool_error_rate/mean"] == pytest.approx(2 / 23)
+    assert summary["error_recovery/mean"] == 0.0
+    failing = [r for r in out["metrics_table"] if r["tool_error_rate/score"]]
+    assert {r["predicted_trajectory"][0]["error"] for r in failing} == {
+        "toolpath.demo.smart_home.DeviceError: 70.0 °C is outside the safe range 5-30 °C",
+        "toolpath.demo.smart_home.DeviceError: garage has no thermostat",
+    }
+
+
+def test_eval_from_store_errors(demo_dir, tmp_path):
+    result = run(demo_dir, "eval", "--from-store", "--metrics", "tool_call_count", "--agent-name", "nobody")
+    assert result.returncode == 2 and "no recorded invocations" in result.stderr
+    result = run(demo_dir, "eval", "x.jsonl", "--from-store", "--metrics", "tool_call_count")
+    assert result.returncode == 2 and "give no DATASET" in result.stderr

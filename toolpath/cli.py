@@ -53,7 +53,11 @@ def demo(store: str | None, worst: int) -> None:
 
 
 @cli.command(name="eval")
-@click.argument("dataset", type=click.Path(path_type=Path))
+@click.argument("dataset", type=click.Path(path_type=Path), required=False)
+@click.option("--from-store", "from_store", is_flag=True, help="Score recorded invocations from the store.")
+@click.option("--agent-name", default=None, help="With --from-store: only this agent's invocations.")
+@click.option("--session", "session_id", default=None, help="With --from-store: only this session.")
+@click.option("--limit", default=None, type=int, help="With --from-store: at most this many invocations.")
 @click.option(
     "--metrics",
     "metrics_text",
@@ -68,7 +72,11 @@ def demo(store: str | None, worst: int) -> None:
 @click.option("--quiet", is_flag=True, help="Print only the summary line.")
 @store_option
 def eval_command(
-    dataset: Path,
+    dataset: Path | None,
+    from_store: bool,
+    agent_name: str | None,
+    session_id: str | None,
+    limit: int | None,
     metrics_text: str | None,
     agent_ref: str | None,
     config_path: Path | None,
@@ -83,12 +91,22 @@ def eval_command(
         toolpath eval cases.jsonl --metrics trajectory_exact_match,trajectory_recall
         toolpath eval cases.csv --metrics trajectory_precision --agent my_app.agent:answer
         toolpath eval tests/weather.evalset.json --agent my_app.agent:root_agent --runs 3
+        toolpath eval --from-store --agent-name support_bot --metrics tool_loop_detected,error_recovery
 
     Eval sets (*.evalset.json, legacy *.test.json, or a folder of them) are judged by the criteria of the
     test_config.json beside them (or --config); the command exits 1 when a case fails.
     """
     from toolpath.datasets.adk import EVALSET_SUFFIX, LEGACY_SUFFIX
 
+    if from_store:
+        if dataset is not None or agent_ref:
+            raise ConfigError("--from-store scores recorded traffic: give no DATASET and no --agent")
+        if not metrics_text:
+            raise ConfigError("--metrics is required")
+        _eval_recorded(store, metrics_text, agent_name, session_id, limit, output, quiet)
+        return
+    if dataset is None:
+        raise ConfigError("give a DATASET file or folder, or --from-store")
     is_eval_set = dataset.is_dir() or dataset.name.endswith((EVALSET_SUFFIX, LEGACY_SUFFIX))
     the_store = Store(store) if agent_ref or store else None
     if is_eval_set:
@@ -101,6 +119,35 @@ def eval_command(
         if config_path is not None or runs != 1:
             raise ConfigError("--config and --runs apply to eval sets (*.evalset.json, *.test.json)")
         _eval_dataset(dataset, metrics_text, agent_ref, output, quiet, the_store)
+
+
+def _eval_recorded(
+    store_url: str | None,
+    metrics_text: str,
+    agent_name: str | None,
+    session_id: str | None,
+    limit: int | None,
+    output: Path | None,
+    quiet: bool,
+) -> None:
+    from toolpath.datasets.recorded import rows_from_store
+    from toolpath.display import summary_table
+    from toolpath.evaluators.registry import resolve_metric, split_metric_list
+    from toolpath.evaluators.runner import evaluate
+
+    store = _open_existing_store(store_url)
+    rows = rows_from_store(store, session_id=session_id, agent_name=agent_name, limit=limit)
+    if not rows:
+        raise ConfigError(f"no recorded invocations in {store.url} match the filters")
+    metrics = [resolve_metric(spec) for spec in split_metric_list(metrics_text)]
+    result = evaluate(rows, metrics, store=store)
+    if output is not None:
+        result.write_json(output)
+    if not quiet:
+        console.print(
+            summary_table(result.summary_metrics, result.metric_names, title=f"{len(rows)} recorded invocations")
+        )
+    console.print(f"run {result.run_id}" + (f": results written to {output}" if output else ""))
 
 
 def _eval_dataset(

@@ -52,6 +52,28 @@ def worst_cases_table(rows: Sequence[Mapping[str, Any]], metric_names: Sequence[
     return table
 
 
+def partial_credit_table(rows: Sequence[Mapping[str, Any]]) -> Table:
+    """Cases exact match scores 0 although the agent came close: what F1 and argument similarity add."""
+    table = Table(title="Partial credit: exact match says 0, but…", title_justify="left", show_lines=True)
+    for column in ("case", "prompt", "exact", "F1", "arg similarity", "what differs"):
+        table.add_column(column, max_width=40 if column in ("prompt", "what differs") else None)
+    for row in rows:
+        if row.get("trajectory_exact_match/score") != 0.0:
+            continue
+        f1, similarity = row.get("trajectory_f1/score"), row.get("tool_argument_similarity/score")
+        if not (f1 or similarity):
+            continue
+        table.add_row(
+            str(row.get("case_id", "")),
+            str(row.get("prompt", "")),
+            "0",
+            _num(f1),
+            _num(similarity),
+            str(row.get("tool_argument_similarity/explanation") or row.get("trajectory_f1/explanation") or ""),
+        )
+    return table
+
+
 def sessions_table(sessions: Sequence[Mapping[str, Any]]) -> Table:
     columns = ("session_id", "agent_name", "invocations", "failures", "last_started_at")
     table = Table(title="Sessions", title_justify="left")

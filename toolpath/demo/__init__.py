@@ -10,7 +10,7 @@ from rich.console import Console
 
 from toolpath import tracer
 from toolpath.collector.store import Store
-from toolpath.display import summary_table, worst_cases_table
+from toolpath.display import partial_credit_table, summary_table, worst_cases_table
 from toolpath.evaluators.runner import EvalResult, evaluate
 
 DEMO_METRICS = [
@@ -19,8 +19,11 @@ DEMO_METRICS = [
     "trajectory_any_order_match",
     "trajectory_precision",
     "trajectory_recall",
+    "trajectory_f1",
+    "tool_argument_similarity",
     "tool_trajectory_avg_score",
 ]
+BEHAVIOUR_METRICS = ["redundant_tool_calls", "tool_loop_detected", "tool_error_rate"]
 
 
 def dataset_path() -> Path:
@@ -33,10 +36,11 @@ def run_demo(store_url: str | None, console: Console, worst: int = 6) -> EvalRes
     store = Store(store_url)
     tracer.init(store=store, service_name="toolpath-demo")
     console.print(f"Running [bold]smart_home_assistant[/] on {dataset_path().name} (traced into [bold]{store.url}[/])…")
-    result = evaluate(dataset_path(), DEMO_METRICS, runnable=smart_home_agent)
+    result = evaluate(dataset_path(), DEMO_METRICS + BEHAVIOUR_METRICS, runnable=smart_home_agent, store=store)
     tracer.flush()
     console.print(summary_table(result.summary_metrics, result.metric_names, title="Per-metric means"))
     console.print(worst_cases_table(result.metrics_table, DEMO_METRICS, worst))
+    console.print(partial_credit_table(result.metrics_table))
     for row in result.metrics_table:
         if row.get("failure"):
             console.print(f"[red]Run failed[/] on {row.get('case_id')} ({row.get('prompt')!r}): {row.get('error')}")
