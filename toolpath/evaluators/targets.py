@@ -57,7 +57,10 @@ def _query_caller(target: Any) -> Callable[..., Any]:
 
 
 def _runnable_caller(runnable: Any) -> Callable[..., Any]:
+    from toolpath.adapters.langchain import ToolpathCallbackHandler
+
     shape = _input_shape(runnable)
+    handler = ToolpathCallbackHandler()  # tool and model runs get spans even without instrument()
 
     def invoke(prompt: str, session_id: str | None = None) -> Any:
         if shape == "messages":
@@ -66,7 +69,9 @@ def _runnable_caller(runnable: Any) -> Callable[..., Any]:
             payload = {"input": prompt}
         else:
             payload = prompt
-        config = {"configurable": {"thread_id": session_id, "session_id": session_id}} if session_id else None
+        config: dict[str, Any] = {"callbacks": [handler]}
+        if session_id:
+            config["configurable"] = {"thread_id": session_id, "session_id": session_id}
         return final_text(runnable.invoke(payload, config=config))
 
     return invoke

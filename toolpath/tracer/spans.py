@@ -63,13 +63,81 @@ def end_tool_span(span: Span, token: object, result: Any) -> None:
 def fail_span(span: Span, token: object, exc: BaseException) -> None:
     """Mark a span failed (status ERROR, ``error.type``, an ``exception`` event) and end it."""
     try:
-        if span.is_recording():
-            span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
-            span.set_attribute(sc.ERROR_TYPE, type(exc).__qualname__)
-            span.record_exception(exc)
+        record_failure(span, exc)
     finally:
         context.detach(token)
         span.end()
+
+
+def record_failure(span: Span, exc: BaseException) -> None:
+    if span.is_recording():
+        span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+        span.set_attribute(sc.ERROR_TYPE, type(exc).__qualname__)
+        span.record_exception(exc)
+
+
+# --- spans with an explicit parent, not made current (callback-driven adapters) --------------------------
+
+
+def start_agent_span(agent_name: str, prompt: Any, session_id: str | None, parent: Span | None) -> Span:
+    """An ``invoke_agent`` span under ``parent`` (or the current context when ``None``)."""
+    attrs: dict[str, Any] = {sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT, sc.GEN_AI_AGENT_NAME: agent_name}
+    if session_id is not None:
+        attrs[sc.GEN_AI_CONVERSATION_ID] = str(session_id)
+    if content._policy.capture and prompt is not None:
+        _put_json(attrs, sc.GEN_AI_INPUT_MESSAGES, [_text_message("user", prompt)])
+    return _tracer.start_span(sc.agent_span_name(agent_name), _parent(parent), SpanKind.INTERNAL, attrs)
+
+
+def end_agent_span(span: Span, response: Any) -> None:
+    if content._policy.capture and response is not None and span.is_recording():
+        message = _text_message("assistant", response)
+        message["finish_reason"] = "stop"
+        _set_json(span, sc.GEN_AI_OUTPUT_MESSAGES, [message])
+    span.end()
+
+
+def start_child_tool_span(
+    tool_name: str, description: str | None, arguments: Any, call_id: str | None, parent: Span | None
+) -> Span:
+    attrs = tool_static_attributes(tool_name, description)
+    attrs[sc.GEN_AI_TOOL_CALL_ID] = call_id or new_call_id()
+    if content._policy.capture:
+        _put_json(attrs, sc.GEN_AI_TOOL_CALL_ARGUMENTS, arguments)
+    return _tracer.start_span(sc.tool_span_name(tool_name), _parent(parent), SpanKind.INTERNAL, attrs)
+
+
+def end_child_tool_span(span: Span, result: Any) -> None:
+    if content._policy.capture and span.is_recording():
+        _set_json(span, sc.GEN_AI_TOOL_CALL_RESULT, result)
+    span.end()
+
+
+def start_chat_span(model: str, parent: Span | None) -> Span:
+    attrs = {sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT, sc.GEN_AI_REQUEST_MODEL: model}
+    return _tracer.start_span(f"{sc.OP_CHAT} {model}", _parent(parent), SpanKind.CLIENT, attrs)
+
+
+def end_chat_span(span: Span, input_tokens: int | None, output_tokens: int | None) -> None:
+    if span.is_recording():
+        if input_tokens is not None:
+            span.set_attribute(sc.GEN_AI_USAGE_INPUT_TOKENS, int(input_tokens))
+        if output_tokens is not None:
+            span.set_attribute(sc.GEN_AI_USAGE_OUTPUT_TOKENS, int(output_tokens))
+    span.end()
+
+
+def make_current(span: Span) -> object:
+    """Make ``span`` current (spans created meanwhile nest under it); returns the token for :func:`restore`."""
+    return context.attach(trace.set_span_in_context(span))
+
+
+def restore(token: object) -> None:
+    context.detach(token)
+
+
+def _parent(parent: Span | None) -> Any:
+    return trace.set_span_in_context(parent) if parent is not None else None
 
 
 class AgentRun:

@@ -1,0 +1,381 @@
+"""LangChain and LangGraph: a callback handler that turns the run tree into GenAI spans.
+
+    from toolpath.adapters import langchain as tp_langchain
+
+    tp_langchain.instrument()                     # every runnable, in every thread, from now on
+    graph.invoke({"messages": [("user", "hi")]}, config={"configurable": {"thread_id": "s-1"}})
+    tp_langchain.uninstrument()
+
+    # or per call:
+    graph.invoke(inputs, config={"callbacks": [tp_langchain.ToolpathCallbackHandler()]})
+
+The outermost run becomes ``invoke_agent {name}`` (prompt: the last user message; response: the last AI
+message; session: ``thread_id`` / ``session_id`` / ``conversation_id`` from the run's metadata), every tool
+run an ``execute_tool`` span (arguments as the tool received them, the model's ``tool_call_id``, the result,
+errors), and every chat-model run a ``chat {model}`` span with token usage. Runs in between (chains, graph
+nodes) make no span; their children attach to the nearest traced ancestor through ``run_id`` /
+``parent_run_id``, so the tree is right under threads and asyncio alike. A tool span is current while the
+tool runs, so spans made inside a tool nest under it. The handler runs inline and never raises: a failure
+inside it is logged with the run id and the run goes on untraced.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.tracers.context import register_configure_hook
+
+from toolpath.tracer import spans
+
+logger = logging.getLogger("toolpath.adapters.langchain")
+_SESSION_KEYS = ("thread_id", "session_id", "conversation_id")
+
+
+@dataclass(slots=True)
+class _Run:
+    span: Any
+    """The span this run made, or ``None`` for runs that only pass their parent on."""
+    parent: Any
+    """The span children of this run hang under."""
+    root: bool = False
+    token: object | None = None
+
+
+class ToolpathCallbackHandler(BaseCallbackHandler):
+    """Maps LangChain's run tree (``run_id`` / ``parent_run_id``) to GenAI spans."""
+
+    run_inline = True  # called in the run's own context, so the tool span can be made current
+    raise_error = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._runs: dict[UUID, _Run] = {}
+        self._lock = threading.Lock()
+
+    # --- bookkeeping -----------------------------------------------------------------------------------
+
+    def _parent_of(self, parent_run_id: UUID | None) -> tuple[Any, bool]:
+        """(span to hang under, whether the new run is the outermost one)."""
+        if parent_run_id is None:
+            return None, True
+        with self._lock:
+            parent = self._runs.get(parent_run_id)
+        if parent is None:
+            logger.debug("toolpath: parent run %s unknown; treating the run as a root", parent_run_id)
+            return None, True
+        return parent.parent, False
+
+    def _put(self, run_id: UUID, run: _Run) -> None:
+        with self._lock:
+            self._runs[run_id] = run
+
+    def _pop(self, run_id: UUID) -> _Run | None:
+        with self._lock:
+            return self._runs.pop(run_id, None)
+
+    def _guard(self, what: str, run_id: UUID) -> None:
+        logger.warning("toolpath: %s failed for run %s; it goes on untraced", what, run_id, exc_info=True)
+
+    # --- chains (agents and graph nodes) ---------------------------------------------------------------
+
+    def on_chain_start(
+        self,
+        serialized: dict[str, Any] | None,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        try:
+            parent, is_root = self._parent_of(parent_run_id)
+            if not is_root:
+                self._put(run_id, _Run(None, parent))
+                return
+            name = kwargs.get("name") or _serialized_name(serialized) or "agent"
+            span = spans.start_agent_span(str(name), prompt_text(inputs), _session(metadata), None)
+            self._put(run_id, _Run(span, span, root=True))
+        except Exception:
+            self._guard("on_chain_start", run_id)
+
+    def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        run = self._pop(run_id)
+        if run is None or not run.root:
+            return
+        try:
+            spans.end_agent_span(run.span, response_text(outputs))
+        except Exception:
+            self._guard("on_chain_end", run_id)
+
+    def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        run = self._pop(run_id)
+        if run is None or not run.root:
+            return
+        try:
+            spans.record_failure(run.span, error)
+            run.span.end()
+        except Exception:
+            self._guard("on_chain_error", run_id)
+
+    # --- tools -----------------------------------------------------------------------------------------
+
+    def on_tool_start(
+        self,
+        serialized: dict[str, Any] | None,
+        input_str: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        inputs: Any = None,
+        tool_call_id: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        try:
+            parent, _ = self._parent_of(parent_run_id)
+            serialized = serialized or {}
+            name = serialized.get("name") or kwargs.get("name") or "tool"
+            span = spans.start_child_tool_span(
+                str(name), serialized.get("description"), _arguments(inputs, input_str), tool_call_id, parent
+            )
+            self._put(run_id, _Run(span, span, token=spans.make_current(span)))
+        except Exception:
+            self._guard("on_tool_start", run_id)
+
+    def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        run = self._pop(run_id)
+        if run is None:
+            return
+        try:
+            self._release(run)
+            spans.end_child_tool_span(run.span, _tool_result(output))
+        except Exception:
+            self._guard("on_tool_end", run_id)
+
+    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        run = self._pop(run_id)
+        if run is None:
+            return
+        try:
+            self._release(run)
+            spans.record_failure(run.span, error)
+            run.span.end()
+        except Exception:
+            self._guard("on_tool_error", run_id)
+
+    @staticmethod
+    def _release(run: _Run) -> None:
+        if run.token is not None:
+            spans.restore(run.token)
+
+    # --- models ----------------------------------------------------------------------------------------
+
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, Any] | None,
+        messages: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        metadata: dict[str, Any] | None = None,
+        invocation_params: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        try:
+            parent, _ = self._parent_of(parent_run_id)
+            model = _model_name(serialized, invocation_params or kwargs.get("invocation_params"), metadata)
+            span = spans.start_chat_span(model, parent)
+            self._put(run_id, _Run(span, parent))
+        except Exception:
+            self._guard("on_chat_model_start", run_id)
+
+    def on_llm_start(self, serialized: dict[str, Any] | None, prompts: Any, **kwargs: Any) -> None:
+        self.on_chat_model_start(serialized, prompts, **kwargs)
+
+    def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        run = self._pop(run_id)
+        if run is None:
+            return
+        try:
+            spans.end_chat_span(run.span, *_usage(response))
+        except Exception:
+            self._guard("on_llm_end", run_id)
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        run = self._pop(run_id)
+        if run is None:
+            return
+        try:
+            spans.record_failure(run.span, error)
+            run.span.end()
+        except Exception:
+            self._guard("on_llm_error", run_id)
+
+
+# --- global instrumentation ----------------------------------------------------------------------------
+
+
+class _HandlerSlot:
+    """What ``register_configure_hook`` reads (it only calls ``.get()``): the global handler, or ``None``.
+
+    A ContextVar would hold the handler only in the context that set it; this slot serves every thread."""
+
+    def __init__(self) -> None:
+        self.handler: ToolpathCallbackHandler | None = None
+
+    def get(self) -> ToolpathCallbackHandler | None:
+        return self.handler
+
+
+_slot = _HandlerSlot()
+_hook_lock = threading.Lock()
+_hook_registered = False
+
+
+def instrument() -> ToolpathCallbackHandler:
+    """Attach the handler to every LangChain run from now on (idempotent); returns it."""
+    global _hook_registered
+    with _hook_lock:
+        if not _hook_registered:
+            register_configure_hook(_slot, True, ToolpathCallbackHandler)  # type: ignore[arg-type]
+            _hook_registered = True
+        if _slot.handler is None:
+            _slot.handler = ToolpathCallbackHandler()
+        return _slot.handler
+
+
+def uninstrument() -> None:
+    """Stop attaching the handler; runs configured from now on make no toolpath spans."""
+    with _hook_lock:
+        _slot.handler = None
+
+
+def is_instrumented() -> bool:
+    return _slot.handler is not None
+
+
+# --- reading LangChain values ----------------------------------------------------------------------------
+
+
+def message_text(message: Any) -> str | None:
+    """Text of a LangChain message, a ``(role, text)`` tuple or a ``{"role", "content"}`` dict."""
+    if isinstance(message, tuple) and len(message) == 2:
+        return str(message[1])
+    content = message.get("content") if isinstance(message, Mapping) else getattr(message, "content", None)
+    if content is None:
+        return None
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            block.get("text", "") if isinstance(block, Mapping) else str(block)
+            for block in content
+            if not isinstance(block, Mapping) or block.get("type", "text") == "text"
+        )
+    return str(content)
+
+
+def _role(message: Any) -> str | None:
+    if isinstance(message, tuple) and len(message) == 2:
+        return str(message[0])
+    if isinstance(message, Mapping):
+        return message.get("role") or message.get("type")
+    return getattr(message, "type", None)
+
+
+def prompt_text(inputs: Any) -> str | None:
+    """The user's text in a run's inputs: a string, ``{"messages": [...]}`` (last user message), or
+    ``{"input" | "question" | "query": str}``."""
+    if isinstance(inputs, str):
+        return inputs
+    if isinstance(inputs, Mapping):
+        messages = inputs.get("messages")
+        if isinstance(messages, Sequence) and not isinstance(messages, str):
+            for message in reversed(messages):
+                if _role(message) in ("user", "human"):
+                    return message_text(message)
+        for key in ("input", "question", "query"):
+            if isinstance(inputs.get(key), str):
+                return inputs[key]
+    return None
+
+
+def response_text(outputs: Any) -> str | None:
+    """The final text in a run's outputs: a string, a message, ``{"messages": [...]}`` (last message), or
+    ``{"output": ...}``."""
+    if isinstance(outputs, str):
+        return outputs
+    if isinstance(outputs, Mapping):
+        messages = outputs.get("messages")
+        if isinstance(messages, Sequence) and not isinstance(messages, str) and messages:
+            return message_text(messages[-1])
+        if "output" in outputs:
+            return response_text(outputs["output"])
+        return None
+    return message_text(outputs)
+
+
+def _serialized_name(serialized: Mapping[str, Any] | None) -> str | None:
+    if not serialized:
+        return None
+    if serialized.get("name"):
+        return str(serialized["name"])
+    ids = serialized.get("id")
+    return str(ids[-1]) if isinstance(ids, list) and ids else None
+
+
+def _session(metadata: Mapping[str, Any] | None) -> str | None:
+    for key in _SESSION_KEYS:
+        if metadata and metadata.get(key) is not None:
+            return str(metadata[key])
+    return None
+
+
+def _arguments(inputs: Any, input_str: str) -> dict[str, Any]:
+    if isinstance(inputs, Mapping):
+        return dict(inputs)
+    if inputs is not None:
+        return {"input": inputs}
+    try:
+        parsed = json.loads(input_str)
+    except (TypeError, ValueError):
+        return {"input": input_str}
+    return parsed if isinstance(parsed, dict) else {"input": parsed}
+
+
+def _tool_result(output: Any) -> Any:
+    content = getattr(output, "content", None)  # a ToolMessage (or Command carrying one)
+    if content is None:
+        return output
+    if isinstance(content, str):
+        try:
+            return json.loads(content)
+        except ValueError:
+            return content
+    return content
+
+
+def _model_name(
+    serialized: Mapping[str, Any] | None, params: Mapping[str, Any] | None, metadata: Mapping[str, Any] | None
+) -> str:
+    for source, key in ((params, "model"), (params, "model_name"), (metadata, "ls_model_name")):
+        if source and source.get(key):
+            return str(source[key])
+    return _serialized_name(serialized) or "unknown"
+
+
+def _usage(response: Any) -> tuple[int | None, int | None]:
+    for generations in getattr(response, "generations", None) or []:
+        for generation in generations:
+            usage = getattr(getattr(generation, "message", None), "usage_metadata", None)
+            if usage:
+                return usage.get("input_tokens"), usage.get("output_tokens")
+    token_usage = (getattr(response, "llm_output", None) or {}).get("token_usage") or {}
+    return token_usage.get("prompt_tokens"), token_usage.get("completion_tokens")
