@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -88,6 +89,11 @@ class ToolCall(_Record):
         """``(name, args, bool_paths)``: two calls are equal (SPEC §4) exactly when their keys are ``==``,
         which Python compares in C. Meaningless for a reference with wildcard (``None``) arguments."""
         return self.name, self.args if self.args is not None else {}, self.bool_paths
+
+    @functools.cached_property
+    def identity(self) -> tuple[str, str]:
+        """``(name, canonical JSON of args)``: hashable, and equal exactly when two calls are equal."""
+        return self.name, canonical_json(self.args if self.args is not None else {})
 
     def to_vertex(self) -> dict[str, JsonValue]:
         """The Vertex dataset form ``{"tool_name", "tool_input"}``."""
@@ -217,10 +223,47 @@ class Trajectory(tuple[ToolCall, ...]):
     def has_wildcard(self) -> bool:
         return any(call.args is None for call in self)
 
+    @functools.cached_property
+    def identities(self) -> tuple[tuple[str, str], ...]:
+        return tuple(call.identity for call in self)
+
+    @functools.cached_property
+    def identity_counts(self) -> dict[tuple[str, str], int]:
+        return dict(Counter(call.identity for call in self))
+
 
 def match_keys(calls: Sequence[ToolCall]) -> Sequence[Any]:
     """The calls' match keys (cached on a :class:`Trajectory`)."""
     return calls.match_keys if calls.__class__ is Trajectory else [call.match_key for call in calls]
+
+
+def identities(calls: Sequence[ToolCall]) -> Sequence[tuple[str, str]]:
+    """The calls' hashable identities (cached on a :class:`Trajectory`)."""
+    return calls.identities if calls.__class__ is Trajectory else [call.identity for call in calls]
+
+
+def identity_counts(calls: Sequence[ToolCall]) -> dict[tuple[str, str], int]:
+    """How many times each distinct call occurs (cached on a :class:`Trajectory`)."""
+    if calls.__class__ is Trajectory:
+        return calls.identity_counts
+    return dict(Counter(call.identity for call in calls))
+
+
+def canonical_json(value: Any) -> str:
+    """Text equal for two values exactly when they are equal as JSON (key order ignored, ``1 == 1.0``)."""
+    return json.dumps(_canonical(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
+
+
+def _canonical(value: Any) -> Any:
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {str(k): _canonical(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_canonical(v) for v in value]
+    return value
 
 
 def has_wildcard(calls: Sequence[ToolCall]) -> bool:

@@ -17,24 +17,20 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from toolpath.model import MetricResult, ToolCall, has_wildcard, match_keys
+from toolpath.model import (
+    MetricResult,
+    ToolCall,
+    canonical_json,
+    has_wildcard,
+    identities,
+    identity_counts,
+    match_keys,
+)
 
 
 def canonical_args(args: Any) -> str:
     """A string equal for two argument values exactly when they are equal as JSON values."""
-    return json.dumps(_canonical(args), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
-
-
-def _canonical(value: Any) -> Any:
-    if isinstance(value, bool) or value is None or isinstance(value, str):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {str(k): _canonical(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_canonical(v) for v in value]
-    return value
+    return canonical_json(args)
 
 
 def json_equal(a: Any, b: Any) -> bool:
@@ -61,6 +57,15 @@ def calls_match(predicted: ToolCall, reference: ToolCall, *, ignore_args: bool =
 
 def matched_pairs(predicted: Sequence[ToolCall], reference: Sequence[ToolCall], *, ignore_args: bool = False) -> int:
     """Size of a maximum one-to-one matching between predicted and reference calls."""
+    if not ignore_args and not has_wildcard(reference):
+        have, want = identity_counts(predicted), identity_counts(reference)
+        if have == want:
+            return len(reference)
+        matched = 0
+        for identity, count in want.items():
+            found = have.get(identity, 0)
+            matched += count if found >= count else found
+        return matched
     return _match(predicted, reference, ignore_args)[0]
 
 
@@ -70,22 +75,25 @@ def _match(predicted: Sequence[ToolCall], reference: Sequence[ToolCall], ignore_
     References with concrete arguments take an equal predicted call first (``list.remove`` compares the
     keys in C); wildcards then take any predicted call of their name that is left.
     """
-    keys = match_keys(predicted)
-    remaining = list(keys)
-    matched = 0
-    unmatched: list[str] = []
-    wildcards: list[str] = []
     if not ignore_args and not has_wildcard(reference):
-        wanted = match_keys(reference)
-        if keys == wanted:  # the common case, compared in C
-            return len(wanted), []
-        for key in wanted:
-            try:
-                remaining.remove(key)
-                matched += 1
-            except ValueError:
-                unmatched.append(key[0])
+        # a multiset intersection of hashable call identities (cached on Trajectory records)
+        have, want = identity_counts(predicted), identity_counts(reference)
+        if have == want:
+            return len(reference), []
+        matched = 0
+        unmatched: list[str] = []
+        for identity, count in want.items():
+            found = have.get(identity, 0)
+            if found >= count:
+                matched += count
+            else:
+                matched += found
+                unmatched.extend([identity[0]] * (count - found))
         return matched, unmatched
+    remaining = list(match_keys(predicted))
+    matched = 0
+    unmatched = []
+    wildcards: list[str] = []
     for ref in reference:
         if ignore_args or ref.args is None:
             wildcards.append(ref.name)
@@ -167,9 +175,16 @@ def in_order_match(
                 return MetricResult(0.0, lambda ref=ref: f"{ref.name} not found in order")
             position += 1
         return MetricResult(1.0, "reference calls appear in order")
-    keys = match_keys(predicted)
-    if not ignore_args and keys == match_keys(reference):
+    if not ignore_args and not has_wildcard(reference):
+        have = identities(predicted)
+        position = 0
+        for identity in identities(reference):
+            try:
+                position = have.index(identity, position) + 1
+            except ValueError:
+                return MetricResult(0.0, lambda name=identity[0]: f"{name} not found in order")
         return MetricResult(1.0, "reference calls appear in order")
+    keys = match_keys(predicted)
     names = [key[0] for key in keys] if ignore_args or has_wildcard(reference) else None
     position = 0
     for ref in reference:
@@ -216,7 +231,7 @@ def precision(
     if mode == "name_and_required_args" or order != "any":
         matched = pair_count(predicted, reference, match=mode, order=order)
     else:
-        matched = _match(predicted, reference, mode == "name")[0]
+        matched = matched_pairs(predicted, reference, ignore_args=mode == "name")
     return MetricResult(matched / len(predicted), lambda: f"{matched} of {len(predicted)} predicted call(s) matched")
 
 
@@ -260,22 +275,50 @@ def tool_trajectory_avg_score(
 ) -> MetricResult:
     """ADK's criterion: the mean over a case's invocations of the 0/1 trajectory match of each."""
     mode = check_mode(match, ignore_args)
-    compare = MATCH_TYPES.get(match_type.upper())
+    compare = MATCH_TYPES.get(match_type) or MATCH_TYPES.get(match_type.upper())
     if compare is None:
         raise ValueError(f"match_type must be one of {', '.join(MATCH_TYPES)}, got {match_type!r}")
+    if (
+        len(expected) == 1
+        and len(actual) == 1
+        and compare is exact_match
+        and mode == "name_and_args"
+        and not has_wildcard(expected[0])
+    ):  # the usual row, one invocation: score it directly
+        score = 1.0 if identities(actual[0]) == identities(expected[0]) else 0.0
+        return MetricResult(
+            score,
+            lambda: (
+                f"all 1 invocation(s) match ({match_type.upper()})"
+                if score
+                else f"invocation 1: {exact_match(actual[0], expected[0]).explanation}"
+            ),
+            {"per_invocation_scores": [score]},
+        )
     if not expected:
         return MetricResult.not_evaluated("no invocations to compare")
     if len(actual) != len(expected):
         return MetricResult.not_evaluated(f"{len(actual)} actual invocation(s) for {len(expected)} expected")
-    results = [compare(a, e, match=mode) for a, e in zip(actual, expected, strict=True)]
-    scores = [r.score or 0.0 for r in results]
+    if compare is exact_match and mode == "name_and_args" and not _any_wildcard(expected):
+        # equal identity sequences are an exact match: score without a result object per invocation
+        scores = [1.0 if identities(a) == identities(e) else 0.0 for a, e in zip(actual, expected, strict=True)]
+    else:
+        scores = [compare(a, e, match=mode).score or 0.0 for a, e in zip(actual, expected, strict=True)]
 
     def explain() -> str:
         if all(scores):
             return f"all {len(scores)} invocation(s) match ({match_type.upper()})"
-        return "; ".join(f"invocation {i + 1}: {r.explanation}" for i, r in enumerate(results) if not r.score)
+        return "; ".join(
+            f"invocation {i + 1}: {compare(a, e, match=mode).explanation}"
+            for i, (a, e, score) in enumerate(zip(actual, expected, scores, strict=True))
+            if not score
+        )
 
     return MetricResult(sum(scores) / len(scores), explain, {"per_invocation_scores": scores})
+
+
+def _any_wildcard(trajectories: Sequence[Sequence[ToolCall]]) -> bool:
+    return any(map(has_wildcard, trajectories))
 
 
 def _result(ok: bool, explanation: str) -> MetricResult:
@@ -314,6 +357,8 @@ ORDERS = ("any", "in_order")
 
 def check_mode(match: str, ignore_args: bool = False) -> str:
     """The effective match mode; ``ignore_args`` is the ADK spelling of ``match="name"``."""
+    if match == "name_and_args":  # the default: nothing to check
+        return "name" if ignore_args else match
     if match not in MATCH_MODES:
         raise ValueError(f"match must be one of {', '.join(MATCH_MODES)}, got {match!r}")
     return "name" if ignore_args else match
