@@ -161,3 +161,39 @@ def test_async_runnable(tracing):
     )
     assert result.metrics_table[0]["response"] == "Rome!"
     assert result.metrics_table[0]["trajectory_exact_match/score"] == 1.0
+
+
+def test_rows_run_concurrently_each_measured_and_traced(tracing, store_url):
+    import threading
+    import time
+
+    active, peak = 0, 0
+    lock = threading.Lock()
+
+    @toolpath.agent(name="slow")
+    def slow(prompt: str) -> str:
+        nonlocal active, peak
+        with lock:
+            active += 1
+            peak = max(peak, active)
+        time.sleep(0.05)
+        lookup(prompt)
+        with lock:
+            active -= 1
+        return prompt.upper()
+
+    rows = [{"prompt": f"city{i}", "reference_trajectory": [{"tool_name": "lookup", "tool_input": {"city": f"city{i}"}}]} for i in range(16)]
+    result = toolpath.evaluate(rows, ["trajectory_exact_match"], runnable=slow, concurrency=4)
+    assert peak == 4
+    assert [r["response"] for r in result.metrics_table] == [f"CITY{i}" for i in range(16)]
+    assert all(r["trajectory_exact_match/score"] == 1.0 for r in result.metrics_table)
+    assert all(r["latency_in_seconds"] >= 0.05 for r in result.metrics_table)
+    toolpath.flush()
+    assert Store(store_url).counts()["invocations"] == 16
+
+
+def test_bad_prompt_is_reported_before_any_run():
+    calls = []
+    with pytest.raises(DatasetError, match="row 1: 'prompt' must be a string"):
+        toolpath.evaluate([{"prompt": "ok"}, {"prompt": 3}], ["failure"], runnable=lambda p: calls.append(p))
+    assert calls == []

@@ -36,7 +36,10 @@ def run_demo(store_url: str | None, console: Console, worst: int = 6) -> EvalRes
     store = Store(store_url)
     tracer.init(store=store, service_name="toolpath-demo")
     console.print(f"Running [bold]smart_home_assistant[/] on {dataset_path().name} (traced into [bold]{store.url}[/])…")
-    result = evaluate(dataset_path(), DEMO_METRICS + BEHAVIOUR_METRICS, runnable=smart_home_agent, store=store)
+    # concurrency=1: the demo's home is one shared object, like a real house
+    result = evaluate(
+        dataset_path(), DEMO_METRICS + BEHAVIOUR_METRICS, runnable=smart_home_agent, store=store, concurrency=1
+    )
     tracer.flush()
     console.print(summary_table(result.summary_metrics, result.metric_names, title="Per-metric means"))
     console.print(worst_cases_table(result.metrics_table, DEMO_METRICS, worst))

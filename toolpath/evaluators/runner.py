@@ -9,6 +9,7 @@ import time
 import uuid
 from collections import ChainMap
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,14 +56,18 @@ def evaluate(
     timeout: float = 30.0,
     on_row: Callable[[int, dict[str, Any]], None] | None = None,
     store: Any = None,
+    concurrency: int = 8,
 ) -> EvalResult:
     """Score every row of ``dataset`` with ``metrics``.
 
     With ``runnable`` (an ``@agent`` function or any callable taking the prompt), each row's ``prompt`` is sent
     to the agent under tracing, and ``response``, ``predicted_trajectory``, ``latency_in_seconds`` and
     ``failure`` are filled from what was traced; ``latency_in_seconds`` and ``failure`` are then scored too.
-    With ``store`` (a :class:`~toolpath.collector.store.Store`), the run and its rows are saved there.
+    Up to ``concurrency`` rows run at once (each its own traced run; use 1 for an agent that is not
+    thread-safe). With ``store`` (a :class:`~toolpath.collector.store.Store`), the run and its rows are saved.
     """
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be at least 1, got {concurrency}")
     started_ns = time.time_ns()
     rows = load_rows(dataset, metric_column_mapping)
     resolved = [resolve_metric(m) for m in metrics]
@@ -73,10 +78,10 @@ def evaluate(
     duplicates = {n for n in names if names.count(n) > 1}
     if duplicates:
         raise MetricError(f"metric(s) listed twice: {', '.join(sorted(duplicates))}")
+    if runnable is not None:
+        _run_rows(rows, runnable, run_id, timeout, concurrency)
     table: list[dict[str, Any]] = []
     for index, row in enumerate(rows):
-        if runnable is not None:
-            _fill_from_agent(row, runnable, index, run_id, timeout)
         out = dict(row)
         view = _with_parsed_trajectories(row)
         for metric in resolved:
@@ -135,6 +140,23 @@ def summarize(table: Sequence[Mapping[str, Any]], names: Sequence[str]) -> dict[
         summary[f"{name}/mean"] = mean
         summary[f"{name}/std"] = std
     return summary
+
+
+def _run_rows(rows: list[dict[str, Any]], runnable: Any, run_id: str, timeout: float, concurrency: int) -> None:
+    """Run the agent on every row, ``concurrency`` at a time; each row gets its own measured, traced run."""
+    for index, row in enumerate(rows):  # check every prompt before running anything
+        prompt = row.get("prompt")
+        if not isinstance(prompt, str):
+            kind = type(prompt).__name__
+            raise DatasetError(f"dataset row {index}: 'prompt' must be a string to run the agent, got {kind}")
+    if concurrency == 1 or len(rows) < 2:
+        for index, row in enumerate(rows):
+            _fill_from_agent(row, runnable, index, run_id, timeout)
+        return
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="toolpath-eval") as pool:
+        futures = [pool.submit(_fill_from_agent, row, runnable, i, run_id, timeout) for i, row in enumerate(rows)]
+        for future in futures:
+            future.result()
 
 
 def _fill_from_agent(row: dict[str, Any], runnable: Any, index: int, run_id: str, timeout: float) -> None:
