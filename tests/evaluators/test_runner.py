@@ -182,7 +182,10 @@ def test_rows_run_concurrently_each_measured_and_traced(tracing, store_url):
             active -= 1
         return prompt.upper()
 
-    rows = [{"prompt": f"city{i}", "reference_trajectory": [{"tool_name": "lookup", "tool_input": {"city": f"city{i}"}}]} for i in range(16)]
+    rows = [
+        {"prompt": f"city{i}", "reference_trajectory": [{"tool_name": "lookup", "tool_input": {"city": f"city{i}"}}]}
+        for i in range(16)
+    ]
     result = toolpath.evaluate(rows, ["trajectory_exact_match"], runnable=slow, concurrency=4)
     assert peak == 4
     assert [r["response"] for r in result.metrics_table] == [f"CITY{i}" for i in range(16)]

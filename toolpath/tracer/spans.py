@@ -97,6 +97,13 @@ def end_agent_span(span: Span, response: Any) -> None:
     span.end()
 
 
+def set_returned_trajectory(span: Span, trajectory: list[Any]) -> None:
+    """Record the tool calls an agent *reported* (``{"tool_name", "tool_input"}`` items); the collector uses
+    them only when no tool span was recorded under the agent span."""
+    if content._policy.capture and trajectory and span.is_recording():
+        _set_json(span, sc.TOOLPATH_PREDICTED_TRAJECTORY, trajectory)
+
+
 def start_child_tool_span(
     tool_name: str, description: str | None, arguments: Any, call_id: str | None, parent: Span | None
 ) -> Span:

@@ -1,0 +1,247 @@
+"""Vertex AI Agent Engine-style apps: objects with ``set_up()`` and ``query`` / ``stream_query`` /
+``async_query`` / ``async_stream_query``.
+
+    app = toolpath.adapters.agent_engine.instrument_app(MyApp(...))
+    app.set_up()
+    app.query(input="Dim the hallway light")
+
+Each call is an ``invoke_agent`` span; ``set_up()`` and ``register_operations()`` are untouched, and the wrapped
+methods keep their names, signatures and return values. Where a method takes ``config`` (the LangChain
+templates), toolpath's LangChain handler is added to ``config["callbacks"]``, so tool and model runs become
+spans. When the app's tools are not traced, the trajectory is taken from what the app returns: the
+``intermediate_steps`` of LangChain agents (``(AgentAction, observation)`` pairs, plain or in
+``langchain_core.load.dumpd`` form), or the ``function_call`` parts of ADK-style event streams. A stream's span
+ends when the stream is exhausted or closed.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+from collections.abc import AsyncIterator, Iterator, Mapping
+from typing import Any
+
+from toolpath.tracer import spans
+
+logger = logging.getLogger("toolpath.adapters.agent_engine")
+METHODS = ("query", "stream_query", "async_query", "async_stream_query")
+
+
+def instrument_app(app: Any, *, name: str | None = None) -> Any:
+    """Trace ``app``'s query methods in place (idempotent); returns ``app``."""
+    if getattr(app, "__toolpath_instrumented__", False):
+        return app
+    agent_name = name or getattr(app, "name", None) or type(app).__name__
+    found = False
+    for method_name in METHODS:
+        method = getattr(app, method_name, None)
+        if callable(method):
+            setattr(app, method_name, _wrap(method, str(agent_name), method_name))
+            found = True
+    if not found:
+        raise TypeError(f"{type(app).__name__} has none of {', '.join(METHODS)}")
+    app.__toolpath_instrumented__ = True
+    return app
+
+
+def _wrap(method: Any, agent_name: str, method_name: str) -> Any:
+    takes_config = "config" in inspect.signature(method).parameters
+    streaming = "stream" in method_name
+
+    def prepare(kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+        if takes_config:
+            kwargs = {**kwargs, "config": _with_handler(kwargs.get("config"))}
+        prompt = kwargs.get("input", kwargs.get("message"))
+        span = spans.start_agent_span(agent_name, _prompt_text(prompt), _session(kwargs), None)
+        return span, kwargs
+
+    if inspect.iscoroutinefunction(method):
+
+        @functools.wraps(method)
+        async def async_call(*args: Any, **kwargs: Any) -> Any:
+            span, kwargs = prepare(kwargs)
+            token = spans.make_current(span)
+            try:
+                result = await method(*args, **kwargs)
+            except BaseException as exc:
+                spans.restore(token)
+                _fail(span, exc)
+                raise
+            spans.restore(token)
+            _finish(span, result)
+            return result
+
+        return async_call
+
+    if inspect.isasyncgenfunction(method) or (streaming and method_name.startswith("async")):
+
+        @functools.wraps(method)
+        async def async_stream(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+            span, kwargs = prepare(kwargs)
+            collected = _StreamState()
+            try:
+                async for event in method(*args, **kwargs):
+                    collected.add(event)
+                    yield event
+            except BaseException as exc:
+                if not isinstance(exc, GeneratorExit):
+                    _fail(span, exc)
+                    raise
+                collected.finish(span)
+                raise
+            collected.finish(span)
+
+        return async_stream
+
+    if streaming:
+
+        @functools.wraps(method)
+        def stream(*args: Any, **kwargs: Any) -> Iterator[Any]:
+            span, kwargs = prepare(kwargs)
+            collected = _StreamState()
+            try:
+                for event in method(*args, **kwargs):
+                    collected.add(event)
+                    yield event
+            except GeneratorExit:  # the consumer closed the stream early
+                collected.finish(span)
+                raise
+            except BaseException as exc:
+                _fail(span, exc)
+                raise
+            collected.finish(span)
+
+        return stream
+
+    @functools.wraps(method)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        span, kwargs = prepare(kwargs)
+        token = spans.make_current(span)
+        try:
+            result = method(*args, **kwargs)
+        except BaseException as exc:
+            spans.restore(token)
+            _fail(span, exc)
+            raise
+        spans.restore(token)
+        _finish(span, result)
+        return result
+
+    return call
+
+
+def _with_handler(config: Any) -> dict[str, Any]:
+    from toolpath.adapters.langchain import ToolpathCallbackHandler  # LangChain only when an app wants it
+
+    config = dict(config or {})
+    callbacks = config.get("callbacks")
+    if isinstance(callbacks, list | tuple):
+        if not any(isinstance(c, ToolpathCallbackHandler) for c in callbacks):
+            config["callbacks"] = [*callbacks, ToolpathCallbackHandler()]
+    elif callbacks is None:
+        config["callbacks"] = [ToolpathCallbackHandler()]
+    return config
+
+
+def _finish(span: Any, result: Any) -> None:
+    try:
+        if isinstance(result, Mapping):
+            spans.set_returned_trajectory(span, trajectory_from_steps(result.get("intermediate_steps")))
+        spans.end_agent_span(span, _response_text(result))
+    except Exception:
+        logger.warning("toolpath: recording an Agent Engine result failed", exc_info=True)
+        span.end()
+
+
+def _fail(span: Any, exc: BaseException) -> None:
+    try:
+        spans.record_failure(span, exc)
+    finally:
+        span.end()
+
+
+class _StreamState:
+    """What a stream of ADK-style events said: the function calls, and the last text of the agent."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+        self.text: str | None = None
+
+    def add(self, event: Any) -> None:
+        try:
+            event = event.model_dump() if hasattr(event, "model_dump") else event
+            if not isinstance(event, Mapping):
+                return
+            content = event.get("content") or {}
+            author = event.get("author")
+            for part in (content.get("parts") if isinstance(content, Mapping) else None) or []:
+                if not isinstance(part, Mapping):
+                    continue
+                call = part.get("function_call")
+                if isinstance(call, Mapping) and call.get("name"):
+                    self.calls.append({"tool_name": call["name"], "tool_input": call.get("args") or {}})
+                elif isinstance(part.get("text"), str) and part["text"] and author != "user":
+                    self.text = part["text"]
+        except Exception:
+            logger.debug("toolpath: unreadable stream event", exc_info=True)
+
+    def finish(self, span: Any) -> None:
+        spans.set_returned_trajectory(span, self.calls)
+        spans.end_agent_span(span, self.text)
+
+
+def trajectory_from_steps(steps: Any) -> list[dict[str, Any]]:
+    """``{"tool_name", "tool_input"}`` items from LangChain ``intermediate_steps``: ``(AgentAction,
+    observation)`` pairs, plain objects or their ``dumpd`` form."""
+    items: list[dict[str, Any]] = []
+    for step in steps or []:
+        action = step[0] if isinstance(step, list | tuple) and step else step
+        if isinstance(action, Mapping):  # dumpd: {"lc": 1, "type": "constructor", "kwargs": {...}}
+            fields = action.get("kwargs", action)
+            tool, tool_input = fields.get("tool"), fields.get("tool_input")
+        else:
+            tool, tool_input = getattr(action, "tool", None), getattr(action, "tool_input", None)
+        if not tool:
+            continue
+        if not isinstance(tool_input, Mapping):
+            tool_input = {"input": tool_input} if tool_input is not None else {}
+        items.append({"tool_name": str(tool), "tool_input": dict(tool_input)})
+    return items
+
+
+def _response_text(result: Any) -> str | None:
+    if isinstance(result, str):
+        return result
+    if isinstance(result, Mapping):
+        for key in ("output", "response", "final_response"):
+            value = result.get(key)
+            if value is not None:
+                return value if isinstance(value, str) else getattr(value, "content", None) or str(value)
+    return None
+
+
+def _prompt_text(prompt: Any) -> str | None:
+    if prompt is None or isinstance(prompt, str):
+        return prompt
+    if isinstance(prompt, Mapping):
+        for key in ("input", "text", "message"):
+            if isinstance(prompt.get(key), str):
+                return prompt[key]
+        parts = prompt.get("parts")
+        if isinstance(parts, list):
+            return "".join(p.get("text", "") for p in parts if isinstance(p, Mapping))
+    return str(prompt)
+
+
+def _session(kwargs: Mapping[str, Any]) -> str | None:
+    for key in ("session_id", "thread_id"):
+        if kwargs.get(key):
+            return str(kwargs[key])
+    config = kwargs.get("config")
+    configurable = config.get("configurable") if isinstance(config, Mapping) else None
+    if isinstance(configurable, Mapping):
+        for key in ("thread_id", "session_id"):
+            if configurable.get(key):
+                return str(configurable[key])
+    return None
