@@ -214,11 +214,7 @@ def runs_list(store: str | None, limit: int, as_json: bool) -> None:
     """List evaluation runs, newest first, with their summaries."""
     from toolpath.display import runs_table
 
-    rows = _open_existing_store(store).list_eval_runs(limit=limit)
-    if as_json:
-        click.echo(json.dumps(rows, indent=2, ensure_ascii=False, default=str))
-    else:
-        console.print(runs_table(rows))
+    _emit(_open_existing_store(store).list_eval_runs(limit=limit), as_json, runs_table)
 
 
 @runs.command(name="show")
@@ -254,11 +250,7 @@ def sessions_list(store: str | None, agent_name: str | None, limit: int, as_json
     """List sessions, newest first."""
     from toolpath.display import sessions_table
 
-    rows = _open_existing_store(store).list_sessions(agent_name=agent_name, limit=limit)
-    if as_json:
-        click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
-    else:
-        console.print(sessions_table(rows))
+    _emit(_open_existing_store(store).list_sessions(agent_name=agent_name, limit=limit), as_json, sessions_table)
 
 
 @sessions.command(name="show")
@@ -279,6 +271,14 @@ def sessions_show(session_id: str, store: str | None, as_json: bool) -> None:
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
     else:
         console.print(session_table(session))
+
+
+def _emit(rows: Any, as_json: bool, render: Any) -> None:
+    """Print ``rows`` as JSON, or as the table ``render`` makes of them."""
+    if as_json:
+        click.echo(json.dumps(rows, indent=2, ensure_ascii=False, default=str))
+    else:
+        console.print(render(rows))
 
 
 def _open_existing_store(url: str | None) -> Store:
