@@ -146,7 +146,10 @@ def _error_text(span: SpanRecord) -> str:
             kind, message = ev.get("exception.type"), ev.get("exception.message")
             if kind or message:
                 return f"{kind}: {message}" if kind and message else str(kind or message)
-    return span.status_message or str(span.attributes.get(sc.ERROR_TYPE) or "error")
+    kind, message = span.attributes.get(sc.ERROR_TYPE), span.status_message
+    if kind and message and not str(message).startswith(str(kind)):
+        return f"{kind}: {message}"
+    return str(message or kind or "error")
 
 
 def _has_agent_ancestor(span: SpanRecord, by_id: Mapping[tuple[str, str], SpanRecord]) -> bool:

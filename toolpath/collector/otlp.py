@@ -1,0 +1,123 @@
+"""OTLP trace payloads (``ExportTraceServiceRequest``, protobuf or JSON) -> :class:`SpanRecord` lists.
+
+The OTLP/JSON encoding writes trace and span ids as hex strings, where protobuf's own JSON mapping (which some
+tools use to dump OTLP) writes them as base64; both are accepted.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+
+from toolpath.collector.spanrecord import SpanRecord
+
+_HEX_ID = re.compile(r"^(?:[0-9a-fA-F]{32}|[0-9a-fA-F]{16})$")
+_ID_KEYS = {"traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id"}
+
+
+class OtlpDecodeError(ValueError):
+    """The body is not an ExportTraceServiceRequest; the message says why."""
+
+
+def decode(body: bytes, content_type: str) -> list[SpanRecord]:
+    """Span records of an OTLP/HTTP body (``application/x-protobuf`` or ``application/json``)."""
+    kind = content_type.split(";", 1)[0].strip().lower()
+    request = ExportTraceServiceRequest()
+    if kind in ("application/x-protobuf", "application/protobuf"):
+        try:
+            request.ParseFromString(body)
+        except DecodeError as exc:
+            raise OtlpDecodeError(f"not an OTLP protobuf ExportTraceServiceRequest: {exc}") from None
+    elif kind == "application/json":
+        try:
+            data = json.loads(body)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise OtlpDecodeError(f"not valid JSON: {exc}") from None
+        try:
+            json_format.ParseDict(_hex_ids_to_base64(data), request, ignore_unknown_fields=True)
+        except (json_format.ParseError, TypeError, ValueError) as exc:
+            raise OtlpDecodeError(f"not an OTLP JSON ExportTraceServiceRequest: {exc}") from None
+    else:
+        raise OtlpDecodeError(f"unsupported content type {content_type!r} (application/x-protobuf or application/json)")
+    return records(request)
+
+
+def records(request: ExportTraceServiceRequest) -> list[SpanRecord]:
+    out: list[SpanRecord] = []
+    for resource_spans in request.resource_spans:
+        resource = _attributes(resource_spans.resource.attributes)
+        for scope_spans in resource_spans.scope_spans:
+            scope = scope_spans.scope.name or None
+            for span in scope_spans.spans:
+                if len(span.trace_id) != 16 or len(span.span_id) != 8:
+                    raise OtlpDecodeError(f"span {span.name!r}: trace_id must be 16 bytes and span_id 8 bytes")
+                out.append(
+                    SpanRecord(
+                        trace_id=span.trace_id.hex(),
+                        span_id=span.span_id.hex(),
+                        parent_span_id=span.parent_span_id.hex() if span.parent_span_id else None,
+                        name=span.name,
+                        kind=int(span.kind),
+                        start_time=int(span.start_time_unix_nano),
+                        end_time=int(span.end_time_unix_nano) or None,
+                        status_code=int(span.status.code),
+                        status_message=span.status.message or None,
+                        attributes=_attributes(span.attributes),
+                        events=[
+                            {
+                                "name": e.name,
+                                "time_unix_nano": int(e.time_unix_nano),
+                                "attributes": _attributes(e.attributes),
+                            }
+                            for e in span.events
+                        ],
+                        resource=resource,
+                        scope=scope,
+                    )
+                )
+    return out
+
+
+def _attributes(pairs: Any) -> dict[str, Any]:
+    return {kv.key: _value(kv.value) for kv in pairs}
+
+
+def _value(value: AnyValue) -> Any:
+    kind = value.WhichOneof("value")
+    if kind is None:
+        return None
+    if kind == "array_value":
+        return [_value(v) for v in value.array_value.values]
+    if kind == "kvlist_value":
+        return {kv.key: _value(kv.value) for kv in value.kvlist_value.values}
+    if kind == "bytes_value":
+        return base64.b64encode(value.bytes_value).decode()
+    return getattr(value, kind)
+
+
+def _hex_ids_to_base64(data: Any) -> Any:
+    if isinstance(data, dict):
+        return {
+            key: _id_to_base64(item) if key in _ID_KEYS and isinstance(item, str) else _hex_ids_to_base64(item)
+            for key, item in data.items()
+        }
+    if isinstance(data, list):
+        return [_hex_ids_to_base64(item) for item in data]
+    return data
+
+
+def _id_to_base64(value: str) -> str:
+    if not value or not _HEX_ID.match(value):
+        return value  # already base64 (protobuf's JSON mapping), or empty
+    try:
+        return base64.b64encode(binascii.unhexlify(value)).decode()
+    except binascii.Error:
+        return value
