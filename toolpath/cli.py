@@ -201,6 +201,55 @@ def _eval_sets(
         raise click.exceptions.Exit(1)
 
 
+@cli.command()
+@store_option
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback by default).")
+@click.option("--http-port", default=4318, show_default=True, type=int, help="OTLP/HTTP port (0: off).")
+@click.option("--grpc-port", default=4317, show_default=True, type=int, help="OTLP/gRPC port (0: off).")
+@click.option("--token", envvar="TOOLPATH_TOKEN", default=None, help="Require 'Authorization: Bearer <token>'.")
+@click.option("--max-body-bytes", default=16 * 1024 * 1024, show_default=True, type=int, help="Largest request body.")
+def collect(
+    store: str | None, host: str, http_port: int, grpc_port: int, token: str | None, max_body_bytes: int
+) -> None:
+    """Receive OTLP traces from agents in other processes and store their invocations.
+
+    \b
+        toolpath collect --store postgresql+psycopg://user@db/toolpath
+        OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 python my_agent.py
+
+    A success reply means the spans are committed. SIGTERM or Ctrl-C stops accepting and finishes the
+    requests in flight.
+    """
+    import signal
+    import threading
+
+    from toolpath.collector.receiver import Ingestor, make_grpc_server, make_http_server
+
+    ingestor = Ingestor(Store(store), token=token, max_body_bytes=max_body_bytes)
+    stop = threading.Event()
+    http_server = make_http_server(ingestor, host, http_port) if http_port else None
+    grpc_server = make_grpc_server(ingestor, host, grpc_port) if grpc_port else None
+    if http_server is None and grpc_server is None:
+        raise ConfigError("both --http-port and --grpc-port are 0: nothing to listen on")
+    if grpc_server is not None:
+        grpc_server.start()
+    if http_server is not None:
+        threading.Thread(target=http_server.serve_forever, name="toolpath-http", daemon=True).start()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    where = ", ".join(
+        f"{kind} on {host}:{port}" for kind, port in (("OTLP/HTTP", http_port), ("OTLP/gRPC", grpc_port)) if port
+    )
+    console.print(f"toolpath collecting {where} into {ingestor.store.url}" + (" (token required)" if token else ""))
+    stop.wait()
+    if http_server is not None:
+        http_server.shutdown()
+        http_server.server_close()
+    if grpc_server is not None:
+        grpc_server.stop(grace=10).wait()
+    console.print(f"stopped; {ingestor.spans_stored} span(s) stored")
+
+
 @cli.group()
 def runs() -> None:
     """Evaluation runs saved in the store."""

@@ -64,19 +64,50 @@ class Store:
             if spans:
                 stmt = self._insert(t.spans).on_conflict_do_nothing(index_elements=["trace_id", "span_id"])
                 conn.execute(stmt, [s.to_row() for s in spans])
-            if not invocations:
-                return
-            conn.execute(self._session_upsert(), _session_rows(invocations))
-            rows = [_invocation_row(inv) for inv in invocations]
-            ins = self._insert(t.invocations)
-            updated = {c: ins.excluded[c] for c in rows[0] if c != "invocation_id"}
-            conn.execute(ins.on_conflict_do_update(index_elements=["invocation_id"], set_=updated), rows)
-            ids = [inv.invocation_id for inv in invocations]
-            for chunk in _chunks(ids):
+            if invocations:
+                self._write_invocations(conn, invocations)
+
+    def _write_invocations(self, conn: Any, invocations: Sequence[Invocation]) -> None:
+        conn.execute(self._session_upsert(), _session_rows(invocations))
+        rows = [_invocation_row(inv) for inv in invocations]
+        ins = self._insert(t.invocations)
+        updated = {c: ins.excluded[c] for c in rows[0] if c != "invocation_id"}
+        conn.execute(ins.on_conflict_do_update(index_elements=["invocation_id"], set_=updated), rows)
+        ids = [inv.invocation_id for inv in invocations]
+        for chunk in _chunks(ids):
+            conn.execute(delete(t.tool_calls).where(t.tool_calls.c.invocation_id.in_(chunk)))
+        calls = [_call_row(inv.invocation_id, i, c) for inv in invocations for i, c in enumerate(inv.tool_calls)]
+        if calls:
+            conn.execute(t.tool_calls.insert(), calls)
+
+    def ingest(self, spans: Sequence[SpanRecord], rebuild: Any) -> int:
+        """Store ``spans`` and, in the same transaction, the invocations of every trace they touch, as
+        ``rebuild(all spans of the trace)`` returns them now (replacing what was stored for those traces).
+        Returns the number of invocations written. Idempotent, and independent of arrival order."""
+        trace_ids = sorted({s.trace_id for s in spans})
+        with self.engine.begin() as conn:
+            stmt = self._insert(t.spans).on_conflict_do_nothing(index_elements=["trace_id", "span_id"])
+            conn.execute(stmt, [s.to_row() for s in spans])
+            known: list[SpanRecord] = []
+            for chunk in _chunks(trace_ids):
+                rows = conn.execute(select(t.spans).where(t.spans.c.trace_id.in_(chunk)))
+                known.extend(SpanRecord(**row._asdict()) for row in rows)
+            invocations = rebuild(known)
+            keep = {inv.invocation_id for inv in invocations}
+            stale = [
+                row.invocation_id
+                for chunk in _chunks(trace_ids)
+                for row in conn.execute(
+                    select(t.invocations.c.invocation_id).where(t.invocations.c.trace_id.in_(chunk))
+                )
+                if row.invocation_id not in keep
+            ]
+            for chunk in _chunks(stale):
                 conn.execute(delete(t.tool_calls).where(t.tool_calls.c.invocation_id.in_(chunk)))
-            calls = [_call_row(inv.invocation_id, i, c) for inv in invocations for i, c in enumerate(inv.tool_calls)]
-            if calls:
-                conn.execute(t.tool_calls.insert(), calls)
+                conn.execute(delete(t.invocations).where(t.invocations.c.invocation_id.in_(chunk)))
+            if invocations:
+                self._write_invocations(conn, invocations)
+        return len(invocations)
 
     def write_eval_run(self, run: dict[str, Any], results: Sequence[dict[str, Any]]) -> None:
         """Save an evaluation run (``eval_runs`` columns) and its result rows (``eval_results`` columns)."""
