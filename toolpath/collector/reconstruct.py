@@ -24,8 +24,18 @@ def is_agent_span(attributes: Mapping[str, Any]) -> bool:
     return attributes.get(sc.GEN_AI_OPERATION_NAME) in _AGENT_OPERATIONS
 
 
-def is_tool_span(attributes: Mapping[str, Any]) -> bool:
-    return attributes.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_EXECUTE_TOOL
+_MODEL_OPERATIONS = frozenset({sc.OP_CHAT, sc.OP_GENERATE_CONTENT, sc.OP_TEXT_COMPLETION})
+_TOOL_PREFIX = f"{sc.OP_EXECUTE_TOOL} "
+
+
+def is_tool_span(attributes: Mapping[str, Any], name: str = "") -> bool:
+    """A tool call: the GenAI operation, or ADK 1.x's ``execute_tool <tool>`` spans; never ADK's
+    ``(merged tools)`` summary span."""
+    if attributes.get(sc.GEN_AI_TOOL_NAME) == sc.ADK_MERGED_TOOLS:
+        return False
+    if attributes.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_EXECUTE_TOOL:
+        return True
+    return name.startswith(_TOOL_PREFIX) and sc.GEN_AI_TOOL_NAME in attributes
 
 
 def build_invocations(spans: Iterable[SpanRecord]) -> list[Invocation]:
@@ -44,7 +54,8 @@ def build_invocations(spans: Iterable[SpanRecord]) -> list[Invocation]:
 def build_invocation(root: SpanRecord, descendants: Iterable[SpanRecord]) -> Invocation:
     """The invocation of one agent root span, given the spans below it (any order, any depth)."""
     attrs = root.attributes
-    tool_spans = sorted((s for s in descendants if is_tool_span(s.attributes)), key=_order_key)
+    descendants = sorted(descendants, key=_order_key)
+    tool_spans = [s for s in descendants if is_tool_span(s.attributes, s.name)]
     calls = [tool_call_from_span(s) for s in tool_spans]
     if not calls:
         calls = _returned_trajectory(attrs)
@@ -61,9 +72,9 @@ def build_invocation(root: SpanRecord, descendants: Iterable[SpanRecord]) -> Inv
     return Invocation.model_construct(
         invocation_id=root.span_id,
         session_id=str(attrs.get(sc.GEN_AI_CONVERSATION_ID) or attrs.get(sc.SESSION_ID) or root.trace_id),
-        agent_name=_str_or_none(attrs.get(sc.GEN_AI_AGENT_NAME)),
-        prompt=last_text(attrs.get(sc.GEN_AI_INPUT_MESSAGES), "user"),
-        response=last_text(attrs.get(sc.GEN_AI_OUTPUT_MESSAGES), None),
+        agent_name=_agent_name(root, descendants),
+        prompt=_prompt(root, descendants),
+        response=_response(root, descendants),
         tool_calls=calls,
         latency_seconds=latency,
         failure=1 if failed else 0,
@@ -77,20 +88,106 @@ def build_invocation(root: SpanRecord, descendants: Iterable[SpanRecord]) -> Inv
 
 def tool_call_from_span(span: SpanRecord) -> ToolCall:
     attrs = span.attributes
-    args = parse_json(attrs.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS))
+    args = parse_json(_first(attrs, sc.GEN_AI_TOOL_CALL_ARGUMENTS, sc.ADK_TOOL_CALL_ARGS))
     if args is None:
         args = {}
     elif not isinstance(args, dict):
         args = {"input": args}
+    result = parse_json(_first(attrs, sc.GEN_AI_TOOL_CALL_RESULT, sc.ADK_TOOL_RESPONSE))
+    call_id = _str_or_none(attrs.get(sc.GEN_AI_TOOL_CALL_ID))
+    if attrs.get(sc.TRACELOOP_SPAN_KIND) == "tool":
+        args, result, call_id = _unwrap_traceloop(args, result, call_id)
+    error = _error_text(span) if span.status_code == STATUS_ERROR else None
+    if span.scope == sc.ADK_SCOPE and isinstance(result, dict) and result.get("error"):
+        # ADK reports a tool failure handled by a callback as an {"error", "error_type"} payload (1.x leaves the
+        # span unmarked; 2.x marks it TOOL_ERROR): the payload says what actually went wrong
+        kind = result.get("error_type")
+        error = f"{kind}: {result['error']}" if kind else str(result["error"])
     return ToolCall.model_construct(
-        name=str(attrs.get(sc.GEN_AI_TOOL_NAME) or span.name.removeprefix(f"{sc.OP_EXECUTE_TOOL} ")),
+        name=str(attrs.get(sc.GEN_AI_TOOL_NAME) or span.name.removeprefix(_TOOL_PREFIX)),
         args=args,
-        result=parse_json(attrs.get(sc.GEN_AI_TOOL_CALL_RESULT)),
-        call_id=_str_or_none(attrs.get(sc.GEN_AI_TOOL_CALL_ID)),
-        error=_error_text(span) if span.status_code == STATUS_ERROR else None,
+        result=result,
+        call_id=call_id,
+        error=error,
         start_time=span.start_time,
         end_time=span.end_time,
     )
+
+
+def _unwrap_traceloop(args: dict[str, Any], result: Any, call_id: str | None) -> tuple[dict[str, Any], Any, str | None]:
+    """OpenLLMetry wraps LangChain tool input as ``{"input_str", "inputs", "kwargs": {"tool_call_id"}}`` and the
+    output as ``{"output": <serialised ToolMessage>}`` whose ``kwargs.content`` holds the return value."""
+    if isinstance(args.get("inputs"), dict):
+        call_id = call_id or _str_or_none((args.get("kwargs") or {}).get("tool_call_id"))
+        args = args["inputs"]
+    if isinstance(result, dict) and isinstance(result.get("output"), dict):
+        message = result["output"]
+        content = (message.get("kwargs") or {}).get("content", message.get("content"))
+        result = parse_json(content) if content is not None else message
+    return args, result, call_id
+
+
+def _first(attrs: Mapping[str, Any], *keys: str) -> Any:
+    for key in keys:
+        if attrs.get(key) is not None:
+            return attrs[key]
+    return None
+
+
+def _agent_name(root: SpanRecord, descendants: list[SpanRecord]) -> str | None:
+    name = _first(root.attributes, sc.GEN_AI_AGENT_NAME, sc.GEN_AI_WORKFLOW_NAME)
+    if name is None:  # e.g. ADK 1.x's bare "invocation" root: the first agent below names it
+        name = next((s.attributes.get(sc.GEN_AI_AGENT_NAME) for s in descendants if is_agent_span(s.attributes)), None)
+    return _str_or_none(name)
+
+
+def _model_spans(descendants: list[SpanRecord]) -> list[SpanRecord]:
+    return [s for s in descendants if s.attributes.get(sc.GEN_AI_OPERATION_NAME) in _MODEL_OPERATIONS]
+
+
+def _prompt(root: SpanRecord, descendants: list[SpanRecord]) -> str | None:
+    """The user's text: on the agent span, else the last user message the first model call received."""
+    text = last_text(root.attributes.get(sc.GEN_AI_INPUT_MESSAGES), "user")
+    for span in _model_spans(descendants)[:1]:
+        text = text or last_text(span.attributes.get(sc.GEN_AI_INPUT_MESSAGES), "user")
+    if text is None:  # ADK 1.x: the first call_llm's request holds the conversation
+        requests = (parse_json(s.attributes.get(sc.ADK_LLM_REQUEST)) for s in descendants)
+        request = next((r for r in requests if isinstance(r, dict) and r.get("contents")), None)
+        if isinstance(request, dict):
+            text = _genai_contents_text(request.get("contents"), "user")
+    return text
+
+
+def _response(root: SpanRecord, descendants: list[SpanRecord]) -> str | None:
+    """The final text: on the agent span, else the text of the last model call that answered with text."""
+    text = last_text(root.attributes.get(sc.GEN_AI_OUTPUT_MESSAGES), None)
+    for span in reversed(_model_spans(descendants)):
+        if text is not None:
+            break
+        text = last_text(span.attributes.get(sc.GEN_AI_OUTPUT_MESSAGES), None)
+    if text is None:
+        for span in reversed(descendants):
+            payload = parse_json(span.attributes.get(sc.ADK_LLM_RESPONSE))
+            if isinstance(payload, dict) and payload.get("content"):
+                text = _genai_contents_text([payload["content"]], None)
+                if text is not None:
+                    break
+    return text
+
+
+def _genai_contents_text(contents: Any, role: str | None) -> str | None:
+    """Text of the last content (with ``role``) of a google-genai ``contents`` list."""
+    if not isinstance(contents, list):
+        return None
+    for content in reversed(contents):
+        if not isinstance(content, dict) or (role is not None and content.get("role") != role):
+            continue
+        texts = [
+            p["text"] for p in content.get("parts") or [] if isinstance(p, dict) and isinstance(p.get("text"), str)
+        ]
+        if texts:
+            return "".join(texts)
+    return None
 
 
 def _str_or_none(value: Any) -> str | None:

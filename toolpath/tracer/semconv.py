@@ -31,10 +31,23 @@ SESSION_ID: Final = "session.id"
 """Session id used by OpenInference and others; read as a fallback for the conversation id."""
 SERVICE_NAME: Final = "service.name"
 
+GEN_AI_WORKFLOW_NAME: Final = "gen_ai.workflow.name"
+
+# Read from peers (collector input, SPEC §3)
+ADK_SCOPE: Final = "gcp.vertex.agent"
+ADK_TOOL_CALL_ARGS: Final = "gcp.vertex.agent.tool_call_args"
+ADK_TOOL_RESPONSE: Final = "gcp.vertex.agent.tool_response"
+ADK_LLM_REQUEST: Final = "gcp.vertex.agent.llm_request"
+ADK_LLM_RESPONSE: Final = "gcp.vertex.agent.llm_response"
+ADK_MERGED_TOOLS: Final = "(merged tools)"
+TRACELOOP_SPAN_KIND: Final = "traceloop.span.kind"
+
 OP_INVOKE_AGENT: Final = "invoke_agent"
 OP_INVOKE_WORKFLOW: Final = "invoke_workflow"
 OP_EXECUTE_TOOL: Final = "execute_tool"
 OP_CHAT: Final = "chat"
+OP_GENERATE_CONTENT: Final = "generate_content"
+OP_TEXT_COMPLETION: Final = "text_completion"
 TOOL_TYPE_FUNCTION: Final = "function"
 
 # --- toolpath.* (incubating) -------------------------------------------------------------------------------
