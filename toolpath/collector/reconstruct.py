@@ -35,7 +35,18 @@ def is_tool_span(attributes: Mapping[str, Any], name: str = "") -> bool:
         return False
     if attributes.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_EXECUTE_TOOL:
         return True
+    if attributes.get(sc.OPENINFERENCE_SPAN_KIND) == "TOOL":
+        return True
     return name.startswith(_TOOL_PREFIX) and sc.GEN_AI_TOOL_NAME in attributes
+
+
+def is_run_span(span: SpanRecord) -> bool:
+    """An agent run: a GenAI agent or workflow span, an OpenInference AGENT span, or the trace root of an
+    OpenInference trace (a LangGraph graph is a CHAIN, and its tools sit outside the AGENT node)."""
+    if is_agent_span(span.attributes):
+        return True
+    kind = span.attributes.get(sc.OPENINFERENCE_SPAN_KIND)
+    return kind == "AGENT" or (kind == "CHAIN" and span.parent_span_id is None)
 
 
 def build_invocations(spans: Iterable[SpanRecord]) -> list[Invocation]:
@@ -46,7 +57,7 @@ def build_invocations(spans: Iterable[SpanRecord]) -> list[Invocation]:
     for span in spans:
         if span.parent_span_id is not None:
             children[(span.trace_id, span.parent_span_id)].append(span)
-    roots = [s for s in spans if is_agent_span(s.attributes) and not _has_agent_ancestor(s, by_id)]
+    roots = [s for s in spans if is_run_span(s) and not _has_agent_ancestor(s, by_id)]
     roots.sort(key=_order_key)
     return [build_invocation(root, _descendants(root, children)) for root in roots]
 
@@ -57,6 +68,8 @@ def build_invocation(root: SpanRecord, descendants: Iterable[SpanRecord]) -> Inv
     descendants = sorted(descendants, key=_order_key)
     tool_spans = [s for s in descendants if is_tool_span(s.attributes, s.name)]
     calls = [tool_call_from_span(s) for s in tool_spans]
+    if any(sc.OPENINFERENCE_SPAN_KIND in s.attributes for s in tool_spans):
+        calls = _openinference_args(calls, tool_spans, descendants)
     if not calls:
         calls = _returned_trajectory(attrs)
     failed = root.status_code == STATUS_ERROR
@@ -88,6 +101,8 @@ def build_invocation(root: SpanRecord, descendants: Iterable[SpanRecord]) -> Inv
 
 def tool_call_from_span(span: SpanRecord) -> ToolCall:
     attrs = span.attributes
+    if attrs.get(sc.OPENINFERENCE_SPAN_KIND) == "TOOL":
+        return _openinference_tool_call(span)
     args = parse_json(_first(attrs, sc.GEN_AI_TOOL_CALL_ARGUMENTS, sc.ADK_TOOL_CALL_ARGS))
     if args is None:
         args = {}
@@ -114,6 +129,64 @@ def tool_call_from_span(span: SpanRecord) -> ToolCall:
     )
 
 
+def _openinference_tool_call(span: SpanRecord) -> ToolCall:
+    attrs = span.attributes
+    raw = attrs.get(sc.OI_INPUT_VALUE)
+    args = parse_json(raw) if attrs.get(sc.OI_INPUT_MIME_TYPE) == "application/json" else raw
+    result, call_id = parse_json(attrs.get(sc.OI_OUTPUT_VALUE)), None
+    if isinstance(result, dict) and isinstance(result.get("data"), dict):  # a serialised ToolMessage
+        call_id = _str_or_none(result["data"].get("tool_call_id"))
+        result = parse_json(result["data"].get("content"))
+    return ToolCall.model_construct(
+        name=str(attrs.get(sc.OI_TOOL_NAME) or span.name),
+        args=args if isinstance(args, dict) else ({} if args is None else {"input": args}),
+        result=result,
+        call_id=call_id,
+        error=_error_text(span) if span.status_code == STATUS_ERROR else None,
+        start_time=span.start_time,
+        end_time=span.end_time,
+    )
+
+
+def _openinference_args(calls: list[ToolCall], tool_spans: list[SpanRecord], spans: list[SpanRecord]) -> list[ToolCall]:
+    """OpenInference records a one-argument tool's input as the bare value, without the parameter name, and an
+    erroring tool with no id. Both are in the tool calls the model asked for: pair each tool span with the
+    first unused requested call of the same name made before it."""
+    requested: list[tuple[int, str, Any, str | None]] = []
+    for span in spans:
+        attrs = span.attributes
+        for index in range(64):
+            prefix = f"{sc.OI_TOOL_CALLS_PREFIX}{index}.tool_call."
+            name = attrs.get(prefix + "function.name")
+            if name is None:
+                break
+            requested.append(
+                (span.start_time, name, parse_json(attrs.get(prefix + "function.arguments")), attrs.get(prefix + "id"))
+            )
+    used: set[int] = set()
+    fixed = []
+    for call, span in zip(calls, tool_spans, strict=True):
+        match = next(
+            (
+                i
+                for i, (at, name, _, _) in enumerate(requested)
+                if i not in used and name == call.name and at <= span.start_time
+            ),
+            None,
+        )
+        if match is not None:
+            used.add(match)
+            _, _, requested_args, requested_id = requested[match]
+            update: dict[str, Any] = {}
+            if set(call.args) == {"input"} and isinstance(requested_args, dict):
+                update["args"] = requested_args
+            if call.call_id is None and requested_id:
+                update["call_id"] = str(requested_id)
+            call = call.model_copy(update=update) if update else call
+        fixed.append(call)
+    return fixed
+
+
 def _unwrap_traceloop(args: dict[str, Any], result: Any, call_id: str | None) -> tuple[dict[str, Any], Any, str | None]:
     """OpenLLMetry wraps LangChain tool input as ``{"input_str", "inputs", "kwargs": {"tool_call_id"}}`` and the
     output as ``{"output": <serialised ToolMessage>}`` whose ``kwargs.content`` holds the return value."""
@@ -138,6 +211,8 @@ def _agent_name(root: SpanRecord, descendants: list[SpanRecord]) -> str | None:
     name = _first(root.attributes, sc.GEN_AI_AGENT_NAME, sc.GEN_AI_WORKFLOW_NAME)
     if name is None:  # e.g. ADK 1.x's bare "invocation" root: the first agent below names it
         name = next((s.attributes.get(sc.GEN_AI_AGENT_NAME) for s in descendants if is_agent_span(s.attributes)), None)
+    if name is None and sc.OPENINFERENCE_SPAN_KIND in root.attributes:
+        name = root.name  # a LangGraph graph's span is named after the agent
     return _str_or_none(name)
 
 
@@ -147,7 +222,9 @@ def _model_spans(descendants: list[SpanRecord]) -> list[SpanRecord]:
 
 def _prompt(root: SpanRecord, descendants: list[SpanRecord]) -> str | None:
     """The user's text: on the agent span, else the last user message the first model call received."""
-    text = last_text(root.attributes.get(sc.GEN_AI_INPUT_MESSAGES), "user")
+    text = last_text(root.attributes.get(sc.GEN_AI_INPUT_MESSAGES), "user") or _langchain_messages_text(
+        root.attributes.get(sc.OI_INPUT_VALUE), "human"
+    )
     for span in _model_spans(descendants)[:1]:
         text = text or last_text(span.attributes.get(sc.GEN_AI_INPUT_MESSAGES), "user")
     if text is None:  # ADK 1.x: the first call_llm's request holds the conversation
@@ -160,7 +237,9 @@ def _prompt(root: SpanRecord, descendants: list[SpanRecord]) -> str | None:
 
 def _response(root: SpanRecord, descendants: list[SpanRecord]) -> str | None:
     """The final text: on the agent span, else the text of the last model call that answered with text."""
-    text = last_text(root.attributes.get(sc.GEN_AI_OUTPUT_MESSAGES), None)
+    text = last_text(root.attributes.get(sc.GEN_AI_OUTPUT_MESSAGES), None) or _langchain_messages_text(
+        root.attributes.get(sc.OI_OUTPUT_VALUE), None
+    )
     for span in reversed(_model_spans(descendants)):
         if text is not None:
             break
@@ -173,6 +252,22 @@ def _response(root: SpanRecord, descendants: list[SpanRecord]) -> str | None:
                 if text is not None:
                     break
     return text
+
+
+def _langchain_messages_text(value: Any, kind: str | None) -> str | None:
+    """Content of the last message (of ``kind``) in serialised LangChain state ``{"messages": [...]}``."""
+    state = parse_json(value)
+    messages = state.get("messages") if isinstance(state, dict) else None
+    if not isinstance(messages, list):
+        return None
+    for message in reversed(messages):
+        if not isinstance(message, dict) or (kind is not None and message.get("type") != kind):
+            continue
+        data = message.get("data") or message.get("kwargs") or {}
+        content = data.get("content") if isinstance(data, dict) else None
+        if isinstance(content, str) and content:
+            return content
+    return None
 
 
 def _genai_contents_text(contents: Any, role: str | None) -> str | None:
@@ -257,7 +352,7 @@ def _has_agent_ancestor(span: SpanRecord, by_id: Mapping[tuple[str, str], SpanRe
         parent = by_id.get((span.trace_id, parent_id))
         if parent is None:
             return False
-        if is_agent_span(parent.attributes):
+        if is_run_span(parent):
             return True
         parent_id = parent.parent_span_id
     return False
