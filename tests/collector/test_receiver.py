@@ -29,8 +29,9 @@ def free_port() -> int:
 
 
 class Collector:
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, store_url: str | None = None) -> None:
         self.db = tmp_path / "collected.db"
+        self.store_url = store_url or f"sqlite:///{self.db}"
         self.http_port, self.grpc_port = free_port(), free_port()
         self.process: subprocess.Popen | None = None
 
@@ -40,7 +41,7 @@ class Collector:
 
     def start(self) -> Collector:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "toolpath.cli", "collect", "--store", f"sqlite:///{self.db}",
+            [sys.executable, "-m", "toolpath.cli", "collect", "--store", self.store_url,
              "--http-port", str(self.http_port), "--grpc-port", str(self.grpc_port), "--token", TOKEN],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
@@ -75,7 +76,7 @@ class Collector:
             return error.code, error.read(), dict(error.headers)
 
     def store(self) -> Store:
-        return Store(f"sqlite:///{self.db}")
+        return Store(self.store_url)
 
 
 @pytest.fixture
@@ -222,3 +223,43 @@ def test_sigterm_shuts_down_cleanly(collector):
     collector.stop(signal.SIGTERM)
     assert collector.process.returncode == 0
     assert "stopped" in collector.process.stdout.read()
+
+
+def test_two_collectors_share_one_postgresql_store(tmp_path, postgres_url):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sqlalchemy import text
+
+    store = Store(postgres_url)
+    with store.engine.begin() as conn:
+        conn.execute(text("TRUNCATE tool_calls, invocations, sessions, spans, eval_results, eval_runs"))
+    first, second = Collector(tmp_path / "a", postgres_url), Collector(tmp_path / "b", postgres_url)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first.start()
+    second.start()
+    try:
+        request = ExportTraceServiceRequest()
+        request.ParseFromString((SPANS / "openinference-langchain.shared.otlp.pb").read_bytes())
+        spans = [span for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans]
+
+        def send(collector: Collector, chosen) -> int:
+            part = ExportTraceServiceRequest()
+            resource_spans = part.resource_spans.add()
+            resource_spans.resource.CopyFrom(request.resource_spans[0].resource)
+            resource_spans.scope_spans.add().spans.extend(chosen)
+            return collector.post(part.SerializeToString())[0]
+
+        # every span goes to both collectors, in interleaved slices, at once
+        jobs = [(first if i % 2 else second, spans[i::6]) for i in range(6)] + [
+            (second if i % 2 else first, spans[i::6]) for i in range(6)
+        ]
+        with ThreadPoolExecutor(6) as pool:
+            assert set(pool.map(lambda job: send(*job), jobs)) == {200}
+        assert store.counts()["spans"] == len(spans)
+        invocations = store.get_session("home-session-0001").invocations
+        assert [len(i.tool_calls) for i in invocations] == [2, 3]
+        assert store.counts()["invocations"] == 2
+    finally:
+        first.stop()
+        second.stop()

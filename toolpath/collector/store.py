@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, case, create_engine, delete, event, func, select
+from sqlalchemy import Engine, case, create_engine, delete, event, func, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
@@ -86,12 +86,21 @@ class Store:
         Returns the number of invocations written. Idempotent, and independent of arrival order."""
         trace_ids = sorted({s.trace_id for s in spans})
         with self.engine.begin() as conn:
-            stmt = self._insert(t.spans).on_conflict_do_nothing(index_elements=["trace_id", "span_id"])
-            conn.execute(stmt, [s.to_row() for s in spans])
-            known: list[SpanRecord] = []
+            if self.dialect == "postgresql":  # several collectors may share the store: one writer per trace
+                for trace_id in trace_ids:  # in sorted order, so two writers cannot deadlock
+                    conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:trace_id))"), {"trace_id": trace_id})
+            # Only traces that already had spans stored need reading back; the rest rebuild from this batch.
+            seen: dict[tuple[str, str], SpanRecord] = {}
             for chunk in _chunks(trace_ids):
-                rows = conn.execute(select(t.spans).where(t.spans.c.trace_id.in_(chunk)))
-                known.extend(SpanRecord(**row._asdict()) for row in rows)
+                earlier = conn.execute(select(t.spans).where(t.spans.c.trace_id.in_(chunk)))
+                for row in earlier:
+                    record = SpanRecord(**row._asdict())
+                    seen[(record.trace_id, record.span_id)] = record
+            new = list({(s.trace_id, s.span_id): s for s in spans if (s.trace_id, s.span_id) not in seen}.values())
+            if new:
+                stmt = self._insert(t.spans).on_conflict_do_nothing(index_elements=["trace_id", "span_id"])
+                conn.execute(stmt, [s.to_row() for s in new])
+            known = [*seen.values(), *new]
             invocations = rebuild(known)
             keep = {inv.invocation_id for inv in invocations}
             stale = [

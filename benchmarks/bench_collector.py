@@ -1,0 +1,129 @@
+"""End-to-end ingest rate of ``toolpath collect``: spans/s from the sender's first span until every invocation
+is queryable in the store.
+
+    python benchmarks/bench_collector.py [--spans 100000] [--store sqlite|postgresql|both]
+
+A sender process makes traces of 10 spans (an ``invoke_agent`` span and 9 ``execute_tool`` spans with JSON
+arguments and results, as ``@toolpath.tool`` records them) and ships them with the real OTLP/HTTP protobuf
+exporter (BatchSpanProcessor, 512-span batches) to a collector process on 127.0.0.1. Target (issue 5):
+>= 10,000 spans/s into SQLite on these 2-core machines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+SENDER = """
+import json, sys, time
+from opentelemetry import trace
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+endpoint, traces = sys.argv[1], int(sys.argv[2])
+provider = TracerProvider()
+provider.add_span_processor(BatchSpanProcessor(
+    OTLPSpanExporter(endpoint=endpoint), max_queue_size=traces * 10 + 1, max_export_batch_size=512,
+    schedule_delay_millis=50,
+))
+tracer = provider.get_tracer("bench")
+args = json.dumps({"device_id": "thermostat-living_room", "updates": {"brightness": 30, "color": {"hue": 30}}})
+result = json.dumps({"device_id": "thermostat-living_room", "ok": True, "temperature": 21.5})
+for t in range(traces):
+    with tracer.start_as_current_span("invoke_agent bench", attributes={
+        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "bench", "gen_ai.conversation.id": f"s-{t % 100}",
+        "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": f"request {t}"}]}]),
+    }) as agent:
+        for i in range(9):
+            with tracer.start_as_current_span(f"execute_tool tool_{i}", attributes={
+                "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": f"tool_{i}",
+                "gen_ai.tool.type": "function", "gen_ai.tool.call.id": f"call_{t}_{i}",
+                "gen_ai.tool.call.arguments": args, "gen_ai.tool.call.result": result,
+            }):
+                pass
+        agent.set_attribute("gen_ai.output.messages", json.dumps(
+            [{"role": "assistant", "parts": [{"type": "text", "content": "done"}], "finish_reason": "stop"}]))
+provider.shutdown()
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def measure(store_url: str, spans: int) -> tuple[float, int]:
+    from toolpath.collector.store import Store
+
+    traces = spans // 10
+    port = free_port()
+    collector = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "toolpath.cli",
+            "collect",
+            "--store",
+            store_url,
+            "--http-port",
+            str(port),
+            "--grpc-port",
+            "0",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+        store = Store(store_url)
+        start = time.perf_counter()
+        sender = subprocess.Popen([sys.executable, "-c", SENDER, f"http://127.0.0.1:{port}/v1/traces", str(traces)])
+        while store.counts()["invocations"] < traces:
+            time.sleep(0.05)
+            if sender.poll() not in (None, 0):
+                raise RuntimeError("the sender failed")
+        elapsed = time.perf_counter() - start
+        sender.wait(timeout=60)
+        return spans / elapsed, store.counts()["tool_calls"]
+    finally:
+        collector.terminate()
+        collector.wait(timeout=60)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--spans", type=int, default=100_000)
+    parser.add_argument("--store", choices=["sqlite", "postgresql", "both"], default="both")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        if args.store in ("sqlite", "both"):
+            rate, calls = measure(f"sqlite:///{Path(folder) / 'bench.db'}", args.spans)
+            print(f"SQLite      {rate:>10,.0f} spans/s end to end ({calls:,} tool calls stored)   target >= 10,000")
+    if args.store in ("postgresql", "both"):
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        from tests.pgserver import PostgresServer
+
+        server = PostgresServer.find()
+        if server is None:
+            print("PostgreSQL  not installed here (apt-get install -y postgresql)")
+            return
+        with server.running() as url:
+            rate, calls = measure(url, args.spans)
+            print(f"PostgreSQL  {rate:>10,.0f} spans/s end to end ({calls:,} tool calls stored)")
+
+
+if __name__ == "__main__":
+    main()
