@@ -178,7 +178,7 @@ class MetricResult:
     a metric scoring many rows pays for explanation text only where someone looks at it.
     """
 
-    __slots__ = ("_explanation", "details", "score")
+    __slots__ = ("_details", "_explanation", "score")
 
     def __init__(
         self,
@@ -188,7 +188,14 @@ class MetricResult:
     ) -> None:
         self.score = score
         self._explanation = explanation
-        self.details = details if details is not None else {}
+        self._details = details
+
+    @property
+    def details(self) -> dict[str, JsonValue]:
+        """Extra values the metric reports beside its score (e.g. per-invocation scores); empty by default."""
+        if self._details is None:
+            self._details = {}
+        return self._details
 
     @property
     def explanation(self) -> str | None:

@@ -20,6 +20,7 @@ from typing import Any
 from toolpath.model import (
     MetricResult,
     ToolCall,
+    Trajectory,
     canonical_json,
     has_wildcard,
     identities,
@@ -57,16 +58,21 @@ def calls_match(predicted: ToolCall, reference: ToolCall, *, ignore_args: bool =
 
 def matched_pairs(predicted: Sequence[ToolCall], reference: Sequence[ToolCall], *, ignore_args: bool = False) -> int:
     """Size of a maximum one-to-one matching between predicted and reference calls."""
-    if not ignore_args and not has_wildcard(reference):
+    if predicted.__class__ is Trajectory and reference.__class__ is Trajectory:  # cached keys: the hot path
+        if ignore_args or reference.has_wildcard:
+            return _match(predicted, reference, ignore_args)[0]
+        have, want = predicted.identity_counts, reference.identity_counts
+    elif not ignore_args and not has_wildcard(reference):
         have, want = identity_counts(predicted), identity_counts(reference)
-        if have == want:
-            return len(reference)
-        matched = 0
-        for identity, count in want.items():
-            found = have.get(identity, 0)
-            matched += count if found >= count else found
-        return matched
-    return _match(predicted, reference, ignore_args)[0]
+    else:
+        return _match(predicted, reference, ignore_args)[0]
+    if have == want:
+        return len(reference)
+    matched = 0
+    for identity, count in want.items():
+        found = have.get(identity, 0)
+        matched += count if found >= count else found
+    return matched
 
 
 def _match(predicted: Sequence[ToolCall], reference: Sequence[ToolCall], ignore_args: bool) -> tuple[int, list[str]]:
@@ -225,7 +231,7 @@ def precision(
     match: str = "name_and_args",
     order: str = "any",
 ) -> MetricResult:
-    mode = check_mode(match, ignore_args)
+    mode = match if match == "name_and_args" and not ignore_args else check_mode(match, ignore_args)
     if not predicted:
         return MetricResult(1.0 if not reference else 0.0, "no predicted calls")
     if mode == "name_and_required_args" or order != "any":
@@ -243,7 +249,7 @@ def recall(
     match: str = "name_and_args",
     order: str = "any",
 ) -> MetricResult:
-    mode = check_mode(match, ignore_args)
+    mode = match if match == "name_and_args" and not ignore_args else check_mode(match, ignore_args)
     if not reference:
         return MetricResult(1.0, "empty reference")
     if mode == "name_and_required_args" or order != "any":
@@ -251,9 +257,13 @@ def recall(
         return MetricResult(
             matched / len(reference), lambda: f"{matched} of {len(reference)} reference call(s) matched"
         )
-    matched, missing = _match(predicted, reference, mode == "name")
+    ignore = mode == "name"
+    matched = matched_pairs(predicted, reference, ignore_args=ignore)
     return MetricResult(
-        matched / len(reference), lambda: f"{matched} of {len(reference)} reference call(s) matched{_names(missing)}"
+        matched / len(reference),
+        lambda: (
+            f"{matched} of {len(reference)} reference call(s) matched{_names(_match(predicted, reference, ignore)[1])}"
+        ),
     )
 
 
@@ -274,15 +284,12 @@ def tool_trajectory_avg_score(
     match: str = "name_and_args",
 ) -> MetricResult:
     """ADK's criterion: the mean over a case's invocations of the 0/1 trajectory match of each."""
-    mode = check_mode(match, ignore_args)
-    compare = MATCH_TYPES.get(match_type) or MATCH_TYPES.get(match_type.upper())
-    if compare is None:
-        raise ValueError(f"match_type must be one of {', '.join(MATCH_TYPES)}, got {match_type!r}")
     if (
-        len(expected) == 1
+        match_type == "EXACT"
+        and match == "name_and_args"
+        and not ignore_args
+        and len(expected) == 1
         and len(actual) == 1
-        and compare is exact_match
-        and mode == "name_and_args"
         and not has_wildcard(expected[0])
     ):  # the usual row, one invocation: score it directly
         score = 1.0 if identities(actual[0]) == identities(expected[0]) else 0.0
@@ -295,6 +302,10 @@ def tool_trajectory_avg_score(
             ),
             {"per_invocation_scores": [score]},
         )
+    mode = check_mode(match, ignore_args)
+    compare = MATCH_TYPES.get(match_type) or MATCH_TYPES.get(match_type.upper())
+    if compare is None:
+        raise ValueError(f"match_type must be one of {', '.join(MATCH_TYPES)}, got {match_type!r}")
     if not expected:
         return MetricResult.not_evaluated("no invocations to compare")
     if len(actual) != len(expected):
