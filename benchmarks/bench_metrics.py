@@ -217,6 +217,15 @@ def adk_rows(pairs: list, texts: list) -> list[tuple[str, float, str]]:
     rouge_rate = rate(
         lambda: [rouge.evaluate_invocations([a], [e]) for a, e in zip(resp_a, resp_e, strict=True)], len(texts), 1
     )
+    same_trajectory = all(
+        evaluator.evaluate_invocations([a], [e]).overall_score == trajectory.tool_trajectory_avg_score([p], [q]).score
+        for a, e, (p, q) in zip(actual, expected, pairs, strict=True)
+    )
+    same_rouge = all(
+        rouge.evaluate_invocations([a], [e]).overall_score == text.response_match_score([resp], [ref]).score
+        for a, e, (resp, ref) in zip(resp_a, resp_e, texts, strict=True)
+    )
+    print(f"ADK's scores equal toolpath's on all {len(pairs)} pairs: trajectory {same_trajectory}, ROUGE {same_rouge}")
     return [("  ADK TrajectoryEvaluator", traj, "baseline"), ("  ADK RougeEvaluator", rouge_rate, "baseline")]
 
 
