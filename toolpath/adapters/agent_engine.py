@@ -61,7 +61,7 @@ def _wrap(method: Any, agent_name: str, method_name: str) -> Any:
         @functools.wraps(method)
         async def async_call(*args: Any, **kwargs: Any) -> Any:
             span, kwargs = prepare(kwargs)
-            token = spans.make_current(span)
+            token = spans.make_current(spans.context_of(span))
             try:
                 result = await method(*args, **kwargs)
             except BaseException as exc:
@@ -117,7 +117,7 @@ def _wrap(method: Any, agent_name: str, method_name: str) -> Any:
     @functools.wraps(method)
     def call(*args: Any, **kwargs: Any) -> Any:
         span, kwargs = prepare(kwargs)
-        token = spans.make_current(span)
+        token = spans.make_current(spans.context_of(span))
         try:
             result = method(*args, **kwargs)
         except BaseException as exc:

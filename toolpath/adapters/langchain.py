@@ -43,7 +43,7 @@ class _Run:
     span: Any
     """The span this run made, or ``None`` for runs that only pass their parent on."""
     parent: Any
-    """The span children of this run hang under."""
+    """The context (holding the span) children of this run start in."""
     root: bool = False
     token: object | None = None
 
@@ -56,29 +56,27 @@ class ToolpathCallbackHandler(BaseCallbackHandler):
 
     def __init__(self) -> None:
         super().__init__()
+        # Runs by id. Single dict operations (get, set, pop) are atomic, so threads share it without a lock;
+        # each run id is written by one start and removed by one end.
         self._runs: dict[UUID, _Run] = {}
-        self._lock = threading.Lock()
 
     # --- bookkeeping -----------------------------------------------------------------------------------
 
     def _parent_of(self, parent_run_id: UUID | None) -> tuple[Any, bool]:
-        """(span to hang under, whether the new run is the outermost one)."""
+        """(context to start in, whether the new run is the outermost one)."""
         if parent_run_id is None:
             return None, True
-        with self._lock:
-            parent = self._runs.get(parent_run_id)
+        parent = self._runs.get(parent_run_id)
         if parent is None:
             logger.debug("toolpath: parent run %s unknown; treating the run as a root", parent_run_id)
             return None, True
         return parent.parent, False
 
     def _put(self, run_id: UUID, run: _Run) -> None:
-        with self._lock:
-            self._runs[run_id] = run
+        self._runs[run_id] = run
 
     def _pop(self, run_id: UUID) -> _Run | None:
-        with self._lock:
-            return self._runs.pop(run_id, None)
+        return self._runs.pop(run_id, None)
 
     def _guard(self, what: str, run_id: UUID) -> None:
         logger.warning("toolpath: %s failed for run %s; it goes on untraced", what, run_id, exc_info=True)
@@ -102,7 +100,7 @@ class ToolpathCallbackHandler(BaseCallbackHandler):
                 return
             name = kwargs.get("name") or _serialized_name(serialized) or "agent"
             span = spans.start_agent_span(str(name), prompt_text(inputs), _session(metadata), None)
-            self._put(run_id, _Run(span, span, root=True))
+            self._put(run_id, _Run(span, spans.context_of(span), root=True))
         except Exception:
             self._guard("on_chain_start", run_id)
 
@@ -145,7 +143,8 @@ class ToolpathCallbackHandler(BaseCallbackHandler):
             span = spans.start_child_tool_span(
                 str(name), serialized.get("description"), _arguments(inputs, input_str), tool_call_id, parent
             )
-            self._put(run_id, _Run(span, span, token=spans.make_current(span)))
+            ctx = spans.context_of(span)
+            self._put(run_id, _Run(span, ctx, token=spans.make_current(ctx)))
         except Exception:
             self._guard("on_tool_start", run_id)
 
@@ -338,9 +337,9 @@ def _session(metadata: Mapping[str, Any] | None) -> str | None:
     return None
 
 
-def _arguments(inputs: Any, input_str: str) -> dict[str, Any]:
+def _arguments(inputs: Any, input_str: str) -> Mapping[str, Any]:
     if isinstance(inputs, Mapping):
-        return dict(inputs)
+        return inputs  # serialised at once, before the tool can change it
     if inputs is not None:
         return {"input": inputs}
     try:
@@ -351,6 +350,8 @@ def _arguments(inputs: Any, input_str: str) -> dict[str, Any]:
 
 
 def _tool_result(output: Any) -> Any:
+    if output is None or output.__class__ in _PLAIN_RESULTS:
+        return output
     content = getattr(output, "content", None)  # a ToolMessage (or Command carrying one)
     if content is None:
         return output
@@ -360,6 +361,9 @@ def _tool_result(output: Any) -> Any:
         except ValueError:
             return content
     return content
+
+
+_PLAIN_RESULTS = frozenset({dict, list, str, int, float, bool})
 
 
 def _model_name(

@@ -46,7 +46,7 @@ def to_json(value: Any) -> str:
     if keys:
         value = redact(value, keys)
     try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_fallback)
+        return _encode(value)
     except (TypeError, ValueError):  # circular references, NaN keys and the like
         return json.dumps(repr(value), ensure_ascii=False)
 
@@ -83,3 +83,7 @@ def _fallback(value: Any) -> Any:
     if isinstance(value, bytes):
         return f"<{len(value)} bytes>"
     return str(value)
+
+
+# One encoder for every call: ``json.dumps`` with options builds a new one each time.
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_fallback).encode

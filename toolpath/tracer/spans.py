@@ -6,24 +6,28 @@ helper is a cheap no-op. The per-call paths are kept short on purpose: they run 
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 from collections.abc import Mapping
 from typing import Any
 
 from opentelemetry import context, trace
+from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from toolpath.tracer import content
 from toolpath.tracer import semconv as sc
 
 _tracer = trace.get_tracer("toolpath")
-_random = random.Random()
+_call_ids = itertools.count()
+_call_id_prefix = f"call_{random.SystemRandom().getrandbits(64):016x}"
 
 
 def new_call_id() -> str:
-    """A tool-call id in the common ``call_<24 hex>`` shape."""
-    return f"call_{_random.getrandbits(96):024x}"
+    """A tool-call id for a call the framework gave none: ``call_`` + 24 hex digits, a random per-process
+    prefix and a counter, so ids are unique across processes and cost no random draw per call."""
+    return f"{_call_id_prefix}{next(_call_ids) & 0xFFFFFFFF:08x}"
 
 
 def tool_static_attributes(name: str, description: str | None) -> dict[str, Any]:
@@ -79,14 +83,14 @@ def record_failure(span: Span, exc: BaseException) -> None:
 # --- spans with an explicit parent, not made current (callback-driven adapters) --------------------------
 
 
-def start_agent_span(agent_name: str, prompt: Any, session_id: str | None, parent: Span | None) -> Span:
-    """An ``invoke_agent`` span under ``parent`` (or the current context when ``None``)."""
+def start_agent_span(agent_name: str, prompt: Any, session_id: str | None, parent: Context | None) -> Span:
+    """An ``invoke_agent`` span in ``parent`` (a context from :func:`context_of`; the current one when ``None``)."""
     attrs: dict[str, Any] = {sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT, sc.GEN_AI_AGENT_NAME: agent_name}
     if session_id is not None:
         attrs[sc.GEN_AI_CONVERSATION_ID] = str(session_id)
     if content._policy.capture and prompt is not None:
         _put_json(attrs, sc.GEN_AI_INPUT_MESSAGES, [_text_message("user", prompt)])
-    return _tracer.start_span(sc.agent_span_name(agent_name), _parent(parent), SpanKind.INTERNAL, attrs)
+    return _tracer.start_span(sc.agent_span_name(agent_name), parent, SpanKind.INTERNAL, attrs)
 
 
 def end_agent_span(span: Span, response: Any) -> None:
@@ -105,13 +109,24 @@ def set_returned_trajectory(span: Span, trajectory: list[Any]) -> None:
 
 
 def start_child_tool_span(
-    tool_name: str, description: str | None, arguments: Any, call_id: str | None, parent: Span | None
+    tool_name: str, description: str | None, arguments: Any, call_id: str | None, parent: Context | None
 ) -> Span:
-    attrs = tool_static_attributes(tool_name, description)
+    static = _static_attributes.get((tool_name, description))
+    if static is None:
+        if len(_static_attributes) >= 4096:  # tools are few; a flood of generated names must not grow this
+            _static_attributes.clear()
+        static = _static_attributes[tool_name, description] = (
+            tool_static_attributes(tool_name, description),
+            sc.tool_span_name(tool_name),
+        )
+    attrs = static[0].copy()
     attrs[sc.GEN_AI_TOOL_CALL_ID] = call_id or new_call_id()
     if content._policy.capture:
         _put_json(attrs, sc.GEN_AI_TOOL_CALL_ARGUMENTS, arguments)
-    return _tracer.start_span(sc.tool_span_name(tool_name), _parent(parent), SpanKind.INTERNAL, attrs)
+    return _tracer.start_span(static[1], parent, SpanKind.INTERNAL, attrs)
+
+
+_static_attributes: dict[tuple[str, str | None], tuple[dict[str, Any], str]] = {}
 
 
 def end_child_tool_span(span: Span, result: Any) -> None:
@@ -120,9 +135,9 @@ def end_child_tool_span(span: Span, result: Any) -> None:
     span.end()
 
 
-def start_chat_span(model: str, parent: Span | None) -> Span:
+def start_chat_span(model: str, parent: Context | None) -> Span:
     attrs = {sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT, sc.GEN_AI_REQUEST_MODEL: model}
-    return _tracer.start_span(f"{sc.OP_CHAT} {model}", _parent(parent), SpanKind.CLIENT, attrs)
+    return _tracer.start_span(f"{sc.OP_CHAT} {model}", parent, SpanKind.CLIENT, attrs)
 
 
 def end_chat_span(span: Span, input_tokens: int | None, output_tokens: int | None) -> None:
@@ -134,17 +149,20 @@ def end_chat_span(span: Span, input_tokens: int | None, output_tokens: int | Non
     span.end()
 
 
-def make_current(span: Span) -> object:
-    """Make ``span`` current (spans created meanwhile nest under it); returns the token for :func:`restore`."""
-    return context.attach(trace.set_span_in_context(span))
+def make_current(ctx: Context) -> object:
+    """Make the span in ``ctx`` (from :func:`context_of`) current, so spans created meanwhile nest under it;
+    returns the token for :func:`restore`."""
+    return context.attach(ctx)
 
 
 def restore(token: object) -> None:
     context.detach(token)
 
 
-def _parent(parent: Span | None) -> Any:
-    return trace.set_span_in_context(parent) if parent is not None else None
+def context_of(span: Span) -> Context:
+    """A context holding ``span``: the parent argument of the ``start_*`` helpers, and what
+    :func:`make_current` attaches. Computed once per span, it serves all of the span's children."""
+    return trace.set_span_in_context(span)
 
 
 class AgentRun:
