@@ -79,16 +79,26 @@ def _wrap(method: Any, agent_name: str, method_name: str) -> Any:
         @functools.wraps(method)
         async def async_stream(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
             span, kwargs = prepare(kwargs)
+            ctx = spans.context_of(span)
             collected = _StreamState()
+            iterator = method(*args, **kwargs).__aiter__()
             try:
-                async for event in method(*args, **kwargs):
+                while True:
+                    token = spans.make_current(ctx)  # current while the app works, not while the caller does
+                    try:
+                        event = await iterator.__anext__()
+                    except StopAsyncIteration:
+                        break
+                    finally:
+                        spans.restore(token)
                     collected.add(event)
                     yield event
-            except BaseException as exc:
-                if not isinstance(exc, GeneratorExit):
-                    _fail(span, exc)
-                    raise
+            except GeneratorExit:  # the consumer closed the stream early
+                await _aclose(iterator, ctx)
                 collected.finish(span)
+                raise
+            except BaseException as exc:
+                _fail(span, exc)
                 raise
             collected.finish(span)
 
@@ -99,12 +109,22 @@ def _wrap(method: Any, agent_name: str, method_name: str) -> Any:
         @functools.wraps(method)
         def stream(*args: Any, **kwargs: Any) -> Iterator[Any]:
             span, kwargs = prepare(kwargs)
+            ctx = spans.context_of(span)
             collected = _StreamState()
+            iterator = iter(method(*args, **kwargs))
             try:
-                for event in method(*args, **kwargs):
+                while True:
+                    token = spans.make_current(ctx)  # current while the app works, not while the caller does
+                    try:
+                        event = next(iterator)
+                    except StopIteration:
+                        break
+                    finally:
+                        spans.restore(token)
                     collected.add(event)
                     yield event
             except GeneratorExit:  # the consumer closed the stream early
+                _close(iterator, ctx)
                 collected.finish(span)
                 raise
             except BaseException as exc:
@@ -129,6 +149,27 @@ def _wrap(method: Any, agent_name: str, method_name: str) -> Any:
         return result
 
     return call
+
+
+def _close(iterator: Any, ctx: Any) -> None:
+    """Close the app's own generator now, in the agent span's context, so its clean-up is traced there."""
+    close = getattr(iterator, "close", None)
+    if close is not None:
+        token = spans.make_current(ctx)
+        try:
+            close()
+        finally:
+            spans.restore(token)
+
+
+async def _aclose(iterator: Any, ctx: Any) -> None:
+    close = getattr(iterator, "aclose", None)
+    if close is not None:
+        token = spans.make_current(ctx)
+        try:
+            await close()
+        finally:
+            spans.restore(token)
 
 
 def _with_handler(config: Any) -> dict[str, Any]:
@@ -173,6 +214,8 @@ class _StreamState:
             event = event.model_dump() if hasattr(event, "model_dump") else event
             if not isinstance(event, Mapping):
                 return
+            if self._add_graph_update(event):
+                return
             content = event.get("content") or {}
             author = event.get("author")
             for part in (content.get("parts") if isinstance(content, Mapping) else None) or []:
@@ -185,6 +228,22 @@ class _StreamState:
                     self.text = part["text"]
         except Exception:
             logger.debug("toolpath: unreadable stream event", exc_info=True)
+
+    def _add_graph_update(self, event: Mapping[str, Any]) -> bool:
+        """LangGraph stream chunks (``{"messages": [...]}`` values, or ``{node: {"messages": [...]}}`` updates): the
+        last AI message with text is the answer so far. Their tool calls are traced by the LangChain handler."""
+        updates = [event] if "messages" in event else [v for v in event.values() if isinstance(v, Mapping)]
+        found = False
+        for update in updates:
+            messages = update.get("messages")
+            if not isinstance(messages, list):
+                continue
+            found = True
+            for message in messages:
+                text = getattr(message, "content", None)
+                if getattr(message, "type", None) == "ai" and isinstance(text, str) and text:
+                    self.text = text
+        return found
 
     def finish(self, span: Any) -> None:
         spans.set_returned_trajectory(span, self.calls)

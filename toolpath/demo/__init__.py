@@ -1,5 +1,9 @@
 """``toolpath demo``: the smart-home agent over 24 bundled cases, through the whole pipeline:
-tracing -> in-process collector -> store -> trajectory metrics -> tables."""
+tracing -> in-process collector -> store -> trajectory metrics -> tables.
+
+The same planner then runs as a LangGraph ReAct agent and as an Agent Engine-style app (when langgraph is
+installed), traced through LangChain's callbacks and the app adapter instead of ``@toolpath.tool``; the demo
+shows that the three wrappings give the same trajectories and the same scores."""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from importlib import resources
 from pathlib import Path
 
 from rich.console import Console
+from rich.table import Table
 
 from toolpath import tracer
 from toolpath.collector.store import Store
@@ -47,6 +52,8 @@ def run_demo(store_url: str | None, console: Console, worst: int = 6) -> EvalRes
     for row in result.metrics_table:
         if row.get("failure"):
             console.print(f"[red]Run failed[/] on {row.get('case_id')} ({row.get('prompt')!r}): {row.get('error')}")
+    _other_wrappings(store, console, result)
+    tracer.flush()
     counts = store.counts()
     console.print(
         f"The store now holds {counts['invocations']} invocations with {counts['tool_calls']} tool calls "
@@ -57,3 +64,38 @@ def run_demo(store_url: str | None, console: Console, worst: int = 6) -> EvalRes
         console.print(f"[yellow]Tracing lost data: {stats}[/]")
     console.print("See them with: [bold]toolpath sessions list[/]")
     return result
+
+
+WRAPPING_METRICS = ["trajectory_exact_match", "trajectory_precision", "trajectory_recall", "tool_argument_similarity"]
+_SHORT = {"trajectory_exact_match": "exact", "trajectory_precision": "precision", "trajectory_recall": "recall"}
+
+
+def _other_wrappings(store: Store, console: Console, plain: EvalResult) -> None:
+    try:
+        from toolpath.demo.langgraph_home import build_app, build_graph
+    except ImportError as exc:
+        console.print(
+            f"[yellow]Skipping the LangGraph and Agent Engine-style versions: {exc.name or exc} is not installed "
+            "(pip install 'toolpath\\[langgraph]').[/]"
+        )
+        return
+    console.print("Running the same planner as a LangGraph ReAct agent and as an Agent Engine-style app…")
+    results = {"@toolpath.agent": plain}
+    for label, runnable in (("LangGraph ReAct", build_graph()), ("Agent Engine app", build_app())):
+        results[label] = evaluate(dataset_path(), WRAPPING_METRICS, runnable=runnable, store=store, concurrency=1)
+    console.print(wrappings_table(results))
+
+
+def wrappings_table(results: dict[str, EvalResult]) -> Table:
+    table = Table(title="One planner, three wrappings: same trajectories, same scores")
+    table.add_column("agent")
+    for name in WRAPPING_METRICS:
+        table.add_column(_SHORT.get(name, "arg similarity"), justify="right")
+    table.add_column("failed", justify="right")
+    for label, result in results.items():
+        means = result.summary_metrics
+        failed = sum(1 for row in result.metrics_table if row.get("failure"))
+        table.add_row(
+            label, *(f"{means.get(f'{name}/mean', float('nan')):.3f}" for name in WRAPPING_METRICS), str(failed)
+        )
+    return table
