@@ -322,6 +322,41 @@ def sessions_show(session_id: str, store: str | None, as_json: bool) -> None:
         console.print(session_table(session))
 
 
+@cli.group()
+def db() -> None:
+    """The store's schema (Alembic migrations; opening a store also upgrades it)."""
+
+
+@db.command(name="upgrade")
+@store_option
+@click.option("--revision", default="head", show_default=True, help="Alembic revision to upgrade to.")
+def db_upgrade(store: str | None, revision: str) -> None:
+    """Create the store's tables, or bring them to the newest schema."""
+    from sqlalchemy.exc import OperationalError
+
+    from toolpath.collector import migrate
+    from toolpath.collector.store import Store
+
+    the_store = Store(store, create=False)
+    try:
+        reached = migrate.upgrade(the_store.engine, revision)
+    except OperationalError as exc:
+        raise ConfigError(f"store {the_store.url}: cannot open ({exc.orig})") from None
+    click.echo(f"{the_store.url}: schema at revision {reached} (newest: {migrate.HEAD})")
+
+
+@db.command(name="current")
+@store_option
+def db_current(store: str | None) -> None:
+    """Print the store's schema revision."""
+    from toolpath.collector import migrate
+
+    the_store = _open_existing_store(store, create=False)
+    with the_store.engine.connect() as conn:
+        current = migrate.current_revision(conn)
+    click.echo(f"{the_store.url}: schema at revision {current or 'none'} (newest: {migrate.HEAD})")
+
+
 def _emit(rows: Any, as_json: bool, render: Any) -> None:
     """Print ``rows`` as JSON, or as the table ``render`` makes of them."""
     if as_json:
@@ -330,13 +365,13 @@ def _emit(rows: Any, as_json: bool, render: Any) -> None:
         console.print(render(rows))
 
 
-def _open_existing_store(url: str | None) -> Store:
+def _open_existing_store(url: str | None, *, create: bool = True) -> Store:
     resolved = resolve_store_url(url)
     if resolved.startswith("sqlite:///") and not resolved.endswith(":memory:"):
         path = Path(resolved.removeprefix("sqlite:///"))
         if not path.exists():
             raise ConfigError(f"store {path} does not exist (run `toolpath demo`, or set --store / ${STORE_ENV})")
-    return Store(resolved)
+    return Store(resolved, create=create)
 
 
 def load_object(reference: str) -> Any:

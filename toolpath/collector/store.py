@@ -20,6 +20,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 from sqlalchemy.pool import StaticPool
 
+from toolpath.collector import migrate
 from toolpath.collector import schema as t
 from toolpath.collector.spanrecord import SpanRecord
 from toolpath.errors import ConfigError
@@ -45,7 +46,7 @@ class Store:
         self.engine = _make_engine(self.url, echo=echo)
         if create:
             try:
-                t.metadata.create_all(self.engine)
+                migrate.upgrade(self.engine)
             except OperationalError as exc:
                 raise ConfigError(f"store {self.url}: cannot open ({exc.orig})") from None
 

@@ -1,0 +1,101 @@
+"""The store's schema comes from Alembic migrations, on a real SQLite file and a real PostgreSQL server."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import create_engine, inspect, text
+from sqlalchemy.engine import make_url
+
+from tests.test_cli import run
+from toolpath.collector import migrate
+from toolpath.collector import schema as t
+from toolpath.collector.store import Store
+from toolpath.model import Invocation, ToolCall
+
+
+@pytest.fixture
+def fresh_postgres(postgres_url) -> Iterator[str]:
+    """An empty database of its own on the test server."""
+    name = f"mig_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(postgres_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f"CREATE DATABASE {name}"))
+    yield make_url(postgres_url).set(database=name).render_as_string(hide_password=False)
+    with admin.connect() as conn:
+        conn.execute(text(f"DROP DATABASE {name} WITH (FORCE)"))
+    admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def empty_url(request, tmp_path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'store.db'}"
+    return request.getfixturevalue("fresh_postgres")
+
+
+def test_head_constant_is_the_newest_migration():
+    config = migrate.alembic_config(None)
+    assert ScriptDirectory.from_config(config).get_current_head() == migrate.HEAD
+
+
+def test_migrations_build_exactly_the_tables_the_code_uses(empty_url):
+    store = Store(empty_url)
+    with store.engine.connect() as conn:
+        assert migrate.current_revision(conn) == migrate.HEAD
+        differences = compare_metadata(MigrationContext.configure(conn), t.metadata)
+    assert differences == []
+    store.close()
+
+
+def test_a_store_made_before_migrations_is_stamped_and_kept(empty_url):
+    engine = create_engine(empty_url)
+    t.metadata.create_all(engine)  # what toolpath did before it had migrations
+    legacy = Store(empty_url, create=False)
+    legacy.write([Invocation(invocation_id="inv-1", session_id="s-1", tool_calls=[ToolCall(name="a", args={})])])
+    legacy.close()
+
+    store = Store(empty_url)
+    with store.engine.connect() as conn:
+        assert migrate.current_revision(conn) == migrate.HEAD
+    assert [inv.invocation_id for inv in store.list_invocations()] == ["inv-1"]
+    store.close()
+    engine.dispose()
+
+
+def test_collectors_starting_together_migrate_once(fresh_postgres):
+    errors: list[BaseException] = []
+
+    def open_store() -> None:
+        try:
+            Store(fresh_postgres).close()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_store) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    engine = create_engine(fresh_postgres)
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM alembic_version")).scalar() == 1
+        assert set(inspect(conn).get_table_names()) >= set(t.metadata.tables)
+    engine.dispose()
+
+
+def test_db_commands(tmp_path):
+    upgraded = run(tmp_path, "db", "upgrade", "--store", "sqlite:///s.db")
+    assert upgraded.returncode == 0, upgraded.stderr
+    assert f"schema at revision {migrate.HEAD}" in upgraded.stdout
+    current = run(tmp_path, "db", "current", "--store", "sqlite:///s.db")
+    assert current.returncode == 0 and f"revision {migrate.HEAD}" in current.stdout
+    missing = run(tmp_path, "db", "current", "--store", "sqlite:///missing.db")
+    assert missing.returncode == 2 and "does not exist" in missing.stderr

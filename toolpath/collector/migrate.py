@@ -1,0 +1,56 @@
+"""The store's schema, managed by Alembic migrations (``toolpath/collector/migrations``), on SQLite and PostgreSQL.
+
+Opening a store brings its schema to the newest revision. A store already at :data:`HEAD` costs one query and
+never imports Alembic. A database made before migrations existed (tables present, no ``alembic_version``) is
+stamped with the first revision, then upgraded. On PostgreSQL an advisory lock makes collectors that start
+together migrate one after another.
+
+    toolpath db upgrade --store postgresql+psycopg://…    # what opening the store does
+    toolpath db current --store …
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import inspect, text
+from sqlalchemy.engine import Connection, Engine
+
+HEAD = "0001"
+"""The newest revision in ``migrations/versions`` (a test keeps the two in step)."""
+INITIAL = "0001"
+_LOCK_KEY = 7_202_611_001  # pg_advisory_xact_lock key shared by every toolpath process migrating a store
+MIGRATIONS = Path(__file__).with_name("migrations")
+
+
+def current_revision(conn: Connection) -> str | None:
+    if not inspect(conn).has_table("alembic_version"):
+        return None
+    return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+
+
+def upgrade(engine: Engine, revision: str = "head") -> str | None:
+    """Bring the schema to ``revision``; returns the revision it is at afterwards."""
+    with engine.begin() as conn:
+        if engine.dialect.name == "postgresql":
+            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _LOCK_KEY})
+        current = current_revision(conn)
+        if current == HEAD and revision == "head":
+            return current
+        from alembic import command  # only when there is something to do
+
+        config = alembic_config(conn)
+        if current is None and inspect(conn).has_table("spans"):
+            command.stamp(config, INITIAL)  # made by an earlier toolpath with create_all
+        command.upgrade(config, revision)
+        return current_revision(conn)
+
+
+def alembic_config(conn: Connection) -> Any:
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["connection"] = conn
+    return config
