@@ -208,8 +208,21 @@ def _eval_sets(
 @click.option("--grpc-port", default=4317, show_default=True, type=int, help="OTLP/gRPC port (0: off).")
 @click.option("--token", envvar="TOOLPATH_TOKEN", default=None, help="Require 'Authorization: Bearer <token>'.")
 @click.option("--max-body-bytes", default=16 * 1024 * 1024, show_default=True, type=int, help="Largest request body.")
+@click.option(
+    "--max-in-flight",
+    default=4,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Exports being written at once; more get 503 / UNAVAILABLE so exporters retry later.",
+)
 def collect(
-    store: str | None, host: str, http_port: int, grpc_port: int, token: str | None, max_body_bytes: int
+    store: str | None,
+    host: str,
+    http_port: int,
+    grpc_port: int,
+    token: str | None,
+    max_body_bytes: int,
+    max_in_flight: int,
 ) -> None:
     """Receive OTLP traces from agents in other processes and store their invocations.
 
@@ -225,7 +238,7 @@ def collect(
 
     from toolpath.collector.receiver import Ingestor, make_grpc_server, make_http_server
 
-    ingestor = Ingestor(Store(store), token=token, max_body_bytes=max_body_bytes)
+    ingestor = Ingestor(Store(store), token=token, max_body_bytes=max_body_bytes, max_in_flight=max_in_flight)
     stop = threading.Event()
     http_server = make_http_server(ingestor, host, http_port) if http_port else None
     grpc_server = make_grpc_server(ingestor, host, grpc_port) if grpc_port else None

@@ -6,11 +6,13 @@ import gzip
 import json
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -29,7 +31,8 @@ def free_port() -> int:
 
 
 class Collector:
-    def __init__(self, tmp_path: Path, store_url: str | None = None) -> None:
+    def __init__(self, tmp_path: Path, store_url: str | None = None, *extra: str) -> None:
+        self.extra = extra
         self.db = tmp_path / "collected.db"
         self.store_url = store_url or f"sqlite:///{self.db}"
         self.http_port, self.grpc_port = free_port(), free_port()
@@ -42,7 +45,7 @@ class Collector:
     def start(self) -> Collector:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "toolpath.cli", "collect", "--store", self.store_url,
-             "--http-port", str(self.http_port), "--grpc-port", str(self.grpc_port), "--token", TOKEN],
+             "--http-port", str(self.http_port), "--grpc-port", str(self.grpc_port), "--token", TOKEN, *self.extra],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
         deadline = time.monotonic() + 30
@@ -217,6 +220,37 @@ def test_kill_9_right_after_200_loses_nothing(collector):
     restarted = collector.start()
     assert restarted.post(body)[0] == 200
     assert collector.store().counts()["invocations"] == 2
+
+
+def test_503_and_unavailable_while_writes_are_backed_up_then_nothing_lost(tmp_path):
+    import grpc
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
+
+    collector = Collector(tmp_path, None, "--max-in-flight", "1").start()
+    body = (SPANS / "otel-genai-langchain.shared.otlp.pb").read_bytes()
+    blocker = sqlite3.connect(collector.db, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # another writer holds the database: the first export waits for it
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            first = pool.submit(collector.post, body)
+            time.sleep(1.0)  # the first export now holds the only write slot
+            status, _, headers = collector.post(body)
+            assert status == 503 and int(headers["Retry-After"]) > 0
+            with grpc.insecure_channel(f"127.0.0.1:{collector.grpc_port}") as channel:
+                request = ExportTraceServiceRequest()
+                request.ParseFromString(body)
+                with pytest.raises(grpc.RpcError) as refused:
+                    TraceServiceStub(channel).Export(request, metadata=[("authorization", f"Bearer {TOKEN}")])
+                assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+            blocker.execute("COMMIT")
+            assert first.result(timeout=30)[0] == 200  # the export that waited is stored and acknowledged
+        assert collector.post(body)[0] == 200  # the retry of a refused export: nothing changes, nothing lost
+        store = collector.store()
+        assert store.counts()["spans"] == 13
+        assert [len(i.tool_calls) for i in store.get_session("home-session-0001").invocations] == [2, 3]
+    finally:
+        blocker.close()
+        collector.stop()
 
 
 def test_sigterm_shuts_down_cleanly(collector):
