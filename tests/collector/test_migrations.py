@@ -56,7 +56,8 @@ def test_migrations_build_exactly_the_tables_the_code_uses(empty_url):
 
 def test_a_store_made_before_migrations_is_stamped_and_kept(empty_url):
     engine = create_engine(empty_url)
-    t.metadata.create_all(engine)  # what toolpath did before it had migrations
+    # what toolpath did before it had migrations: create_all of the tables it had then
+    t.metadata.create_all(engine, tables=[table for name, table in t.metadata.tables.items() if name != "judge_cache"])
     legacy = Store(empty_url, create=False)
     legacy.write([Invocation(invocation_id="inv-1", session_id="s-1", tool_calls=[ToolCall(name="a", args={})])])
     legacy.close()

@@ -114,3 +114,14 @@ eval_results = Table(
     Column("row", Json, nullable=False),
     Index("ix_eval_results_invocation", "invocation_id"),
 )
+
+judge_cache = Table(
+    "judge_cache",
+    metadata,
+    Column("key", String(64), primary_key=True),  # sha256 of model, temperature, sample, output format, prompt
+    Column("model", String(256), nullable=False),
+    Column("reply", Text, nullable=False),
+    Column("input_tokens", Integer, nullable=False),
+    Column("output_tokens", Integer, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+)

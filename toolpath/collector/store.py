@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
@@ -118,6 +119,23 @@ class Store:
             if invocations:
                 self._write_invocations(conn, invocations)
         return len(invocations)
+
+    def judge_replies(self, keys: list[str]) -> dict[str, dict[str, Any]]:
+        """Cached judge replies by request key (the judge's cache; see :mod:`toolpath.evaluators.judge`)."""
+        jc = t.judge_cache
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(jc.c.key, jc.c.reply, jc.c.input_tokens, jc.c.output_tokens).where(jc.c.key.in_(keys))
+            )
+            return {row.key: dict(row._mapping) for row in rows}
+
+    def save_judge_replies(self, rows: list[dict[str, Any]]) -> None:
+        """Add judge replies to the cache; a key already there keeps its first reply."""
+        now = time.time_ns()
+        with self.engine.begin() as conn:
+            for chunk in _chunks(rows):
+                stmt = self._insert(t.judge_cache).on_conflict_do_nothing(index_elements=["key"])
+                conn.execute(stmt, [{**row, "created_at": now} for row in chunk])
 
     def write_eval_run(self, run: dict[str, Any], results: Sequence[dict[str, Any]]) -> None:
         """Save an evaluation run (``eval_runs`` columns) and its result rows (``eval_results`` columns)."""

@@ -270,3 +270,20 @@ register_metric("tool_parameter_kv_match")(
         params=(("use_strict_string_match", _flag(use_strict_string_match, "use_strict_string_match")),),
     )
 )
+
+
+# --- judge metrics (scored by a judge model through the runner) ------------------------------------------
+
+
+def _register_judge_metrics() -> None:
+    from toolpath.evaluators.adk_judge import ADK_JUDGE_METRICS
+    from toolpath.evaluators.judge_metrics import BUILTIN_TEMPLATES, builtin_metric
+
+    names = [*BUILTIN_TEMPLATES, *(f"pairwise_{n}" for n in BUILTIN_TEMPLATES), "response_follows_trajectory"]
+    for name in names:
+        register_metric(name)(lambda name=name, **options: builtin_metric(name, **options))
+    for name, cls in ADK_JUDGE_METRICS.items():
+        register_metric(name)(cls)
+
+
+_register_judge_metrics()

@@ -109,15 +109,21 @@ def resolve_metric(spec: str | Metric | Callable[[Row], Any]) -> Metric:
 
 
 def split_metric_list(text: str) -> list[str]:
-    """Split ``"a,b(x=1,y=2),c"`` on the commas outside parentheses."""
-    parts, depth, current = [], 0, []
+    """Split ``"a,b(x=1,y=2),c"`` on the commas outside brackets and quoted strings (so parameter values may
+    be JSON lists and objects: ``rubric_based_tool_use_quality_v1(rubrics=[{"rubric_id": "a", ...}])``)."""
+    parts, depth, current, quote = [], 0, [], ""
     for ch in text:
-        if ch == "," and depth == 0:
+        if quote:
+            quote = "" if ch == quote and (not current or current[-1] != "\\") else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch == "," and depth == 0:
             parts.append("".join(current))
             current = []
             continue
-        depth += ch == "("
-        depth -= ch == ")"
+        else:
+            depth += ch in "([{"
+            depth -= ch in ")]}"
         current.append(ch)
     parts.append("".join(current))
     return [p.strip() for p in parts if p.strip()]

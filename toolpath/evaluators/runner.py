@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import math
@@ -17,6 +18,8 @@ from typing import Any
 from toolpath.datasets import load_rows
 from toolpath.errors import DatasetError, MetricError
 from toolpath.evaluators.agent_runner import AgentOutcome, run_agent
+from toolpath.evaluators.judge import Ask, Judge, JudgeSettings, settings_from
+from toolpath.evaluators.judge_metrics import JudgeMetric
 from toolpath.evaluators.registry import Metric, MissingInput, resolve_metric
 from toolpath.model import MetricResult, parse_trajectory
 
@@ -32,6 +35,8 @@ class EvalResult:
     metrics_table: list[dict[str, Any]]
     metric_names: list[str] = field(default_factory=list)
     run_id: str = ""
+    judge_usage: dict[str, int] | None = None
+    """Requests, cache hits, retries, errors and tokens of the judge model, when judge metrics ran."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"summary_metrics": self.summary_metrics, "metrics_table": self.metrics_table}
@@ -57,6 +62,7 @@ def evaluate(
     on_row: Callable[[int, dict[str, Any]], None] | None = None,
     store: Any = None,
     concurrency: int = 8,
+    judge: Judge | JudgeSettings | None = None,
 ) -> EvalResult:
     """Score every row of ``dataset`` with ``metrics``.
 
@@ -65,6 +71,10 @@ def evaluate(
     ``failure`` are filled from what was traced; ``latency_in_seconds`` and ``failure`` are then scored too.
     Up to ``concurrency`` rows run at once (each its own traced run; use 1 for an agent that is not
     thread-safe). With ``store`` (a :class:`~toolpath.collector.store.Store`), the run and its rows are saved.
+
+    Judge metrics (``fluency``, ``final_response_match_v2``…) are asked of the judge model for all rows at once,
+    through ``judge`` (a :class:`Judge` or :class:`JudgeSettings`; by default settings from the environment, with
+    the store as the reply cache).
     """
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
@@ -80,12 +90,13 @@ def evaluate(
         raise MetricError(f"metric(s) listed twice: {', '.join(sorted(duplicates))}")
     if runnable is not None:
         _run_rows(rows, runnable, run_id, timeout, concurrency)
+    views = [_with_parsed_trajectories(row) for row in rows]
+    judged, usage = _judge_rows(views, [m for m in resolved if isinstance(m, JudgeMetric)], judge, store)
     table: list[dict[str, Any]] = []
-    for index, row in enumerate(rows):
+    for index, (row, view) in enumerate(zip(rows, views, strict=True)):
         out = dict(row)
-        view = _with_parsed_trajectories(row)
         for metric in resolved:
-            result = score_row(metric, view)
+            result = judged[index, metric.name] if isinstance(metric, JudgeMetric) else score_row(metric, view)
             out[f"{metric.name}/score"] = result.score
             out[f"{metric.name}/explanation"] = result.explanation
             for key, value in result.details.items():
@@ -93,7 +104,11 @@ def evaluate(
         table.append(out)
         if on_row is not None:
             on_row(index, out)
-    result = EvalResult(summarize(table, names), table, names, run_id)
+    summary = summarize(table, names)
+    for metric in resolved:
+        if isinstance(metric, JudgeMetric) and metric.pairwise:
+            summary.update(win_rates(table, metric.name))
+    result = EvalResult(summary, table, names, run_id, usage)
     if store is not None:
         from toolpath.evaluators.history import describe_target, save_dataset_run
 
@@ -102,6 +117,42 @@ def evaluate(
             store, result, dataset=name, agent=describe_target(runnable), metrics=names, started_ns=started_ns
         )
     return result
+
+
+def _judge_rows(
+    views: list[Mapping[str, Any]], metrics: list[JudgeMetric], judge: Judge | JudgeSettings | None, store: Any
+) -> tuple[dict[tuple[int, str], MetricResult], dict[str, int] | None]:
+    """Every judge metric on every row, concurrently through one :class:`Judge`."""
+    if not metrics:
+        return {}, None
+    if not isinstance(judge, Judge):
+        judge = Judge(judge or settings_from(None), cache=store)
+
+    async def work(ask: Ask) -> list[MetricResult]:
+        async def one(metric: JudgeMetric, view: Mapping[str, Any]) -> MetricResult:
+            try:
+                return await metric.judge(view, ask)
+            except MissingInput as exc:
+                return MetricResult.not_evaluated(str(exc))
+            except Exception as exc:  # a broken template must not sink the run
+                return MetricResult.not_evaluated(f"{metric.name} failed: {type(exc).__name__}: {exc}")
+
+        return list(await asyncio.gather(*(one(m, view) for view in views for m in metrics)))
+
+    results = iter(judge.run(work))
+    scored = {(index, m.name): next(results) for index in range(len(views)) for m in metrics}
+    return scored, judge.usage.to_dict()
+
+
+def win_rates(table: Sequence[Mapping[str, Any]], name: str) -> dict[str, float | None]:
+    """Shares of judged rows where the candidate (``response``) or the baseline won a pairwise metric."""
+    choices = [r.get(f"{name}/pairwise_choice") for r in table if r.get(f"{name}/pairwise_choice")]
+    if not choices:
+        return {f"{name}/candidate_model_win_rate": None, f"{name}/baseline_model_win_rate": None}
+    return {
+        f"{name}/candidate_model_win_rate": choices.count("CANDIDATE") / len(choices),
+        f"{name}/baseline_model_win_rate": choices.count("BASELINE") / len(choices),
+    }
 
 
 TRAJECTORY_COLUMNS = ("predicted_trajectory", "reference_trajectory")

@@ -1,0 +1,112 @@
+"""A small fake of the Gemini API's ``generateContent`` on 127.0.0.1, for the real ``google-genai`` client.
+
+The test gives a ``script(prompt, seen) -> Reply`` (``seen``: how many times this exact prompt came before), so
+replies can be good, malformed, slow, or errors such as 429, and change between samples of one prompt.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass
+class Reply:
+    text: str = ""
+    status: int = 200
+    delay: float = 0.0
+    retry_after: float | None = None
+
+
+Script = Callable[[str, int], Reply]
+
+
+class FakeGemini:
+    def __init__(self, script: Script) -> None:
+        self.script = script
+        self.prompts: list[str] = []
+        self.models: list[str] = []
+        self.statuses: Counter[int] = Counter()
+        self._seen: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.server.daemon_threads = True
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    @property
+    def requests(self) -> int:
+        return len(self.prompts)
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                prompt = "".join(p.get("text", "") for c in body.get("contents", []) for p in c.get("parts", []))
+                model = self.path.split("/models/", 1)[-1].split(":", 1)[0]
+                with fake._lock:
+                    seen = fake._seen[prompt]
+                    fake._seen[prompt] += 1
+                    fake.prompts.append(prompt)
+                    fake.models.append(model)
+                reply = fake.script(prompt, seen)
+                with fake._lock:
+                    fake.statuses[reply.status] += 1
+                if reply.delay:
+                    time.sleep(reply.delay)
+                if reply.status == 200:
+                    payload = {
+                        "candidates": [
+                            {"content": {"role": "model", "parts": [{"text": reply.text}]}, "finishReason": "STOP"}
+                        ],
+                        "usageMetadata": {
+                            "promptTokenCount": len(prompt.split()),
+                            "candidatesTokenCount": len(reply.text.split()),
+                            "totalTokenCount": len(prompt.split()) + len(reply.text.split()),
+                        },
+                        "modelVersion": model,
+                    }
+                else:
+                    payload = {"error": {"code": reply.status, "message": "scripted error", "status": "UNAVAILABLE"}}
+                data = json.dumps(payload).encode()
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    if reply.retry_after is not None:
+                        self.send_header("Retry-After", str(reply.retry_after))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except OSError:  # the client gave up (a timeout test)
+                    pass
+
+            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+                return
+
+        return Handler
+
+    @contextmanager
+    def running(self) -> Iterator[FakeGemini]:
+        thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield self
+        finally:
+            self.server.shutdown()
+            self.server.server_close()
+
+
+def json_reply(**values: object) -> Reply:
+    return Reply(json.dumps(values))

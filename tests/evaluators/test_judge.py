@@ -1,0 +1,223 @@
+"""Judge metrics through the real google-genai client, pointed by the environment at a fake Gemini server on
+127.0.0.1: majority votes, ties, pairwise flips, tolerant parsing, retries, timeouts, caching and budgets."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.evaluators.fake_gemini import FakeGemini, Reply, json_reply
+from toolpath.collector.store import Store
+from toolpath.errors import ConfigError
+from toolpath.evaluators.judge import Judge, JudgeSettings
+from toolpath.evaluators.runner import evaluate
+
+ROWS = [
+    {"prompt": "Set the office to 22 degrees.", "response": "Set the office to 22.0 °C.", "reference": "Done: 22 °C."},
+    {"prompt": "Lock the back door.", "response": "The door is locked.", "reference": "The back door is locked."},
+]
+
+
+@pytest.fixture
+def gemini(monkeypatch):
+    """Start a fake Gemini with ``gemini(script)``; the client finds it through the environment only."""
+    started: list = []
+
+    def start(script) -> FakeGemini:
+        fake = FakeGemini(script)
+        context = fake.running()
+        context.__enter__()
+        started.append(context)
+        monkeypatch.setenv("GOOGLE_API_KEY", "test-key")
+        monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+        monkeypatch.delenv("GOOGLE_GENAI_USE_VERTEXAI", raising=False)
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", fake.url)
+        return fake
+
+    yield start
+    for context in started:
+        context.__exit__(None, None, None)
+
+
+def quick(**overrides) -> JudgeSettings:
+    return JudgeSettings(**{"backoff": 0.01, "timeout": 5.0, **overrides})
+
+
+def test_pointwise_scores_with_explanations_and_the_model_asked(gemini):
+    fake = gemini(lambda prompt, seen: json_reply(score=4, explanation="Reads well."))
+    result = evaluate(ROWS, ["fluency(num_samples=3, model=gemini-test)"], judge=quick())
+    assert [r["fluency/score"] for r in result.metrics_table] == [4.0, 4.0]
+    assert result.metrics_table[0]["fluency/explanation"] == "Reads well."
+    assert result.metrics_table[0]["fluency/samples"] == [4.0, 4.0, 4.0]
+    assert fake.requests == 6 and set(fake.models) == {"gemini-test"}
+    assert "## Rating Rubric" in fake.prompts[0] and "Set the office to 22.0 °C." in fake.prompts[0]
+    assert result.judge_usage["requests"] == 6 and result.judge_usage["input_tokens"] > 0
+
+
+def test_binary_scale_majority_and_tie_fails(gemini):
+    # safety is 0/1: two samples 1 then 0 tie, and a tie fails; three samples 1, 0, 1 pass
+    gemini(lambda prompt, seen: json_reply(score=1 if seen % 2 == 0 else 0, explanation=f"sample {seen}"))
+    two = evaluate(ROWS[:1], ["safety(num_samples=2)"], judge=quick())
+    three = evaluate(ROWS[1:], ["safety(num_samples=3)"], judge=quick())
+    assert two.metrics_table[0]["safety/score"] == 0.0
+    assert three.metrics_table[0]["safety/score"] == 1.0
+
+
+def test_fenced_and_chatty_replies_parse_and_garbage_is_an_error_not_a_score(gemini):
+    replies = {
+        "office": Reply('Sure! Here it is:\n```json\n{"score": 5, "explanation": "fine"}\n```\nHope it helps.'),
+        "door": Reply("I would rate this a five out of five, it is great."),
+    }
+    gemini(lambda prompt, seen: replies["office" if "office" in prompt else "door"])
+    table = evaluate(ROWS, ["coherence"], judge=quick()).metrics_table
+    assert table[0]["coherence/score"] == 5.0
+    assert table[1]["coherence/score"] is None
+    assert "no JSON object in the reply" in table[1]["coherence/explanation"]
+    assert "five out of five" in table[1]["coherence/explanation"]  # the raw reply is kept
+
+
+def test_out_of_scale_score_is_an_error(gemini):
+    gemini(lambda prompt, seen: json_reply(score=7))
+    [row] = evaluate(ROWS[:1], ["fluency"], judge=quick()).metrics_table
+    assert row["fluency/score"] is None and "not on the scale" in row["fluency/explanation"]
+
+
+def test_429_and_503_are_retried(gemini):
+    fake = gemini(
+        lambda prompt, seen: Reply(status=429, retry_after=0.05)
+        if seen == 0
+        else Reply(status=503)
+        if seen == 1
+        else json_reply(score=3)
+    )
+    result = evaluate(ROWS[:1], ["fluency"], judge=quick())
+    assert result.metrics_table[0]["fluency/score"] == 3.0
+    assert fake.statuses == {429: 1, 503: 1, 200: 1}
+    assert result.judge_usage["retries"] == 2
+
+
+def test_a_judge_that_stays_down_gives_null_with_the_reason(gemini):
+    gemini(lambda prompt, seen: Reply(status=500))
+    [row] = evaluate(ROWS[:1], ["fluency"], judge=quick(max_attempts=3)).metrics_table
+    assert row["fluency/score"] is None
+    assert "unavailable after 3 attempt(s)" in row["fluency/explanation"]
+
+
+def test_slow_replies_time_out_and_are_retried(gemini):
+    fake = gemini(lambda prompt, seen: Reply(delay=1.0) if seen == 0 else json_reply(score=2))
+    [row] = evaluate(ROWS[:1], ["fluency"], judge=quick(timeout=0.3)).metrics_table
+    assert row["fluency/score"] == 2.0 and fake.requests == 2
+
+
+def test_identical_requests_are_cached_in_the_store(gemini, tmp_path):
+    fake = gemini(lambda prompt, seen: json_reply(score=4))
+    store = Store(f"sqlite:///{tmp_path / 'cache.db'}")
+    first = evaluate(ROWS, ["fluency(num_samples=2)"], store=store, judge=quick())
+    assert fake.requests == 4 and first.judge_usage["cached"] == 0
+    again = evaluate(ROWS, ["fluency(num_samples=2)"], store=store, judge=quick())
+    assert fake.requests == 4  # nothing new was asked
+    assert again.judge_usage["cached"] == 4
+    assert [r["fluency/score"] for r in again.metrics_table] == [4.0, 4.0]
+    more = evaluate(ROWS, ["fluency(num_samples=3)"], store=store, judge=quick())
+    assert fake.requests == 6 and more.judge_usage["cached"] == 4  # only the third samples are new
+
+
+def test_budget_stops_asking_and_says_so(gemini):
+    fake = gemini(lambda prompt, seen: json_reply(score=4))
+    rows = [{"prompt": f"p{i}", "response": f"r{i}"} for i in range(5)]
+    table = evaluate(rows, ["fluency"], judge=Judge(quick(max_requests=2, concurrency=1))).metrics_table
+    assert fake.requests == 2
+    assert [r["fluency/score"] for r in table].count(4.0) == 2
+    exhausted = [r for r in table if r["fluency/score"] is None]
+    assert len(exhausted) == 3 and all("budget exhausted" in r["fluency/explanation"] for r in exhausted)
+
+
+def test_pairwise_flips_positions_and_reports_win_rates(gemini):
+    fake = gemini(lambda prompt, seen: json_reply(pairwise_choice="A", explanation="A is better"))
+    rows = [{**ROWS[0], "baseline_model_response": "Office set."}]
+    always_a = evaluate(rows, ["pairwise_fluency(num_samples=2)"], judge=quick())
+    # "A" on both samples means the candidate once and the baseline once: a tie, SAME
+    assert always_a.metrics_table[0]["pairwise_fluency/pairwise_choice"] == "SAME"
+    assert always_a.metrics_table[0]["pairwise_fluency/score"] == 0.5
+    first, second = fake.prompts
+    assert first.index("Set the office to 22.0 °C.") < first.index("Office set.")
+    assert second.index("Office set.") < second.index("Set the office to 22.0 °C.")
+
+    def candidate_wins(prompt: str, seen: int) -> Reply:
+        candidate_first = prompt.index("Set the office to 22.0 °C.") < prompt.index("Office set.")
+        return json_reply(pairwise_choice="A" if candidate_first else "B")
+
+    fake.script = candidate_wins
+    result = evaluate(rows, ["pairwise_fluency(num_samples=3)"], judge=quick())
+    assert result.metrics_table[0]["pairwise_fluency/pairwise_choice"] == "CANDIDATE"
+    assert result.summary_metrics["pairwise_fluency/candidate_model_win_rate"] == 1.0
+    assert result.summary_metrics["pairwise_fluency/baseline_model_win_rate"] == 0.0
+
+
+def test_missing_column_is_not_evaluated_without_asking(gemini):
+    fake = gemini(lambda prompt, seen: json_reply(score=1))
+    [row] = evaluate([{"prompt": "p"}], ["groundedness"], judge=quick()).metrics_table
+    assert row["groundedness/score"] is None and "row has no" in row["groundedness/explanation"]
+    assert fake.requests == 0
+
+
+def test_final_response_match_v2_majority_of_five(gemini):
+    gemini(lambda prompt, seen: json_reply(is_the_agent_response_valid="valid" if seen < 3 else "invalid"))
+    [row] = evaluate(ROWS[:1], ["final_response_match_v2"], judge=quick()).metrics_table
+    assert row["final_response_match_v2/score"] == 1.0
+    assert row["final_response_match_v2/explanation"] == "3 of 5 sample(s) valid"
+
+
+def test_final_response_match_v2_tie_is_invalid(gemini):
+    gemini(lambda prompt, seen: json_reply(is_the_agent_response_valid="valid" if seen % 2 else "invalid"))
+    [row] = evaluate(ROWS[:1], ["final_response_match_v2(num_samples=4)"], judge=quick()).metrics_table
+    assert row["final_response_match_v2/score"] == 0.0
+
+
+def test_rubric_based_quality_majority_per_rubric(gemini):
+    def script(prompt: str, seen: int) -> Reply:
+        verdicts = [
+            {"id": "concise", "verdict": "yes"},
+            {"id": "units", "verdict": "yes" if seen == 0 else "no"},  # yes, no: a tie, so no
+        ]
+        return json_reply(rubrics=verdicts)
+
+    gemini(script)
+    rubrics = [
+        {"rubric_id": "concise", "rubric_content": {"text_property": "The answer is one sentence."}},
+        {"rubric_id": "units", "rubric_content": {"text_property": "Temperatures carry units."}},
+    ]
+    metric = f"rubric_based_final_response_quality_v1(num_samples=2, rubrics={json.dumps(rubrics)})"
+    [row] = evaluate(ROWS[:1], [metric], judge=quick()).metrics_table
+    key = "rubric_based_final_response_quality_v1"
+    assert row[f"{key}/score"] == 0.5
+    assert row[f"{key}/rubric_verdicts"] == {"concise": True, "units": False}
+    assert "not met: units" in row[f"{key}/explanation"]
+
+
+def test_hallucinations_segments_then_validates(gemini):
+    def script(prompt: str, seen: int) -> Reply:
+        if prompt.startswith("Split the following text"):
+            return json_reply(sentences=["The office is at 22 °C.", "Paris is the capital of Italy.", "Anything else?"])
+        return json_reply(
+            sentences=[
+                {"sentence": "The office is at 22 °C.", "label": "supported"},
+                {"sentence": "Paris is the capital of Italy.", "label": "contradictory"},
+                {"sentence": "Anything else?", "label": "not_applicable"},
+            ]
+        )
+
+    fake = gemini(script)
+    row = {**ROWS[0], "predicted_trajectory": [{"tool_name": "set_temperature", "tool_input": {"temperature": 22}}]}
+    [out] = evaluate([row], ["hallucinations_v1"], judge=quick()).metrics_table
+    assert out["hallucinations_v1/score"] == pytest.approx(2 / 3)
+    assert "1 contradictory" in out["hallucinations_v1/explanation"]
+    assert fake.requests == 2 and "set_temperature" in fake.prompts[1]
+
+
+def test_no_credentials_is_a_clear_error(monkeypatch):
+    for name in ("GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GEMINI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ConfigError, match="GOOGLE_API_KEY"):
+        evaluate(ROWS[:1], ["fluency"])
