@@ -147,7 +147,7 @@ def _eval_recorded(
         console.print(
             summary_table(result.summary_metrics, result.metric_names, title=f"{len(rows)} recorded invocations")
         )
-    console.print(f"run {result.run_id}" + (f": results written to {output}" if output else ""))
+    _print_run_line(result, output)
 
 
 def _eval_dataset(
@@ -170,7 +170,7 @@ def _eval_dataset(
     if not quiet:
         title = f"{dataset} ({len(result.metrics_table)} rows)"
         console.print(summary_table(result.summary_metrics, result.metric_names, title=title))
-    console.print(f"run {result.run_id}" + (f": results written to {output}" if output else ""))
+    _print_run_line(result, output)
 
 
 def _eval_sets(
@@ -368,6 +368,17 @@ def db_current(store: str | None) -> None:
     with the_store.engine.connect() as conn:
         current = migrate.current_revision(conn)
     click.echo(f"{the_store.url}: schema at revision {current or 'none'} (newest: {migrate.HEAD})")
+
+
+def _print_run_line(result: Any, output: Path | None) -> None:
+    usage = result.judge_usage
+    if usage:
+        console.print(
+            f"judge: {usage['requests']} request(s), {usage['cached']} from the cache, {usage['retries']} retried, "
+            f"{usage['errors']} failed, {usage['over_budget']} over budget; "
+            f"{usage['input_tokens']} input and {usage['output_tokens']} output token(s)"
+        )
+    console.print(f"run {result.run_id}" + (f": results written to {output}" if output else ""))
 
 
 def _emit(rows: Any, as_json: bool, render: Any) -> None:

@@ -52,7 +52,7 @@ class FakeGemini:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+            def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
                 prompt = "".join(p.get("text", "") for c in body.get("contents", []) for p in c.get("parts", []))
                 model = self.path.split("/models/", 1)[-1].split(":", 1)[0]
@@ -92,7 +92,7 @@ class FakeGemini:
                 except OSError:  # the client gave up (a timeout test)
                     pass
 
-            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: object) -> None:
                 return
 
         return Handler

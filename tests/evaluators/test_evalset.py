@@ -14,6 +14,7 @@ from langchain_core.runnables import RunnableLambda
 import toolpath
 from toolpath.collector.store import Store
 from toolpath.datasets.adk import load_eval_set, load_eval_sets
+from toolpath.errors import ConfigError
 from toolpath.evaluators.evalset import evaluate_eval_sets
 from toolpath.testing import assert_evalset
 
@@ -97,15 +98,19 @@ class TestEvaluateEvalSets:
         criteria = {
             "tool_trajectory_avg_score": {"threshold": 1.0, "match_type": "IN_ORDER"},
             "trajectory_precision": 0.4,
-            "hallucinations_v1": {"threshold": 0.8},
         }
         [case] = evaluate_eval_sets([eval_set], extra_call_agent, criteria=criteria).cases
         assert case.metrics["tool_trajectory_avg_score"].status == "PASSED"
         assert case.metrics["trajectory_precision"].score == pytest.approx((0 + 0.5) / 2)
         assert case.metrics["trajectory_precision"].status == "FAILED"
-        judge = case.metrics["hallucinations_v1"]
-        assert judge.status == "NOT_EVALUATED" and "LLM judge" in judge.explanation
         assert case.status == "FAILED"
+
+    def test_judge_criteria_without_credentials_is_a_clear_error(self, tracing, monkeypatch):
+        for name in ("GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"):
+            monkeypatch.delenv(name, raising=False)
+        eval_set = load_eval_set(FIXTURES / "weather.test.json")
+        with pytest.raises(ConfigError, match="GOOGLE_API_KEY"):
+            evaluate_eval_sets([eval_set], good_agent, criteria={"hallucinations_v1": {"threshold": 0.8}})
 
     def test_all_not_evaluated(self, tracing, tmp_path):
         path = tmp_path / "x.test.json"

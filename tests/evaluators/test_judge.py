@@ -85,11 +85,13 @@ def test_out_of_scale_score_is_an_error(gemini):
 
 def test_429_and_503_are_retried(gemini):
     fake = gemini(
-        lambda prompt, seen: Reply(status=429, retry_after=0.05)
-        if seen == 0
-        else Reply(status=503)
-        if seen == 1
-        else json_reply(score=3)
+        lambda prompt, seen: (
+            Reply(status=429, retry_after=0.05)
+            if seen == 0
+            else Reply(status=503)
+            if seen == 1
+            else json_reply(score=3)
+        )
     )
     result = evaluate(ROWS[:1], ["fluency"], judge=quick())
     assert result.metrics_table[0]["fluency/score"] == 3.0

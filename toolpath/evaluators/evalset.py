@@ -16,19 +16,14 @@ from typing import Any
 
 from toolpath.datasets.adk import EvalSet
 from toolpath.evaluators import text, trajectory
+from toolpath.evaluators.adk_judge import ADK_JUDGE_METRICS
 from toolpath.evaluators.agent_runner import AgentOutcome, run_agent
+from toolpath.evaluators.judge import Judge, settings_from
 from toolpath.evaluators.registry import resolve_metric
-from toolpath.evaluators.runner import score_row, summarize
+from toolpath.evaluators.runner import judge_rows, score_row, summarize
 from toolpath.model import EvalCase, MetricResult, Trajectory
 
 PASSED, FAILED, NOT_EVALUATED = "PASSED", "FAILED", "NOT_EVALUATED"
-JUDGE_CRITERIA = {
-    "final_response_match_v2",
-    "rubric_based_final_response_quality_v1",
-    "rubric_based_tool_use_quality_v1",
-    "hallucinations_v1",
-    "safety_v1",
-}
 
 
 @dataclass
@@ -99,20 +94,23 @@ def evaluate_eval_sets(
     timeout: float = 30.0,
     on_case: Callable[[CaseResult], None] | None = None,
     store: Any = None,
+    judge: Judge | None = None,
 ) -> EvalSetResult:
     """Run every case of ``eval_sets`` against ``agent`` ``runs`` times and judge it.
 
     ``criteria`` overrides each eval set's own (from its ``test_config.json`` or the defaults). With
-    ``store``, the run and each case's result are saved there.
+    ``store``, the run and each case's result are saved there. Judge criteria (``final_response_match_v2``…)
+    ask ``judge`` (by default one configured from the environment, caching replies in the store).
     """
     started_ns = time.time_ns()
     if runs < 1:
         raise ValueError(f"runs must be at least 1, got {runs}")
     run_id = uuid.uuid4().hex[:12]
     cases: list[CaseResult] = []
+    judges = _LazyJudge(judge, store)
     for eval_set in eval_sets:
         for case in eval_set.cases:
-            result = _run_case(case, agent, criteria or eval_set.criteria, runs, run_id, timeout)
+            result = _run_case(case, agent, criteria or eval_set.criteria, runs, run_id, timeout, judges)
             cases.append(result)
             if on_case is not None:
                 on_case(result)
@@ -142,8 +140,20 @@ def evaluate_eval_sets(
     return result
 
 
+class _LazyJudge:
+    """The judge of a run, made on first use (runs without judge criteria need no credentials)."""
+
+    def __init__(self, judge: Judge | None, store: Any) -> None:
+        self._judge, self._store = judge, store
+
+    def get(self) -> Judge:
+        if self._judge is None:
+            self._judge = Judge(settings_from(None), cache=self._store)
+        return self._judge
+
+
 def _run_case(
-    case: EvalCase, agent: Any, criteria: dict[str, Any], runs: int, run_id: str, timeout: float
+    case: EvalCase, agent: Any, criteria: dict[str, Any], runs: int, run_id: str, timeout: float, judges: _LazyJudge
 ) -> CaseResult:
     per_run: list[list[AgentOutcome]] = []
     sessions = []
@@ -153,7 +163,7 @@ def _run_case(
         per_run.append(
             [run_agent(agent, inv.prompt, session_id=session_id, timeout=timeout) for inv in case.invocations]
         )
-    metrics = {name: _criterion(name, spec, case, per_run) for name, spec in criteria.items()}
+    metrics = {name: _criterion(name, spec, case, per_run, judges) for name, spec in criteria.items()}
     statuses = {m.status for m in metrics.values()}
     status = FAILED if FAILED in statuses else PASSED if PASSED in statuses else NOT_EVALUATED
     turns = [
@@ -174,10 +184,15 @@ def _run_case(
     return CaseResult(case.eval_set_id, case.eval_id, status, metrics, sessions, turns)
 
 
-def _criterion(name: str, spec: Any, case: EvalCase, per_run: list[list[AgentOutcome]]) -> CriterionResult:
+def _criterion(
+    name: str, spec: Any, case: EvalCase, per_run: list[list[AgentOutcome]], judges: _LazyJudge
+) -> CriterionResult:
     options = dict(spec) if isinstance(spec, dict) else {"threshold": spec}
     threshold = float(options.pop("threshold", 0.0))
-    results = [_score_run(name, options, case, outcomes) for outcomes in per_run]
+    if name in ADK_JUDGE_METRICS:
+        results = [_judge_run(name, options, case, outcomes, judges.get()) for outcomes in per_run]
+    else:
+        results = [_score_run(name, options, case, outcomes) for outcomes in per_run]
     scores = [r.score for r in results if r.score is not None]
     if not scores:
         return CriterionResult(None, threshold, NOT_EVALUATED, [], results[0].explanation)
@@ -207,9 +222,20 @@ def _score_run(name: str, options: dict[str, Any], case: EvalCase, outcomes: lis
         return text.response_match_score(
             [o.response or "" for o in outcomes], [inv.reference or "" for inv in expected]
         )
-    if name in JUDGE_CRITERIA:
-        return MetricResult.not_evaluated(f"{name} needs an LLM judge, which this version does not run")
     return _registered_metric(name, options, case, outcomes)
+
+
+def _judge_run(
+    name: str, options: dict[str, Any], case: EvalCase, outcomes: list[AgentOutcome], judge: Judge
+) -> MetricResult:
+    """A judge criterion on each invocation of one run, then the mean (as ADK's per-invocation averaging)."""
+    try:
+        metric = ADK_JUDGE_METRICS[name].from_criterion(options)
+    except (TypeError, ValueError) as exc:
+        return MetricResult.not_evaluated(f"{name}: {exc}")
+    rows = _invocation_rows(case, outcomes)
+    results = judge_rows(rows, [metric], judge, None)[0]
+    return _mean_over_invocations([results[i, metric.name] for i in range(len(rows))])
 
 
 def _registered_metric(
@@ -220,7 +246,11 @@ def _registered_metric(
         metric = resolve_metric(name if not options else f"{name}({', '.join(f'{k}={v}' for k, v in options.items())})")
     except ValueError as exc:
         return MetricResult.not_evaluated(str(exc))
-    rows = [
+    return _mean_over_invocations([score_row(metric, row) for row in _invocation_rows(case, outcomes)])
+
+
+def _invocation_rows(case: EvalCase, outcomes: list[AgentOutcome]) -> list[dict[str, Any]]:
+    return [
         {
             "prompt": inv.prompt,
             "response": outcome.response,
@@ -232,7 +262,9 @@ def _registered_metric(
         }
         for inv, outcome in zip(case.invocations, outcomes, strict=True)
     ]
-    results = [score_row(metric, row) for row in rows]
+
+
+def _mean_over_invocations(results: list[MetricResult]) -> MetricResult:
     scores = [r.score for r in results if r.score is not None]
     if not scores:
         return MetricResult.not_evaluated(results[0].explanation or "not evaluated")

@@ -39,7 +39,10 @@ class EvalResult:
     """Requests, cache hits, retries, errors and tokens of the judge model, when judge metrics ran."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"summary_metrics": self.summary_metrics, "metrics_table": self.metrics_table}
+        out: dict[str, Any] = {"summary_metrics": self.summary_metrics, "metrics_table": self.metrics_table}
+        if self.judge_usage is not None:
+            out["judge_usage"] = self.judge_usage
+        return out
 
     def write_json(self, path: str | Path) -> None:
         Path(path).write_text(
@@ -91,7 +94,7 @@ def evaluate(
     if runnable is not None:
         _run_rows(rows, runnable, run_id, timeout, concurrency)
     views = [_with_parsed_trajectories(row) for row in rows]
-    judged, usage = _judge_rows(views, [m for m in resolved if isinstance(m, JudgeMetric)], judge, store)
+    judged, usage = judge_rows(views, [m for m in resolved if isinstance(m, JudgeMetric)], judge, store)
     table: list[dict[str, Any]] = []
     for index, (row, view) in enumerate(zip(rows, views, strict=True)):
         out = dict(row)
@@ -119,7 +122,7 @@ def evaluate(
     return result
 
 
-def _judge_rows(
+def judge_rows(
     views: list[Mapping[str, Any]], metrics: list[JudgeMetric], judge: Judge | JudgeSettings | None, store: Any
 ) -> tuple[dict[tuple[int, str], MetricResult], dict[str, int] | None]:
     """Every judge metric on every row, concurrently through one :class:`Judge`."""
