@@ -27,16 +27,20 @@ class Reply:
 Script = Callable[[str, int], Reply]
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256  # many concurrent clients connect at once
+
+
 class FakeGemini:
-    def __init__(self, script: Script) -> None:
+    def __init__(self, script: Script, port: int = 0) -> None:
         self.script = script
         self.prompts: list[str] = []
         self.models: list[str] = []
         self.statuses: Counter[int] = Counter()
         self._seen: Counter[str] = Counter()
         self._lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.server.daemon_threads = True
+        self.server = _Server(("127.0.0.1", port), self._handler())
 
     @property
     def url(self) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import hashlib
 import json
 import logging
@@ -132,11 +133,7 @@ class GenAIBackend:
     async def generate(self, request: JudgeRequest, timeout: float) -> JudgeReply:
         from google.genai import errors
 
-        config = self._types.GenerateContentConfig(
-            temperature=request.temperature,
-            response_mime_type="application/json" if request.json_output else None,
-            http_options=self._types.HttpOptions(timeout=int(timeout * 1000)),
-        )
+        config = self._config(request.temperature, request.json_output, timeout)
         try:
             response = await asyncio.wait_for(
                 self.client.aio.models.generate_content(model=request.model, contents=request.prompt, config=config),
@@ -158,6 +155,15 @@ class GenAIBackend:
             None if response.text else "the judge model returned no text",
             (usage.prompt_token_count or 0) if usage else 0,
             (usage.candidates_token_count or 0) if usage else 0,
+        )
+
+
+    @functools.lru_cache(maxsize=64)  # noqa: B019 - one backend per run; configs are few and immutable here
+    def _config(self, temperature: float | None, json_output: bool, timeout: float) -> Any:
+        return self._types.GenerateContentConfig(
+            temperature=temperature,
+            response_mime_type="application/json" if json_output else None,
+            http_options=self._types.HttpOptions(timeout=int(timeout * 1000)),
         )
 
 
