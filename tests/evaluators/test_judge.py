@@ -223,3 +223,20 @@ def test_no_credentials_is_a_clear_error(monkeypatch):
         monkeypatch.delenv(name, raising=False)
     with pytest.raises(ConfigError, match="GOOGLE_API_KEY"):
         evaluate(ROWS[:1], ["fluency"])
+
+
+def test_hallucinations_can_check_intermediate_responses(gemini):
+    def script(prompt: str, seen: int) -> Reply:
+        if prompt.startswith("Split the following text"):
+            return json_reply(sentences=["Checking the thermostat first.", "Set the office to 22.0 °C."])
+        return json_reply(sentences=[{"label": "supported"}, {"label": "unsupported"}])
+
+    fake = gemini(script)
+    row = {**ROWS[0], "predicted_trajectory": [], "intermediate_responses": ["Checking the thermostat first."]}
+    metric = "hallucinations_v1(evaluate_intermediate_nl_responses=true)"
+    [out] = evaluate([row], [metric], judge=quick()).metrics_table
+    assert "Checking the thermostat first." in fake.prompts[0]
+    assert out["hallucinations_v1/score"] == 0.5
+    [plain] = evaluate([row], ["hallucinations_v1"], judge=quick()).metrics_table
+    assert "Checking the thermostat first." not in fake.prompts[2]
+    assert plain["hallucinations_v1/score"] == 0.5

@@ -259,6 +259,10 @@ def _invocation_rows(case: EvalCase, outcomes: list[AgentOutcome]) -> list[dict[
             "reference_trajectory": Trajectory(inv.reference_trajectory),
             "latency_in_seconds": outcome.latency_in_seconds,
             "failure": outcome.failure,
+            # (author, text) pairs the traced run recorded between tool calls: hallucinations_v1 can check them
+            "intermediate_responses": [text for _, text in outcome.invocation.intermediate_responses]
+            if outcome.invocation is not None
+            else [],
         }
         for inv, outcome in zip(case.invocations, outcomes, strict=True)
     ]

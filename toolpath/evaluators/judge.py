@@ -157,7 +157,6 @@ class GenAIBackend:
             (usage.candidates_token_count or 0) if usage else 0,
         )
 
-
     @functools.lru_cache(maxsize=64)  # noqa: B019 - one backend per run; configs are few and immutable here
     def _config(self, temperature: float | None, json_output: bool, timeout: float) -> Any:
         return self._types.GenerateContentConfig(
