@@ -18,7 +18,8 @@ from toolpath.collector.store import Store
 from toolpath.errors import ConfigError, DatasetError, MetricError, ToolpathError
 from toolpath.evaluators import CustomMetric, EvalResult, Metric, evaluate, metric_names, register_metric
 from toolpath.model import Invocation, MetricResult, Session, ToolCall
-from toolpath.tracer import flush, init, shutdown, stats
+from toolpath.runtime import init
+from toolpath.tracer import flush, shutdown, stats
 
 __version__ = "0.1.0"
 

@@ -215,6 +215,13 @@ def _eval_sets(
     type=click.IntRange(min=1),
     help="Exports being written at once; more get 503 / UNAVAILABLE so exporters retry later.",
 )
+@click.option(
+    "--online",
+    "online_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="online.toml: score stored invocations as they arrive (metrics, sample, filters, references).",
+)
 def collect(
     store: str | None,
     host: str,
@@ -223,6 +230,7 @@ def collect(
     token: str | None,
     max_body_bytes: int,
     max_in_flight: int,
+    online_path: Path | None,
 ) -> None:
     """Receive OTLP traces from agents in other processes and store their invocations.
 
@@ -238,7 +246,13 @@ def collect(
 
     from toolpath.collector.receiver import Ingestor, make_grpc_server, make_http_server
 
-    ingestor = Ingestor(Store(store), token=token, max_body_bytes=max_body_bytes, max_in_flight=max_in_flight)
+    the_store = Store(store)
+    online = None
+    if online_path is not None:
+        from toolpath.evaluators.online import OnlineEvaluator
+
+        online = OnlineEvaluator(the_store, online_path).start()
+    ingestor = Ingestor(the_store, token=token, max_body_bytes=max_body_bytes, max_in_flight=max_in_flight)
     stop = threading.Event()
     http_server = make_http_server(ingestor, host, http_port) if http_port else None
     grpc_server = make_grpc_server(ingestor, host, grpc_port) if grpc_port else None
@@ -254,12 +268,17 @@ def collect(
         f"{kind} on {host}:{port}" for kind, port in (("OTLP/HTTP", http_port), ("OTLP/gRPC", grpc_port)) if port
     )
     console.print(f"toolpath collecting {where} into {ingestor.store.url}" + (" (token required)" if token else ""))
+    if online is not None:
+        console.print(f"online evaluation: {', '.join(online.config.metrics)} on {online.config.workers} worker(s)")
     stop.wait()
     if http_server is not None:
         http_server.shutdown()
         http_server.server_close()
     if grpc_server is not None:
         grpc_server.stop(grace=10).wait()
+    if online is not None:
+        online.stop()
+        console.print(f"online: {online.stats.scored} invocation(s) scored, {online.queue.stats.shed} shed")
     console.print(f"stopped; {ingestor.spans_stored} span(s) stored")
 
 
@@ -333,6 +352,36 @@ def sessions_show(session_id: str, store: str | None, as_json: bool) -> None:
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
     else:
         console.print(session_table(session))
+
+
+@cli.command()
+@store_option
+@click.option("--interval", default=1.0, show_default=True, type=float, help="Seconds between looks at the store.")
+@click.option("--limit", default=20, show_default=True, type=int, help="Rows kept on screen.")
+@click.option("--once", is_flag=True, help="Print what is there now and exit.")
+def watch(store: str | None, interval: float, limit: int, once: bool) -> None:
+    """Live table of invocations as the online evaluator scores them (Ctrl-C to stop)."""
+    import time
+
+    from rich.live import Live
+
+    from toolpath.collector.jobs import latest_scored
+    from toolpath.display import watch_table
+
+    the_store = _open_existing_store(store)
+    rows = latest_scored(the_store, limit=limit)
+    if once:
+        console.print(watch_table(rows))
+        return
+    try:
+        with Live(watch_table(rows), console=console, refresh_per_second=4) as live:
+            while True:
+                time.sleep(interval)
+                newer = latest_scored(the_store, after_ns=rows[-1]["scored_at"] if rows else 0, limit=limit)
+                rows = (rows + newer)[-limit:]
+                live.update(watch_table(rows))
+    except KeyboardInterrupt:
+        return
 
 
 @cli.group()

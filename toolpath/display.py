@@ -191,3 +191,30 @@ def runs_table(runs: Sequence[Mapping[str, Any]]) -> Table:
             means,
         )
     return table
+
+
+def watch_table(rows: Sequence[Mapping[str, Any]]) -> Table:
+    """``toolpath watch``: one line per scored invocation, newest last, a column per metric."""
+    metrics = sorted({m for row in rows for m in row["scores"]})
+    table = Table(title=f"Scored online ({len(rows)} shown)")
+    for column in ("agent", "prompt", "latency s", "failed", *metrics):
+        table.add_column(column, overflow="ellipsis", no_wrap=column == "prompt", max_width=40)
+    for row in rows:
+        cells = []
+        for metric in metrics:
+            result = row["scores"].get(metric)
+            if result is None:
+                cells.append("")
+                continue
+            colour = {"pass": "green", "fail": "red"}.get(result["label"] or "", "yellow")
+            shown = "null" if result["score"] is None else f"{result['score']:.2f}"
+            cells.append(f"[{colour}]{shown}[/]")
+        latency = row["latency_seconds"]
+        table.add_row(
+            row["agent_name"] or "-",
+            row["prompt"] or "",
+            "-" if latency is None else f"{latency:.3f}",
+            "yes" if row["failure"] else "",
+            *cells,
+        )
+    return table

@@ -19,6 +19,9 @@ from toolpath.collector import schema as t
 from toolpath.collector.store import Store
 from toolpath.model import Invocation, ToolCall
 
+LEGACY_TABLES = {"sessions", "invocations", "tool_calls", "spans", "eval_runs", "eval_results"}
+"""The tables of revision 0001, which stores made before migrations had."""
+
 
 @pytest.fixture
 def fresh_postgres(postgres_url) -> Iterator[str]:
@@ -57,7 +60,7 @@ def test_migrations_build_exactly_the_tables_the_code_uses(empty_url):
 def test_a_store_made_before_migrations_is_stamped_and_kept(empty_url):
     engine = create_engine(empty_url)
     # what toolpath did before it had migrations: create_all of the tables it had then
-    t.metadata.create_all(engine, tables=[table for name, table in t.metadata.tables.items() if name != "judge_cache"])
+    t.metadata.create_all(engine, tables=[table for name, table in t.metadata.tables.items() if name in LEGACY_TABLES])
     legacy = Store(empty_url, create=False)
     legacy.write([Invocation(invocation_id="inv-1", session_id="s-1", tool_calls=[ToolCall(name="a", args={})])])
     legacy.close()

@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection, Engine
 
-HEAD = "0002"
+HEAD = "0003"
 """The newest revision in ``migrations/versions`` (a test keeps the two in step)."""
 INITIAL = "0001"
 _LOCK_KEY = 7_202_611_001  # pg_advisory_xact_lock key shared by every toolpath process migrating a store

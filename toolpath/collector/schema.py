@@ -125,3 +125,29 @@ judge_cache = Table(
     Column("output_tokens", Integer, nullable=False),
     Column("created_at", BigInteger, nullable=False),
 )
+
+eval_jobs = Table(
+    "eval_jobs",
+    metadata,
+    Column("invocation_id", String(64), primary_key=True),
+    Column("status", String(16), nullable=False),  # pending, claimed, done, shed
+    Column("enqueued_at", BigInteger, nullable=False),
+    Column("claimed_by", String(128)),
+    Column("claimed_at", BigInteger),
+    Column("attempts", Integer, nullable=False),
+    Column("finished_at", BigInteger),
+    Index("ix_eval_jobs_status", "status", "enqueued_at"),
+)
+
+online_results = Table(
+    "online_results",
+    metadata,
+    Column("invocation_id", String(64), primary_key=True),
+    Column("metric", String(256), primary_key=True),
+    Column("score", Float),
+    Column("label", String(32)),
+    Column("explanation", Text),
+    Column("worker", String(128), nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Index("ix_online_results_created", "created_at"),
+)

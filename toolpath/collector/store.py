@@ -10,7 +10,7 @@ import json
 import os
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -45,6 +45,9 @@ class Store:
     def __init__(self, url: str | None = None, *, create: bool = True, echo: bool = False) -> None:
         self.url = resolve_store_url(url)
         self.engine = _make_engine(self.url, echo=echo)
+        self.on_invocations: Callable[[Any, Sequence[Invocation]], None] | None = None
+        """Called with the connection and the invocations inside every transaction that writes invocations
+        (the online evaluator's job queue enqueues there, so a stored invocation and its job commit together)."""
         if create:
             try:
                 migrate.upgrade(self.engine)
@@ -81,6 +84,8 @@ class Store:
         calls = [_call_row(inv.invocation_id, i, c) for inv in invocations for i, c in enumerate(inv.tool_calls)]
         if calls:
             conn.execute(t.tool_calls.insert(), calls)
+        if self.on_invocations is not None:
+            self.on_invocations(conn, invocations)
 
     def ingest(self, spans: Sequence[SpanRecord], rebuild: Any) -> int:
         """Store ``spans`` and, in the same transaction, the invocations of every trace they touch, as
@@ -253,6 +258,16 @@ class Store:
             rows = conn.execute(query).all()
             calls = self._tool_calls(conn, [r.invocation_id for r in rows])
         return [_invocation_from_row(r, calls.get(r.invocation_id, [])) for r in rows]
+
+    def invocations_by_id(self, invocation_ids: Sequence[str]) -> list[Invocation]:
+        """The stored invocations among ``invocation_ids``, with their tool calls, in the order asked."""
+        found: dict[str, Any] = {}
+        with self.engine.connect() as conn:
+            for chunk in _chunks(invocation_ids):
+                for row in conn.execute(select(t.invocations).where(t.invocations.c.invocation_id.in_(chunk))):
+                    found[row.invocation_id] = row
+            calls = self._tool_calls(conn, list(found))
+        return [_invocation_from_row(found[i], calls.get(i, [])) for i in invocation_ids if i in found]
 
     def get_invocation(self, invocation_id: str) -> Invocation | None:
         with self.engine.connect() as conn:

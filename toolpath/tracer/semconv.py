@@ -10,6 +10,11 @@ from typing import Final
 GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
 """The operation: ``invoke_agent``, ``execute_tool``, ``chat``…"""
 GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"
+# gen_ai.evaluation.result events (online evaluation results)
+GEN_AI_EVALUATION_NAME: Final = "gen_ai.evaluation.name"
+GEN_AI_EVALUATION_SCORE_VALUE: Final = "gen_ai.evaluation.score.value"
+GEN_AI_EVALUATION_SCORE_LABEL: Final = "gen_ai.evaluation.score.label"
+GEN_AI_EVALUATION_EXPLANATION: Final = "gen_ai.evaluation.explanation"
 GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
 """The session a turn belongs to."""
 GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"

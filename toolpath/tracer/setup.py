@@ -108,6 +108,8 @@ class Tracing:
     exporter: CountingExporter | None
     export_processor: BatchSpanProcessor | None
     slot: _Slot
+    online: Any = None
+    """The online evaluator started by ``toolpath.init(online=...)``; stopped first by ``shutdown``."""
 
 
 _slots: weakref.WeakKeyDictionary[TracerProvider, _Slot] = weakref.WeakKeyDictionary()
@@ -192,6 +194,8 @@ def shutdown(timeout: float = 10.0) -> None:
         _current = None
         tracing.slot.targets = ()
         tracing.collector.shutdown(timeout)
+        if tracing.online is not None:  # after the collector's last writes, so their jobs are enqueued
+            tracing.online.stop(timeout)
         if tracing.export_processor is not None:
             tracing.export_processor.shutdown()
         if tracing.store is not None:
