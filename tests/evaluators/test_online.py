@@ -1,0 +1,379 @@
+"""Online evaluation: jobs, claims and leases on SQLite and PostgreSQL, sampling and filters, shedding, the
+in-process workers, and the collector service sending scores as OTLP metrics and events."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
+from sqlalchemy import text
+
+import toolpath
+from tests.collector.test_receiver import Collector
+from tests.test_cli import run
+from toolpath.collector import schema as t
+from toolpath.collector.jobs import JobQueue, latest_scored, sampled
+from toolpath.collector.store import Store
+from toolpath.errors import ConfigError
+from toolpath.evaluators.online import OnlineConfig, normalize_prompt
+from toolpath.model import Invocation, ToolCall
+
+GOLDEN = [
+    {
+        "prompt": "Weather in Paris?",
+        "reference_trajectory": [{"tool_name": "get_weather", "tool_input": {"city": "Paris"}}],
+        "reference": "Sunny in Paris.",
+    }
+]
+
+
+@toolpath.tool
+def get_weather(city: str) -> dict:
+    return {"city": city, "sky": "sunny"}
+
+
+@toolpath.agent(name="bot")
+def bot(prompt: str) -> str:
+    get_weather("Paris" if "Paris" in prompt else "Oslo")
+    return "Sunny in Paris."
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request, tmp_path):
+    if request.param == "sqlite":
+        s = Store(f"sqlite:///{tmp_path / 'online.db'}")
+    else:
+        s = Store(request.getfixturevalue("postgres_url"))
+        with s.engine.begin() as conn:
+            conn.execute(text("TRUNCATE tool_calls, invocations, sessions, spans, eval_jobs, online_results"))
+    yield s
+    s.close()
+
+
+def invocation(i: int, agent: str = "bot", failure: int = 0) -> Invocation:
+    return Invocation(
+        invocation_id=f"{i:016x}",
+        session_id=f"s-{i}",
+        agent_name=agent,
+        prompt=f"request {i}",
+        response="ok",
+        tool_calls=[ToolCall(name="get_weather", args={"city": "Paris"})],
+        failure=failure,
+        trace_id=f"{i:032x}",
+    )
+
+
+def test_in_process_online_scores_with_golden_references(tmp_path):
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text("".join(json.dumps(r) + "\n" for r in GOLDEN))
+    config = {
+        "metrics": ["trajectory_exact_match", "tool_call_count", "exact_match"],
+        "reference_dataset": str(golden),
+        "thresholds": {"tool_call_count": 2},
+        "poll_seconds": 0.05,
+    }
+    tracing = toolpath.init(store=f"sqlite:///{tmp_path / 'agent.db'}", online=config)
+    for prompt in ("Weather in Paris?", "  weather in PARIS ", "Weather in Oslo?"):
+        bot(prompt)
+    toolpath.flush()
+    assert tracing.online.drain(20)
+    by_prompt = {r["prompt"]: r["scores"] for r in latest_scored(tracing.store)}
+    assert by_prompt["Weather in Paris?"]["trajectory_exact_match"] == {
+        "score": 1.0,
+        "label": "pass",
+        "explanation": "every call matches in order",
+    }
+    # the normalised prompt finds the golden row; this agent then called Oslo, so the trajectory fails
+    assert by_prompt["  weather in PARIS "]["trajectory_exact_match"]["score"] == 0.0
+    assert by_prompt["  weather in PARIS "]["trajectory_exact_match"]["label"] == "fail"
+    # no reference for Oslo: reference metrics are null ("error"), reference-free ones still score
+    assert by_prompt["Weather in Oslo?"]["exact_match"]["score"] is None
+    assert by_prompt["Weather in Oslo?"]["exact_match"]["label"] == "error"
+    assert by_prompt["Weather in Oslo?"]["tool_call_count"] == {
+        "score": 1.0,
+        "label": "fail",  # threshold 2 from the config
+        "explanation": by_prompt["Weather in Oslo?"]["tool_call_count"]["explanation"],
+    }
+    assert tracing.online.stats.scored == 3
+
+
+def test_sampling_and_filters_are_applied_when_stored(store):
+    config = OnlineConfig(metrics=["tool_call_count"], sample_rate=0.5, agent_names=["bot"])
+    queue = JobQueue(store, accept=config.accepts).attach()
+    invocations = [invocation(i) for i in range(40)] + [invocation(100 + i, agent="other") for i in range(5)]
+    store.write(invocations)
+    expected = {inv.invocation_id for inv in invocations[:40] if sampled(inv.invocation_id, 0.5)}
+    assert 10 < len(expected) < 30  # a real sample, decided by the id alone
+    with store.engine.connect() as conn:
+        queued = {r.invocation_id for r in conn.execute(t.eval_jobs.select())}
+    assert queued == expected
+    store.write(invocations)  # rewriting an invocation (late spans) does not enqueue it twice
+    assert queue.counts() == {"pending": len(expected)}
+
+    failures = OnlineConfig(metrics=["tool_call_count"], failures_only=True)
+    assert failures.accepts(invocation(1, failure=1)) and not failures.accepts(invocation(2))
+
+
+@pytest.mark.parametrize("policy, kept", [("oldest", {3, 4}), ("newest", {0, 1})])
+def test_backlog_sheds_by_policy_and_counts(store, policy, kept):
+    queue = JobQueue(store, max_backlog=2, shed=policy).attach()
+    for i in range(5):
+        store.write([invocation(i)])
+    assert queue.counts() == {"pending": 2, "shed": 3}
+    assert queue.stats.shed == 3
+    with store.engine.connect() as conn:
+        pending = {int(r.invocation_id, 16) for r in conn.execute(t.eval_jobs.select()) if r.status == "pending"}
+    assert pending == kept
+
+
+def test_claims_are_exclusive_and_a_dead_workers_lease_runs_out(store):
+    queue = JobQueue(store).attach()
+    store.write([invocation(i) for i in range(10)])
+    claims: dict[str, list[str]] = {}
+
+    def claim(worker: str) -> None:
+        claims[worker] = queue.claim(worker, 4, lease_seconds=60)
+
+    threads = [threading.Thread(target=claim, args=(f"w{i}",)) for i in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    taken = [i for ids in claims.values() for i in ids]
+    assert len(taken) == len(set(taken)) == 10  # 4 + 4 + 2, nothing twice
+
+    # w0 dies holding its jobs; after the lease, w9 takes them over, and w0's late completion is refused
+    dead = claims["w0"]
+    assert queue.claim("w9", 10, lease_seconds=60) == []  # leases still running
+    time.sleep(0.05)
+    taken_over = queue.claim("w9", 10, lease_seconds=0.01)
+    assert set(taken_over) >= set(dead)
+    assert queue.complete("w9", dead[0], [{"metric": "m", "score": 1.0, "label": "pass", "explanation": None}])
+    assert not queue.complete("w0", dead[0], [{"metric": "m", "score": 0.0, "label": "fail", "explanation": None}])
+    with store.engine.connect() as conn:
+        rows = conn.execute(t.online_results.select().where(t.online_results.c.invocation_id == dead[0])).all()
+    assert [(r.worker, r.score) for r in rows] == [("w9", 1.0)]
+    assert queue.stats.lost_claims == 1
+
+
+def test_config_errors_name_the_file_and_key(tmp_path):
+    path = tmp_path / "online.toml"
+    path.write_text('metrics = ["tool_call_count"]\nsampel_rate = 0.5\n')
+    with pytest.raises(ConfigError, match=r"online.toml: unknown key\(s\) sampel_rate"):
+        OnlineConfig.load(path)
+    path.write_text("metrics = [")
+    with pytest.raises(ConfigError, match=r"online\.toml: not valid TOML"):
+        OnlineConfig.load(path)
+    path.write_text("sample_rate = 0.5\n")
+    with pytest.raises(ConfigError, match="'metrics' is required"):
+        OnlineConfig.load(path)
+    with pytest.raises(ConfigError, match="sample_rate must be between 0 and 1"):
+        OnlineConfig(metrics=["tool_call_count"], sample_rate=2)
+    assert normalize_prompt("  Weather in PARIS?! ") == "weather in paris"
+
+
+# --- the collector service, end to end -------------------------------------------------------------------
+
+
+class OtlpSink:
+    """A small OTLP/HTTP receiver for metrics and logs on 127.0.0.1, decoding what arrives."""
+
+    def __init__(self) -> None:
+        self.metrics: list[ExportMetricsServiceRequest] = []
+        self.logs: list[ExportLogsServiceRequest] = []
+        sink = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                if self.path == "/v1/metrics":
+                    message = ExportMetricsServiceRequest()
+                    message.ParseFromString(body)
+                    sink.metrics.append(message)
+                elif self.path == "/v1/logs":
+                    message = ExportLogsServiceRequest()
+                    message.ParseFromString(body)
+                    sink.logs.append(message)
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: object) -> None:
+                return
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def events(self) -> list:
+        return [r for m in self.logs for rl in m.resource_logs for sl in rl.scope_logs for r in sl.log_records]
+
+    def data_points(self, name: str) -> list:
+        """The points of ``name`` in the latest export holding it (temporality is cumulative)."""
+        for m in reversed(self.metrics):
+            points = []
+            for rm in m.resource_metrics:
+                for sm in rm.scope_metrics:
+                    for metric in sm.metrics:
+                        if metric.name == name:
+                            points.extend(getattr(metric, metric.WhichOneof("data")).data_points)
+            if points:
+                return points
+        return []
+
+
+AGENT = """
+import sys
+from opentelemetry import trace
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+provider = TracerProvider()
+provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(
+    endpoint=sys.argv[1] + "/v1/traces", headers={"authorization": "Bearer s3cret"})))
+trace.set_tracer_provider(provider)
+import toolpath
+
+@toolpath.tool
+def get_weather(city: str) -> dict:
+    return {"city": city, "sky": "sunny"}
+
+@toolpath.agent(name="remote_bot")
+def bot(prompt: str) -> str:
+    get_weather("Paris")
+    return "Sunny in Paris."
+
+for i in range(int(sys.argv[2])):
+    bot("Weather in Paris?", session_id=f"s-{i}")
+provider.shutdown()
+"""
+
+
+def test_collector_scores_live_traffic_and_sends_otlp_metrics_and_events(tmp_path):
+    sink = OtlpSink()
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text("".join(json.dumps(r) + "\n" for r in GOLDEN))
+    (tmp_path / "online.toml").write_text(
+        'metrics = ["trajectory_exact_match", "tool_call_count"]\n'
+        'reference_dataset = "golden.jsonl"\n'
+        f'otlp_endpoint = "{sink.url}"\n'
+        "poll_seconds = 0.05\n"
+    )
+    collector = Collector(tmp_path, None, "--online", str(tmp_path / "online.toml")).start()
+    try:
+        (tmp_path / "agent.py").write_text(AGENT)
+        sent = subprocess.run(
+            [sys.executable, str(tmp_path / "agent.py"), collector.url, "4"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert sent.returncode == 0, sent.stderr
+        store = collector.store()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and store.counts()["online_results"] < 8:
+            time.sleep(0.1)
+        scored = latest_scored(store)
+        assert len(scored) == 4
+        assert all(r["scores"]["trajectory_exact_match"]["score"] == 1.0 for r in scored)
+    finally:
+        collector.stop(signal.SIGTERM)  # flushes the OTLP exporters
+    assert "online: 4 invocation(s) scored" in collector.process.stdout.read()
+
+    events = sink.events()
+    assert len(events) == 8 and {e.event_name for e in events} == {"gen_ai.evaluation.result"}
+    stored = {inv.invocation_id: inv.trace_id for inv in store.list_invocations()}
+    for event in events:
+        attributes = {a.key: a.value for a in event.attributes}
+        assert attributes["gen_ai.evaluation.name"].string_value in ("trajectory_exact_match", "tool_call_count")
+        assert attributes["gen_ai.evaluation.score.label"].string_value == "pass"
+        assert stored[event.span_id.hex()] == event.trace_id.hex()  # parented to the evaluated agent span
+    histogram = sink.data_points("gen_ai.evaluation.score")
+    counter = sink.data_points("gen_ai.evaluation.results")
+    by_metric = {{a.key: a.value.string_value for a in p.attributes}["gen_ai.evaluation.name"]: p for p in histogram}
+    assert by_metric["trajectory_exact_match"].count == 4 and by_metric["trajectory_exact_match"].sum == 4.0
+    labels = [{a.key: a.value.string_value for a in p.attributes} for p in counter]
+    assert all(label["gen_ai.agent.name"] == "remote_bot" for label in labels)
+    assert sum(p.as_int for p in counter) == 8
+
+
+WORKER = """
+import sys, time
+from toolpath.collector.store import Store
+from toolpath.evaluators.online import OnlineEvaluator
+import slow_metric  # noqa: F401 - on the path for module:function metrics
+evaluator = OnlineEvaluator(Store(sys.argv[1]), {
+    "metrics": ["slow_metric:score", "tool_call_count"], "workers": 1, "batch_size": 2,
+    "lease_seconds": 2.0, "poll_seconds": 0.05,
+}, name=sys.argv[2]).start()
+print("ready", flush=True)
+while True:
+    time.sleep(1)
+"""
+
+
+def test_killing_one_of_two_workers_on_postgresql_scores_everything_once(tmp_path, postgres_url):
+    store = Store(postgres_url)
+    with store.engine.begin() as conn:
+        conn.execute(text("TRUNCATE tool_calls, invocations, sessions, spans, eval_jobs, online_results"))
+    JobQueue(store).attach()
+    store.write([invocation(i) for i in range(30)])
+    store.on_invocations = None
+    (tmp_path / "slow_metric.py").write_text("import time\n\ndef score(row):\n    time.sleep(0.1)\n    return 1.0\n")
+    (tmp_path / "worker.py").write_text(WORKER)
+    workers = [
+        subprocess.Popen(
+            [sys.executable, str(tmp_path / "worker.py"), postgres_url, name],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**__import__("os").environ, "PYTHONPATH": f"{tmp_path}:{Path(__file__).resolve().parents[2]}"},
+        )
+        for name in ("a", "b")
+    ]
+    try:
+        for worker in workers:
+            assert worker.stdout.readline().strip() == "ready", worker.stderr.read()
+        queue = JobQueue(store)
+        while queue.counts().get("done", 0) < 6:  # both are working
+            time.sleep(0.05)
+        workers[0].send_signal(signal.SIGKILL)  # mid-batch: its claimed jobs are left behind
+        workers[0].wait(timeout=10)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and queue.counts() != {"done": 30}:
+            time.sleep(0.1)
+        assert queue.counts() == {"done": 30}
+    finally:
+        for worker in workers:
+            worker.kill()
+            worker.wait(timeout=10)
+    with store.engine.connect() as conn:
+        rows = conn.execute(text("SELECT invocation_id, metric, worker FROM online_results")).all()
+    assert len(rows) == 60  # 30 invocations x 2 metrics, each exactly once (the key forbids a second)
+    assert {r.invocation_id for r in rows} == {f"{i:016x}" for i in range(30)}
+    assert {r.worker.split("/")[0] for r in rows} == {"a", "b"}
+
+
+def test_watch_once_prints_scored_invocations(tmp_path):
+    store_url = f"sqlite:///{tmp_path / 'w.db'}"
+    tracing = toolpath.init(store=store_url, online={"metrics": ["tool_call_count"], "poll_seconds": 0.05})
+    bot("Weather in Paris?")
+    toolpath.flush()
+    assert tracing.online.drain(20)
+    toolpath.shutdown()
+    result = run(tmp_path, "watch", "--once", "--store", store_url)
+    assert result.returncode == 0, result.stderr
+    assert "Weather in Paris?" in result.stdout and "tool_call_count" in result.stdout and "1.00" in result.stdout
