@@ -65,6 +65,7 @@ def measure(store_url: str, spans: int) -> tuple[float, int]:
 
     traces = spans // 10
     port = free_port()
+    log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in the finally below, after the collector stops
     collector = subprocess.Popen(
         [
             sys.executable,
@@ -79,7 +80,7 @@ def measure(store_url: str, spans: int) -> tuple[float, int]:
             "0",
         ],
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=log,  # a file, not a pipe: a pipe nobody reads would block the collector once full
     )
     try:
         for _ in range(300):
@@ -91,16 +92,26 @@ def measure(store_url: str, spans: int) -> tuple[float, int]:
         store = Store(store_url)
         start = time.perf_counter()
         sender = subprocess.Popen([sys.executable, "-c", SENDER, f"http://127.0.0.1:{port}/v1/traces", str(traces)])
-        while store.counts()["invocations"] < traces:
+        stalled_since, last = time.monotonic(), -1
+        while (done := store.counts()["invocations"]) < traces:
             time.sleep(0.05)
             if sender.poll() not in (None, 0):
                 raise RuntimeError("the sender failed")
+            if done != last:
+                stalled_since, last = time.monotonic(), done
+            elif time.monotonic() - stalled_since > 60:
+                raise RuntimeError(f"no progress for 60 s at {done:,} of {traces:,} invocations (spans dropped?)")
         elapsed = time.perf_counter() - start
         sender.wait(timeout=60)
         return spans / elapsed, store.counts()["tool_calls"]
+    except RuntimeError:
+        log.seek(0)
+        print(log.read().decode(errors="replace")[-3000:], file=sys.stderr)
+        raise
     finally:
         collector.terminate()
         collector.wait(timeout=60)
+        log.close()
 
 
 def main() -> None:

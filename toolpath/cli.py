@@ -6,9 +6,11 @@ Every :class:`ToolpathError` (missing file, bad JSON line, unknown metric, bad s
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -163,7 +165,13 @@ def _eval_dataset(
     runnable = load_object(agent_ref) if agent_ref else None
     if runnable is not None:
         tracer.init(store=store)
-    result = evaluate(dataset, metrics, runnable=runnable, store=store)
+    from toolpath.datasets import load_rows
+
+    rows = load_rows(dataset)
+    with _progress(len(rows), "scoring rows", quiet) as advance:
+        result = evaluate(
+            rows, metrics, runnable=runnable, store=store, on_row=lambda *_: advance(), dataset_name=str(dataset)
+        )
     tracer.flush()
     if output is not None:
         result.write_json(output)
@@ -192,7 +200,11 @@ def _eval_sets(
     criteria = load_criteria(config_path) if config_path else None
     agent = load_object(agent_ref)
     tracer.init(store=store)
-    result = evaluate_eval_sets(eval_sets, agent, runs=runs, criteria=criteria, store=store)
+    total = sum(len(eval_set.cases) for eval_set in eval_sets)
+    with _progress(total, "running eval cases", quiet) as advance:
+        result = evaluate_eval_sets(
+            eval_sets, agent, runs=runs, criteria=criteria, store=store, on_case=lambda _: advance()
+        )
     tracer.flush()
     if output is not None:
         output.write_text(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n")
@@ -352,6 +364,165 @@ def sessions_show(session_id: str, store: str | None, as_json: bool) -> None:
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
     else:
         console.print(session_table(session))
+
+
+def _selection_options(fn: Any) -> Any:
+    """--session / --since / --agent-name / --limit: which recorded sessions a command works on."""
+    fn = click.option("--limit", type=int, default=None, help="At most this many sessions.")(fn)
+    fn = click.option("--agent-name", default=None, help="Only sessions of this agent.")(fn)
+    fn = click.option(
+        "--since", type=click.DateTime(), default=None, help="Only sessions active since then (e.g. 2026-11-01)."
+    )(fn)
+    return click.option("--session", "session_ids", multiple=True, help="A recorded session id (repeatable).")(fn)
+
+
+def _recorded(store: Store, session_ids: tuple[str, ...], since: Any, agent_name: str | None, limit: int | None):
+    from datetime import UTC
+
+    from toolpath.evaluators.replay import recorded_sessions
+
+    since_utc = since.replace(tzinfo=UTC) if since is not None and since.tzinfo is None else since
+    sessions = recorded_sessions(store, session_ids=session_ids, agent_name=agent_name, since=since_utc, limit=limit)
+    if not sessions:
+        raise ConfigError(f"no recorded sessions in {store.url} match the selection")
+    return sessions
+
+
+@cli.command()
+@click.option("--agent", "agent_ref", required=True, help="module:attr of the agent version to replay against.")
+@store_option
+@_selection_options
+@click.option(
+    "--metrics", "metrics_text", default=None, help="Comma-separated metrics (default: trajectory and response ones)."
+)
+@click.option("--threshold", "thresholds", multiple=True, help="metric=value: exit 1 when its mean is below (repeat).")
+@click.option("--output", type=click.Path(path_type=Path), default=None, help="Write the replay as JSON here.")
+@click.option("--quiet", is_flag=True, help="No progress bar or tables; the summary line only.")
+def replay(
+    agent_ref: str,
+    store: str | None,
+    session_ids: tuple[str, ...],
+    since: Any,
+    agent_name: str | None,
+    limit: int | None,
+    metrics_text: str | None,
+    thresholds: tuple[str, ...],
+    output: Path | None,
+    quiet: bool,
+) -> None:
+    """Re-run recorded sessions against an agent and show what changed.
+
+    \b
+        toolpath replay --agent my_app.agent_v2:answer --agent-name support_bot --since 2026-11-01 \\
+            --threshold trajectory_exact_match=1.0 --output replay.json
+
+    Each session's user messages are replayed in order in a new session, traced into the store, scored
+    against the recording (its tool calls and answers as references) and diffed call by call.
+    """
+    import time
+
+    from toolpath.display import replay_report
+    from toolpath.evaluators.history import describe_target, save_replay_run
+    from toolpath.evaluators.registry import split_metric_list
+    from toolpath.evaluators.replay import DEFAULT_METRICS, replay_sessions
+
+    the_store = _open_existing_store(store)
+    sessions = _recorded(the_store, session_ids, since, agent_name, limit)
+    metrics = split_metric_list(metrics_text) if metrics_text else list(DEFAULT_METRICS)
+    limits = _thresholds(thresholds)
+    agent = load_object(agent_ref)
+    tracer.init(store=the_store)
+    started = time.time_ns()
+    with _progress(len(sessions), "replaying sessions", quiet) as advance:
+        result = replay_sessions(sessions, agent, metrics=metrics, thresholds=limits, on_session=lambda _: advance())
+    tracer.flush()
+    save_replay_run(the_store, result, agent=describe_target(agent_ref), started_ns=started)
+    if output is not None:
+        output.write_text(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n")
+    replay_report(console, result, quiet=quiet)
+    if not result.passed:
+        raise click.exceptions.Exit(1)
+
+
+def _thresholds(items: tuple[str, ...]) -> dict[str, float]:
+    out = {}
+    for item in items:
+        name, eq, value = item.partition("=")
+        try:
+            out[name.strip()] = float(value)
+        except ValueError:
+            raise ConfigError(f"--threshold {item!r}: expected metric=number") from None
+        if not eq or not name.strip():
+            raise ConfigError(f"--threshold {item!r}: expected metric=number")
+    return out
+
+
+@contextlib.contextmanager
+def _progress(total: int, description: str, quiet: bool) -> Iterator[Callable[[], None]]:
+    """A rich progress bar with rate and ETA (nothing with --quiet); yields the function that advances it."""
+    if quiet:
+        yield lambda: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.speed}/s"))
+    with Progress(*columns, TimeRemainingColumn(), console=console, transient=True) as progress:
+        task = progress.add_task(description, total=total)
+        yield lambda: progress.advance(task)
+
+
+@cli.command(name="export")
+@click.option("--format", "fmt", type=click.Choice(["evalset", "jsonl"]), required=True, help="Output format.")
+@store_option
+@_selection_options
+@click.option("--output", type=click.Path(path_type=Path), required=True, help="File to write.")
+@click.option("--eval-set-id", default=None, help="eval_set_id of an evalset (default: from the file name).")
+def export_command(
+    fmt: str,
+    store: str | None,
+    session_ids: tuple[str, ...],
+    since: Any,
+    agent_name: str | None,
+    limit: int | None,
+    output: Path,
+    eval_set_id: str | None,
+) -> None:
+    """Turn recorded sessions into an ADK eval set or Vertex-style JSONL, to run with `toolpath eval`.
+
+    \b
+        toolpath export --format evalset --agent-name support_bot --output support.evalset.json
+        toolpath eval support.evalset.json --agent my_app.agent:answer
+    """
+    from toolpath.datasets.export import write_export
+
+    sessions = _recorded(_open_existing_store(store), session_ids, since, agent_name, limit)
+    turns = write_export(sessions, fmt, output, eval_set_id=eval_set_id)
+    console.print(f"wrote {len(sessions)} session(s), {turns} turn(s) to {output}")
+
+
+@cli.command()
+@store_option
+@click.option("--run", "run_id", default=None, help="An evaluation run id (toolpath runs list).")
+@click.option("--replay", "replay_id", default=None, help="A replay id (printed by toolpath replay).")
+@click.option("--html", "html_path", type=click.Path(path_type=Path), required=True, help="HTML file to write.")
+def report(store: str | None, run_id: str | None, replay_id: str | None, html_path: Path) -> None:
+    """Write one self-contained HTML report of an evaluation run or a replay.
+
+    \b
+        toolpath report --run 1a2b3c4d5e6f --html report.html
+    """
+    from toolpath.report import render_report
+
+    if (run_id is None) == (replay_id is None):
+        raise ConfigError("give exactly one of --run ID or --replay ID")
+    the_store = _open_existing_store(store)
+    run = the_store.get_eval_run(run_id or replay_id or "")
+    if run is None:
+        raise ConfigError(f"no {'run' if run_id else 'replay'} {run_id or replay_id!r} in {the_store.url}")
+    if replay_id and run["kind"] != "replay":
+        raise ConfigError(f"{replay_id!r} is a {run['kind']} run, not a replay (use --run)")
+    html_path.write_text(render_report(run), encoding="utf-8")
+    console.print(f"wrote {html_path} ({run['kind']} {run['run_id']}, {run['row_count']} row(s))")
 
 
 @cli.command()

@@ -218,3 +218,37 @@ def watch_table(rows: Sequence[Mapping[str, Any]]) -> Table:
             *cells,
         )
     return table
+
+
+def replay_report(console: Console, result: Any, *, quiet: bool = False) -> None:
+    """``toolpath replay``: the sessions that changed and how, the scores, and the thresholds."""
+    changed = [s for s in result.sessions if s.changed]
+    if not quiet:
+        if changed:
+            table = Table(title=f"{len(changed)} of {len(result.sessions)} session(s) changed")
+            for column in ("session", "turn", "prompt", "what changed"):
+                table.add_column(column, overflow="fold")
+            for session in changed:
+                for number, turn in enumerate(session.turns, start=1):
+                    notes = [_describe(change) for change in turn["changes"]]
+                    if turn["response_changed"]:
+                        notes.append(f"response: {turn['reference']!r} → {turn['response']!r}")
+                    if turn.get("error"):
+                        notes.append(f"failed: {turn['error']}")
+                    if notes:
+                        table.add_row(session.original_session_id, str(number), turn["prompt"] or "", "\n".join(notes))
+            console.print(table)
+        console.print(summary_table(result.summary_metrics, result.metric_names, title="Replayed against recorded"))
+    for name, mean in result.failed_thresholds.items():
+        shown = "null" if mean is None else f"{mean:.3f}"
+        console.print(f"[red]FAILED[/] {name}: mean {shown} < threshold {result.thresholds[name]}")
+    console.print(
+        f"replay {result.run_id}: {len(result.sessions)} session(s), {len(changed)} changed "
+        f"({sum(s.trajectory_changed for s in result.sessions)} in their trajectory)"
+    )
+
+
+def _describe(change: Mapping[str, Any]) -> str:
+    from toolpath.evaluators.diff import Change
+
+    return Change(**change).describe()

@@ -89,3 +89,34 @@ def _case_id(row: dict[str, Any], index: int) -> str:
         if row.get(key) is not None:
             return str(row[key])
     return str(index)
+
+
+def save_replay_run(store: Store, result: Any, *, agent: str | None, started_ns: int) -> None:
+    """A replay: one result row per replayed turn, with its diff against the recording."""
+    turns = [(session, turn) for session in result.sessions for turn in session.turns]
+    store.write_eval_run(
+        {
+            "run_id": result.run_id,
+            "kind": "replay",
+            "dataset": f"{len(result.sessions)} recorded session(s)",
+            "agent": agent,
+            "metrics": {"metrics": result.metric_names, "thresholds": result.thresholds},
+            "started_at": started_ns,
+            "finished_at": time.time_ns(),
+            "row_count": len(turns),
+            "failed_count": sum(1 for s in result.sessions if s.changed),
+            "summary": result.summary_metrics,
+        },
+        [
+            {
+                "run_id": result.run_id,
+                "position": i,
+                "case_id": session.original_session_id,
+                "invocation_id": turn.get("recorded_invocation_id"),
+                "status": "changed" if turn["changes"] or turn["response_changed"] else "same",
+                "scores": {name: turn.get(f"{name}/score") for name in result.metric_names},
+                "row": {**turn, "session_id": session.session_id, "original_session_id": session.original_session_id},
+            }
+            for i, (session, turn) in enumerate(turns)
+        ],
+    )

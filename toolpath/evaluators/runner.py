@@ -66,6 +66,7 @@ def evaluate(
     store: Any = None,
     concurrency: int = 8,
     judge: Judge | JudgeSettings | None = None,
+    dataset_name: str | None = None,
 ) -> EvalResult:
     """Score every row of ``dataset`` with ``metrics``.
 
@@ -115,7 +116,9 @@ def evaluate(
     if store is not None:
         from toolpath.evaluators.history import describe_target, save_dataset_run
 
-        name = str(dataset) if isinstance(dataset, str | Path) else f"<{type(dataset).__name__} of {len(rows)} rows>"
+        name = dataset_name or (
+            str(dataset) if isinstance(dataset, str | Path) else f"<{type(dataset).__name__} of {len(rows)} rows>"
+        )
         save_dataset_run(
             store, result, dataset=name, agent=describe_target(runnable), metrics=names, started_ns=started_ns
         )

@@ -1,0 +1,197 @@
+"""Record sessions from one agent version, replay them against a changed one, export recorded traffic as eval
+data, and look at the HTML report in headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.test_cli import run
+from toolpath.evaluators.diff import trajectory_diff
+from toolpath.model import ToolCall
+
+AGENTS = """
+import toolpath
+
+@toolpath.tool
+def get_weather(city: str) -> dict:
+    return {"city": city, "sky": "sunny", "temp": 20}
+
+@toolpath.tool
+def book_table(city: str, people: int) -> dict:
+    return {"city": city, "people": people, "booked": True}
+
+def plan(prompt: str, *, v2: bool) -> str:
+    city = prompt.split()[-1].strip("?.")
+    if "book" in prompt:
+        people = 4 if v2 else 2          # v2 books for four: an argument changed
+        book_table(city, people)
+        return f"Booked in {city}."
+    if "weather" in prompt:
+        if v2 and city == "Oslo":         # v2 checks Oslo twice: a call added
+            get_weather(city)
+        get_weather(city)
+        return f"Sunny in {city}."
+    return "Hello!"
+
+@toolpath.agent(name="concierge")
+def v1(prompt: str) -> str:
+    return plan(prompt, v2=False)
+
+@toolpath.agent(name="concierge")
+def v2(prompt: str) -> str:
+    return plan(prompt, v2=True)
+"""
+
+RECORD = """
+import sys, toolpath
+from agents import v1
+toolpath.init(store=sys.argv[1])
+conversations = {
+    "s-paris": ["hello", "weather in Paris"],
+    "s-oslo": ["weather in Oslo", "hello"],
+    "s-book": ["book a table in Rome", "weather in Rome"],
+    "s-lisbon": ["weather in Lisbon"],
+}
+for session, prompts in conversations.items():
+    for prompt in prompts:
+        v1(prompt, session_id=session)
+toolpath.shutdown()
+"""
+
+
+@pytest.fixture
+def recorded(tmp_path) -> Path:
+    (tmp_path / "agents.py").write_text(AGENTS)
+    (tmp_path / "record.py").write_text(RECORD)
+    result = subprocess.run(
+        [sys.executable, "record.py", "sqlite:///traffic.db"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    return tmp_path
+
+
+def test_replay_shows_exactly_the_sessions_whose_trajectory_changed(recorded):
+    store = ["--store", "sqlite:///traffic.db"]
+    result = run(recorded, "replay", "--agent", "agents:v2", *store, "--threshold", "trajectory_exact_match=1.0",
+                 "--output", "replay.json")  # fmt: skip
+    assert result.returncode == 1, result.stdout + result.stderr
+    out = json.loads((recorded / "replay.json").read_text())
+    assert sorted(out["changed_sessions"]) == ["s-book", "s-oslo"]
+    assert out["failed_thresholds"] == {"trajectory_exact_match": pytest.approx(5 / 7)}
+    by_session = {s["original_session_id"]: s for s in out["sessions"]}
+    assert [len(s["turns"]) for s in by_session.values()] == [2, 2, 2, 1]  # replayed turn by turn
+    oslo = by_session["s-oslo"]["turns"][0]["changes"]
+    assert [(c["kind"], c["tool"]) for c in oslo] == [("added", "get_weather")]
+    book = by_session["s-book"]["turns"][0]["changes"]
+    assert [(c["kind"], c["tool"], c["args"]) for c in book] == [
+        ("args_changed", "book_table", {"changed": ["people"]})
+    ]
+    assert "2 of 4 session(s) changed" in result.stdout and "FAILED trajectory_exact_match" in result.stdout
+    assert "~ book_table arguments: changed people" in result.stdout
+
+    # the replayed runs were traced into the store as new sessions
+    sessions = json.loads(run(recorded, "sessions", "list", "--json", *store).stdout)
+    assert sum(s["session_id"].startswith("replay-") for s in sessions) == 4
+
+    same = run(recorded, "replay", "--agent", "agents:v1", *store, "--threshold", "trajectory_exact_match=1.0",
+               "--quiet")  # fmt: skip
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert "0 changed" in same.stdout
+
+    chosen = run(recorded, "replay", "--agent", "agents:v2", *store, "--session", "s-paris", "--quiet")
+    assert chosen.returncode == 0 and "1 session(s), 0 changed" in chosen.stdout
+    missing = run(recorded, "replay", "--agent", "agents:v2", *store, "--session", "nope")
+    assert missing.returncode == 2 and "no recorded session 'nope'" in missing.stderr
+
+    report = run(recorded, "report", "--replay", out["run_id"], "--html", "replay.html", *store)
+    assert report.returncode == 0, report.stderr
+    page = (recorded / "replay.html").read_text()
+    assert "http://" not in page and "https://" not in page  # self-contained: nothing fetched
+    dom = chromium_dom(recorded / "replay.html", recorded / "replay.png")
+    changed = set(re.findall(r"<tr class=\"replayed\" data-session=\"([^\"]+)\" data-changed=\"true\"", dom))
+    assert changed == {"s-book", "s-oslo"}
+    assert len(re.findall(r"<tr class=\"case\"[^>]*data-status=\"bad\"", dom)) == 2  # the two changed turns
+    assert "key-changed" in dom and "call added" in dom
+
+
+def test_exported_eval_set_scores_one_against_the_same_agent(recorded):
+    store = ["--store", "sqlite:///traffic.db"]
+    exported = run(recorded, "export", "--format", "evalset", *store, "--output", "traffic.evalset.json")
+    assert exported.returncode == 0, exported.stderr
+    assert "wrote 4 session(s), 7 turn(s)" in exported.stdout
+    (recorded / "test_config.json").write_text(json.dumps({"criteria": {"tool_trajectory_avg_score": 1.0}}))
+    result = run(recorded, "eval", "traffic.evalset.json", "--agent", "agents:v1", "--output", "ev.json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    cases = json.loads((recorded / "ev.json").read_text())["eval_cases"]
+    assert len(cases) == 4
+    assert all(c["metrics"]["tool_trajectory_avg_score"]["score"] == 1.0 for c in cases)
+    changed = run(recorded, "eval", "traffic.evalset.json", "--agent", "agents:v2", "--output", "ev2.json")
+    assert changed.returncode == 1  # the changed version fails the recorded trajectories
+    failed = {
+        c["eval_id"] for c in json.loads((recorded / "ev2.json").read_text())["eval_cases"] if c["status"] == "FAILED"
+    }
+    assert failed == {"s-oslo", "s-book"}
+
+    rows = run(recorded, "export", "--format", "jsonl", *store, "--output", "traffic.jsonl")
+    assert rows.returncode == 0
+    first = json.loads((recorded / "traffic.jsonl").read_text().splitlines()[0])
+    assert set(first) == {"case_id", "session_id", "prompt", "reference", "reference_trajectory"}
+    scored = run(recorded, "eval", "traffic.jsonl", "--agent", "agents:v1", "--metrics", "trajectory_exact_match",
+                 "--output", "rows.json")  # fmt: skip
+    assert scored.returncode == 0, scored.stderr
+    table = json.loads((recorded / "rows.json").read_text())["metrics_table"]
+    assert [r["trajectory_exact_match/score"] for r in table] == [1.0] * 7
+
+
+def test_report_of_a_dataset_run_and_bad_ids(recorded):
+    store = ["--store", "sqlite:///traffic.db"]
+    scored = run(recorded, "eval", "--from-store", "--metrics", "tool_call_count,redundant_tool_calls", *store)
+    assert scored.returncode == 0, scored.stderr
+    run_id = scored.stdout.split("run ")[-1].split()[0].strip(":")
+    report = run(recorded, "report", "--run", run_id, "--html", "run.html", *store)
+    assert report.returncode == 0, report.stderr
+    dom = chromium_dom(recorded / "run.html", recorded / "run.png")
+    assert dom.count('<tr class="case"') == 7 and "tool_call_count" in dom
+    missing = run(recorded, "report", "--run", "nope", "--html", "x.html", *store)
+    assert missing.returncode == 2 and "no run 'nope'" in missing.stderr
+    both = run(recorded, "report", "--html", "x.html", *store)
+    assert both.returncode == 2 and "exactly one of" in both.stderr
+
+
+def test_trajectory_diff_kinds():
+    a, b, c = (ToolCall(name=n, args={"x": 1}) for n in "abc")
+    assert trajectory_diff([a, b, c], [a, b, c]) == []
+    moved = trajectory_diff([a, b, c], [b, a, c])
+    assert [(d.kind, d.tool, d.reference_index, d.predicted_index) for d in moved] == [("reordered", "a", 0, 1)]
+    changed = trajectory_diff([a], [ToolCall(name="a", args={"x": 2, "y": 1})])
+    assert [(d.kind, d.args) for d in changed] == [("args_changed", {"added": ["y"], "changed": ["x"]})]
+    assert [d.kind for d in trajectory_diff([a, b], [b])] == ["removed"]
+    assert [d.describe() for d in trajectory_diff([], [c])] == ["+ c (call 1)"]
+    wildcard = ToolCall(name="a", args=None)
+    assert trajectory_diff([wildcard], [ToolCall(name="a", args={"x": 9})]) == []
+
+
+def chromium_dom(page: Path, screenshot: Path) -> str:
+    """Load ``page`` in headless Chromium: take a screenshot, fail on console errors, return the DOM."""
+    binary = shutil.which("chromium") or shutil.which("chromium-browser")
+    if binary is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed; .ci/run must install it (apt-get install -y chromium)")
+        pytest.skip("chromium not found (apt-get install -y chromium)")
+    flags = [binary, "--headless=new", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0"]
+    shot = subprocess.run([*flags, "--window-size=1280,2000", f"--screenshot={screenshot}", page.as_uri()],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert shot.returncode == 0 and screenshot.stat().st_size > 10_000, shot.stderr[-2000:]
+    dom = subprocess.run([*flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    console_errors = [line for line in (shot.stderr + dom.stderr).splitlines() if "CONSOLE" in line and "rror" in line]
+    assert console_errors == []
+    return dom.stdout

@@ -1,0 +1,93 @@
+"""Recorded traffic as eval data: an ADK ``*.evalset.json`` (one eval case per session, one conversation turn
+per invocation, the recorded tool calls as ``tool_uses`` and the recorded answers as final responses) or
+Vertex-style JSONL rows (``prompt``, ``reference``, ``reference_trajectory``). Both load back with
+:mod:`toolpath.datasets` and run with ``toolpath eval``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from toolpath.model import Invocation, Session
+
+
+def to_evalset(sessions: Sequence[Session], eval_set_id: str) -> dict[str, Any]:
+    cases = []
+    for session in sessions:
+        conversation = [_turn(inv) for inv in session.invocations]
+        created = _seconds(session.invocations[0]) if session.invocations else 0.0
+        cases.append(
+            {
+                "eval_id": _safe_id(session.session_id),
+                "conversation": conversation,
+                "session_input": {"app_name": session.agent_name or "agent", "user_id": "user", "state": {}},
+                "creation_timestamp": created,
+            }
+        )
+    return {
+        "eval_set_id": eval_set_id,
+        "name": eval_set_id,
+        "description": f"{len(cases)} recorded session(s) exported by toolpath",
+        "eval_cases": cases,
+        "creation_timestamp": max((c["creation_timestamp"] for c in cases), default=0.0),
+    }
+
+
+def _turn(inv: Invocation) -> dict[str, Any]:
+    return {
+        "invocation_id": inv.invocation_id,
+        "user_content": {"role": "user", "parts": [{"text": inv.prompt or ""}]},
+        "final_response": {"role": "model", "parts": [{"text": inv.response or ""}]},
+        "intermediate_data": {
+            "tool_uses": [{"id": call.call_id, "name": call.name, "args": call.args or {}} for call in inv.tool_calls],
+            "tool_responses": [
+                {"id": call.call_id, "name": call.name, "response": _response(call.result, call.error)}
+                for call in inv.tool_calls
+            ],
+            "intermediate_responses": [[author, [{"text": text}]] for author, text in inv.intermediate_responses],
+        },
+        "creation_timestamp": _seconds(inv),
+    }
+
+
+def _response(result: Any, error: str | None) -> dict[str, Any]:
+    if error is not None:
+        return {"error": error}
+    return result if isinstance(result, dict) else {"result": result}
+
+
+def _seconds(inv: Invocation) -> float:
+    return inv.started_at.timestamp() if inv.started_at is not None else 0.0
+
+
+def _safe_id(session_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", session_id)
+
+
+def to_jsonl_rows(sessions: Sequence[Session]) -> list[dict[str, Any]]:
+    return [
+        {
+            "case_id": f"{session.session_id}#{turn}",
+            "session_id": session.session_id,
+            "prompt": inv.prompt,
+            "reference": inv.response,
+            "reference_trajectory": [call.to_vertex() for call in inv.tool_calls],
+        }
+        for session in sessions
+        for turn, inv in enumerate(session.invocations, start=1)
+    ]
+
+
+def write_export(sessions: Sequence[Session], fmt: str, output: Path, *, eval_set_id: str | None = None) -> int:
+    """Write ``sessions`` as ``evalset`` or ``jsonl``; returns the number of turns written."""
+    if fmt == "evalset":
+        set_id = eval_set_id or _safe_id(output.name.removesuffix(".json").removesuffix(".evalset"))
+        output.write_text(json.dumps(to_evalset(sessions, set_id), indent=2, ensure_ascii=False) + "\n")
+    else:
+        rows = to_jsonl_rows(sessions)
+        output.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return sum(len(s.invocations) for s in sessions)
