@@ -50,6 +50,7 @@ for t in range(traces):
                 pass
         agent.set_attribute("gen_ai.output.messages", json.dumps(
             [{"role": "assistant", "parts": [{"type": "text", "content": "done"}], "finish_reason": "stop"}]))
+provider.force_flush(timeout_millis=900_000)  # shutdown alone gives up after 30 s and drops the rest
 provider.shutdown()
 """
 
@@ -106,7 +107,7 @@ def measure(store_url: str, spans: int) -> tuple[float, int]:
         return spans / elapsed, store.counts()["tool_calls"]
     except RuntimeError:
         log.seek(0)
-        print(log.read().decode(errors="replace")[-3000:], file=sys.stderr)
+        print(log.read().decode(errors="replace")[-6000:], file=sys.stderr)
         raise
     finally:
         collector.terminate()
