@@ -227,6 +227,11 @@ def _eval_sets(
     type=click.IntRange(min=1),
     help="Exports being written at once; more get 503 / UNAVAILABLE so exporters retry later.",
 )
+@click.option("--redact-key", "redact_keys", multiple=True, help="Also replace values of this key (repeatable).")
+@click.option(
+    "--redact-pattern", "redact_patterns", multiple=True, help="NAME=REGEX replaced inside strings (repeatable)."
+)
+@click.option("--no-redact", is_flag=True, help="Store spans as they come (no secret or personal-data redaction).")
 @click.option(
     "--online",
     "online_path",
@@ -242,6 +247,9 @@ def collect(
     token: str | None,
     max_body_bytes: int,
     max_in_flight: int,
+    redact_keys: tuple[str, ...],
+    redact_patterns: tuple[str, ...],
+    no_redact: bool,
     online_path: Path | None,
 ) -> None:
     """Receive OTLP traces from agents in other processes and store their invocations.
@@ -264,7 +272,10 @@ def collect(
         from toolpath.evaluators.online import OnlineEvaluator
 
         online = OnlineEvaluator(the_store, online_path).start()
-    ingestor = Ingestor(the_store, token=token, max_body_bytes=max_body_bytes, max_in_flight=max_in_flight)
+    redactor = None if no_redact else _redactor(redact_keys, redact_patterns)
+    ingestor = Ingestor(
+        the_store, token=token, max_body_bytes=max_body_bytes, max_in_flight=max_in_flight, redactor=redactor
+    )
     stop = threading.Event()
     http_server = make_http_server(ingestor, host, http_port) if http_port else None
     grpc_server = make_grpc_server(ingestor, host, grpc_port) if grpc_port else None
@@ -442,6 +453,24 @@ def replay(
     replay_report(console, result, quiet=quiet)
     if not result.passed:
         raise click.exceptions.Exit(1)
+
+
+def _redactor(keys: tuple[str, ...], patterns: tuple[str, ...]) -> Any:
+    import re
+
+    from toolpath.redact import Redactor
+
+    named = {}
+    for item in patterns:
+        name, eq, regex = item.partition("=")
+        if not eq or not name.strip().isidentifier():
+            raise ConfigError(f"--redact-pattern {item!r}: expected NAME=REGEX")
+        try:
+            re.compile(regex)
+        except re.error as exc:
+            raise ConfigError(f"--redact-pattern {name}: not a valid regular expression ({exc})") from None
+        named[name.strip()] = regex
+    return Redactor.build(keys, named)
 
 
 def _thresholds(items: tuple[str, ...]) -> dict[str, float]:

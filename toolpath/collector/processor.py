@@ -25,6 +25,7 @@ from toolpath.collector.reconstruct import AGENT_SPAN_PREFIXES, build_invocation
 from toolpath.collector.spanrecord import SpanRecord
 from toolpath.collector.store import Store
 from toolpath.model import Invocation
+from toolpath.redact import Redactor
 
 logger = logging.getLogger("toolpath.collector")
 
@@ -68,8 +69,16 @@ class _Marker:
 class InProcessCollector:
     """Collects this process's spans and writes each finished agent run to ``store`` (if any)."""
 
-    def __init__(self, store: Store | None, *, max_queue: int = DEFAULT_MAX_QUEUE, interval: float = 0.2) -> None:
+    def __init__(
+        self,
+        store: Store | None,
+        *,
+        max_queue: int = DEFAULT_MAX_QUEUE,
+        interval: float = 0.2,
+        redactor: Redactor | None = None,
+    ) -> None:
         self.store = store
+        self.redactor = redactor
         self.stats = CollectorStats()
         self._max_queue = max_queue
         self._interval = interval
@@ -189,6 +198,8 @@ class InProcessCollector:
                     continue
                 span, is_root = item
                 record = SpanRecord.from_readable(span)
+                if self.redactor is not None:  # other instrumentations' spans in this process: the tracer's rules
+                    self.redactor.span(record)
                 self.stats.spans_received += 1
                 trace = self._traces.pop(record.trace_id, None) or _Trace()
                 self._traces[record.trace_id] = trace  # re-insert: dict order = least recently touched first

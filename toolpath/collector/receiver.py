@@ -34,6 +34,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from toolpath.collector import otlp
 from toolpath.collector.reconstruct import build_invocations
 from toolpath.collector.store import Store
+from toolpath.redact import Redactor
 
 logger = logging.getLogger("toolpath.collector.receiver")
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
@@ -52,8 +53,10 @@ class Ingestor:
     """Decodes, stores and rebuilds; shared by the HTTP and gRPC front ends."""
 
     def __init__(self, store: Store, *, token: str | None = None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-                 max_in_flight: int = 4) -> None:  # fmt: skip
+                 max_in_flight: int = 4, redactor: Redactor | None = None) -> None:  # fmt: skip
         self.store = store
+        self.redactor = redactor
+        """Applied to every span before it is stored (``None``: no redaction)."""
         self.token = token
         self.max_body_bytes = max_body_bytes
         self._slots = threading.BoundedSemaphore(max_in_flight)
@@ -74,6 +77,8 @@ class Ingestor:
             raise Busy("too many exports in flight")
         try:
             with self._write_lock:
+                if self.redactor is not None:
+                    records = [self.redactor.span(r) for r in records]
                 self.store.ingest(records, build_invocations)
                 self.spans_stored += len(records)
         finally:

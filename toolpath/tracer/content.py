@@ -11,7 +11,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from toolpath.tracer.semconv import REDACTED, TRUNCATION_MARKER
+from toolpath.redact import Redactor
+from toolpath.tracer.semconv import TRUNCATION_MARKER
 
 DEFAULT_MAX_VALUE_LENGTH = 64 * 1024
 
@@ -19,13 +20,23 @@ DEFAULT_MAX_VALUE_LENGTH = 64 * 1024
 @dataclasses.dataclass(frozen=True, slots=True)
 class ContentPolicy:
     capture: bool = True
-    redact_keys: frozenset[str] = frozenset()
-    """Lower-cased object keys whose values are replaced by ``[REDACTED]`` at any depth."""
+    redactor: Redactor | None = dataclasses.field(default_factory=Redactor.build)
+    """Secret keys and patterns replaced before a value becomes an attribute (the collector's rules);
+    ``None`` turns redaction off."""
     max_value_length: int = DEFAULT_MAX_VALUE_LENGTH
 
     @classmethod
-    def build(cls, capture: bool, redact_keys: Iterable[str], max_value_length: int) -> ContentPolicy:
-        return cls(capture, frozenset(k.lower() for k in redact_keys), max_value_length)
+    def build(
+        cls,
+        capture: bool,
+        redact_keys: Iterable[str],
+        max_value_length: int,
+        *,
+        redact: bool = True,
+        redact_patterns: Mapping[str, str] | None = None,
+    ) -> ContentPolicy:
+        redactor = Redactor.build(redact_keys, redact_patterns) if redact else None
+        return cls(capture, redactor, max_value_length)
 
 
 _policy = ContentPolicy()
@@ -42,9 +53,9 @@ def set_policy(new: ContentPolicy) -> None:
 
 def to_json(value: Any) -> str:
     """Serialise for a span attribute; never raises (unserialisable leaves become their ``repr``)."""
-    keys = _policy.redact_keys
-    if keys:
-        value = redact(value, keys)
+    redactor = _policy.redactor
+    if redactor is not None:
+        value = redactor.value(value, convert=_convertible)
     try:
         return _encode(value)
     except (TypeError, ValueError):  # circular references, NaN keys and the like
@@ -59,13 +70,10 @@ def clip(text: str) -> tuple[str, bool]:
     return text[:limit] + TRUNCATION_MARKER.format(dropped=len(text) - limit), True
 
 
-def redact(value: Any, keys: frozenset[str]) -> Any:
-    if isinstance(value, Mapping):
-        return {k: REDACTED if isinstance(k, str) and k.lower() in keys else redact(v, keys) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [redact(v, keys) for v in value]
+def _convertible(value: Any) -> Any:
+    """Models and dataclasses as plain values, so redaction can look inside them; anything else unchanged."""
     if (dataclasses.is_dataclass(value) and not isinstance(value, type)) or hasattr(value, "model_dump"):
-        return redact(_fallback(value), keys)
+        return _fallback(value)
     return value
 
 

@@ -13,7 +13,7 @@ import logging
 import os
 import threading
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -125,6 +125,8 @@ def init(
     otlp_endpoint: str | None = None,
     capture_content: bool = True,
     redact_keys: Iterable[str] = (),
+    redact: bool = True,
+    redact_patterns: Mapping[str, str] | None = None,
     max_value_length: int = content.DEFAULT_MAX_VALUE_LENGTH,
     tracer_provider: TracerProvider | None = None,
     max_queue: int | None = None,
@@ -138,7 +140,11 @@ def init(
         otlp_endpoint: also export every span to this OTLP endpoint. Without it the standard
             ``OTEL_EXPORTER_OTLP_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` variables are honoured.
         capture_content: record prompts, responses, tool arguments and results (needed for evaluation).
-        redact_keys: object keys whose values are replaced by ``[REDACTED]`` before anything leaves the process.
+        redact_keys: object keys whose values are replaced by ``[REDACTED]`` before anything leaves the process,
+            on top of the defaults of :mod:`toolpath.redact` (``password``, ``api_key``, ``authorization``…).
+        redact: ``False`` turns redaction off (keys and patterns).
+        redact_patterns: name -> regular expression replaced inside strings, on top of the defaults (API keys,
+            bearer tokens, e-mail addresses, card numbers); a name of a default replaces that default.
         max_value_length: longer attribute values are cut, with a marker.
         tracer_provider: the SDK provider to attach to; the global one by default.
         max_queue: spans the collector may hold before it drops (and counts) new ones.
@@ -149,10 +155,16 @@ def init(
             return _current
         if max_value_length < 64:
             raise ConfigError(f"max_value_length must be at least 64, got {max_value_length}")
-        content.set_policy(content.ContentPolicy.build(capture_content, redact_keys, max_value_length))
+        content.set_policy(
+            content.ContentPolicy.build(
+                capture_content, redact_keys, max_value_length, redact=redact, redact_patterns=redact_patterns
+            )
+        )
         provider = tracer_provider or _global_sdk_provider(service_name)
         the_store = _open_store(store)
-        collector = InProcessCollector(the_store, **({"max_queue": max_queue} if max_queue else {}))
+        collector = InProcessCollector(
+            the_store, redactor=content.policy().redactor, **({"max_queue": max_queue} if max_queue else {})
+        )
         exporter, export_processor = _otlp_export(otlp_endpoint)
         slot = _slots.get(provider)
         if slot is None:

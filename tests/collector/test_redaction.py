@@ -1,0 +1,110 @@
+"""Secrets and personal data never reach the store or anything forwarded: redaction in the collector (any
+instrumentation's spans) and in the tracer (before export), with the same rules."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from sqlalchemy import text
+
+import toolpath
+from tests.collector.test_receiver import SPANS, Collector
+from toolpath.collector.store import Store
+from toolpath.redact import Redactor
+
+API_KEY = "AIzaSyA-1234567890abcdefghijklmnopqrstu"
+EMAIL = "jane.doe@example.com"
+CARD = "4111 1111 1111 1111"
+SECRETS = (API_KEY, EMAIL, CARD, "hunter2")
+
+
+def everything_stored(store: Store) -> str:
+    with store.engine.connect() as conn:
+        return "\n".join(
+            json.dumps([list(map(str, row)) for row in conn.execute(text(f"SELECT * FROM {table}"))])
+            for table in ("spans", "tool_calls", "invocations")
+        )
+
+
+def openinference_with_secrets() -> bytes:
+    body = json.loads((SPANS / "openinference-langchain.shared.otlp.json").read_text())
+    body = copy.deepcopy(body)
+    for resource in body["resourceSpans"]:
+        for scope in resource["scopeSpans"]:
+            for span in scope["spans"]:
+                attrs = {a["key"]: a for a in span["attributes"]}
+                if attrs.get("openinference.span.kind", {}).get("value", {}).get("stringValue") == "TOOL":
+                    arguments = {"device_id": "thermostat-livingroom", "api_key": API_KEY,
+                                 "note": f"owner {EMAIL}, card {CARD}", "auth": {"password": "hunter2"}}  # fmt: skip
+                    attrs["input.value"]["value"] = {"stringValue": json.dumps(arguments)}
+                    span["attributes"].append({"key": "input.mime_type", "value": {"stringValue": "application/json"}})
+                    return json.dumps(body).encode()
+    raise AssertionError("no TOOL span in the fixture")
+
+
+@pytest.mark.parametrize("redacting", [True, False])
+def test_collector_redacts_an_openinference_tool_argument(tmp_path, redacting):
+    collector = Collector(tmp_path, None, *([] if redacting else ["--no-redact"])).start()
+    try:
+        assert collector.post(openinference_with_secrets(), "application/json")[0] == 200
+        store = collector.store()
+        stored = everything_stored(store)
+        calls = [c for inv in store.list_invocations() for c in inv.tool_calls if c.name == "get_device_info"]
+    finally:
+        collector.stop()
+    if not redacting:  # the same traffic without redaction: the test can tell
+        assert API_KEY in stored and EMAIL in stored
+        return
+    for secret in SECRETS:
+        assert secret not in stored
+    args = calls[0].args
+    assert args["device_id"] == "thermostat-livingroom"  # the rest is untouched
+    assert args["api_key"] == "[REDACTED]" and args["auth"] == {"password": "[REDACTED]"}
+    assert args["note"] == "owner [REDACTED], card [REDACTED]"
+
+
+def test_our_adapter_redacts_before_the_store_and_every_exporter(tmp_path, app_spans):
+    @toolpath.tool
+    def book(city: str, contact: dict) -> dict:
+        return {"confirmation": "ok", "sent_to": contact["email"]}
+
+    @toolpath.agent(name="travel")
+    def travel(prompt: str) -> str:
+        book("Lisbon", {"email": EMAIL, "card": CARD, "api_key": API_KEY})
+        return f"Booked; confirmation sent to {EMAIL}."
+
+    forwarded = InMemorySpanExporter()
+    setup = toolpath.init(store=f"sqlite:///{tmp_path / 'a.db'}", redact_patterns={"iban": r"\bPT50\d{21}\b"})
+    setup.provider.add_span_processor(SimpleSpanProcessor(forwarded))
+    travel(f"Book Lisbon for {EMAIL}, IBAN PT50000201231234567890154")
+    toolpath.flush()
+    stored = everything_stored(setup.store)
+    exported = json.dumps(
+        [dict(s.attributes) for exporter in (forwarded, app_spans) for s in exporter.get_finished_spans()]
+    )
+    for where in (stored, exported):
+        for secret in (*SECRETS, "PT50000201231234567890154"):
+            assert secret not in where
+    [inv] = setup.store.list_invocations()
+    assert inv.tool_calls[0].args["contact"] == {"email": "[REDACTED]", "card": "[REDACTED]", "api_key": "[REDACTED]"}
+    assert inv.response == "Booked; confirmation sent to [REDACTED]."
+
+
+def test_redactor_rules():
+    r = Redactor.build(keys=["session_secret"])
+    assert r.text("4111 1111 1111 1112 and 1795339825517748513") == "4111 1111 1111 1112 and 1795339825517748513"
+    assert r.value({"Session_Secret": "x", "n": 4111111111111111, "ok": 12}) == {
+        "Session_Secret": "[REDACTED]",
+        "n": "[REDACTED]",
+        "ok": 12,
+    }
+    assert r.text('{"a": [1, {"token": "t"}]}') == '{"a":[1,{"token":"[REDACTED]"}]}'
+    assert r.text("not json {") == "not json {"
+    assert r.attributes({"http.request.header.authorization": "Bearer abc"}) == {
+        "http.request.header.authorization": "[REDACTED]"
+    }
+    assert r.hits == 4

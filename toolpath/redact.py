@@ -1,0 +1,170 @@
+"""Redaction of secrets and personal data, the same rules in the tracer (before export) and the collector
+(before anything is stored), for spans from any instrumentation.
+
+Two kinds of rule:
+
+- **keys**: an object key (case-insensitive) whose value is replaced whole, at any depth: ``password``,
+  ``api_key``, ``authorization``…
+- **patterns**: regular expressions replaced inside any string: API keys (OpenAI, Google, GitHub, Slack, AWS),
+  bearer tokens, e-mail addresses and card numbers (15–16 digits passing the Luhn check).
+
+Strings that hold JSON (tool arguments and results, messages) are parsed, redacted value by value and written
+back, so a secret nested three levels down in a tool argument is found, and the JSON stays valid.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolpath.tracer.semconv import REDACTED
+
+DEFAULT_KEYS = frozenset(
+    {
+        "password",
+        "passwd",
+        "secret",
+        "client_secret",
+        "api_key",
+        "apikey",
+        "x-api-key",
+        "access_token",
+        "refresh_token",
+        "token",
+        "authorization",
+        "cookie",
+        "set-cookie",
+        "private_key",
+        "credentials",
+    }
+)
+
+DEFAULT_PATTERNS: dict[str, str] = {
+    "api_key": r"\b(?:sk-(?:proj-)?[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{35}|gh[pousr]_[A-Za-z0-9]{36,}"
+    r"|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})",
+    "bearer": r"\b[Bb](?i:earer)\s+[A-Za-z0-9._~+/=-]{8,}",
+    "email": r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b",
+    "card": r"(?<![\d-])(?:\d[ -]?){14,15}\d(?![\d-])",
+}
+
+
+_SHORTEST = 6
+"""No default pattern matches fewer characters (the shortest e-mail address, ``a@b.cd``)."""
+_SCALARS = (int, float, bool, type(None))
+_DIGIT_RUN = re.compile(r"\d[\d -]{13}")
+_PREFILTERS: dict[str, Callable[[str], bool]] = {
+    # cheap tests that rule a default pattern out before its regular expression runs
+    "api_key": lambda t: "sk-" in t or "AIza" in t or "gh" in t or "xox" in t or "AKIA" in t,
+    "bearer": lambda t: "earer" in t or "EARER" in t,
+    "email": lambda t: "@" in t,
+    "card": lambda t: _DIGIT_RUN.search(t) is not None,
+}
+
+
+def _luhn(digits: str) -> bool:
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = int(ch)
+        if i % 2:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return total % 10 == 0
+
+
+@dataclass
+class Redactor:
+    keys: frozenset[str] = DEFAULT_KEYS
+    patterns: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_PATTERNS))
+    replacement: str = REDACTED
+    hits: int = 0
+    """Values replaced so far (counted, so a dashboard can show that redaction is working)."""
+
+    def __post_init__(self) -> None:
+        self.keys = frozenset(k.lower() for k in self.keys)
+        self._rules = [(name, _PREFILTERS.get(name) if pattern == DEFAULT_PATTERNS.get(name) else None,
+                        re.compile(pattern)) for name, pattern in self.patterns.items()]  # fmt: skip
+
+    @classmethod
+    def build(cls, keys: Iterable[str] | None = None, patterns: Mapping[str, str] | None = None) -> Redactor:
+        """Defaults plus ``keys`` and ``patterns`` (a pattern named like a default replaces it)."""
+        return cls(DEFAULT_KEYS | frozenset(keys or ()), {**DEFAULT_PATTERNS, **(patterns or {})})
+
+    def text(self, text: str) -> str:
+        """``text`` with every pattern match replaced; JSON text is redacted structurally."""
+        if len(text) < _SHORTEST:
+            return text
+        first = text[0] if not text[0].isspace() else text.lstrip()[:1]
+        if first == "{" or first == "[":
+            try:
+                parsed = json.loads(text)
+            except ValueError:
+                pass
+            else:
+                cleaned = self.value(parsed)
+                return text if cleaned == parsed else json.dumps(cleaned, ensure_ascii=False, separators=(",", ":"))
+        for name, worth_trying, regex in self._rules:
+            if worth_trying is not None and not worth_trying(text):
+                continue
+            if regex.search(text) is not None:
+                text = regex.sub(self._card if name == "card" else self._replace, text)
+        return text
+
+    def _replace(self, match: re.Match[str]) -> str:
+        self.hits += 1
+        return self.replacement
+
+    def _card(self, match: re.Match[str]) -> str:
+        return self._replace(match) if _luhn(re.sub(r"[ -]", "", match.group())) else match.group()
+
+    def value(self, value: Any, convert: Callable[[Any], Any] | None = None) -> Any:
+        """A JSON-like value with secret keys and pattern matches replaced, at any depth. ``convert`` turns other
+        objects (models, dataclasses) into plain values first, so they are looked into too."""
+        kind = value.__class__
+        if kind is str:
+            return self.text(value)
+        if kind is dict or (kind not in _SCALARS and isinstance(value, Mapping)):
+            keys = self.keys
+            out = {}
+            for key, item in value.items():
+                if key.__class__ is str and (key in keys or key.lower() in keys) and item not in (None, ""):
+                    self.hits += 1
+                    out[key] = self.replacement
+                else:
+                    out[key] = self.value(item, convert)
+            return out
+        if kind is list or kind is tuple:
+            return [self.value(item, convert) for item in value]
+        if kind is int:
+            if 10**14 <= abs(value) < 10**16 and "card" in self.patterns and _luhn(str(abs(value))):
+                self.hits += 1  # a card number given as a JSON number
+                return self.replacement
+            return value
+        if kind in _SCALARS or convert is None:
+            return value
+        converted = convert(value)
+        return value if converted is value else self.value(converted, convert)
+
+    def span(self, record: Any) -> Any:
+        """A :class:`~toolpath.collector.spanrecord.SpanRecord` with its attributes, event attributes and status
+        message redacted (in place; returned for chaining)."""
+        record.attributes = self.attributes(record.attributes)
+        if record.events:
+            record.events = [{**e, "attributes": self.attributes(e.get("attributes") or {})} for e in record.events]
+        if record.status_message:
+            record.status_message = self.text(record.status_message)
+        return record
+
+    def attributes(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
+        """Span or event attributes: a secret attribute name is replaced whole, values are scrubbed."""
+        out = {}
+        for key, value in attributes.items():
+            leaf = key.rsplit(".", 1)[-1].lower()
+            if (leaf in self.keys or key.lower() in self.keys) and value not in (None, ""):
+                self.hits += 1
+                out[key] = self.replacement
+            else:
+                out[key] = self.value(value)
+        return out
