@@ -12,9 +12,12 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from sqlalchemy import text
 
 import toolpath
 from tests.pgserver import PostgresServer
+from toolpath.collector import schema
+from toolpath.collector.store import Store
 
 APP_EXPORTER = InMemorySpanExporter()
 _PROVIDER = TracerProvider()
@@ -63,3 +66,16 @@ def postgres_url() -> Iterator[str]:
         pytest.skip("PostgreSQL binaries not found (apt-get install -y postgresql)")
     with server.running() as url:
         yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request, tmp_path) -> Iterator[Store]:
+    """An empty store on a real SQLite file, then on the real PostgreSQL server."""
+    if request.param == "sqlite":
+        opened = Store(f"sqlite:///{tmp_path / 'store.db'}")
+    else:
+        opened = Store(request.getfixturevalue("postgres_url"))
+        with opened.engine.begin() as conn:
+            conn.execute(text(f"TRUNCATE {', '.join(schema.metadata.tables)}"))
+    yield opened
+    opened.close()

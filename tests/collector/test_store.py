@@ -15,18 +15,6 @@ from toolpath.model import Invocation, ToolCall
 T0 = datetime(2026, 1, 2, 3, 4, 5, 123456, tzinfo=UTC)
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store(request, tmp_path):
-    if request.param == "sqlite":
-        s = Store(f"sqlite:///{tmp_path / 'store.db'}")
-    else:
-        s = Store(request.getfixturevalue("postgres_url"))
-        with s.engine.begin() as conn:
-            conn.execute(text("TRUNCATE tool_calls, invocations, sessions, spans"))
-    yield s
-    s.close()
-
-
 def invocation(inv_id: str, session: str, offset: int, calls: list[ToolCall], **kw) -> Invocation:
     return Invocation(
         invocation_id=inv_id,

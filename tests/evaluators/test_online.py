@@ -47,18 +47,6 @@ def bot(prompt: str) -> str:
     return "Sunny in Paris."
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store(request, tmp_path):
-    if request.param == "sqlite":
-        s = Store(f"sqlite:///{tmp_path / 'online.db'}")
-    else:
-        s = Store(request.getfixturevalue("postgres_url"))
-        with s.engine.begin() as conn:
-            conn.execute(text("TRUNCATE tool_calls, invocations, sessions, spans, eval_jobs, online_results"))
-    yield s
-    s.close()
-
-
 def invocation(i: int, agent: str = "bot", failure: int = 0) -> Invocation:
     return Invocation(
         invocation_id=f"{i:016x}",

@@ -115,8 +115,8 @@ PAIRWISE_FORMAT = (
 )
 
 
-class PointwiseMetric(JudgeMetric):
-    """A judge rating one response on the template's scale."""
+class TemplateMetric(JudgeMetric):
+    """A judge metric defined by a prompt template (Vertex AI's ``PointwiseMetric`` / ``PairwiseMetric`` shape)."""
 
     def __init__(
         self,
@@ -132,6 +132,10 @@ class PointwiseMetric(JudgeMetric):
         self.name = metric
         self.template = metric_prompt_template
         self.model, self.temperature, self.num_samples = model, temperature, num_samples
+
+
+class PointwiseMetric(TemplateMetric):
+    """A judge rating one response on the template's scale."""
 
     async def judge(self, row: Row, ask: Ask) -> MetricResult:
         prompt = self.template.render(row, {"AI-generated Response": _cell(row, "response")}) + POINTWISE_FORMAT
@@ -172,25 +176,10 @@ def _rating(reply: JudgeReply, scale: list[float]) -> tuple[float, str]:
     return value, str(data.get("explanation") or "")
 
 
-class PairwiseMetric(JudgeMetric):
+class PairwiseMetric(TemplateMetric):
     """A judge choosing between the ``response`` (candidate) and the ``baseline_model_response``."""
 
     pairwise = True
-
-    def __init__(
-        self,
-        metric: str,
-        metric_prompt_template: PairwiseMetricPromptTemplate,
-        *,
-        model: str = DEFAULT_MODEL,
-        temperature: float | None = None,
-        num_samples: int = 1,
-    ) -> None:
-        if num_samples < 1:
-            raise ValueError(f"num_samples must be at least 1, got {num_samples}")
-        self.name = metric
-        self.template = metric_prompt_template
-        self.model, self.temperature, self.num_samples = model, temperature, num_samples
 
     async def judge(self, row: Row, ask: Ask) -> MetricResult:
         candidate, baseline = _cell(row, "response"), _cell(row, "baseline_model_response")
