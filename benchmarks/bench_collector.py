@@ -55,13 +55,50 @@ provider.shutdown()
 """
 
 
+NULL_RECEIVER = """
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+"""
+
+
+def sender_ceiling(spans: int) -> float:
+    """Spans/s the sender reaches against a receiver that stores nothing: no collector can be timed faster."""
+    port = free_port()
+    receiver = subprocess.Popen([sys.executable, "-c", NULL_RECEIVER, str(port)])
+    try:
+        time.sleep(1.0)
+        start = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-c", SENDER, f"http://127.0.0.1:{port}/v1/traces", str(spans // 10)], check=True
+        )
+        return spans / (time.perf_counter() - start)
+    finally:
+        receiver.terminate()
+        receiver.wait(timeout=30)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
 
 
-def measure(store_url: str, spans: int) -> tuple[float, int]:
+def measure(store_url: str, spans: int, *extra: str) -> tuple[float, int]:
     from toolpath.collector.store import Store
 
     traces = spans // 10
@@ -79,6 +116,7 @@ def measure(store_url: str, spans: int) -> tuple[float, int]:
             str(port),
             "--grpc-port",
             "0",
+            *extra,
         ],
         stdout=subprocess.DEVNULL,
         stderr=log,  # a file, not a pipe: a pipe nobody reads would block the collector once full
@@ -119,22 +157,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--spans", type=int, default=100_000)
     parser.add_argument("--store", choices=["sqlite", "postgresql", "both"], default="both")
+    parser.add_argument("--no-redact", action="store_true", help="also measure SQLite with redaction off")
     args = parser.parse_args()
+    print(f"sender alone  {sender_ceiling(args.spans):>8,.0f} spans/s to a receiver that stores nothing (the ceiling)")
     with tempfile.TemporaryDirectory() as folder:
         if args.store in ("sqlite", "both"):
             rate, calls = measure(f"sqlite:///{Path(folder) / 'bench.db'}", args.spans)
-            print(f"SQLite      {rate:>10,.0f} spans/s end to end ({calls:,} tool calls stored)   target >= 10,000")
+            print(f"SQLite        {rate:>8,.0f} spans/s end to end ({calls:,} tool calls stored)   target >= 10,000")
+            if args.no_redact:
+                rate, calls = measure(f"sqlite:///{Path(folder) / 'plain.db'}", args.spans, "--no-redact")
+                print(f"  --no-redact {rate:>8,.0f} spans/s end to end ({calls:,} tool calls stored)")
     if args.store in ("postgresql", "both"):
         sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
         from tests.pgserver import PostgresServer
 
         server = PostgresServer.find()
         if server is None:
-            print("PostgreSQL  not installed here (apt-get install -y postgresql)")
+            print("PostgreSQL    not installed here (apt-get install -y postgresql)")
             return
         with server.running() as url:
             rate, calls = measure(url, args.spans)
-            print(f"PostgreSQL  {rate:>10,.0f} spans/s end to end ({calls:,} tool calls stored)")
+            print(f"PostgreSQL    {rate:>8,.0f} spans/s end to end ({calls:,} tool calls stored)")
 
 
 if __name__ == "__main__":

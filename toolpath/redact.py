@@ -84,6 +84,8 @@ class Redactor:
 
     def __post_init__(self) -> None:
         self.keys = frozenset(k.lower() for k in self.keys)
+        names = "|".join(re.escape(k) for k in sorted(self.keys))
+        self._key_names = re.compile(names) if names else None
         self._rules = [(name, _PREFILTERS.get(name) if pattern == DEFAULT_PATTERNS.get(name) else None,
                         re.compile(pattern)) for name, pattern in self.patterns.items()]  # fmt: skip
 
@@ -94,7 +96,7 @@ class Redactor:
 
     def text(self, text: str) -> str:
         """``text`` with every pattern match replaced; JSON text is redacted structurally."""
-        if len(text) < _SHORTEST:
+        if len(text) < _SHORTEST or not self._suspicious(text):
             return text
         first = text[0] if not text[0].isspace() else text.lstrip()[:1]
         if first == "{" or first == "[":
@@ -111,6 +113,19 @@ class Redactor:
             if regex.search(text) is not None:
                 text = regex.sub(self._card if name == "card" else self._replace, text)
         return text
+
+    def _suspicious(self, text: str) -> bool:
+        """Whether ``text`` might hold anything to redact: a secret key's name, or a pattern match. Most values
+        hold neither, and skip the JSON parse and the replacements."""
+        for _, worth_trying, regex in self._rules:
+            if (worth_trying is None or worth_trying(text)) and regex.search(text) is not None:
+                return True
+        # a key only matters inside JSON (or a dict's repr)
+        return (
+            self._key_names is not None
+            and ('"' in text or "'" in text)
+            and self._key_names.search(text.lower()) is not None
+        )
 
     def _replace(self, match: re.Match[str]) -> str:
         self.hits += 1
