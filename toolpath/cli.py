@@ -233,6 +233,13 @@ def _eval_sets(
 )
 @click.option("--no-redact", is_flag=True, help="Store spans as they come (no secret or personal-data redaction).")
 @click.option(
+    "--max-attribute-length", default=64 * 1024, show_default=True, type=int, help="Longer values are cut, marked."
+)
+@click.option("--max-spans-per-trace", default=10_000, show_default=True, type=int, help="More are dropped, counted.")
+@click.option(
+    "--max-tool-calls", default=1_000, show_default=True, type=int, help="Per invocation; more are dropped, marked."
+)
+@click.option(
     "--online",
     "online_path",
     type=click.Path(path_type=Path),
@@ -250,6 +257,9 @@ def collect(
     redact_keys: tuple[str, ...],
     redact_patterns: tuple[str, ...],
     no_redact: bool,
+    max_attribute_length: int,
+    max_spans_per_trace: int,
+    max_tool_calls: int,
     online_path: Path | None,
 ) -> None:
     """Receive OTLP traces from agents in other processes and store their invocations.
@@ -273,8 +283,16 @@ def collect(
 
         online = OnlineEvaluator(the_store, online_path).start()
     redactor = None if no_redact else _redactor(redact_keys, redact_patterns)
+    from toolpath.collector.limits import Limits
+
+    limits = Limits(max_attribute_length, max_spans_per_trace, max_tool_calls)
     ingestor = Ingestor(
-        the_store, token=token, max_body_bytes=max_body_bytes, max_in_flight=max_in_flight, redactor=redactor
+        the_store,
+        token=token,
+        max_body_bytes=max_body_bytes,
+        max_in_flight=max_in_flight,
+        redactor=redactor,
+        limits=limits,
     )
     stop = threading.Event()
     http_server = make_http_server(ingestor, host, http_port) if http_port else None
@@ -302,7 +320,8 @@ def collect(
     if online is not None:
         online.stop()
         console.print(f"online: {online.stats.scored} invocation(s) scored, {online.queue.stats.shed} shed")
-    console.print(f"stopped; {ingestor.spans_stored} span(s) stored")
+    hits = ", ".join(f"{what.replace('_', ' ')}: {n}" for what, n in sorted(limits.hits.items()))
+    console.print(f"stopped; {ingestor.spans_stored} span(s) stored" + (f"; limits hit ({hits})" if hits else ""))
 
 
 @cli.group()

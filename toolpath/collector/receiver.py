@@ -32,6 +32,7 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from toolpath.collector import otlp
+from toolpath.collector.limits import Limits
 from toolpath.collector.reconstruct import build_invocations
 from toolpath.collector.store import Store
 from toolpath.redact import Redactor
@@ -53,8 +54,10 @@ class Ingestor:
     """Decodes, stores and rebuilds; shared by the HTTP and gRPC front ends."""
 
     def __init__(self, store: Store, *, token: str | None = None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-                 max_in_flight: int = 4, redactor: Redactor | None = None) -> None:  # fmt: skip
+                 max_in_flight: int = 4, redactor: Redactor | None = None,
+                 limits: Limits | None = None) -> None:  # fmt: skip
         self.store = store
+        self.limits = limits or Limits()
         self.redactor = redactor
         """Applied to every span before it is stored (``None``: no redaction)."""
         self.token = token
@@ -79,7 +82,8 @@ class Ingestor:
             with self._write_lock:
                 if self.redactor is not None:
                     records = [self.redactor.span(r) for r in records]
-                self.store.ingest(records, build_invocations)
+                records = [self.limits.clip(r) for r in records]
+                self.store.ingest(records, build_invocations, self.limits)
                 self.spans_stored += len(records)
         finally:
             self._slots.release()

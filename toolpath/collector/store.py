@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -87,10 +87,11 @@ class Store:
         if self.on_invocations is not None:
             self.on_invocations(conn, invocations)
 
-    def ingest(self, spans: Sequence[SpanRecord], rebuild: Any) -> int:
+    def ingest(self, spans: Sequence[SpanRecord], rebuild: Any, limits: Any = None) -> int:
         """Store ``spans`` and, in the same transaction, the invocations of every trace they touch, as
         ``rebuild(all spans of the trace)`` returns them now (replacing what was stored for those traces).
-        Returns the number of invocations written. Idempotent, and independent of arrival order."""
+        Returns the number of invocations written. Idempotent, and independent of arrival order. ``limits``
+        (:class:`~toolpath.collector.limits.Limits`) caps spans per trace and tool calls per invocation."""
         trace_ids = sorted({s.trace_id for s in spans})
         with self.engine.begin() as conn:
             if self.dialect == "postgresql":  # several collectors may share the store: one writer per trace
@@ -104,11 +105,15 @@ class Store:
                     record = SpanRecord(**row._asdict())
                     seen[(record.trace_id, record.span_id)] = record
             new = list({(s.trace_id, s.span_id): s for s in spans if (s.trace_id, s.span_id) not in seen}.values())
+            if limits is not None:
+                new = limits.admit(Counter(trace_id for trace_id, _ in seen), new)
             if new:
                 stmt = self._insert(t.spans).on_conflict_do_nothing(index_elements=["trace_id", "span_id"])
                 conn.execute(stmt, [s.to_row() for s in new])
             known = [*seen.values(), *new]
             invocations = rebuild(known)
+            if limits is not None:
+                invocations = limits.cap(invocations)
             keep = {inv.invocation_id for inv in invocations}
             stale = [
                 row.invocation_id

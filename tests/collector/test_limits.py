@@ -1,0 +1,73 @@
+"""Limits at ingestion: a long attribute is cut and marked, spans past a trace's limit are not stored, an
+invocation's tool calls past the limit are dropped and the invocation says how many — each hit counted."""
+
+from __future__ import annotations
+
+import json
+
+from tests.collector.test_receiver import Collector
+from toolpath.collector.limits import TOOL_CALLS_DROPPED, Limits
+from toolpath.collector.receiver import Ingestor
+from toolpath.collector.store import Store
+
+
+def otlp_json(trace: str, tool_calls: int, big: str = "") -> bytes:
+    def attr(key: str, value: str) -> dict:
+        return {"key": key, "value": {"stringValue": value}}
+
+    agent = {
+        "traceId": trace, "spanId": trace[:16], "name": "invoke_agent bot", "kind": 1,
+        "startTimeUnixNano": "1000", "endTimeUnixNano": "9000000",
+        "attributes": [attr("gen_ai.operation.name", "invoke_agent"), attr("gen_ai.agent.name", "bot")],
+    }  # fmt: skip
+    tools = [
+        {
+            "traceId": trace,
+            "spanId": f"{i + 1:016x}",
+            "parentSpanId": trace[:16],
+            "name": "execute_tool t",
+            "kind": 1,
+            "startTimeUnixNano": str(2000 + i),
+            "endTimeUnixNano": str(3000 + i),
+            "attributes": [
+                attr("gen_ai.operation.name", "execute_tool"),
+                attr("gen_ai.tool.name", "t"),
+                attr("gen_ai.tool.call.arguments", json.dumps({"i": i, "blob": big})),
+            ],
+        }
+        for i in range(tool_calls)
+    ]
+    return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [agent, *tools]}]}]}).encode()
+
+
+def post(ingestor: Ingestor, body: bytes) -> int:
+    headers = {"Content-Type": "application/json", "Content-Length": str(len(body))}
+    return ingestor.handle_http("/v1/traces", headers, lambda n: body[:n]).status
+
+
+def test_limits_cut_drop_and_mark(tmp_path):
+    store = Store(f"sqlite:///{tmp_path / 'l.db'}")
+    limits = Limits(max_attribute_length=100, max_spans_per_trace=8, max_tool_calls=5)
+    ingestor = Ingestor(store, limits=limits)
+    assert post(ingestor, otlp_json("1" * 32, tool_calls=3, big="x" * 500)) == 200
+    [span] = [s for s in store.spans_of_trace("1" * 32) if s.span_id == f"{1:016x}"]
+    arguments = span.attributes["gen_ai.tool.call.arguments"]
+    assert len(arguments) < 150 and arguments.endswith("chars]")
+    assert span.attributes["toolpath.truncated"] == ["gen_ai.tool.call.arguments"]
+
+    assert post(ingestor, otlp_json("2" * 32, tool_calls=12)) == 200
+    assert len(store.spans_of_trace("2" * 32)) == 8  # the agent span and 7 tool spans
+    [inv] = [i for i in store.list_invocations() if i.trace_id == "2" * 32]
+    assert len(inv.tool_calls) == 5 and inv.attributes[TOOL_CALLS_DROPPED] == 2
+    assert limits.hits == {"attribute_values_cut": 3, "spans_over_trace_limit": 5, "tool_calls_dropped": 2}
+
+
+def test_collect_reports_limits_hit(tmp_path):
+    collector = Collector(tmp_path, None, "--max-tool-calls", "2").start()
+    try:
+        assert collector.post(otlp_json("3" * 32, tool_calls=4), "application/json")[0] == 200
+        [inv] = collector.store().list_invocations()
+        assert [c.args["i"] for c in inv.tool_calls] == [0, 1] and inv.attributes[TOOL_CALLS_DROPPED] == 2
+    finally:
+        collector.stop()
+    assert "limits hit (tool calls dropped: 2)" in collector.process.stdout.read()
