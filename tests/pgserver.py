@@ -10,9 +10,18 @@ import shutil
 import socket
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+
+@dataclass
+class Cluster:
+    """A running throw-away cluster: its URL, and the means to stop and restart it (fault tests)."""
+
+    url: str
+    stop: Callable[[], None]
+    start: Callable[[], None]
 
 
 @dataclass
@@ -31,16 +40,21 @@ class PostgresServer:
 
     @contextlib.contextmanager
     def running(self) -> Iterator[str]:
+        with self.controlled() as cluster:
+            yield cluster.url
+
+    @contextlib.contextmanager
+    def controlled(self) -> Iterator[Cluster]:
         # Not under pytest's tmp dirs: those are private to root, and the server runs as `postgres`.
         workdir = Path(tempfile.mkdtemp(prefix="toolpath-pg-"))
         try:
-            with self._cluster(workdir) as url:
-                yield url
+            with self._cluster(workdir) as cluster:
+                yield cluster
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 
     @contextlib.contextmanager
-    def _cluster(self, workdir: Path) -> Iterator[str]:
+    def _cluster(self, workdir: Path) -> Iterator[Cluster]:
         data, sockets = workdir / "data", workdir / "sock"
         sockets.mkdir(parents=True, exist_ok=True)
         user = None
@@ -52,12 +66,23 @@ class PostgresServer:
         port = _free_port()
         self._run(user, "initdb", "-D", str(data), "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync")
         options = f"-c listen_addresses=127.0.0.1 -p {port} -k {sockets} -c fsync=off"
-        self._run(user, "pg_ctl", "-D", str(data), "-o", options, "-l", str(workdir / "log"), "-w", "start")
+        running = {"up": False}
+
+        def start() -> None:
+            self._run(user, "pg_ctl", "-D", str(data), "-o", options, "-l", str(workdir / "log"), "-w", "start")
+            running["up"] = True
+
+        def stop() -> None:
+            self._run(user, "pg_ctl", "-D", str(data), "-m", "immediate", "-w", "stop")
+            running["up"] = False
+
+        start()
         try:
             self._run(user, "createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "toolpath_test")
-            yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/toolpath_test"
+            yield Cluster(f"postgresql+psycopg://postgres@127.0.0.1:{port}/toolpath_test", stop, start)
         finally:
-            self._run(user, "pg_ctl", "-D", str(data), "-m", "immediate", "-w", "stop")
+            if running["up"]:
+                stop()
 
     def _run(self, user: str | None, program: str, *args: str) -> None:
         command = [str(self.bindir / program), *args]

@@ -16,15 +16,17 @@ def otlp_json(trace: str, tool_calls: int, big: str = "") -> bytes:
         return {"key": key, "value": {"stringValue": value}}
 
     agent = {
-        "traceId": trace, "spanId": trace[:16], "name": "invoke_agent bot", "kind": 1,
+        "traceId": trace, "spanId": "a" + trace[-15:], "name": "invoke_agent bot", "kind": 1,
         "startTimeUnixNano": "1000", "endTimeUnixNano": "9000000",
-        "attributes": [attr("gen_ai.operation.name", "invoke_agent"), attr("gen_ai.agent.name", "bot")],
+        "attributes": [attr("gen_ai.operation.name", "invoke_agent"), attr("gen_ai.agent.name", "bot"),
+                       attr("gen_ai.input.messages", json.dumps([{"role": "user", "parts": [{"type": "text", "content": f"do {trace}"}]}])),
+                       attr("gen_ai.output.messages", json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "done"}]}]))],
     }  # fmt: skip
     tools = [
         {
             "traceId": trace,
-            "spanId": f"{i + 1:016x}",
-            "parentSpanId": trace[:16],
+            "spanId": f"f{i + 1:015x}",
+            "parentSpanId": "a" + trace[-15:],
             "name": "execute_tool t",
             "kind": 1,
             "startTimeUnixNano": str(2000 + i),
@@ -50,7 +52,7 @@ def test_limits_cut_drop_and_mark(tmp_path):
     limits = Limits(max_attribute_length=100, max_spans_per_trace=8, max_tool_calls=5)
     ingestor = Ingestor(store, limits=limits)
     assert post(ingestor, otlp_json("1" * 32, tool_calls=3, big="x" * 500)) == 200
-    [span] = [s for s in store.spans_of_trace("1" * 32) if s.span_id == f"{1:016x}"]
+    [span] = [s for s in store.spans_of_trace("1" * 32) if s.span_id == f"f{1:015x}"]
     arguments = span.attributes["gen_ai.tool.call.arguments"]
     assert len(arguments) < 150 and arguments.endswith("chars]")
     assert span.attributes["toolpath.truncated"] == ["gen_ai.tool.call.arguments"]
