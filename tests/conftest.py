@@ -59,13 +59,18 @@ def postgres_url() -> Iterator[str]:
     if url := os.environ.get("TOOLPATH_TEST_POSTGRES_URL"):
         yield url
         return
+    with postgres_server().running() as url:
+        yield url
+
+
+def postgres_server() -> PostgresServer:
+    """The installed PostgreSQL binaries; the test fails under CI (which installs them) and skips elsewhere."""
     server = PostgresServer.find()
     if server is None:
         if os.environ.get("CI"):
             pytest.fail("PostgreSQL is not installed; .ci/run must install it (apt-get install -y postgresql)")
         pytest.skip("PostgreSQL binaries not found (apt-get install -y postgresql)")
-    with server.running() as url:
-        yield url
+    return server
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

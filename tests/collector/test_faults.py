@@ -4,25 +4,19 @@ never waits for a judge."""
 
 from __future__ import annotations
 
-import os
 import time
 
 import pytest
 
 from tests.collector.test_limits import otlp_json
 from tests.collector.test_receiver import Collector
-from tests.pgserver import PostgresServer
+from tests.conftest import postgres_server
 from toolpath.collector.jobs import latest_scored
 
 
 @pytest.fixture
 def cluster():
-    server = PostgresServer.find()
-    if server is None:
-        if os.environ.get("CI"):
-            pytest.fail("PostgreSQL is not installed; .ci/run must install it (apt-get install -y postgresql)")
-        pytest.skip("PostgreSQL binaries not found (apt-get install -y postgresql)")
-    with server.controlled() as running:
+    with postgres_server().controlled() as running:
         yield running
 
 

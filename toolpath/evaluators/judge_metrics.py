@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +45,23 @@ class JudgeMetric(Metric):
     async def sample_replies(self, prompts: Sequence[str], ask: Ask) -> list[JudgeReply]:
         """Ask each prompt (one per sample) concurrently."""
         return list(await asyncio.gather(*(ask(self.request(p, i)) for i, p in enumerate(prompts))))
+
+
+def read_samples(
+    replies: Sequence[JudgeReply], read: Callable[[int, JudgeReply], tuple[Any, str]]
+) -> tuple[list[Any], list[str], list[str]]:
+    """(values, explanations, errors) of the samples' replies; a reply ``read`` cannot parse is that sample's
+    error, with the raw text."""
+    values, explanations, errors = [], [], []
+    for sample, reply in enumerate(replies):
+        try:
+            value, why = read(sample, reply)
+        except JudgeParseError as exc:
+            errors.append(f"sample {sample + 1}: {exc}: {brief(exc.raw)!r}")
+            continue
+        values.append(value)
+        explanations.append(why)
+    return values, explanations, errors
 
 
 # --- prompt templates ------------------------------------------------------------------------------------
@@ -141,15 +158,7 @@ class PointwiseMetric(TemplateMetric):
         prompt = self.template.render(row, {"AI-generated Response": _cell(row, "response")}) + POINTWISE_FORMAT
         replies = await self.sample_replies([prompt] * self.num_samples, ask)
         scale = self.template.scale()
-        scores, explanations, errors = [], [], []
-        for i, reply in enumerate(replies):
-            try:
-                value, why = _rating(reply, scale)
-            except JudgeParseError as exc:
-                errors.append(f"sample {i + 1}: {exc}: {brief(exc.raw)!r}")
-                continue
-            scores.append(value)
-            explanations.append(why)
+        scores, explanations, errors = read_samples(replies, lambda sample, reply: _rating(reply, scale))
         if not scores:
             return MetricResult(None, "; ".join(errors), {"judge_errors": errors})
         if scale == [0.0, 1.0]:  # a pass/fail scale: majority, a tie fails
@@ -188,15 +197,9 @@ class PairwiseMetric(TemplateMetric):
             first, second = (baseline, candidate) if sample % 2 else (candidate, baseline)  # flip every other
             prompts.append(self.template.render(row, {"Response A": first, "Response B": second}) + PAIRWISE_FORMAT)
         replies = await self.sample_replies(prompts, ask)
-        choices, explanations, errors = [], [], []
-        for sample, reply in enumerate(replies):
-            try:
-                choice, why = _choice(reply, flipped=bool(sample % 2))
-            except JudgeParseError as exc:
-                errors.append(f"sample {sample + 1}: {exc}: {brief(exc.raw)!r}")
-                continue
-            choices.append(choice)
-            explanations.append(why)
+        choices, explanations, errors = read_samples(
+            replies, lambda sample, reply: _choice(reply, flipped=bool(sample % 2))
+        )
         if not choices:
             return MetricResult(None, "; ".join(errors), {"judge_errors": errors})
         ranked = Counter(choices).most_common()
