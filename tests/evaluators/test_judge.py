@@ -51,7 +51,8 @@ def test_pointwise_scores_with_explanations_and_the_model_asked(gemini):
     assert result.metrics_table[0]["fluency/explanation"] == "Reads well."
     assert result.metrics_table[0]["fluency/samples"] == [4.0, 4.0, 4.0]
     assert fake.requests == 6 and set(fake.models) == {"gemini-test"}
-    assert "## Rating Rubric" in fake.prompts[0] and "Set the office to 22.0 °C." in fake.prompts[0]
+    assert all("## Rating Rubric" in p for p in fake.prompts)
+    assert sum("Set the office to 22.0 °C." in p for p in fake.prompts) == 3  # (rows go out concurrently)
     assert result.judge_usage["requests"] == 6 and result.judge_usage["input_tokens"] > 0
 
 
@@ -142,9 +143,9 @@ def test_pairwise_flips_positions_and_reports_win_rates(gemini):
     # "A" on both samples means the candidate once and the baseline once: a tie, SAME
     assert always_a.metrics_table[0]["pairwise_fluency/pairwise_choice"] == "SAME"
     assert always_a.metrics_table[0]["pairwise_fluency/score"] == 0.5
-    first, second = fake.prompts
-    assert first.index("Set the office to 22.0 °C.") < first.index("Office set.")
-    assert second.index("Office set.") < second.index("Set the office to 22.0 °C.")
+    # the two samples went out concurrently, in either order: one shows the candidate first, the other second
+    candidate_first = sorted(p.index("Set the office to 22.0 °C.") < p.index("Office set.") for p in fake.prompts)
+    assert candidate_first == [False, True]
 
     def candidate_wins(prompt: str, seen: int) -> Reply:
         candidate_first = prompt.index("Set the office to 22.0 °C.") < prompt.index("Office set.")

@@ -336,7 +336,15 @@ def test_killing_one_of_two_workers_on_postgresql_scores_everything_once(tmp_pat
         for worker in workers:
             assert worker.stdout.readline().strip() == "ready", worker.stderr.read()
         queue = JobQueue(store)
-        while queue.counts().get("done", 0) < 6:  # both are working
+
+        def scoring_workers() -> set[str]:
+            with store.engine.connect() as conn:
+                return {
+                    r.worker.split("/")[0] for r in conn.execute(text("SELECT DISTINCT worker FROM online_results"))
+                }
+
+        deadline = time.monotonic() + 30
+        while scoring_workers() != {"a", "b"} and time.monotonic() < deadline:  # both are working
             time.sleep(0.05)
         workers[0].send_signal(signal.SIGKILL)  # mid-batch: its claimed jobs are left behind
         workers[0].wait(timeout=10)
