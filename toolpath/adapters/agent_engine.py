@@ -16,6 +16,7 @@ ends when the stream is exhausted or closed.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import logging
@@ -61,14 +62,12 @@ def _wrap(method: Any, agent_name: str, method_name: str) -> Any:
         @functools.wraps(method)
         async def async_call(*args: Any, **kwargs: Any) -> Any:
             span, kwargs = prepare(kwargs)
-            token = spans.make_current(spans.context_of(span))
             try:
-                result = await method(*args, **kwargs)
+                with _current(spans.context_of(span)):
+                    result = await method(*args, **kwargs)
             except BaseException as exc:
-                spans.restore(token)
                 _fail(span, exc)
                 raise
-            spans.restore(token)
             _finish(span, result)
             return result
 
@@ -84,13 +83,11 @@ def _wrap(method: Any, agent_name: str, method_name: str) -> Any:
             iterator = method(*args, **kwargs).__aiter__()
             try:
                 while True:
-                    token = spans.make_current(ctx)  # current while the app works, not while the caller does
                     try:
-                        event = await iterator.__anext__()
+                        with _current(ctx):  # current while the app works, not while the caller does
+                            event = await iterator.__anext__()
                     except StopAsyncIteration:
                         break
-                    finally:
-                        spans.restore(token)
                     collected.add(event)
                     yield event
             except GeneratorExit:  # the consumer closed the stream early
@@ -114,13 +111,11 @@ def _wrap(method: Any, agent_name: str, method_name: str) -> Any:
             iterator = iter(method(*args, **kwargs))
             try:
                 while True:
-                    token = spans.make_current(ctx)  # current while the app works, not while the caller does
                     try:
-                        event = next(iterator)
+                        with _current(ctx):  # current while the app works, not while the caller does
+                            event = next(iterator)
                     except StopIteration:
                         break
-                    finally:
-                        spans.restore(token)
                     collected.add(event)
                     yield event
             except GeneratorExit:  # the consumer closed the stream early
@@ -137,39 +132,41 @@ def _wrap(method: Any, agent_name: str, method_name: str) -> Any:
     @functools.wraps(method)
     def call(*args: Any, **kwargs: Any) -> Any:
         span, kwargs = prepare(kwargs)
-        token = spans.make_current(spans.context_of(span))
         try:
-            result = method(*args, **kwargs)
+            with _current(spans.context_of(span)):
+                result = method(*args, **kwargs)
         except BaseException as exc:
-            spans.restore(token)
             _fail(span, exc)
             raise
-        spans.restore(token)
         _finish(span, result)
         return result
 
     return call
 
 
+@contextlib.contextmanager
+def _current(ctx: Any) -> Iterator[None]:
+    """The agent span (in ``ctx``) is current inside the block, so the app's own spans nest under it."""
+    token = spans.make_current(ctx)
+    try:
+        yield
+    finally:
+        spans.restore(token)
+
+
 def _close(iterator: Any, ctx: Any) -> None:
     """Close the app's own generator now, in the agent span's context, so its clean-up is traced there."""
     close = getattr(iterator, "close", None)
     if close is not None:
-        token = spans.make_current(ctx)
-        try:
+        with _current(ctx):
             close()
-        finally:
-            spans.restore(token)
 
 
 async def _aclose(iterator: Any, ctx: Any) -> None:
     close = getattr(iterator, "aclose", None)
     if close is not None:
-        token = spans.make_current(ctx)
-        try:
+        with _current(ctx):
             await close()
-        finally:
-            spans.restore(token)
 
 
 def _with_handler(config: Any) -> dict[str, Any]:
