@@ -231,13 +231,10 @@ def precision(
     match: str = "name_and_args",
     order: str = "any",
 ) -> MetricResult:
-    mode = match if match == "name_and_args" and not ignore_args else check_mode(match, ignore_args)
+    mode = check_mode(match, ignore_args)
     if not predicted:
         return MetricResult(1.0 if not reference else 0.0, "no predicted calls")
-    if mode == "name_and_required_args" or order != "any":
-        matched = pair_count(predicted, reference, match=mode, order=order)
-    else:
-        matched = matched_pairs(predicted, reference, ignore_args=mode == "name")
+    matched = pair_count(predicted, reference, match=mode, order=order)
     return MetricResult(matched / len(predicted), lambda: f"{matched} of {len(predicted)} predicted call(s) matched")
 
 
@@ -249,22 +246,18 @@ def recall(
     match: str = "name_and_args",
     order: str = "any",
 ) -> MetricResult:
-    mode = match if match == "name_and_args" and not ignore_args else check_mode(match, ignore_args)
+    mode = check_mode(match, ignore_args)
     if not reference:
         return MetricResult(1.0, "empty reference")
-    if mode == "name_and_required_args" or order != "any":
-        matched = pair_count(predicted, reference, match=mode, order=order)
-        return MetricResult(
-            matched / len(reference), lambda: f"{matched} of {len(reference)} reference call(s) matched"
-        )
-    ignore = mode == "name"
-    matched = matched_pairs(predicted, reference, ignore_args=ignore)
-    return MetricResult(
-        matched / len(reference),
-        lambda: (
-            f"{matched} of {len(reference)} reference call(s) matched{_names(_match(predicted, reference, ignore)[1])}"
-        ),
-    )
+    matched = pair_count(predicted, reference, match=mode, order=order)
+
+    def explain() -> str:
+        text = f"{matched} of {len(reference)} reference call(s) matched"
+        if order == "any" and mode != "name_and_required_args":  # the greedy pairing names what is missing
+            text += _names(_match(predicted, reference, mode == "name")[1])
+        return text
+
+    return MetricResult(matched / len(reference), explain)
 
 
 def single_tool_use(predicted: Sequence[ToolCall], tool_name: str) -> MetricResult:
@@ -405,7 +398,7 @@ def pair_count(
     if order == "in_order":
         return _lcs(predicted, reference, _predicate(match))
     if match in ("name", "name_and_args"):
-        return _match(predicted, reference, match == "name")[0]
+        return matched_pairs(predicted, reference, ignore_args=match == "name")
     return _max_matching(predicted, reference, required_args_match)
 
 
