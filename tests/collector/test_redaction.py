@@ -3,6 +3,7 @@ instrumentation's spans) and in the tracer (before export), with the same rules.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 
@@ -108,3 +109,26 @@ def test_redactor_rules():
         "http.request.header.authorization": "[REDACTED]"
     }
     assert r.hits == 4
+
+
+def test_a_tool_error_quoting_a_secret_is_redacted_everywhere(tmp_path, app_spans):
+    @toolpath.tool
+    def notify(address: str) -> None:
+        raise ValueError(f"mailbox {address} is full")
+
+    @toolpath.agent(name="notifier")
+    def notifier(prompt: str) -> str:
+        with contextlib.suppress(ValueError):
+            notify("ops")
+        raise RuntimeError(f"could not reach {EMAIL}")
+
+    setup = toolpath.init(store=f"sqlite:///{tmp_path / 'e.db'}")
+    with contextlib.suppress(RuntimeError):
+        notifier("go")
+    toolpath.flush()
+    stored = everything_stored(setup.store)
+    exported = json.dumps(
+        [[s.status.description, [dict(e.attributes) for e in s.events]] for s in app_spans.get_finished_spans()]
+    )
+    assert "could not reach [REDACTED]" in stored and "could not reach [REDACTED]" in exported
+    assert EMAIL not in stored and EMAIL not in exported

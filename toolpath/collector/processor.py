@@ -26,6 +26,7 @@ from toolpath.collector.spanrecord import SpanRecord
 from toolpath.collector.store import Store
 from toolpath.model import Invocation
 from toolpath.redact import Redactor
+from toolpath.tracer import semconv as sc
 
 logger = logging.getLogger("toolpath.collector")
 
@@ -198,7 +199,8 @@ class InProcessCollector:
                     continue
                 span, is_root = item
                 record = SpanRecord.from_readable(span)
-                if self.redactor is not None:  # other instrumentations' spans in this process: the tracer's rules
+                if self.redactor is not None and record.scope != sc.TOOLPATH_SCOPE:
+                    # other instrumentations' spans in this process get the tracer's rules (ours had them already)
                     self.redactor.span(record)
                 self.stats.spans_received += 1
                 trace = self._traces.pop(record.trace_id, None) or _Trace()

@@ -7,6 +7,8 @@ names are our own and incubating: they may change before 1.0.
 from typing import Final
 
 # --- gen_ai.* (OpenTelemetry GenAI semantic conventions) ---------------------------------------------------
+TOOLPATH_SCOPE: Final = "toolpath"
+"""Instrumentation scope of toolpath's own spans."""
 GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
 """The operation: ``invoke_agent``, ``execute_tool``, ``chat``…"""
 GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import traceback
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,7 +20,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from toolpath.tracer import content
 from toolpath.tracer import semconv as sc
 
-_tracer = trace.get_tracer("toolpath")
+_tracer = trace.get_tracer(sc.TOOLPATH_SCOPE)
 _call_ids = itertools.count()
 _call_id_prefix = f"call_{random.SystemRandom().getrandbits(64):016x}"
 
@@ -74,10 +75,21 @@ def fail_span(span: Span, token: object, exc: BaseException) -> None:
 
 
 def record_failure(span: Span, exc: BaseException) -> None:
+    """Status ERROR, ``error.type`` and an ``exception`` event; the message and stack trace go through the
+    content policy's redaction like every other value (an error may quote the secret it choked on)."""
     if span.is_recording():
-        span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+        message = f"{type(exc).__name__}: {exc}"
+        details = None
+        redactor = content._policy.redactor
+        if redactor is not None:
+            message = redactor.text(message)
+            details = {
+                "exception.message": redactor.text(str(exc)),
+                "exception.stacktrace": redactor.text("".join(traceback.format_exception(exc))),
+            }
+        span.set_status(Status(StatusCode.ERROR, message))
         span.set_attribute(sc.ERROR_TYPE, type(exc).__qualname__)
-        span.record_exception(exc)
+        span.record_exception(exc, attributes=details)
 
 
 # --- spans with an explicit parent, not made current (callback-driven adapters) --------------------------
