@@ -80,7 +80,7 @@ class JobQueue:
         if not chosen:
             return
         now = time.time_ns()
-        insert = self.store._insert(t.eval_jobs).on_conflict_do_nothing(index_elements=["invocation_id"])
+        insert = self.store.dialect_insert(t.eval_jobs).on_conflict_do_nothing(index_elements=["invocation_id"])
         result = conn.execute(
             insert,
             [{"invocation_id": i, "status": PENDING, "enqueued_at": now, "attempts": 0} for i in chosen],

@@ -67,7 +67,7 @@ class Store:
         """Upsert invocations (with their sessions and tool calls) and raw spans in one transaction."""
         with self.engine.begin() as conn:
             if spans:
-                stmt = self._insert(t.spans).on_conflict_do_nothing(index_elements=["trace_id", "span_id"])
+                stmt = self.dialect_insert(t.spans).on_conflict_do_nothing(index_elements=["trace_id", "span_id"])
                 conn.execute(stmt, [s.to_row() for s in spans])
             if invocations:
                 self._write_invocations(conn, invocations)
@@ -75,7 +75,7 @@ class Store:
     def _write_invocations(self, conn: Any, invocations: Sequence[Invocation]) -> None:
         conn.execute(self._session_upsert(), _session_rows(invocations))
         rows = [_invocation_row(inv) for inv in invocations]
-        ins = self._insert(t.invocations)
+        ins = self.dialect_insert(t.invocations)
         updated = {c: ins.excluded[c] for c in rows[0] if c != "invocation_id"}
         conn.execute(ins.on_conflict_do_update(index_elements=["invocation_id"], set_=updated), rows)
         ids = [inv.invocation_id for inv in invocations]
@@ -108,7 +108,7 @@ class Store:
             if limits is not None:
                 new = limits.admit(Counter(trace_id for trace_id, _ in seen), new)
             if new:
-                stmt = self._insert(t.spans).on_conflict_do_nothing(index_elements=["trace_id", "span_id"])
+                stmt = self.dialect_insert(t.spans).on_conflict_do_nothing(index_elements=["trace_id", "span_id"])
                 conn.execute(stmt, [s.to_row() for s in new])
             known = [*seen.values(), *new]
             invocations = rebuild(known)
@@ -144,7 +144,7 @@ class Store:
         now = time.time_ns()
         with self.engine.begin() as conn:
             for chunk in _chunks(rows):
-                stmt = self._insert(t.judge_cache).on_conflict_do_nothing(index_elements=["key"])
+                stmt = self.dialect_insert(t.judge_cache).on_conflict_do_nothing(index_elements=["key"])
                 conn.execute(stmt, [{**row, "created_at": now} for row in chunk])
 
     def write_eval_run(self, run: dict[str, Any], results: Sequence[dict[str, Any]]) -> None:
@@ -175,11 +175,12 @@ class Store:
             run["results"] = [dict(r._mapping) for r in results]
         return run
 
-    def _insert(self, table: Any) -> Any:
+    def dialect_insert(self, table: Any) -> Any:
+        """An INSERT with the dialect's ``on_conflict_do_nothing`` / ``on_conflict_do_update``."""
         return (postgresql.insert if self.dialect == "postgresql" else sqlite.insert)(table)
 
     def _session_upsert(self) -> Any:
-        ins = self._insert(t.sessions)
+        ins = self.dialect_insert(t.sessions)
         first, last = t.sessions.c.first_started_at, t.sessions.c.last_started_at
         return ins.on_conflict_do_update(
             index_elements=["session_id"],

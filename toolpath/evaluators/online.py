@@ -35,6 +35,7 @@ import os
 import re
 import socket
 import threading
+import time
 import tomllib
 import unicodedata
 import uuid
@@ -214,8 +215,6 @@ class OnlineEvaluator:
 
     def drain(self, timeout: float = 30.0) -> bool:
         """Wait until no job is waiting or claimed (for tests and shutdown); True if that happened in time."""
-        import time
-
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             counts = self.queue.counts()
