@@ -96,7 +96,11 @@ class Redactor:
 
     def text(self, text: str) -> str:
         """``text`` with every pattern match replaced; JSON text is redacted structurally."""
-        if len(text) < _SHORTEST or not self._suspicious(text):
+        if len(text) < _SHORTEST:
+            return text
+        # Most values hold nothing to redact: find out with the cheap tests and one search per pattern.
+        matching = [rule for rule in self._rules if (rule[1] is None or rule[1](text)) and rule[2].search(text)]
+        if not matching and not self._names_a_key(text):
             return text
         first = text[0] if not text[0].isspace() else text.lstrip()[:1]
         if first == "{" or first == "[":
@@ -107,20 +111,12 @@ class Redactor:
             else:
                 cleaned = self.value(parsed)
                 return text if cleaned == parsed else json.dumps(cleaned, ensure_ascii=False, separators=(",", ":"))
-        for name, worth_trying, regex in self._rules:
-            if worth_trying is not None and not worth_trying(text):
-                continue
-            if regex.search(text) is not None:
-                text = regex.sub(self._card if name == "card" else self._replace, text)
+        for name, _, regex in matching:
+            text = regex.sub(self._card if name == "card" else self._replace, text)
         return text
 
-    def _suspicious(self, text: str) -> bool:
-        """Whether ``text`` might hold anything to redact: a secret key's name, or a pattern match. Most values
-        hold neither, and skip the JSON parse and the replacements."""
-        for _, worth_trying, regex in self._rules:
-            if (worth_trying is None or worth_trying(text)) and regex.search(text) is not None:
-                return True
-        # a key only matters inside JSON (or a dict's repr)
+    def _names_a_key(self, text: str) -> bool:
+        """Whether ``text`` may hold a secret key; it only matters inside JSON (or a dict's repr)."""
         return (
             self._key_names is not None
             and ('"' in text or "'" in text)
