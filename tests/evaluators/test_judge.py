@@ -241,3 +241,11 @@ def test_hallucinations_can_check_intermediate_responses(gemini):
     [plain] = evaluate([row], ["hallucinations_v1"], judge=quick()).metrics_table
     assert "Checking the thermostat first." not in fake.prompts[2]
     assert plain["hallucinations_v1/score"] == 0.5
+
+
+def test_budget_holds_with_many_requests_in_flight(gemini):
+    fake = gemini(lambda prompt, seen: Reply(json.dumps({"score": 4}), delay=0.05))
+    rows = [{"prompt": f"p{i}", "response": f"r{i}"} for i in range(20)]
+    table = evaluate(rows, ["fluency"], judge=Judge(quick(max_requests=5))).metrics_table  # 32 at a time
+    assert fake.requests == 5
+    assert sum(r["fluency/score"] is not None for r in table) == 5

@@ -229,8 +229,8 @@ class Judge:
         if over:
             self.usage.over_budget += 1
             return JudgeReply(None, over)
+        self.usage.requests += 1  # counted when sent, so requests in flight count against the budget too
         reply = await self._with_retries(request)
-        self.usage.requests += 1
         self.usage.input_tokens += reply.input_tokens
         self.usage.output_tokens += reply.output_tokens
         if reply.error:
