@@ -250,14 +250,16 @@ def recall(
     if not reference:
         return MetricResult(1.0, "empty reference")
     matched = pair_count(predicted, reference, match=mode, order=order)
+    return MetricResult(matched / len(reference), lambda: _recall_text(predicted, reference, matched, mode, order))
 
-    def explain() -> str:
-        text = f"{matched} of {len(reference)} reference call(s) matched"
-        if order == "any" and mode != "name_and_required_args":  # the greedy pairing names what is missing
-            text += _names(_match(predicted, reference, mode == "name")[1])
-        return text
 
-    return MetricResult(matched / len(reference), explain)
+def _recall_text(
+    predicted: Sequence[ToolCall], reference: Sequence[ToolCall], matched: int, mode: str, order: str
+) -> str:
+    text = f"{matched} of {len(reference)} reference call(s) matched"
+    if order == "any" and mode != "name_and_required_args":  # the greedy pairing names what is missing
+        text += _names(_match(predicted, reference, mode == "name")[1])
+    return text
 
 
 def single_tool_use(predicted: Sequence[ToolCall], tool_name: str) -> MetricResult:
@@ -393,13 +395,13 @@ def pair_count(
 ) -> int:
     """Matched pairs under a match mode: a maximum one-to-one matching (``any``) or the longest common
     subsequence (``in_order``)."""
-    if order not in ORDERS:
+    if order == "any":
+        if match == "name_and_args" or match == "name":  # the common case first: a multiset intersection
+            return matched_pairs(predicted, reference, ignore_args=match == "name")
+        return _max_matching(predicted, reference, required_args_match)
+    if order != "in_order":
         raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
-    if order == "in_order":
-        return _lcs(predicted, reference, _predicate(match))
-    if match in ("name", "name_and_args"):
-        return matched_pairs(predicted, reference, ignore_args=match == "name")
-    return _max_matching(predicted, reference, required_args_match)
+    return _lcs(predicted, reference, _predicate(match))
 
 
 def _lcs(predicted: Sequence[ToolCall], reference: Sequence[ToolCall], same: Any) -> int:
