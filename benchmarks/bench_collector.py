@@ -99,7 +99,7 @@ def free_port() -> int:
 
 
 def measure(store_url: str, spans: int, *extra: str) -> tuple[float, int]:
-    from toolpath.collector.store import Store
+    from toolpath.store.store import Store
 
     traces = spans // 10
     port = free_port()

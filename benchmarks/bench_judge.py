@@ -66,8 +66,8 @@ def main() -> None:
         os.environ["GOOGLE_API_KEY"] = "bench-key"
         os.environ["GOOGLE_GEMINI_BASE_URL"] = f"http://127.0.0.1:{port}"
 
-        from toolpath.evaluators.judge import Judge, JudgeSettings
-        from toolpath.evaluators.runner import evaluate
+        from toolpath.evaluation.runner import evaluate
+        from toolpath.evaluators.judge.client import Judge, JudgeSettings
 
         rows = [
             {

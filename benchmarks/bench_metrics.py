@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 from rouge_score import rouge_scorer
 
-from toolpath.evaluators import text, trajectory
+from toolpath.evaluators.metrics import text, trajectory
 from toolpath.model import ToolCall, Trajectory
 
 WORDS = [

@@ -16,8 +16,8 @@ from sqlalchemy import text
 
 import toolpath
 from tests.pgserver import PostgresServer
-from toolpath.collector import schema
-from toolpath.collector.store import Store
+from toolpath.store import schema
+from toolpath.store.store import Store
 
 APP_EXPORTER = InMemorySpanExporter()
 _PROVIDER = TracerProvider()
@@ -39,7 +39,7 @@ def store_url(tmp_path: Path) -> str:
 
 
 @pytest.fixture
-def tracing(store_url: str, app_spans: InMemorySpanExporter) -> Iterator[toolpath.tracer.Tracing]:
+def tracing(store_url: str, app_spans: InMemorySpanExporter) -> Iterator[toolpath.setup.Tracing]:
     """toolpath tracing into a fresh SQLite file; shut down after the test."""
     toolpath.shutdown()
     setup = toolpath.init(store=store_url)

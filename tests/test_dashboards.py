@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from toolpath.evaluators.online_export import RESULT_COUNTER, SCORE_HISTOGRAM
+from toolpath.evaluation.online_export import RESULT_COUNTER, SCORE_HISTOGRAM
 from toolpath.tracer import semconv as sc
 
 DASHBOARD = Path(__file__).resolve().parents[1] / "dashboards" / "toolpath-online.json"

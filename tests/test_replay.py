@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.test_cli import run
-from toolpath.evaluators.diff import trajectory_diff
+from toolpath.evaluators.metrics.diff import trajectory_diff
 from toolpath.model import ToolCall
 
 AGENTS = """

@@ -1,27 +1,76 @@
 """toolpath: trace which tools your agent called, with what, in what order — and score it.
 
-import toolpath
+    import toolpath
 
-toolpath.init()            # in-process collector writing to sqlite:///toolpath.db
+    toolpath.init()            # in-process collector writing to sqlite:///toolpath.db
 
-@toolpath.tool
-def lookup(city: str) -> dict: ...
+    @toolpath.tool
+    def lookup(city: str) -> dict: ...
 
-@toolpath.agent(name="bot")
-def bot(prompt: str) -> str: ...
+    @toolpath.agent(name="bot")
+    def bot(prompt: str) -> str: ...
 
-result = toolpath.evaluate("cases.jsonl", ["trajectory_exact_match"], runnable=bot)
+    result = toolpath.evaluate("cases.jsonl", ["trajectory_exact_match"], runnable=bot)
+
+The public names are loaded on first use (PEP 562), so ``import toolpath`` — and ``@toolpath.tool`` in a
+serverless agent — loads neither SQLAlchemy nor the OpenTelemetry SDK until something needs them.
 """
 
-from toolpath.adapters.function import agent, tool
-from toolpath.collector.store import Store
-from toolpath.errors import ConfigError, DatasetError, MetricError, ToolpathError
-from toolpath.evaluators import CustomMetric, EvalResult, Metric, evaluate, metric_names, register_metric
-from toolpath.model import Invocation, MetricResult, Session, ToolCall
-from toolpath.runtime import init
-from toolpath.tracer import flush, shutdown, stats
+from __future__ import annotations
 
-__version__ = "0.1.0"
+import importlib
+from importlib import metadata
+from typing import TYPE_CHECKING, Any
+
+from toolpath.errors import ConfigError, DatasetError, MetricError, ToolpathError
+
+try:
+    __version__ = metadata.version("toolpath")
+except metadata.PackageNotFoundError:  # running from a source tree that was never installed
+    __version__ = "0.0.0"
+
+_LAZY = {
+    "agent": "toolpath.adapters.function",
+    "tool": "toolpath.adapters.function",
+    "Store": "toolpath.store.store",
+    "CustomMetric": "toolpath.evaluators.metrics.registry",
+    "Metric": "toolpath.evaluators.metrics.registry",
+    "metric_names": "toolpath.evaluation.catalog",
+    "register_metric": "toolpath.evaluation.catalog",
+    "EvalResult": "toolpath.evaluation.runner",
+    "evaluate": "toolpath.evaluation.runner",
+    "Invocation": "toolpath.model",
+    "MetricResult": "toolpath.model",
+    "Session": "toolpath.model",
+    "ToolCall": "toolpath.model",
+    "init": "toolpath.setup",
+    "flush": "toolpath.setup",
+    "shutdown": "toolpath.setup",
+    "stats": "toolpath.setup",
+}
+
+if TYPE_CHECKING:
+    from toolpath.adapters.function import agent, tool
+    from toolpath.evaluation.catalog import metric_names, register_metric
+    from toolpath.evaluation.runner import EvalResult, evaluate
+    from toolpath.evaluators.metrics.registry import CustomMetric, Metric
+    from toolpath.model import Invocation, MetricResult, Session, ToolCall
+    from toolpath.setup import flush, init, shutdown, stats
+    from toolpath.store.store import Store
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'toolpath' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*__all__, "__version__"])
+
 
 __all__ = [
     "ConfigError",

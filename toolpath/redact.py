@@ -20,7 +20,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolpath.tracer.semconv import REDACTED
+REDACTED = "[REDACTED]"
+"""What a redacted value becomes."""
 
 DEFAULT_KEYS = frozenset(
     {
@@ -159,7 +160,7 @@ class Redactor:
         return value if converted is value else self.value(converted, convert)
 
     def span(self, record: Any) -> Any:
-        """A :class:`~toolpath.collector.spanrecord.SpanRecord` with its attributes, event attributes and status
+        """A :class:`~toolpath.store.spanrecord.SpanRecord` with its attributes, event attributes and status
         message redacted (in place; returned for chaining)."""
         record.attributes = self.attributes(record.attributes)
         if record.events:

@@ -14,9 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from toolpath import setup
 from toolpath.datasets.adk import load_criteria, load_eval_sets
-from toolpath.evaluators.evalset import FAILED, EvalSetResult, evaluate_eval_sets
-from toolpath.tracer import setup
+from toolpath.evaluation.evalset import FAILED, EvalSetResult, evaluate_eval_sets
 
 
 def assert_evalset(

@@ -11,7 +11,7 @@ from langchain_core.tools import tool
 
 import toolpath
 from toolpath.adapters.agent_engine import instrument_app, trajectory_from_steps
-from toolpath.collector.store import Store
+from toolpath.store.store import Store
 
 
 @tool

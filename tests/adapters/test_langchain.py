@@ -21,7 +21,7 @@ from opentelemetry.trace import StatusCode
 
 import toolpath
 from toolpath.adapters import langchain as tp_langchain
-from toolpath.collector.store import Store
+from toolpath.store.store import Store
 
 
 class ScriptedModel(GenericFakeChatModel):

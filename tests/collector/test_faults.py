@@ -11,7 +11,7 @@ import pytest
 from tests.collector.test_limits import otlp_json
 from tests.collector.test_receiver import Collector
 from tests.conftest import postgres_server
-from toolpath.collector.jobs import latest_scored
+from toolpath.store.jobs import latest_scored
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from opentelemetry import trace
 from sqlalchemy import create_engine, event
 
 import toolpath
-from toolpath.collector.store import Store
+from toolpath.store.store import Store
 
 
 @toolpath.tool

@@ -8,7 +8,7 @@ import json
 from tests.collector.test_receiver import Collector
 from toolpath.collector.limits import TOOL_CALLS_DROPPED, Limits
 from toolpath.collector.receiver import Ingestor
-from toolpath.collector.store import Store
+from toolpath.store.store import Store
 
 
 def otlp_json(trace: str, tool_calls: int, big: str = "") -> bytes:

@@ -14,10 +14,10 @@ from sqlalchemy import create_engine, inspect, text
 from sqlalchemy.engine import make_url
 
 from tests.test_cli import run
-from toolpath.collector import migrate
-from toolpath.collector import schema as t
-from toolpath.collector.store import Store
 from toolpath.model import Invocation, ToolCall
+from toolpath.store import migrate
+from toolpath.store import schema as t
+from toolpath.store.store import Store
 
 LEGACY_TABLES = {"sessions", "invocations", "tool_calls", "spans", "eval_runs", "eval_results"}
 """The tables of revision 0001, which stores made before migrations had."""

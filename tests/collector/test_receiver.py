@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from toolpath.collector.store import Store
+from toolpath.store.store import Store
 
 SPANS = Path(__file__).resolve().parents[1] / "fixtures" / "spans"
 TOKEN = "s3cret"

@@ -14,8 +14,8 @@ from sqlalchemy import text
 
 import toolpath
 from tests.collector.test_receiver import SPANS, Collector
-from toolpath.collector.store import Store
 from toolpath.redact import Redactor
+from toolpath.store.store import Store
 
 API_KEY = "AIzaSyA-1234567890abcdefghijklmnopqrstu"
 EMAIL = "jane.doe@example.com"

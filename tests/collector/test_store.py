@@ -7,10 +7,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import text
 
-from toolpath.collector.spanrecord import SpanRecord
-from toolpath.collector.store import Store, resolve_store_url
 from toolpath.errors import ConfigError
 from toolpath.model import Invocation, ToolCall
+from toolpath.store.spanrecord import SpanRecord
+from toolpath.store.store import Store, resolve_store_url
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, 123456, tzinfo=UTC)
 

@@ -16,7 +16,7 @@ import toolpath
 from toolpath.demo import dataset_path
 from toolpath.demo.langgraph_home import APP_NAME, LANGGRAPH_AGENT_NAME, build_app, build_graph
 from toolpath.demo.smart_home import smart_home_agent
-from toolpath.evaluators.runner import evaluate
+from toolpath.evaluation.runner import evaluate
 
 
 def _trajectories(result) -> dict[str, list]:

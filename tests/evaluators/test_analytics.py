@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from toolpath.evaluators import analytics, trajectory
-from toolpath.evaluators.registry import resolve_metric
-from toolpath.evaluators.runner import score_row
+from toolpath.evaluation.catalog import resolve_metric
+from toolpath.evaluation.runner import score_row
+from toolpath.evaluators.metrics import analytics, trajectory
 from toolpath.model import ToolCall
 
 

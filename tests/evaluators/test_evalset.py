@@ -12,10 +12,10 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableLambda
 
 import toolpath
-from toolpath.collector.store import Store
 from toolpath.datasets.adk import load_eval_set, load_eval_sets
 from toolpath.errors import ConfigError
-from toolpath.evaluators.evalset import evaluate_eval_sets
+from toolpath.evaluation.evalset import evaluate_eval_sets
+from toolpath.store.store import Store
 from toolpath.testing import assert_evalset
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "adk"

@@ -8,10 +8,10 @@ import json
 import pytest
 
 from tests.evaluators.fake_gemini import FakeGemini, Reply, json_reply
-from toolpath.collector.store import Store
 from toolpath.errors import ConfigError
-from toolpath.evaluators.judge import Judge, JudgeSettings
-from toolpath.evaluators.runner import evaluate
+from toolpath.evaluation.runner import evaluate
+from toolpath.evaluators.judge.client import Judge, JudgeSettings
+from toolpath.store.store import Store
 
 ROWS = [
     {"prompt": "Set the office to 22 degrees.", "response": "Set the office to 22.0 °C.", "reference": "Done: 22 °C."},

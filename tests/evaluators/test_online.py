@@ -20,12 +20,12 @@ from sqlalchemy import text
 import toolpath
 from tests.collector.test_receiver import Collector
 from tests.test_cli import run
-from toolpath.collector import schema as t
-from toolpath.collector.jobs import JobQueue, latest_scored, sampled
-from toolpath.collector.store import Store
 from toolpath.errors import ConfigError
-from toolpath.evaluators.online import OnlineConfig, normalize_prompt
+from toolpath.evaluation.online import OnlineConfig, normalize_prompt
 from toolpath.model import Invocation, ToolCall
+from toolpath.store import schema as t
+from toolpath.store.jobs import JobQueue, latest_scored, sampled
+from toolpath.store.store import Store
 
 GOLDEN = [
     {
@@ -299,8 +299,8 @@ def test_collector_scores_live_traffic_and_sends_otlp_metrics_and_events(tmp_pat
 
 WORKER = """
 import sys, time
-from toolpath.collector.store import Store
-from toolpath.evaluators.online import OnlineEvaluator
+from toolpath.store.store import Store
+from toolpath.evaluation.online import OnlineEvaluator
 import slow_metric  # noqa: F401 - on the path for module:function metrics
 evaluator = OnlineEvaluator(Store(sys.argv[1]), {
     "metrics": ["slow_metric:score", "tool_call_count"], "workers": 1, "batch_size": 2,

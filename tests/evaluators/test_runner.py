@@ -7,8 +7,8 @@ import statistics
 import pytest
 
 import toolpath
-from toolpath.collector.store import Store
 from toolpath.errors import DatasetError, MetricError
+from toolpath.store.store import Store
 
 ROWS = [
     {

@@ -7,10 +7,10 @@ import random
 import pytest
 from rouge_score import rouge_scorer
 
-from toolpath.evaluators import text
-from toolpath.evaluators.registry import resolve_metric
-from toolpath.evaluators.runner import score_row
-from toolpath.evaluators.tokenize import rouge_score_tokens, tokenize
+from toolpath.evaluation.catalog import resolve_metric
+from toolpath.evaluation.runner import score_row
+from toolpath.evaluators.metrics import text
+from toolpath.evaluators.metrics.tokenize import rouge_score_tokens, tokenize
 
 
 def score(spec: str, response, reference) -> object:

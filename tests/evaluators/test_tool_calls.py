@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from toolpath.evaluators.registry import resolve_metric
-from toolpath.evaluators.runner import score_row
+from toolpath.evaluation.catalog import resolve_metric
+from toolpath.evaluation.runner import score_row
 
 
 def calls(*items, content="") -> str:

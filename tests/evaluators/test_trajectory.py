@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from toolpath.evaluators import trajectory as tj
-from toolpath.evaluators.registry import resolve_metric
+from toolpath.evaluation.catalog import resolve_metric
+from toolpath.evaluators.metrics import trajectory as tj
 from toolpath.model import ToolCall
 
 

@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 from tests.collector.test_receiver import SPANS
 from toolpath.collector import otlp
 from toolpath.collector.receiver import Ingestor
-from toolpath.collector.store import Store
 from toolpath.datasets import load_rows
 from toolpath.datasets.adk import load_eval_set
 from toolpath.errors import DatasetError, ToolpathError
+from toolpath.store.store import Store
 
 VALID_PB = (SPANS / "otel-genai-langchain.shared.otlp.pb").read_bytes()
 VALID_JSON = json.loads((SPANS / "otel-genai-langchain.shared.otlp.json").read_text())

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolpath.collector.spanrecord import SpanRecord
 from toolpath.model import Invocation
+from toolpath.store.spanrecord import SpanRecord
 from toolpath.tracer import semconv as sc
 
 TOOL_CALLS_DROPPED = "toolpath.tool_calls_dropped"

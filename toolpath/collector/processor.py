@@ -22,10 +22,10 @@ from opentelemetry import context
 from opentelemetry.sdk.trace import ReadableSpan, Span
 
 from toolpath.collector.reconstruct import AGENT_SPAN_PREFIXES, build_invocation, is_agent_span
-from toolpath.collector.spanrecord import SpanRecord
-from toolpath.collector.store import Store
 from toolpath.model import Invocation
 from toolpath.redact import Redactor
+from toolpath.store.spanrecord import SpanRecord
+from toolpath.store.store import Store
 from toolpath.tracer import semconv as sc
 
 logger = logging.getLogger("toolpath.collector")

@@ -34,8 +34,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from toolpath.collector import otlp
 from toolpath.collector.limits import Limits
 from toolpath.collector.reconstruct import build_invocations
-from toolpath.collector.store import Store
 from toolpath.redact import Redactor
+from toolpath.store.store import Store
 
 logger = logging.getLogger("toolpath.collector.receiver")
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024

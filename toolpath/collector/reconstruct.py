@@ -11,8 +11,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from toolpath.collector.spanrecord import STATUS_ERROR, SpanRecord
 from toolpath.model import Invocation, ToolCall, ns_to_datetime
+from toolpath.store.spanrecord import STATUS_ERROR, SpanRecord
 from toolpath.tracer import semconv as sc
 
 _AGENT_OPERATIONS = frozenset({sc.OP_INVOKE_AGENT, sc.OP_INVOKE_WORKFLOW})

@@ -1,6 +1,3 @@
-"""Evaluators: metrics (pure functions over records), the registry, and the runner."""
-
-from toolpath.evaluators.registry import CustomMetric, Metric, metric_names, register_metric, resolve_metric
-from toolpath.evaluators.runner import EvalResult, evaluate
-
-__all__ = ["CustomMetric", "EvalResult", "Metric", "evaluate", "metric_names", "register_metric", "resolve_metric"]
+"""Evaluators: :mod:`~toolpath.evaluators.metrics` (pure functions over model records, and the metric
+mechanism) and :mod:`~toolpath.evaluators.judge` (metrics scored by an LLM judge through google-genai).
+Which metric a name means, and running them over datasets, is :mod:`toolpath.evaluation`'s job."""

@@ -71,7 +71,6 @@ TOOLPATH_TRUNCATED: Final = "toolpath.truncated"
 """Keys of attributes whose value was cut to the configured length."""
 
 TRUNCATION_MARKER: Final = "…[truncated {dropped} chars]"
-REDACTED: Final = "[REDACTED]"
 
 
 def agent_span_name(agent: str) -> str:

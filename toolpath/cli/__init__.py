@@ -1,0 +1,61 @@
+"""The ``toolpath`` command: one module per command group; commands stay thin (they parse options and call the
+library).
+
+Every :class:`ToolpathError` (missing file, bad JSON line, unknown metric, bad store URL) is printed as one
+``error:`` line and exits 2, without a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from toolpath import setup
+from toolpath.cli import collect, db, demo_command, eval_command, replay, runs, sessions
+from toolpath.errors import ToolpathError
+
+
+@click.group()
+@click.version_option(package_name="toolpath")
+def cli() -> None:
+    """Trace the tool calls of LLM agents, store them, and score them."""
+
+
+for _command in (
+    demo_command.demo,
+    eval_command.eval_command,
+    collect.collect,
+    runs.runs,
+    runs.report,
+    sessions.sessions,
+    sessions.watch,
+    replay.replay,
+    replay.export_command,
+    db.db,
+):
+    cli.add_command(_command)
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        code = cli.main(args=argv, prog_name="toolpath", standalone_mode=False)
+        if isinstance(code, int) and code:  # an Exit raised inside a command comes back as a return value
+            sys.exit(code)
+    except ToolpathError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(2 if isinstance(exc, click.UsageError) else exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    finally:
+        setup.shutdown()
+
+
+if __name__ == "__main__":
+    main()

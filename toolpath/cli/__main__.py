@@ -1,0 +1,3 @@
+from toolpath.cli import main
+
+main()

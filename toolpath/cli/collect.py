@@ -1,0 +1,118 @@
+"""``toolpath collect``: the OTLP collector service."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import click
+
+from toolpath.cli.common import console, store_option
+from toolpath.errors import ConfigError
+from toolpath.redact import Redactor
+from toolpath.store.store import Store
+
+
+@click.command()
+@store_option
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback by default).")
+@click.option("--http-port", default=4318, show_default=True, type=int, help="OTLP/HTTP port (0: off).")
+@click.option("--grpc-port", default=4317, show_default=True, type=int, help="OTLP/gRPC port (0: off).")
+@click.option("--token", envvar="TOOLPATH_TOKEN", default=None, help="Require 'Authorization: Bearer <token>'.")
+@click.option("--max-body-bytes", default=16 * 1024 * 1024, show_default=True, type=int, help="Largest request body.")
+@click.option(
+    "--max-in-flight",
+    default=4,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Exports being written at once; more get 503 / UNAVAILABLE so exporters retry later.",
+)
+@click.option("--redact-key", "redact_keys", multiple=True, help="Also replace values of this key (repeatable).")
+@click.option(
+    "--redact-pattern", "redact_patterns", multiple=True, help="NAME=REGEX replaced inside strings (repeatable)."
+)
+@click.option("--no-redact", is_flag=True, help="Store spans as they come (no secret or personal-data redaction).")
+@click.option(
+    "--max-attribute-length", default=64 * 1024, show_default=True, type=int, help="Longer values are cut, marked."
+)
+@click.option("--max-spans-per-trace", default=10_000, show_default=True, type=int, help="More are dropped, counted.")
+@click.option(
+    "--max-tool-calls", default=1_000, show_default=True, type=int, help="Per invocation; more are dropped, marked."
+)
+@click.option(
+    "--online",
+    "online_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="online.toml: score stored invocations as they arrive (metrics, sample, filters, references).",
+)
+def collect(
+    store: str | None,
+    host: str,
+    http_port: int,
+    grpc_port: int,
+    token: str | None,
+    max_body_bytes: int,
+    max_in_flight: int,
+    redact_keys: tuple[str, ...],
+    redact_patterns: tuple[str, ...],
+    no_redact: bool,
+    max_attribute_length: int,
+    max_spans_per_trace: int,
+    max_tool_calls: int,
+    online_path: Path | None,
+) -> None:
+    """Receive OTLP traces from agents in other processes and store their invocations.
+
+    \b
+        toolpath collect --store postgresql+psycopg://user@db/toolpath
+        OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 python my_agent.py
+
+    A success reply means the spans are committed. SIGTERM or Ctrl-C stops accepting and finishes the
+    requests in flight.
+    """
+    from toolpath.collector.limits import Limits
+    from toolpath.collector.service import CollectorService, ServiceOptions
+
+    the_store = Store(store)
+    options = ServiceOptions(
+        host=host,
+        http_port=http_port,
+        grpc_port=grpc_port,
+        token=token,
+        max_body_bytes=max_body_bytes,
+        max_in_flight=max_in_flight,
+        limits=Limits(max_attribute_length, max_spans_per_trace, max_tool_calls),
+    )
+    redactor = None if no_redact else _redactor(redact_keys, redact_patterns)
+    online = None
+    if online_path is not None:
+        from toolpath.evaluation.online import OnlineEvaluator
+
+        online = OnlineEvaluator(the_store, online_path)
+    service = CollectorService(the_store, options, redactor=redactor, online=online)
+    if online is not None:
+        online.start()
+    service.start()
+    where = service.endpoints
+    console.print(f"toolpath collecting {where} into {the_store.url}" + (" (token required)" if token else ""))
+    if online is not None:
+        console.print(f"online evaluation: {', '.join(online.config.metrics)} on {online.config.workers} worker(s)")
+    service.wait()
+    if online is not None:
+        console.print(f"online: {online.stats.scored} invocation(s) scored, {online.queue.stats.shed} shed")
+    console.print(service.summary())
+
+
+def _redactor(keys: tuple[str, ...], patterns: tuple[str, ...]) -> Redactor:
+    named = {}
+    for item in patterns:
+        name, eq, regex = item.partition("=")
+        if not eq or not name.strip().isidentifier():
+            raise ConfigError(f"--redact-pattern {item!r}: expected NAME=REGEX")
+        try:
+            re.compile(regex)
+        except re.error as exc:
+            raise ConfigError(f"--redact-pattern {name}: not a valid regular expression ({exc})") from None
+        named[name.strip()] = regex
+    return Redactor.build(keys, named)

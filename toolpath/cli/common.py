@@ -1,0 +1,124 @@
+"""What the commands share: the console, the ``--store`` option, stores, agents, progress bars, tables."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+
+from toolpath.errors import ConfigError
+from toolpath.store.store import STORE_ENV, Store, resolve_store_url
+
+console = Console()
+
+store_option = click.option(
+    "--store",
+    envvar=STORE_ENV,
+    default=None,
+    help=f"Database URL (default: ${STORE_ENV} or sqlite:///toolpath.db).",
+)
+
+
+def selection_options(fn: Any) -> Any:
+    """--session / --since / --agent-name / --limit: which recorded sessions a command works on."""
+    fn = click.option("--limit", type=int, default=None, help="At most this many sessions.")(fn)
+    fn = click.option("--agent-name", default=None, help="Only sessions of this agent.")(fn)
+    fn = click.option(
+        "--since", type=click.DateTime(), default=None, help="Only sessions active since then (e.g. 2026-11-01)."
+    )(fn)
+    return click.option("--session", "session_ids", multiple=True, help="A recorded session id (repeatable).")(fn)
+
+
+def select_sessions(
+    store: Store, session_ids: tuple[str, ...], since: Any, agent_name: str | None, limit: int | None
+) -> list[Any]:
+    """The recorded sessions the selection options pick; none is an error."""
+    from datetime import UTC
+
+    from toolpath.evaluation.replay import recorded_sessions
+
+    since_utc = since.replace(tzinfo=UTC) if since is not None and since.tzinfo is None else since
+    sessions = recorded_sessions(store, session_ids=session_ids, agent_name=agent_name, since=since_utc, limit=limit)
+    if not sessions:
+        raise ConfigError(f"no recorded sessions in {store.url} match the selection")
+    return sessions
+
+
+def parse_thresholds(items: tuple[str, ...]) -> dict[str, float]:
+    out = {}
+    for item in items:
+        name, eq, value = item.partition("=")
+        try:
+            out[name.strip()] = float(value)
+        except ValueError:
+            raise ConfigError(f"--threshold {item!r}: expected metric=number") from None
+        if not eq or not name.strip():
+            raise ConfigError(f"--threshold {item!r}: expected metric=number")
+    return out
+
+
+@contextlib.contextmanager
+def progress(total: int, description: str, quiet: bool) -> Iterator[Callable[[], None]]:
+    """A rich progress bar with rate and ETA (nothing with --quiet); yields the function that advances it."""
+    if quiet:
+        yield lambda: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.speed}/s"))
+    with Progress(*columns, TimeRemainingColumn(), console=console, transient=True) as progress:
+        task = progress.add_task(description, total=total)
+        yield lambda: progress.advance(task)
+
+
+def print_run_line(result: Any, output: Path | None) -> None:
+    usage = result.judge_usage
+    if usage:
+        console.print(
+            f"judge: {usage['requests']} request(s), {usage['cached']} from the cache, {usage['retries']} retried, "
+            f"{usage['errors']} failed, {usage['over_budget']} over budget; "
+            f"{usage['input_tokens']} input and {usage['output_tokens']} output token(s)"
+        )
+    console.print(f"run {result.run_id}" + (f": results written to {output}" if output else ""))
+
+
+def emit(rows: Any, as_json: bool, render: Any) -> None:
+    """Print ``rows`` as JSON, or as the table ``render`` makes of them."""
+    if as_json:
+        click.echo(json.dumps(rows, indent=2, ensure_ascii=False, default=str))
+    else:
+        console.print(render(rows))
+
+
+def open_existing_store(url: str | None, *, create: bool = True) -> Store:
+    resolved = resolve_store_url(url)
+    if resolved.startswith("sqlite:///") and not resolved.endswith(":memory:"):
+        path = Path(resolved.removeprefix("sqlite:///"))
+        if not path.exists():
+            raise ConfigError(f"store {path} does not exist (run `toolpath demo`, or set --store / ${STORE_ENV})")
+    return Store(resolved, create=create)
+
+
+def load_object(reference: str) -> Any:
+    """Import ``module:attr`` (``attr`` may be dotted); the working directory is importable."""
+    module_name, sep, attr = reference.partition(":")
+    if not sep or not module_name or not attr:
+        raise ConfigError(f"--agent {reference!r}: expected module:attribute, e.g. my_app.agent:answer")
+    if "" not in sys.path and str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(f"--agent {reference!r}: cannot import {module_name!r} ({exc})") from None
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ConfigError(f"--agent {reference!r}: {module_name} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    return obj

@@ -1,0 +1,106 @@
+"""``toolpath replay`` and ``toolpath export``: recorded sessions against a new agent, or out as data."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from toolpath import setup
+from toolpath.cli.common import (
+    console,
+    load_object,
+    open_existing_store,
+    parse_thresholds,
+    progress,
+    select_sessions,
+    selection_options,
+    store_option,
+)
+
+
+@click.command()
+@click.option("--agent", "agent_ref", required=True, help="module:attr of the agent version to replay against.")
+@store_option
+@selection_options
+@click.option(
+    "--metrics", "metrics_text", default=None, help="Comma-separated metrics (default: trajectory and response ones)."
+)
+@click.option("--threshold", "thresholds", multiple=True, help="metric=value: exit 1 when its mean is below (repeat).")
+@click.option("--output", type=click.Path(path_type=Path), default=None, help="Write the replay as JSON here.")
+@click.option("--quiet", is_flag=True, help="No progress bar or tables; the summary line only.")
+def replay(
+    agent_ref: str,
+    store: str | None,
+    session_ids: tuple[str, ...],
+    since: Any,
+    agent_name: str | None,
+    limit: int | None,
+    metrics_text: str | None,
+    thresholds: tuple[str, ...],
+    output: Path | None,
+    quiet: bool,
+) -> None:
+    """Re-run recorded sessions against an agent and show what changed.
+
+    \b
+        toolpath replay --agent my_app.agent_v2:answer --agent-name support_bot --since 2026-11-01 \\
+            --threshold trajectory_exact_match=1.0 --output replay.json
+
+    Each session's user messages are replayed in order in a new session, traced into the store, scored
+    against the recording (its tool calls and answers as references) and diffed call by call.
+    """
+    import time
+
+    from toolpath.cli.display import replay_report
+    from toolpath.evaluation.history import describe_target, save_replay_run
+    from toolpath.evaluation.replay import DEFAULT_METRICS, replay_sessions
+    from toolpath.evaluators.metrics.registry import split_metric_list
+
+    the_store = open_existing_store(store)
+    sessions = select_sessions(the_store, session_ids, since, agent_name, limit)
+    metrics = split_metric_list(metrics_text) if metrics_text else list(DEFAULT_METRICS)
+    limits = parse_thresholds(thresholds)
+    agent = load_object(agent_ref)
+    setup.init(store=the_store)
+    started = time.time_ns()
+    with progress(len(sessions), "replaying sessions", quiet) as advance:
+        result = replay_sessions(sessions, agent, metrics=metrics, thresholds=limits, on_session=lambda _: advance())
+    setup.flush()
+    save_replay_run(the_store, result, agent=describe_target(agent_ref), started_ns=started)
+    if output is not None:
+        output.write_text(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n")
+    replay_report(console, result, quiet=quiet)
+    if not result.passed:
+        raise click.exceptions.Exit(1)
+
+
+@click.command(name="export")
+@click.option("--format", "fmt", type=click.Choice(["evalset", "jsonl"]), required=True, help="Output format.")
+@store_option
+@selection_options
+@click.option("--output", type=click.Path(path_type=Path), required=True, help="File to write.")
+@click.option("--eval-set-id", default=None, help="eval_set_id of an evalset (default: from the file name).")
+def export_command(
+    fmt: str,
+    store: str | None,
+    session_ids: tuple[str, ...],
+    since: Any,
+    agent_name: str | None,
+    limit: int | None,
+    output: Path,
+    eval_set_id: str | None,
+) -> None:
+    """Turn recorded sessions into an ADK eval set or Vertex-style JSONL, to run with `toolpath eval`.
+
+    \b
+        toolpath export --format evalset --agent-name support_bot --output support.evalset.json
+        toolpath eval support.evalset.json --agent my_app.agent:answer
+    """
+    from toolpath.datasets.export import write_export
+
+    sessions = select_sessions(open_existing_store(store), session_ids, since, agent_name, limit)
+    turns = write_export(sessions, fmt, output, eval_set_id=eval_set_id)
+    console.print(f"wrote {len(sessions)} session(s), {turns} turn(s) to {output}")

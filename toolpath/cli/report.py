@@ -1,0 +1,292 @@
+"""``toolpath report``: one self-contained HTML file for an evaluation run or a replay (no network fetches).
+
+Sections: the run; each metric's mean, spread and score distribution; every case with its status and scores;
+side-by-side trajectories (reference left, predicted right; added, removed, moved and changed calls marked,
+changed arguments highlighted); the latency distribution; and for replays, recorded vs replayed per session.
+Charts are inline SVG; a few lines of inline script filter the case list.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from toolpath.evaluators.metrics.diff import argument_diff, trajectory_diff
+from toolpath.model import ToolCall, parse_trajectory
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1f2328;background:#f6f8fa}
+header{background:#0d1117;color:#f0f6fc;padding:18px 28px}header h1{margin:0 0 4px;font-size:20px}
+header p{margin:0;color:#9da7b3}main{padding:20px 28px;max-width:1400px}
+section{background:#fff;border:1px solid #d0d7de;border-radius:8px;padding:16px 18px;margin:0 0 18px}
+h2{font-size:16px;margin:0 0 12px}table{border-collapse:collapse;width:100%}
+th,td{text-align:left;padding:6px 8px;border-bottom:1px solid #eaeef2;vertical-align:top}
+th{font-weight:600;background:#f6f8fa}.num{text-align:right;font-variant-numeric:tabular-nums}
+.pass,.same{color:#1a7f37}.fail,.changed{color:#cf222e}.na{color:#9a6700}
+.badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600}
+.badge.pass,.badge.same{background:#dafbe1}.badge.fail,.badge.changed{background:#ffebe9}.badge.na{background:#fff8c5}
+.traj{display:grid;grid-template-columns:1fr 1fr;gap:10px}.traj h4{margin:0 0 4px;font-size:12px;color:#57606a}
+.call{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;padding:3px 6px;border-radius:4px;margin:2px 0;
+background:#f6f8fa;word-break:break-all}.call.added{background:#dafbe1}.call.removed{background:#ffebe9}
+.call.moved{background:#ddf4ff}.call.args{background:#fff8c5}.key-changed{background:#ffd8b5;font-weight:700}
+.case td:last-child{width:42%}details{margin:4px 0}summary{cursor:pointer}.toolbar{margin:0 0 10px}.hidden{display:none}
+svg text{font:10px system-ui,sans-serif;fill:#57606a}.muted{color:#57606a}
+"""
+
+SCRIPT = """
+document.getElementById('only-failing').addEventListener('change', function (event) {
+  document.querySelectorAll('tr.case').forEach(function (row) {
+    row.classList.toggle('hidden', event.target.checked && row.dataset.status === 'ok');
+  });
+});
+"""
+
+
+def render_report(run: Mapping[str, Any]) -> str:
+    """The HTML page of a stored run (``Store.get_eval_run``)."""
+    rows = [r["row"] for r in run.get("results", [])]
+    results = run.get("results", [])
+    metric_names = _metric_names(run)
+    parts = [
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>",
+        f"<title>toolpath {html.escape(run['kind'])} {html.escape(run['run_id'])}</title><style>{CSS}</style>",
+        "</head><body>",
+        _header(run),
+        "<main>",
+        _summary(run, metric_names, results),
+        _cases(run, metric_names, results),
+    ]
+    if run["kind"] == "replay":
+        parts.append(_replay(rows))
+    parts.append(_latency(rows))
+    parts.append(f"</main><script>{SCRIPT}</script></body></html>")
+    return "\n".join(parts)
+
+
+def _metric_names(run: Mapping[str, Any]) -> list[str]:
+    summary = run.get("summary") or {}
+    return sorted({key.rsplit("/", 1)[0] for key in summary if key.endswith("/mean")})
+
+
+def _time(value: Any) -> datetime | None:
+    """A run's time as the store gives it (ISO text) or as nanoseconds."""
+    if isinstance(value, int | float):
+        return datetime.fromtimestamp(value / 1e9, UTC)
+    if isinstance(value, str):
+        return datetime.fromisoformat(value)
+    return None
+
+
+def _header(run: Mapping[str, Any]) -> str:
+    kind = {"dataset": "Evaluation", "evalset": "Eval set run", "replay": "Replay"}.get(run["kind"], run["kind"])
+    started, finished = _time(run.get("started_at")), _time(run.get("finished_at"))
+    seconds = (finished - started).total_seconds() if started and finished else 0.0
+    when = started.strftime("%Y-%m-%d %H:%M:%S UTC") if started else "-"
+    return (
+        f"<header><h1>{html.escape(kind)} {html.escape(run['run_id'])}</h1>"
+        f"<p>{html.escape(str(run.get('dataset') or ''))} · agent {html.escape(str(run.get('agent') or '-'))} · "
+        f"{run.get('row_count', 0)} row(s) · {when} · {seconds:.1f} s</p></header>"
+    )
+
+
+def _summary(run: Mapping[str, Any], names: Sequence[str], results: Sequence[Mapping[str, Any]]) -> str:
+    summary = run.get("summary") or {}
+    lines = ["<section id='summary'><h2>Metrics</h2><table><tr><th>metric</th><th class='num'>mean</th>",
+             "<th class='num'>std</th><th class='num'>scored</th><th>distribution</th></tr>"]  # fmt: skip
+    for name in names:
+        scores = [r["scores"].get(name) for r in results if isinstance(r.get("scores"), Mapping)]
+        known = [float(s) for s in scores if isinstance(s, int | float)]
+        lines.append(
+            f"<tr class='metric' data-metric='{html.escape(name)}'><td>{html.escape(name)}</td>"
+            f"<td class='num'>{_num(summary.get(f'{name}/mean'))}</td>"
+            f"<td class='num'>{_num(summary.get(f'{name}/std'))}</td>"
+            f"<td class='num'>{len(known)} / {len(scores)}</td><td>{histogram(known, 0.0, 1.0)}</td></tr>"
+        )
+    extra = {k: v for k, v in summary.items() if "/" not in k or k.endswith("_win_rate")}
+    lines.append("</table>")
+    if extra:
+        cells = " · ".join(f"{html.escape(k)}: <b>{_num(v)}</b>" for k, v in extra.items())
+        lines.append(f"<p class='muted'>{cells}</p>")
+    lines.append("</section>")
+    return "".join(lines)
+
+
+def _status(run_kind: str, result: Mapping[str, Any]) -> tuple[str, str]:
+    """(css class, label) of one result row."""
+    status = result.get("status")
+    if run_kind == "replay":
+        return ("changed", "changed") if status == "changed" else ("same", "same")
+    if status:
+        return {"PASSED": ("pass", "passed"), "FAILED": ("fail", "failed")}.get(status, ("na", status.lower()))
+    scores = [s for s in (result.get("scores") or {}).values()]
+    if any(s is None for s in scores):
+        return "na", "not scored"
+    return ("pass", "ok") if all(s >= 1.0 for s in scores) else ("fail", "partial")
+
+
+def _cases(run: Mapping[str, Any], names: Sequence[str], results: Sequence[Mapping[str, Any]]) -> str:
+    lines = [
+        "<section id='cases'><h2>Cases</h2><div class='toolbar'><label><input type='checkbox' id='only-failing'> ",
+        "show only failing or changed</label></div><table><tr><th>case</th><th>status</th>",
+        *(f"<th class='num'>{html.escape(n)}</th>" for n in names),
+        "<th>trajectories</th></tr>",
+    ]
+    for result in results:
+        css, label = _status(run["kind"], result)
+        ok = "ok" if css in ("pass", "same") else "bad"
+        case_id = html.escape(str(result.get("case_id") or result.get("position")))
+        scores = result.get("scores") or {}
+        lines.append(
+            f"<tr class='case' data-case='{case_id}' data-status='{ok}'><td>{case_id}</td>"
+            f"<td><span class='badge {css}'>{html.escape(label)}</span></td>"
+            + "".join(f"<td class='num'>{_num(scores.get(n))}</td>" for n in names)
+            + f"<td>{_trajectories(result['row'])}</td></tr>"
+        )
+    lines.append("</table></section>")
+    return "".join(lines)
+
+
+def _turns(row: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The turns of a row: eval-set rows hold several (per run), the others are one turn."""
+    if isinstance(row.get("turns"), list):
+        return [turn for run in row["turns"] for turn in (run if isinstance(run, list) else [run])]
+    return [row]
+
+
+def _trajectories(row: Mapping[str, Any]) -> str:
+    blocks = []
+    for turn in _turns(row):
+        reference = _calls(turn.get("reference_trajectory"))
+        predicted = _calls(turn.get("predicted_trajectory"))
+        if reference is None and predicted is None:
+            continue
+        blocks.append(_side_by_side(turn.get("prompt"), reference or [], predicted or [], turn))
+    return "".join(blocks) or "<span class='muted'>no trajectories</span>"
+
+
+def _calls(value: Any) -> list[ToolCall] | None:
+    if value is None:
+        return None
+    try:
+        return list(parse_trajectory(value))
+    except Exception:  # a bad cell is shown as missing, the metrics already said why
+        return None
+
+
+def _side_by_side(prompt: Any, reference: list[ToolCall], predicted: list[ToolCall], turn: Mapping[str, Any]) -> str:
+    changes = trajectory_diff(reference, predicted)
+    ref_marks: dict[int, str] = {}
+    pred_marks: dict[int, str] = {}
+    for change in changes:
+        kind = {"added": "added", "removed": "removed", "reordered": "moved", "args_changed": "args"}[change.kind]
+        if change.reference_index is not None:
+            ref_marks[change.reference_index] = kind
+        if change.predicted_index is not None:
+            pred_marks[change.predicted_index] = kind
+    pairs = {c.predicted_index: reference[c.reference_index] for c in changes if c.kind in ("args_changed", "reordered")
+             and c.reference_index is not None and c.predicted_index is not None}  # fmt: skip
+    left = "".join(_call(c, ref_marks.get(i, "")) for i, c in enumerate(reference)) or "<i class='muted'>none</i>"
+    right = "".join(_call(c, pred_marks.get(i, ""), pairs.get(i)) for i, c in enumerate(predicted))
+    right = right or "<i class='muted'>none</i>"
+    title = html.escape(str(prompt or "turn"))
+    response = ""
+    if turn.get("response") is not None or turn.get("reference") is not None:
+        response = (
+            f"<div class='traj'><div class='muted'>reference: {html.escape(str(turn.get('reference') or ''))}</div>"
+            f"<div class='muted'>response: {html.escape(str(turn.get('response') or ''))}</div></div>"
+        )
+    state = "changed" if changes else "same"
+    return (
+        f"<details class='turn' data-diff='{state}' {'open' if changes else ''}><summary>{title} "
+        f"<span class='badge {state}'>{len(changes)} change(s)</span></summary><div class='traj'>"
+        f"<div><h4>reference</h4>{left}</div><div><h4>predicted</h4>{right}</div></div>{response}</details>"
+    )
+
+
+def _call(call: ToolCall, mark: str, reference: ToolCall | None = None) -> str:
+    changed = set()
+    if reference is not None:
+        diff = argument_diff(reference.args, call.args)
+        changed = set(diff.get("changed", [])) | set(diff.get("added", []))
+    args = call.args or {}
+    shown = ", ".join(
+        f"<span class='{'key-changed' if key in changed else ''}'>{html.escape(str(key))}="
+        f"{html.escape(json.dumps(value, ensure_ascii=False, default=str))}</span>"
+        for key, value in args.items()
+    )
+    error = f" <span class='fail'>error: {html.escape(call.error)}</span>" if call.error else ""
+    return (
+        f"<div class='call {mark}' data-tool='{html.escape(call.name)}'>{html.escape(call.name)}({shown}){error}</div>"
+    )
+
+
+def _replay(rows: Sequence[Mapping[str, Any]]) -> str:
+    sessions: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        sessions.setdefault(str(row.get("original_session_id")), []).append(row)
+    lines = [
+        "<section id='replay'><h2>Recorded vs replayed</h2><table><tr><th>session</th><th>turns</th>",
+        "<th>trajectory</th><th>response</th><th class='num'>latency recorded → replayed (s)</th></tr>",
+    ]
+    for session, turns in sessions.items():
+        trajectory = any(t.get("changes") for t in turns)
+        response = any(t.get("response_changed") for t in turns)
+        before = sum(t.get("recorded_latency_in_seconds") or 0 for t in turns)
+        after = sum(t.get("latency_in_seconds") or 0 for t in turns)
+        lines.append(
+            f"<tr class='replayed' data-session='{html.escape(session)}' "
+            f"data-changed='{str(trajectory or response).lower()}'><td>{html.escape(session)}</td><td>{len(turns)}</td>"
+            f"<td class='{'changed' if trajectory else 'same'}'>{'changed' if trajectory else 'same'}</td>"
+            f"<td class='{'changed' if response else 'same'}'>{'changed' if response else 'same'}</td>"
+            f"<td class='num'>{before:.3f} → {after:.3f}</td></tr>"
+        )
+    lines.append("</table></section>")
+    return "".join(lines)
+
+
+def _latency(rows: Sequence[Mapping[str, Any]]) -> str:
+    values = [float(t["latency_in_seconds"]) for r in rows for t in _turns(r)
+              if isinstance(t.get("latency_in_seconds"), int | float)]  # fmt: skip
+    if not values:
+        return ""
+    values.sort()
+    p50, p90 = values[len(values) // 2], values[min(len(values) - 1, math.ceil(0.9 * len(values)) - 1)]
+    return (
+        f"<section id='latency'><h2>Latency</h2><p class='muted'>{len(values)} call(s) · median {p50:.3f} s · "
+        f"p90 {p90:.3f} s · max {values[-1]:.3f} s</p>{histogram(values, 0.0, values[-1] or 1.0, width=520)}</section>"
+    )
+
+
+def histogram(values: Sequence[float], low: float, high: float, *, bins: int = 10, width: int = 220) -> str:
+    """An inline SVG bar chart of ``values`` in ``bins`` equal bins over [low, high]."""
+    if not values:
+        return "<span class='muted'>no scores</span>"
+    low, high = min(low, min(values)), max(high, max(values))
+    span = (high - low) or 1.0
+    counts = [0] * bins
+    for v in values:
+        counts[min(bins - 1, int((v - low) / span * bins))] += 1
+    height, top = 48, max(counts)
+    bar = width / bins
+    rects = "".join(
+        f"<rect x='{i * bar + 1:.1f}' y='{height - 12 - c / top * (height - 16):.1f}' width='{bar - 2:.1f}' "
+        f"height='{c / top * (height - 16):.1f}' fill='#0969da'><title>{c}</title></rect>"
+        for i, c in enumerate(counts)
+    )
+    return (
+        f"<svg class='hist' width='{width}' height='{height}' role='img' aria-label='distribution'>{rects}"
+        f"<text x='0' y='{height - 1}'>{low:g}</text><text x='{width - 24}' y='{height - 1}'>{high:.3g}</text></svg>"
+    )
+
+
+def _num(value: Any) -> str:
+    if value is None:
+        return "<span class='na'>–</span>"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return html.escape(str(value))

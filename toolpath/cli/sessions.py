@@ -1,0 +1,77 @@
+"""``toolpath sessions`` and ``toolpath watch``: recorded traffic and live online scores."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from toolpath.cli.common import console, emit, open_existing_store, store_option
+from toolpath.errors import ConfigError
+
+
+@click.group()
+def sessions() -> None:
+    """Browse what the store holds."""
+
+
+@sessions.command(name="list")
+@store_option
+@click.option("--agent-name", default=None, help="Only sessions of this agent.")
+@click.option("--limit", default=50, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def sessions_list(store: str | None, agent_name: str | None, limit: int, as_json: bool) -> None:
+    """List sessions, newest first."""
+    from toolpath.cli.display import sessions_table
+
+    emit(open_existing_store(store).list_sessions(agent_name=agent_name, limit=limit), as_json, sessions_table)
+
+
+@sessions.command(name="show")
+@click.argument("session_id")
+@store_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def sessions_show(session_id: str, store: str | None, as_json: bool) -> None:
+    """Show one session's invocations: prompt, tool calls, response, latency, failure."""
+    from toolpath.cli.display import session_table
+
+    session = open_existing_store(store).get_session(session_id)
+    if session is None:
+        raise ConfigError(f"no session {session_id!r} in the store")
+    if as_json:
+        data = session.model_dump(mode="json")
+        for inv, dumped in zip(session.invocations, data["invocations"], strict=True):
+            dumped["predicted_trajectory"] = inv.predicted_trajectory
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    else:
+        console.print(session_table(session))
+
+
+@click.command()
+@store_option
+@click.option("--interval", default=1.0, show_default=True, type=float, help="Seconds between looks at the store.")
+@click.option("--limit", default=20, show_default=True, type=int, help="Rows kept on screen.")
+@click.option("--once", is_flag=True, help="Print what is there now and exit.")
+def watch(store: str | None, interval: float, limit: int, once: bool) -> None:
+    """Live table of invocations as the online evaluator scores them (Ctrl-C to stop)."""
+    import time
+
+    from rich.live import Live
+
+    from toolpath.cli.display import watch_table
+    from toolpath.store.jobs import latest_scored
+
+    the_store = open_existing_store(store)
+    rows = latest_scored(the_store, limit=limit)
+    if once:
+        console.print(watch_table(rows))
+        return
+    try:
+        with Live(watch_table(rows), console=console, refresh_per_second=4) as live:
+            while True:
+                time.sleep(interval)
+                newer = latest_scored(the_store, after_ns=rows[-1]["scored_at"] if rows else 0, limit=limit)
+                rows = (rows + newer)[-limit:]
+                live.update(watch_table(rows))
+    except KeyboardInterrupt:
+        return

@@ -1,0 +1,93 @@
+"""The collector as a service: OTLP/HTTP and OTLP/gRPC servers over one :class:`Ingestor`, started and stopped
+together (``toolpath collect``).
+
+A success reply means the spans are committed. ``stop`` stops accepting, finishes the requests in flight, then
+stops the online workers the service was given (after the last writes, so their jobs are enqueued).
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolpath.collector.limits import Limits
+from toolpath.collector.receiver import Ingestor, make_grpc_server, make_http_server
+from toolpath.errors import ConfigError
+from toolpath.redact import Redactor
+from toolpath.store.store import Store
+
+
+@dataclass
+class ServiceOptions:
+    host: str = "127.0.0.1"
+    http_port: int = 4318
+    grpc_port: int = 4317
+    token: str | None = None
+    max_body_bytes: int = 16 * 1024 * 1024
+    max_in_flight: int = 4
+    limits: Limits = field(default_factory=Limits)
+
+
+class CollectorService:
+    """``start()`` the servers, ``wait()`` for SIGTERM / SIGINT (or ``stop()`` from another thread)."""
+
+    def __init__(
+        self, store: Store, options: ServiceOptions, *, redactor: Redactor | None = None, online: Any = None
+    ) -> None:
+        if not options.http_port and not options.grpc_port:
+            raise ConfigError("both --http-port and --grpc-port are 0: nothing to listen on")
+        self.options = options
+        self.online = online
+        self.ingestor = Ingestor(
+            store,
+            token=options.token,
+            max_body_bytes=options.max_body_bytes,
+            max_in_flight=options.max_in_flight,
+            redactor=redactor,
+            limits=options.limits,
+        )
+        self._stop = threading.Event()
+        self._http: Any = None
+        self._grpc: Any = None
+
+    @property
+    def endpoints(self) -> str:
+        o = self.options
+        kinds = (("OTLP/HTTP", o.http_port), ("OTLP/gRPC", o.grpc_port))
+        return ", ".join(f"{kind} on {o.host}:{port}" for kind, port in kinds if port)
+
+    def start(self) -> CollectorService:
+        o = self.options
+        self._http = make_http_server(self.ingestor, o.host, o.http_port) if o.http_port else None
+        self._grpc = make_grpc_server(self.ingestor, o.host, o.grpc_port) if o.grpc_port else None
+        if self._grpc is not None:
+            self._grpc.start()
+        if self._http is not None:
+            threading.Thread(target=self._http.serve_forever, name="toolpath-http", daemon=True).start()
+        return self
+
+    def wait(self) -> None:
+        """Block until SIGTERM / SIGINT or :meth:`stop`, then shut down."""
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: self._stop.set())
+        self._stop.wait()
+        self.shutdown()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def shutdown(self) -> None:
+        if self._http is not None:
+            self._http.shutdown()
+            self._http.server_close()
+        if self._grpc is not None:
+            self._grpc.stop(grace=10).wait()
+        if self.online is not None:
+            self.online.stop()
+
+    def summary(self) -> str:
+        """One line for the log at shutdown: spans stored and the ingestion limits hit."""
+        hits = ", ".join(f"{what.replace('_', ' ')}: {n}" for what, n in sorted(self.options.limits.hits.items()))
+        return f"stopped; {self.ingestor.spans_stored} span(s) stored" + (f"; limits hit ({hits})" if hits else "")

@@ -1,0 +1,83 @@
+"""Send a prompt to an agent under tracing and read back what the collector rebuilt from the spans."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from toolpath import setup
+from toolpath.evaluation.targets import agent_spec_for
+from toolpath.evaluators.metrics.rows import turn_row
+from toolpath.model import Invocation, ToolCall, parse_trajectory
+from toolpath.tracer.spans import split_agent_result
+
+
+@dataclass
+class AgentOutcome:
+    """What one agent call produced, as the runner fills it into a row."""
+
+    response: str | None
+    tool_calls: list[ToolCall]
+    latency_in_seconds: float | None
+    failure: int
+    error: str | None
+    invocation: Invocation | None
+    """The invocation as traced and stored; ``None`` if tracing could not deliver it in time."""
+
+
+def outcome_row(outcome: AgentOutcome, prompt: str) -> dict[str, Any]:
+    """What one agent run gives every metric (:func:`toolpath.evaluators.metrics.rows.turn_row`)."""
+    return turn_row(
+        prompt=prompt,
+        response=outcome.response,
+        tool_calls=outcome.tool_calls,
+        latency_in_seconds=outcome.latency_in_seconds,
+        failure=outcome.failure,
+        intermediate_responses=outcome.invocation.intermediate_responses if outcome.invocation is not None else (),
+    )
+
+
+def run_agent(runnable: Any, prompt: str, *, session_id: str | None = None, timeout: float = 30.0) -> AgentOutcome:
+    """Run ``runnable`` on ``prompt`` as a traced agent run (starting tracing without a store if needed).
+
+    ``runnable`` is anything :func:`~toolpath.evaluation.targets.agent_spec_for` accepts."""
+    tracing = setup.current() or setup.init(store=False)
+    spec = agent_spec_for(runnable)
+    kwargs: dict[str, Any] = {"session_id": session_id} if session_id is not None else {}
+    started: list[Any] = []
+    error: BaseException | None = None
+    result: Any = None
+    began = time.perf_counter()
+    try:
+        if spec.is_async:
+            result = asyncio.run(spec.acall((prompt,), kwargs, started))
+        else:
+            result = spec.call((prompt,), kwargs, started)
+    except Exception as exc:  # the agent failing is a measurement, not a runner error
+        error = exc
+    wall = time.perf_counter() - began
+    run = started[0] if started else None
+    invocation = tracing.collector.wait_for_invocation(run.span_id, timeout) if run is not None else None
+    if invocation is not None:
+        return AgentOutcome(
+            invocation.response,
+            invocation.tool_calls,
+            invocation.latency_seconds,
+            invocation.failure,
+            invocation.error,
+            invocation,
+        )
+    # Tracing did not deliver (queue full, collector down): fall back to what the call itself returned.
+    response, trajectory = split_agent_result(result)
+    calls = parse_trajectory(trajectory) if trajectory else []
+    failed = error is not None
+    return AgentOutcome(
+        response,
+        calls,
+        None if failed else wall,
+        int(failed),
+        f"{type(error).__name__}: {error}" if failed else None,
+        None,
+    )

@@ -1,0 +1,288 @@
+"""Online evaluation: score live invocations as they are stored, never in the agent's way.
+
+    toolpath.init(online="online.toml")              # in the agent's process
+    toolpath collect --online online.toml             # in the collector service (any number of them)
+
+The store enqueues a job for each invocation that passes the filters and the sample, in the transaction that
+writes it (:mod:`toolpath.store.jobs`). Workers of their own claim jobs, build a row per invocation (its
+prompt, response, trajectory, latency and failure, plus the golden dataset's reference when the prompt is found
+there), score it with the configured metrics (computation and judge), store the scores with the job, and send
+each over OTLP (:mod:`toolpath.evaluation.online_export`). The agent's thread does none of this.
+
+``online.toml``::
+
+    metrics = ["trajectory_exact_match", "tool_error_rate", "fluency"]
+    sample_rate = 0.25                 # share of invocations scored (by a hash of their id)
+    agent_names = ["support_bot"]      # only these agents (default: all)
+    failures_only = false
+    attributes = { "service.name" = "support" }   # invocation attributes that must match
+    reference_dataset = "golden.jsonl" # references matched by prompt; omit for reference-free metrics
+    match = "normalized"               # or "exact"
+    thresholds = { fluency = 4 }       # pass/fail per metric (default 0.5)
+    workers = 2
+    max_backlog = 10000                # waiting jobs past this are shed…
+    shed = "oldest"                    # …oldest first (or "newest"), and counted
+    otlp_endpoint = "http://127.0.0.1:4318"   # default: OTEL_EXPORTER_OTLP_* if set, else no export
+    [judge]
+    model = "gemini-2.5-flash"
+    concurrency = 8
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import socket
+import threading
+import time
+import tomllib
+import unicodedata
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from toolpath.errors import ConfigError
+from toolpath.evaluation.catalog import resolve_metric
+from toolpath.evaluation.runner import evaluate
+from toolpath.evaluators.judge.client import Judge, settings_from
+from toolpath.evaluators.judge.vertex import JudgeMetric
+from toolpath.evaluators.metrics.registry import Metric
+from toolpath.evaluators.metrics.rows import invocation_row
+from toolpath.model import Invocation
+from toolpath.store.jobs import SHED_POLICIES, JobQueue, sampled
+from toolpath.store.store import Store
+
+logger = logging.getLogger("toolpath.online")
+DEFAULT_THRESHOLD = 0.5
+
+
+@dataclass
+class OnlineConfig:
+    metrics: list[str]
+    sample_rate: float = 1.0
+    agent_names: list[str] | None = None
+    failures_only: bool = False
+    attributes: dict[str, Any] = field(default_factory=dict)
+    reference_dataset: str | None = None
+    match: str = "normalized"
+    thresholds: dict[str, float] = field(default_factory=dict)
+    workers: int = 2
+    batch_size: int = 16
+    max_backlog: int | None = 10_000
+    shed: str = "oldest"
+    lease_seconds: float = 120.0
+    poll_seconds: float = 0.5
+    otlp_endpoint: str | None = None
+    judge: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.metrics:
+            raise ConfigError("online: 'metrics' names no metric")
+        if not 0.0 <= self.sample_rate <= 1.0:
+            raise ConfigError(f"online: sample_rate must be between 0 and 1, got {self.sample_rate}")
+        if self.match not in ("exact", "normalized"):
+            raise ConfigError(f"online: match must be 'exact' or 'normalized', got {self.match!r}")
+        if self.shed not in SHED_POLICIES:
+            raise ConfigError(f"online: shed must be one of {', '.join(SHED_POLICIES)}, got {self.shed!r}")
+        if self.workers < 1 or self.batch_size < 1:
+            raise ConfigError("online: workers and batch_size must be at least 1")
+
+    @classmethod
+    def load(cls, source: str | Path | Mapping[str, Any] | OnlineConfig) -> OnlineConfig:
+        """From an ``online.toml`` path, a mapping with the same keys, or a config (returned as is)."""
+        if isinstance(source, OnlineConfig):
+            return source
+        where = "online config"
+        if isinstance(source, str | Path):
+            where = str(source)
+            try:
+                data: Mapping[str, Any] = tomllib.loads(Path(source).read_text(encoding="utf-8"))
+            except FileNotFoundError:
+                raise ConfigError(f"{where}: no such file") from None
+            except tomllib.TOMLDecodeError as exc:
+                raise ConfigError(f"{where}: not valid TOML ({exc})") from None
+            base = Path(source).parent
+            if isinstance(data.get("reference_dataset"), str) and not Path(data["reference_dataset"]).is_absolute():
+                data = {**data, "reference_dataset": str(base / data["reference_dataset"])}
+        else:
+            data = source
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        if "metrics" not in data:
+            raise ConfigError(f"{where}: 'metrics' is required")
+        try:
+            return cls(**data)
+        except TypeError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+
+    def accepts(self, invocation: Invocation) -> bool:
+        """The filters and the sample, as the store applies them when it writes ``invocation``."""
+        if self.agent_names is not None and invocation.agent_name not in self.agent_names:
+            return False
+        if self.failures_only and not invocation.failure:
+            return False
+        for key, value in self.attributes.items():
+            if invocation.attributes.get(key) != value:
+                return False
+        return sampled(invocation.invocation_id, self.sample_rate)
+
+
+def normalize_prompt(text: str) -> str:
+    """Prompt text for ``match = "normalized"``: NFKC, case-folded, whitespace collapsed, outer punctuation off."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    return re.sub(r"\s+", " ", text).strip(" \t\n.!?;:,\"'")
+
+
+class References:
+    """Golden rows by prompt (exact or normalised)."""
+
+    def __init__(self, dataset: str | None, match: str) -> None:
+        self.match = match
+        self.by_prompt: dict[str, Mapping[str, Any]] = {}
+        if dataset:
+            from toolpath.datasets import load_rows
+
+            for row in load_rows(dataset):
+                if isinstance(row.get("prompt"), str):
+                    self.by_prompt.setdefault(self._key(row["prompt"]), row)
+
+    def _key(self, prompt: str) -> str:
+        return normalize_prompt(prompt) if self.match == "normalized" else prompt
+
+    def find(self, prompt: str | None) -> Mapping[str, Any] | None:
+        return self.by_prompt.get(self._key(prompt)) if prompt else None
+
+
+@dataclass
+class OnlineStats:
+    scored: int = 0
+    results: int = 0
+    errors: int = 0
+
+    def to_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+class OnlineEvaluator:
+    """Workers that score the store's online jobs; ``start()`` / ``stop()``."""
+
+    def __init__(self, store: Store, config: OnlineConfig | str | Path | Mapping[str, Any], *, name: str | None = None):
+        self.store = store
+        self.config = OnlineConfig.load(config)
+        self.metrics: list[Metric] = [resolve_metric(m) for m in self.config.metrics]
+        self.references = References(self.config.reference_dataset, self.config.match)
+        self.queue = JobQueue(
+            store, accept=self.config.accepts, max_backlog=self.config.max_backlog, shed=self.config.shed
+        )
+        self.name = name or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        self.stats = OnlineStats()
+        self.exporter = self._exporter()
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._lock = threading.Lock()
+        self._judge: Judge | None = None
+
+    def _exporter(self) -> Any:
+        endpoint = self.config.otlp_endpoint
+        if endpoint is None and not any(
+            os.environ.get(v) for v in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
+        ):
+            return None
+        from toolpath.evaluation.online_export import ResultExporter
+
+        return ResultExporter(endpoint)
+
+    def start(self) -> OnlineEvaluator:
+        self.queue.attach()
+        for index in range(self.config.workers):
+            thread = threading.Thread(target=self._work, args=(f"{self.name}/{index}",), daemon=True)
+            thread.name = f"toolpath-online-{index}"
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop claiming and wait for the batches in hand; unclaimed jobs stay for the next worker."""
+        self.queue.detach()
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout)
+        if self.exporter is not None:
+            self.exporter.shutdown()
+
+    def drain(self, timeout: float = 30.0) -> bool:
+        """Wait until no job is waiting or claimed (for tests and shutdown); True if that happened in time."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            counts = self.queue.counts()
+            if not counts.get("pending") and not counts.get("claimed"):
+                return True
+            time.sleep(0.05)
+        return False
+
+    def _work(self, worker: str) -> None:
+        while not self._stop.is_set():
+            try:
+                ids = self.queue.claim(worker, self.config.batch_size, self.config.lease_seconds)
+            except Exception:
+                logger.warning("toolpath: online worker could not claim jobs", exc_info=True)
+                ids = []
+            if not ids:
+                self._stop.wait(self.config.poll_seconds)
+                continue
+            try:
+                self._score(worker, ids)
+            except Exception:  # the jobs stay claimed; their lease runs out and they are tried again
+                with self._lock:
+                    self.stats.errors += 1
+                logger.exception("toolpath: online scoring failed for %d invocation(s)", len(ids))
+
+    def _score(self, worker: str, ids: list[str]) -> None:
+        invocations = self.store.invocations_by_id(ids)
+        rows = [self.row(inv) for inv in invocations]
+        result = evaluate(rows, self.metrics, judge=self._get_judge())
+        for inv, scored in zip(invocations, result.metrics_table, strict=True):
+            results = [self._result(m.name, scored) for m in self.metrics]
+            if not self.queue.complete(worker, inv.invocation_id, results):
+                continue  # another worker took this job over; its results count, not ours
+            with self._lock:
+                self.stats.scored += 1
+                self.stats.results += len(results)
+            if self.exporter is not None:
+                for r in results:
+                    self.exporter.record(
+                        trace_id=inv.trace_id,
+                        span_id=inv.invocation_id,
+                        agent_name=inv.agent_name,
+                        metric=r["metric"],
+                        score=r["score"],
+                        label=r["label"],
+                        explanation=r["explanation"],
+                    )
+
+    def _get_judge(self) -> Judge | None:
+        if self._judge is None and any(isinstance(m, JudgeMetric) for m in self.metrics):
+            self._judge = Judge(settings_from(self.config.judge), cache=self.store)
+        return self._judge
+
+    def _result(self, metric: str, scored: Mapping[str, Any]) -> dict[str, Any]:
+        score = scored.get(f"{metric}/score")
+        threshold = self.config.thresholds.get(metric, DEFAULT_THRESHOLD)
+        label = "error" if score is None else "pass" if score >= threshold else "fail"
+        explanation = scored.get(f"{metric}/explanation")
+        return {"metric": metric, "score": score, "label": label, "explanation": explanation}
+
+    def row(self, invocation: Invocation) -> dict[str, Any]:
+        """The dataset row an invocation is scored as: what it did, plus the golden reference when found."""
+        row = invocation_row(invocation)
+        golden = self.references.find(invocation.prompt)
+        if golden is not None:
+            for key, value in golden.items():
+                if key not in ("prompt", "response", "predicted_trajectory"):
+                    row[key] = value
+        return row

@@ -1,0 +1,24 @@
+"""Recorded traffic as dataset rows: one row per stored invocation, for re-scoring without re-running."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from toolpath.evaluators.metrics.rows import invocation_row
+from toolpath.store.store import Store
+
+
+def rows_from_store(
+    store: Store,
+    *,
+    session_id: str | None = None,
+    agent_name: str | None = None,
+    since: datetime | None = None,
+    limit: int | None = None,
+) -> list[dict[str, Any]]:
+    """Rows with ``prompt``, ``response``, ``predicted_trajectory`` (failed calls carry ``error``),
+    ``latency_in_seconds``, ``failure`` and the ids linking back to the store."""
+    since_ns = int(since.timestamp() * 1e9) if since is not None else None
+    invocations = store.list_invocations(session_id=session_id, agent_name=agent_name, since_ns=since_ns, limit=limit)
+    return [invocation_row(inv) for inv in invocations]

@@ -1,0 +1,170 @@
+"""Replay recorded sessions against another agent version and show what changed.
+
+Each selected session is re-run turn by turn (the same user messages, in order) in a new session of its own,
+traced into the store like any run; the new invocations are scored with the recorded ones as references (the
+recorded tool calls as ``reference_trajectory``, the recorded answer as ``reference``), and each turn's
+trajectory is diffed against the recording (:mod:`toolpath.evaluators.metrics.diff`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from toolpath.evaluation.catalog import resolve_metric
+from toolpath.evaluation.inference import outcome_row, run_agent
+from toolpath.evaluation.runner import evaluate
+from toolpath.evaluators.metrics.diff import trajectory_diff
+from toolpath.model import Session
+
+DEFAULT_METRICS = ("trajectory_exact_match", "trajectory_f1", "tool_argument_similarity", "response_match_score")
+
+
+@dataclass
+class ReplayedSession:
+    original_session_id: str
+    session_id: str
+    turns: list[dict[str, Any]]
+    """Per turn: prompt, reference (recorded answer), response, reference/predicted trajectory, changes,
+    response_changed, the metric scores and explanations, latency and failure."""
+
+    @property
+    def trajectory_changed(self) -> bool:
+        return any(turn["changes"] for turn in self.turns)
+
+    @property
+    def response_changed(self) -> bool:
+        return any(turn["response_changed"] for turn in self.turns)
+
+    @property
+    def changed(self) -> bool:
+        return self.trajectory_changed or self.response_changed
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "original_session_id": self.original_session_id,
+            "session_id": self.session_id,
+            "changed": self.changed,
+            "trajectory_changed": self.trajectory_changed,
+            "response_changed": self.response_changed,
+            "turns": self.turns,
+        }
+
+
+@dataclass
+class ReplayResult:
+    run_id: str
+    sessions: list[ReplayedSession]
+    summary_metrics: dict[str, Any]
+    metric_names: list[str]
+    thresholds: dict[str, float] = field(default_factory=dict)
+    failed_thresholds: dict[str, float | None] = field(default_factory=dict)
+    """Metric -> mean score, for each configured threshold the mean did not reach."""
+
+    @property
+    def passed(self) -> bool:
+        return not self.failed_thresholds
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "summary_metrics": self.summary_metrics,
+            "thresholds": self.thresholds,
+            "failed_thresholds": self.failed_thresholds,
+            "changed_sessions": [s.original_session_id for s in self.sessions if s.changed],
+            "sessions": [s.to_dict() for s in self.sessions],
+        }
+
+
+def replay_sessions(
+    sessions: Sequence[Session],
+    agent: Any,
+    *,
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    thresholds: Mapping[str, float] | None = None,
+    timeout: float = 30.0,
+    on_session: Callable[[ReplayedSession], None] | None = None,
+    judge: Any = None,
+) -> ReplayResult:
+    """Re-run ``sessions`` against ``agent`` and score the new turns against the recorded ones."""
+    thresholds = dict(thresholds or {})
+    resolved = [resolve_metric(m) for m in metrics]
+    run_id = uuid.uuid4().hex[:12]
+    replayed: list[ReplayedSession] = []
+    rows: list[dict[str, Any]] = []
+    for session in sessions:
+        new_session = f"replay-{run_id}-{session.session_id}"
+        turns = []
+        for recorded in session.invocations:
+            outcome = run_agent(agent, recorded.prompt or "", session_id=new_session, timeout=timeout)
+            turn = outcome_row(outcome, recorded.prompt or "")
+            turn.update(
+                {
+                    "prompt": recorded.prompt,
+                    "reference": recorded.response,
+                    "reference_trajectory": [c.to_item() for c in recorded.tool_calls],
+                    "changes": [c.to_dict() for c in trajectory_diff(recorded.tool_calls, outcome.tool_calls)],
+                    "response_changed": (outcome.response or "") != (recorded.response or ""),
+                    "error": outcome.error,
+                    "recorded_invocation_id": recorded.invocation_id,
+                    "recorded_latency_in_seconds": recorded.latency_seconds,
+                }
+            )
+            turns.append(turn)
+            rows.append(turn)
+        item = ReplayedSession(session.session_id, new_session, turns)
+        replayed.append(item)
+        if on_session is not None:
+            on_session(item)
+    scored = evaluate(rows, resolved, judge=judge) if rows else None
+    if scored is not None:
+        for row, out in zip(rows, scored.metrics_table, strict=True):
+            for metric in resolved:
+                row[f"{metric.name}/score"] = out.get(f"{metric.name}/score")
+                row[f"{metric.name}/explanation"] = out.get(f"{metric.name}/explanation")
+    summary = scored.summary_metrics if scored is not None else {"row_count": 0}
+    summary["sessions"] = len(replayed)
+    summary["changed_sessions"] = sum(s.changed for s in replayed)
+    failed = {
+        name: summary.get(f"{name}/mean")
+        for name, threshold in thresholds.items()
+        if summary.get(f"{name}/mean") is None or summary[f"{name}/mean"] < threshold
+    }
+    return ReplayResult(run_id, replayed, summary, [m.name for m in resolved], thresholds, failed)
+
+
+def recorded_sessions(
+    store: Any,
+    *,
+    session_ids: Sequence[str] = (),
+    agent_name: str | None = None,
+    since: datetime | None = None,
+    limit: int | None = None,
+) -> list[Session]:
+    """The recorded sessions to replay: the ids given, or those matching the filters (oldest first)."""
+    if session_ids:
+        found = [store.get_session(s) for s in session_ids]
+        missing = [s for s, session in zip(session_ids, found, strict=True) if session is None]
+        if missing:
+            from toolpath.errors import ConfigError
+
+            raise ConfigError(f"no recorded session {', '.join(map(repr, missing))} in the store")
+        return [s for s in found if s is not None]
+    listed = store.list_sessions(agent_name=agent_name, limit=None)
+    sessions = []
+    for row in sorted(listed, key=lambda r: (r["first_started_at"] or "", r["session_id"])):
+        if row["session_id"].startswith("replay-"):
+            continue  # replays of replays are not what anyone means
+        session = store.get_session(row["session_id"])
+        if session is None or not session.invocations:
+            continue
+        last = session.invocations[-1].started_at
+        if since is not None and last is not None and last < since:
+            continue
+        sessions.append(session)
+        if limit is not None and len(sessions) >= limit:
+            break
+    return sessions

@@ -1,0 +1,303 @@
+"""The LLM judge: one backend, the ``google-genai`` SDK, behind a small interface.
+
+Judge metrics never call a model themselves: they receive an :data:`Ask` and await it with a prompt. The
+:class:`Judge` behind it runs every request of an evaluation on one event loop with a concurrency limit,
+retries 429 / 5xx / timeouts with exponential backoff (``Retry-After`` honoured), stops at a per-run budget,
+records token usage, and looks each request up in a cache first (the store keeps one), so re-scoring recorded
+traffic costs nothing. The SDK is configured its standard way, from the environment: ``GOOGLE_API_KEY`` /
+``GEMINI_API_KEY``, or ``GOOGLE_GENAI_USE_VERTEXAI`` with ``GOOGLE_CLOUD_PROJECT`` / ``GOOGLE_CLOUD_LOCATION``;
+``GOOGLE_GEMINI_BASE_URL`` points it elsewhere (a proxy, or the fake server of the tests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import functools
+import hashlib
+import json
+import logging
+import os
+import random
+import threading
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from toolpath.errors import ConfigError
+
+logger = logging.getLogger("toolpath.judge")
+
+DEFAULT_MODEL = "gemini-2.5-flash"
+RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    """One model call. ``sample`` tells repeated samples of one prompt apart (and keys the cache)."""
+
+    prompt: str
+    model: str = DEFAULT_MODEL
+    temperature: float | None = None
+    sample: int = 0
+    json_output: bool = True
+
+    def cache_key(self) -> str:
+        text = json.dumps([self.model, self.temperature, self.sample, self.json_output, self.prompt])
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass
+class JudgeReply:
+    """What the model answered (``text``), or why there is no answer (``error``)."""
+
+    text: str | None
+    error: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached: bool = False
+
+
+Ask = Callable[[JudgeRequest], Awaitable[JudgeReply]]
+"""What a judge metric awaits to get a model's reply."""
+
+
+class JudgeCache(Protocol):
+    """Replies by request key; :class:`toolpath.store.store.Store` implements it."""
+
+    def judge_replies(self, keys: list[str]) -> dict[str, dict[str, Any]]: ...
+
+    def save_judge_replies(self, rows: list[dict[str, Any]]) -> None: ...
+
+
+@dataclass
+class JudgeSettings:
+    model: str = DEFAULT_MODEL
+    concurrency: int = 32
+    """Requests in flight at once."""
+    timeout: float = 60.0
+    """Seconds per attempt."""
+    max_attempts: int = 5
+    backoff: float = 0.5
+    """First retry delay in seconds; doubled per attempt (with jitter), capped at 30 s."""
+    max_requests: int | None = None
+    """Budget: model calls per run (cache hits are free); requests past it get an error, not a score."""
+    max_tokens: int | None = None
+    """Budget: input + output tokens per run."""
+
+
+@dataclass
+class JudgeUsage:
+    requests: int = 0
+    cached: int = 0
+    retries: int = 0
+    errors: int = 0
+    over_budget: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def to_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+class Backend(Protocol):
+    async def generate(self, request: JudgeRequest, timeout: float) -> JudgeReply: ...
+
+
+class TransientError(Exception):
+    """A failure worth retrying (429, 5xx, timeout); ``retry_after`` in seconds when the server said."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class GenAIBackend:
+    """``google-genai``'s async client; the SDK's own retries are off, :class:`Judge` does them."""
+
+    def __init__(self, client: Any = None) -> None:
+        from google import genai
+        from google.genai import types
+
+        self._types = types
+        if client is None:
+            try:
+                client = genai.Client(http_options=types.HttpOptions(retry_options=types.HttpRetryOptions(attempts=1)))
+            except ValueError as exc:
+                raise ConfigError(
+                    f"judge metrics need the Gemini API or Vertex AI: set GOOGLE_API_KEY (or GEMINI_API_KEY), or "
+                    f"GOOGLE_GENAI_USE_VERTEXAI=true with GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION ({exc})"
+                ) from None
+        self.client = client
+
+    async def generate(self, request: JudgeRequest, timeout: float) -> JudgeReply:
+        from google.genai import errors
+
+        config = self._config(request.temperature, request.json_output, timeout)
+        try:
+            response = await asyncio.wait_for(
+                self.client.aio.models.generate_content(model=request.model, contents=request.prompt, config=config),
+                timeout,
+            )
+        except TimeoutError:
+            raise TransientError(f"no reply within {timeout:g} s") from None
+        except errors.APIError as exc:
+            if exc.code in RETRY_STATUS:
+                raise TransientError(f"{exc.code} {exc.status or ''}".strip(), _retry_after(exc)) from None
+            return JudgeReply(None, f"judge model error {exc.code}: {exc.message or exc.status}")
+        except Exception as exc:  # connection refused, reset, DNS: worth another try
+            if _is_network_error(exc):
+                raise TransientError(f"{type(exc).__name__}: {exc}") from None
+            raise
+        usage = response.usage_metadata
+        return JudgeReply(
+            response.text,
+            None if response.text else "the judge model returned no text",
+            (usage.prompt_token_count or 0) if usage else 0,
+            (usage.candidates_token_count or 0) if usage else 0,
+        )
+
+    @functools.lru_cache(maxsize=64)  # noqa: B019 - one backend per run; configs are few and immutable here
+    def _config(self, temperature: float | None, json_output: bool, timeout: float) -> Any:
+        return self._types.GenerateContentConfig(
+            temperature=temperature,
+            response_mime_type="application/json" if json_output else None,
+            http_options=self._types.HttpOptions(timeout=int(timeout * 1000)),
+        )
+
+
+def _retry_after(exc: Any) -> float | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None) or {}
+    try:
+        return float(headers.get("retry-after") or headers.get("Retry-After"))
+    except (TypeError, ValueError):
+        return None
+
+
+def _is_network_error(exc: Exception) -> bool:
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    return bool(names & {"ConnectError", "ReadError", "RemoteProtocolError", "ClientConnectionError", "OSError"})
+
+
+@dataclass
+class Judge:
+    """Runs judge requests for one evaluation: concurrency, retries, budget, cache, usage."""
+
+    settings: JudgeSettings = field(default_factory=JudgeSettings)
+    cache: JudgeCache | None = None
+    backend: Backend | None = None
+    usage: JudgeUsage = field(default_factory=JudgeUsage)
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: list[dict[str, Any]] = []
+
+    def run(self, work: Callable[[Ask], Coroutine[Any, Any, Any]]) -> Any:
+        """Run ``work(ask)`` to completion on a fresh event loop (in a worker thread when this thread already
+        runs one, as in a notebook), then save new replies to the cache."""
+        if self.backend is None:
+            self.backend = GenAIBackend()
+
+        async def main() -> Any:
+            semaphore = asyncio.Semaphore(self.settings.concurrency)
+
+            async def ask(request: JudgeRequest) -> JudgeReply:
+                async with semaphore:
+                    return await self._ask(request)
+
+            return await work(ask)
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            result = asyncio.run(main())
+        else:
+            with concurrent.futures.ThreadPoolExecutor(1) as pool:
+                result = pool.submit(asyncio.run, main()).result()
+        self._flush_cache()
+        return result
+
+    async def _ask(self, request: JudgeRequest) -> JudgeReply:
+        key = request.cache_key()
+        if self.cache is not None:
+            hit = self.cache.judge_replies([key]).get(key)
+            if hit is not None:
+                self.usage.cached += 1
+                return JudgeReply(hit["reply"], None, hit["input_tokens"], hit["output_tokens"], cached=True)
+        over = self._over_budget()
+        if over:
+            self.usage.over_budget += 1
+            return JudgeReply(None, over)
+        self.usage.requests += 1  # counted when sent, so requests in flight count against the budget too
+        reply = await self._with_retries(request)
+        self.usage.input_tokens += reply.input_tokens
+        self.usage.output_tokens += reply.output_tokens
+        if reply.error:
+            self.usage.errors += 1
+        elif self.cache is not None:
+            with self._lock:
+                self._pending.append(
+                    {
+                        "key": key,
+                        "model": request.model,
+                        "reply": reply.text,
+                        "input_tokens": reply.input_tokens,
+                        "output_tokens": reply.output_tokens,
+                    }
+                )
+        return reply
+
+    def _over_budget(self) -> str | None:
+        s, u = self.settings, self.usage
+        if s.max_requests is not None and u.requests >= s.max_requests:
+            return f"judge budget exhausted: {s.max_requests} request(s) per run"
+        if s.max_tokens is not None and u.input_tokens + u.output_tokens >= s.max_tokens:
+            return f"judge budget exhausted: {s.max_tokens} token(s) per run"
+        return None
+
+    async def _with_retries(self, request: JudgeRequest) -> JudgeReply:
+        assert self.backend is not None
+        delay = self.settings.backoff
+        for attempt in range(1, self.settings.max_attempts + 1):
+            try:
+                return await self.backend.generate(request, self.settings.timeout)
+            except TransientError as exc:
+                if attempt == self.settings.max_attempts:
+                    return JudgeReply(None, f"judge model unavailable after {attempt} attempt(s): {exc}")
+                self.usage.retries += 1
+                wait = exc.retry_after if exc.retry_after is not None else delay * (1 + random.random() / 2)
+                await asyncio.sleep(min(wait, 30.0))
+                delay *= 2
+        raise AssertionError("unreachable")
+
+    def _flush_cache(self) -> None:
+        with self._lock:
+            pending, self._pending = self._pending, []
+        if pending and self.cache is not None:
+            try:
+                self.cache.save_judge_replies(pending)
+            except Exception:  # a cache that cannot be written costs a re-ask next time, nothing more
+                logger.warning("toolpath: could not save %d judge replies to the cache", len(pending), exc_info=True)
+
+
+def settings_from(options: Mapping[str, Any] | None, base: JudgeSettings | None = None) -> JudgeSettings:
+    """Settings from ``TOOLPATH_JUDGE_*`` environment variables, then ``options`` (keys as the fields)."""
+    settings = base or JudgeSettings()
+    env = {
+        "model": os.environ.get("TOOLPATH_JUDGE_MODEL"),
+        "concurrency": os.environ.get("TOOLPATH_JUDGE_CONCURRENCY"),
+        "max_requests": os.environ.get("TOOLPATH_JUDGE_MAX_REQUESTS"),
+    }
+    values = {k: v for k, v in env.items() if v is not None}
+    values.update({k: v for k, v in (options or {}).items() if v is not None})
+    for key, value in values.items():
+        if not hasattr(settings, key):
+            raise ConfigError(f"unknown judge setting {key!r}")
+        current = getattr(settings, key)
+        kind = type(current) if current is not None else int
+        try:
+            setattr(settings, key, kind(value))
+        except (TypeError, ValueError):
+            raise ConfigError(f"judge setting {key}: {value!r} is not a {kind.__name__}") from None
+    return settings

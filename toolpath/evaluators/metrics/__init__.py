@@ -1,0 +1,1 @@
+"""Metrics: pure functions over model records, and the registry mechanism."""

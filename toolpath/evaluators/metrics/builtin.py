@@ -1,0 +1,203 @@
+"""The built-in metrics as :class:`Metric` objects over rows (columns as SPEC §5); the names they go by are
+:mod:`toolpath.evaluation.catalog`'s."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from toolpath.evaluators.metrics import analytics, text, tool_calls, trajectory
+from toolpath.evaluators.metrics.registry import Metric, MissingInput, Row
+from toolpath.evaluators.metrics.rows import flag, text_column, trajectory_column
+from toolpath.model import MetricResult
+
+
+@dataclass(frozen=True)
+class ReferenceTrajectoryMetric(Metric):
+    """A predicted-vs-reference trajectory metric, with its options (``match``, ``order``…)."""
+
+    name: str
+    fn: Callable[..., MetricResult]
+    options: tuple[tuple[str, Any], ...] = ()
+
+    def score(self, row: Row) -> MetricResult:
+        predicted = trajectory_column(row, "predicted_trajectory")
+        reference = trajectory_column(row, "reference_trajectory")
+        return self.fn(predicted, reference, **dict(self.options))
+
+
+def reference_metric(name: str, fn: Callable[..., MetricResult], *, has_order: bool = False) -> Callable[..., Metric]:
+    """The factory of a predicted-vs-reference trajectory metric: it validates the options once."""
+
+    def factory(ignore_args: Any = False, match: str = "name_and_args", **rest: Any) -> Metric:
+        options: dict[str, Any] = {"match": trajectory.check_mode(str(match), flag(ignore_args, "ignore_args"))}
+        order = rest.pop("order", "any")
+        if rest:
+            raise ValueError(f"unknown parameter(s): {', '.join(rest)}")
+        if has_order:
+            if order not in trajectory.ORDERS:
+                raise ValueError(f"order must be one of {', '.join(trajectory.ORDERS)}, got {order!r}")
+            options["order"] = order
+        elif order != "any":
+            raise ValueError("order applies to trajectory_precision, trajectory_recall and trajectory_f1")
+        return ReferenceTrajectoryMetric(name, fn, tuple(options.items()))
+
+    return factory
+
+
+@dataclass(frozen=True)
+class ToolArgumentSimilarity(Metric):
+    name: str = "tool_argument_similarity"
+
+    def score(self, row: Row) -> MetricResult:
+        return analytics.tool_argument_similarity(
+            trajectory_column(row, "predicted_trajectory"), trajectory_column(row, "reference_trajectory")
+        )
+
+
+@dataclass(frozen=True)
+class BehaviourMetric(Metric):
+    """A reference-free metric of the predicted trajectory alone."""
+
+    name: str
+    fn: Callable[..., MetricResult]
+    options: tuple[tuple[str, Any], ...] = ()
+
+    def score(self, row: Row) -> MetricResult:
+        return self.fn(trajectory_column(row, "predicted_trajectory"), **dict(self.options))
+
+
+def tool_loop_detected(min_repeats: Any = 3, max_cycle: Any = 3) -> Metric:
+    options = (("min_repeats", int(min_repeats)), ("max_cycle", int(max_cycle)))
+    analytics.tool_loop_detected([], **dict(options))  # validates the options now, not per row
+    return BehaviourMetric("tool_loop_detected", analytics.tool_loop_detected, options)
+
+
+@dataclass(frozen=True)
+class TrajectorySingleToolUse(Metric):
+    """1 if the predicted trajectory calls ``tool_name`` at least once."""
+
+    tool_name: str
+    name: str = "trajectory_single_tool_use"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.tool_name, str) or not self.tool_name:
+            raise ValueError("tool_name must be a non-empty string")
+
+    def score(self, row: Row) -> MetricResult:
+        return trajectory.single_tool_use(trajectory_column(row, "predicted_trajectory"), self.tool_name)
+
+
+@dataclass(frozen=True)
+class ToolTrajectoryAvgScore(Metric):
+    """ADK's ``tool_trajectory_avg_score``. A row is one invocation, unless it carries ``invocations``:
+    a list of ``{"predicted_trajectory", "reference_trajectory"}`` for a multi-turn case."""
+
+    match_type: str = "EXACT"
+    ignore_args: bool = False
+    match: str = "name_and_args"
+    name: str = "tool_trajectory_avg_score"
+    case_level: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        if str(self.match_type).upper() not in trajectory.MATCH_TYPES:
+            raise ValueError(f"match_type must be one of {', '.join(trajectory.MATCH_TYPES)}, got {self.match_type!r}")
+        object.__setattr__(self, "ignore_args", flag(self.ignore_args, "ignore_args"))
+        trajectory.check_mode(self.match)
+
+    def score(self, row: Row) -> MetricResult:
+        turns = row.get("invocations")
+        if isinstance(turns, list):
+            actual = [trajectory_column(t, "predicted_trajectory") for t in turns]
+            expected = [trajectory_column(t, "reference_trajectory") for t in turns]
+        else:
+            actual = [trajectory_column(row, "predicted_trajectory")]
+            expected = [trajectory_column(row, "reference_trajectory")]
+        return trajectory.tool_trajectory_avg_score(
+            actual, expected, match_type=self.match_type, ignore_args=self.ignore_args, match=self.match
+        )
+
+
+@dataclass(frozen=True)
+class MeasuredColumn(Metric):
+    """A number the runner measured while calling the agent (``latency_in_seconds``, ``failure``)."""
+
+    name: str
+
+    def score(self, row: Row) -> MetricResult:
+        value = row.get(self.name)
+        if value is None:
+            raise MissingInput(f"row has no {self.name!r} (it is measured when an agent is run)")
+        return MetricResult(score=float(value))
+
+
+# --- response metrics --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ResponseMetric(Metric):
+    """A metric of ``response`` against ``reference``."""
+
+    name: str
+    fn: Callable[..., MetricResult]
+    params: tuple[tuple[str, Any], ...] = ()
+
+    def score(self, row: Row) -> MetricResult:
+        return self.fn(text_column(row, "response"), text_column(row, "reference"), **dict(self.params))
+
+
+def rouge(rouge_type: str = "rougeL", use_stemmer: Any = False, split_summaries: Any = False) -> Metric:
+    if rouge_type not in text.ROUGE_TYPES:
+        raise ValueError(f"rouge_type must be one of {', '.join(text.ROUGE_TYPES)}, got {rouge_type!r}")
+    params = (
+        ("rouge_type", rouge_type),
+        ("use_stemmer", flag(use_stemmer, "use_stemmer")),
+        ("split_summaries", flag(split_summaries, "split_summaries")),
+    )
+    return ResponseMetric("rouge", text.rouge, params)
+
+
+@dataclass(frozen=True)
+class ResponseMatchScore(Metric):
+    """ADK's ``response_match_score``: a row is one invocation, unless it carries ``invocations`` (a list of
+    ``{"response", "reference"}``) for a multi-turn case."""
+
+    name: str = "response_match_score"
+    case_level: ClassVar[bool] = True
+
+    def score(self, row: Row) -> MetricResult:
+        turns = row.get("invocations")
+        if not isinstance(turns, list):
+            return text.response_match_score([text_column(row, "response")], [text_column(row, "reference")])
+        # a case: turns without an expected response compare with the empty string, as ADK does
+        if all(t.get("reference") is None for t in turns):
+            raise MissingInput("the case gives no expected final responses")
+        return text.response_match_score(
+            [t.get("response") or "" for t in turns], [t.get("reference") or "" for t in turns]
+        )
+
+
+# --- tool-call metrics (Vertex) --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ToolCallMetric(Metric):
+    name: str
+    fn: Callable[..., MetricResult]
+    needs_reference: bool = True
+    params: tuple[tuple[str, Any], ...] = ()
+
+    def score(self, row: Row) -> MetricResult:
+        response = row.get("response")
+        if response is None:
+            raise MissingInput("row has no 'response'")
+        if not self.needs_reference:
+            return self.fn(response)
+        reference = row.get("reference")
+        if reference is None:
+            raise MissingInput("row has no 'reference'")
+        try:
+            return self.fn(response, reference, **dict(self.params))
+        except tool_calls.ToolCallParseError as exc:
+            raise MissingInput(str(exc)) from None

@@ -1,0 +1,124 @@
+"""The metric mechanism: the :class:`Metric` interface, custom metrics, and metric specs from the command line.
+
+Which names exist is :mod:`toolpath.evaluation.catalog`'s business; this module knows none. A spec is a name
+(``trajectory_precision``), a name with parameters (``trajectory_single_tool_use(tool_name=get_weather)``, values
+parsed as JSON when they can be), a :class:`Metric` instance, or a plain callable
+``row -> float | {"score", "explanation", ...}``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from toolpath.errors import MetricError
+from toolpath.model import MetricResult
+
+Row = Mapping[str, Any]
+
+
+class Metric(ABC):
+    """Scores one dataset row. Subclasses are pure: no I/O, no tracing."""
+
+    name: str
+    case_level: bool = False
+    """True when the metric aggregates a whole multi-turn case itself, from a row's ``invocations`` list (ADK's
+    ``tool_trajectory_avg_score``, ``response_match_score``); other metrics are averaged over the invocations."""
+
+    @abstractmethod
+    def score(self, row: Row) -> MetricResult: ...
+
+
+class MissingInput(Exception):
+    """A row lacks what a metric needs; the runner turns it into score null with this message."""
+
+
+class CustomMetric(Metric):
+    """Wraps a user function ``row -> float | {"score", "explanation", ...} | MetricResult``."""
+
+    def __init__(self, fn: Callable[[Row], Any], name: str | None = None) -> None:
+        self.fn = fn
+        self.name = name or getattr(fn, "__name__", None) or type(fn).__name__
+
+    def score(self, row: Row) -> MetricResult:
+        value = self.fn(row)
+        if isinstance(value, MetricResult):
+            return value
+        if isinstance(value, Mapping):
+            if "score" not in value:
+                raise MetricError(f"custom metric {self.name!r} returned a dict without 'score'")
+            extra = {k: v for k, v in value.items() if k not in ("score", "explanation")}
+            return MetricResult(
+                score=_as_score(value["score"], self.name), explanation=value.get("explanation"), details=extra
+            )
+        return MetricResult(score=_as_score(value, self.name))
+
+
+def _as_score(value: Any, name: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise MetricError(f"custom metric {name!r} returned {type(value).__name__}, not a number")
+    return float(value)
+
+
+_SPEC = re.compile(r"^\s*([A-Za-z_][\w.:]*)\s*(?:\((.*)\))?\s*$", re.S)
+
+
+def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """``"name(key=value, ...)"`` as the name and its parameters (values parsed as JSON when they can be)."""
+    match = _SPEC.match(spec)
+    if match is None:
+        raise MetricError(f"cannot read metric {spec!r} (expected name or name(key=value, ...))")
+    name, params_text = match.group(1), match.group(2)
+    return name, (_parse_params(params_text, spec) if params_text else {})
+
+
+def split_metric_list(text: str) -> list[str]:
+    """Split ``"a,b(x=1,y=2),c"`` on the commas outside brackets and quoted strings (so parameter values may
+    be JSON lists and objects: ``rubric_based_tool_use_quality_v1(rubrics=[{"rubric_id": "a", ...}])``)."""
+    parts, depth, current, quote = [], 0, [], ""
+    for ch in text:
+        if quote:
+            quote = "" if ch == quote and (not current or current[-1] != "\\") else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+            continue
+        else:
+            depth += ch in "([{"
+            depth -= ch in ")]}"
+        current.append(ch)
+    parts.append("".join(current))
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _parse_params(text: str, spec: str) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    for item in split_metric_list(text):
+        key, eq, raw = item.partition("=")
+        if not eq or not key.strip().isidentifier():
+            raise MetricError(f"metric {spec!r}: parameter {item!r} is not key=value")
+        raw = raw.strip()
+        try:
+            params[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            params[key.strip()] = raw
+    return params
+
+
+def import_callable(path: str) -> Callable[[Row], Any]:
+    module_name, _, attr = path.partition(":")
+    try:
+        fn = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise MetricError(f"custom metric {path!r} cannot be imported: {exc}") from None
+    if not callable(fn):
+        raise MetricError(f"custom metric {path!r} is not callable")
+    return fn

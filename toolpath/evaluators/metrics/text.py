@@ -1,0 +1,71 @@
+"""Response metrics: exact match, BLEU, ROUGE and ADK's ``response_match_score`` (SPEC §4).
+
+Pure functions of strings. ROUGE uses ``rouge_score``'s own scoring code with toolpath's tokenizer
+(:mod:`toolpath.evaluators.metrics.tokenize`), so English scores equal ``rouge_score``'s exactly; scorers are built
+once per configuration and reused.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+from rouge_score import rouge_scorer
+
+from toolpath.evaluators.metrics.tokenize import RougeTokenizer
+from toolpath.model import MetricResult
+
+ROUGE_TYPES = (*(f"rouge{n}" for n in range(1, 10)), "rougeL", "rougeLsum")
+
+
+def exact_match(response: str, reference: str) -> MetricResult:
+    same = response == reference
+    return MetricResult(score=1.0 if same else 0.0, explanation="identical" if same else "differs")
+
+
+def bleu(response: str, reference: str, *, use_effective_order: bool = True) -> MetricResult:
+    """Sentence BLEU in [0, 1]: ``sacrebleu.sentence_bleu(response, [reference]).score / 100``."""
+    import sacrebleu  # imported on first use: it is slow to import
+
+    result = sacrebleu.sentence_bleu(response, [reference], use_effective_order=use_effective_order)
+    return MetricResult(score=result.score / 100, explanation=str(result))
+
+
+@functools.lru_cache(maxsize=64)
+def _scorer(rouge_type: str, use_stemmer: bool, split_summaries: bool) -> rouge_scorer.RougeScorer:
+    if rouge_type not in ROUGE_TYPES:
+        raise ValueError(f"rouge_type must be one of {', '.join(ROUGE_TYPES)}, got {rouge_type!r}")
+    return rouge_scorer.RougeScorer(
+        [rouge_type], use_stemmer=use_stemmer, split_summaries=split_summaries, tokenizer=RougeTokenizer(use_stemmer)
+    )
+
+
+def rouge(
+    response: str,
+    reference: str,
+    *,
+    rouge_type: str = "rougeL",
+    use_stemmer: bool = False,
+    split_summaries: bool = False,
+) -> MetricResult:
+    """ROUGE F-measure of ``response`` against ``reference`` (the target)."""
+    score = _scorer(rouge_type, use_stemmer, split_summaries).score(reference, response)[rouge_type]
+    return MetricResult(
+        score=score.fmeasure,
+        explanation=f"{rouge_type}: precision {score.precision:.3f}, recall {score.recall:.3f}",
+    )
+
+
+def response_match_score(responses: Sequence[str], references: Sequence[str]) -> MetricResult:
+    """ADK's ``response_match_score``: ROUGE-1 F-measure with the Porter stemmer, mean over invocations."""
+    if not references:
+        return MetricResult.not_evaluated("no invocations to compare")
+    if len(responses) != len(references):
+        return MetricResult.not_evaluated(f"{len(responses)} response(s) for {len(references)} reference(s)")
+    scorer = _scorer("rouge1", True, False)
+    scores = [scorer.score(ref, resp)["rouge1"].fmeasure for resp, ref in zip(responses, references, strict=True)]
+    return MetricResult(
+        score=sum(scores) / len(scores),
+        explanation=f"ROUGE-1 F over {len(scores)} invocation(s)",
+        details={"per_invocation_scores": scores},
+    )

@@ -1,0 +1,307 @@
+"""``toolpath.init()``: connect the tracer to the collector, the store, (optionally) an OTLP backend and online
+evaluation; ``flush``, ``shutdown`` and ``stats``.
+
+If the application already installed an SDK ``TracerProvider``, toolpath adds one processor to it and never
+replaces or removes the application's own processors. Otherwise it installs a provider of its own. Calling
+``init`` again while set up returns the running configuration; ``shutdown`` detaches toolpath, after which
+``init`` may be called again (the one processor toolpath added is reused, not stacked).
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import threading
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+from toolpath.collector.processor import InProcessCollector
+from toolpath.errors import ConfigError
+from toolpath.store.store import Store
+from toolpath.tracer import content
+
+logger = logging.getLogger("toolpath.tracer")
+
+DEFAULT_SERVICE_NAME = "toolpath-agent"
+
+
+class _Slot(SpanProcessor):
+    """The one processor toolpath adds to a provider; forwards to whatever toolpath runs now (or nothing)."""
+
+    def __init__(self) -> None:
+        self.targets: tuple[Any, ...] = ()
+
+    def on_start(self, span: Span, parent_context: Any = None) -> None:
+        for target in self.targets:
+            try:
+                target.on_start(span, parent_context)
+            except Exception:  # never raise into the application
+                logger.debug("toolpath: on_start failed", exc_info=True)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        for target in self.targets:
+            try:
+                target.on_end(span)
+            except Exception:
+                logger.debug("toolpath: on_end failed", exc_info=True)
+
+    def shutdown(self) -> None:
+        self.targets = ()
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return all(target.force_flush(timeout_millis) for target in self.targets if hasattr(target, "force_flush"))
+
+
+class CountingExporter(SpanExporter):
+    """Wraps an exporter and counts the spans it failed to deliver, so a down backend is visible."""
+
+    def __init__(self, inner: SpanExporter) -> None:
+        self.inner = inner
+        self.exported = 0
+        self.dropped = 0
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        try:
+            result = self.inner.export(spans)
+        except Exception:
+            logger.warning("toolpath: OTLP export raised", exc_info=True)
+            result = SpanExportResult.FAILURE
+        if result is SpanExportResult.SUCCESS:
+            self.exported += len(spans)
+        else:
+            self.dropped += len(spans)
+        return result
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return self.inner.force_flush(timeout_millis)
+
+
+class _CollectorAdapter:
+    """Gives the collector the ``force_flush`` the slot expects."""
+
+    def __init__(self, collector: InProcessCollector) -> None:
+        self.collector = collector
+        self.on_start = collector.on_start
+        self.on_end = collector.on_end
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return self.collector.flush(timeout_millis / 1000)
+
+
+@dataclass
+class Tracing:
+    """What ``init`` set up."""
+
+    provider: TracerProvider
+    collector: InProcessCollector
+    store: Store | None
+    exporter: CountingExporter | None
+    export_processor: BatchSpanProcessor | None
+    slot: _Slot
+    online: Any = None
+    """The online evaluator started by ``toolpath.init(online=...)``; stopped first by ``shutdown``."""
+
+
+_slots: weakref.WeakKeyDictionary[TracerProvider, _Slot] = weakref.WeakKeyDictionary()
+_current: Tracing | None = None
+_lock = threading.RLock()
+_atexit_registered = False
+
+
+def init(
+    store: str | Store | bool | None = None,
+    *,
+    online: str | Path | Mapping[str, Any] | Any | None = None,
+    service_name: str | None = None,
+    otlp_endpoint: str | None = None,
+    capture_content: bool = True,
+    redact_keys: Iterable[str] = (),
+    redact: bool = True,
+    redact_patterns: Mapping[str, str] | None = None,
+    max_value_length: int = content.DEFAULT_MAX_VALUE_LENGTH,
+    tracer_provider: TracerProvider | None = None,
+    max_queue: int | None = None,
+) -> Tracing:
+    """Set up tracing once; later calls return the running setup.
+
+    Args:
+        store: a database URL, a :class:`Store`, ``None`` for ``$TOOLPATH_STORE`` or ``sqlite:///toolpath.db``,
+            or ``False`` to keep no store (spans still reach the collector and any OTLP exporter).
+        service_name: ``service.name`` of the provider toolpath installs (ignored for an existing provider).
+        otlp_endpoint: also export every span to this OTLP endpoint. Without it the standard
+            ``OTEL_EXPORTER_OTLP_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` variables are honoured.
+        capture_content: record prompts, responses, tool arguments and results (needed for evaluation).
+        redact_keys: object keys whose values are replaced by ``[REDACTED]`` before anything leaves the process,
+            on top of the defaults of :mod:`toolpath.redact` (``password``, ``api_key``, ``authorization``…).
+        redact: ``False`` turns redaction off (keys and patterns).
+        redact_patterns: name -> regular expression replaced inside strings, on top of the defaults (API keys,
+            bearer tokens, e-mail addresses, card numbers); a name of a default replaces that default.
+        max_value_length: longer attribute values are cut, with a marker.
+        tracer_provider: the SDK provider to attach to; the global one by default.
+        max_queue: spans the collector may hold before it drops (and counts) new ones.
+        online: an ``online.toml`` path, a mapping with its keys, or an
+            :class:`~toolpath.evaluation.online.OnlineConfig`: every invocation written to the store from now on
+            that passes its filters and sample is scored by workers of their own, off the agent's threads.
+    """
+    global _current, _atexit_registered
+    with _lock:
+        if _current is not None:
+            _start_online(_current, online)
+            return _current
+        if max_value_length < 64:
+            raise ConfigError(f"max_value_length must be at least 64, got {max_value_length}")
+        content.set_policy(
+            content.ContentPolicy.build(
+                capture_content, redact_keys, max_value_length, redact=redact, redact_patterns=redact_patterns
+            )
+        )
+        provider = tracer_provider or _global_sdk_provider(service_name)
+        the_store = _open_store(store)
+        collector = InProcessCollector(
+            the_store, redactor=content.policy().redactor, **({"max_queue": max_queue} if max_queue else {})
+        )
+        exporter, export_processor = _otlp_export(otlp_endpoint)
+        slot = _slots.get(provider)
+        if slot is None:
+            slot = _slots[provider] = _Slot()
+            provider.add_span_processor(slot)
+        targets: list[Any] = [_CollectorAdapter(collector)]
+        if export_processor is not None:
+            targets.append(export_processor)
+        slot.targets = tuple(targets)
+        _current = Tracing(provider, collector, the_store, exporter, export_processor, slot)
+        if not _atexit_registered:
+            atexit.register(shutdown)
+            _atexit_registered = True
+        _start_online(_current, online)
+        return _current
+
+
+def _start_online(tracing: Tracing, online: Any) -> None:
+    if online is None or tracing.online is not None:
+        return
+    if tracing.store is None:
+        raise ConfigError("online evaluation needs a store (init(store=False) keeps none)")
+    from toolpath.evaluation.online import OnlineEvaluator
+
+    tracing.online = OnlineEvaluator(tracing.store, online).start()
+
+
+def current() -> Tracing | None:
+    return _current
+
+
+def flush(timeout: float = 10.0) -> bool:
+    """Write everything traced so far to the store and push it to the OTLP exporter."""
+    tracing = _current
+    if tracing is None:
+        return True
+    ok = tracing.collector.flush(timeout)
+    if tracing.export_processor is not None:
+        ok = tracing.export_processor.force_flush(int(timeout * 1000)) and ok
+    return ok
+
+
+def shutdown(timeout: float = 10.0) -> None:
+    """Flush, stop the collector and exporter, and detach from the provider."""
+    global _current
+    with _lock:
+        tracing = _current
+        if tracing is None:
+            return
+        _current = None
+        tracing.slot.targets = ()
+        tracing.collector.shutdown(timeout)
+        if tracing.online is not None:  # after the collector's last writes, so their jobs are enqueued
+            tracing.online.stop(timeout)
+        if tracing.export_processor is not None:
+            tracing.export_processor.shutdown()
+        if tracing.store is not None:
+            tracing.store.close()
+        content.set_policy(content.ContentPolicy())
+
+
+def stats() -> dict[str, int]:
+    """Counters: spans received and dropped, invocations written and lost, export failures."""
+    tracing = _current
+    if tracing is None:
+        return {}
+    s = tracing.collector.stats
+    out = {
+        "spans_received": s.spans_received,
+        "spans_dropped": s.spans_dropped,
+        "invocations_written": s.invocations_written,
+        "invocations_lost": s.invocations_lost,
+        "store_errors": s.store_errors,
+        "internal_errors": s.internal_errors,
+    }
+    if tracing.exporter is not None:
+        out["spans_exported"] = tracing.exporter.exported
+        out["spans_export_dropped"] = tracing.exporter.dropped
+    return out
+
+
+def _global_sdk_provider(service_name: str | None) -> TracerProvider:
+    existing = trace.get_tracer_provider()
+    if isinstance(existing, TracerProvider):
+        return existing
+    provider = TracerProvider(
+        resource=Resource.create(
+            {"service.name": service_name or os.environ.get("OTEL_SERVICE_NAME") or DEFAULT_SERVICE_NAME}
+        )
+    )
+    trace.set_tracer_provider(provider)
+    if trace.get_tracer_provider() is not provider:  # someone else's non-SDK provider won the race
+        raise ConfigError("a non-SDK TracerProvider is installed; pass tracer_provider= to toolpath.init()")
+    return provider
+
+
+def _open_store(store: str | Store | bool | None) -> Store | None:
+    if store is False:
+        return None
+    if isinstance(store, Store):
+        return store
+    if store is True:
+        store = None
+    return Store(store)
+
+
+def _otlp_export(endpoint: str | None) -> tuple[CountingExporter | None, BatchSpanProcessor | None]:
+    env_endpoint = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    if not endpoint and not env_endpoint:
+        return None, None
+    protocol = (
+        os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+        or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+        or "http/protobuf"
+    )
+    if protocol == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
+
+        inner: SpanExporter = GrpcExporter(endpoint=endpoint) if endpoint else GrpcExporter()
+    elif protocol == "http/protobuf":
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
+
+        inner = HttpExporter(endpoint=_http_traces_url(endpoint)) if endpoint else HttpExporter()
+    else:
+        raise ConfigError(f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol!r} is not one of grpc, http/protobuf")
+    exporter = CountingExporter(inner)
+    return exporter, BatchSpanProcessor(exporter)
+
+
+def _http_traces_url(endpoint: str) -> str:
+    """A base URL like ``http://host:4318`` gets the standard ``/v1/traces`` path, as the env variable does."""
+    has_path = "/" in endpoint.split("://", 1)[-1].rstrip("/")
+    return endpoint if has_path else endpoint.rstrip("/") + "/v1/traces"

@@ -1,0 +1,1 @@
+"""The SQL store: schema, migrations, the job queue."""

@@ -1,0 +1,200 @@
+"""The online-evaluation job queue, in the store: one row per sampled invocation in ``eval_jobs``.
+
+Jobs are enqueued in the transaction that writes their invocation, so a stored invocation is never missed and
+never enqueued twice. Workers (threads or processes, any number, sharing one store) *claim* a batch: on
+PostgreSQL with ``SELECT … FOR UPDATE SKIP LOCKED``, on SQLite by its single writer. A claim is a lease: a job
+whose worker died is claimed again once the lease has run out. A job is *completed* together with its results,
+and only by the worker holding the claim, so every job is scored exactly once. When more than ``max_backlog``
+jobs wait, the queue sheds (marks ``shed``) the oldest or the newest, and counts them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func, select, text, update
+
+from toolpath.model import Invocation
+from toolpath.store import schema as t
+from toolpath.store.store import Store
+
+PENDING, CLAIMED, DONE, SHED, FAILED = "pending", "claimed", "done", "shed", "failed"
+SHED_POLICIES = ("oldest", "newest")
+
+
+def sampled(invocation_id: str, rate: float) -> bool:
+    """Whether an invocation falls in a sample of ``rate``: a hash of its id, so every process agrees."""
+    if rate >= 1.0:
+        return True
+    digest = hashlib.blake2b(invocation_id.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2**64 < rate
+
+
+@dataclass
+class QueueStats:
+    enqueued: int = 0
+    shed: int = 0
+    completed: int = 0
+    lost_claims: int = 0
+    """Completions refused because another worker had taken the job over (its lease had run out)."""
+
+
+class JobQueue:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        accept: Callable[[Invocation], bool] = lambda inv: True,
+        max_backlog: int | None = None,
+        shed: str = "oldest",
+        max_attempts: int = 3,
+    ) -> None:
+        if shed not in SHED_POLICIES:
+            raise ValueError(f"shed must be one of {', '.join(SHED_POLICIES)}, got {shed!r}")
+        self.store = store
+        self.accept = accept
+        self.max_backlog = max_backlog
+        self.shed_policy = shed
+        self.max_attempts = max_attempts
+        self.stats = QueueStats()
+        self._lock = threading.Lock()
+
+    def attach(self) -> JobQueue:
+        """Enqueue from now on whenever the store writes invocations."""
+        self.store.on_invocations = self.enqueue
+        return self
+
+    def detach(self) -> None:
+        if self.store.on_invocations == self.enqueue:
+            self.store.on_invocations = None
+
+    # --- producer side (inside the store's write transaction) --------------------------------------------
+
+    def enqueue(self, conn: Any, invocations: Sequence[Invocation]) -> None:
+        chosen = [inv.invocation_id for inv in invocations if self.accept(inv)]
+        if not chosen:
+            return
+        now = time.time_ns()
+        insert = self.store.dialect_insert(t.eval_jobs).on_conflict_do_nothing(index_elements=["invocation_id"])
+        result = conn.execute(
+            insert,
+            [{"invocation_id": i, "status": PENDING, "enqueued_at": now, "attempts": 0} for i in chosen],
+        )
+        added = max(result.rowcount, 0)
+        shed = self._shed(conn) if self.max_backlog is not None else 0
+        with self._lock:
+            self.stats.enqueued += added
+            self.stats.shed += shed
+
+    def _shed(self, conn: Any) -> int:
+        jobs = t.eval_jobs
+        waiting = conn.execute(select(func.count()).select_from(jobs).where(jobs.c.status == PENDING)).scalar_one()
+        excess = waiting - (self.max_backlog or 0)
+        if excess <= 0:
+            return 0
+        order = jobs.c.enqueued_at.asc() if self.shed_policy == "oldest" else jobs.c.enqueued_at.desc()
+        victims = select(jobs.c.invocation_id).where(jobs.c.status == PENDING).order_by(order).limit(excess)
+        if self.store.dialect == "postgresql":
+            victims = victims.with_for_update(skip_locked=True)
+        ids = [row.invocation_id for row in conn.execute(victims)]
+        conn.execute(update(jobs).where(jobs.c.invocation_id.in_(ids)).values(status=SHED, finished_at=time.time_ns()))
+        return len(ids)
+
+    # --- worker side -------------------------------------------------------------------------------------
+
+    def claim(self, worker: str, limit: int, lease_seconds: float) -> list[str]:
+        """Up to ``limit`` jobs for ``worker``: waiting ones, or claims whose lease ran out."""
+        now = time.time_ns()
+        stale = now - int(lease_seconds * 1e9)
+        skip_locked = " FOR UPDATE SKIP LOCKED" if self.store.dialect == "postgresql" else ""
+        sql = text(
+            "UPDATE eval_jobs SET status = :claimed, claimed_by = :worker, claimed_at = :now, attempts = attempts + 1 "
+            "WHERE invocation_id IN (SELECT invocation_id FROM eval_jobs "
+            "WHERE status = :pending OR (status = :claimed AND claimed_at < :stale) "
+            f"ORDER BY enqueued_at LIMIT :limit{skip_locked}) RETURNING invocation_id, attempts"
+        )
+        params = {"claimed": CLAIMED, "pending": PENDING, "worker": worker, "now": now, "stale": stale, "limit": limit}
+        with self.store.engine.begin() as conn:
+            rows = conn.execute(sql, params).all()
+            worn = [r.invocation_id for r in rows if r.attempts > self.max_attempts]
+            if worn:  # a job that keeps killing its workers is given up, not retried forever
+                conn.execute(
+                    update(t.eval_jobs)
+                    .where(t.eval_jobs.c.invocation_id.in_(worn))
+                    .values(status=FAILED, finished_at=now)
+                )
+        return [r.invocation_id for r in rows if r.attempts <= self.max_attempts]
+
+    def complete(self, worker: str, invocation_id: str, results: list[dict[str, Any]]) -> bool:
+        """Store ``results`` and close the job, if ``worker`` still holds it; False when it does not."""
+        now = time.time_ns()
+        with self.store.engine.begin() as conn:
+            closed = conn.execute(
+                update(t.eval_jobs)
+                .where(
+                    t.eval_jobs.c.invocation_id == invocation_id,
+                    t.eval_jobs.c.status == CLAIMED,
+                    t.eval_jobs.c.claimed_by == worker,
+                )
+                .values(status=DONE, finished_at=now)
+            ).rowcount
+            if closed != 1:
+                with self._lock:
+                    self.stats.lost_claims += 1
+                return False
+            if results:
+                conn.execute(
+                    t.online_results.insert(),
+                    [{**r, "invocation_id": invocation_id, "worker": worker, "created_at": now} for r in results],
+                )
+        with self._lock:
+            self.stats.completed += 1
+        return True
+
+    def counts(self) -> dict[str, int]:
+        jobs = t.eval_jobs
+        with self.store.engine.connect() as conn:
+            rows = conn.execute(select(jobs.c.status, func.count()).group_by(jobs.c.status)).all()
+        return {status: count for status, count in rows}
+
+
+def latest_scored(store: Store, *, after_ns: int = 0, limit: int = 50) -> list[dict[str, Any]]:
+    """Invocations scored online after ``after_ns`` (newest last): agent, prompt, latency, failure, and the scores
+    by metric; ``toolpath watch`` polls it."""
+    res, inv = t.online_results, t.invocations
+    with store.engine.connect() as conn:
+        recent = conn.execute(
+            select(res.c.invocation_id, func.max(res.c.created_at).label("scored_at"))
+            .where(res.c.created_at > after_ns)
+            .group_by(res.c.invocation_id)
+            .order_by(func.max(res.c.created_at).desc())
+            .limit(limit)
+        ).all()
+        if not recent:
+            return []
+        ids = [r.invocation_id for r in recent]
+        info = {r.invocation_id: r for r in conn.execute(select(inv).where(inv.c.invocation_id.in_(ids)))}
+        scores: dict[str, dict[str, Any]] = {i: {} for i in ids}
+        for r in conn.execute(select(res).where(res.c.invocation_id.in_(ids))):
+            scores[r.invocation_id][r.metric] = {"score": r.score, "label": r.label, "explanation": r.explanation}
+    out = []
+    for r in sorted(recent, key=lambda r: r.scored_at):
+        row = info.get(r.invocation_id)
+        out.append(
+            {
+                "invocation_id": r.invocation_id,
+                "scored_at": r.scored_at,
+                "agent_name": row.agent_name if row else None,
+                "session_id": row.session_id if row else None,
+                "prompt": row.prompt if row else None,
+                "latency_seconds": row.latency_seconds if row else None,
+                "failure": row.failure if row else None,
+                "scores": scores[r.invocation_id],
+            }
+        )
+    return out

@@ -1,0 +1,450 @@
+"""The SQL store: sessions, invocations, tool calls and raw spans (SQLite by default, PostgreSQL too).
+
+Writes are idempotent upserts keyed by ids, batched with executemany, one transaction per batch, so a batch
+written twice (a retry, a span re-sent) leaves the same rows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, case, create_engine, delete, event, func, select, text
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
+from sqlalchemy.pool import StaticPool
+
+from toolpath.errors import ConfigError
+from toolpath.model import Invocation, Session, ToolCall, ns_to_datetime
+from toolpath.store import migrate
+from toolpath.store import schema as t
+from toolpath.store.spanrecord import SpanRecord
+
+DEFAULT_STORE_URL = "sqlite:///toolpath.db"
+STORE_ENV = "TOOLPATH_STORE"
+_IN_CHUNK = 500
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def resolve_store_url(url: str | None = None) -> str:
+    """``url``, else ``$TOOLPATH_STORE``, else ``sqlite:///toolpath.db``; a bare file path means SQLite."""
+    url = url or os.environ.get(STORE_ENV) or DEFAULT_STORE_URL
+    return url if "://" in url else f"sqlite:///{url}"
+
+
+class Store:
+    """Read and write toolpath records in a SQL database."""
+
+    def __init__(self, url: str | None = None, *, create: bool = True, echo: bool = False) -> None:
+        self.url = resolve_store_url(url)
+        self.engine = _make_engine(self.url, echo=echo)
+        self.on_invocations: Callable[[Any, Sequence[Invocation]], None] | None = None
+        """Called with the connection and the invocations inside every transaction that writes invocations
+        (the online evaluator's job queue enqueues there, so a stored invocation and its job commit together)."""
+        if create:
+            try:
+                migrate.upgrade(self.engine)
+            except OperationalError as exc:
+                raise ConfigError(f"store {self.url}: cannot open ({exc.orig})") from None
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # --- writes ----------------------------------------------------------------------------------------
+
+    def write(self, invocations: Sequence[Invocation] = (), spans: Sequence[SpanRecord] = ()) -> None:
+        """Upsert invocations (with their sessions and tool calls) and raw spans in one transaction."""
+        with self.engine.begin() as conn:
+            if spans:
+                stmt = self.dialect_insert(t.spans).on_conflict_do_nothing(index_elements=["trace_id", "span_id"])
+                conn.execute(stmt, [s.to_row() for s in spans])
+            if invocations:
+                self._write_invocations(conn, invocations)
+
+    def _write_invocations(self, conn: Any, invocations: Sequence[Invocation]) -> None:
+        conn.execute(self._session_upsert(), _session_rows(invocations))
+        rows = [_invocation_row(inv) for inv in invocations]
+        ins = self.dialect_insert(t.invocations)
+        updated = {c: ins.excluded[c] for c in rows[0] if c != "invocation_id"}
+        conn.execute(ins.on_conflict_do_update(index_elements=["invocation_id"], set_=updated), rows)
+        ids = [inv.invocation_id for inv in invocations]
+        for chunk in _chunks(ids):
+            conn.execute(delete(t.tool_calls).where(t.tool_calls.c.invocation_id.in_(chunk)))
+        calls = [_call_row(inv.invocation_id, i, c) for inv in invocations for i, c in enumerate(inv.tool_calls)]
+        if calls:
+            conn.execute(t.tool_calls.insert(), calls)
+        if self.on_invocations is not None:
+            self.on_invocations(conn, invocations)
+
+    def ingest(self, spans: Sequence[SpanRecord], rebuild: Any, limits: Any = None) -> int:
+        """Store ``spans`` and, in the same transaction, the invocations of every trace they touch, as
+        ``rebuild(all spans of the trace)`` returns them now (replacing what was stored for those traces).
+        Returns the number of invocations written. Idempotent, and independent of arrival order. ``limits``
+        (:class:`~toolpath.collector.limits.Limits`) caps spans per trace and tool calls per invocation."""
+        trace_ids = sorted({s.trace_id for s in spans})
+        with self.engine.begin() as conn:
+            if self.dialect == "postgresql":  # several collectors may share the store: one writer per trace
+                for trace_id in trace_ids:  # in sorted order, so two writers cannot deadlock
+                    conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:trace_id))"), {"trace_id": trace_id})
+            # Only traces that already had spans stored need reading back; the rest rebuild from this batch.
+            seen: dict[tuple[str, str], SpanRecord] = {}
+            for chunk in _chunks(trace_ids):
+                earlier = conn.execute(select(t.spans).where(t.spans.c.trace_id.in_(chunk)))
+                for row in earlier:
+                    record = SpanRecord(**row._asdict())
+                    seen[(record.trace_id, record.span_id)] = record
+            new = list({(s.trace_id, s.span_id): s for s in spans if (s.trace_id, s.span_id) not in seen}.values())
+            if limits is not None:
+                new = limits.admit(Counter(trace_id for trace_id, _ in seen), new)
+            if new:
+                stmt = self.dialect_insert(t.spans).on_conflict_do_nothing(index_elements=["trace_id", "span_id"])
+                conn.execute(stmt, [s.to_row() for s in new])
+            known = [*seen.values(), *new]
+            invocations = rebuild(known)
+            if limits is not None:
+                invocations = limits.cap(invocations)
+            keep = {inv.invocation_id for inv in invocations}
+            stale = [
+                row.invocation_id
+                for chunk in _chunks(trace_ids)
+                for row in conn.execute(
+                    select(t.invocations.c.invocation_id).where(t.invocations.c.trace_id.in_(chunk))
+                )
+                if row.invocation_id not in keep
+            ]
+            for chunk in _chunks(stale):
+                conn.execute(delete(t.tool_calls).where(t.tool_calls.c.invocation_id.in_(chunk)))
+                conn.execute(delete(t.invocations).where(t.invocations.c.invocation_id.in_(chunk)))
+            if invocations:
+                self._write_invocations(conn, invocations)
+        return len(invocations)
+
+    def judge_replies(self, keys: list[str]) -> dict[str, dict[str, Any]]:
+        """Cached judge replies by request key (the judge's cache; see :mod:`toolpath.evaluators.judge.client`)."""
+        jc = t.judge_cache
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(jc.c.key, jc.c.reply, jc.c.input_tokens, jc.c.output_tokens).where(jc.c.key.in_(keys))
+            )
+            return {row.key: dict(row._mapping) for row in rows}
+
+    def save_judge_replies(self, rows: list[dict[str, Any]]) -> None:
+        """Add judge replies to the cache; a key already there keeps its first reply."""
+        now = time.time_ns()
+        with self.engine.begin() as conn:
+            for chunk in _chunks(rows):
+                stmt = self.dialect_insert(t.judge_cache).on_conflict_do_nothing(index_elements=["key"])
+                conn.execute(stmt, [{**row, "created_at": now} for row in chunk])
+
+    def write_eval_run(self, run: dict[str, Any], results: Sequence[dict[str, Any]]) -> None:
+        """Save an evaluation run (``eval_runs`` columns) and its result rows (``eval_results`` columns)."""
+        with self.engine.begin() as conn:
+            conn.execute(t.eval_runs.insert(), [_json_safe(run)])
+            if results:
+                conn.execute(t.eval_results.insert(), [_json_safe(r) for r in results])
+
+    def list_eval_runs(self, *, limit: int | None = 50) -> list[dict[str, Any]]:
+        """Evaluation runs, newest first."""
+        query = select(t.eval_runs).order_by(t.eval_runs.c.started_at.desc())
+        if limit is not None:
+            query = query.limit(limit)
+        with self.engine.connect() as conn:
+            return [_run_dict(row) for row in conn.execute(query)]
+
+    def get_eval_run(self, run_id: str) -> dict[str, Any] | None:
+        """One run with its result rows, or ``None``."""
+        with self.engine.connect() as conn:
+            row = conn.execute(select(t.eval_runs).where(t.eval_runs.c.run_id == run_id)).first()
+            if row is None:
+                return None
+            results = conn.execute(
+                select(t.eval_results).where(t.eval_results.c.run_id == run_id).order_by(t.eval_results.c.position)
+            )
+            run = _run_dict(row)
+            run["results"] = [dict(r._mapping) for r in results]
+        return run
+
+    def dialect_insert(self, table: Any) -> Any:
+        """An INSERT with the dialect's ``on_conflict_do_nothing`` / ``on_conflict_do_update``."""
+        return (postgresql.insert if self.dialect == "postgresql" else sqlite.insert)(table)
+
+    def _session_upsert(self) -> Any:
+        ins = self.dialect_insert(t.sessions)
+        first, last = t.sessions.c.first_started_at, t.sessions.c.last_started_at
+        return ins.on_conflict_do_update(
+            index_elements=["session_id"],
+            set_={
+                "agent_name": func.coalesce(ins.excluded.agent_name, t.sessions.c.agent_name),
+                "first_started_at": case(
+                    (ins.excluded.first_started_at < first, ins.excluded.first_started_at), else_=first
+                ),
+                "last_started_at": case(
+                    (ins.excluded.last_started_at > last, ins.excluded.last_started_at), else_=last
+                ),
+            },
+        )
+
+    # --- reads -----------------------------------------------------------------------------------------
+
+    def list_sessions(self, *, agent_name: str | None = None, limit: int | None = 100) -> list[dict[str, Any]]:
+        """Sessions, newest first, with their invocation and failure counts."""
+        inv = t.invocations
+        query = (
+            select(
+                t.sessions.c.session_id,
+                t.sessions.c.agent_name,
+                t.sessions.c.first_started_at,
+                t.sessions.c.last_started_at,
+                func.count(inv.c.invocation_id).label("invocations"),
+                func.coalesce(func.sum(inv.c.failure), 0).label("failures"),
+            )
+            .select_from(t.sessions.outerjoin(inv, inv.c.session_id == t.sessions.c.session_id))
+            .group_by(t.sessions.c.session_id)
+            .order_by(t.sessions.c.last_started_at.desc(), t.sessions.c.session_id)
+        )
+        if agent_name is not None:
+            query = query.where(t.sessions.c.agent_name == agent_name)
+        if limit is not None:
+            query = query.limit(limit)
+        with self.engine.connect() as conn:
+            return [
+                {
+                    "session_id": r.session_id,
+                    "agent_name": r.agent_name,
+                    "invocations": r.invocations,
+                    "failures": int(r.failures),
+                    "first_started_at": _iso(r.first_started_at),
+                    "last_started_at": _iso(r.last_started_at),
+                }
+                for r in conn.execute(query)
+            ]
+
+    def get_session(self, session_id: str) -> Session | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(t.sessions).where(t.sessions.c.session_id == session_id)).first()
+        if row is None:
+            return None
+        return Session(
+            session_id=row.session_id,
+            agent_name=row.agent_name,
+            invocations=self.list_invocations(session_id=session_id, limit=None),
+        )
+
+    def list_invocations(
+        self,
+        *,
+        session_id: str | None = None,
+        agent_name: str | None = None,
+        since_ns: int | None = None,
+        limit: int | None = 1000,
+    ) -> list[Invocation]:
+        """Invocations in start order, with their tool calls."""
+        inv = t.invocations
+        query = select(inv).order_by(inv.c.started_at, inv.c.invocation_id)
+        if session_id is not None:
+            query = query.where(inv.c.session_id == session_id)
+        if agent_name is not None:
+            query = query.where(inv.c.agent_name == agent_name)
+        if since_ns is not None:
+            query = query.where(inv.c.started_at >= since_ns)
+        if limit is not None:
+            query = query.limit(limit)
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).all()
+            calls = self._tool_calls(conn, [r.invocation_id for r in rows])
+        return [_invocation_from_row(r, calls.get(r.invocation_id, [])) for r in rows]
+
+    def invocations_by_id(self, invocation_ids: Sequence[str]) -> list[Invocation]:
+        """The stored invocations among ``invocation_ids``, with their tool calls, in the order asked."""
+        found: dict[str, Any] = {}
+        with self.engine.connect() as conn:
+            for chunk in _chunks(invocation_ids):
+                for row in conn.execute(select(t.invocations).where(t.invocations.c.invocation_id.in_(chunk))):
+                    found[row.invocation_id] = row
+            calls = self._tool_calls(conn, list(found))
+        return [_invocation_from_row(found[i], calls.get(i, [])) for i in invocation_ids if i in found]
+
+    def get_invocation(self, invocation_id: str) -> Invocation | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(t.invocations).where(t.invocations.c.invocation_id == invocation_id)).first()
+            if row is None:
+                return None
+            calls = self._tool_calls(conn, [invocation_id])
+        return _invocation_from_row(row, calls.get(invocation_id, []))
+
+    def spans_of_trace(self, trace_id: str) -> list[SpanRecord]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(t.spans).where(t.spans.c.trace_id == trace_id).order_by(t.spans.c.start_time))
+            return [SpanRecord(**row._asdict()) for row in rows]
+
+    def counts(self) -> dict[str, int]:
+        """Row counts of every table."""
+        with self.engine.connect() as conn:
+            return {
+                name: conn.execute(select(func.count()).select_from(table)).scalar_one()
+                for name, table in t.metadata.tables.items()
+            }
+
+    @staticmethod
+    def _tool_calls(conn: Any, invocation_ids: Sequence[str]) -> dict[str, list[ToolCall]]:
+        found: dict[str, list[ToolCall]] = defaultdict(list)
+        for chunk in _chunks(invocation_ids):
+            query = (
+                select(t.tool_calls)
+                .where(t.tool_calls.c.invocation_id.in_(chunk))
+                .order_by(t.tool_calls.c.invocation_id, t.tool_calls.c.position)
+            )
+            for r in conn.execute(query):
+                found[r.invocation_id].append(
+                    ToolCall(
+                        name=r.name,
+                        args=r.args if r.args is not None else {},
+                        result=r.result,
+                        call_id=r.call_id,
+                        error=r.error,
+                        start_time=r.start_time,
+                        end_time=r.end_time,
+                    )
+                )
+        return found
+
+
+def _make_engine(url: str, *, echo: bool) -> Engine:
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise ConfigError(f"store URL {url!r} is not a database URL (e.g. sqlite:///toolpath.db)") from None
+    kwargs: dict[str, Any] = {"echo": echo}
+    is_sqlite = parsed.get_backend_name() == "sqlite"
+    if is_sqlite:
+        kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
+        if parsed.database in (None, "", ":memory:"):
+            kwargs["poolclass"] = StaticPool  # one shared connection, or each thread sees its own empty db
+        else:
+            folder = Path(parsed.database).expanduser().resolve().parent
+            if not folder.is_dir():
+                raise ConfigError(f"store {url}: folder {folder} does not exist")
+    try:
+        engine = create_engine(parsed, **kwargs)
+    except (NoSuchModuleError, ModuleNotFoundError) as exc:
+        hint = " (pip install 'toolpath[postgres]')" if parsed.get_backend_name() == "postgresql" else ""
+        raise ConfigError(f"store {url}: no driver for this URL{hint}: {exc}") from None
+    if is_sqlite:
+        event.listen(engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+def _run_dict(row: Any) -> dict[str, Any]:
+    run = dict(row._mapping)
+    run["started_at"] = _iso(run["started_at"])
+    run["finished_at"] = _iso(run["finished_at"])
+    return run
+
+
+def _json_safe(value: dict[str, Any]) -> dict[str, Any]:
+    """JSON columns only take JSON: anything else a dataset carried (dates, numpy numbers) becomes text, and
+    NaN or infinite numbers (pandas' missing values) become null."""
+    return json.loads(json.dumps(value, default=str), parse_constant=lambda _: None) if value else value
+
+
+def _session_rows(invocations: Iterable[Invocation]) -> list[dict[str, Any]]:
+    rows: dict[str, dict[str, Any]] = {}
+    for inv in invocations:
+        start = _ns(inv)
+        row = rows.setdefault(
+            inv.session_id,
+            {
+                "session_id": inv.session_id,
+                "agent_name": inv.agent_name,
+                "first_started_at": start,
+                "last_started_at": start,
+            },
+        )
+        row["first_started_at"] = min(row["first_started_at"], start)
+        row["last_started_at"] = max(row["last_started_at"], start)
+        row["agent_name"] = row["agent_name"] or inv.agent_name
+    return list(rows.values())
+
+
+def _invocation_row(inv: Invocation) -> dict[str, Any]:
+    return {
+        "invocation_id": inv.invocation_id,
+        "session_id": inv.session_id,
+        "trace_id": inv.trace_id or "",
+        "agent_name": inv.agent_name,
+        "prompt": inv.prompt,
+        "response": inv.response,
+        "intermediate_responses": [list(pair) for pair in inv.intermediate_responses],
+        "latency_seconds": inv.latency_seconds,
+        "failure": inv.failure,
+        "error": inv.error,
+        "started_at": _ns(inv),
+        "attributes": inv.attributes,
+    }
+
+
+def _call_row(invocation_id: str, position: int, call: ToolCall) -> dict[str, Any]:
+    return {
+        "invocation_id": invocation_id,
+        "position": position,
+        "name": call.name,
+        "args": call.args,
+        "result": call.result,
+        "call_id": call.call_id,
+        "error": call.error,
+        "start_time": call.start_time,
+        "end_time": call.end_time,
+    }
+
+
+def _invocation_from_row(r: Any, calls: list[ToolCall]) -> Invocation:
+    return Invocation(
+        invocation_id=r.invocation_id,
+        session_id=r.session_id,
+        agent_name=r.agent_name,
+        prompt=r.prompt,
+        response=r.response,
+        tool_calls=calls,
+        intermediate_responses=[tuple(pair) for pair in r.intermediate_responses or []],
+        latency_seconds=r.latency_seconds,
+        failure=r.failure,
+        error=r.error,
+        trace_id=r.trace_id or None,
+        started_at=ns_to_datetime(r.started_at),
+        attributes=r.attributes or {},
+    )
+
+
+def _ns(inv: Invocation) -> int:
+    if inv.started_at is None:
+        return 0
+    return (inv.started_at - _EPOCH) // timedelta(microseconds=1) * 1000
+
+
+def _iso(ns: int | None) -> str | None:
+    dt = ns_to_datetime(ns)
+    return dt.isoformat() if dt else None
+
+
+def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
+    for i in range(0, len(items), _IN_CHUNK):
+        yield items[i : i + _IN_CHUNK]
