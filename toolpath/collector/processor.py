@@ -24,7 +24,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span
 from toolpath.collector.reconstruct import AGENT_SPAN_PREFIXES, build_invocation, is_agent_span
 from toolpath.model import Invocation
 from toolpath.redact import Redactor
-from toolpath.store.spanrecord import SpanRecord
+from toolpath.store.spanrecord import STATUS_ERROR, STATUS_OK, STATUS_UNSET, SpanRecord
 from toolpath.store.store import Store
 from toolpath.tracer import semconv as sc
 
@@ -198,7 +198,7 @@ class InProcessCollector:
                     markers.append(item)
                     continue
                 span, is_root = item
-                record = SpanRecord.from_readable(span)
+                record = record_from_readable(span)
                 if self.redactor is not None and record.scope != sc.TOOLPATH_SCOPE:
                     # other instrumentations' spans in this process get the tracer's rules (ours had them already)
                     self.redactor.span(record)
@@ -289,3 +289,57 @@ def _take_subtree(trace: _Trace, root: SpanRecord) -> list[SpanRecord]:
             found.append(trace.spans.pop(child.span_id))
             stack.append(child.span_id)
     return found
+
+
+def record_from_readable(span: ReadableSpan) -> SpanRecord:
+    """An SDK span as a :class:`SpanRecord`."""
+    ctx = span.context
+    parent = span.parent
+    return SpanRecord(
+        trace_id=format(ctx.trace_id, "032x"),
+        span_id=format(ctx.span_id, "016x"),
+        parent_span_id=format(parent.span_id, "016x") if parent is not None else None,
+        name=span.name,
+        kind=span.kind.value + 1,  # SDK enum starts at INTERNAL=0, OTLP at INTERNAL=1
+        start_time=span.start_time or 0,
+        end_time=span.end_time,
+        status_code=_STATUS_FROM_SDK[span.status.status_code.name],
+        status_message=span.status.description,
+        attributes=_plain(span.attributes),
+        events=[
+            {"name": e.name, "time_unix_nano": e.timestamp, "attributes": _plain(e.attributes)} for e in span.events
+        ]
+        if span.events
+        else [],
+        resource=_resource(span.resource),
+        scope=span.instrumentation_scope.name if span.instrumentation_scope is not None else None,
+    )
+
+
+_STATUS_FROM_SDK = {"UNSET": STATUS_UNSET, "OK": STATUS_OK, "ERROR": STATUS_ERROR}
+
+
+def _plain(attributes: Any) -> dict[str, Any]:
+    if not attributes:
+        return {}
+    plain = dict(attributes)
+    for key, value in plain.items():
+        if type(value) is tuple:  # sequence attributes: store as JSON arrays
+            plain[key] = list(value)
+    return plain
+
+
+_resources: dict[int, tuple[Any, dict[str, Any]]] = {}
+
+
+def _resource(resource: Any) -> dict[str, Any]:
+    """A provider has one resource for all its spans: convert it once (keyed by identity)."""
+    if resource is None:
+        return {}
+    cached = _resources.get(id(resource))
+    if cached is None or cached[0] is not resource:
+        cached = (resource, _plain(resource.attributes))
+        if len(_resources) > 64:
+            _resources.clear()
+        _resources[id(resource)] = cached
+    return cached[1]

@@ -1,0 +1,188 @@
+"""Rebuild invocations (SPEC §1) from the spans of any convention toolpath understands (SPEC §3): one module per
+convention, and here the walk that finds each agent run's root, its tool calls, prompt and response."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from toolpath.collector.reconstruct import adk, openinference, openllmetry
+from toolpath.collector.reconstruct.common import error_text, first, order_key, parse_json, str_or_none
+from toolpath.collector.reconstruct.genai import (
+    AGENT_SPAN_PREFIXES,
+    is_agent_span,
+    last_text,
+    model_spans,
+    returned_trajectory,
+)
+from toolpath.model import Invocation, ToolCall, ns_to_datetime
+from toolpath.store.spanrecord import STATUS_ERROR, SpanRecord
+from toolpath.tracer import semconv as sc
+
+__all__ = [
+    "AGENT_SPAN_PREFIXES",
+    "build_invocation",
+    "build_invocations",
+    "is_agent_span",
+    "is_run_span",
+    "is_tool_span",
+]
+
+_TOOL_PREFIX = f"{sc.OP_EXECUTE_TOOL} "
+
+
+def is_tool_span(attributes: Mapping[str, Any], name: str = "") -> bool:
+    """A tool call: the GenAI operation, or ADK 1.x's ``execute_tool <tool>`` spans; never ADK's
+    ``(merged tools)`` summary span."""
+    if attributes.get(sc.GEN_AI_TOOL_NAME) == sc.ADK_MERGED_TOOLS:
+        return False
+    if attributes.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_EXECUTE_TOOL:
+        return True
+    if attributes.get(sc.OPENINFERENCE_SPAN_KIND) == "TOOL":
+        return True
+    return name.startswith(_TOOL_PREFIX) and sc.GEN_AI_TOOL_NAME in attributes
+
+
+def is_run_span(span: SpanRecord) -> bool:
+    """An agent run: a GenAI agent or workflow span, an OpenInference AGENT span, or the trace root of an
+    OpenInference trace (a LangGraph graph is a CHAIN, and its tools sit outside the AGENT node)."""
+    if is_agent_span(span.attributes):
+        return True
+    kind = span.attributes.get(sc.OPENINFERENCE_SPAN_KIND)
+    return kind == "AGENT" or (kind == "CHAIN" and span.parent_span_id is None)
+
+
+def build_invocations(spans: Iterable[SpanRecord]) -> list[Invocation]:
+    """Every outermost agent run among ``spans`` (one trace or many), in start order."""
+    spans = list(spans)
+    by_id = {(s.trace_id, s.span_id): s for s in spans}
+    children: dict[tuple[str, str], list[SpanRecord]] = defaultdict(list)
+    for span in spans:
+        if span.parent_span_id is not None:
+            children[(span.trace_id, span.parent_span_id)].append(span)
+    roots = [s for s in spans if is_run_span(s) and not _has_agent_ancestor(s, by_id)]
+    roots.sort(key=order_key)
+    return [build_invocation(root, _descendants(root, children)) for root in roots]
+
+
+def build_invocation(root: SpanRecord, descendants: Iterable[SpanRecord]) -> Invocation:
+    """The invocation of one agent root span, given the spans below it (any order, any depth)."""
+    attrs = root.attributes
+    descendants = sorted(descendants, key=order_key)
+    tool_spans = [s for s in descendants if is_tool_span(s.attributes, s.name)]
+    calls = [tool_call_from_span(s) for s in tool_spans]
+    if any(sc.OPENINFERENCE_SPAN_KIND in s.attributes for s in tool_spans):
+        calls = openinference.with_requested_args(calls, tool_spans, descendants)
+    if not calls:
+        calls = returned_trajectory(attrs)
+    failed = root.status_code == STATUS_ERROR
+    latency = None
+    if not failed and root.end_time is not None:
+        latency = (root.end_time - root.start_time) / 1e9
+    invocation_attrs: dict[str, Any] = {}
+    if service := root.resource.get(sc.SERVICE_NAME):
+        invocation_attrs[sc.SERVICE_NAME] = service
+    if truncated := attrs.get(sc.TOOLPATH_TRUNCATED):
+        invocation_attrs[sc.TOOLPATH_TRUNCATED] = list(truncated)
+    # model_construct: every field below is already well-formed, and validation would double the cost
+    return Invocation.model_construct(
+        invocation_id=root.span_id,
+        session_id=str(attrs.get(sc.GEN_AI_CONVERSATION_ID) or attrs.get(sc.SESSION_ID) or root.trace_id),
+        agent_name=_agent_name(root, descendants),
+        prompt=_prompt(root, descendants),
+        response=_response(root, descendants),
+        tool_calls=calls,
+        latency_seconds=latency,
+        failure=1 if failed else 0,
+        error=error_text(root) if failed else None,
+        trace_id=root.trace_id,
+        started_at=ns_to_datetime(root.start_time),
+        attributes=invocation_attrs,
+        intermediate_responses=[],
+    )
+
+
+def tool_call_from_span(span: SpanRecord) -> ToolCall:
+    attrs = span.attributes
+    if attrs.get(sc.OPENINFERENCE_SPAN_KIND) == "TOOL":
+        return openinference.tool_call(span)
+    args = parse_json(first(attrs, sc.GEN_AI_TOOL_CALL_ARGUMENTS, sc.ADK_TOOL_CALL_ARGS))
+    if args is None:
+        args = {}
+    elif not isinstance(args, dict):
+        args = {"input": args}
+    result = parse_json(first(attrs, sc.GEN_AI_TOOL_CALL_RESULT, sc.ADK_TOOL_RESPONSE))
+    call_id = str_or_none(attrs.get(sc.GEN_AI_TOOL_CALL_ID))
+    if attrs.get(sc.TRACELOOP_SPAN_KIND) == "tool":
+        args, result, call_id = openllmetry.unwrap_tool_io(args, result, call_id)
+    error = error_text(span) if span.status_code == STATUS_ERROR else None
+    if span.scope == sc.ADK_SCOPE:
+        error = adk.tool_error(result) or error
+    return ToolCall.model_construct(
+        name=str(attrs.get(sc.GEN_AI_TOOL_NAME) or span.name.removeprefix(_TOOL_PREFIX)),
+        args=args,
+        result=result,
+        call_id=call_id,
+        error=error,
+        start_time=span.start_time,
+        end_time=span.end_time,
+    )
+
+
+def _agent_name(root: SpanRecord, descendants: list[SpanRecord]) -> str | None:
+    name = first(root.attributes, sc.GEN_AI_AGENT_NAME, sc.GEN_AI_WORKFLOW_NAME)
+    if name is None:  # e.g. ADK 1.x's bare "invocation" root: the first agent below names it
+        name = next((s.attributes.get(sc.GEN_AI_AGENT_NAME) for s in descendants if is_agent_span(s.attributes)), None)
+    if name is None and sc.OPENINFERENCE_SPAN_KIND in root.attributes:
+        name = root.name  # a LangGraph graph's span is named after the agent
+    return str_or_none(name)
+
+
+def _prompt(root: SpanRecord, descendants: list[SpanRecord]) -> str | None:
+    """The user's text: on the agent span, else the last user message the first model call received."""
+    text = last_text(root.attributes.get(sc.GEN_AI_INPUT_MESSAGES), "user") or openinference.langchain_messages_text(
+        root.attributes.get(sc.OI_INPUT_VALUE), "human"
+    )
+    for span in model_spans(descendants)[:1]:
+        text = text or last_text(span.attributes.get(sc.GEN_AI_INPUT_MESSAGES), "user")
+    return text if text is not None else adk.prompt_from_requests(descendants)
+
+
+def _response(root: SpanRecord, descendants: list[SpanRecord]) -> str | None:
+    """The final text: on the agent span, else the text of the last model call that answered with text."""
+    text = last_text(root.attributes.get(sc.GEN_AI_OUTPUT_MESSAGES), None) or openinference.langchain_messages_text(
+        root.attributes.get(sc.OI_OUTPUT_VALUE), None
+    )
+    for span in reversed(model_spans(descendants)):
+        if text is not None:
+            break
+        text = last_text(span.attributes.get(sc.GEN_AI_OUTPUT_MESSAGES), None)
+    return text if text is not None else adk.response_from_responses(descendants)
+
+
+def _has_agent_ancestor(span: SpanRecord, by_id: Mapping[tuple[str, str], SpanRecord]) -> bool:
+    seen = set()
+    parent_id = span.parent_span_id
+    while parent_id is not None and parent_id not in seen:
+        seen.add(parent_id)
+        parent = by_id.get((span.trace_id, parent_id))
+        if parent is None:
+            return False
+        if is_run_span(parent):
+            return True
+        parent_id = parent.parent_span_id
+    return False
+
+
+def _descendants(root: SpanRecord, children: Mapping[tuple[str, str], list[SpanRecord]]) -> list[SpanRecord]:
+    found: list[SpanRecord] = []
+    stack = [root]
+    seen = {root.span_id}
+    while stack:
+        for child in children.get((root.trace_id, stack.pop().span_id), ()):
+            if child.span_id not in seen:
+                seen.add(child.span_id)
+                found.append(child)
+                stack.append(child)
+    return found

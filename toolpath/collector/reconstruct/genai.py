@@ -1,0 +1,57 @@
+"""The OpenTelemetry GenAI conventions (toolpath's own spans, ADK 2.x, OpenLLMetry, the official LangChain
+instrumentation): agent, tool and model spans, messages, and the trajectory an agent returned."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from toolpath.collector.reconstruct.common import parse_json
+from toolpath.model import ToolCall
+from toolpath.store.spanrecord import SpanRecord
+from toolpath.tracer import semconv as sc
+
+_AGENT_OPERATIONS = frozenset({sc.OP_INVOKE_AGENT, sc.OP_INVOKE_WORKFLOW})
+AGENT_SPAN_PREFIXES = (sc.OP_INVOKE_AGENT, sc.OP_INVOKE_WORKFLOW)
+"""GenAI agent spans are named ``{operation} {agent}``."""
+_MODEL_OPERATIONS = frozenset({sc.OP_CHAT, sc.OP_GENERATE_CONTENT, sc.OP_TEXT_COMPLETION})
+
+
+def is_agent_span(attributes: Mapping[str, Any]) -> bool:
+    return attributes.get(sc.GEN_AI_OPERATION_NAME) in _AGENT_OPERATIONS
+
+
+def model_spans(descendants: list[SpanRecord]) -> list[SpanRecord]:
+    return [s for s in descendants if s.attributes.get(sc.GEN_AI_OPERATION_NAME) in _MODEL_OPERATIONS]
+
+
+def last_text(messages_json: Any, role: str | None) -> str | None:
+    """The text of the last message (with ``role``, if given) of a GenAI ``*.messages`` attribute."""
+    messages = parse_json(messages_json)
+    if not isinstance(messages, list):
+        return messages if isinstance(messages, str) else None
+    for message in reversed(messages):
+        if not isinstance(message, dict) or (role is not None and message.get("role") != role):
+            continue
+        texts = [
+            str(part.get("content", ""))
+            for part in message.get("parts") or []
+            if isinstance(part, dict) and part.get("type") == "text"
+        ]
+        if texts:
+            return "".join(texts)
+    return None
+
+
+def returned_trajectory(attrs: Mapping[str, Any]) -> list[ToolCall]:
+    items = parse_json(attrs.get(sc.TOOLPATH_PREDICTED_TRAJECTORY))
+    if not isinstance(items, list):
+        return []
+    calls = []
+    for item in items:
+        try:
+            call = ToolCall.from_item(item)
+        except ValueError:
+            continue  # an agent that returned junk in its trajectory: keep the well-formed calls
+        calls.append(call.model_copy(update={"args": call.args or {}}))
+    return calls
