@@ -17,6 +17,7 @@ from typing import Any
 from toolpath.datasets.adk import EvalSet
 from toolpath.errors import MetricError
 from toolpath.evaluation.catalog import criterion_metric
+from toolpath.evaluation.history import describe_target, save_evalset_run
 from toolpath.evaluation.inference import AgentOutcome, outcome_row, run_agent
 from toolpath.evaluation.runner import judge_rows, score_row, summarize
 from toolpath.evaluators.judge.client import Judge, settings_from
@@ -129,8 +130,6 @@ def evaluate_eval_sets(
     ]
     result = EvalSetResult(cases, summarize(table, names), table, names, run_id)
     if store is not None:
-        from toolpath.evaluation.history import describe_target, save_evalset_run
-
         save_evalset_run(
             store,
             result,

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from toolpath.evaluation.evalset import EvalSetResult
-from toolpath.evaluation.runner import EvalResult
 from toolpath.store.store import Store
+
+if TYPE_CHECKING:  # results are read here, not built: the runner and the eval-set runner call this module
+    from toolpath.evaluation.evalset import EvalSetResult
+    from toolpath.evaluation.runner import EvalResult
 
 
 def describe_target(target: Any) -> str | None:

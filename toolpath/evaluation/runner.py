@@ -16,6 +16,7 @@ from typing import Any
 from toolpath.datasets import load_rows
 from toolpath.errors import DatasetError, MetricError
 from toolpath.evaluation.catalog import resolve_metric
+from toolpath.evaluation.history import describe_target, save_dataset_run
 from toolpath.evaluation.inference import AgentOutcome, outcome_row, run_agent
 from toolpath.evaluators.judge.client import Ask, Judge, JudgeSettings, settings_from
 from toolpath.evaluators.judge.vertex import JudgeMetric
@@ -114,8 +115,6 @@ def evaluate(
             summary.update(win_rates(table, metric.name))
     result = EvalResult(summary, table, names, run_id, usage)
     if store is not None:
-        from toolpath.evaluation.history import describe_target, save_dataset_run
-
         name = dataset_name or (
             str(dataset) if isinstance(dataset, str | Path) else f"<{type(dataset).__name__} of {len(rows)} rows>"
         )
