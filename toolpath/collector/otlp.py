@@ -17,13 +17,14 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
+from toolpath.errors import ToolpathError
 from toolpath.store.spanrecord import SpanRecord
 
 _HEX_ID = re.compile(r"^(?:[0-9a-fA-F]{32}|[0-9a-fA-F]{16})$")
 _ID_KEYS = {"traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id"}
 
 
-class OtlpDecodeError(ValueError):
+class OtlpDecodeError(ToolpathError, ValueError):
     """The body is not an ExportTraceServiceRequest; the message says why."""
 
 

@@ -34,6 +34,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from toolpath.collector import otlp
 from toolpath.collector.limits import Limits
 from toolpath.collector.reconstruct import build_invocations
+from toolpath.errors import ConfigError, ToolpathError
 from toolpath.redact import Redactor
 from toolpath.store.store import Store
 
@@ -129,11 +130,11 @@ class Ingestor:
         return _encode(ExportTraceServiceResponse(), 200, json_reply)
 
 
-class Busy(Exception):
+class Busy(ToolpathError):
     """Too many writes in flight: the client should retry."""
 
 
-class _TooLarge(Exception):
+class _TooLarge(ToolpathError):
     pass
 
 
@@ -227,5 +228,5 @@ def make_grpc_server(ingestor: Ingestor, host: str, port: int) -> Any:
     trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Servicer(), server)
     bound = server.add_insecure_port(f"{host}:{port}")
     if not bound:
-        raise OSError(f"cannot bind gRPC on {host}:{port}")
+        raise ConfigError(f"cannot bind gRPC on {host}:{port}")
     return server

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolpath.datasets.adk import EvalSet
-from toolpath.errors import MetricError
+from toolpath.errors import ConfigError, MetricError
 from toolpath.evaluation.catalog import criterion_metric
 from toolpath.evaluation.history import describe_target, save_evalset_run
 from toolpath.evaluation.inference import AgentOutcome, outcome_row, run_agent
@@ -107,7 +107,7 @@ def evaluate_eval_sets(
     """
     started_ns = time.time_ns()
     if runs < 1:
-        raise ValueError(f"runs must be at least 1, got {runs}")
+        raise ConfigError(f"runs must be at least 1, got {runs}")
     run_id = uuid.uuid4().hex[:12]
     cases: list[CaseResult] = []
     judges = _LazyJudge(judge, store)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from toolpath.datasets import load_rows
-from toolpath.errors import DatasetError, MetricError
+from toolpath.errors import ConfigError, DatasetError, MetricError
 from toolpath.evaluation.catalog import resolve_metric
 from toolpath.evaluation.history import describe_target, save_dataset_run
 from toolpath.evaluation.inference import AgentOutcome, outcome_row, run_agent
@@ -82,7 +82,7 @@ def evaluate(
     the store as the reply cache).
     """
     if concurrency < 1:
-        raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+        raise ConfigError(f"concurrency must be at least 1, got {concurrency}")
     started_ns = time.time_ns()
     rows = load_rows(dataset, metric_column_mapping)
     resolved = [resolve_metric(m) for m in metrics]

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from toolpath.adapters.function import AgentSpec
+from toolpath.errors import ConfigError
 
 
 def agent_spec_for(target: Any) -> AgentSpec:
@@ -28,7 +29,7 @@ def agent_spec_for(target: Any) -> AgentSpec:
         return AgentSpec.of(_query_caller(target), name)
     if callable(target):
         return AgentSpec.of(target, name)
-    raise TypeError(f"cannot run {type(target).__name__} as an agent: give a function, .query() or a Runnable")
+    raise ConfigError(f"cannot run {type(target).__name__} as an agent: give a function, .query() or a Runnable")
 
 
 def _name_of(target: Any) -> str:

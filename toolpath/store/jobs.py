@@ -19,6 +19,7 @@ from typing import Any
 
 from sqlalchemy import func, select, text, update
 
+from toolpath.errors import ConfigError
 from toolpath.model import Invocation
 from toolpath.store import schema as t
 from toolpath.store.store import Store
@@ -55,7 +56,7 @@ class JobQueue:
         max_attempts: int = 3,
     ) -> None:
         if shed not in SHED_POLICIES:
-            raise ValueError(f"shed must be one of {', '.join(SHED_POLICIES)}, got {shed!r}")
+            raise ConfigError(f"shed must be one of {', '.join(SHED_POLICIES)}, got {shed!r}")
         self.store = store
         self.accept = accept
         self.max_backlog = max_backlog

@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from toolpath.errors import ConfigError
+from toolpath.errors import ConfigError, ToolpathError
 
 logger = logging.getLogger("toolpath.judge")
 
@@ -104,7 +104,7 @@ class Backend(Protocol):
     async def generate(self, request: JudgeRequest, timeout: float) -> JudgeReply: ...
 
 
-class TransientError(Exception):
+class TransientError(ToolpathError):
     """A failure worth retrying (429, 5xx, timeout); ``retry_after`` in seconds when the server said."""
 
     def __init__(self, message: str, retry_after: float | None = None) -> None:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolpath.errors import MetricError
 from toolpath.evaluators.judge.client import DEFAULT_MODEL, Ask, JudgeReply, JudgeRequest
 from toolpath.evaluators.judge.parse import JudgeParseError, brief, parse_reply
 from toolpath.evaluators.metrics.registry import Metric, MissingInput, Row
@@ -145,7 +146,7 @@ class TemplateMetric(JudgeMetric):
         num_samples: int = 1,
     ) -> None:
         if num_samples < 1:
-            raise ValueError(f"num_samples must be at least 1, got {num_samples}")
+            raise MetricError(f"num_samples must be at least 1, got {num_samples}")
         self.name = metric
         self.template = metric_prompt_template
         self.model, self.temperature, self.num_samples = model, temperature, num_samples

@@ -24,6 +24,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from toolpath.errors import MetricError
 from toolpath.evaluators.metrics.trajectory import canonical_args
 from toolpath.model import MetricResult, ToolCall
 
@@ -135,7 +136,7 @@ def redundant_tool_calls(predicted: Sequence[ToolCall]) -> MetricResult:
 
 def tool_loop_detected(predicted: Sequence[ToolCall], *, min_repeats: int = 3, max_cycle: int = 3) -> MetricResult:
     if min_repeats < 2 or max_cycle < 1:
-        raise ValueError("min_repeats must be at least 2 and max_cycle at least 1")
+        raise MetricError("min_repeats must be at least 2 and max_cycle at least 1")
     ids = [_identity(call) for call in predicted]
     for length in range(1, max_cycle + 1):
         for start in range(len(ids) - length * min_repeats + 1):

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from toolpath.errors import MetricError
 from toolpath.evaluators.metrics import analytics, text, tool_calls, trajectory
 from toolpath.evaluators.metrics.registry import Metric, MissingInput, Row
 from toolpath.evaluators.metrics.rows import flag, text_column, trajectory_column
@@ -34,13 +35,13 @@ def reference_metric(name: str, fn: Callable[..., MetricResult], *, has_order: b
         options: dict[str, Any] = {"match": trajectory.check_mode(str(match), flag(ignore_args, "ignore_args"))}
         order = rest.pop("order", "any")
         if rest:
-            raise ValueError(f"unknown parameter(s): {', '.join(rest)}")
+            raise MetricError(f"unknown parameter(s): {', '.join(rest)}")
         if has_order:
             if order not in trajectory.ORDERS:
-                raise ValueError(f"order must be one of {', '.join(trajectory.ORDERS)}, got {order!r}")
+                raise MetricError(f"order must be one of {', '.join(trajectory.ORDERS)}, got {order!r}")
             options["order"] = order
         elif order != "any":
-            raise ValueError("order applies to trajectory_precision, trajectory_recall and trajectory_f1")
+            raise MetricError("order applies to trajectory_precision, trajectory_recall and trajectory_f1")
         return ReferenceTrajectoryMetric(name, fn, tuple(options.items()))
 
     return factory
@@ -83,7 +84,7 @@ class TrajectorySingleToolUse(Metric):
 
     def __post_init__(self) -> None:
         if not isinstance(self.tool_name, str) or not self.tool_name:
-            raise ValueError("tool_name must be a non-empty string")
+            raise MetricError("tool_name must be a non-empty string")
 
     def score(self, row: Row) -> MetricResult:
         return trajectory.single_tool_use(trajectory_column(row, "predicted_trajectory"), self.tool_name)
@@ -102,7 +103,7 @@ class ToolTrajectoryAvgScore(Metric):
 
     def __post_init__(self) -> None:
         if str(self.match_type).upper() not in trajectory.MATCH_TYPES:
-            raise ValueError(f"match_type must be one of {', '.join(trajectory.MATCH_TYPES)}, got {self.match_type!r}")
+            raise MetricError(f"match_type must be one of {', '.join(trajectory.MATCH_TYPES)}, got {self.match_type!r}")
         object.__setattr__(self, "ignore_args", flag(self.ignore_args, "ignore_args"))
         trajectory.check_mode(self.match)
 
@@ -149,7 +150,7 @@ class ResponseMetric(Metric):
 
 def rouge(rouge_type: str = "rougeL", use_stemmer: Any = False, split_summaries: Any = False) -> Metric:
     if rouge_type not in text.ROUGE_TYPES:
-        raise ValueError(f"rouge_type must be one of {', '.join(text.ROUGE_TYPES)}, got {rouge_type!r}")
+        raise MetricError(f"rouge_type must be one of {', '.join(text.ROUGE_TYPES)}, got {rouge_type!r}")
     params = (
         ("rouge_type", rouge_type),
         ("use_stemmer", flag(use_stemmer, "use_stemmer")),

@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from toolpath.errors import MetricError
+from toolpath.errors import MetricError, ToolpathError
 from toolpath.model import MetricResult
 
 Row = Mapping[str, Any]
@@ -33,7 +33,7 @@ class Metric(ABC):
     def score(self, row: Row) -> MetricResult: ...
 
 
-class MissingInput(Exception):
+class MissingInput(ToolpathError):
     """A row lacks what a metric needs; the runner turns it into score null with this message."""
 
 

@@ -15,7 +15,7 @@ from collections import ChainMap
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from toolpath.errors import DatasetError
+from toolpath.errors import DatasetError, MetricError
 from toolpath.evaluators.metrics.registry import MissingInput, Row
 from toolpath.model import Invocation, ToolCall, Trajectory, parse_trajectory
 
@@ -99,4 +99,4 @@ def flag(value: Any, name: str) -> bool:
         return value
     if isinstance(value, str) and value.lower() in ("true", "false"):
         return value.lower() == "true"
-    raise ValueError(f"{name} must be true or false, got {value!r}")
+    raise MetricError(f"{name} must be true or false, got {value!r}")

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from rouge_score import rouge_scorer
 
+from toolpath.errors import MetricError
 from toolpath.evaluators.metrics.tokenize import RougeTokenizer
 from toolpath.model import MetricResult
 
@@ -34,7 +35,7 @@ def bleu(response: str, reference: str, *, use_effective_order: bool = True) -> 
 @functools.lru_cache(maxsize=64)
 def _scorer(rouge_type: str, use_stemmer: bool, split_summaries: bool) -> rouge_scorer.RougeScorer:
     if rouge_type not in ROUGE_TYPES:
-        raise ValueError(f"rouge_type must be one of {', '.join(ROUGE_TYPES)}, got {rouge_type!r}")
+        raise MetricError(f"rouge_type must be one of {', '.join(ROUGE_TYPES)}, got {rouge_type!r}")
     return rouge_scorer.RougeScorer(
         [rouge_type], use_stemmer=use_stemmer, split_summaries=split_summaries, tokenizer=RougeTokenizer(use_stemmer)
     )

@@ -18,11 +18,12 @@ import contextlib
 import json
 from typing import Any
 
+from toolpath.errors import ToolpathError
 from toolpath.evaluators.metrics.trajectory import canonical_args
 from toolpath.model import MetricResult
 
 
-class ToolCallParseError(ValueError):
+class ToolCallParseError(ToolpathError, ValueError):
     """The text is not the tool-call JSON these metrics read."""
 
 

@@ -17,6 +17,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from toolpath.errors import MetricError
 from toolpath.model import (
     MetricResult,
     ToolCall,
@@ -300,7 +301,7 @@ def tool_trajectory_avg_score(
     mode = check_mode(match, ignore_args)
     compare = MATCH_TYPES.get(match_type) or MATCH_TYPES.get(match_type.upper())
     if compare is None:
-        raise ValueError(f"match_type must be one of {', '.join(MATCH_TYPES)}, got {match_type!r}")
+        raise MetricError(f"match_type must be one of {', '.join(MATCH_TYPES)}, got {match_type!r}")
     if not expected:
         return MetricResult.not_evaluated("no invocations to compare")
     if len(actual) != len(expected):
@@ -366,7 +367,7 @@ def check_mode(match: str, ignore_args: bool = False) -> str:
     if match == "name_and_args":  # the default: nothing to check
         return "name" if ignore_args else match
     if match not in MATCH_MODES:
-        raise ValueError(f"match must be one of {', '.join(MATCH_MODES)}, got {match!r}")
+        raise MetricError(f"match must be one of {', '.join(MATCH_MODES)}, got {match!r}")
     return "name" if ignore_args else match
 
 
@@ -400,7 +401,7 @@ def pair_count(
             return matched_pairs(predicted, reference, ignore_args=match == "name")
         return _max_matching(predicted, reference, required_args_match)
     if order != "in_order":
-        raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
+        raise MetricError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
     return _lcs(predicted, reference, _predicate(match))
 
 
