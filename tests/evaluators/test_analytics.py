@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from toolpath.evaluation.catalog import resolve_metric
-from toolpath.evaluation.runner import score_row
+from toolpath.evaluation.scoring import score_row
 from toolpath.evaluators.metrics import analytics, trajectory
 from toolpath.model import ToolCall
 

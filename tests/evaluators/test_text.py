@@ -8,7 +8,7 @@ import pytest
 from rouge_score import rouge_scorer
 
 from toolpath.evaluation.catalog import resolve_metric
-from toolpath.evaluation.runner import score_row
+from toolpath.evaluation.scoring import score_row
 from toolpath.evaluators.metrics import text
 from toolpath.evaluators.metrics.tokenize import rouge_score_tokens, tokenize
 

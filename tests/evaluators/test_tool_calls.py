@@ -7,7 +7,7 @@ import json
 import pytest
 
 from toolpath.evaluation.catalog import resolve_metric
-from toolpath.evaluation.runner import score_row
+from toolpath.evaluation.scoring import score_row
 
 
 def calls(*items, content="") -> str:

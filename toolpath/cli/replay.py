@@ -55,8 +55,8 @@ def replay(
     import time
 
     from toolpath.cli.display import replay_report
-    from toolpath.evaluation.history import describe_target, save_replay_run
-    from toolpath.evaluation.replay import DEFAULT_METRICS, replay_sessions
+    from toolpath.evaluation.replay import DEFAULT_METRICS, replay_sessions, save_replay_run
+    from toolpath.evaluation.targets import describe_target
     from toolpath.evaluators.metrics.registry import split_metric_list
 
     the_store = open_existing_store(store)

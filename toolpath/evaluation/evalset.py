@@ -17,14 +17,15 @@ from typing import Any
 from toolpath.datasets.adk import EvalSet
 from toolpath.errors import ConfigError, MetricError
 from toolpath.evaluation.catalog import criterion_metric
-from toolpath.evaluation.history import describe_target, save_evalset_run
 from toolpath.evaluation.inference import AgentOutcome, outcome_row, run_agent
-from toolpath.evaluation.runner import judge_rows, score_row, summarize
+from toolpath.evaluation.scoring import judge_rows, score_row, summarize
+from toolpath.evaluation.targets import describe_target
 from toolpath.evaluators.judge.client import Judge, settings_from
 from toolpath.evaluators.judge.vertex import JudgeMetric
 from toolpath.evaluators.metrics.registry import Metric
 from toolpath.evaluators.metrics.rows import with_parsed_trajectories
 from toolpath.model import EvalCase, MetricResult, Trajectory
+from toolpath.store.store import Store
 
 PASSED, FAILED, NOT_EVALUATED = "PASSED", "FAILED", "NOT_EVALUATED"
 
@@ -250,3 +251,34 @@ def _mean_columns(rows: list[list[float | None]]) -> list[float | None]:
         known = [v for v in column if v is not None]
         out.append(sum(known) / len(known) if known else None)
     return out
+
+
+def save_evalset_run(
+    store: Store, result: EvalSetResult, *, dataset: str, agent: str | None, criteria: Any, started_ns: int
+) -> None:
+    store.write_eval_run(
+        {
+            "run_id": result.run_id,
+            "kind": "evalset",
+            "dataset": dataset,
+            "agent": agent,
+            "metrics": criteria if criteria is not None else {},
+            "started_at": started_ns,
+            "finished_at": time.time_ns(),
+            "row_count": len(result.cases),
+            "failed_count": sum(case.status == "FAILED" for case in result.cases),
+            "summary": result.summary_metrics,
+        },
+        [
+            {
+                "run_id": result.run_id,
+                "position": i,
+                "case_id": f"{case.eval_set_id}/{case.eval_id}",
+                "invocation_id": None,
+                "status": case.status,
+                "scores": {name: m.score for name, m in case.metrics.items()},
+                "row": {**case.to_dict(), "turns": case.turns},
+            }
+            for i, case in enumerate(result.cases)
+        ],
+    )

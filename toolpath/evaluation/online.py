@@ -46,7 +46,7 @@ from typing import Any
 
 from toolpath.errors import ConfigError
 from toolpath.evaluation.catalog import resolve_metric
-from toolpath.evaluation.runner import evaluate
+from toolpath.evaluation.scoring import score_table
 from toolpath.evaluators.judge.client import Judge, settings_from
 from toolpath.evaluators.judge.vertex import JudgeMetric
 from toolpath.evaluators.metrics.registry import Metric
@@ -245,8 +245,8 @@ class OnlineEvaluator:
     def _score(self, worker: str, ids: list[str]) -> None:
         invocations = self.store.invocations_by_id(ids)
         rows = [self.row(inv) for inv in invocations]
-        result = evaluate(rows, self.metrics, judge=self._get_judge())
-        for inv, scored in zip(invocations, result.metrics_table, strict=True):
+        table, _, _ = score_table(rows, self.metrics, judge=self._get_judge())
+        for inv, scored in zip(invocations, table, strict=True):
             results = [self._result(m.name, scored) for m in self.metrics]
             if not self.queue.complete(worker, inv.invocation_id, results):
                 continue  # another worker took this job over; its results count, not ours

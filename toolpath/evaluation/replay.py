@@ -8,6 +8,7 @@ trajectory is diffed against the recording (:mod:`toolpath.evaluators.metrics.di
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from toolpath.evaluation.inference import outcome_row, run_agent
 from toolpath.evaluation.runner import evaluate
 from toolpath.evaluators.metrics.diff import trajectory_diff
 from toolpath.model import Session
+from toolpath.store.store import Store
 
 DEFAULT_METRICS = ("trajectory_exact_match", "trajectory_f1", "tool_argument_similarity", "response_match_score")
 
@@ -168,3 +170,34 @@ def recorded_sessions(
         if limit is not None and len(sessions) >= limit:
             break
     return sessions
+
+
+def save_replay_run(store: Store, result: ReplayResult, *, agent: str | None, started_ns: int) -> None:
+    """A replay: one result row per replayed turn, with its diff against the recording."""
+    turns = [(session, turn) for session in result.sessions for turn in session.turns]
+    store.write_eval_run(
+        {
+            "run_id": result.run_id,
+            "kind": "replay",
+            "dataset": f"{len(result.sessions)} recorded session(s)",
+            "agent": agent,
+            "metrics": {"metrics": result.metric_names, "thresholds": result.thresholds},
+            "started_at": started_ns,
+            "finished_at": time.time_ns(),
+            "row_count": len(turns),
+            "failed_count": sum(1 for s in result.sessions if s.changed),
+            "summary": result.summary_metrics,
+        },
+        [
+            {
+                "run_id": result.run_id,
+                "position": i,
+                "case_id": session.original_session_id,
+                "invocation_id": turn.get("recorded_invocation_id"),
+                "status": "changed" if turn["changes"] or turn["response_changed"] else "same",
+                "scores": {name: turn.get(f"{name}/score") for name in result.metric_names},
+                "row": {**turn, "session_id": session.session_id, "original_session_id": session.original_session_id},
+            }
+            for i, (session, turn) in enumerate(turns)
+        ],
+    )

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import math
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -16,13 +14,12 @@ from typing import Any
 from toolpath.datasets import load_rows
 from toolpath.errors import ConfigError, DatasetError, MetricError
 from toolpath.evaluation.catalog import resolve_metric
-from toolpath.evaluation.history import describe_target, save_dataset_run
 from toolpath.evaluation.inference import AgentOutcome, outcome_row, run_agent
-from toolpath.evaluators.judge.client import Ask, Judge, JudgeSettings, settings_from
-from toolpath.evaluators.judge.vertex import JudgeMetric
-from toolpath.evaluators.metrics.registry import Metric, MissingInput
-from toolpath.evaluators.metrics.rows import with_parsed_trajectories
-from toolpath.model import MetricResult
+from toolpath.evaluation.scoring import score_table
+from toolpath.evaluation.targets import describe_target
+from toolpath.evaluators.judge.client import Judge, JudgeSettings
+from toolpath.evaluators.metrics.registry import Metric
+from toolpath.store.store import Store
 
 MEASURED = ("latency_in_seconds", "failure")
 
@@ -95,24 +92,7 @@ def evaluate(
         raise MetricError(f"metric(s) listed twice: {', '.join(sorted(duplicates))}")
     if runnable is not None:
         _run_rows(rows, runnable, run_id, timeout, concurrency)
-    views = [with_parsed_trajectories(row) for row in rows]
-    judged, usage = judge_rows(views, [m for m in resolved if isinstance(m, JudgeMetric)], judge, store)
-    table: list[dict[str, Any]] = []
-    for index, (row, view) in enumerate(zip(rows, views, strict=True)):
-        out = dict(row)
-        for metric in resolved:
-            result = judged[index, metric.name] if isinstance(metric, JudgeMetric) else score_row(metric, view)
-            out[f"{metric.name}/score"] = result.score
-            out[f"{metric.name}/explanation"] = result.explanation
-            for key, value in result.details.items():
-                out[f"{metric.name}/{key}"] = value
-        table.append(out)
-        if on_row is not None:
-            on_row(index, out)
-    summary = summarize(table, names)
-    for metric in resolved:
-        if isinstance(metric, JudgeMetric) and metric.pairwise:
-            summary.update(win_rates(table, metric.name))
+    table, summary, usage = score_table(rows, resolved, judge=judge, cache=store, on_row=on_row)
     result = EvalResult(summary, table, names, run_id, usage)
     if store is not None:
         name = dataset_name or (
@@ -122,66 +102,6 @@ def evaluate(
             store, result, dataset=name, agent=describe_target(runnable), metrics=names, started_ns=started_ns
         )
     return result
-
-
-def judge_rows(
-    views: list[Mapping[str, Any]], metrics: list[JudgeMetric], judge: Judge | JudgeSettings | None, store: Any
-) -> tuple[dict[tuple[int, str], MetricResult], dict[str, int] | None]:
-    """Every judge metric on every row, concurrently through one :class:`Judge`."""
-    if not metrics:
-        return {}, None
-    if not isinstance(judge, Judge):
-        judge = Judge(judge or settings_from(None), cache=store)
-
-    async def work(ask: Ask) -> list[MetricResult]:
-        async def one(metric: JudgeMetric, view: Mapping[str, Any]) -> MetricResult:
-            try:
-                return await metric.judge(view, ask)
-            except MissingInput as exc:
-                return MetricResult.not_evaluated(str(exc))
-            except Exception as exc:  # a broken template must not sink the run
-                return MetricResult.not_evaluated(f"{metric.name} failed: {type(exc).__name__}: {exc}")
-
-        return list(await asyncio.gather(*(one(m, view) for view in views for m in metrics)))
-
-    results = iter(judge.run(work))
-    scored = {(index, m.name): next(results) for index in range(len(views)) for m in metrics}
-    return scored, judge.usage.to_dict()
-
-
-def win_rates(table: Sequence[Mapping[str, Any]], name: str) -> dict[str, float | None]:
-    """Shares of judged rows where the candidate (``response``) or the baseline won a pairwise metric."""
-    choices = [r.get(f"{name}/pairwise_choice") for r in table if r.get(f"{name}/pairwise_choice")]
-    if not choices:
-        return {f"{name}/candidate_model_win_rate": None, f"{name}/baseline_model_win_rate": None}
-    return {
-        f"{name}/candidate_model_win_rate": choices.count("CANDIDATE") / len(choices),
-        f"{name}/baseline_model_win_rate": choices.count("BASELINE") / len(choices),
-    }
-
-
-def score_row(metric: Metric, row: Mapping[str, Any]) -> MetricResult:
-    """One metric on one row; a row it cannot score gets score null and the reason, never an exception."""
-    try:
-        return metric.score(row)
-    except MissingInput as exc:
-        return MetricResult.not_evaluated(str(exc))
-    except Exception as exc:  # a broken custom metric must not sink the whole run
-        return MetricResult.not_evaluated(f"{metric.name} failed: {type(exc).__name__}: {exc}")
-
-
-def summarize(table: Sequence[Mapping[str, Any]], names: Sequence[str]) -> dict[str, Any]:
-    """``row_count`` and, per metric, the mean and sample standard deviation of the non-null scores."""
-    summary: dict[str, Any] = {"row_count": len(table)}
-    for name in names:
-        scores = [r[f"{name}/score"] for r in table if r.get(f"{name}/score") is not None]
-        mean = sum(scores) / len(scores) if scores else None
-        std = None
-        if len(scores) > 1 and mean is not None:
-            std = math.sqrt(sum((s - mean) ** 2 for s in scores) / (len(scores) - 1))
-        summary[f"{name}/mean"] = mean
-        summary[f"{name}/std"] = std
-    return summary
 
 
 def _run_rows(rows: list[dict[str, Any]], runnable: Any, run_id: str, timeout: float, concurrency: int) -> None:
@@ -214,3 +134,41 @@ def _fill_from_agent(row: dict[str, Any], runnable: Any, index: int, run_id: str
         row["error"] = outcome.error
     if outcome.invocation is not None:
         row["invocation_id"] = outcome.invocation.invocation_id
+
+
+def save_dataset_run(
+    store: Store, result: EvalResult, *, dataset: str, agent: str | None, metrics: Sequence[str], started_ns: int
+) -> None:
+    store.write_eval_run(
+        {
+            "run_id": result.run_id,
+            "kind": "dataset",
+            "dataset": dataset,
+            "agent": agent,
+            "metrics": list(metrics),
+            "started_at": started_ns,
+            "finished_at": time.time_ns(),
+            "row_count": len(result.metrics_table),
+            "failed_count": None,
+            "summary": result.summary_metrics,
+        },
+        [
+            {
+                "run_id": result.run_id,
+                "position": i,
+                "case_id": _case_id(row, i),
+                "invocation_id": row.get("invocation_id"),
+                "status": None,
+                "scores": {name: row.get(f"{name}/score") for name in result.metric_names},
+                "row": row,
+            }
+            for i, row in enumerate(result.metrics_table)
+        ],
+    )
+
+
+def _case_id(row: dict[str, Any], index: int) -> str:
+    for key in ("case_id", "eval_id", "id"):
+        if row.get(key) is not None:
+            return str(row[key])
+    return str(index)

@@ -117,3 +117,14 @@ def _content_text(content: Any) -> str:
             if not isinstance(block, Mapping) or block.get("type", "text") == "text"
         )
     return str(content)
+
+
+def describe_target(target: Any) -> str | None:
+    """A readable name for an agent or dataset argument."""
+    if target is None:
+        return None
+    if isinstance(target, str):
+        return target
+    module = getattr(target, "__module__", None)
+    name = getattr(target, "__qualname__", None) or getattr(target, "__name__", None) or type(target).__name__
+    return f"{module}:{name}" if module else str(name)

@@ -1,0 +1,110 @@
+"""Scoring rows: every metric on every row (judge metrics through one judge, concurrently), and the summary.
+
+No agent is run here: :mod:`toolpath.evaluation.runner` runs agents and then scores; online evaluation scores
+stored invocations directly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from toolpath.evaluators.judge.client import Ask, Judge, JudgeSettings, settings_from
+from toolpath.evaluators.judge.vertex import JudgeMetric
+from toolpath.evaluators.metrics.registry import Metric, MissingInput
+from toolpath.evaluators.metrics.rows import with_parsed_trajectories
+from toolpath.model import MetricResult
+
+
+def score_table(
+    rows: Sequence[Mapping[str, Any]],
+    metrics: Sequence[Metric],
+    *,
+    judge: Judge | JudgeSettings | None = None,
+    cache: Any = None,
+    on_row: Callable[[int, dict[str, Any]], None] | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, int] | None]:
+    """The metrics table (each row with ``{metric}/score``, ``{metric}/explanation`` and details), the summary
+    (SPEC §5) and the judge's usage (``None`` when no judge metric ran)."""
+    names = [m.name for m in metrics]
+    views = [with_parsed_trajectories(row) for row in rows]
+    judged, usage = judge_rows(views, [m for m in metrics if isinstance(m, JudgeMetric)], judge, cache)
+    table: list[dict[str, Any]] = []
+    for index, (row, view) in enumerate(zip(rows, views, strict=True)):
+        out = dict(row)
+        for metric in metrics:
+            result = judged[index, metric.name] if isinstance(metric, JudgeMetric) else score_row(metric, view)
+            out[f"{metric.name}/score"] = result.score
+            out[f"{metric.name}/explanation"] = result.explanation
+            for key, value in result.details.items():
+                out[f"{metric.name}/{key}"] = value
+        table.append(out)
+        if on_row is not None:
+            on_row(index, out)
+    summary = summarize(table, names)
+    for metric in metrics:
+        if isinstance(metric, JudgeMetric) and metric.pairwise:
+            summary.update(win_rates(table, metric.name))
+    return table, summary, usage
+
+
+def judge_rows(
+    views: list[Mapping[str, Any]], metrics: list[JudgeMetric], judge: Judge | JudgeSettings | None, store: Any
+) -> tuple[dict[tuple[int, str], MetricResult], dict[str, int] | None]:
+    """Every judge metric on every row, concurrently through one :class:`Judge`."""
+    if not metrics:
+        return {}, None
+    if not isinstance(judge, Judge):
+        judge = Judge(judge or settings_from(None), cache=store)
+
+    async def work(ask: Ask) -> list[MetricResult]:
+        async def one(metric: JudgeMetric, view: Mapping[str, Any]) -> MetricResult:
+            try:
+                return await metric.judge(view, ask)
+            except MissingInput as exc:
+                return MetricResult.not_evaluated(str(exc))
+            except Exception as exc:  # a broken template must not sink the run
+                return MetricResult.not_evaluated(f"{metric.name} failed: {type(exc).__name__}: {exc}")
+
+        return list(await asyncio.gather(*(one(m, view) for view in views for m in metrics)))
+
+    results = iter(judge.run(work))
+    scored = {(index, m.name): next(results) for index in range(len(views)) for m in metrics}
+    return scored, judge.usage.to_dict()
+
+
+def win_rates(table: Sequence[Mapping[str, Any]], name: str) -> dict[str, float | None]:
+    """Shares of judged rows where the candidate (``response``) or the baseline won a pairwise metric."""
+    choices = [r.get(f"{name}/pairwise_choice") for r in table if r.get(f"{name}/pairwise_choice")]
+    if not choices:
+        return {f"{name}/candidate_model_win_rate": None, f"{name}/baseline_model_win_rate": None}
+    return {
+        f"{name}/candidate_model_win_rate": choices.count("CANDIDATE") / len(choices),
+        f"{name}/baseline_model_win_rate": choices.count("BASELINE") / len(choices),
+    }
+
+
+def score_row(metric: Metric, row: Mapping[str, Any]) -> MetricResult:
+    """One metric on one row; a row it cannot score gets score null and the reason, never an exception."""
+    try:
+        return metric.score(row)
+    except MissingInput as exc:
+        return MetricResult.not_evaluated(str(exc))
+    except Exception as exc:  # a broken custom metric must not sink the whole run
+        return MetricResult.not_evaluated(f"{metric.name} failed: {type(exc).__name__}: {exc}")
+
+
+def summarize(table: Sequence[Mapping[str, Any]], names: Sequence[str]) -> dict[str, Any]:
+    """``row_count`` and, per metric, the mean and sample standard deviation of the non-null scores."""
+    summary: dict[str, Any] = {"row_count": len(table)}
+    for name in names:
+        scores = [r[f"{name}/score"] for r in table if r.get(f"{name}/score") is not None]
+        mean = sum(scores) / len(scores) if scores else None
+        std = None
+        if len(scores) > 1 and mean is not None:
+            std = math.sqrt(sum((s - mean) ** 2 for s in scores) / (len(scores) - 1))
+        summary[f"{name}/mean"] = mean
+        summary[f"{name}/std"] = std
+    return summary
