@@ -112,7 +112,7 @@ def evaluate(
     for metric in resolved:
         if isinstance(metric, JudgeMetric) and metric.pairwise:
             summary.update(win_rates(table, metric.name))
-    result = EvalResult(summary, table, names, run_id, usage)
+    eval_result = EvalResult(summary, table, names, run_id, usage)
     if store is not None:
         from toolpath.evaluation.history import describe_target, save_dataset_run
 
@@ -120,9 +120,9 @@ def evaluate(
             str(dataset) if isinstance(dataset, str | Path) else f"<{type(dataset).__name__} of {len(rows)} rows>"
         )
         save_dataset_run(
-            store, result, dataset=name, agent=describe_target(runnable), metrics=names, started_ns=started_ns
+            store, eval_result, dataset=name, agent=describe_target(runnable), metrics=names, started_ns=started_ns
         )
-    return result
+    return eval_result
 
 
 def judge_rows(
