@@ -213,7 +213,7 @@ class MetricResult:
             return NotImplemented
         return (self.score, self.explanation, self.details) == (other.score, other.explanation, other.details)
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as __eq__ compares values
 
     def __repr__(self) -> str:
         return f"MetricResult(score={self.score!r}, explanation={self.explanation!r}, details={self.details!r})"

@@ -19,8 +19,11 @@ import functools
 import inspect
 import logging
 from collections.abc import Callable
+from contextvars import Token
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar, overload
+
+from opentelemetry.context import Context
 
 from toolpath.tracer import semconv, spans
 
@@ -87,7 +90,7 @@ def _summary(fn: Callable[..., Any]) -> str | None:
 
 
 @overload
-def tool(fn: Callable[P, R], /) -> Callable[P, R]: ...
+def tool(fn: Callable[P, R], /, *, name: str | None = None, description: str | None = None) -> Callable[P, R]: ...
 @overload
 def tool(*, name: str | None = None, description: str | None = None) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
 
@@ -146,14 +149,14 @@ def tool(fn: Callable[P, R] | None = None, /, *, name: str | None = None, descri
     return wrapper
 
 
-def _end(span: Any, token: object, result: Any) -> None:
+def _end(span: Any, token: Token[Context], result: Any) -> None:
     try:
         spans.end_tool_span(span, token, result)
     except Exception:
         _internal_error("ending a tool span")
 
 
-def _end_failed(span: Any, token: object, exc: BaseException) -> None:
+def _end_failed(span: Any, token: Token[Context], exc: BaseException) -> None:
     try:
         spans.fail_span(span, token, exc)
     except Exception:
@@ -240,7 +243,7 @@ def _finish_failed(run: spans.AgentRun, exc: BaseException) -> None:
 
 
 @overload
-def agent(fn: Callable[P, R], /) -> Callable[P, R]: ...
+def agent(fn: Callable[P, R], /, *, name: str | None = None) -> Callable[P, R]: ...
 @overload
 def agent(*, name: str | None = None) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
 

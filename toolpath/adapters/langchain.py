@@ -25,12 +25,14 @@ import json
 import logging
 import threading
 from collections.abc import Mapping, Sequence
+from contextvars import Token
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.tracers.context import register_configure_hook
+from opentelemetry.context import Context
 
 from toolpath.tracer import spans
 
@@ -45,7 +47,7 @@ class _Run:
     parent: Any
     """The context (holding the span) children of this run start in."""
     root: bool = False
-    token: object | None = None
+    token: Token[Context] | None = None
 
 
 class ToolpathCallbackHandler(BaseCallbackHandler):
@@ -243,6 +245,7 @@ def instrument() -> ToolpathCallbackHandler:
     global _hook_registered
     with _hook_lock:
         if not _hook_registered:
+            # the hook's parameter is typed ContextVar; _HandlerSlot has the one method it calls
             register_configure_hook(_slot, True, ToolpathCallbackHandler)  # type: ignore[arg-type]
             _hook_registered = True
         if _slot.handler is None:

@@ -16,7 +16,7 @@ from toolpath.model import Invocation, Session
 
 
 def to_evalset(sessions: Sequence[Session], eval_set_id: str) -> dict[str, Any]:
-    cases = []
+    cases: list[dict[str, Any]] = []
     for session in sessions:
         conversation = [_turn(inv) for inv in session.invocations]
         created = _seconds(session.invocations[0]) if session.invocations else 0.0

@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -44,7 +45,13 @@ class ScriptedHomeModel(BaseChatModel):
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedHomeModel:
         return self  # it knows the home's tools already
 
-    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None, **kwargs: Any) -> ChatResult:
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
         prompt, results = _turn(messages)
         if not results:
             smart_home.reset_home()  # a new request starts from the same house, as with the plain agent
@@ -92,7 +99,7 @@ def _error_text(content: Any) -> str:
 
 def home_tools() -> list[BaseTool]:
     """The home's tools as LangChain tools, wrapping the undecorated functions (LangChain's callbacks trace them)."""
-    tools = []
+    tools: list[BaseTool] = []
     for name, fn in smart_home.TOOLS.items():
         plain = getattr(fn, "__wrapped__", fn)
         tools.append(

@@ -16,6 +16,7 @@ from toolpath.evaluators.judge.vertex import BUILTIN_TEMPLATES, builtin_metric
 from toolpath.evaluators.metrics import analytics, builtin, text, tool_calls, trajectory
 from toolpath.evaluators.metrics.registry import CustomMetric, Metric, Row, import_callable, parse_spec
 from toolpath.evaluators.metrics.rows import flag
+from toolpath.model import MetricResult
 
 Factory = Callable[..., Metric]
 
@@ -75,13 +76,14 @@ def criterion_metric(name: str, options: Mapping[str, Any]) -> Metric:
     if from_criterion is None:
         return create_metric(name, **options)
     try:
-        return from_criterion(dict(options))  # type: ignore[no-any-return]
+        return from_criterion(dict(options))
     except (TypeError, ValueError) as exc:
         raise MetricError(f"metric {name!r}: {exc}") from None
 
 
 # --- the built-ins ----------------------------------------------------------------------------------------
 
+_fn: Callable[..., MetricResult]
 for _name, _fn in (
     ("trajectory_exact_match", trajectory.exact_match),
     ("trajectory_in_order_match", trajectory.in_order_match),

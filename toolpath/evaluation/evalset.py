@@ -114,10 +114,10 @@ def evaluate_eval_sets(
     judges = _LazyJudge(judge, store)
     for eval_set in eval_sets:
         for case in eval_set.cases:
-            result = _run_case(case, agent, criteria or eval_set.criteria, runs, run_id, timeout, judges)
-            cases.append(result)
+            case_result = _run_case(case, agent, criteria or eval_set.criteria, runs, run_id, timeout, judges)
+            cases.append(case_result)
             if on_case is not None:
-                on_case(result)
+                on_case(case_result)
     names = sorted({name for case in cases for name in case.metrics})
     table = [
         {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +20,7 @@ class AgentOutcome:
     """What one agent call produced, as the runner fills it into a row."""
 
     response: str | None
-    tool_calls: list[ToolCall]
+    tool_calls: Sequence[ToolCall]
     latency_in_seconds: float | None
     failure: int
     error: str | None

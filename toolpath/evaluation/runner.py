@@ -93,15 +93,15 @@ def evaluate(
     if runnable is not None:
         _run_rows(rows, runnable, run_id, timeout, concurrency)
     table, summary, usage = score_table(rows, resolved, judge=judge, cache=store, on_row=on_row)
-    result = EvalResult(summary, table, names, run_id, usage)
+    eval_result = EvalResult(summary, table, names, run_id, usage)
     if store is not None:
         name = dataset_name or (
             str(dataset) if isinstance(dataset, str | Path) else f"<{type(dataset).__name__} of {len(rows)} rows>"
         )
         save_dataset_run(
-            store, result, dataset=name, agent=describe_target(runnable), metrics=names, started_ns=started_ns
+            store, eval_result, dataset=name, agent=describe_target(runnable), metrics=names, started_ns=started_ns
         )
-    return result
+    return eval_result
 
 
 def _run_rows(rows: list[dict[str, Any]], runnable: Any, run_id: str, timeout: float, concurrency: int) -> None:

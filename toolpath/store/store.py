@@ -13,7 +13,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Engine, case, create_engine, delete, event, func, select, text
 from sqlalchemy.dialects import postgresql, sqlite
@@ -31,6 +31,7 @@ DEFAULT_STORE_URL = "sqlite:///toolpath.db"
 STORE_ENV = "TOOLPATH_STORE"
 _IN_CHUNK = 500
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_T = TypeVar("_T")
 
 
 def resolve_store_url(url: str | None = None) -> str:
@@ -445,6 +446,6 @@ def _iso(ns: int | None) -> str | None:
     return dt.isoformat() if dt else None
 
 
-def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
+def _chunks(items: Sequence[_T]) -> Iterator[Sequence[_T]]:
     for i in range(0, len(items), _IN_CHUNK):
         yield items[i : i + _IN_CHUNK]

@@ -11,6 +11,7 @@ import json
 import random
 import traceback
 from collections.abc import Mapping
+from contextvars import Token
 from typing import Any
 
 from opentelemetry import context, trace
@@ -45,7 +46,7 @@ def tool_static_attributes(name: str, description: str | None) -> dict[str, Any]
 
 def start_tool_span(
     span_name: str, static_attributes: dict[str, Any], arguments: Mapping[str, Any], call_id: str | None = None
-) -> tuple[Span, object]:
+) -> tuple[Span, Token[Context]]:
     """Start an ``execute_tool`` span and make it current. Returns the span and the context token."""
     attrs = dict(static_attributes)
     attrs[sc.GEN_AI_TOOL_CALL_ID] = call_id or new_call_id()
@@ -55,7 +56,7 @@ def start_tool_span(
     return span, context.attach(trace.set_span_in_context(span))
 
 
-def end_tool_span(span: Span, token: object, result: Any) -> None:
+def end_tool_span(span: Span, token: Token[Context], result: Any) -> None:
     """Record the tool's result and end its span."""
     try:
         if content._policy.capture and span.is_recording():
@@ -65,7 +66,7 @@ def end_tool_span(span: Span, token: object, result: Any) -> None:
         span.end()
 
 
-def fail_span(span: Span, token: object, exc: BaseException) -> None:
+def fail_span(span: Span, token: Token[Context], exc: BaseException) -> None:
     """Mark a span failed (status ERROR, ``error.type``, an ``exception`` event) and end it."""
     try:
         record_failure(span, exc)
@@ -161,13 +162,13 @@ def end_chat_span(span: Span, input_tokens: int | None, output_tokens: int | Non
     span.end()
 
 
-def make_current(ctx: Context) -> object:
+def make_current(ctx: Context) -> Token[Context]:
     """Make the span in ``ctx`` (from :func:`context_of`) current, so spans created meanwhile nest under it;
     returns the token for :func:`restore`."""
     return context.attach(ctx)
 
 
-def restore(token: object) -> None:
+def restore(token: Token[Context]) -> None:
     context.detach(token)
 
 

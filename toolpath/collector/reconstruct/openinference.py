@@ -60,7 +60,7 @@ def with_requested_args(calls: list[ToolCall], tool_spans: list[SpanRecord], spa
             used.add(match)
             _, _, requested_args, requested_id = requested[match]
             update: dict[str, Any] = {}
-            if set(call.args) == {"input"} and isinstance(requested_args, dict):
+            if call.args is not None and set(call.args) == {"input"} and isinstance(requested_args, dict):
                 update["args"] = requested_args
             if call.call_id is None and requested_id:
                 update["call_id"] = str(requested_id)

@@ -168,7 +168,7 @@ class GenAIBackend:
 
 def _retry_after(exc: Any) -> float | None:
     response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None) or {}
+    headers: Any = getattr(response, "headers", None) or {}
     try:
         return float(headers.get("retry-after") or headers.get("Retry-After"))
     except (TypeError, ValueError):

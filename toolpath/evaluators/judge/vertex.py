@@ -16,7 +16,7 @@ import json
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from toolpath.errors import MetricError
 from toolpath.evaluators.judge.client import DEFAULT_MODEL, Ask, JudgeReply, JudgeRequest
@@ -176,7 +176,7 @@ def _rating(reply: JudgeReply, scale: list[float]) -> tuple[float, str]:
     if reply.error:
         raise JudgeParseError(reply.error, reply.text or "")
     data = parse_reply(reply.text)
-    raw = data.get("score", data.get("rating"))
+    raw: Any = data.get("score", data.get("rating"))  # a JSON value; float() rejects the wrong ones
     try:
         value = float(raw)
     except (TypeError, ValueError):
@@ -333,11 +333,17 @@ FOLLOWS_TRAJECTORY = PointwiseMetricPromptTemplate(
 )
 
 
+class _JudgeOptions(TypedDict):
+    model: str
+    temperature: float | None
+    num_samples: int
+
+
 def builtin_metric(
     name: str, *, model: str = DEFAULT_MODEL, temperature: float | None = None, num_samples: int = 1
 ) -> JudgeMetric:
     """A built-in judge metric by name: a template name, ``pairwise_`` + one, or ``response_follows_trajectory``."""
-    options = {"model": model, "temperature": temperature, "num_samples": num_samples}
+    options: _JudgeOptions = {"model": model, "temperature": temperature, "num_samples": num_samples}
     if name == "response_follows_trajectory":
         return PointwiseMetric(name, FOLLOWS_TRAJECTORY, **options)
     if name.startswith("pairwise_") and name.removeprefix("pairwise_") in BUILTIN_TEMPLATES:

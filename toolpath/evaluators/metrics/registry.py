@@ -13,7 +13,7 @@ import json
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from toolpath.errors import MetricError, ToolpathError
 from toolpath.model import MetricResult
@@ -25,7 +25,7 @@ class Metric(ABC):
     """Scores one dataset row. Subclasses are pure: no I/O, no tracing."""
 
     name: str
-    case_level: bool = False
+    case_level: ClassVar[bool] = False
     """True when the metric aggregates a whole multi-turn case itself, from a row's ``invocations`` list (ADK's
     ``tool_trajectory_avg_score``, ``response_match_score``); other metrics are averaged over the invocations."""
 
@@ -81,6 +81,7 @@ def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
 def split_metric_list(text: str) -> list[str]:
     """Split ``"a,b(x=1,y=2),c"`` on the commas outside brackets and quoted strings (so parameter values may
     be JSON lists and objects: ``rubric_based_tool_use_quality_v1(rubrics=[{"rubric_id": "a", ...}])``)."""
+    current: list[str]
     parts, depth, current, quote = [], 0, [], ""
     for ch in text:
         if quote:

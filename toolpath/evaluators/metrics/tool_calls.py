@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Callable
 from typing import Any
 
 from toolpath.errors import ToolpathError
@@ -27,8 +28,9 @@ class ToolCallParseError(ToolpathError, ValueError):
     """The text is not the tool-call JSON these metrics read."""
 
 
-def parse_tool_calls(text: Any, *, which: str) -> list[tuple[str, Any]]:
-    """``[(name, arguments)]`` of a tool-call JSON string (or already-parsed object)."""
+def parse_tool_calls(text: Any, *, which: str) -> list[tuple[Any, Any]]:
+    """``[(name, arguments)]`` of a tool-call JSON string (or already-parsed object), both as the JSON gave
+    them (:func:`tool_call_valid` checks their types)."""
     value = text
     if isinstance(text, str):
         try:
@@ -82,11 +84,13 @@ def tool_parameter_kv_match(response: Any, reference: Any, *, use_strict_string_
     return _per_pair(response, reference, lambda got, want: {k for k in set(got) & set(want) if same(got[k], want[k])})
 
 
-def _both(response: Any, reference: Any) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
+def _both(response: Any, reference: Any) -> tuple[list[tuple[Any, Any]], list[tuple[Any, Any]]]:
     return parse_tool_calls(response, which="response"), parse_tool_calls(reference, which="reference")
 
 
-def _per_pair(response: Any, reference: Any, matching_keys: Any) -> MetricResult:
+def _per_pair(
+    response: Any, reference: Any, matching_keys: Callable[[dict[str, Any], dict[str, Any]], set[str]]
+) -> MetricResult:
     predicted, expected = _both(response, reference)
     pairs = max(len(predicted), len(expected))
     if pairs == 0:

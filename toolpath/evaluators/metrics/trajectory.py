@@ -14,7 +14,7 @@ never steals the only partner of a stricter reference.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from toolpath.errors import MetricError
@@ -155,7 +155,7 @@ def exact_match(
 
 
 def _first_difference(
-    predicted: Sequence[ToolCall], reference: Sequence[ToolCall], ignore_args: bool, same: Any = None
+    predicted: Sequence[ToolCall], reference: Sequence[ToolCall], ignore_args: bool, same: CallPredicate | None = None
 ) -> str:
     for i, (pred, ref) in enumerate(zip(predicted, reference, strict=True)):
         if not (same(pred, ref) if same else calls_match(pred, ref, ignore_args=ignore_args)):
@@ -179,7 +179,7 @@ def in_order_match(
             while position < len(predicted) and not required_args_match(predicted[position], ref):
                 position += 1
             if position == len(predicted):
-                return MetricResult(0.0, lambda ref=ref: f"{ref.name} not found in order")
+                return MetricResult(0.0, _not_found_in_order(ref.name))
             position += 1
         return MetricResult(1.0, "reference calls appear in order")
     if not ignore_args and not has_wildcard(reference):
@@ -189,7 +189,7 @@ def in_order_match(
             try:
                 position = have.index(identity, position) + 1
             except ValueError:
-                return MetricResult(0.0, lambda name=identity[0]: f"{name} not found in order")
+                return MetricResult(0.0, _not_found_in_order(identity[0]))
         return MetricResult(1.0, "reference calls appear in order")
     keys = match_keys(predicted)
     names = [key[0] for key in keys] if ignore_args or has_wildcard(reference) else None
@@ -201,7 +201,7 @@ def in_order_match(
             else:
                 position = keys.index(ref.match_key, position) + 1
         except ValueError:
-            return MetricResult(0.0, lambda ref=ref: f"{ref.name} not found in order")
+            return MetricResult(0.0, _not_found_in_order(ref.name))
     return MetricResult(1.0, "reference calls appear in order")
 
 
@@ -356,6 +356,10 @@ def _names(missing: list[str]) -> str:
     return f"; missing {', '.join(missing)}" if missing else ""
 
 
+def _not_found_in_order(name: str) -> Callable[[], str]:
+    return lambda: f"{name} not found in order"
+
+
 # --- match modes, order, F1 (partial credit) ---------------------------------------------------------------
 
 MATCH_MODES = ("name", "name_and_args", "name_and_required_args")
@@ -383,7 +387,10 @@ def required_args_match(predicted: ToolCall, reference: ToolCall) -> bool:
     return all(key in got and json_equal(got[key], value) for key, value in want.items())
 
 
-def _predicate(mode: str) -> Any:
+CallPredicate = Callable[[ToolCall, ToolCall], bool]
+
+
+def _predicate(mode: str) -> CallPredicate:
     if mode == "name":
         return lambda p, r: p.name == r.name
     if mode == "name_and_args":
@@ -405,7 +412,7 @@ def pair_count(
     return _lcs(predicted, reference, _predicate(match))
 
 
-def _lcs(predicted: Sequence[ToolCall], reference: Sequence[ToolCall], same: Any) -> int:
+def _lcs(predicted: Sequence[ToolCall], reference: Sequence[ToolCall], same: CallPredicate) -> int:
     previous = [0] * (len(reference) + 1)
     for pred in predicted:
         current = [0]
@@ -415,7 +422,7 @@ def _lcs(predicted: Sequence[ToolCall], reference: Sequence[ToolCall], same: Any
     return previous[-1]
 
 
-def _max_matching(predicted: Sequence[ToolCall], reference: Sequence[ToolCall], same: Any) -> int:
+def _max_matching(predicted: Sequence[ToolCall], reference: Sequence[ToolCall], same: CallPredicate) -> int:
     """Maximum bipartite matching by augmenting paths (Kuhn), for predicates that are not equivalences."""
     partners = [[i for i, pred in enumerate(predicted) if same(pred, ref)] for ref in reference]
     owner: list[int | None] = [None] * len(predicted)
