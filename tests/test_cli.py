@@ -3,35 +3,20 @@
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def run(cwd: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    full_env = {**os.environ, "COLUMNS": "200", **(env or {})}
-    full_env.pop("TOOLPATH_STORE", None)
-    return subprocess.run(
-        [sys.executable, "-m", "toolpath.cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=full_env,
-    )
+from tests.helpers import ADK_FIXTURES
+from tests.helpers.cli import run_process
 
 
 @pytest.fixture(scope="module")
 def demo_dir(tmp_path_factory) -> Path:
     cwd = tmp_path_factory.mktemp("demo")
-    result = run(cwd, "demo")
+    result = run_process(cwd, "demo")
     assert result.returncode == 0, result.stderr
     (cwd / "stdout.txt").write_text(result.stdout)
     return cwd
@@ -52,7 +37,7 @@ def test_demo_fills_the_default_sqlite_store(demo_dir):
 
 
 def test_sessions_list_and_show_json(demo_dir):
-    listed = run(demo_dir, "sessions", "list", "--json", "--limit", "100")
+    listed = run_process(demo_dir, "sessions", "list", "--json", "--limit", "100")
     assert listed.returncode == 0, listed.stderr
     sessions = json.loads(listed.stdout)
     assert Counter(s["agent_name"] for s in sessions) == {
@@ -60,7 +45,7 @@ def test_sessions_list_and_show_json(demo_dir):
         "smart_home_langgraph": 24,
         "smart_home_app": 24,
     }
-    shown = run(demo_dir, "sessions", "show", sessions[0]["session_id"], "--json")
+    shown = run_process(demo_dir, "sessions", "show", sessions[0]["session_id"], "--json")
     assert shown.returncode == 0, shown.stderr
     session = json.loads(shown.stdout)
     [inv] = session["invocations"]
@@ -69,14 +54,14 @@ def test_sessions_list_and_show_json(demo_dir):
     [(session_id,)] = db.execute(
         "select session_id from invocations where prompt like '%Fahrenheit%' and agent_name = 'smart_home_assistant'"
     ).fetchall()
-    fahrenheit = json.loads(run(demo_dir, "sessions", "show", session_id, "--json").stdout)["invocations"]
+    fahrenheit = json.loads(run_process(demo_dir, "sessions", "show", session_id, "--json").stdout)["invocations"]
     assert fahrenheit[0]["predicted_trajectory"] == [
         {"tool_name": "set_temperature", "tool_input": {"location": "bedroom", "temperature": 70.0}}
     ]
 
 
 def test_sessions_human_output(demo_dir):
-    result = run(demo_dir, "sessions", "list")
+    result = run_process(demo_dir, "sessions", "list")
     assert result.returncode == 0 and "smart_home_assistant" in result.stdout
 
 
@@ -94,7 +79,7 @@ def test_eval_writes_results(tmp_path):
         + json.dumps({"prompt": "b", "predicted_trajectory": "[]", "reference_trajectory": [{"tool_name": "x"}]})
         + "\n"
     )
-    result = run(
+    result = run_process(
         tmp_path,
         "eval",
         str(data),
@@ -122,7 +107,7 @@ def test_eval_with_agent(tmp_path):
         json.dumps({"prompt": "2+3?", "reference_trajectory": [{"tool_name": "add", "tool_input": {"a": 2, "b": 3}}]})
         + "\n"
     )
-    result = run(
+    result = run_process(
         tmp_path,
         "eval",
         "cases.jsonl",
@@ -167,13 +152,12 @@ def test_eval_with_agent(tmp_path):
 def test_errors_are_one_clear_line_and_exit_2(tmp_path, args, content, message):
     if content is not None:
         (tmp_path / ("empty.db" if "empty.db" in " ".join(args) else "bad.jsonl")).write_text(content)
-    result = run(tmp_path, *args)
+    result = run_process(tmp_path, *args)
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().startswith(message), result.stderr
     assert "Traceback" not in result.stderr
 
 
-FIXTURES = ROOT / "tests" / "fixtures" / "adk"
 WEATHER_AGENT = """
 import toolpath
 
@@ -197,14 +181,14 @@ def wrong(prompt):
 
 @pytest.fixture
 def evalset_dir(tmp_path) -> Path:
-    for f in FIXTURES.iterdir():
+    for f in ADK_FIXTURES.iterdir():
         (tmp_path / f.name).write_text(f.read_text())
     (tmp_path / "weather_agent.py").write_text(WEATHER_AGENT)
     return tmp_path
 
 
 def test_eval_set_passing_exits_0_and_writes_eval_cases(evalset_dir):
-    result = run(
+    result = run_process(
         evalset_dir,
         "eval",
         "weather.evalset.json",
@@ -230,19 +214,21 @@ def test_eval_set_passing_exits_0_and_writes_eval_cases(evalset_dir):
 
 
 def test_eval_set_failing_exits_1_with_expected_vs_actual(evalset_dir):
-    result = run(evalset_dir, "eval", ".", "--agent", "weather_agent:wrong")
+    result = run_process(evalset_dir, "eval", ".", "--agent", "weather_agent:wrong")
     assert result.returncode == 1, result.stderr
     assert "2 case(s): 0 passed, 2 failed" in result.stdout
     assert "expected tools: get_weather(city='Paris')" in result.stdout
     assert "actual tools:   get_weather(city='London')" in result.stdout
-    listed = run(evalset_dir, "runs", "list", "--json")
+    listed = run_process(evalset_dir, "runs", "list", "--json")
     [saved] = json.loads(listed.stdout)
     assert saved["kind"] == "evalset" and saved["failed_count"] == 2
 
 
 def test_eval_set_config_override(evalset_dir):
     (evalset_dir / "lenient.json").write_text(json.dumps({"criteria": {"tool_trajectory_avg_score": 0.5}}))
-    result = run(evalset_dir, "eval", "weather.test.json", "--agent", "weather_agent:wrong", "--config", "lenient.json")
+    result = run_process(
+        evalset_dir, "eval", "weather.test.json", "--agent", "weather_agent:wrong", "--config", "lenient.json"
+    )
     assert result.returncode == 0, result.stdout
 
 
@@ -263,7 +249,7 @@ def test_eval_set_config_override(evalset_dir):
 )
 def test_eval_set_bad_input_exits_2(evalset_dir, args, message):
     (evalset_dir / "broken.evalset.json").write_text("{")
-    result = run(evalset_dir, *args)
+    result = run_process(evalset_dir, *args)
     assert result.returncode == 2, result.stdout + result.stderr
     assert result.stderr.startswith(message), result.stderr
 
@@ -275,7 +261,7 @@ def test_csv_dataset_with_json_cells_and_runs_show(tmp_path):
         'b,hello,goodbye,[],"[{""tool_name"": ""x""}]"\n'
         "c,,,,\n"
     )
-    result = run(
+    result = run_process(
         tmp_path,
         "eval",
         "cases.csv",
@@ -292,12 +278,12 @@ def test_csv_dataset_with_json_cells_and_runs_show(tmp_path):
     assert [r["rouge_1/score"] for r in table] == [1.0, 0.0, None]
     assert table[2]["exact_match/explanation"] == "row has no 'response'"
     run_id = result.stdout.split("run ")[1].split(":")[0].strip()
-    shown = json.loads(run(tmp_path, "runs", "show", run_id, "--json", "--store", "sqlite:///s.db").stdout)
+    shown = json.loads(run_process(tmp_path, "runs", "show", run_id, "--json", "--store", "sqlite:///s.db").stdout)
     assert shown["kind"] == "dataset" and [r["scores"]["rouge_1"] for r in shown["results"]] == [1.0, 0.0, None]
 
 
 def test_eval_from_store_scores_recorded_traffic(demo_dir):
-    result = run(
+    result = run_process(
         demo_dir,
         "eval",
         "--from-store",
@@ -325,7 +311,7 @@ def test_eval_from_store_scores_recorded_traffic(demo_dir):
 
 
 def test_eval_from_store_errors(demo_dir, tmp_path):
-    result = run(demo_dir, "eval", "--from-store", "--metrics", "tool_call_count", "--agent-name", "nobody")
+    result = run_process(demo_dir, "eval", "--from-store", "--metrics", "tool_call_count", "--agent-name", "nobody")
     assert result.returncode == 2 and "no recorded invocations" in result.stderr
-    result = run(demo_dir, "eval", "x.jsonl", "--from-store", "--metrics", "tool_call_count")
+    result = run_process(demo_dir, "eval", "x.jsonl", "--from-store", "--metrics", "tool_call_count")
     assert result.returncode == 2 and "give no DATASET" in result.stderr

@@ -18,8 +18,8 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportM
 from sqlalchemy import text
 
 import toolpath
-from tests.collector.test_receiver import Collector
-from tests.test_cli import run
+from tests.helpers.cli import run_process
+from tests.helpers.collector import Collector
 from toolpath.errors import ConfigError
 from toolpath.evaluation.online import OnlineConfig, normalize_prompt
 from toolpath.model import Invocation, ToolCall
@@ -370,6 +370,6 @@ def test_watch_once_prints_scored_invocations(tmp_path):
     toolpath.flush()
     assert tracing.online.drain(20)
     toolpath.shutdown()
-    result = run(tmp_path, "watch", "--once", "--store", store_url)
+    result = run_process(tmp_path, "watch", "--once", "--store", store_url)
     assert result.returncode == 0, result.stderr
     assert "Weather in Paris?" in result.stdout and "tool_call_count" in result.stdout and "1.00" in result.stdout
