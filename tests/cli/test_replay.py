@@ -1,5 +1,5 @@
-"""Record sessions from one agent version, replay them against a changed one, export recorded traffic as eval
-data, and look at the HTML report in headless Chromium."""
+"""`toolpath replay`, `export` and `report`: record sessions from one agent version, replay them against a changed
+one, export recorded traffic as eval data, and look at the HTML report in headless Chromium."""
 
 from __future__ import annotations
 
@@ -13,8 +13,6 @@ import pytest
 
 from tests.helpers.chromium import chromium_dom
 from tests.helpers.cli import run_process
-from toolpath.evaluators.metrics.diff import trajectory_diff
-from toolpath.model import ToolCall
 
 AGENTS = """
 import toolpath
@@ -163,16 +161,3 @@ def test_report_of_a_dataset_run_and_bad_ids(recorded):
     assert missing.returncode == 2 and "no run 'nope'" in missing.stderr
     both = run_process(recorded, "report", "--html", "x.html", *store)
     assert both.returncode == 2 and "exactly one of" in both.stderr
-
-
-def test_trajectory_diff_kinds():
-    a, b, c = (ToolCall(name=n, args={"x": 1}) for n in "abc")
-    assert trajectory_diff([a, b, c], [a, b, c]) == []
-    moved = trajectory_diff([a, b, c], [b, a, c])
-    assert [(d.kind, d.tool, d.reference_index, d.predicted_index) for d in moved] == [("reordered", "a", 0, 1)]
-    changed = trajectory_diff([a], [ToolCall(name="a", args={"x": 2, "y": 1})])
-    assert [(d.kind, d.args) for d in changed] == [("args_changed", {"added": ["y"], "changed": ["x"]})]
-    assert [d.kind for d in trajectory_diff([a, b], [b])] == ["removed"]
-    assert [d.describe() for d in trajectory_diff([], [c])] == ["+ c (call 1)"]
-    wildcard = ToolCall(name="a", args=None)
-    assert trajectory_diff([wildcard], [ToolCall(name="a", args={"x": 9})]) == []

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 
+from tests.helpers import SPANS
+from toolpath.collector.otlp import decode
+from toolpath.model import Invocation, ToolCall
+
 
 def otlp_json(trace: str, tool_calls: int, big: str = "") -> bytes:
     """An OTLP/JSON export of one GenAI agent run (trace id ``trace``) with ``tool_calls`` tool spans whose
@@ -37,3 +41,28 @@ def otlp_json(trace: str, tool_calls: int, big: str = "") -> bytes:
         for i in range(tool_calls)
     ]
     return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [agent, *tools]}]}]}).encode()
+
+
+def invocation(i: int, agent: str = "bot", failure: int = 0) -> Invocation:
+    """Invocation number ``i`` of ``agent``: one ``get_weather`` call; ids, session and trace derived from ``i``."""
+    return Invocation(
+        invocation_id=f"{i:016x}",
+        session_id=f"s-{i}",
+        agent_name=agent,
+        prompt=f"request {i}",
+        response="ok",
+        tool_calls=[ToolCall(name="get_weather", args={"city": "Paris"})],
+        failure=failure,
+        trace_id=f"{i:032x}",
+    )
+
+
+def load_spans(source: str, kind: str = "pb") -> list:
+    """The span records of fixture export ``source`` (``tests/fixtures/spans``), decoded from protobuf or JSON."""
+    body = (SPANS / f"{source}.shared.otlp.{kind}").read_bytes()
+    return decode(body, "application/x-protobuf" if kind == "pb" else "application/json")
+
+
+def spans_by_name(exporter) -> dict:
+    """The finished spans an in-memory exporter holds, by name."""
+    return {s.name: s for s in exporter.get_finished_spans()}
