@@ -1,11 +1,12 @@
-"""`toolpath demo`: the bundled demo fills the default SQLite store and says what it did."""
+"""`toolpath demo`: the bundled demo fills the default SQLite store and says what it did (the `demo_dir` fixture
+runs it as a real process), and says what it skips without LangGraph."""
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import subprocess
 import sys
+
+from tests.helpers.cli import run_cli
 
 
 def test_demo_fills_the_default_sqlite_store(demo_dir):
@@ -22,16 +23,11 @@ def test_demo_fills_the_default_sqlite_store(demo_dir):
     assert "set_temperature.temperature (0.00)" in out  # the Fahrenheit case: right tool, wrong number
 
 
-def test_demo_without_langgraph_says_so(tmp_path):
-    code = (
-        "import sys; sys.modules['langgraph'] = None; sys.modules['langgraph.prebuilt'] = None\n"
-        "from toolpath.cli import cli\n"
-        "cli(['demo', '--store', 'sqlite:///t.db'])\n"
-    )
-    env = {**os.environ, "COLUMNS": "200"}
-    result = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env
-    )
+def test_demo_without_langgraph_says_so(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "langgraph", None)  # not importable, as where it is not installed
+    monkeypatch.setitem(sys.modules, "langgraph.prebuilt", None)
+    monkeypatch.delitem(sys.modules, "toolpath.demo.langgraph_home", raising=False)  # imported again, and fails
+    result = run_cli(tmp_path, "demo", "--store", "sqlite:///t.db")
     assert result.returncode == 0, result.stderr
     assert "Skipping the LangGraph and Agent Engine-style versions" in result.stdout
     assert "pip install 'toolpath[langgraph]'" in result.stdout

@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from tests.helpers.cli import run_process
+from tests.helpers.cli import run_cli
 
 
 def test_eval_writes_results(tmp_path):
@@ -24,7 +24,7 @@ def test_eval_writes_results(tmp_path):
         + json.dumps({"prompt": "b", "predicted_trajectory": "[]", "reference_trajectory": [{"tool_name": "x"}]})
         + "\n"
     )
-    result = run_process(
+    result = run_cli(
         tmp_path,
         "eval",
         str(data),
@@ -52,7 +52,7 @@ def test_eval_with_agent(tmp_path):
         json.dumps({"prompt": "2+3?", "reference_trajectory": [{"tool_name": "add", "tool_input": {"a": 2, "b": 3}}]})
         + "\n"
     )
-    result = run_process(
+    result = run_cli(
         tmp_path,
         "eval",
         "cases.jsonl",
@@ -97,7 +97,7 @@ def test_eval_with_agent(tmp_path):
 def test_errors_are_one_clear_line_and_exit_2(tmp_path, args, content, message):
     if content is not None:
         (tmp_path / ("empty.db" if "empty.db" in " ".join(args) else "bad.jsonl")).write_text(content)
-    result = run_process(tmp_path, *args)
+    result = run_cli(tmp_path, *args)
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().startswith(message), result.stderr
     assert "Traceback" not in result.stderr
@@ -110,7 +110,7 @@ def test_csv_dataset_with_json_cells_and_runs_show(tmp_path):
         'b,hello,goodbye,[],"[{""tool_name"": ""x""}]"\n'
         "c,,,,\n"
     )
-    result = run_process(
+    result = run_cli(
         tmp_path,
         "eval",
         "cases.csv",
@@ -127,12 +127,12 @@ def test_csv_dataset_with_json_cells_and_runs_show(tmp_path):
     assert [r["rouge_1/score"] for r in table] == [1.0, 0.0, None]
     assert table[2]["exact_match/explanation"] == "row has no 'response'"
     run_id = result.stdout.split("run ")[1].split(":")[0].strip()
-    shown = json.loads(run_process(tmp_path, "runs", "show", run_id, "--json", "--store", "sqlite:///s.db").stdout)
+    shown = json.loads(run_cli(tmp_path, "runs", "show", run_id, "--json", "--store", "sqlite:///s.db").stdout)
     assert shown["kind"] == "dataset" and [r["scores"]["rouge_1"] for r in shown["results"]] == [1.0, 0.0, None]
 
 
 def test_eval_from_store_scores_recorded_traffic(demo_dir):
-    result = run_process(
+    result = run_cli(
         demo_dir,
         "eval",
         "--from-store",
@@ -160,7 +160,7 @@ def test_eval_from_store_scores_recorded_traffic(demo_dir):
 
 
 def test_eval_from_store_errors(demo_dir, tmp_path):
-    result = run_process(demo_dir, "eval", "--from-store", "--metrics", "tool_call_count", "--agent-name", "nobody")
+    result = run_cli(demo_dir, "eval", "--from-store", "--metrics", "tool_call_count", "--agent-name", "nobody")
     assert result.returncode == 2 and "no recorded invocations" in result.stderr
-    result = run_process(demo_dir, "eval", "x.jsonl", "--from-store", "--metrics", "tool_call_count")
+    result = run_cli(demo_dir, "eval", "x.jsonl", "--from-store", "--metrics", "tool_call_count")
     assert result.returncode == 2 and "give no DATASET" in result.stderr

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import ADK_FIXTURES
-from tests.helpers.cli import run_process
+from tests.helpers.cli import run_cli
 
 WEATHER_AGENT = """
 import toolpath
@@ -40,7 +40,7 @@ def evalset_dir(tmp_path) -> Path:
 
 
 def test_eval_set_passing_exits_0_and_writes_eval_cases(evalset_dir):
-    result = run_process(
+    result = run_cli(
         evalset_dir,
         "eval",
         "weather.evalset.json",
@@ -66,19 +66,19 @@ def test_eval_set_passing_exits_0_and_writes_eval_cases(evalset_dir):
 
 
 def test_eval_set_failing_exits_1_with_expected_vs_actual(evalset_dir):
-    result = run_process(evalset_dir, "eval", ".", "--agent", "weather_agent:wrong")
+    result = run_cli(evalset_dir, "eval", ".", "--agent", "weather_agent:wrong")
     assert result.returncode == 1, result.stderr
     assert "2 case(s): 0 passed, 2 failed" in result.stdout
     assert "expected tools: get_weather(city='Paris')" in result.stdout
     assert "actual tools:   get_weather(city='London')" in result.stdout
-    listed = run_process(evalset_dir, "runs", "list", "--json")
+    listed = run_cli(evalset_dir, "runs", "list", "--json")
     [saved] = json.loads(listed.stdout)
     assert saved["kind"] == "evalset" and saved["failed_count"] == 2
 
 
 def test_eval_set_config_override(evalset_dir):
     (evalset_dir / "lenient.json").write_text(json.dumps({"criteria": {"tool_trajectory_avg_score": 0.5}}))
-    result = run_process(
+    result = run_cli(
         evalset_dir, "eval", "weather.test.json", "--agent", "weather_agent:wrong", "--config", "lenient.json"
     )
     assert result.returncode == 0, result.stdout
@@ -101,6 +101,6 @@ def test_eval_set_config_override(evalset_dir):
 )
 def test_eval_set_bad_input_exits_2(evalset_dir, args, message):
     (evalset_dir / "broken.evalset.json").write_text("{")
-    result = run_process(evalset_dir, *args)
+    result = run_cli(evalset_dir, *args)
     assert result.returncode == 2, result.stdout + result.stderr
     assert result.stderr.startswith(message), result.stderr

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.helpers.chromium import chromium_dom
-from tests.helpers.cli import run_process
+from tests.helpers.cli import run_cli, run_script
 
 AGENTS = """
 import toolpath
@@ -68,16 +66,13 @@ toolpath.shutdown()
 def recorded(tmp_path) -> Path:
     (tmp_path / "agents.py").write_text(AGENTS)
     (tmp_path / "record.py").write_text(RECORD)
-    result = subprocess.run(
-        [sys.executable, "record.py", "sqlite:///traffic.db"], cwd=tmp_path, capture_output=True, text=True, timeout=60
-    )
-    assert result.returncode == 0, result.stderr
+    run_script(tmp_path, "record.py", "sqlite:///traffic.db")
     return tmp_path
 
 
 def test_replay_shows_exactly_the_sessions_whose_trajectory_changed(recorded):
     store = ["--store", "sqlite:///traffic.db"]
-    result = run_process(recorded, "replay", "--agent", "agents:v2", *store, "--threshold", "trajectory_exact_match=1.0",
+    result = run_cli(recorded, "replay", "--agent", "agents:v2", *store, "--threshold", "trajectory_exact_match=1.0",
                  "--output", "replay.json")  # fmt: skip
     assert result.returncode == 1, result.stdout + result.stderr
     out = json.loads((recorded / "replay.json").read_text())
@@ -95,20 +90,20 @@ def test_replay_shows_exactly_the_sessions_whose_trajectory_changed(recorded):
     assert "~ book_table arguments: changed people" in result.stdout
 
     # the replayed runs were traced into the store as new sessions
-    sessions = json.loads(run_process(recorded, "sessions", "list", "--json", *store).stdout)
+    sessions = json.loads(run_cli(recorded, "sessions", "list", "--json", *store).stdout)
     assert sum(s["session_id"].startswith("replay-") for s in sessions) == 4
 
-    same = run_process(recorded, "replay", "--agent", "agents:v1", *store, "--threshold", "trajectory_exact_match=1.0",
+    same = run_cli(recorded, "replay", "--agent", "agents:v1", *store, "--threshold", "trajectory_exact_match=1.0",
                "--quiet")  # fmt: skip
     assert same.returncode == 0, same.stdout + same.stderr
     assert "0 changed" in same.stdout
 
-    chosen = run_process(recorded, "replay", "--agent", "agents:v2", *store, "--session", "s-paris", "--quiet")
+    chosen = run_cli(recorded, "replay", "--agent", "agents:v2", *store, "--session", "s-paris", "--quiet")
     assert chosen.returncode == 0 and "1 session(s), 0 changed" in chosen.stdout
-    missing = run_process(recorded, "replay", "--agent", "agents:v2", *store, "--session", "nope")
+    missing = run_cli(recorded, "replay", "--agent", "agents:v2", *store, "--session", "nope")
     assert missing.returncode == 2 and "no recorded session 'nope'" in missing.stderr
 
-    report = run_process(recorded, "report", "--replay", out["run_id"], "--html", "replay.html", *store)
+    report = run_cli(recorded, "report", "--replay", out["run_id"], "--html", "replay.html", *store)
     assert report.returncode == 0, report.stderr
     page = (recorded / "replay.html").read_text()
     assert "http://" not in page and "https://" not in page  # self-contained: nothing fetched
@@ -121,27 +116,27 @@ def test_replay_shows_exactly_the_sessions_whose_trajectory_changed(recorded):
 
 def test_exported_eval_set_scores_one_against_the_same_agent(recorded):
     store = ["--store", "sqlite:///traffic.db"]
-    exported = run_process(recorded, "export", "--format", "evalset", *store, "--output", "traffic.evalset.json")
+    exported = run_cli(recorded, "export", "--format", "evalset", *store, "--output", "traffic.evalset.json")
     assert exported.returncode == 0, exported.stderr
     assert "wrote 4 session(s), 7 turn(s)" in exported.stdout
     (recorded / "test_config.json").write_text(json.dumps({"criteria": {"tool_trajectory_avg_score": 1.0}}))
-    result = run_process(recorded, "eval", "traffic.evalset.json", "--agent", "agents:v1", "--output", "ev.json")
+    result = run_cli(recorded, "eval", "traffic.evalset.json", "--agent", "agents:v1", "--output", "ev.json")
     assert result.returncode == 0, result.stdout + result.stderr
     cases = json.loads((recorded / "ev.json").read_text())["eval_cases"]
     assert len(cases) == 4
     assert all(c["metrics"]["tool_trajectory_avg_score"]["score"] == 1.0 for c in cases)
-    changed = run_process(recorded, "eval", "traffic.evalset.json", "--agent", "agents:v2", "--output", "ev2.json")
+    changed = run_cli(recorded, "eval", "traffic.evalset.json", "--agent", "agents:v2", "--output", "ev2.json")
     assert changed.returncode == 1  # the changed version fails the recorded trajectories
     failed = {
         c["eval_id"] for c in json.loads((recorded / "ev2.json").read_text())["eval_cases"] if c["status"] == "FAILED"
     }
     assert failed == {"s-oslo", "s-book"}
 
-    rows = run_process(recorded, "export", "--format", "jsonl", *store, "--output", "traffic.jsonl")
+    rows = run_cli(recorded, "export", "--format", "jsonl", *store, "--output", "traffic.jsonl")
     assert rows.returncode == 0
     first = json.loads((recorded / "traffic.jsonl").read_text().splitlines()[0])
     assert set(first) == {"case_id", "session_id", "prompt", "reference", "reference_trajectory"}
-    scored = run_process(recorded, "eval", "traffic.jsonl", "--agent", "agents:v1", "--metrics", "trajectory_exact_match",
+    scored = run_cli(recorded, "eval", "traffic.jsonl", "--agent", "agents:v1", "--metrics", "trajectory_exact_match",
                  "--output", "rows.json")  # fmt: skip
     assert scored.returncode == 0, scored.stderr
     table = json.loads((recorded / "rows.json").read_text())["metrics_table"]
@@ -150,14 +145,14 @@ def test_exported_eval_set_scores_one_against_the_same_agent(recorded):
 
 def test_report_of_a_dataset_run_and_bad_ids(recorded):
     store = ["--store", "sqlite:///traffic.db"]
-    scored = run_process(recorded, "eval", "--from-store", "--metrics", "tool_call_count,redundant_tool_calls", *store)
+    scored = run_cli(recorded, "eval", "--from-store", "--metrics", "tool_call_count,redundant_tool_calls", *store)
     assert scored.returncode == 0, scored.stderr
     run_id = scored.stdout.split("run ")[-1].split()[0].strip(":")
-    report = run_process(recorded, "report", "--run", run_id, "--html", "run.html", *store)
+    report = run_cli(recorded, "report", "--run", run_id, "--html", "run.html", *store)
     assert report.returncode == 0, report.stderr
     dom = chromium_dom(recorded / "run.html", recorded / "run.png")
     assert dom.count('<tr class="case"') == 7 and "tool_call_count" in dom
-    missing = run_process(recorded, "report", "--run", "nope", "--html", "x.html", *store)
+    missing = run_cli(recorded, "report", "--run", "nope", "--html", "x.html", *store)
     assert missing.returncode == 2 and "no run 'nope'" in missing.stderr
-    both = run_process(recorded, "report", "--html", "x.html", *store)
+    both = run_cli(recorded, "report", "--html", "x.html", *store)
     assert both.returncode == 2 and "exactly one of" in both.stderr

@@ -8,11 +8,11 @@ import sqlite3
 from collections import Counter
 
 import toolpath
-from tests.helpers.cli import run_process
+from tests.helpers.cli import run_cli
 
 
 def test_sessions_list_and_show_json(demo_dir):
-    listed = run_process(demo_dir, "sessions", "list", "--json", "--limit", "100")
+    listed = run_cli(demo_dir, "sessions", "list", "--json", "--limit", "100")
     assert listed.returncode == 0, listed.stderr
     sessions = json.loads(listed.stdout)
     assert Counter(s["agent_name"] for s in sessions) == {
@@ -20,7 +20,7 @@ def test_sessions_list_and_show_json(demo_dir):
         "smart_home_langgraph": 24,
         "smart_home_app": 24,
     }
-    shown = run_process(demo_dir, "sessions", "show", sessions[0]["session_id"], "--json")
+    shown = run_cli(demo_dir, "sessions", "show", sessions[0]["session_id"], "--json")
     assert shown.returncode == 0, shown.stderr
     session = json.loads(shown.stdout)
     [inv] = session["invocations"]
@@ -29,14 +29,14 @@ def test_sessions_list_and_show_json(demo_dir):
     [(session_id,)] = db.execute(
         "select session_id from invocations where prompt like '%Fahrenheit%' and agent_name = 'smart_home_assistant'"
     ).fetchall()
-    fahrenheit = json.loads(run_process(demo_dir, "sessions", "show", session_id, "--json").stdout)["invocations"]
+    fahrenheit = json.loads(run_cli(demo_dir, "sessions", "show", session_id, "--json").stdout)["invocations"]
     assert fahrenheit[0]["predicted_trajectory"] == [
         {"tool_name": "set_temperature", "tool_input": {"location": "bedroom", "temperature": 70.0}}
     ]
 
 
 def test_sessions_human_output(demo_dir):
-    result = run_process(demo_dir, "sessions", "list")
+    result = run_cli(demo_dir, "sessions", "list")
     assert result.returncode == 0 and "smart_home_assistant" in result.stdout
 
 
@@ -58,6 +58,6 @@ def test_watch_once_prints_scored_invocations(tmp_path):
     toolpath.flush()
     assert tracing.online.drain(20)
     toolpath.shutdown()
-    result = run_process(tmp_path, "watch", "--once", "--store", store_url)
+    result = run_cli(tmp_path, "watch", "--once", "--store", store_url)
     assert result.returncode == 0, result.stderr
     assert "Weather in Paris?" in result.stdout and "tool_call_count" in result.stdout and "1.00" in result.stdout
