@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from click.testing import CliRunner
+from rich.console import Console
 
 from toolpath.cli import main
 
@@ -33,11 +34,17 @@ class CliResult:
 def run_cli(cwd: Path, *args: str, env: Mapping[str, str] | None = None) -> CliResult:
     """``toolpath ARGS`` in ``cwd``, in this process: ``toolpath.cli.main`` (the console script's entry point, which
     turns a ``ToolpathError`` into one ``error:`` line and exit 2) under ``CliRunner``'s isolation of the standard
-    streams and the environment (``$TOOLPATH_STORE`` unset, 200 columns, ``env`` on top). Modules the command
-    imports from ``cwd`` (``--agent my_agent:answer``) are forgotten afterwards, as a new process would."""
+    streams and the environment (``$TOOLPATH_STORE`` unset, 200 columns, ``env`` on top), with a console made in
+    that environment. Modules the command imports from ``cwd`` (``--agent my_agent:answer``) are forgotten
+    afterwards, as a new process would."""
     environment: dict[str, str | None] = {"COLUMNS": COLUMNS, "TOOLPATH_STORE": None, **(env or {})}
     code = 0
-    with _fresh_imports_from(cwd), contextlib.chdir(cwd), CliRunner().isolation(env=environment) as (out, err, _):
+    with (
+        _fresh_imports_from(cwd),
+        contextlib.chdir(cwd),
+        CliRunner().isolation(env=environment) as (out, err, _),
+        _new_console(),
+    ):
         try:
             main(list(args))
         except SystemExit as stopped:
@@ -63,6 +70,26 @@ def run_script(cwd: Path, script: str, *args: str) -> None:
 
 
 @contextlib.contextmanager
+def _new_console() -> Iterator[None]:
+    """The commands' shared rich console, made again as the command's own process would make it at start-up (it
+    fixes its width from ``$COLUMNS`` then): the one made when this process imported the CLI has whatever width
+    this process had."""
+    fresh = Console()
+    shared = [
+        (module, module.console)
+        for name, module in list(sys.modules.items())
+        if name.startswith("toolpath.") and isinstance(getattr(module, "console", None), Console)
+    ]
+    for module, _ in shared:
+        module.console = fresh
+    try:
+        yield
+    finally:
+        for module, original in shared:
+            module.console = original
+
+
+@contextlib.contextmanager
 def _fresh_imports_from(cwd: Path) -> Iterator[None]:
     path, before = list(sys.path), set(sys.modules)
     try:
@@ -71,6 +98,8 @@ def _fresh_imports_from(cwd: Path) -> Iterator[None]:
         sys.path[:] = path
         root = cwd.resolve()
         for name in set(sys.modules) - before:
+            if name.split(".")[0] in ("toolpath", "tests"):
+                continue
             location = getattr(sys.modules[name], "__file__", None)
             if location and Path(location).resolve().is_relative_to(root):
                 del sys.modules[name]
