@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from sqlalchemy import text
 
 import toolpath
-from tests.pgserver import PostgresServer
+from tests.helpers.pgserver import postgres_server
 from toolpath.store import schema
 from toolpath.store.store import Store
 
@@ -61,16 +61,6 @@ def postgres_url() -> Iterator[str]:
         return
     with postgres_server().running() as url:
         yield url
-
-
-def postgres_server() -> PostgresServer:
-    """The installed PostgreSQL binaries; the test fails under CI (which installs them) and skips elsewhere."""
-    server = PostgresServer.find()
-    if server is None:
-        if os.environ.get("CI"):
-            pytest.fail("PostgreSQL is not installed; .ci/run must install it (apt-get install -y postgresql)")
-        pytest.skip("PostgreSQL binaries not found (apt-get install -y postgresql)")
-    return server
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

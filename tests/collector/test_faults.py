@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from tests.collector.test_limits import otlp_json
-from tests.collector.test_receiver import Collector
-from tests.conftest import postgres_server
+from tests.helpers.builders import otlp_json
+from tests.helpers.collector import Collector
+from tests.helpers.pgserver import postgres_server
 from toolpath.store.jobs import latest_scored
 
 

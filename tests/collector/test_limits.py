@@ -3,43 +3,11 @@ invocation's tool calls past the limit are dropped and the invocation says how m
 
 from __future__ import annotations
 
-import json
-
-from tests.collector.test_receiver import Collector
+from tests.helpers.builders import otlp_json
+from tests.helpers.collector import Collector
 from toolpath.collector.limits import TOOL_CALLS_DROPPED, Limits
 from toolpath.collector.receiver import Ingestor
 from toolpath.store.store import Store
-
-
-def otlp_json(trace: str, tool_calls: int, big: str = "") -> bytes:
-    def attr(key: str, value: str) -> dict:
-        return {"key": key, "value": {"stringValue": value}}
-
-    agent = {
-        "traceId": trace, "spanId": "a" + trace[-15:], "name": "invoke_agent bot", "kind": 1,
-        "startTimeUnixNano": "1000", "endTimeUnixNano": "9000000",
-        "attributes": [attr("gen_ai.operation.name", "invoke_agent"), attr("gen_ai.agent.name", "bot"),
-                       attr("gen_ai.input.messages", json.dumps([{"role": "user", "parts": [{"type": "text", "content": f"do {trace}"}]}])),
-                       attr("gen_ai.output.messages", json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "done"}]}]))],
-    }  # fmt: skip
-    tools = [
-        {
-            "traceId": trace,
-            "spanId": f"f{i + 1:015x}",
-            "parentSpanId": "a" + trace[-15:],
-            "name": "execute_tool t",
-            "kind": 1,
-            "startTimeUnixNano": str(2000 + i),
-            "endTimeUnixNano": str(3000 + i),
-            "attributes": [
-                attr("gen_ai.operation.name", "execute_tool"),
-                attr("gen_ai.tool.name", "t"),
-                attr("gen_ai.tool.call.arguments", json.dumps({"i": i, "blob": big})),
-            ],
-        }
-        for i in range(tool_calls)
-    ]
-    return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [agent, *tools]}]}]}).encode()
 
 
 def post(ingestor: Ingestor, body: bytes) -> int:

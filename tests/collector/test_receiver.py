@@ -5,81 +5,19 @@ from __future__ import annotations
 import gzip
 import json
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from tests.helpers import SPANS
+from tests.helpers.collector import TOKEN, Collector
 from toolpath.store.store import Store
-
-SPANS = Path(__file__).resolve().parents[1] / "fixtures" / "spans"
-TOKEN = "s3cret"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-class Collector:
-    def __init__(self, tmp_path: Path, store_url: str | None = None, *extra: str) -> None:
-        self.extra = extra
-        self.db = tmp_path / "collected.db"
-        self.store_url = store_url or f"sqlite:///{self.db}"
-        self.http_port, self.grpc_port = free_port(), free_port()
-        self.process: subprocess.Popen | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.http_port}"
-
-    def start(self) -> Collector:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "toolpath.cli", "collect", "--store", self.store_url,
-             "--http-port", str(self.http_port), "--grpc-port", str(self.grpc_port), "--token", TOKEN, *self.extra],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                with urllib.request.urlopen(f"{self.url}/healthz", timeout=1) as reply:
-                    if reply.status == 200:
-                        return self
-            except OSError:
-                time.sleep(0.1)
-        raise RuntimeError(f"collector did not start: {self.process.stderr.read() if self.process else ''}")
-
-    def stop(self, sig: int = signal.SIGTERM) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.send_signal(sig)
-            self.process.wait(timeout=30)
-
-    def post(
-        self, body: bytes, content_type: str = "application/x-protobuf", token: str | None = TOKEN, **headers: str
-    ):
-        request = urllib.request.Request(f"{self.url}/v1/traces", data=body, method="POST")
-        request.add_header("Content-Type", content_type)
-        if token:
-            request.add_header("Authorization", f"Bearer {token}")
-        for key, value in headers.items():
-            request.add_header(key.replace("_", "-"), value)
-        try:
-            with urllib.request.urlopen(request, timeout=30) as reply:
-                return reply.status, reply.read(), dict(reply.headers)
-        except urllib.error.HTTPError as error:
-            return error.code, error.read(), dict(error.headers)
-
-    def store(self) -> Store:
-        return Store(self.store_url)
 
 
 @pytest.fixture

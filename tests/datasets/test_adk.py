@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import ADK_FIXTURES
 from toolpath.datasets.adk import DEFAULT_CRITERIA, load_criteria, load_eval_set, load_eval_sets
 from toolpath.errors import DatasetError
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "adk"
 
 
 def write(tmp_path: Path, name: str, data) -> Path:
@@ -24,8 +23,8 @@ def content(text: str, role: str = "user") -> dict:
 
 
 def test_adk_migrated_evalset_and_its_legacy_source_agree():
-    migrated = load_eval_set(FIXTURES / "weather.evalset.json")
-    legacy = load_eval_set(FIXTURES / "weather.test.json")
+    migrated = load_eval_set(ADK_FIXTURES / "weather.evalset.json")
+    legacy = load_eval_set(ADK_FIXTURES / "weather.test.json")
     assert migrated.criteria == legacy.criteria == {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}
     [m_case], [l_case] = migrated.cases, legacy.cases
     assert m_case.eval_id == "legacy/weather.test.json"
@@ -38,7 +37,7 @@ def test_adk_migrated_evalset_and_its_legacy_source_agree():
 
 
 def test_folder_loads_every_file():
-    sets = load_eval_sets(FIXTURES)
+    sets = load_eval_sets(ADK_FIXTURES)
     assert sorted(s.path.name for s in sets) == ["weather.evalset.json", "weather.test.json"]
 
 
@@ -189,7 +188,7 @@ def test_criteria_numbers_and_objects(tmp_path):
     }
     write(tmp_path, "x.test.json", [{"query": "hi", "reference": "hello"}])
     assert load_eval_set(tmp_path / "x.test.json").criteria["response_match_score"] == 0.7
-    assert load_eval_set(FIXTURES / "weather.test.json", config=config).criteria == load_criteria(config)
+    assert load_eval_set(ADK_FIXTURES / "weather.test.json", config=config).criteria == load_criteria(config)
 
 
 def test_defaults_without_config(tmp_path):

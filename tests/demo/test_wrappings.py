@@ -4,10 +4,6 @@ plain-function agent records."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 
 pytest.importorskip("langgraph")
@@ -75,19 +71,3 @@ def test_app_stream_closed_early_ends_its_span(tracing):
     toolpath.flush()
     [invocation] = tracing.store.list_invocations(agent_name=APP_NAME, limit=10)
     assert invocation.response is None and invocation.failure == 0
-
-
-def test_demo_without_langgraph_says_so(tmp_path):
-    code = (
-        "import sys; sys.modules['langgraph'] = None; sys.modules['langgraph.prebuilt'] = None\n"
-        "from toolpath.cli import cli\n"
-        "cli(['demo', '--store', 'sqlite:///t.db'])\n"
-    )
-    env = {**os.environ, "COLUMNS": "200"}
-    result = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env
-    )
-    assert result.returncode == 0, result.stderr
-    assert "Skipping the LangGraph and Agent Engine-style versions" in result.stdout
-    assert "pip install 'toolpath[langgraph]'" in result.stdout
-    assert "The store now holds 24 invocations" in result.stdout

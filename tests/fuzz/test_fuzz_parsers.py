@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.collector.test_receiver import SPANS
+from tests.helpers import SPANS
 from toolpath.collector import otlp
 from toolpath.collector.receiver import Ingestor
 from toolpath.datasets import load_rows

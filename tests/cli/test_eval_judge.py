@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from tests.evaluators.fake_gemini import FakeGemini, Reply, json_reply
-from tests.test_cli import run
+from tests.helpers.cli import run_cli
+from tests.helpers.fake_gemini import FakeGemini, Reply, json_reply
 
 
 def script(prompt: str, seen: int) -> Reply:
@@ -23,7 +23,7 @@ def test_dataset_mixes_computation_and_judge_metrics(tmp_path):
     fake = FakeGemini(script)
     with fake.running():
         env = {"GOOGLE_API_KEY": "test-key", "GOOGLE_GEMINI_BASE_URL": fake.url}
-        result = run(
+        result = run_cli(
             tmp_path, "eval", "data.jsonl", "--metrics", "exact_match,fluency(num_samples=3)", "--output", "out.json",
             "--store", "sqlite:///s.db", env=env,
         )  # fmt: skip
@@ -36,7 +36,7 @@ def test_dataset_mixes_computation_and_judge_metrics(tmp_path):
         assert "judge: 6 request(s)" in result.stdout
         assert fake.requests == 6
         # re-scoring the same dataset asks nothing: the store caches the judge's replies
-        again = run(tmp_path, "eval", "data.jsonl", "--metrics", "fluency(num_samples=3)", "--store", "sqlite:///s.db",
+        again = run_cli(tmp_path, "eval", "data.jsonl", "--metrics", "fluency(num_samples=3)", "--store", "sqlite:///s.db",
                     env=env)  # fmt: skip
         assert again.returncode == 0, again.stderr
         assert fake.requests == 6 and "6 from the cache" in again.stdout
@@ -53,7 +53,7 @@ def test_eval_set_with_a_judge_criterion(tmp_path):
     fake = FakeGemini(script)
     with fake.running():
         env = {"GOOGLE_API_KEY": "test-key", "GOOGLE_GEMINI_BASE_URL": fake.url}
-        result = run(tmp_path, "eval", "hi.test.json", "--agent", "agent:answer", "--output", "out.json", env=env)
+        result = run_cli(tmp_path, "eval", "hi.test.json", "--agent", "agent:answer", "--output", "out.json", env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     [case] = json.loads((tmp_path / "out.json").read_text())["eval_cases"]
     metric = case["metrics"]["final_response_match_v2"]
@@ -64,6 +64,6 @@ def test_eval_set_with_a_judge_criterion(tmp_path):
 def test_judge_metric_without_credentials_exits_2(tmp_path):
     (tmp_path / "data.jsonl").write_text(json.dumps({"prompt": "hi", "response": "Hello."}) + "\n")
     env = {"GOOGLE_API_KEY": "", "GEMINI_API_KEY": "", "GOOGLE_GENAI_USE_VERTEXAI": ""}
-    result = run(tmp_path, "eval", "data.jsonl", "--metrics", "fluency", env=env)
+    result = run_cli(tmp_path, "eval", "data.jsonl", "--metrics", "fluency", env=env)
     assert result.returncode == 2
     assert "error:" in result.stderr and "GOOGLE_API_KEY" in result.stderr

@@ -13,7 +13,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from sqlalchemy import text
 
 import toolpath
-from tests.collector.test_receiver import SPANS, Collector
+from tests.helpers import SPANS
+from tests.helpers.collector import Collector
 from toolpath.redact import Redactor
 from toolpath.store.store import Store
 

@@ -1,21 +1,16 @@
-"""Record sessions from one agent version, replay them against a changed one, export recorded traffic as eval
-data, and look at the HTML report in headless Chromium."""
+"""`toolpath replay`, `export` and `report`: record sessions from one agent version, replay them against a changed
+one, export recorded traffic as eval data, and look at the HTML report in headless Chromium."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.test_cli import run
-from toolpath.evaluators.metrics.diff import trajectory_diff
-from toolpath.model import ToolCall
+from tests.helpers.chromium import chromium_dom
+from tests.helpers.cli import run_cli, run_script
 
 AGENTS = """
 import toolpath
@@ -71,16 +66,13 @@ toolpath.shutdown()
 def recorded(tmp_path) -> Path:
     (tmp_path / "agents.py").write_text(AGENTS)
     (tmp_path / "record.py").write_text(RECORD)
-    result = subprocess.run(
-        [sys.executable, "record.py", "sqlite:///traffic.db"], cwd=tmp_path, capture_output=True, text=True, timeout=60
-    )
-    assert result.returncode == 0, result.stderr
+    run_script(tmp_path, "record.py", "sqlite:///traffic.db")
     return tmp_path
 
 
 def test_replay_shows_exactly_the_sessions_whose_trajectory_changed(recorded):
     store = ["--store", "sqlite:///traffic.db"]
-    result = run(recorded, "replay", "--agent", "agents:v2", *store, "--threshold", "trajectory_exact_match=1.0",
+    result = run_cli(recorded, "replay", "--agent", "agents:v2", *store, "--threshold", "trajectory_exact_match=1.0",
                  "--output", "replay.json")  # fmt: skip
     assert result.returncode == 1, result.stdout + result.stderr
     out = json.loads((recorded / "replay.json").read_text())
@@ -98,20 +90,20 @@ def test_replay_shows_exactly_the_sessions_whose_trajectory_changed(recorded):
     assert "~ book_table arguments: changed people" in result.stdout
 
     # the replayed runs were traced into the store as new sessions
-    sessions = json.loads(run(recorded, "sessions", "list", "--json", *store).stdout)
+    sessions = json.loads(run_cli(recorded, "sessions", "list", "--json", *store).stdout)
     assert sum(s["session_id"].startswith("replay-") for s in sessions) == 4
 
-    same = run(recorded, "replay", "--agent", "agents:v1", *store, "--threshold", "trajectory_exact_match=1.0",
+    same = run_cli(recorded, "replay", "--agent", "agents:v1", *store, "--threshold", "trajectory_exact_match=1.0",
                "--quiet")  # fmt: skip
     assert same.returncode == 0, same.stdout + same.stderr
     assert "0 changed" in same.stdout
 
-    chosen = run(recorded, "replay", "--agent", "agents:v2", *store, "--session", "s-paris", "--quiet")
+    chosen = run_cli(recorded, "replay", "--agent", "agents:v2", *store, "--session", "s-paris", "--quiet")
     assert chosen.returncode == 0 and "1 session(s), 0 changed" in chosen.stdout
-    missing = run(recorded, "replay", "--agent", "agents:v2", *store, "--session", "nope")
+    missing = run_cli(recorded, "replay", "--agent", "agents:v2", *store, "--session", "nope")
     assert missing.returncode == 2 and "no recorded session 'nope'" in missing.stderr
 
-    report = run(recorded, "report", "--replay", out["run_id"], "--html", "replay.html", *store)
+    report = run_cli(recorded, "report", "--replay", out["run_id"], "--html", "replay.html", *store)
     assert report.returncode == 0, report.stderr
     page = (recorded / "replay.html").read_text()
     assert "http://" not in page and "https://" not in page  # self-contained: nothing fetched
@@ -124,27 +116,27 @@ def test_replay_shows_exactly_the_sessions_whose_trajectory_changed(recorded):
 
 def test_exported_eval_set_scores_one_against_the_same_agent(recorded):
     store = ["--store", "sqlite:///traffic.db"]
-    exported = run(recorded, "export", "--format", "evalset", *store, "--output", "traffic.evalset.json")
+    exported = run_cli(recorded, "export", "--format", "evalset", *store, "--output", "traffic.evalset.json")
     assert exported.returncode == 0, exported.stderr
     assert "wrote 4 session(s), 7 turn(s)" in exported.stdout
     (recorded / "test_config.json").write_text(json.dumps({"criteria": {"tool_trajectory_avg_score": 1.0}}))
-    result = run(recorded, "eval", "traffic.evalset.json", "--agent", "agents:v1", "--output", "ev.json")
+    result = run_cli(recorded, "eval", "traffic.evalset.json", "--agent", "agents:v1", "--output", "ev.json")
     assert result.returncode == 0, result.stdout + result.stderr
     cases = json.loads((recorded / "ev.json").read_text())["eval_cases"]
     assert len(cases) == 4
     assert all(c["metrics"]["tool_trajectory_avg_score"]["score"] == 1.0 for c in cases)
-    changed = run(recorded, "eval", "traffic.evalset.json", "--agent", "agents:v2", "--output", "ev2.json")
+    changed = run_cli(recorded, "eval", "traffic.evalset.json", "--agent", "agents:v2", "--output", "ev2.json")
     assert changed.returncode == 1  # the changed version fails the recorded trajectories
     failed = {
         c["eval_id"] for c in json.loads((recorded / "ev2.json").read_text())["eval_cases"] if c["status"] == "FAILED"
     }
     assert failed == {"s-oslo", "s-book"}
 
-    rows = run(recorded, "export", "--format", "jsonl", *store, "--output", "traffic.jsonl")
+    rows = run_cli(recorded, "export", "--format", "jsonl", *store, "--output", "traffic.jsonl")
     assert rows.returncode == 0
     first = json.loads((recorded / "traffic.jsonl").read_text().splitlines()[0])
     assert set(first) == {"case_id", "session_id", "prompt", "reference", "reference_trajectory"}
-    scored = run(recorded, "eval", "traffic.jsonl", "--agent", "agents:v1", "--metrics", "trajectory_exact_match",
+    scored = run_cli(recorded, "eval", "traffic.jsonl", "--agent", "agents:v1", "--metrics", "trajectory_exact_match",
                  "--output", "rows.json")  # fmt: skip
     assert scored.returncode == 0, scored.stderr
     table = json.loads((recorded / "rows.json").read_text())["metrics_table"]
@@ -153,45 +145,14 @@ def test_exported_eval_set_scores_one_against_the_same_agent(recorded):
 
 def test_report_of_a_dataset_run_and_bad_ids(recorded):
     store = ["--store", "sqlite:///traffic.db"]
-    scored = run(recorded, "eval", "--from-store", "--metrics", "tool_call_count,redundant_tool_calls", *store)
+    scored = run_cli(recorded, "eval", "--from-store", "--metrics", "tool_call_count,redundant_tool_calls", *store)
     assert scored.returncode == 0, scored.stderr
     run_id = scored.stdout.split("run ")[-1].split()[0].strip(":")
-    report = run(recorded, "report", "--run", run_id, "--html", "run.html", *store)
+    report = run_cli(recorded, "report", "--run", run_id, "--html", "run.html", *store)
     assert report.returncode == 0, report.stderr
     dom = chromium_dom(recorded / "run.html", recorded / "run.png")
     assert dom.count('<tr class="case"') == 7 and "tool_call_count" in dom
-    missing = run(recorded, "report", "--run", "nope", "--html", "x.html", *store)
+    missing = run_cli(recorded, "report", "--run", "nope", "--html", "x.html", *store)
     assert missing.returncode == 2 and "no run 'nope'" in missing.stderr
-    both = run(recorded, "report", "--html", "x.html", *store)
+    both = run_cli(recorded, "report", "--html", "x.html", *store)
     assert both.returncode == 2 and "exactly one of" in both.stderr
-
-
-def test_trajectory_diff_kinds():
-    a, b, c = (ToolCall(name=n, args={"x": 1}) for n in "abc")
-    assert trajectory_diff([a, b, c], [a, b, c]) == []
-    moved = trajectory_diff([a, b, c], [b, a, c])
-    assert [(d.kind, d.tool, d.reference_index, d.predicted_index) for d in moved] == [("reordered", "a", 0, 1)]
-    changed = trajectory_diff([a], [ToolCall(name="a", args={"x": 2, "y": 1})])
-    assert [(d.kind, d.args) for d in changed] == [("args_changed", {"added": ["y"], "changed": ["x"]})]
-    assert [d.kind for d in trajectory_diff([a, b], [b])] == ["removed"]
-    assert [d.describe() for d in trajectory_diff([], [c])] == ["+ c (call 1)"]
-    wildcard = ToolCall(name="a", args=None)
-    assert trajectory_diff([wildcard], [ToolCall(name="a", args={"x": 9})]) == []
-
-
-def chromium_dom(page: Path, screenshot: Path) -> str:
-    """Load ``page`` in headless Chromium: take a screenshot, fail on console errors, return the DOM."""
-    binary = shutil.which("chromium") or shutil.which("chromium-browser")
-    if binary is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is not installed; .ci/run must install it (apt-get install -y chromium)")
-        pytest.skip("chromium not found (apt-get install -y chromium)")
-    flags = [binary, "--headless=new", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0"]
-    shot = subprocess.run([*flags, "--window-size=1280,2000", f"--screenshot={screenshot}", page.as_uri()],
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
-    assert shot.returncode == 0 and screenshot.stat().st_size > 10_000, shot.stderr[-2000:]
-    dom = subprocess.run([*flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    console_errors = [line for line in (shot.stderr + dom.stderr).splitlines() if "CONSOLE" in line and "rror" in line]
-    assert console_errors == []
-    return dom.stdout

@@ -1,5 +1,5 @@
-"""Online evaluation: jobs, claims and leases on SQLite and PostgreSQL, sampling and filters, shedding, the
-in-process workers, and the collector service sending scores as OTLP metrics and events."""
+"""Online evaluation: the in-process workers, the configuration's errors, the collector service sending scores as
+OTLP metrics and events, and workers killed mid-batch on PostgreSQL (the job queue itself: tests/store/test_jobs.py)."""
 
 from __future__ import annotations
 
@@ -18,13 +18,11 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportM
 from sqlalchemy import text
 
 import toolpath
-from tests.collector.test_receiver import Collector
-from tests.test_cli import run
+from tests.helpers.builders import invocation
+from tests.helpers.collector import Collector
 from toolpath.errors import ConfigError
 from toolpath.evaluation.online import OnlineConfig, normalize_prompt
-from toolpath.model import Invocation, ToolCall
-from toolpath.store import schema as t
-from toolpath.store.jobs import JobQueue, latest_scored, sampled
+from toolpath.store.jobs import JobQueue, latest_scored
 from toolpath.store.store import Store
 
 GOLDEN = [
@@ -45,19 +43,6 @@ def get_weather(city: str) -> dict:
 def bot(prompt: str) -> str:
     get_weather("Paris" if "Paris" in prompt else "Oslo")
     return "Sunny in Paris."
-
-
-def invocation(i: int, agent: str = "bot", failure: int = 0) -> Invocation:
-    return Invocation(
-        invocation_id=f"{i:016x}",
-        session_id=f"s-{i}",
-        agent_name=agent,
-        prompt=f"request {i}",
-        response="ok",
-        tool_calls=[ToolCall(name="get_weather", args={"city": "Paris"})],
-        failure=failure,
-        trace_id=f"{i:032x}",
-    )
 
 
 def test_in_process_online_scores_with_golden_references(tmp_path):
@@ -92,65 +77,6 @@ def test_in_process_online_scores_with_golden_references(tmp_path):
         "explanation": by_prompt["Weather in Oslo?"]["tool_call_count"]["explanation"],
     }
     assert tracing.online.stats.scored == 3
-
-
-def test_sampling_and_filters_are_applied_when_stored(store):
-    config = OnlineConfig(metrics=["tool_call_count"], sample_rate=0.5, agent_names=["bot"])
-    queue = JobQueue(store, accept=config.accepts).attach()
-    invocations = [invocation(i) for i in range(40)] + [invocation(100 + i, agent="other") for i in range(5)]
-    store.write(invocations)
-    expected = {inv.invocation_id for inv in invocations[:40] if sampled(inv.invocation_id, 0.5)}
-    assert 10 < len(expected) < 30  # a real sample, decided by the id alone
-    with store.engine.connect() as conn:
-        queued = {r.invocation_id for r in conn.execute(t.eval_jobs.select())}
-    assert queued == expected
-    store.write(invocations)  # rewriting an invocation (late spans) does not enqueue it twice
-    assert queue.counts() == {"pending": len(expected)}
-
-    failures = OnlineConfig(metrics=["tool_call_count"], failures_only=True)
-    assert failures.accepts(invocation(1, failure=1)) and not failures.accepts(invocation(2))
-
-
-@pytest.mark.parametrize("policy, kept", [("oldest", {3, 4}), ("newest", {0, 1})])
-def test_backlog_sheds_by_policy_and_counts(store, policy, kept):
-    queue = JobQueue(store, max_backlog=2, shed=policy).attach()
-    for i in range(5):
-        store.write([invocation(i)])
-    assert queue.counts() == {"pending": 2, "shed": 3}
-    assert queue.stats.shed == 3
-    with store.engine.connect() as conn:
-        pending = {int(r.invocation_id, 16) for r in conn.execute(t.eval_jobs.select()) if r.status == "pending"}
-    assert pending == kept
-
-
-def test_claims_are_exclusive_and_a_dead_workers_lease_runs_out(store):
-    queue = JobQueue(store).attach()
-    store.write([invocation(i) for i in range(10)])
-    claims: dict[str, list[str]] = {}
-
-    def claim(worker: str) -> None:
-        claims[worker] = queue.claim(worker, 4, lease_seconds=60)
-
-    threads = [threading.Thread(target=claim, args=(f"w{i}",)) for i in range(3)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    taken = [i for ids in claims.values() for i in ids]
-    assert len(taken) == len(set(taken)) == 10  # 4 + 4 + 2, nothing twice
-
-    # w0 dies holding its jobs; after the lease, w9 takes them over, and w0's late completion is refused
-    dead = claims["w0"]
-    assert queue.claim("w9", 10, lease_seconds=60) == []  # leases still running
-    time.sleep(0.05)
-    taken_over = queue.claim("w9", 10, lease_seconds=0.01)
-    assert set(taken_over) >= set(dead)
-    assert queue.complete("w9", dead[0], [{"metric": "m", "score": 1.0, "label": "pass", "explanation": None}])
-    assert not queue.complete("w0", dead[0], [{"metric": "m", "score": 0.0, "label": "fail", "explanation": None}])
-    with store.engine.connect() as conn:
-        rows = conn.execute(t.online_results.select().where(t.online_results.c.invocation_id == dead[0])).all()
-    assert [(r.worker, r.score) for r in rows] == [("w9", 1.0)]
-    assert queue.stats.lost_claims == 1
 
 
 def test_config_errors_name_the_file_and_key(tmp_path):
@@ -361,15 +287,3 @@ def test_killing_one_of_two_workers_on_postgresql_scores_everything_once(tmp_pat
     assert len(rows) == 60  # 30 invocations x 2 metrics, each exactly once (the key forbids a second)
     assert {r.invocation_id for r in rows} == {f"{i:016x}" for i in range(30)}
     assert {r.worker.split("/")[0] for r in rows} == {"a", "b"}
-
-
-def test_watch_once_prints_scored_invocations(tmp_path):
-    store_url = f"sqlite:///{tmp_path / 'w.db'}"
-    tracing = toolpath.init(store=store_url, online={"metrics": ["tool_call_count"], "poll_seconds": 0.05})
-    bot("Weather in Paris?")
-    toolpath.flush()
-    assert tracing.online.drain(20)
-    toolpath.shutdown()
-    result = run(tmp_path, "watch", "--once", "--store", store_url)
-    assert result.returncode == 0, result.stderr
-    assert "Weather in Paris?" in result.stdout and "tool_call_count" in result.stdout and "1.00" in result.stdout

@@ -13,7 +13,6 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, inspect, text
 from sqlalchemy.engine import make_url
 
-from tests.test_cli import run
 from toolpath.model import Invocation, ToolCall
 from toolpath.store import migrate
 from toolpath.store import schema as t
@@ -93,13 +92,3 @@ def test_collectors_starting_together_migrate_once(fresh_postgres):
         assert conn.execute(text("SELECT count(*) FROM alembic_version")).scalar() == 1
         assert set(inspect(conn).get_table_names()) >= set(t.metadata.tables)
     engine.dispose()
-
-
-def test_db_commands(tmp_path):
-    upgraded = run(tmp_path, "db", "upgrade", "--store", "sqlite:///s.db")
-    assert upgraded.returncode == 0, upgraded.stderr
-    assert f"schema at revision {migrate.HEAD}" in upgraded.stdout
-    current = run(tmp_path, "db", "current", "--store", "sqlite:///s.db")
-    assert current.returncode == 0 and f"revision {migrate.HEAD}" in current.stdout
-    missing = run(tmp_path, "db", "current", "--store", "sqlite:///missing.db")
-    assert missing.returncode == 2 and "does not exist" in missing.stderr

@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 
 @dataclass
 class Cluster:
@@ -91,6 +93,16 @@ class PostgresServer:
         result = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd="/tmp")
         if result.returncode != 0:
             raise RuntimeError(f"{program} failed: {result.stderr or result.stdout}")
+
+
+def postgres_server() -> PostgresServer:
+    """The installed PostgreSQL binaries; the test fails under CI (which installs them) and skips elsewhere."""
+    server = PostgresServer.find()
+    if server is None:
+        if os.environ.get("CI"):
+            pytest.fail("PostgreSQL is not installed; .ci/run must install it (apt-get install -y postgresql)")
+        pytest.skip("PostgreSQL binaries not found (apt-get install -y postgresql)")
+    return server
 
 
 def _free_port() -> int:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
@@ -12,13 +11,12 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableLambda
 
 import toolpath
+from tests.helpers import ADK_FIXTURES
 from toolpath.datasets.adk import load_eval_set, load_eval_sets
 from toolpath.errors import ConfigError
 from toolpath.evaluation.evalset import evaluate_eval_sets
 from toolpath.store.store import Store
 from toolpath.testing import assert_evalset
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "adk"
 
 
 @toolpath.tool
@@ -42,7 +40,7 @@ def wrong_city_agent(prompt: str) -> str:
 
 class TestEvaluateEvalSets:
     def test_passing_agent_on_adk_files(self, tracing):
-        result = evaluate_eval_sets(load_eval_sets(FIXTURES), good_agent)
+        result = evaluate_eval_sets(load_eval_sets(ADK_FIXTURES), good_agent)
         assert result.passed
         assert [c.status for c in result.cases] == ["PASSED", "PASSED"]
         metrics = result.cases[0].metrics
@@ -52,7 +50,7 @@ class TestEvaluateEvalSets:
         assert result.summary_metrics["row_count"] == 2
 
     def test_failing_case_names_invocation_and_difference(self, tracing):
-        [case] = evaluate_eval_sets([load_eval_set(FIXTURES / "weather.test.json")], wrong_city_agent).cases
+        [case] = evaluate_eval_sets([load_eval_set(ADK_FIXTURES / "weather.test.json")], wrong_city_agent).cases
         trajectory = case.metrics["tool_trajectory_avg_score"]
         assert case.status == "FAILED"
         assert (trajectory.score, trajectory.status, trajectory.per_invocation) == (0.5, "FAILED", [1.0, 0.0])
@@ -69,7 +67,7 @@ class TestEvaluateEvalSets:
             seen.append((session_id, prompt))
             return good_agent(prompt)
 
-        [case] = evaluate_eval_sets([load_eval_set(FIXTURES / "weather.test.json")], remembering, runs=2).cases
+        [case] = evaluate_eval_sets([load_eval_set(ADK_FIXTURES / "weather.test.json")], remembering, runs=2).cases
         assert len({s for s, _ in seen}) == 2 and len(seen) == 4
         assert [p for _, p in seen[:2]] == ["hi", "what is the weather in Paris?"]
         toolpath.flush()
@@ -85,7 +83,7 @@ class TestEvaluateEvalSets:
             calls["n"] += 1
             return wrong_city_agent(prompt) if calls["n"] > 2 else good_agent(prompt)
 
-        [case] = evaluate_eval_sets([load_eval_set(FIXTURES / "weather.test.json")], flaky, runs=2).cases
+        [case] = evaluate_eval_sets([load_eval_set(ADK_FIXTURES / "weather.test.json")], flaky, runs=2).cases
         assert case.metrics["tool_trajectory_avg_score"].score == pytest.approx((1.0 + 0.5) / 2)
         assert case.metrics["tool_trajectory_avg_score"].per_invocation == [1.0, 0.5]
 
@@ -94,7 +92,7 @@ class TestEvaluateEvalSets:
             get_weather("Oslo")
             return good_agent(prompt)
 
-        eval_set = load_eval_set(FIXTURES / "weather.test.json")
+        eval_set = load_eval_set(ADK_FIXTURES / "weather.test.json")
         criteria = {
             "tool_trajectory_avg_score": {"threshold": 1.0, "match_type": "IN_ORDER"},
             "trajectory_precision": 0.4,
@@ -108,7 +106,7 @@ class TestEvaluateEvalSets:
     def test_judge_criteria_without_credentials_is_a_clear_error(self, tracing, monkeypatch):
         for name in ("GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"):
             monkeypatch.delenv(name, raising=False)
-        eval_set = load_eval_set(FIXTURES / "weather.test.json")
+        eval_set = load_eval_set(ADK_FIXTURES / "weather.test.json")
         with pytest.raises(ConfigError, match="GOOGLE_API_KEY"):
             evaluate_eval_sets([eval_set], good_agent, criteria={"hallucinations_v1": {"threshold": 0.8}})
 
@@ -123,13 +121,13 @@ class TestEvaluateEvalSets:
         def broken(prompt: str) -> str:
             raise RuntimeError("model down")
 
-        [case] = evaluate_eval_sets([load_eval_set(FIXTURES / "weather.test.json")], broken).cases
+        [case] = evaluate_eval_sets([load_eval_set(ADK_FIXTURES / "weather.test.json")], broken).cases
         assert case.status == "FAILED"
         assert case.turns[0][0]["error"] == "RuntimeError: model down"
 
     def test_saved_in_the_store(self, tracing, store_url):
         store = Store(store_url)
-        result = evaluate_eval_sets(load_eval_sets(FIXTURES), wrong_city_agent, store=store)
+        result = evaluate_eval_sets(load_eval_sets(ADK_FIXTURES), wrong_city_agent, store=store)
         [run] = store.list_eval_runs()
         assert (run["run_id"], run["kind"], run["row_count"], run["failed_count"]) == (result.run_id, "evalset", 2, 2)
         assert run["agent"].endswith(":wrong_city_agent")
@@ -152,20 +150,20 @@ class QueryableApp:
 class TestAgentKinds:
     def test_queryable(self, tracing):
         app = QueryableApp()
-        result = evaluate_eval_sets([load_eval_set(FIXTURES / "weather.test.json")], app)
+        result = evaluate_eval_sets([load_eval_set(ADK_FIXTURES / "weather.test.json")], app)
         assert result.passed
         assert app.configs[0]["configurable"]["thread_id"].startswith("eval-")
 
     def test_langchain_runnable_string_in_string_out(self, tracing):
         chain = RunnableLambda(good_agent)
-        assert evaluate_eval_sets([load_eval_set(FIXTURES / "weather.test.json")], chain).passed
+        assert evaluate_eval_sets([load_eval_set(ADK_FIXTURES / "weather.test.json")], chain).passed
 
     def test_langchain_chat_model_chain(self, tracing):
         model = GenericFakeChatModel(
             messages=iter([AIMessage(content="Hello! I can tell you the weather."), AIMessage(content="No idea.")])
         )
         chain = ChatPromptTemplate.from_messages([("user", "{input}")]) | model
-        [case] = evaluate_eval_sets([load_eval_set(FIXTURES / "weather.test.json")], chain).cases
+        [case] = evaluate_eval_sets([load_eval_set(ADK_FIXTURES / "weather.test.json")], chain).cases
         response = case.metrics["response_match_score"]
         assert response.per_invocation[0] == 1.0 and response.per_invocation[1] < 0.5
         assert case.turns[0][1]["response"] == "No idea."
@@ -173,12 +171,12 @@ class TestAgentKinds:
 
 class TestAssertEvalset:
     def test_passes_silently(self):
-        result = assert_evalset(good_agent, FIXTURES / "weather.test.json")
+        result = assert_evalset(good_agent, ADK_FIXTURES / "weather.test.json")
         assert result.passed
 
     def test_failure_message_names_case_metric_threshold_and_score(self):
         with pytest.raises(AssertionError) as info:
-            assert_evalset(wrong_city_agent, FIXTURES, runs=1)
+            assert_evalset(wrong_city_agent, ADK_FIXTURES, runs=1)
         message = str(info.value)
         assert "weather/weather.test.json: tool_trajectory_avg_score = 0.500 < threshold 1" in message
         assert 'expected "Paris", got "London"' in message

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.evaluators.fake_gemini import FakeGemini, Reply, json_reply
+from tests.helpers.fake_gemini import FakeGemini, Reply, json_reply
 from toolpath.errors import ConfigError
 from toolpath.evaluation.runner import evaluate
 from toolpath.evaluators.judge.client import Judge, JudgeSettings

@@ -1,0 +1,63 @@
+"""`toolpath sessions` and `toolpath watch`: recorded sessions listed and shown, as JSON and as tables, and the
+online scores of recorded invocations."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import Counter
+
+import toolpath
+from tests.helpers.cli import run_cli
+
+
+def test_sessions_list_and_show_json(demo_dir):
+    listed = run_cli(demo_dir, "sessions", "list", "--json", "--limit", "100")
+    assert listed.returncode == 0, listed.stderr
+    sessions = json.loads(listed.stdout)
+    assert Counter(s["agent_name"] for s in sessions) == {
+        "smart_home_assistant": 24,
+        "smart_home_langgraph": 24,
+        "smart_home_app": 24,
+    }
+    shown = run_cli(demo_dir, "sessions", "show", sessions[0]["session_id"], "--json")
+    assert shown.returncode == 0, shown.stderr
+    session = json.loads(shown.stdout)
+    [inv] = session["invocations"]
+    assert set(inv) >= {"prompt", "response", "predicted_trajectory", "latency_seconds", "failure"}
+    db = sqlite3.connect(demo_dir / "toolpath.db")
+    [(session_id,)] = db.execute(
+        "select session_id from invocations where prompt like '%Fahrenheit%' and agent_name = 'smart_home_assistant'"
+    ).fetchall()
+    fahrenheit = json.loads(run_cli(demo_dir, "sessions", "show", session_id, "--json").stdout)["invocations"]
+    assert fahrenheit[0]["predicted_trajectory"] == [
+        {"tool_name": "set_temperature", "tool_input": {"location": "bedroom", "temperature": 70.0}}
+    ]
+
+
+def test_sessions_human_output(demo_dir):
+    result = run_cli(demo_dir, "sessions", "list")
+    assert result.returncode == 0 and "smart_home_assistant" in result.stdout
+
+
+@toolpath.tool
+def get_weather(city: str) -> dict:
+    return {"city": city, "sky": "sunny"}
+
+
+@toolpath.agent(name="bot")
+def bot(prompt: str) -> str:
+    get_weather("Paris" if "Paris" in prompt else "Oslo")
+    return "Sunny in Paris."
+
+
+def test_watch_once_prints_scored_invocations(tmp_path):
+    store_url = f"sqlite:///{tmp_path / 'w.db'}"
+    tracing = toolpath.init(store=store_url, online={"metrics": ["tool_call_count"], "poll_seconds": 0.05})
+    bot("Weather in Paris?")
+    toolpath.flush()
+    assert tracing.online.drain(20)
+    toolpath.shutdown()
+    result = run_cli(tmp_path, "watch", "--once", "--store", store_url)
+    assert result.returncode == 0, result.stderr
+    assert "Weather in Paris?" in result.stdout and "tool_call_count" in result.stdout and "1.00" in result.stdout

@@ -1,0 +1,68 @@
+"""Test data built the same way in every module that needs it."""
+
+from __future__ import annotations
+
+import json
+
+from tests.helpers import SPANS
+from toolpath.collector.otlp import decode
+from toolpath.model import Invocation, ToolCall
+
+
+def otlp_json(trace: str, tool_calls: int, big: str = "") -> bytes:
+    """An OTLP/JSON export of one GenAI agent run (trace id ``trace``) with ``tool_calls`` tool spans whose
+    arguments carry ``big``."""
+
+    def attr(key: str, value: str) -> dict:
+        return {"key": key, "value": {"stringValue": value}}
+
+    agent = {
+        "traceId": trace, "spanId": "a" + trace[-15:], "name": "invoke_agent bot", "kind": 1,
+        "startTimeUnixNano": "1000", "endTimeUnixNano": "9000000",
+        "attributes": [attr("gen_ai.operation.name", "invoke_agent"), attr("gen_ai.agent.name", "bot"),
+                       attr("gen_ai.input.messages", json.dumps([{"role": "user", "parts": [{"type": "text", "content": f"do {trace}"}]}])),
+                       attr("gen_ai.output.messages", json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "done"}]}]))],
+    }  # fmt: skip
+    tools = [
+        {
+            "traceId": trace,
+            "spanId": f"f{i + 1:015x}",
+            "parentSpanId": "a" + trace[-15:],
+            "name": "execute_tool t",
+            "kind": 1,
+            "startTimeUnixNano": str(2000 + i),
+            "endTimeUnixNano": str(3000 + i),
+            "attributes": [
+                attr("gen_ai.operation.name", "execute_tool"),
+                attr("gen_ai.tool.name", "t"),
+                attr("gen_ai.tool.call.arguments", json.dumps({"i": i, "blob": big})),
+            ],
+        }
+        for i in range(tool_calls)
+    ]
+    return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [agent, *tools]}]}]}).encode()
+
+
+def invocation(i: int, agent: str = "bot", failure: int = 0) -> Invocation:
+    """Invocation number ``i`` of ``agent``: one ``get_weather`` call; ids, session and trace derived from ``i``."""
+    return Invocation(
+        invocation_id=f"{i:016x}",
+        session_id=f"s-{i}",
+        agent_name=agent,
+        prompt=f"request {i}",
+        response="ok",
+        tool_calls=[ToolCall(name="get_weather", args={"city": "Paris"})],
+        failure=failure,
+        trace_id=f"{i:032x}",
+    )
+
+
+def load_spans(source: str, kind: str = "pb") -> list:
+    """The span records of fixture export ``source`` (``tests/fixtures/spans``), decoded from protobuf or JSON."""
+    body = (SPANS / f"{source}.shared.otlp.{kind}").read_bytes()
+    return decode(body, "application/x-protobuf" if kind == "pb" else "application/json")
+
+
+def spans_by_name(exporter) -> dict:
+    """The finished spans an in-memory exporter holds, by name."""
+    return {s.name: s for s in exporter.get_finished_spans()}

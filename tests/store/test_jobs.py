@@ -1,0 +1,73 @@
+"""The online evaluation job queue on SQLite and PostgreSQL: jobs enqueued as invocations are stored (sampled
+and filtered), the backlog shed by policy, claims exclusive, and a dead worker's lease running out."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from tests.helpers.builders import invocation
+from toolpath.evaluation.online import OnlineConfig
+from toolpath.store import schema as t
+from toolpath.store.jobs import JobQueue, sampled
+
+
+def test_sampling_and_filters_are_applied_when_stored(store):
+    config = OnlineConfig(metrics=["tool_call_count"], sample_rate=0.5, agent_names=["bot"])
+    queue = JobQueue(store, accept=config.accepts).attach()
+    invocations = [invocation(i) for i in range(40)] + [invocation(100 + i, agent="other") for i in range(5)]
+    store.write(invocations)
+    expected = {inv.invocation_id for inv in invocations[:40] if sampled(inv.invocation_id, 0.5)}
+    assert 10 < len(expected) < 30  # a real sample, decided by the id alone
+    with store.engine.connect() as conn:
+        queued = {r.invocation_id for r in conn.execute(t.eval_jobs.select())}
+    assert queued == expected
+    store.write(invocations)  # rewriting an invocation (late spans) does not enqueue it twice
+    assert queue.counts() == {"pending": len(expected)}
+
+    failures = OnlineConfig(metrics=["tool_call_count"], failures_only=True)
+    assert failures.accepts(invocation(1, failure=1)) and not failures.accepts(invocation(2))
+
+
+@pytest.mark.parametrize("policy, kept", [("oldest", {3, 4}), ("newest", {0, 1})])
+def test_backlog_sheds_by_policy_and_counts(store, policy, kept):
+    queue = JobQueue(store, max_backlog=2, shed=policy).attach()
+    for i in range(5):
+        store.write([invocation(i)])
+    assert queue.counts() == {"pending": 2, "shed": 3}
+    assert queue.stats.shed == 3
+    with store.engine.connect() as conn:
+        pending = {int(r.invocation_id, 16) for r in conn.execute(t.eval_jobs.select()) if r.status == "pending"}
+    assert pending == kept
+
+
+def test_claims_are_exclusive_and_a_dead_workers_lease_runs_out(store):
+    queue = JobQueue(store).attach()
+    store.write([invocation(i) for i in range(10)])
+    claims: dict[str, list[str]] = {}
+
+    def claim(worker: str) -> None:
+        claims[worker] = queue.claim(worker, 4, lease_seconds=60)
+
+    threads = [threading.Thread(target=claim, args=(f"w{i}",)) for i in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    taken = [i for ids in claims.values() for i in ids]
+    assert len(taken) == len(set(taken)) == 10  # 4 + 4 + 2, nothing twice
+
+    # w0 dies holding its jobs; after the lease, w9 takes them over, and w0's late completion is refused
+    dead = claims["w0"]
+    assert queue.claim("w9", 10, lease_seconds=60) == []  # leases still running
+    time.sleep(0.05)
+    taken_over = queue.claim("w9", 10, lease_seconds=0.01)
+    assert set(taken_over) >= set(dead)
+    assert queue.complete("w9", dead[0], [{"metric": "m", "score": 1.0, "label": "pass", "explanation": None}])
+    assert not queue.complete("w0", dead[0], [{"metric": "m", "score": 0.0, "label": "fail", "explanation": None}])
+    with store.engine.connect() as conn:
+        rows = conn.execute(t.online_results.select().where(t.online_results.c.invocation_id == dead[0])).all()
+    assert [(r.worker, r.score) for r in rows] == [("w9", 1.0)]
+    assert queue.stats.lost_claims == 1
