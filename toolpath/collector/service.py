@@ -59,6 +59,11 @@ class CollectorService:
         return ", ".join(f"{kind} on {o.host}:{port}" for kind, port in kinds if port)
 
     def start(self) -> CollectorService:
+        """Listen. SIGTERM / SIGINT handlers are installed first (from the main thread), so a signal that comes
+        as soon as the service answers is a clean stop, never the default kill."""
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, lambda *_: self._stop.set())
         o = self.options
         self._http = make_http_server(self.ingestor, o.host, o.http_port) if o.http_port else None
         self._grpc = make_grpc_server(self.ingestor, o.host, o.grpc_port) if o.grpc_port else None
@@ -70,8 +75,6 @@ class CollectorService:
 
     def wait(self) -> None:
         """Block until SIGTERM / SIGINT or :meth:`stop`, then shut down."""
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: self._stop.set())
         self._stop.wait()
         self.shutdown()
 
