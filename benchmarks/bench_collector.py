@@ -5,7 +5,7 @@ is queryable in the store.
 
 A sender process makes traces of 10 spans (an ``invoke_agent`` span and 9 ``execute_tool`` spans with JSON
 arguments and results, as ``@toolpath.tool`` records them) and ships them with the real OTLP/HTTP protobuf
-exporter (BatchSpanProcessor, 512-span batches) to a collector process on 127.0.0.1. Target (issue 5):
+exporter (BatchSpanProcessor, 512-span batches) to a collector process on 127.0.0.1. Goal:
 >= 10,000 spans/s into SQLite on these 2-core machines.
 """
 
@@ -163,7 +163,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         if args.store in ("sqlite", "both"):
             rate, calls = measure(f"sqlite:///{Path(folder) / 'bench.db'}", args.spans)
-            print(f"SQLite        {rate:>8,.0f} spans/s end to end ({calls:,} tool calls stored)   target >= 10,000")
+            print(f"SQLite        {rate:>8,.0f} spans/s end to end ({calls:,} tool calls stored)   goal >= 10,000")
             if args.no_redact:
                 rate, calls = measure(f"sqlite:///{Path(folder) / 'plain.db'}", args.spans, "--no-redact")
                 print(f"  --no-redact {rate:>8,.0f} spans/s end to end ({calls:,} tool calls stored)")

@@ -5,7 +5,7 @@ server in another process that answers each call after 50 ms, with the default c
 
 The real google-genai client is used, configured by the environment only (GOOGLE_API_KEY and
 GOOGLE_GEMINI_BASE_URL). Printed side by side: the wall time, the floor a strictly sequential judge would need
-(calls x delay), and calls per second. Target (issue 6): under 10 s.
+(calls x delay), and calls per second. Goal: under 10 s.
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def main() -> None:
     print(f"  concurrency                {settings.concurrency:>10}")
     errors, retries = usage.get("errors", 0), usage.get("retries", 0)
     print(f"  model calls                {calls:>10,}   (errors {errors}, retries {retries})")
-    print(f"  wall time                  {elapsed:>10.2f} s   target < 10 s")
+    print(f"  wall time                  {elapsed:>10.2f} s   goal < 10 s")
     print(f"  sequential floor           {calls * args.delay:>10.2f} s   (calls x delay)")
     print(f"  calls per second           {calls / elapsed:>10,.0f}")
     print(f"  pointwise scores present   {scored:>10} of {2 * args.rows}")

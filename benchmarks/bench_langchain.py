@@ -10,12 +10,12 @@ processors, as the peers below are measured:
   that makes one hand-written SDK span per tool run with the same attributes toolpath records (what any
   OpenTelemetry handler must at least spend);
 - toolpath's handler (``execute_tool`` spans with arguments, result and call id, made current while the tool
-  runs; an ``invoke_agent`` span per outer run) — the row the target is about;
+  runs; an ``invoke_agent`` span per outer run) — the row the goal is about;
 - toolpath's handler with ``toolpath.init(store=False)``: the in-process collector attached, whose worker
   thread rebuilds every run on this process's GIL.
 
 Calls are made in outer chain runs of 10, as tools run inside agent runs; the outer run's own cost is spread
-over its calls in every row. Target (issue 4): at most 60 µs added per call.
+over its calls in every row. Goal: at most 60 µs added per call.
 
 OpenInference and OpenLLMetry's LangChain instrumentations are measured only where installed, each in a fresh
 process (one of them cannot be uninstrumented in-process); they are not project dependencies.
@@ -172,7 +172,7 @@ def main() -> None:
     print(f"{'plain tool.invoke':44}{plain:>8.1f}")
     row("floor: do-nothing handler (dispatch)", dispatch)
     row("floor: one hand-written SDK span per tool", floor)
-    row("toolpath handler", ours, "target: +60 µs")
+    row("toolpath handler", ours, "goal: +60 µs")
     row("toolpath handler + in-process collector", collected)
     for name in PEERS:
         value = peer(name, args.calls, args.repeats)

@@ -12,7 +12,7 @@ explanations are rendered when read, and are not read here.
 Rows: each trajectory metric; ADK's ``response_match_score`` through toolpath and through plain
 ``rouge_score`` (a fresh ``RougeScorer`` per pair, as ADK's evaluator does, and a reused one), with a check
 that every score is identical; and, when google-adk is importable here, ADK's own evaluators.
-Targets (issue 3): trajectory metrics >= 300,000 pairs/s; response_match_score >= 10,000 pairs/s.
+Goal: trajectory metrics >= 300,000 pairs/s; response_match_score >= 10,000 pairs/s.
 """
 
 from __future__ import annotations
@@ -179,7 +179,7 @@ def main() -> None:
     rows.extend(adk_rows(pairs, texts))
 
     print(f"{n} pairs, median of {r} repeats (baselines: 1 run)")
-    print(f"{'':40}{'pairs/s':>12}   target")
+    print(f"{'':40}{'pairs/s':>12}   goal")
     for name, value, target in rows:
         print(f"{name:40}{value:>12,.0f}   {target}")
     print(f"\nresponse_match_score identical to rouge_score on all {n} pairs: {identical}")

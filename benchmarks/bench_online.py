@@ -6,7 +6,7 @@ A traced ``@toolpath.agent`` makes 4 ``@toolpath.tool`` calls around a simulated
 real agent waits on its LLM), storing to SQLite. Off: ``toolpath.init(store=...)``. On: the same plus
 ``online=`` with trajectory, behaviour and response metrics and a golden dataset, every invocation sampled, two
 workers scoring while the agent runs. Rounds alternate off / on so drift on the machine hits both alike; the
-median per-call latency of each is printed with the ratio. Target (issue 7): on within 5% of off.
+median per-call latency of each is printed with the ratio. Goal: on within 5% of off.
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def main() -> None:
     print(f"{args.rounds} rounds x {args.calls} agent calls (4 tools, 2 model waits of {args.model_ms:g} ms), SQLite")
     print(f"  online evaluation off   median {median_off * 1000:8.2f} ms per call")
     print(f"  online evaluation on    median {median_on * 1000:8.2f} ms per call   ({median_on / median_off:.3f}x)")
-    print("  target: on within 5% of off (<= 1.050x)")
+    print("  goal: on within 5% of off (<= 1.050x)")
     print(f"  last round's online work: {stats}")
 
 

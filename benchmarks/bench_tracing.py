@@ -12,7 +12,7 @@ Rows:
 Both traced rows run on the same SDK provider with toolpath's collector attached, as agent runs of
 CALLS_PER_RUN tool calls each (the agent span's cost is spread over its calls, the same for both rows), so
 they pay the same processor cost; the ratio isolates what the decorator adds over a hand-written span.
-Target (issue 2): ratio <= 1.3.
+Goal: ratio <= 1.3.
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ def main() -> None:
     for name in order:
         print(f"{name:28}{medians[name]:>10.2f}{min(rows[name]):>10.2f}{max(rows[name]):>10.2f}")
     ratio = medians["@toolpath.tool"] / medians["OTel SDK span (floor)"]
-    print(f"\n@toolpath.tool / floor = {ratio:.2f}x  (target <= 1.30x)")
+    print(f"\n@toolpath.tool / floor = {ratio:.2f}x  (goal <= 1.30x)")
     print(f"collector: {stats}")
 
 
