@@ -133,3 +133,68 @@ def test_a_tool_error_quoting_a_secret_is_redacted_everywhere(tmp_path, app_span
     )
     assert "could not reach [REDACTED]" in stored and "could not reach [REDACTED]" in exported
     assert EMAIL not in stored and EMAIL not in exported
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("conn postgresql://svc:pa55w0rd-x@db.internal:5432/app", "postgresql://svc:[REDACTED]@db.internal"),
+        ("login with password=hunter22 now", "password=[REDACTED] now"),
+        ("host=db1 user=me PWD: s3cr3t;", "PWD: [REDACTED];"),
+        ("token github_pat_11ABCDEFG0123456789_abcdefghijKLMNOP", "token [REDACTED]"),
+        ("stripe sk_live_51HabcdefghijklmnopQRSTUV", "stripe [REDACTED]"),
+        ("jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV", "jwt [REDACTED]"),
+    ],
+)
+def test_default_patterns_cover_common_secrets(text, kept):
+    redacted = Redactor.build().text(text)
+    assert kept in redacted
+    assert redacted.count("[REDACTED]") == 1
+
+
+def test_secret_keys_are_matched_by_pattern_but_token_counts_are_not():
+    value = {
+        "db_password": "a",
+        "X-Auth-Token": "b",
+        "clientSecret": "c",
+        "Proxy-Authorization": "d",
+        "my_api_key": "e",
+        "max_tokens": 512,
+        "usage": {"input_tokens": 10, "output_tokens": 3, "token_count": 13},
+    }
+    out = Redactor.build().value(value)
+    assert [k for k, v in out.items() if v == "[REDACTED]"] == [
+        "db_password",
+        "X-Auth-Token",
+        "clientSecret",
+        "Proxy-Authorization",
+        "my_api_key",
+    ]
+    assert out["max_tokens"] == 512 and out["usage"] == value["usage"]
+    # attribute names too, by their last part
+    attrs = Redactor.build().attributes({"http.request.header.x-api-token": "t", "gen_ai.usage.input_tokens": 7})
+    assert attrs == {"http.request.header.x-api-token": "[REDACTED]", "gen_ai.usage.input_tokens": 7}
+
+
+@pytest.mark.parametrize(
+    "unit",
+    ["a", "a.", "a-", "a@", "x@y.", "-1 ", "Bearer ", "sk-", "://a:", "password=", "eyJ"],
+)
+def test_redaction_time_grows_linearly_with_the_value(unit):
+    """Adversarial repetitions of each pattern's prefix: 8x the input costs about 8x the time, never 64x (a
+    quadratic pattern took 9 s for 96 KB). Relative, not absolute: the ratio is robust to a busy machine."""
+    import time
+
+    redactor = Redactor.build()
+
+    def cost(size: int) -> float:
+        text = unit * (size // len(unit))
+        best = float("inf")
+        for _ in range(3):
+            started = time.perf_counter()
+            redactor.text(text)
+            best = min(best, time.perf_counter() - started)
+        return max(best, 1e-4)
+
+    small, large = cost(32_000), cost(256_000)
+    assert large / small < 24, f"{unit!r}: 8x the input took {large / small:.1f}x the time"
