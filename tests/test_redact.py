@@ -181,7 +181,7 @@ def test_secret_keys_are_matched_by_pattern_but_token_counts_are_not():
     ["a", "a.", "a-", "a@", "x@y.", "-1 ", "Bearer ", "sk-", "://a:", "password=", "eyJ"],
 )
 def test_redaction_time_grows_linearly_with_the_value(unit):
-    """Adversarial repetitions of each pattern's prefix: 8x the input costs about 8x the time, never 64x (a
+    """Adversarial repetitions of each pattern's prefix: 8x the input costs about 8x the time (5x-11x measured), never 64x (a
     quadratic pattern took 9 s for 96 KB). Relative, not absolute: the ratio is robust to a busy machine."""
     import time
 
@@ -190,11 +190,11 @@ def test_redaction_time_grows_linearly_with_the_value(unit):
     def cost(size: int) -> float:
         text = unit * (size // len(unit))
         best = float("inf")
-        for _ in range(3):
+        for _ in range(5):
             started = time.perf_counter()
             redactor.text(text)
             best = min(best, time.perf_counter() - started)
         return max(best, 1e-4)
 
     small, large = cost(32_000), cost(256_000)
-    assert large / small < 24, f"{unit!r}: 8x the input took {large / small:.1f}x the time"
+    assert large / small < 32, f"{unit!r}: 8x the input took {large / small:.1f}x the time"
