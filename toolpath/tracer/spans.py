@@ -240,24 +240,30 @@ def split_agent_result(result: Any) -> tuple[str | None, list[Any] | None]:
         for key in ("response", "output", "final_response"):
             if key in result:
                 text = result[key]
-                return (text if isinstance(text, str) else content.to_json(text)), trajectory
+                return (text if isinstance(text, str) else content.encode(text)[0]), trajectory
         return None, trajectory if isinstance(trajectory, list) else None
-    return str(result), None
+    # a list, a number, an object: redacted JSON text, never a repr (it would hide secret keys from redaction)
+    return content.encode(result)[0], None
 
 
 def _text_message(role: str, text: Any) -> dict[str, Any]:
-    return {"role": role, "parts": [{"type": "text", "content": text if isinstance(text, str) else str(text)}]}
+    """A GenAI message; a prompt or answer that is not text (a dict, a list) becomes redacted JSON text, never its
+    ``str()`` (a repr hides a ``password`` key from redaction)."""
+    return {
+        "role": role,
+        "parts": [{"type": "text", "content": text if isinstance(text, str) else content.encode(text)[0]}],
+    }
 
 
 def _put_json(attrs: dict[str, Any], key: str, value: Any) -> None:
-    text, cut = content.clip(content.to_json(value))
+    text, cut = content.encode(value)
     attrs[key] = text
     if cut:
         attrs[sc.TOOLPATH_TRUNCATED] = (*attrs.get(sc.TOOLPATH_TRUNCATED, ()), key)
 
 
 def _set_json(span: Span, key: str, value: Any) -> None:
-    text, cut = content.clip(content.to_json(value))
+    text, cut = content.encode(value)
     span.set_attribute(key, text)
     if cut:
         previous = getattr(span, "attributes", None) or {}
