@@ -178,7 +178,7 @@ def test_secret_keys_are_matched_by_pattern_but_token_counts_are_not():
 
 @pytest.mark.parametrize(
     "unit",
-    ["a", "a.", "a-", "a@", "x@y.", "-1 ", "Bearer ", "sk-", "://a:", "password=", "eyJ"],
+    ["a", "a.", "a-", "a@", "x@y.", "-1 ", "Bearer ", "sk-", "://a:", "password=", "eyJ", "'token': '", "a='"],
 )
 def test_redaction_time_grows_linearly_with_the_value(unit):
     """Adversarial repetitions of each pattern's prefix: 8x the input costs about 8x the time (5x-11x measured), never 64x (a
@@ -198,3 +198,19 @@ def test_redaction_time_grows_linearly_with_the_value(unit):
 
     small, large = cost(32_000), cost(256_000)
     assert large / small < 32, f"{unit!r}: 8x the input took {large / small:.1f}x the time"
+
+
+def test_an_error_quoting_a_dict_repr_is_redacted_by_key(tmp_path, app_spans):
+    toolpath.init(store=f"sqlite:///{tmp_path / 'e.db'}")
+
+    @toolpath.tool
+    def connect(config: dict) -> None:
+        raise KeyError(f"bad config {config!r}")
+
+    with contextlib.suppress(KeyError):
+        connect({"user": "ada", "password": "hunter2-x", "db": {"api_key": "k-123456"}})
+    toolpath.flush()
+    span = next(s for s in app_spans.get_finished_spans() if s.name == "execute_tool connect")
+    exported = json.dumps([span.status.description, [dict(e.attributes or {}) for e in span.events]])
+    assert "hunter2-x" not in exported and "k-123456" not in exported
+    assert "'user': 'ada'" in exported

@@ -81,6 +81,11 @@ _SHORTEST = 6
 _SCALARS = (int, float, bool, type(None))
 _DIGIT_RUN = re.compile(r"\d[\d -]{13}")
 _PASSWORD_WORD = re.compile(r"(?i)pass|pwd")
+# 'key': 'value' / "key": "value" / key='value' in text that is not JSON (a repr in an error message); bounded
+_QUOTED_PAIR = re.compile(
+    r"(?P<head>(?P<kq>['\"]?)(?P<key>[A-Za-z0-9_.-]{1,64})(?P=kq)\s{0,4}[:=]\s{0,4})"
+    r"(?P<vq>['\"])(?P<value>[^'\"\n]{0,1024})(?P=vq)"
+)
 _PREFILTERS: dict[str, Callable[[str], bool]] = {
     # cheap tests that rule a default pattern out before its regular expression runs
     "api_key": lambda t: (
@@ -151,7 +156,16 @@ class Redactor:
                 return text if cleaned == parsed else json.dumps(cleaned, ensure_ascii=False, separators=(",", ":"))
         for name, _, regex in matching:
             text = regex.sub(self._card if name == "card" else self._replace, text)
+        if self._names_a_key(text):  # a dict's repr or JSON-like text that is not JSON: quoted key-value pairs
+            text = _QUOTED_PAIR.sub(self._pair, text)
         return text
+
+    def _pair(self, match: re.Match[str]) -> str:
+        key = match.group("key")
+        if not (key.lower() in self.keys or is_secret_key(key)) or match.group("value") == self.replacement:
+            return match.group()
+        self.hits += 1
+        return f"{match.group('head')}{match.group('vq')}{self.replacement}{match.group('vq')}"
 
     def _names_a_key(self, text: str) -> bool:
         """Whether ``text`` may hold a secret key; it only matters inside JSON (or a dict's repr)."""
