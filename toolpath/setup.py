@@ -13,8 +13,9 @@ import atexit
 import logging
 import os
 import threading
+import time
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -112,6 +113,12 @@ class Tracing:
     slot: _Slot
     online: Any = None
     """The online evaluator started by ``toolpath.init(online=...)``; stopped first by ``shutdown``."""
+    losses_seen: int = 0
+    """Spans and invocations lost (dropped, not stored, not exported) as of the last ``flush``."""
+
+    def losses(self) -> int:
+        s = self.collector.stats
+        return s.spans_dropped + s.invocations_lost + (self.exporter.dropped if self.exporter is not None else 0)
 
 
 _slots: weakref.WeakKeyDictionary[TracerProvider, _Slot] = weakref.WeakKeyDictionary()
@@ -204,14 +211,38 @@ def current() -> Tracing | None:
 
 
 def flush(timeout: float = 10.0) -> bool:
-    """Write everything traced so far to the store and push it to the OTLP exporter."""
+    """Write everything traced so far to the store and push it to the OTLP exporter, waiting at most ``timeout``
+    seconds in all. True only when all of it was delivered: nothing still pending, and no span or invocation
+    dropped, lost or refused by the exporter since the previous ``flush``."""
     tracing = _current
     if tracing is None:
         return True
+    deadline = time.monotonic() + timeout
     ok = tracing.collector.flush(timeout)
     if tracing.export_processor is not None:
-        ok = tracing.export_processor.force_flush(int(timeout * 1000)) and ok
+        # the SDK's force_flush exports in the caller's thread and ignores its timeout: bound it here
+        processor = tracing.export_processor
+        ok = _within(max(0.0, deadline - time.monotonic()), processor.force_flush) and ok
+    losses = tracing.losses()
+    ok = ok and losses == tracing.losses_seen
+    tracing.losses_seen = losses
     return ok
+
+
+def _within(seconds: float, work: Callable[[], bool]) -> bool:
+    """``work()`` in a daemon thread; False when it did not finish (or failed) within ``seconds``."""
+    result: list[bool] = []
+
+    def run() -> None:
+        try:
+            result.append(bool(work()))
+        except Exception:
+            logger.warning("toolpath: flushing the exporter failed", exc_info=True)
+
+    thread = threading.Thread(target=run, name="toolpath-flush", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    return bool(result and result[0])
 
 
 def shutdown(timeout: float = 10.0) -> None:
@@ -227,7 +258,8 @@ def shutdown(timeout: float = 10.0) -> None:
         if tracing.online is not None:  # after the collector's last writes, so their jobs are enqueued
             tracing.online.stop(timeout)
         if tracing.export_processor is not None:
-            tracing.export_processor.shutdown()
+            processor = tracing.export_processor
+            _within(timeout, lambda: processor.shutdown() or True)
         if tracing.store is not None:
             tracing.store.close()
         content.set_policy(content.ContentPolicy())
