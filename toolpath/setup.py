@@ -27,7 +27,8 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 
 from toolpath.collector.processor import InProcessCollector
 from toolpath.errors import ConfigError
-from toolpath.store.store import Store
+from toolpath.store import migrate
+from toolpath.store.store import Store, resolve_store_url
 from toolpath.tracer import content
 
 logger = logging.getLogger("toolpath.tracer")
@@ -175,9 +176,12 @@ def init(
             )
         )
         provider = tracer_provider or _global_sdk_provider(service_name)
-        the_store = _open_store(store)
+        the_store, open_later = _open_store(store)
         collector = InProcessCollector(
-            the_store, redactor=content.policy().redactor, **({"max_queue": max_queue} if max_queue else {})
+            the_store,
+            redactor=content.policy().redactor,
+            open_store=open_later,
+            **({"max_queue": max_queue} if max_queue else {}),
         )
         exporter, export_processor = _otlp_export(otlp_endpoint)
         slot = _slots.get(provider)
@@ -198,6 +202,9 @@ def init(
 
 def _start_online(tracing: Tracing, online: Any) -> None:
     if online is None or tracing.online is not None:
+        return
+    if tracing.store is None and tracing.collector.store_pending:
+        logger.warning("toolpath: online evaluation is off: the store is unavailable (start it with the store up)")
         return
     if tracing.store is None:
         raise ConfigError("online evaluation needs a store (init(store=False) keeps none)")
@@ -260,8 +267,9 @@ def shutdown(timeout: float = 10.0) -> None:
         if tracing.export_processor is not None:
             processor = tracing.export_processor
             _within(timeout, lambda: processor.shutdown() or True)
-        if tracing.store is not None:
-            tracing.store.close()
+        opened = tracing.store or tracing.collector.store  # a store opened late belongs to the collector
+        if opened is not None:
+            opened.close()
         content.set_policy(content.ContentPolicy())
 
 
@@ -300,14 +308,38 @@ def _global_sdk_provider(service_name: str | None) -> TracerProvider:
     return provider
 
 
-def _open_store(store: str | Store | bool | None) -> Store | None:
+STORE_OPEN_SECONDS = 2.0
+"""How long ``init`` waits for the store; past that tracing starts without it and opens it later."""
+
+
+def _open_store(store: str | Store | bool | None) -> tuple[Store | None, Callable[[], Store] | None]:
+    """The store, opened now if that takes at most :data:`STORE_OPEN_SECONDS`; else ``None`` and the function
+    that opens it later. A store that is down or locked never blocks or fails the agent: one warning, then the
+    collector retries and counts what it could not write. A malformed URL is still an error now."""
     if store is False:
-        return None
+        return None, None
     if isinstance(store, Store):
-        return store
-    if store is True:
-        store = None
-    return Store(store)
+        return store, None
+    url = resolve_store_url(None if store is True else store)
+    unopened = Store(url, create=False)  # a bad URL, a missing driver or folder: an error now (no I/O yet)
+    opened: list[Store] = []
+    failure: list[BaseException] = []
+
+    def open_now() -> None:
+        try:
+            migrate.upgrade(unopened.engine)
+            opened.append(unopened)
+        except Exception as exc:
+            failure.append(exc)
+
+    thread = threading.Thread(target=open_now, name="toolpath-store-open", daemon=True)
+    thread.start()
+    thread.join(STORE_OPEN_SECONDS)
+    if opened:
+        return opened[0], None
+    why = f"{failure[0]}" if failure else f"no answer within {STORE_OPEN_SECONDS:g} s"
+    logger.warning("toolpath: the store is unavailable (%s); tracing goes on, writes are retried and counted", why)
+    return None, lambda: Store(url)
 
 
 def _otlp_export(endpoint: str | None) -> tuple[CountingExporter | None, BatchSpanProcessor | None]:
