@@ -68,3 +68,22 @@ def test_adk_without_content_keeps_what_is_recoverable():
         ]
         assert all(c.call_id and c.call_id.startswith("adk-") for c in got.tool_calls)
         assert got.session_id == "home-session-0001" and got.prompt is None and got.response is None
+
+
+def test_an_end_before_the_start_is_an_unknown_latency_not_a_negative_one():
+    from toolpath.store.spanrecord import SpanRecord
+    from toolpath.tracer import semconv as sc
+
+    root = SpanRecord(
+        trace_id="ab" * 16,
+        span_id="cd" * 8,
+        parent_span_id=None,
+        name="invoke_agent bot",
+        kind=1,
+        start_time=2_000_000_000,
+        end_time=1_000_000_000,  # a clock that went backwards
+        attributes={sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT, sc.GEN_AI_AGENT_NAME: "bot"},
+    )
+    (invocation,) = build_invocations([root])
+    assert invocation.latency_seconds is None
+    assert invocation.failure == 0

@@ -78,8 +78,8 @@ def build_invocation(root: SpanRecord, descendants: Iterable[SpanRecord]) -> Inv
         calls = returned_trajectory(attrs)
     failed = root.status_code == STATUS_ERROR
     latency = None
-    if not failed and root.end_time is not None:
-        latency = (root.end_time - root.start_time) / 1e9
+    if not failed and root.end_time is not None and root.end_time >= root.start_time:
+        latency = (root.end_time - root.start_time) / 1e9  # an end before the start (a bad clock) is unknown
     invocation_attrs: dict[str, Any] = {}
     if service := root.resource.get(sc.SERVICE_NAME):
         invocation_attrs[sc.SERVICE_NAME] = service
