@@ -214,3 +214,60 @@ def test_an_error_quoting_a_dict_repr_is_redacted_by_key(tmp_path, app_spans):
     exported = json.dumps([span.status.description, [dict(e.attributes or {}) for e in span.events]])
     assert "hunter2-x" not in exported and "k-123456" not in exported
     assert "'user': 'ada'" in exported
+
+
+def test_every_string_of_every_span_is_redacted_in_the_store_and_the_otlp_export(tmp_path, monkeypatch):
+    """Another instrumentation's span in the same process (name, attribute keys and values, events) and what the
+    application adds to toolpath's own spans: none of it reaches the store or the OTLP backend in clear."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from opentelemetry import trace
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    received: list[str] = []
+
+    class Sink(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            request = ExportTraceServiceRequest()
+            request.ParseFromString(self.rfile.read(int(self.headers["Content-Length"])))
+            received.append(str(request))
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Sink)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    other = trace.get_tracer("some.http.client")
+
+    @toolpath.tool
+    def lookup(city: str) -> str:
+        trace.get_current_span().set_attribute("app.note", f"asked by {EMAIL}")  # the application's own attribute
+        with other.start_as_current_span(f"GET /users/{EMAIL}") as span:
+            span.set_attribute(f"http.header.{EMAIL}", "x")
+            span.set_attribute("http.request.header.authorization", "Bearer abcdefghijklmnop")
+            span.add_event(f"retry for {EMAIL}", {"password": "hunter2"})
+        return "sunny"
+
+    @toolpath.agent(name="weather")
+    def weather(prompt: str) -> str:
+        return lookup("Paris")
+
+    try:
+        setup = toolpath.init(
+            store=f"sqlite:///{tmp_path / 'r.db'}", otlp_endpoint=f"http://127.0.0.1:{server.server_port}"
+        )
+        weather("Paris?")
+        assert toolpath.flush(timeout=10)
+        stored = everything_stored(setup.store)
+        exported = "\n".join(received)
+        assert "GET /users/" in stored and "GET /users/" in exported  # the spans are there…
+        for where in (stored, exported):
+            for secret in (EMAIL, "hunter2", "abcdefghijklmnop"):  # …their secrets are not
+                assert secret not in where, secret
+    finally:
+        server.shutdown()
+        server.server_close()

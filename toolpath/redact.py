@@ -126,6 +126,7 @@ class Redactor:
     """Values replaced so far (counted, so a dashboard can show that redaction is working)."""
 
     def __post_init__(self) -> None:
+        self._keys_seen: dict[str, str] = {}
         self.keys = frozenset(k.lower() for k in self.keys)
         names = "|".join(re.escape(k) for k in sorted(self.keys | frozenset(SECRET_KEY_PARTS)))
         self._key_names = re.compile(names) if names else None
@@ -220,23 +221,46 @@ class Redactor:
         return value if converted is value else self.value(converted, convert)
 
     def span(self, record: Any) -> Any:
-        """A :class:`~toolpath.store.spanrecord.SpanRecord` with its attributes, event attributes and status
-        message redacted (in place; returned for chaining)."""
+        """A :class:`~toolpath.store.spanrecord.SpanRecord` with everything that can carry text redacted (in place;
+        returned for chaining): its name, attributes (keys and values), events (names and attributes), status
+        message, scope name and resource attributes."""
+        record.name = self.text(record.name)
         record.attributes = self.attributes(record.attributes)
         if record.events:
-            record.events = [{**e, "attributes": self.attributes(e.get("attributes") or {})} for e in record.events]
+            record.events = [
+                {
+                    **e,
+                    "name": self.text(str(e.get("name", ""))),
+                    "attributes": self.attributes(e.get("attributes") or {}),
+                }
+                for e in record.events
+            ]
         if record.status_message:
             record.status_message = self.text(record.status_message)
+        if record.scope:
+            record.scope = self.text(record.scope)
+        if record.resource:
+            record.resource = self.attributes(record.resource)
         return record
 
     def attributes(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
-        """Span or event attributes: a secret attribute name is replaced whole, values are scrubbed."""
+        """Span, event or resource attributes: a secret attribute name is replaced whole, values are scrubbed, and
+        so are the names themselves (an instrumentation may put an address or a token in a key)."""
         out = {}
         for key, value in attributes.items():
             leaf = key.rsplit(".", 1)[-1].lower()
+            name = self._key_text(key)
             if (leaf in self.keys or key.lower() in self.keys or is_secret_key(leaf)) and value not in (None, ""):
                 self.hits += 1
-                out[key] = self.replacement
+                out[name] = self.replacement
             else:
-                out[key] = self.value(value)
+                out[name] = self.value(value)
         return out
+
+    def _key_text(self, key: str) -> str:
+        cached = self._keys_seen.get(key)
+        if cached is None:
+            cached = self.text(key)
+            if len(self._keys_seen) < 4096:  # attribute names repeat: redact each once
+                self._keys_seen[key] = cached
+        return cached

@@ -22,11 +22,13 @@ from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import Event, ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.trace import Status
 
 from toolpath.collector.processor import InProcessCollector
 from toolpath.errors import ConfigError
+from toolpath.redact import Redactor
 from toolpath.store import migrate
 from toolpath.store.store import Store, resolve_store_url
 from toolpath.tracer import content
@@ -361,8 +363,56 @@ def _otlp_export(endpoint: str | None) -> tuple[CountingExporter | None, BatchSp
         inner = HttpExporter(endpoint=_http_traces_url(endpoint)) if endpoint else HttpExporter()
     else:
         raise ConfigError(f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol!r} is not one of grpc, http/protobuf")
-    exporter = CountingExporter(inner)
+    redactor = content.policy().redactor
+    exporter = CountingExporter(RedactingExporter(inner, redactor) if redactor is not None else inner)
     return exporter, BatchSpanProcessor(exporter)
+
+
+class RedactingExporter(SpanExporter):
+    """Redacts every span before the OTLP exporter sees it — other instrumentations' spans in this process and
+    whatever the application added to toolpath's own — with the same rules as the store (on the export thread,
+    never the agent's)."""
+
+    def __init__(self, inner: SpanExporter, redactor: Redactor) -> None:
+        self.inner = inner
+        self.redactor = redactor
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        return self.inner.export([self._clean(span) for span in spans])
+
+    def _clean(self, span: ReadableSpan) -> ReadableSpan:
+        r = self.redactor
+        events = [
+            Event(r.text(e.name), _otel_attributes(r.attributes(e.attributes or {})), e.timestamp) for e in span.events
+        ]
+        status = span.status
+        if status.description:
+            status = Status(status.status_code, r.text(status.description))
+        return ReadableSpan(
+            name=r.text(span.name),
+            context=span.context,
+            parent=span.parent,
+            resource=Resource(_otel_attributes(r.attributes(span.resource.attributes)), span.resource.schema_url),
+            attributes=_otel_attributes(r.attributes(span.attributes or {})),
+            events=events,
+            links=span.links,
+            kind=span.kind,
+            status=status,
+            start_time=span.start_time,
+            end_time=span.end_time,
+            instrumentation_scope=span.instrumentation_scope,
+        )
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return self.inner.force_flush(timeout_millis)
+
+
+def _otel_attributes(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Redacted values back into OTel attribute types (sequences as tuples)."""
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
 
 
 def _http_traces_url(endpoint: str) -> str:

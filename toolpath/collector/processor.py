@@ -27,7 +27,6 @@ from toolpath.model import Invocation
 from toolpath.redact import Redactor
 from toolpath.store.spanrecord import STATUS_ERROR, STATUS_OK, STATUS_UNSET, SpanRecord
 from toolpath.store.store import Store
-from toolpath.tracer import semconv as sc
 
 logger = logging.getLogger("toolpath.collector")
 
@@ -210,8 +209,9 @@ class InProcessCollector:
                     continue
                 span, is_root = item
                 record = record_from_readable(span)
-                if self.redactor is not None and record.scope != sc.TOOLPATH_SCOPE:
-                    # other instrumentations' spans in this process get the tracer's rules (ours had them already)
+                if self.redactor is not None:
+                    # every span: other instrumentations' spans, and what the application added to ours (names,
+                    # attributes, events, resource); values the tracer already cleaned pass the cheap tests fast
                     self.redactor.span(record)
                 self.stats.spans_received += 1
                 trace = self._traces.pop(record.trace_id, None) or _Trace()

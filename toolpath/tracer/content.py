@@ -124,10 +124,9 @@ def _bounded(value: Any, limit: int, budget: list[int], dropped: list[int]) -> A
 
 
 def _convertible(value: Any) -> Any:
-    """Models and dataclasses as plain values, so redaction can look inside them; anything else unchanged."""
-    if (dataclasses.is_dataclass(value) and not isinstance(value, type)) or hasattr(value, "model_dump"):
-        return _fallback(value)
-    return value
+    """Any value that is not JSON as a plain value redaction can look into: models and dataclasses as dicts, sets
+    as sorted lists, anything else as its text (so a secret in an object's ``str`` is still found)."""
+    return _fallback(value)
 
 
 def _fallback(value: Any) -> Any:
