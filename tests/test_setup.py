@@ -29,7 +29,7 @@ def test_an_unreachable_store_costs_counters_not_exceptions(caplog):
     url = f"postgresql+psycopg://nobody@127.0.0.1:{closed_port()}/toolpath"
     started = time.monotonic()
     tracing = toolpath.init(store=url)
-    assert time.monotonic() - started < 3.0
+    assert time.monotonic() - started < 10  # 2 s at most, with room for a loaded machine
     assert tracing.store is None and tracing.collector.store_pending
     assert "store is unavailable" in caplog.text
     assert bot("hello") == "ok"  # the agent runs and is not raised into
@@ -44,7 +44,7 @@ def test_a_locked_store_is_opened_later_and_then_written(tmp_path, monkeypatch):
     lock.execute("BEGIN EXCLUSIVE")  # another process holds the database
     started = time.monotonic()
     tracing = toolpath.init(store=f"sqlite:///{path}")
-    assert time.monotonic() - started < 3.5  # not the 30 s SQLite busy timeout
+    assert time.monotonic() - started < 10  # init waits 2 s at most; not the 30 s SQLite busy timeout
     assert tracing.collector.store_pending
     lock.execute("ROLLBACK")
     lock.close()
