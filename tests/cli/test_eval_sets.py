@@ -60,6 +60,7 @@ def test_eval_set_passing_exits_0_and_writes_eval_cases(evalset_dir):
         "threshold": 1.0,
         "status": "PASSED",
         "per_invocation": [1.0, 1.0],
+        "per_invocation_status": ["PASSED", "PASSED"],
         "explanation": None,
     }
     assert len(case["sessions"]) == 2

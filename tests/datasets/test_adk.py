@@ -46,8 +46,8 @@ def test_camel_case_multi_turn_and_invocation_events(tmp_path):
         tmp_path,
         "home.evalset.json",
         {
-            "evalSetId": "home",
-            "evalCases": [
+            "eval_set_id": "home",  # the top level is snake_case only (ADK's EvalSet has no aliases)
+            "eval_cases": [
                 {
                     "evalId": "two-turns",
                     "sessionInput": {"appName": "home", "userId": "u1", "state": {"unit": "C"}},
@@ -113,14 +113,15 @@ def test_camel_case_multi_turn_and_invocation_events(tmp_path):
     ("data", "message"),
     [
         ('{"eval_set_id": "x", "eval_cases": [', r"bad.evalset.json:1:\d+: not valid JSON"),
-        ({"eval_set_id": "x", "eval_cases": {}}, r"\$\.eval_cases: expected an array, got dict"),
+        ({"eval_set_id": "x", "eval_cases": {}}, r"\$\.eval_cases: expected an array, got an object"),
         (
             {"eval_set_id": "x", "eval_cases": [{"eval_id": "a", "conversaton": []}]},
-            r"\$\.eval_cases\[0\]\.conversaton: unknown field",
+            r"\$\.eval_cases\[0\]: Exactly one of conversation and conversation_scenario .*\(the case also has: "
+            r"conversaton\)",
         ),
         (
-            {"eval_set_id": "x", "eval_cases": [{"eval_id": "a", "conversation": [{"user_content": {"parts": []}}]}]},
-            r"\$\.eval_cases\[0\]\.conversation\[0\]\.user_content: no user text",
+            {"eval_set_id": "x", "eval_cases": [{"eval_id": "a", "conversation": [{"userContnet": {"parts": []}}]}]},
+            r"\$\.eval_cases\[0\]\.conversation\[0\]\.userContnet: unknown field \(expected one of: .*user_content",
         ),
         (
             {
@@ -129,12 +130,12 @@ def test_camel_case_multi_turn_and_invocation_events(tmp_path):
                     {
                         "eval_id": "a",
                         "conversation": [
-                            {"user_content": content("hi"), "intermediate_data": {"tool_uses": [{"args": {}}]}}
+                            {"user_content": content("hi"), "intermediate_data": {"tool_uses": [{"name": 3}]}}
                         ],
                     }
                 ],
             },
-            r"conversation\[0\]\.intermediate_data\.tool_uses\[0\]\.name: expected a string, got null",
+            r"conversation\[0\]\.intermediate_data\.tool_uses\[0\]\.name: expected a string, got a number",
         ),
         (
             {
@@ -151,7 +152,7 @@ def test_camel_case_multi_turn_and_invocation_events(tmp_path):
                     }
                 ],
             },
-            r"tool_uses\[0\]\.args: expected an object, got list",
+            r"tool_uses\[0\]\.args: expected an object, got an array",
         ),
     ],
 )
@@ -167,7 +168,7 @@ def test_legacy_errors(tmp_path):
     with pytest.raises(DatasetError, match=r"old.test.json: .*expected_tool_use\[0\]: has neither"):
         load_eval_set(path)
     path = write(tmp_path, "old2.test.json", [{"qeury": "hi"}])
-    with pytest.raises(DatasetError, match=r"\$\[0\]\.qeury: unknown field"):
+    with pytest.raises(DatasetError, match=r"\$\[0\]\.query: missing"):
         load_eval_set(path)
 
 
@@ -186,25 +187,26 @@ def test_criteria_numbers_and_objects(tmp_path):
         "tool_trajectory_avg_score": {"threshold": 0.5, "match_type": "IN_ORDER"},
         "response_match_score": 0.7,
     }
-    write(tmp_path, "x.test.json", [{"query": "hi", "reference": "hello"}])
+    write(tmp_path, "x.test.json", [{"query": "hi", "expected_tool_use": [], "reference": "hello"}])
     assert load_eval_set(tmp_path / "x.test.json").criteria["response_match_score"] == 0.7
     assert load_eval_set(ADK_FIXTURES / "weather.test.json", config=config).criteria == load_criteria(config)
 
 
 def test_defaults_without_config(tmp_path):
-    path = write(tmp_path, "x.test.json", [{"query": "hi"}])
+    path = write(tmp_path, "x.test.json", [{"query": "hi", "expected_tool_use": [], "reference": "hello"}])
     assert load_eval_set(path).criteria == DEFAULT_CRITERIA
 
 
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        ({"criteria": {"response_match_score": "high"}}, r"\$\.criteria\.response_match_score: expected a threshold"),
+        ({"criteria": {"response_match_score": "high"}}, r"\$\.criteria\.response_match_score: expected a number"),
         (
             {"criteria": {"response_match_score": {"match_type": "EXACT"}}},
-            r"response_match_score\.threshold: expected a number",
+            r"response_match_score\.threshold: missing",
         ),
-        ({"criterion": {}}, r"\$: no 'criteria' object"),
+        ({"criterion": {}}, r"\$\.criterion: unknown field \(expected one of: criteria, custom_metrics"),
+        ({"criteria": {}}, r"\$: no criteria"),
     ],
 )
 def test_bad_criteria(tmp_path, data, message):

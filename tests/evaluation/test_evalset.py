@@ -111,8 +111,9 @@ class TestEvaluateEvalSets:
             evaluate_eval_sets([eval_set], good_agent, criteria={"hallucinations_v1": {"threshold": 0.8}})
 
     def test_all_not_evaluated(self, tracing, tmp_path):
-        path = tmp_path / "x.test.json"
-        path.write_text(json.dumps([{"query": "hi"}]))
+        path = tmp_path / "x.evalset.json"
+        turn = {"user_content": {"parts": [{"text": "hi"}]}}  # no final_response
+        path.write_text(json.dumps({"eval_set_id": "x", "eval_cases": [{"eval_id": "a", "conversation": [turn]}]}))
         [case] = evaluate_eval_sets([load_eval_set(path)], good_agent, criteria={"response_match_score": 0.5}).cases
         assert case.status == "NOT_EVALUATED"
         assert case.metrics["response_match_score"].explanation == "the case gives no expected final responses"
