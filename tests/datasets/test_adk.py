@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import ADK_FIXTURES
-from toolpath.datasets.adk import DEFAULT_CRITERIA, load_criteria, load_eval_set, load_eval_sets
+from toolpath.datasets.adk import DEFAULT_CRITERIA, load_criteria, load_eval_set, load_eval_sets, split_selector
 from toolpath.errors import DatasetError
 
 
@@ -212,3 +212,99 @@ def test_defaults_without_config(tmp_path):
 def test_bad_criteria(tmp_path, data, message):
     with pytest.raises(DatasetError, match=message):
         load_criteria(write(tmp_path, "test_config.json", data))
+
+
+# --- case selection: ADK's file.evalset.json:case_a,case_b ---------------------------------------------------
+
+
+@pytest.fixture
+def three_cases(tmp_path) -> Path:
+    turn = {"user_content": content("hi")}
+    cases = [{"eval_id": name, "conversation": [turn]} for name in ("a", "b", "c")]
+    return write(tmp_path, "three.evalset.json", {"eval_set_id": "three", "eval_cases": cases})
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("x.evalset.json", ("x.evalset.json", None)),
+        ("x.evalset.json:a,b", ("x.evalset.json", ["a", "b"])),
+        ("x.evalset.json:", ("x.evalset.json", None)),
+        ("x.evalset.json:a,,b, ", ("x.evalset.json", ["a", "b"])),
+        ("x.evalset.json:a:ignored", ("x.evalset.json", ["a"])),
+        ("C:\\evals\\x.evalset.json:a", ("C:\\evals\\x.evalset.json", ["a"])),
+    ],
+)
+def test_selector_is_read_as_adk_eval_reads_it(spec, expected):
+    assert split_selector(spec) == expected
+    pytest.importorskip("google.adk.cli.cli_eval")
+    from google.adk.cli.cli_eval import parse_and_get_evals_to_run
+
+    [(file, ids)] = parse_and_get_evals_to_run([spec]).items()
+    assert (file, ids or None) == expected
+
+
+def test_selector_keeps_the_named_cases_in_file_order(three_cases):
+    [eval_set] = load_eval_sets(f"{three_cases}:c,a")
+    assert [case.eval_id for case in eval_set.cases] == ["a", "c"]
+    assert [case.eval_id for case in load_eval_sets(f"{three_cases}:")[0].cases] == ["a", "b", "c"]
+
+
+def test_selector_naming_unknown_cases_is_an_error(three_cases):
+    with pytest.raises(DatasetError) as info:
+        load_eval_sets(f"{three_cases}:a,zz,yy")
+    assert str(info.value) == f"{three_cases}: no eval case 'zz', 'yy' (the file has: 'a', 'b', 'c')"
+
+
+def test_selector_on_a_folder_is_an_error(three_cases):
+    with pytest.raises(DatasetError, match="picks cases of one eval-set file, not a folder"):
+        load_eval_sets(f"{three_cases.parent}:a")
+
+
+# --- folders: every *.test.json as ADK's AgentEvaluator finds them, each with its own folder's config -------
+
+
+def test_folders_are_scanned_as_adks_agent_evaluator_scans_them(tmp_path):
+    legacy = [{"query": "hi", "expected_tool_use": [], "reference": "hello"}]
+    write(tmp_path, "top.test.json", legacy)
+    (tmp_path / "nested" / "deeper").mkdir(parents=True)
+    write(tmp_path / "nested", "mid.test.json", legacy)
+    write(tmp_path / "nested", "test_config.json", {"criteria": {"response_match_score": 0.5}})
+    turn = {"user_content": content("hi"), "final_response": content("hello", "model")}
+    new_schema = {"eval_set_id": "deep", "eval_cases": [{"eval_id": "d", "conversation": [turn]}]}
+    write(tmp_path / "nested" / "deeper", "deep.test.json", new_schema)
+    write(tmp_path / "nested" / "deeper", "notes.json", {"not": "an eval set"})
+    sets = {s.path: s for s in load_eval_sets(tmp_path)}
+    pytest.importorskip("google.adk.evaluation.agent_evaluator")
+    import os
+
+    from google.adk.evaluation.agent_evaluator import AgentEvaluator
+
+    found = [Path(root) / f for root, _, files in os.walk(tmp_path) for f in files if f.endswith(".test.json")]
+    assert set(sets) == set(found)
+    for path in found:  # each judged by the config ADK would find for it
+        assert sets[path].criteria == {
+            name: c.threshold if hasattr(c, "threshold") else c
+            for name, c in AgentEvaluator.find_config_for_test_file(str(path)).criteria.items()
+        }
+    assert sets[tmp_path / "nested" / "deeper" / "deep.test.json"].cases[0].eval_id == "d"
+
+
+def test_legacy_files_take_only_the_criteria_adks_agent_evaluator_allows(tmp_path):
+    write(tmp_path, "x.test.json", [{"query": "hi", "expected_tool_use": [], "reference": "hello"}])
+    write(tmp_path, "test_config.json", {"criteria": {"final_response_match_v2": 0.5}})
+    with pytest.raises(DatasetError, match=r"x.test.json: a legacy \*.test.json list of turns is judged only by"):
+        load_eval_set(tmp_path / "x.test.json")
+
+
+def test_legacy_intermediate_responses_keep_their_author(tmp_path):
+    turn = {
+        "query": "hi",
+        "expected_tool_use": [{"tool_name": "f", "tool_input": None}],
+        "expected_intermediate_agent_responses": [{"author": "planner", "text": "thinking"}],
+        "reference": "hello",
+    }
+    [case] = load_eval_set(write(tmp_path, "x.test.json", [turn])).cases
+    [invocation] = case.invocations
+    assert invocation.intermediate_responses == [("planner", "thinking")]
+    assert [(c.name, c.args) for c in invocation.reference_trajectory] == [("f", {})]

@@ -71,7 +71,10 @@ def explain(error: ValidationError, data: Any, model: type[BaseModel]) -> tuple[
     """``(JSON path, message)`` of the failure to report."""
     details = error.errors()
     chosen = next((e for e in details if _walk(model, e["loc"], data)[1]), details[0])
-    path, _, parent = _walk(model, chosen["loc"], data, stop_before_last=chosen["type"] == "extra_forbidden")
+    path, _, parent = _walk(model, chosen["loc"], data)
+    if chosen["type"] == "missing" and isinstance(parent, type) and issubclass(parent, BaseModel):
+        # a missing key is reported by its camelCase alias; the field's own name reads better
+        path[-1] = next((name for name, f in parent.model_fields.items() if f.alias == path[-1]), path[-1])
     where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
     return where, _message(chosen, parent)
 
@@ -89,18 +92,15 @@ def _message(error: ErrorDetails, parent: Any) -> str:
     return message.removeprefix("Value error, ")
 
 
-def _walk(
-    model: type[BaseModel], loc: tuple[int | str, ...], data: Any, *, stop_before_last: bool = False
-) -> tuple[list[int | str], bool, Any]:
+def _walk(model: type[BaseModel], loc: tuple[int | str, ...], data: Any) -> tuple[list[int | str], bool, Any]:
     """Follow ``loc`` through the model's types and the input: the path without union tags, whether every union
-    on the way took the branch the input was meant for, and the type reached (the parent of the last key when
-    ``stop_before_last``)."""
+    on the way took the branch the input was meant for, and the type the last key was looked up in."""
     tp: Any = model
     node: Any = data
     path: list[int | str] = []
     preferred = True
-    steps = loc[:-1] if stop_before_last else loc
-    for part in steps:
+    parent: Any = None
+    for part in loc:
         tp = _unwrap_optional(tp)
         members = _union_members(tp)
         if members is not None:
@@ -110,15 +110,10 @@ def _walk(
                 tp = chosen
                 continue
             tp = _meant(members, node)
+        parent = tp
         tp, node = _step(tp, part, node)
         path.append(part)
-    if stop_before_last:
-        path.append(loc[-1])
-        tp = _unwrap_optional(tp)
-        members = _union_members(tp)
-        if members is not None:
-            tp = _meant(members, node)
-    return path, preferred, tp
+    return path, preferred, parent
 
 
 def _step(tp: Any, part: int | str, node: Any) -> tuple[Any, Any]:

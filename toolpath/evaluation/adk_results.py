@@ -71,7 +71,7 @@ def score_recorded(
         result = judge_case(
             case, plan, [outcomes], judges, sessions=[rc.session_id], efficiency=[[a.efficiency for a in rc.actual]]
         )
-        if not rc.actual and case.invocations:  # ADK records a failed inference as a case without invocations
+        if not rc.actual and (case.invocations or rc.recorded_status == FAILED):  # ADK's failed inference
             result.status = FAILED
             for metric in result.metrics.values():
                 metric.explanation = "the recorded run has no invocations (the agent failed)"
