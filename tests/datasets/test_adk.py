@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -308,3 +310,40 @@ def test_legacy_intermediate_responses_keep_their_author(tmp_path):
     [invocation] = case.invocations
     assert invocation.intermediate_responses == [("planner", "thinking")]
     assert [(c.name, c.args) for c in invocation.reference_trajectory] == [("f", {})]
+
+
+def test_the_loaders_stand_without_google_adk(tmp_path):
+    """google-adk is optional: eval sets, configs and ADK's recorded results load with it made unimportable."""
+    history = tmp_path / "app" / ".adk" / "eval_history"
+    history.mkdir(parents=True)
+    turn = {"user_content": content("hi"), "final_response": content("hello", "model")}
+    (history / "app_s_1.evalset_result.json").write_text(
+        json.dumps(
+            {
+                "eval_set_result_id": "app_s_1",
+                "eval_set_id": "s",
+                "eval_case_results": [
+                    {
+                        "eval_id": "a",
+                        "final_eval_status": 1,
+                        "overall_eval_metric_results": [],
+                        "eval_metric_result_per_invocation": [{"actual_invocation": turn, "expected_invocation": turn}],
+                        "session_id": "s1",
+                    }
+                ],
+            }
+        )
+    )
+    code = f"""
+import sys
+sys.modules["google.adk"] = None  # any import of google.adk now fails
+from toolpath.datasets.adk import load_eval_sets
+from toolpath.datasets.adk_results import load_results
+from toolpath.evaluation.adk_results import score_recorded
+[s] = load_eval_sets({str(ADK_FIXTURES / "weather.evalset.json")!r})
+[case] = load_results({str(history)!r})
+print(len(s.cases), score_recorded([case]).cases[0].status, "google.adk" in sys.modules and sys.modules["google.adk"])
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).parents[2])
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["1", "PASSED", "None"]
