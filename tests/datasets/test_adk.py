@@ -292,11 +292,16 @@ def test_folders_are_scanned_as_adks_agent_evaluator_scans_them(tmp_path):
     assert sets[tmp_path / "nested" / "deeper" / "deep.test.json"].cases[0].eval_id == "d"
 
 
-def test_legacy_files_take_only_the_criteria_adks_agent_evaluator_allows(tmp_path):
-    write(tmp_path, "x.test.json", [{"query": "hi", "expected_tool_use": [], "reference": "hello"}])
+def test_legacy_files_take_any_criterion_where_adks_agent_evaluator_allows_four(tmp_path):
+    path = write(tmp_path, "x.test.json", [{"query": "hi", "expected_tool_use": [], "reference": "hello"}])
     write(tmp_path, "test_config.json", {"criteria": {"final_response_match_v2": 0.5}})
-    with pytest.raises(DatasetError, match=r"x.test.json: a legacy \*.test.json list of turns is judged only by"):
-        load_eval_set(tmp_path / "x.test.json")
+    assert load_eval_set(path).criteria == {"final_response_match_v2": 0.5}
+    pytest.importorskip("google.adk.evaluation.agent_evaluator")
+    from google.adk.evaluation.agent_evaluator import AgentEvaluator
+
+    config = AgentEvaluator.find_config_for_test_file(str(path))
+    with pytest.raises(ValueError, match="Invalid criteria key: final_response_match_v2"):
+        AgentEvaluator._load_eval_set_from_file(str(path), config, {})
 
 
 def test_legacy_intermediate_responses_keep_their_author(tmp_path):

@@ -8,8 +8,8 @@ conversation (``AgentEvaluator``), elsewhere a list of ``{"name", "data", "initi
 (``adk eval``). An invalid file is one error naming the file and the JSON path of the problem.
 
 Where toolpath knowingly differs (documented in docs/evaluation.md): a legacy turn's expected tool calls may
-also be written ``{"name", "args"}`` (SPEC §1), and criteria are checked more strictly
-(:mod:`toolpath.datasets.adk_config`).
+also be written ``{"name", "args"}`` (SPEC §1); a legacy list of turns may be judged by any criterion (ADK's
+``AgentEvaluator`` allows four); and criteria are checked more strictly (:mod:`toolpath.datasets.adk_config`).
 """
 
 from __future__ import annotations
@@ -44,8 +44,6 @@ __all__ = [
 
 EVALSET_SUFFIX = ".evalset.json"
 LEGACY_SUFFIX = ".test.json"
-LEGACY_CRITERIA = ("tool_trajectory_avg_score", "response_evaluation_score", "response_match_score", "safety_v1")
-"""The only criteria ADK's ``AgentEvaluator`` lets judge a file in the legacy list-of-turns format."""
 _WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
 
 
@@ -216,15 +214,9 @@ def _legacy_turns(path: Path, data: list[Any]) -> EvalSet:
 
 
 def _check_legacy_criteria(path: Path, data: list[Any], eval_set: EvalSet) -> None:
-    """ADK's ``AgentEvaluator._validate_input``: the criteria it allows for this format, and the keys the first
-    turn must have for them."""
+    """ADK's ``AgentEvaluator._validate_input``: the keys the first turn must have for ADK's criteria. (ADK also
+    allows only its four legacy criteria on such a file; toolpath judges it by any criterion.)"""
     source = eval_set.config_path or "the default criteria"
-    for name in eval_set.criteria:
-        if name not in LEGACY_CRITERIA:
-            raise DatasetError(
-                f"{path}: a legacy *{LEGACY_SUFFIX} list of turns is judged only by {', '.join(LEGACY_CRITERIA)} "
-                f"(as ADK's AgentEvaluator), but {source} names {name!r}; write the file as an EvalSet to use it"
-            )
     first = data[0]
     needs = {
         "tool_trajectory_avg_score": ("query", "expected_tool_use"),
