@@ -211,3 +211,13 @@ def test_a_custom_metric_takes_any_key_and_is_named_in_the_known_list(tmp_path, 
     )
     with pytest.raises(ConfigError, match=r"cannot import custom metric function 'criteria_metrics.nothing'"):
         resolve_criteria({"my_metric": 0.5}, {"my_metric": "criteria_metrics.nothing"})
+
+
+def test_criteria_given_in_python_read_as_a_config_file_reads_them():
+    [criterion] = resolve_criteria({"tool_trajectory_avg_score": {"threshold": "1", "matchType": "in-order"}}).values()
+    assert (criterion.threshold, criterion.metric.match_type) == (1.0, "IN_ORDER")
+    with pytest.raises(
+        DatasetError,
+        match=r"criteria: \$.criteria.tool_trajectory_avg_score.match_type: expected EXACT, IN_ORDER or ANY_ORDER .*; got 'sideways'",
+    ):
+        resolve_criteria({"tool_trajectory_avg_score": {"threshold": 1, "match_type": "sideways"}})

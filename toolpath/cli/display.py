@@ -200,8 +200,8 @@ def _print_failure(console: Console, case: Any) -> None:
                 console.print(f"      agent error: {turn['error']}", markup=False)
 
 
-def _calls(items: Sequence[Mapping[str, Any]]) -> str:
-    return ", ".join(f"{c['tool_name']}({_args(c.get('tool_input'))})" for c in items) or "—"
+def _calls(items: Sequence[Mapping[str, Any]] | None) -> str:
+    return ", ".join(f"{c['tool_name']}({_args(c.get('tool_input'))})" for c in items or ()) or "—"
 
 
 def runs_table(runs: Sequence[Mapping[str, Any]]) -> Table:

@@ -11,6 +11,7 @@ a criterion, is an error of :func:`toolpath.evaluation.criteria.resolve_criteria
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,7 +63,19 @@ def load_config(path: str | Path) -> EvalConfig:
     return EvalConfig(criteria, custom, path)
 
 
-def _criterion(path: Path, name: str, value: float | schema.BaseCriterion, custom: dict[str, str]) -> Any:
+def canonical_criteria(criteria: Mapping[str, Any], custom: Mapping[str, str], source: object) -> dict[str, Any]:
+    """Criteria given in Python (not read from a file) read as a ``test_config.json``'s are: ADK's spellings
+    and camelCase keys accepted, values as ADK's criterion models read them. Idempotent."""
+    data = {"criteria": dict(criteria)}
+    try:
+        parsed = schema.EvalConfig.model_validate(data)
+    except ValidationError as exc:
+        where, message = explain(exc, data, schema.EvalConfig)
+        raise DatasetError(f"{source}: {where}: {message}") from None
+    return {name: _criterion(source, name, value, dict(custom)) for name, value in parsed.criteria.items()}
+
+
+def _criterion(path: object, name: str, value: float | schema.BaseCriterion, custom: dict[str, str]) -> Any:
     where = f"$.criteria.{name}"
     if name in schema.EFFICIENCY_METRICS:
         raise DatasetError(
@@ -79,6 +92,11 @@ def _criterion(path: Path, name: str, value: float | schema.BaseCriterion, custo
         typed = model.model_validate(value.model_dump())
     except ValidationError as exc:
         inner, message = explain(exc, value.model_dump(), model)
+        if inner.endswith("match_type"):
+            given_type = value.model_dump().get("match_type", value.model_dump().get("matchType"))
+            message = (
+                f"expected EXACT, IN_ORDER or ANY_ORDER (any case, '-' or ' ' for '_') or 0, 1, 2; got {given_type!r}"
+            )
         raise DatasetError(f"{path}: {where}{inner.removeprefix('$')}: {message}") from None
     out: dict[str, Any] = {}
     for key, item in given.items():

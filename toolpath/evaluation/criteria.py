@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolpath.datasets import adk_schema
+from toolpath.datasets.adk_config import canonical_criteria
 from toolpath.errors import ConfigError, MetricError
 from toolpath.evaluation import catalog
 from toolpath.evaluators.metrics.registry import Metric
@@ -42,12 +43,13 @@ class Criterion:
 def resolve_criteria(
     criteria: Mapping[str, Any], custom_metrics: Mapping[str, str] | None = None, *, source: object = "criteria"
 ) -> dict[str, Criterion]:
-    """Every criterion of ``criteria`` (name -> threshold, or an object with ``threshold`` and options) as a
-    :class:`Criterion`; ``custom_metrics`` maps names to ADK custom metric functions (``module.function``).
-    ``source`` names the config in errors."""
+    """Every criterion of ``criteria`` (name -> threshold, or an object with ``threshold`` and options, read as
+    ADK reads a ``test_config.json``'s) as a :class:`Criterion`; ``custom_metrics`` maps names to ADK custom
+    metric functions (``module.function``). ``source`` names the config in errors."""
     custom = dict(custom_metrics or {})
     if not criteria:
         raise ConfigError(f"{source}: no criteria: nothing would be evaluated")
+    criteria = canonical_criteria(criteria, custom, source)
     return {name: _resolve(name, spec, custom.get(name), source) for name, spec in criteria.items()}
 
 
