@@ -164,12 +164,12 @@ def _efficiency(case: Any) -> list[str]:
     def num(value: Any, digits: int = 1) -> str:
         return "n/a" if value is None else f"{value:.{digits}f}".rstrip("0").rstrip(".")
 
-    seconds = num(figures.get("invocation_duration_v1"), 2)
+    seconds = num(figures.get("invocation_duration_v1"), 3)
     split = figures.get("duration_details") or {}
     if split.get("model_seconds") is not None and split.get("tool_seconds") is not None:
         seconds += (
-            f" (model {num(split['model_seconds'], 2)}, tool {num(split['tool_seconds'], 2)},"
-            f" framework {num(split.get('framework_seconds'), 2)})"
+            f" (model {num(split['model_seconds'], 3)}, tool {num(split['tool_seconds'], 3)},"
+            f" framework {num(split.get('framework_seconds'), 3)})"
         )
     return [
         num(figures.get("tool_call_count_v1")),
