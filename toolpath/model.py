@@ -166,6 +166,10 @@ class EvalCase(_Record):
     app_name: str | None = None
     user_id: str | None = None
     initial_state: dict[str, JsonValue] = Field(default_factory=dict)
+    session_id: str | None = None
+    """A fixed session id for the case's runs (ADK's ``session_input.session_id``); ``None``: a fresh one each run."""
+    conversation_scenario: dict[str, JsonValue] | None = None
+    """ADK's simulated-user scenario, when the case gives one instead of a conversation (toolpath cannot run it)."""
     source: str | None = None
     """The file the case was read from."""
 
