@@ -103,7 +103,8 @@ class _Reader:
         args = call.get("args")
         if args is not None and not isinstance(args, dict):
             raise self.fail(f"{where}.args", f"expected an object, got {_kind(args)}")
-        return ToolCall(name=name or "", args=args if args is not None else {}, call_id=call.get("id"))
+        # absent or null args stay None: ADK compares them unequal to {}
+        return ToolCall(name=name or "", args=args, call_id=call.get("id"))
 
     def parts(self, content: Any, where: str) -> Iterator[tuple[str, dict[str, Any]]]:
         if content is None:
@@ -172,9 +173,9 @@ def _evalset(path: Path, data: Any) -> EvalSet:
         if case.get("conversation") is None and case.get("conversation_scenario") is not None:
             raise r.fail(where, "conversation_scenario (simulated users) is not supported; give a conversation")
         session = r.obj(case.get("session_input") or {}, f"{where}.session_input", _SESSION_INPUT_KEYS)
-        turns = r.array(case.get("conversation"), f"{where}.conversation")
-        if not turns:
-            raise r.fail(f"{where}.conversation", "no invocations")
+        if case.get("conversation") is None:
+            raise r.fail(f"{where}.conversation", "missing (a case with no invocations gives [])")
+        turns = r.array(case.get("conversation"), f"{where}.conversation")  # [] is a case ADK leaves NOT_EVALUATED
         cases.append(
             EvalCase(
                 eval_set_id=set_id,
@@ -248,7 +249,7 @@ def _legacy(path: Path, data: Any) -> EvalSet:
                 call = ToolCall.from_item(item, where=f"{where}.expected_tool_use[{k}]")
             except DatasetError as exc:
                 raise DatasetError(f"{path}: {exc}") from None
-            calls.append(call.model_copy(update={"args": call.args if call.args is not None else {}}))
+            calls.append(call)  # a null tool_input stays None, as ADK reads it
         key = "expected_intermediate_agent_responses"
         texts = [
             ("agent", str(t.get("response") if isinstance(t, dict) else t))

@@ -1,16 +1,20 @@
 """Run ADK eval sets against an agent and judge each case by its criteria (``test_config.json``).
 
 Each case's conversation is replayed turn by turn in one session (a fresh session per run), traced like
-any agent run, and scored per criterion over its invocations. A criterion passes when its score reaches
-the threshold; a case fails when any criterion failed, and is NOT_EVALUATED when none could be scored.
-With several runs, a criterion's score is its mean over the runs (as ADK's ``num_runs``).
+any agent run, and scored per criterion as ADK scores it. In each run, each invocation gets a score and a
+status (PASSED when the score reaches the threshold, FAILED below it, NOT_EVALUATED without a score) and the
+criterion gets the evaluator's mean over the invocations (ADK's ``EvalCaseResult``). Over the runs, a
+criterion's score is the mean of every scored invocation of every run, and it passes when that reaches the
+threshold (ADK's ``AgentEvaluator`` with ``num_runs``). A case fails when any criterion failed, passes when
+one passed and none failed, and is NOT_EVALUATED when none could be scored — as a case with no invocations.
 """
 
 from __future__ import annotations
 
+import statistics
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +26,7 @@ from toolpath.evaluation.scoring import judge_rows, score_row, summarize
 from toolpath.evaluation.targets import describe_target
 from toolpath.evaluators.judge.client import Judge, settings_from
 from toolpath.evaluators.judge.vertex import JudgeMetric
-from toolpath.evaluators.metrics.registry import Metric
+from toolpath.evaluators.metrics.registry import Metric, invocation_mean
 from toolpath.evaluators.metrics.rows import with_parsed_trajectories
 from toolpath.model import EvalCase, MetricResult, Trajectory
 from toolpath.store.store import Store
@@ -30,13 +34,44 @@ from toolpath.store.store import Store
 PASSED, FAILED, NOT_EVALUATED = "PASSED", "FAILED", "NOT_EVALUATED"
 
 
+def eval_status(score: float | None, threshold: float) -> str:
+    """ADK's status of a score: NOT_EVALUATED without one, PASSED when it reaches the threshold, else FAILED."""
+    if score is None:
+        return NOT_EVALUATED
+    return PASSED if score >= threshold else FAILED
+
+
+@dataclass
+class RunResult:
+    """One criterion in one run of a case, as ADK's ``EvalCaseResult`` records it."""
+
+    score: float | None
+    """The evaluator's overall score: the mean over the run's invocations."""
+    status: str
+    per_invocation: list[float | None]
+    per_invocation_status: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "score": self.score,
+            "status": self.status,
+            "per_invocation": self.per_invocation,
+            "per_invocation_status": self.per_invocation_status,
+        }
+
+
 @dataclass
 class CriterionResult:
     score: float | None
+    """The mean of every scored invocation over every run (ADK's ``AgentEvaluator``)."""
     threshold: float
     status: str
     per_invocation: list[float | None]
+    """Each invocation's score, averaged over the runs."""
     explanation: str | None = None
+    per_invocation_status: list[str] = field(default_factory=list)
+    """Each invocation's status: of its score in a single run (as ADK records it), of its mean over several."""
+    runs: list[RunResult] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -44,7 +79,9 @@ class CriterionResult:
             "threshold": self.threshold,
             "status": self.status,
             "per_invocation": self.per_invocation,
+            "per_invocation_status": self.per_invocation_status,
             "explanation": self.explanation,
+            "runs": [run.to_dict() for run in self.runs],
         }
 
 
@@ -165,6 +202,33 @@ def _run_case(
         per_run.append(
             [run_agent(agent, inv.prompt, session_id=session_id, timeout=timeout) for inv in case.invocations]
         )
+    return _judge_case(case, per_run, criteria, judges, sessions)
+
+
+def score_case(
+    case: EvalCase,
+    per_run: Sequence[Sequence[AgentOutcome]],
+    criteria: Mapping[str, Any],
+    *,
+    judge: Judge | None = None,
+    store: Any = None,
+) -> CaseResult:
+    """Judge one case from what its agent did: per run, one :class:`AgentOutcome` per invocation of the case.
+    This is how :func:`evaluate_eval_sets` judges each case after running the agent."""
+    for run, outcomes in enumerate(per_run):
+        if len(outcomes) != len(case.invocations):
+            count = len(case.invocations)
+            raise ConfigError(f"{case.eval_id}: run {run + 1} has {len(outcomes)} outcome(s) for {count} invocation(s)")
+    return _judge_case(case, per_run, dict(criteria), _LazyJudge(judge, store), [])
+
+
+def _judge_case(
+    case: EvalCase,
+    per_run: Sequence[Sequence[AgentOutcome]],
+    criteria: dict[str, Any],
+    judges: _LazyJudge,
+    sessions: list[str],
+) -> CaseResult:
     metrics = {name: _criterion(name, spec, case, per_run, judges) for name, spec in criteria.items()}
     statuses = {m.status for m in metrics.values()}
     status = FAILED if FAILED in statuses else PASSED if PASSED in statuses else NOT_EVALUATED
@@ -187,30 +251,56 @@ def _run_case(
 
 
 def _criterion(
-    name: str, spec: Any, case: EvalCase, per_run: list[list[AgentOutcome]], judges: _LazyJudge
+    name: str, spec: Any, case: EvalCase, per_run: Sequence[Sequence[AgentOutcome]], judges: _LazyJudge
 ) -> CriterionResult:
     options = dict(spec) if isinstance(spec, dict) else {"threshold": spec}
     threshold = float(options.pop("threshold", 0.0))
+    count = len(case.invocations)
     try:
         metric: Metric | None = criterion_metric(name, options)
     except MetricError as exc:
         metric, reason = None, str(exc)
-    if metric is None:
-        results = [MetricResult.not_evaluated(reason)]
-    else:
-        results = [_score_run(metric, case, outcomes, judges) for outcomes in per_run]
-    scores = [r.score for r in results if r.score is not None]
-    if not scores:
-        return CriterionResult(None, threshold, NOT_EVALUATED, [], results[0].explanation)
-    score = sum(scores) / len(scores)
-    per_invocation = _mean_columns([r.details.get("per_invocation_scores") or [] for r in results])
+    if metric is None or not count:
+        # ADK: an evaluator with no invocations to score, or one that could not run, is NOT_EVALUATED
+        explanation = reason if metric is None else "the case has no invocations"
+        empty = RunResult(None, NOT_EVALUATED, [None] * count, [NOT_EVALUATED] * count)
+        return CriterionResult(
+            None, threshold, NOT_EVALUATED, [None] * count, explanation, [NOT_EVALUATED] * count, [empty] * len(per_run)
+        )
+    results = [_score_run(metric, case, outcomes, judges) for outcomes in per_run]
+    runs = []
+    for result in results:
+        scores = result.details.get("per_invocation_scores")
+        if not isinstance(scores, list) or len(scores) != count:  # not attributable to invocations
+            scores = [None] * count
+        runs.append(
+            RunResult(
+                result.score,
+                eval_status(result.score, threshold),
+                scores,
+                [eval_status(s, threshold) for s in scores],
+            )
+        )
+    per_invocation = _mean_columns([run.per_invocation for run in runs])
+    per_invocation_status = [eval_status(s, threshold) for s in per_invocation]
+    scored = [s for run in runs for s in run.per_invocation if s is not None]
+    if not scored:
+        why = results[0].explanation
+        return CriterionResult(None, threshold, NOT_EVALUATED, per_invocation, why, per_invocation_status, runs)
+    score = statistics.mean(scored)
     failing = [r.explanation for r in results if r.score is not None and r.score < threshold]
     return CriterionResult(
-        score, threshold, PASSED if score >= threshold else FAILED, per_invocation, failing[0] if failing else None
+        score,
+        threshold,
+        eval_status(score, threshold),
+        per_invocation,
+        failing[0] if failing else None,
+        per_invocation_status,
+        runs,
     )
 
 
-def _score_run(metric: Metric, case: EvalCase, outcomes: list[AgentOutcome], judges: _LazyJudge) -> MetricResult:
+def _score_run(metric: Metric, case: EvalCase, outcomes: Sequence[AgentOutcome], judges: _LazyJudge) -> MetricResult:
     """One run of a case: a case-level metric scores all its invocations at once; any other metric (judge
     metrics included) scores each invocation, and the case gets the mean (ADK's per-invocation averaging)."""
     rows = [with_parsed_trajectories(row) for row in _invocation_rows(case, outcomes)]
@@ -222,12 +312,12 @@ def _score_run(metric: Metric, case: EvalCase, outcomes: list[AgentOutcome], jud
     return _mean_over_invocations([score_row(metric, row) for row in rows])
 
 
-def _invocation_rows(case: EvalCase, outcomes: list[AgentOutcome]) -> list[dict[str, Any]]:
+def _invocation_rows(case: EvalCase, outcomes: Sequence[AgentOutcome]) -> list[dict[str, Any]]:
     rows = []
     for inv, outcome in zip(case.invocations, outcomes, strict=True):
         row = outcome_row(outcome, inv.prompt)
         row["reference"] = inv.reference
-        row["reference_trajectory"] = Trajectory(inv.reference_trajectory)  # keeps wildcard (null) arguments
+        row["reference_trajectory"] = Trajectory(inv.reference_trajectory)  # keeps null (absent) arguments
         rows.append(row)
     return rows
 
@@ -237,7 +327,7 @@ def _mean_over_invocations(results: list[MetricResult]) -> MetricResult:
     if not scores:
         return MetricResult.not_evaluated(results[0].explanation or "not evaluated")
     return MetricResult(
-        sum(scores) / len(scores),
+        invocation_mean(scores),
         "; ".join(f"invocation {i + 1}: {r.explanation}" for i, r in enumerate(results) if r.explanation),
         {"per_invocation_scores": [r.score for r in results]},
     )
@@ -247,9 +337,9 @@ def _mean_columns(rows: list[list[float | None]]) -> list[float | None]:
     if not rows:
         return []
     out: list[float | None] = []
-    for column in zip(*rows, strict=False):
+    for column in zip(*rows, strict=True):
         known = [v for v in column if v is not None]
-        out.append(sum(known) / len(known) if known else None)
+        out.append(statistics.mean(known) if known else None)
     return out
 
 
