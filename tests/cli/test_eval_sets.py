@@ -55,6 +55,7 @@ def test_eval_set_passing_exits_0_and_writes_eval_cases(evalset_dir):
     assert "1 case(s): 1 passed, 0 failed" in result.stdout
     [case] = json.loads((evalset_dir / "r.json").read_text())["eval_cases"]
     assert case["eval_id"] == "legacy/weather.test.json" and case["status"] == "PASSED"
+    run = {"score": 1.0, "status": "PASSED", "per_invocation": [1.0, 1.0], "per_invocation_status": ["PASSED"] * 2}
     assert case["metrics"]["tool_trajectory_avg_score"] == {
         "score": 1.0,
         "threshold": 1.0,
@@ -62,6 +63,7 @@ def test_eval_set_passing_exits_0_and_writes_eval_cases(evalset_dir):
         "per_invocation": [1.0, 1.0],
         "per_invocation_status": ["PASSED", "PASSED"],
         "explanation": None,
+        "runs": [run, run],
     }
     assert len(case["sessions"]) == 2
 

@@ -111,6 +111,31 @@ def test_camel_case_multi_turn_and_invocation_events(tmp_path):
     assert second.reference == "Set to 20."
 
 
+def test_absent_args_stay_absent_and_empty_conversations_load(tmp_path):
+    """ADK holds a call without ``args`` unequal to one with ``{}``, and leaves a case with no invocations
+    NOT_EVALUATED: the loader keeps both as they are."""
+    turn = {
+        "user_content": content("time?"),
+        "intermediate_data": {
+            "tool_uses": [{"name": "now"}, {"name": "now", "args": None}, {"name": "now", "args": {}}]
+        },
+    }
+    cases = [{"eval_id": "empty", "conversation": []}, {"eval_id": "calls", "conversation": [turn]}]
+    empty, calls = load_eval_set(write(tmp_path, "x.evalset.json", {"eval_set_id": "x", "eval_cases": cases})).cases
+    assert empty.invocations == []
+    assert [c.args for c in calls.invocations[0].reference_trajectory] == [None, None, {}]
+    legacy = write(
+        tmp_path,
+        "old.test.json",
+        [{"query": "q", "reference": "r", "expected_tool_use": [{"tool_name": "now", "tool_input": None}]}],
+    )
+    assert load_eval_set(legacy).cases[0].invocations[0].reference_trajectory[0].args is None
+    with pytest.raises(
+        DatasetError, match=r"\$\.eval_cases\[0\]: Exactly one of conversation and conversation_scenario"
+    ):
+        load_eval_set(write(tmp_path, "y.evalset.json", {"eval_set_id": "y", "eval_cases": [{"eval_id": "a"}]}))
+
+
 @pytest.mark.parametrize(
     ("data", "message"),
     [
@@ -314,7 +339,9 @@ def test_legacy_intermediate_responses_keep_their_author(tmp_path):
     [case] = load_eval_set(write(tmp_path, "x.test.json", [turn])).cases
     [invocation] = case.invocations
     assert invocation.intermediate_responses == [("planner", "thinking")]
-    assert [(c.name, c.args) for c in invocation.reference_trajectory] == [("f", {})]
+    assert [(c.name, c.args) for c in invocation.reference_trajectory] == [
+        ("f", None)
+    ]  # null stays null: ADK holds it unequal to {}
 
 
 def test_the_loaders_stand_without_google_adk(tmp_path):

@@ -111,13 +111,27 @@ class TestEvaluateEvalSets:
         with pytest.raises(ConfigError, match="GOOGLE_API_KEY"):
             evaluate_eval_sets([eval_set], good_agent, criteria={"hallucinations_v1": {"threshold": 0.8}})
 
-    def test_all_not_evaluated(self, tracing, tmp_path):
+    def test_missing_expected_response_scores_zero_as_adk(self, tracing, tmp_path):
         path = tmp_path / "x.evalset.json"
         turn = {"user_content": {"parts": [{"text": "hi"}]}}  # no final_response
         path.write_text(json.dumps({"eval_set_id": "x", "eval_cases": [{"eval_id": "a", "conversation": [turn]}]}))
         [case] = evaluate_eval_sets([load_eval_set(path)], good_agent, criteria={"response_match_score": 0.5}).cases
-        assert case.status == "NOT_EVALUATED"
-        assert case.metrics["response_match_score"].explanation == "the case gives no expected final responses"
+        response = case.metrics["response_match_score"]
+        assert (case.status, response.score, response.per_invocation_status) == ("FAILED", 0.0, ["FAILED"])
+
+    def test_case_without_invocations_is_not_evaluated_and_the_rest_is_scored(self, tracing, tmp_path):
+        path = tmp_path / "two.evalset.json"
+        turn = {"user_content": {"parts": [{"text": "hi"}]}, "final_response": {"parts": [{"text": "Hello!"}]}}
+        cases = [{"eval_id": "empty", "conversation": []}, {"eval_id": "hello", "conversation": [turn]}]
+        path.write_text(json.dumps({"eval_set_id": "two", "eval_cases": cases}))
+        result = evaluate_eval_sets([load_eval_set(path)], good_agent)
+        empty, hello = result.cases
+        assert empty.status == "NOT_EVALUATED" and hello.status == "FAILED"  # "Hello! I can tell ..." vs "Hello!"
+        for metric in empty.metrics.values():
+            assert (metric.score, metric.status, metric.per_invocation) == (None, "NOT_EVALUATED", [])
+            assert metric.explanation == "the case has no invocations"
+        assert hello.metrics["tool_trajectory_avg_score"].score == 1.0
+        assert result.passed is False
 
     def test_agent_that_raises_is_a_failed_case_not_a_crash(self, tracing):
         def broken(prompt: str) -> str:

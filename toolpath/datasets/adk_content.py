@@ -20,8 +20,8 @@ def content_text(content: genai_types.Content | None) -> str | None:
 
 
 def tool_call(name: str | None, args: Any, call_id: str | None = None, result: Any = None) -> ToolCall:
-    """A call as toolpath records it (no arguments are ``{}``)."""
-    return ToolCall(name=name or "", args=dict(args) if args is not None else {}, call_id=call_id, result=result)
+    """A call as toolpath records it; absent or null arguments stay ``None`` (ADK compares them unequal to ``{}``)."""
+    return ToolCall(name=name or "", args=dict(args) if args is not None else None, call_id=call_id, result=result)
 
 
 def intermediate(
@@ -146,7 +146,9 @@ def invocation_json(
     calls = list(tool_calls)
     uses, results = [], []
     for call in calls:
-        use: dict[str, Any] = {"name": call.name, "args": call.args if call.args is not None else {}}
+        use: dict[str, Any] = {"name": call.name}
+        if call.args is not None:
+            use["args"] = call.args
         if call.call_id:
             use["id"] = call.call_id
         uses.append(use)

@@ -2,25 +2,38 @@
 
 Each case's conversation is replayed turn by turn in one session (a fresh session per run, or the case's own
 ``session_input.session_id``; for agents that keep sessions, such as ADK agents, started from the case's
-``session_input``), traced like any agent run, and scored per criterion over its invocations. The
-criteria are checked before anything runs (:mod:`toolpath.evaluation.criteria`: an unknown name or key is an
-error). A criterion passes when its score reaches the threshold (an ADK custom metric reports its own status); a
-case fails when any criterion failed, and is NOT_EVALUATED when none could be scored (a case without invocations
-is NOT_EVALUATED). With several runs, a criterion's score is its mean over the runs (as ADK's ``num_runs``).
-Every case also gets ADK's informational efficiency figures (:mod:`toolpath.evaluation.efficiency`).
+``session_input``), traced like any agent run, and scored per criterion as ADK scores it. The criteria are
+checked before anything runs (:mod:`toolpath.evaluation.criteria`: an unknown name or key is an error). In each
+run, each invocation gets a score and a status (PASSED when the score reaches the threshold, FAILED below it,
+NOT_EVALUATED without a score) and the criterion gets the evaluator's mean over the invocations (ADK's
+``EvalCaseResult``; an ADK custom metric reports its own status). Over the runs, a criterion's score is the mean
+of every scored invocation of every run, and it passes when that reaches the threshold (ADK's
+``AgentEvaluator`` with ``num_runs``). A case fails when any criterion failed, passes when one passed and none
+failed, and is NOT_EVALUATED when none could be scored — as a case with no invocations. Every case also gets
+ADK's informational efficiency figures (:mod:`toolpath.evaluation.efficiency`).
 """
 
 from __future__ import annotations
 
+import statistics
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from toolpath import setup
 from toolpath.datasets.adk import EvalConfig, EvalSet
 from toolpath.errors import ConfigError, DatasetError
+from toolpath.evaluation.case_results import (
+    FAILED,
+    NOT_EVALUATED,
+    PASSED,
+    CaseResult,
+    CriterionResult,
+    EvalSetResult,
+    RunResult,
+    eval_status,
+)
 from toolpath.evaluation.criteria import Criterion, resolve_criteria
 from toolpath.evaluation.efficiency import case_efficiency, spans_under, traced_efficiency
 from toolpath.evaluation.inference import AgentOutcome, content_notes, outcome_row, run_agent
@@ -28,87 +41,23 @@ from toolpath.evaluation.scoring import judge_rows, score_row, summarize
 from toolpath.evaluation.targets import Target, describe_target, resolve_target
 from toolpath.evaluators.judge.client import Judge, settings_from
 from toolpath.evaluators.judge.vertex import JudgeMetric
-from toolpath.evaluators.metrics.registry import Metric
+from toolpath.evaluators.metrics.registry import Metric, invocation_mean
 from toolpath.evaluators.metrics.rows import with_parsed_trajectories
 from toolpath.model import EvalCase, MetricResult, Trajectory
 from toolpath.store.store import Store
 
-PASSED, FAILED, NOT_EVALUATED = "PASSED", "FAILED", "NOT_EVALUATED"
-
-
-@dataclass
-class CriterionResult:
-    score: float | None
-    threshold: float
-    status: str
-    per_invocation: list[float | None]
-    explanation: str | None = None
-    per_invocation_status: list[str] = field(default_factory=list)
-    """PASSED / FAILED / NOT_EVALUATED of each invocation (its mean score over the runs against the threshold,
-    or the status an ADK custom metric reported)."""
-    run_scores: list[float | None] = field(default_factory=list)
-    run_per_invocation: list[list[float | None]] = field(default_factory=list)
-    run_status: list[str] = field(default_factory=list)
-    """Per run: the score, the per-invocation scores and the status (ADK records each run on its own)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "score": self.score,
-            "threshold": self.threshold,
-            "status": self.status,
-            "per_invocation": self.per_invocation,
-            "per_invocation_status": self.per_invocation_status,
-            "explanation": self.explanation,
-        }
-
-
-@dataclass
-class CaseResult:
-    eval_set_id: str
-    eval_id: str
-    status: str
-    metrics: dict[str, CriterionResult]
-    sessions: list[str] = field(default_factory=list)
-    """The session id of each run, to find the traced invocations in the store."""
-    turns: list[list[dict[str, Any]]] = field(default_factory=list)
-    """Per run, per turn: prompt, response, predicted and reference trajectories."""
-    efficiency: dict[str, Any] = field(default_factory=dict)
-    """ADK's efficiency figures over every invocation of every run (:func:`case_efficiency`)."""
-    run_efficiency: list[dict[str, Any]] = field(default_factory=list)
-    case: EvalCase | None = None
-    outcomes: list[list[AgentOutcome]] = field(default_factory=list)
-    criteria: Mapping[str, Criterion] = field(default_factory=dict)
-    """What the case was judged with, and the runs' outcomes (not serialised: for ADK's eval history)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "eval_set_id": self.eval_set_id,
-            "eval_id": self.eval_id,
-            "status": self.status,
-            "metrics": {name: m.to_dict() for name, m in self.metrics.items()},
-            "efficiency": self.efficiency,
-            "sessions": self.sessions,
-        }
-
-
-@dataclass
-class EvalSetResult:
-    cases: list[CaseResult]
-    summary_metrics: dict[str, Any]
-    metrics_table: list[dict[str, Any]]
-    metric_names: list[str]
-    run_id: str
-
-    @property
-    def passed(self) -> bool:
-        return all(case.status != FAILED for case in self.cases)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "summary_metrics": self.summary_metrics,
-            "metrics_table": self.metrics_table,
-            "eval_cases": [case.to_dict() for case in self.cases],
-        }
+__all__ = [
+    "FAILED",
+    "NOT_EVALUATED",
+    "PASSED",
+    "CaseResult",
+    "CriterionResult",
+    "EvalSetResult",
+    "RunResult",
+    "eval_status",
+    "evaluate_eval_sets",
+    "score_case",
+]
 
 
 def evaluate_eval_sets(
@@ -237,6 +186,25 @@ def _run_case(
     return judge_case(case, plan, per_run, judges, sessions=sessions, efficiency=efficiency)
 
 
+def score_case(
+    case: EvalCase,
+    per_run: Sequence[Sequence[AgentOutcome]],
+    criteria: Mapping[str, Any],
+    *,
+    judge: Judge | None = None,
+    store: Any = None,
+) -> CaseResult:
+    """Judge one case from what its agent did: per run, one :class:`AgentOutcome` per invocation of the case.
+    This is how :func:`evaluate_eval_sets` judges each case after running the agent."""
+    for run, outcomes in enumerate(per_run):
+        if len(outcomes) != len(case.invocations):
+            count = len(case.invocations)
+            raise ConfigError(f"{case.eval_id}: run {run + 1} has {len(outcomes)} outcome(s) for {count} invocation(s)")
+    plan = resolve_criteria(dict(criteria), source="criteria")
+    runs = [list(outcomes) for outcomes in per_run]
+    return judge_case(case, plan, runs, LazyJudge(judge, store), sessions=[], efficiency=[[] for _ in runs])
+
+
 def judge_case(
     case: EvalCase,
     plan: Mapping[str, Criterion],
@@ -250,7 +218,17 @@ def judge_case(
     efficiency figures. A case with no invocations is NOT_EVALUATED, as in ADK."""
     if not any(per_run):
         metrics = {
-            name: CriterionResult(None, c.threshold, NOT_EVALUATED, [], "the case has no invocations")
+            name: CriterionResult(
+                None,
+                c.threshold,
+                NOT_EVALUATED,
+                [],
+                "the case has no invocations",
+                run_scores=[None] * len(per_run),
+                run_per_invocation=[[] for _ in per_run],
+                run_status=[NOT_EVALUATED] * len(per_run),
+                run_per_invocation_status=[[] for _ in per_run],
+            )
             for name, c in plan.items()
         }
     else:
@@ -300,33 +278,48 @@ def outcome_prompt(case: EvalCase, index: int, outcome: AgentOutcome) -> str | N
 
 
 def _criterion(
-    criterion: Criterion, case: EvalCase, per_run: list[list[AgentOutcome]], judges: LazyJudge
+    criterion: Criterion, case: EvalCase, per_run: Sequence[Sequence[AgentOutcome]], judges: LazyJudge
 ) -> CriterionResult:
     threshold = criterion.threshold
+    count = len(per_run[0]) if per_run else 0
     results = [_score_run(criterion.metric, case, outcomes, judges) for outcomes in per_run]
-    run_per_invocation = [list(r.details.get("per_invocation_scores") or []) for r in results]
+    run_per_invocation: list[list[float | None]] = []
+    for result in results:
+        scores = result.details.get("per_invocation_scores")
+        if not isinstance(scores, list) or len(scores) != count:  # not attributable to invocations
+            scores = [None] * count
+        run_per_invocation.append(list(scores))
     run_status = [_status(r, threshold) for r in results]
-    scores = [r.score for r in results if r.score is not None]
-    if not scores:
+    run_per_invocation_status = [[eval_status(s, threshold) for s in scores] for scores in run_per_invocation]
+    per_invocation = _mean_columns(run_per_invocation)
+    # ADK's AgentEvaluator: the mean of every scored invocation of every run (for a metric that scores a case as a
+    # whole, without per-invocation scores, the mean of the runs' scores)
+    scored = [s for scores in run_per_invocation for s in scores if s is not None]
+    if not scored:
+        scored = [r.score for r in results if r.score is not None]
+    if not scored:
         return CriterionResult(
             None,
             threshold,
             NOT_EVALUATED,
-            [],
-            results[0].explanation,
-            run_scores=[None] * len(results),
+            per_invocation,
+            results[0].explanation if results else "not evaluated",
+            per_invocation_status=[eval_status(s, threshold) for s in per_invocation],
+            run_scores=[r.score for r in results],
             run_per_invocation=run_per_invocation,
             run_status=run_status,
+            run_per_invocation_status=run_per_invocation_status,
         )
-    score = sum(scores) / len(scores)
-    per_invocation = _mean_columns(run_per_invocation)
+    score = statistics.mean(scored)
     reported = [r.details.get("eval_status") for r in results if r.score is not None]
     if reported and all(reported):  # an ADK custom metric decides its own status
         status = FAILED if FAILED in reported else PASSED if PASSED in reported else NOT_EVALUATED
     else:
-        status = PASSED if score >= threshold else FAILED
+        status = eval_status(score, threshold)
     reported_each = results[0].details.get("per_invocation_status") if len(results) == 1 else None
-    per_invocation_status = list(reported_each) if reported_each else [_verdict(s, threshold) for s in per_invocation]
+    per_invocation_status = (
+        list(reported_each) if reported_each else [eval_status(s, threshold) for s in per_invocation]
+    )
     failing = [r.explanation for r in results if r.score is not None and r.score < threshold]
     return CriterionResult(
         score,
@@ -338,6 +331,7 @@ def _criterion(
         run_scores=[r.score for r in results],
         run_per_invocation=run_per_invocation,
         run_status=run_status,
+        run_per_invocation_status=run_per_invocation_status,
     )
 
 
@@ -354,7 +348,7 @@ def _verdict(score: float | None, threshold: float) -> str:
     return NOT_EVALUATED if score is None else PASSED if score >= threshold else FAILED
 
 
-def _score_run(metric: Metric, case: EvalCase, outcomes: list[AgentOutcome], judges: LazyJudge) -> MetricResult:
+def _score_run(metric: Metric, case: EvalCase, outcomes: Sequence[AgentOutcome], judges: LazyJudge) -> MetricResult:
     """One run of a case: a case-level metric scores all its invocations at once; any other metric (judge
     metrics included) scores each invocation, and the case gets the mean (ADK's per-invocation averaging)."""
     rows = [with_parsed_trajectories(row) for row in _invocation_rows(case, outcomes)]
@@ -366,7 +360,7 @@ def _score_run(metric: Metric, case: EvalCase, outcomes: list[AgentOutcome], jud
     return _mean_over_invocations([score_row(metric, row) for row in rows])
 
 
-def _invocation_rows(case: EvalCase, outcomes: list[AgentOutcome]) -> list[dict[str, Any]]:
+def _invocation_rows(case: EvalCase, outcomes: Sequence[AgentOutcome]) -> list[dict[str, Any]]:
     """One row per turn; with the expected turn's reference and trajectory when the case gives them (a recorded
     ADK result of a simulated-user case has none)."""
     rows = []
@@ -387,7 +381,7 @@ def _mean_over_invocations(results: list[MetricResult]) -> MetricResult:
     if not scores:
         return MetricResult.not_evaluated(results[0].explanation or "not evaluated")
     return MetricResult(
-        sum(scores) / len(scores),
+        invocation_mean(scores),
         "; ".join(f"invocation {i + 1}: {r.explanation}" for i, r in enumerate(results) if r.explanation),
         {"per_invocation_scores": [r.score for r in results]},
     )
@@ -397,9 +391,9 @@ def _mean_columns(rows: list[list[float | None]]) -> list[float | None]:
     if not rows:
         return []
     out: list[float | None] = []
-    for column in zip(*rows, strict=False):
+    for column in zip(*rows, strict=True):
         known = [v for v in column if v is not None]
-        out.append(sum(known) / len(known) if known else None)
+        out.append(statistics.mean(known) if known else None)
     return out
 
 
