@@ -7,7 +7,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from toolpath.collector.reconstruct import adk, openinference, openllmetry
+from toolpath.collector.reconstruct import adk, openinference, openllmetry, order
 from toolpath.collector.reconstruct.common import error_text, first, order_key, parse_json, str_or_none
 from toolpath.collector.reconstruct.genai import (
     AGENT_SPAN_PREFIXES,
@@ -50,7 +50,7 @@ def is_run_span(span: SpanRecord) -> bool:
     if is_agent_span(span.attributes):
         return True
     kind = span.attributes.get(sc.OPENINFERENCE_SPAN_KIND)
-    return kind == "AGENT" or (kind == "CHAIN" and span.parent_span_id is None)
+    return kind == "AGENT" or (kind == "CHAIN" and span.parent_span_id is None) or adk.is_invocation_root(span)
 
 
 def build_invocations(spans: Iterable[SpanRecord]) -> list[Invocation]:
@@ -72,8 +72,10 @@ def build_invocation(root: SpanRecord, descendants: Iterable[SpanRecord]) -> Inv
     descendants = sorted(descendants, key=order_key)
     tool_spans = [s for s in descendants if is_tool_span(s.attributes, s.name)]
     calls = [tool_call_from_span(s) for s in tool_spans]
+    matches = order.match(calls, tool_spans, order.requested_calls(descendants))
     if any(sc.OPENINFERENCE_SPAN_KIND in s.attributes for s in tool_spans):
-        calls = openinference.with_requested_args(calls, tool_spans, descendants)
+        calls = openinference.with_requested_args(calls, matches)
+    calls = order.in_model_order(calls, matches)
     if not calls:
         calls = returned_trajectory(attrs)
     failed = root.status_code == STATUS_ERROR
@@ -88,7 +90,12 @@ def build_invocation(root: SpanRecord, descendants: Iterable[SpanRecord]) -> Inv
     # model_construct: every field below is already well-formed, and validation would double the cost
     return Invocation.model_construct(
         invocation_id=root.span_id,
-        session_id=str(attrs.get(sc.GEN_AI_CONVERSATION_ID) or attrs.get(sc.SESSION_ID) or root.trace_id),
+        session_id=str(
+            attrs.get(sc.GEN_AI_CONVERSATION_ID)
+            or attrs.get(sc.SESSION_ID)
+            or (adk.session_id(descendants) if adk.is_invocation_root(root) else None)
+            or root.trace_id
+        ),
         agent_name=_agent_name(root, descendants),
         prompt=_prompt(root, descendants),
         response=_response(root, descendants),
@@ -119,6 +126,7 @@ def tool_call_from_span(span: SpanRecord) -> ToolCall:
     error = error_text(span) if span.status_code == STATUS_ERROR else None
     if span.scope == sc.ADK_SCOPE:
         error = adk.tool_error(result) or error
+        result, call_id = adk.tool_result(result), adk.tool_call_id(call_id)
     return ToolCall.model_construct(
         name=str(attrs.get(sc.GEN_AI_TOOL_NAME) or span.name.removeprefix(_TOOL_PREFIX)),
         args=args,
@@ -146,6 +154,7 @@ def _prompt(root: SpanRecord, descendants: list[SpanRecord]) -> str | None:
     )
     for span in model_spans(descendants)[:1]:
         text = text or last_text(span.attributes.get(sc.GEN_AI_INPUT_MESSAGES), "user")
+    text = text if text is not None else openinference.prompt_from_llm_spans(descendants)
     return text if text is not None else adk.prompt_from_requests(descendants)
 
 
@@ -158,6 +167,7 @@ def _response(root: SpanRecord, descendants: list[SpanRecord]) -> str | None:
         if text is not None:
             break
         text = last_text(span.attributes.get(sc.GEN_AI_OUTPUT_MESSAGES), None)
+    text = text if text is not None else openinference.response_from_llm_spans(descendants)
     return text if text is not None else adk.response_from_responses(descendants)
 
 
