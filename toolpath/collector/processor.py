@@ -103,7 +103,9 @@ class InProcessCollector:
     def on_start(self, span: Span, parent_context: Any = None) -> None:
         # The name test is cheap and rules out almost every span; attribute look-ups on the SDK's
         # BoundedAttributes cost several microseconds when the key is missing.
-        if span.name.startswith(AGENT_SPAN_PREFIXES) and is_agent_span(span.attributes or {}):
+        if (span.name.startswith(AGENT_SPAN_PREFIXES) and is_agent_span(span.attributes or {})) or (
+            span.name == "invocation" and getattr(span.instrumentation_scope, "name", None) == sc.ADK_SCOPE
+        ):  # ADK's legacy format: one "invocation" span above the turn's agents (a transfer adds one)
             ctx = span.context
             with self._lock:
                 self._open_agents.add(ctx.span_id)
