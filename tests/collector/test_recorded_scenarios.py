@@ -50,13 +50,15 @@ def test_every_turn_rebuilds_to_what_the_tools_received(source, kind):
     invocations = sorted(build_invocations(spans), key=lambda i: i.started_at)
     assert [i.trace_id for i in invocations] == [w["trace_id"] for w in want["invocations"]]
     for got, turn in zip(invocations, want["invocations"], strict=True):
-        assert (got.session_id, got.agent_name) == (want["session_id"], want["agent_name"])
+        session, agent = turn.get("session_id", want["session_id"]), turn.get("agent_name", want["agent_name"])
+        assert (got.session_id, got.agent_name) == (session, agent)
         assert (got.prompt, got.response) == (turn["prompt"], turn["response"])
+        assert got.failure == (1 if turn.get("failed") else 0)
         assert [as_recorded(c) for c in got.tool_calls] == [truth(c) for c in turn["tool_calls"]]
         for call, recorded in zip(got.tool_calls, turn["tool_calls"], strict=True):
             if recorded["error"]:
                 assert recorded["result"] in call.error
-            assert call.call_id is None or not call.call_id.startswith("<")
+            assert call.call_id is None or not call.call_id.startswith("<")  # ADK's "<not specified>" is no id
 
 
 @pytest.mark.parametrize("source", LANGCHAIN)
@@ -92,9 +94,26 @@ def test_adk_results_lose_the_result_wrapper_and_compare_with_langchain_results(
 
 
 def test_adk_legacy_format_makes_one_invocation_per_turn_even_with_an_agent_transfer():
-    invocations = sorted(build_invocations(scenario_spans("adk-v2-legacy")), key=lambda i: i.started_at)
-    transfer = invocations[-1]
-    assert transfer.prompt == "Let the thermostat expert set the office to 20 degrees."
+    invocations = build_invocations(scenario_spans("adk-v2-legacy"))
+    [transfer] = [i for i in invocations if i.prompt == "Let the thermostat expert set the office to 20 degrees."]
     assert transfer.response == "The office is now set to 20 °C."
     assert [c.name for c in transfer.tool_calls] == ["transfer_to_agent", "set_temperature"]
     assert all(not (i.prompt or "").startswith("For context") for i in invocations)
+    assert len(invocations) == len(expected("adk-v2-legacy")["invocations"])
+
+
+@pytest.mark.parametrize("source", ["adk-v2", "adk-v2-legacy"])
+def test_adk_error_path_stores_no_placeholder_call_id_or_result(source):
+    """A tool that raised with no callback to handle it: ADK records ``gen_ai.tool.call.id="<not specified>"`` (and,
+    in the legacy format, the response ``{"result": "<not specified>"}``)."""
+    records = scenario_spans(source)
+    assert any(r.attributes.get("gen_ai.tool.call.id") == "<not specified>" for r in records)
+    [failed] = [i for i in build_invocations(records) if i.failure]
+    [call] = failed.tool_calls
+    assert (call.name, call.args, call.call_id, call.result) == (
+        "reboot_device",
+        {"device_id": "hub-garage"},
+        None,
+        None,
+    )
+    assert call.error == "RuntimeError: hub-garage is not responding"
