@@ -18,7 +18,15 @@ from toolpath.evaluation.online import OnlineEvaluator
 from toolpath.store import schema as t
 from toolpath.store.spanrecord import SpanRecord
 
-SOURCES = ["adk-v2", "adk-v2-legacy", "otel-genai-langchain", "openinference-langchain", "openllmetry-langchain"]
+SOURCES = [
+    "adk-v2",
+    "adk-v2-legacy",
+    "otel-genai-langchain",
+    "openinference-langchain",
+    "openllmetry-langchain",
+    "pydantic-ai-v2",
+    "openinference-openai-agents",
+]
 
 
 def splits(n: int, seed: int) -> dict[str, list[list[int]]]:

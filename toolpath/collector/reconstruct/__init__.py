@@ -114,12 +114,12 @@ def tool_call_from_span(span: SpanRecord) -> ToolCall:
     attrs = span.attributes
     if attrs.get(sc.OPENINFERENCE_SPAN_KIND) == "TOOL":
         return openinference.tool_call(span)
-    args = parse_json(first(attrs, sc.GEN_AI_TOOL_CALL_ARGUMENTS, sc.ADK_TOOL_CALL_ARGS))
+    args = parse_json(first(attrs, sc.GEN_AI_TOOL_CALL_ARGUMENTS, sc.ADK_TOOL_CALL_ARGS, sc.PYDANTIC_AI_TOOL_ARGUMENTS))
     if args is None:
         args = {}
     elif not isinstance(args, dict):
         args = {"input": args}
-    result = parse_json(first(attrs, sc.GEN_AI_TOOL_CALL_RESULT, sc.ADK_TOOL_RESPONSE))
+    result = parse_json(first(attrs, sc.GEN_AI_TOOL_CALL_RESULT, sc.ADK_TOOL_RESPONSE, sc.PYDANTIC_AI_TOOL_RESPONSE))
     call_id = str_or_none(attrs.get(sc.GEN_AI_TOOL_CALL_ID))
     if attrs.get(sc.TRACELOOP_SPAN_KIND) == "tool":
         args, result, call_id = openllmetry.unwrap_tool_io(args, result, call_id)
@@ -143,7 +143,7 @@ def _agent_name(root: SpanRecord, descendants: list[SpanRecord]) -> str | None:
     if name is None:  # e.g. ADK 1.x's bare "invocation" root: the first agent below names it
         name = next((s.attributes.get(sc.GEN_AI_AGENT_NAME) for s in descendants if is_agent_span(s.attributes)), None)
     if name is None and sc.OPENINFERENCE_SPAN_KIND in root.attributes:
-        name = root.name  # a LangGraph graph's span is named after the agent
+        name = openinference.agent_name(root, descendants) or root.name  # a LangGraph graph's span: the agent
     return str_or_none(name)
 
 

@@ -69,15 +69,18 @@ def with_requested_args(calls: list[ToolCall], matches: Sequence[Any]) -> list[T
 
 def messages_text(spans: Sequence[SpanRecord], key: str, role: str | None) -> str | None:
     """Text of the last message (with ``role``) in ``llm.{input,output}_messages.*`` of the first span that has
-    any (``key``: the prefix), e.g. the user's prompt on an agent's first LLM span."""
+    one (``key``: the prefix), e.g. the user's prompt on an agent's first LLM span."""
     for span in spans:
         attrs = span.attributes
-        if f"{key}0.message.role" not in attrs:
-            continue
-        count = 0
-        while f"{key}{count}.message.role" in attrs:
-            count += 1
-        for index in reversed(range(count)):
+        indices = sorted(
+            {
+                int(k[len(key) :].partition(".")[0])
+                for k in attrs
+                if k.startswith(key) and k[len(key) :].partition(".")[0].isdigit()
+            },
+            reverse=True,
+        )
+        for index in indices:
             content = attrs.get(f"{key}{index}.message.content")
             if (
                 (role is None or attrs.get(f"{key}{index}.message.role") == role)
@@ -85,6 +88,14 @@ def messages_text(spans: Sequence[SpanRecord], key: str, role: str | None) -> st
                 and content
             ):
                 return content
+    return None
+
+
+def agent_name(root: SpanRecord, spans: Sequence[SpanRecord]) -> str | None:
+    """The ``agent.name`` of the run's root, else of its first agent (openai-agents' root is its workflow)."""
+    for span in (root, *spans):
+        if span.attributes.get(sc.OI_AGENT_NAME):
+            return str(span.attributes[sc.OI_AGENT_NAME])
     return None
 
 
