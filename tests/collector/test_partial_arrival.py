@@ -90,7 +90,7 @@ def clear(store) -> None:
 
 @pytest.mark.parametrize(
     ("store", "source"),
-    [*(("sqlite", s) for s in SOURCES), ("postgresql", "adk-v2"), ("postgresql", "openllmetry-langchain")],
+    [*(("sqlite", s) for s in SOURCES), ("postgresql", "adk-v2"), ("postgresql", "otel-genai-langchain")],
     indirect=["store"],
 )
 def test_any_split_of_the_export_stores_the_same_state(store, source):
