@@ -72,10 +72,9 @@ def build_invocation(root: SpanRecord, descendants: Iterable[SpanRecord]) -> Inv
     descendants = sorted(descendants, key=order_key)
     tool_spans = [s for s in descendants if is_tool_span(s.attributes, s.name)]
     calls = [tool_call_from_span(s) for s in tool_spans]
-    matches = order.match(calls, tool_spans, order.requested_calls(descendants))
+    calls, tool_spans = order.in_model_order(calls, tool_spans, descendants)  # parallel calls: the model's order
     if any(sc.OPENINFERENCE_SPAN_KIND in s.attributes for s in tool_spans):
-        calls = openinference.with_requested_args(calls, matches)
-    calls = order.in_model_order(calls, matches)
+        calls = openinference.with_requested_args(calls, tool_spans, descendants)
     if not calls:
         calls = returned_trajectory(attrs)
     failed = root.status_code == STATUS_ERROR

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from toolpath.collector.reconstruct import requests
 from toolpath.collector.reconstruct.common import error_text, parse_json, str_or_none
 from toolpath.model import ToolCall
 from toolpath.store.spanrecord import STATUS_ERROR, SpanRecord
@@ -50,12 +51,12 @@ def requested_calls(attributes: Mapping[str, Any]) -> list[tuple[str | None, str
 _NAME_SUFFIX = ".tool_call.function.name"
 
 
-def with_requested_args(calls: list[ToolCall], matches: Sequence[Any]) -> list[ToolCall]:
+def with_requested_args(calls: list[ToolCall], tool_spans: list[SpanRecord], spans: list[SpanRecord]) -> list[ToolCall]:
     """OpenInference records a one-argument tool's input as the bare value, without the parameter name, and an
-    erroring tool with no id. Both are in the tool call the model asked for (``matches``: the request, with
-    ``args`` and ``call_id``, each call answers, or ``None``)."""
+    erroring tool with no id. Both are in the tool call the model asked for (:mod:`.requests` says which)."""
+    asked = requests.collect((span, requested_calls(span.attributes)) for span in spans)
     fixed = []
-    for call, request in zip(calls, matches, strict=True):
+    for call, request in zip(calls, requests.match(calls, tool_spans, asked), strict=True):
         if request is not None:
             update: dict[str, Any] = {}
             if call.args is not None and set(call.args) == {"input"} and isinstance(request.args, dict):

@@ -1,101 +1,45 @@
 """The order of a trajectory (SPEC §3): the calls one model turn asked for keep the order the model listed them
 in, whatever order they ran in; calls no model message accounts for keep their start order.
 
-Each convention's model spans say what the model asked for (:func:`requested_calls`); a tool span is matched to
-the request with its call id, else to the latest turn, begun before the tool started, that asked for a call of
-that name (the one with the same arguments first). The calls of one turn are then put back in the model's order
-in the places they held in start order, so calls of other turns and unmatched calls stay where they were.
+Each convention's model spans say what the model asked for; :mod:`.requests` matches tool spans to those requests.
+The calls of one turn are then put back in the model's order in the places they held in start order, so calls of
+other turns and unmatched calls stay where they were.
 """
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
 
-from toolpath.collector.reconstruct import adk, genai, openinference
+from toolpath.collector.reconstruct import adk, genai, openinference, requests
 from toolpath.model import ToolCall
 from toolpath.store.spanrecord import SpanRecord
 
 
-@dataclass(frozen=True, slots=True)
-class Requested:
-    """One tool call a model message asked for."""
-
-    turn: int
-    """Which model span asked (its rank in start order)."""
-    at: int
-    """That model span's start time (ns)."""
-    index: int
-    """Its place in the model's message."""
-    call_id: str | None
-    name: str
-    args: Any
-
-
-def requested_calls(spans: Sequence[SpanRecord]) -> list[Requested]:
-    """The tool calls every model span among ``spans`` (sorted by start) asked for, in each message's order."""
-    found: list[Requested] = []
-    turn = 0
-    for span in spans:
-        asked = (
+def in_model_order(
+    calls: Sequence[ToolCall], tool_spans: Sequence[SpanRecord], spans: Sequence[SpanRecord]
+) -> tuple[list[ToolCall], list[SpanRecord]]:
+    """``calls`` and their ``tool_spans`` (in start order, one call per span) with each model turn's calls in the
+    model's order, in the places they held; ``spans``: the run's spans (sorted by start), model spans among them."""
+    asked = requests.collect(
+        (
+            span,
             genai.requested_calls(span.attributes)
             or openinference.requested_calls(span.attributes)
-            or adk.requested_calls(span.attributes)
+            or adk.requested_calls(span.attributes),
         )
-        if asked:
-            found.extend(
-                Requested(turn, span.start_time, index, call_id, name, args)
-                for index, (call_id, name, args) in enumerate(asked)
-            )
-            turn += 1
-    return found
-
-
-def match(
-    calls: Sequence[ToolCall], tool_spans: Sequence[SpanRecord], requested: Sequence[Requested]
-) -> list[Requested | None]:
-    """For each call (in start order), the request it answers, or ``None``."""
-    id_counts = Counter(r.call_id for r in requested if r.call_id)
-    by_id = {r.call_id: r for r in requested if r.call_id and id_counts[r.call_id] == 1}
-    used: set[int] = set()
-    found: list[Requested | None] = []
-    for call, span in zip(calls, tool_spans, strict=True):
-        chosen = by_id.get(call.call_id) if call.call_id else None
-        if chosen is not None and (id(chosen) in used or chosen.name != call.name):
-            chosen = None
-        if chosen is None:
-            candidates = [r for r in requested if id(r) not in used and r.name == call.name and r.at <= span.start_time]
-            if candidates:
-                latest = max(r.turn for r in candidates)
-                in_turn = [r for r in candidates if r.turn == latest]
-                chosen = next((r for r in in_turn if same_args(call.args, r.args)), in_turn[0])
-        if chosen is not None:
-            used.add(id(chosen))
-        found.append(chosen)
-    return found
-
-
-def same_args(received: Any, asked: Any) -> bool:
-    """Whether a tool span's arguments are the ones the model asked for; a bare single value (OpenInference's
-    one-argument tools) is the value of the model's one argument."""
-    if received == asked:
-        return True
-    if isinstance(received, dict) and set(received) == {"input"} and isinstance(asked, dict) and len(asked) == 1:
-        return bool(next(iter(asked.values())) == received["input"])
-    return False
-
-
-def in_model_order(calls: Sequence[ToolCall], matches: Sequence[Requested | None]) -> list[ToolCall]:
-    """``calls`` (in start order) with each turn's calls in the model's order, in the places they held."""
+        for span in spans
+    )
+    if not asked:
+        return list(calls), list(tool_spans)
+    matches = requests.match(calls, tool_spans, asked)
     places: dict[int, list[tuple[int, int]]] = defaultdict(list)
     for place, request in enumerate(matches):
         if request is not None:
             places[request.turn].append((request.index, place))
-    ordered = list(calls)
+    ordered_calls, ordered_spans = list(calls), list(tool_spans)
     for held in places.values():
         slots = [place for _, place in held]
         for slot, (_, place) in zip(slots, sorted(held), strict=True):
-            ordered[slot] = calls[place]
-    return ordered
+            ordered_calls[slot], ordered_spans[slot] = calls[place], tool_spans[place]
+    return ordered_calls, ordered_spans
