@@ -7,7 +7,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from toolpath.collector.reconstruct import adk, openinference, openllmetry, order
+from toolpath.collector.reconstruct import adk, openinference, openllmetry
 from toolpath.collector.reconstruct.common import error_text, first, order_key, parse_json, str_or_none
 from toolpath.collector.reconstruct.genai import (
     AGENT_SPAN_PREFIXES,
@@ -16,6 +16,7 @@ from toolpath.collector.reconstruct.genai import (
     model_spans,
     returned_trajectory,
 )
+from toolpath.collector.reconstruct.order import in_model_order
 from toolpath.model import Invocation, ToolCall, ns_to_datetime
 from toolpath.store.spanrecord import STATUS_ERROR, SpanRecord
 from toolpath.tracer import semconv as sc
@@ -72,7 +73,7 @@ def build_invocation(root: SpanRecord, descendants: Iterable[SpanRecord]) -> Inv
     descendants = sorted(descendants, key=order_key)
     tool_spans = [s for s in descendants if is_tool_span(s.attributes, s.name)]
     calls = [tool_call_from_span(s) for s in tool_spans]
-    calls, tool_spans = order.in_model_order(calls, tool_spans, descendants)  # parallel calls: the model's order
+    calls, tool_spans = in_model_order(calls, tool_spans, descendants)  # parallel calls: the model's order
     if any(sc.OPENINFERENCE_SPAN_KIND in s.attributes for s in tool_spans):
         calls = openinference.with_requested_args(calls, tool_spans, descendants)
     if not calls:
