@@ -125,7 +125,8 @@ def test_a_wrapper_span_arriving_last_leaves_no_session_and_no_job_behind(store)
     clear(store)
     ingestor = Ingestor(store)
     for part in (first, second):
-        reply = ingestor.handle_http("/v1/traces", {"Content-Length": str(len(part))}, lambda _n, part=part: part)
+        headers = {"Content-Type": "application/x-protobuf", "Content-Length": str(len(part))}
+        reply = ingestor.handle_http("/v1/traces", headers, lambda _n, part=part: part)
         assert reply.status == 200
     sessions = store.list_sessions()
     assert sorted((s["session_id"], s["invocations"]) for s in sessions) == [
