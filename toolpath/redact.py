@@ -14,6 +14,7 @@ back, so a secret nested three levels down in a tool argument is found, and the 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -45,23 +46,64 @@ DEFAULT_KEYS = frozenset(
 
 DEFAULT_PATTERNS: dict[str, str] = {
     "api_key": r"\b(?:sk-(?:proj-)?[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{35}|gh[pousr]_[A-Za-z0-9]{36,}"
+    r"|github_pat_[A-Za-z0-9_]{22,}|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"
     r"|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})",
+    # the password of a URL's user info (postgresql://me:s3cret@db/x): the user name stays
+    "url_password": r"(?<=://)(?P<keep>[^\s:/@]{1,256}:)[^\s@/]{1,256}(?=@)",
+    "jwt": r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
     "bearer": r"\b[Bb](?i:earer)\s+[A-Za-z0-9._~+/=-]{8,}",
-    "email": r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b",
+    # bounded parts (RFC 5321 lengths): every start position costs a bounded scan, so the search is linear
+    "email": r"\b[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){0,8}\.[A-Za-z]{2,24}\b",
     "card": r"(?<![\d-])(?:\d[ -]?){14,15}\d(?![\d-])",
+    # password=..., passwd: ..., pwd=... in free text and connection strings: the key stays
+    "password_assignment": r"(?i)(?P<keep>\b(?:password|passwd|pwd)\s{0,4}[=:]\s{0,4})[^\s&;,'\"]{1,256}",
 }
+
+SECRET_KEY_PARTS = ("password", "passwd", "secret", "api_key", "apikey", "api-key", "private_key", "credential",
+                    "authorization", "cookie", "token")  # fmt: skip
+"""A key holding one of these (case-insensitive) is secret: ``db_password``, ``X-Auth-Token``, ``client_secret``…
+Token *counts* (``max_tokens``, ``input_tokens``, ``token_count``) are not."""
+_TOKEN_COUNT = re.compile(r"tokens|token_?count|num_?token")
+
+
+@functools.lru_cache(maxsize=8192)
+def is_secret_key(key: str) -> bool:
+    """Whether a key (an object key or an attribute name's last part) names a secret, by :data:`SECRET_KEY_PARTS`."""
+    lower = key.lower()
+    if not any(part in lower for part in SECRET_KEY_PARTS):
+        return False
+    only_token = "token" in lower and not any(p in lower for p in SECRET_KEY_PARTS[:-1])
+    return not (only_token and _TOKEN_COUNT.search(lower))
 
 
 _SHORTEST = 6
 """No default pattern matches fewer characters (the shortest e-mail address, ``a@b.cd``)."""
 _SCALARS = (int, float, bool, type(None))
 _DIGIT_RUN = re.compile(r"\d[\d -]{13}")
+_PASSWORD_WORD = re.compile(r"(?i)pass|pwd")
+# 'key': 'value' / "key": "value" / key='value' in text that is not JSON (a repr in an error message); bounded
+_QUOTED_PAIR = re.compile(
+    r"(?P<head>(?P<kq>['\"]?)(?P<key>[A-Za-z0-9_.-]{1,64})(?P=kq)\s{0,4}[:=]\s{0,4})"
+    r"(?P<vq>['\"])(?P<value>[^'\"\n]{0,1024})(?P=vq)"
+)
 _PREFILTERS: dict[str, Callable[[str], bool]] = {
     # cheap tests that rule a default pattern out before its regular expression runs
-    "api_key": lambda t: "sk-" in t or "AIza" in t or "gh" in t or "xox" in t or "AKIA" in t,
+    "api_key": lambda t: (
+        "sk-" in t
+        or "AIza" in t
+        or "gh" in t
+        or "github_pat_" in t
+        or "k_live_" in t
+        or "k_test_" in t
+        or "xox" in t
+        or "AKIA" in t
+    ),
+    "jwt": lambda t: "eyJ" in t,
     "bearer": lambda t: "earer" in t or "EARER" in t,
     "email": lambda t: "@" in t,
     "card": lambda t: _DIGIT_RUN.search(t) is not None,
+    "url_password": lambda t: "://" in t,
+    "password_assignment": lambda t: _PASSWORD_WORD.search(t) is not None,
 }
 
 
@@ -84,8 +126,9 @@ class Redactor:
     """Values replaced so far (counted, so a dashboard can show that redaction is working)."""
 
     def __post_init__(self) -> None:
+        self._keys_seen: dict[str, str] = {}
         self.keys = frozenset(k.lower() for k in self.keys)
-        names = "|".join(re.escape(k) for k in sorted(self.keys))
+        names = "|".join(re.escape(k) for k in sorted(self.keys | frozenset(SECRET_KEY_PARTS)))
         self._key_names = re.compile(names) if names else None
         self._rules = [(name, _PREFILTERS.get(name) if pattern == DEFAULT_PATTERNS.get(name) else None,
                         re.compile(pattern)) for name, pattern in self.patterns.items()]  # fmt: skip
@@ -114,7 +157,16 @@ class Redactor:
                 return text if cleaned == parsed else json.dumps(cleaned, ensure_ascii=False, separators=(",", ":"))
         for name, _, regex in matching:
             text = regex.sub(self._card if name == "card" else self._replace, text)
+        if self._names_a_key(text):  # a dict's repr or JSON-like text that is not JSON: quoted key-value pairs
+            text = _QUOTED_PAIR.sub(self._pair, text)
         return text
+
+    def _pair(self, match: re.Match[str]) -> str:
+        key = match.group("key")
+        if not (key.lower() in self.keys or is_secret_key(key)) or match.group("value") == self.replacement:
+            return match.group()
+        self.hits += 1
+        return f"{match.group('head')}{match.group('vq')}{self.replacement}{match.group('vq')}"
 
     def _names_a_key(self, text: str) -> bool:
         """Whether ``text`` may hold a secret key; it only matters inside JSON (or a dict's repr)."""
@@ -126,7 +178,8 @@ class Redactor:
 
     def _replace(self, match: re.Match[str]) -> str:
         self.hits += 1
-        return self.replacement
+        keep = match.groupdict().get("keep")
+        return keep + self.replacement if keep else self.replacement
 
     def _card(self, match: re.Match[str]) -> str:
         return self._replace(match) if _luhn(re.sub(r"[ -]", "", match.group())) else match.group()
@@ -141,7 +194,15 @@ class Redactor:
             keys = self.keys
             out = {}
             for key, item in value.items():
-                if key.__class__ is str and (key in keys or key.lower() in keys) and item not in (None, ""):
+                if (
+                    key.__class__ is str
+                    and (key in keys or is_secret_key(key) or key.lower() in keys)
+                    and item
+                    not in (
+                        None,
+                        "",
+                    )
+                ):
                     self.hits += 1
                     out[key] = self.replacement
                 else:
@@ -160,23 +221,46 @@ class Redactor:
         return value if converted is value else self.value(converted, convert)
 
     def span(self, record: Any) -> Any:
-        """A :class:`~toolpath.store.spanrecord.SpanRecord` with its attributes, event attributes and status
-        message redacted (in place; returned for chaining)."""
+        """A :class:`~toolpath.store.spanrecord.SpanRecord` with everything that can carry text redacted (in place;
+        returned for chaining): its name, attributes (keys and values), events (names and attributes), status
+        message, scope name and resource attributes."""
+        record.name = self.text(record.name)
         record.attributes = self.attributes(record.attributes)
         if record.events:
-            record.events = [{**e, "attributes": self.attributes(e.get("attributes") or {})} for e in record.events]
+            record.events = [
+                {
+                    **e,
+                    "name": self.text(str(e.get("name", ""))),
+                    "attributes": self.attributes(e.get("attributes") or {}),
+                }
+                for e in record.events
+            ]
         if record.status_message:
             record.status_message = self.text(record.status_message)
+        if record.scope:
+            record.scope = self.text(record.scope)
+        if record.resource:
+            record.resource = self.attributes(record.resource)
         return record
 
     def attributes(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
-        """Span or event attributes: a secret attribute name is replaced whole, values are scrubbed."""
+        """Span, event or resource attributes: a secret attribute name is replaced whole, values are scrubbed, and
+        so are the names themselves (an instrumentation may put an address or a token in a key)."""
         out = {}
         for key, value in attributes.items():
             leaf = key.rsplit(".", 1)[-1].lower()
-            if (leaf in self.keys or key.lower() in self.keys) and value not in (None, ""):
+            name = self._key_text(key)
+            if (leaf in self.keys or key.lower() in self.keys or is_secret_key(leaf)) and value not in (None, ""):
                 self.hits += 1
-                out[key] = self.replacement
+                out[name] = self.replacement
             else:
-                out[key] = self.value(value)
+                out[name] = self.value(value)
         return out
+
+    def _key_text(self, key: str) -> str:
+        cached = self._keys_seen.get(key)
+        if cached is None:
+            cached = self.text(key)
+            if len(self._keys_seen) < 4096:  # attribute names repeat: redact each once
+                self._keys_seen[key] = cached
+        return cached

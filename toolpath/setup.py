@@ -13,20 +13,24 @@ import atexit
 import logging
 import os
 import threading
+import time
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import Event, ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.trace import Status
 
 from toolpath.collector.processor import InProcessCollector
 from toolpath.errors import ConfigError
-from toolpath.store.store import Store
+from toolpath.redact import Redactor
+from toolpath.store import migrate
+from toolpath.store.store import Store, resolve_store_url
 from toolpath.tracer import content
 
 logger = logging.getLogger("toolpath.tracer")
@@ -112,6 +116,12 @@ class Tracing:
     slot: _Slot
     online: Any = None
     """The online evaluator started by ``toolpath.init(online=...)``; stopped first by ``shutdown``."""
+    losses_seen: int = 0
+    """Spans and invocations lost (dropped, not stored, not exported) as of the last ``flush``."""
+
+    def losses(self) -> int:
+        s = self.collector.stats
+        return s.spans_dropped + s.invocations_lost + (self.exporter.dropped if self.exporter is not None else 0)
 
 
 _slots: weakref.WeakKeyDictionary[TracerProvider, _Slot] = weakref.WeakKeyDictionary()
@@ -168,9 +178,12 @@ def init(
             )
         )
         provider = tracer_provider or _global_sdk_provider(service_name)
-        the_store = _open_store(store)
+        the_store, open_later = _open_store(store)
         collector = InProcessCollector(
-            the_store, redactor=content.policy().redactor, **({"max_queue": max_queue} if max_queue else {})
+            the_store,
+            redactor=content.policy().redactor,
+            open_store=open_later,
+            **({"max_queue": max_queue} if max_queue else {}),
         )
         exporter, export_processor = _otlp_export(otlp_endpoint)
         slot = _slots.get(provider)
@@ -192,6 +205,9 @@ def init(
 def _start_online(tracing: Tracing, online: Any) -> None:
     if online is None or tracing.online is not None:
         return
+    if tracing.store is None and tracing.collector.store_pending:
+        logger.warning("toolpath: online evaluation is off: the store is unavailable (start it with the store up)")
+        return
     if tracing.store is None:
         raise ConfigError("online evaluation needs a store (init(store=False) keeps none)")
     from toolpath.evaluation.online import OnlineEvaluator
@@ -204,14 +220,38 @@ def current() -> Tracing | None:
 
 
 def flush(timeout: float = 10.0) -> bool:
-    """Write everything traced so far to the store and push it to the OTLP exporter."""
+    """Write everything traced so far to the store and push it to the OTLP exporter, waiting at most ``timeout``
+    seconds in all. True only when all of it was delivered: nothing still pending, and no span or invocation
+    dropped, lost or refused by the exporter since the previous ``flush``."""
     tracing = _current
     if tracing is None:
         return True
+    deadline = time.monotonic() + timeout
     ok = tracing.collector.flush(timeout)
     if tracing.export_processor is not None:
-        ok = tracing.export_processor.force_flush(int(timeout * 1000)) and ok
+        # the SDK's force_flush exports in the caller's thread and ignores its timeout: bound it here
+        processor = tracing.export_processor
+        ok = _within(max(0.0, deadline - time.monotonic()), processor.force_flush) and ok
+    losses = tracing.losses()
+    ok = ok and losses == tracing.losses_seen
+    tracing.losses_seen = losses
     return ok
+
+
+def _within(seconds: float, work: Callable[[], bool]) -> bool:
+    """``work()`` in a daemon thread; False when it did not finish (or failed) within ``seconds``."""
+    result: list[bool] = []
+
+    def run() -> None:
+        try:
+            result.append(bool(work()))
+        except Exception:
+            logger.warning("toolpath: flushing the exporter failed", exc_info=True)
+
+    thread = threading.Thread(target=run, name="toolpath-flush", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    return bool(result and result[0])
 
 
 def shutdown(timeout: float = 10.0) -> None:
@@ -227,9 +267,11 @@ def shutdown(timeout: float = 10.0) -> None:
         if tracing.online is not None:  # after the collector's last writes, so their jobs are enqueued
             tracing.online.stop(timeout)
         if tracing.export_processor is not None:
-            tracing.export_processor.shutdown()
-        if tracing.store is not None:
-            tracing.store.close()
+            processor = tracing.export_processor
+            _within(timeout, lambda: processor.shutdown() or True)
+        opened = tracing.store or tracing.collector.store  # a store opened late belongs to the collector
+        if opened is not None:
+            opened.close()
         content.set_policy(content.ContentPolicy())
 
 
@@ -268,14 +310,44 @@ def _global_sdk_provider(service_name: str | None) -> TracerProvider:
     return provider
 
 
-def _open_store(store: str | Store | bool | None) -> Store | None:
+STORE_OPEN_SECONDS = 2.0
+"""How long ``init`` waits for the store; past that tracing starts without it and opens it later."""
+
+
+def _open_store(store: str | Store | bool | None) -> tuple[Store | None, Callable[[], Store] | None]:
+    """The store, opened now if that takes at most :data:`STORE_OPEN_SECONDS`; else ``None`` and the function
+    that opens it later. A store that is down or locked never blocks or fails the agent: one warning, then the
+    collector retries and counts what it could not write. A malformed URL is still an error now."""
     if store is False:
-        return None
+        return None, None
     if isinstance(store, Store):
-        return store
-    if store is True:
-        store = None
-    return Store(store)
+        return store, None
+    url = resolve_store_url(None if store is True else store)
+    unopened = Store(url, create=False)  # a bad URL, a missing driver or folder: an error now (no I/O yet)
+    opened: list[Store] = []
+    failure: list[BaseException] = []
+
+    def open_now() -> None:
+        try:
+            migrate.upgrade(unopened.engine)
+            opened.append(unopened)
+        except Exception as exc:
+            failure.append(exc)
+
+    thread = threading.Thread(target=open_now, name="toolpath-store-open", daemon=True)
+    thread.start()
+    thread.join(STORE_OPEN_SECONDS)
+    if opened:
+        return opened[0], None
+    why = f"{failure[0]}" if failure else f"no answer within {STORE_OPEN_SECONDS:g} s"
+    logger.warning("toolpath: the store is unavailable (%s); tracing goes on, writes are retried and counted", why)
+
+    def open_later() -> Store:
+        if thread.is_alive():  # the first attempt is still waiting (a lock): never migrate twice at once
+            raise ConfigError(f"store {url}: still waiting for the first attempt to open it")
+        return opened[0] if opened else Store(url)
+
+    return None, open_later
 
 
 def _otlp_export(endpoint: str | None) -> tuple[CountingExporter | None, BatchSpanProcessor | None]:
@@ -297,8 +369,56 @@ def _otlp_export(endpoint: str | None) -> tuple[CountingExporter | None, BatchSp
         inner = HttpExporter(endpoint=_http_traces_url(endpoint)) if endpoint else HttpExporter()
     else:
         raise ConfigError(f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol!r} is not one of grpc, http/protobuf")
-    exporter = CountingExporter(inner)
+    redactor = content.policy().redactor
+    exporter = CountingExporter(RedactingExporter(inner, redactor) if redactor is not None else inner)
     return exporter, BatchSpanProcessor(exporter)
+
+
+class RedactingExporter(SpanExporter):
+    """Redacts every span before the OTLP exporter sees it — other instrumentations' spans in this process and
+    whatever the application added to toolpath's own — with the same rules as the store (on the export thread,
+    never the agent's)."""
+
+    def __init__(self, inner: SpanExporter, redactor: Redactor) -> None:
+        self.inner = inner
+        self.redactor = redactor
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        return self.inner.export([self._clean(span) for span in spans])
+
+    def _clean(self, span: ReadableSpan) -> ReadableSpan:
+        r = self.redactor
+        events = [
+            Event(r.text(e.name), _otel_attributes(r.attributes(e.attributes or {})), e.timestamp) for e in span.events
+        ]
+        status = span.status
+        if status.description:
+            status = Status(status.status_code, r.text(status.description))
+        return ReadableSpan(
+            name=r.text(span.name),
+            context=span.context,
+            parent=span.parent,
+            resource=Resource(_otel_attributes(r.attributes(span.resource.attributes)), span.resource.schema_url),
+            attributes=_otel_attributes(r.attributes(span.attributes or {})),
+            events=events,
+            links=span.links,
+            kind=span.kind,
+            status=status,
+            start_time=span.start_time,
+            end_time=span.end_time,
+            instrumentation_scope=span.instrumentation_scope,
+        )
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return self.inner.force_flush(timeout_millis)
+
+
+def _otel_attributes(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Redacted values back into OTel attribute types (sequences as tuples)."""
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
 
 
 def _http_traces_url(endpoint: str) -> str:

@@ -10,6 +10,7 @@ from langchain_core.load import dumpd
 from langchain_core.tools import tool
 
 import toolpath
+from tests.helpers import adk_agent
 from toolpath.adapters.agent_engine import instrument_app, trajectory_from_steps
 from toolpath.store.store import Store
 
@@ -144,3 +145,30 @@ def test_steps_as_plain_objects_and_string_inputs():
 def test_not_an_app():
     with pytest.raises(TypeError, match="has none of query"):
         instrument_app(object())
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+async def test_adk_app_stream_keeps_its_trajectory_over_adks_content_less_spans(
+    tracing, store_url, monkeypatch, asynchronous
+):
+    """A real ADK agent behind an AdkApp-style stream: ADK 2.x's own tool spans (under the app's agent span) carry
+    no arguments by default; the stream's events do, and the final answer's two text parts are joined as ADK
+    joins them."""
+    monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raising=False)
+    adk_agent.RECEIVED.clear()
+    app = instrument_app(adk_agent.StreamingAdkApp(adk_agent.build_home_agent()))
+    session = app.create_session(user_id="ana", state={"home": "flat 7"})["id"]
+    query = {"message": adk_agent.STATUS, "user_id": "ana", "session_id": session}
+    events = [e async for e in app.async_stream_query(**query)] if asynchronous else list(app.stream_query(**query))
+    assert len(events) == 3
+    [inv] = stored(store_url, session)
+    assert inv.response == "The hall light is on at 80%.\nThe living room is at 20.5 °C."
+    assert [(c.name, c.args, c.call_id) for c in inv.tool_calls] == [
+        (r["name"], r["args"], r["id"]) for r in adk_agent.RECEIVED
+    ]
+    assert len(inv.tool_calls) == 2 and inv.tool_calls[1].result["celsius"] == 20.5
+    assert inv.intermediate_responses == [("home", "Let me look.")]
+    assert inv.attributes["toolpath.content_missing"] is True  # ADK's spans were there, without arguments
+    spans = Store(store_url).spans_of_trace(inv.trace_id)
+    adk_tools = [s for s in spans if s.scope == "gcp.vertex.agent" and s.name.startswith("execute_tool get_device")]
+    assert len(adk_tools) == 2 and all("gen_ai.tool.call.arguments" not in s.attributes for s in adk_tools)

@@ -3,6 +3,7 @@ semantic-conventions dump (official OTel LangChain instrumentation), OpenInferen
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 
@@ -11,6 +12,7 @@ import pytest
 from tests.helpers import SPANS
 from tests.helpers.builders import load_spans
 from toolpath.collector.reconstruct import build_invocations
+from toolpath.store.spanrecord import SpanRecord
 
 
 def test_otel_genai_langchain_rebuilds_to_ground_truth():
@@ -68,3 +70,126 @@ def test_adk_without_content_keeps_what_is_recoverable():
         ]
         assert all(c.call_id and c.call_id.startswith("adk-") for c in got.tool_calls)
         assert got.session_id == "home-session-0001" and got.prompt is None and got.response is None
+
+
+def test_an_end_before_the_start_is_an_unknown_latency_not_a_negative_one():
+    from toolpath.store.spanrecord import SpanRecord
+    from toolpath.tracer import semconv as sc
+
+    root = SpanRecord(
+        trace_id="ab" * 16,
+        span_id="cd" * 8,
+        parent_span_id=None,
+        name="invoke_agent bot",
+        kind=1,
+        start_time=2_000_000_000,
+        end_time=1_000_000_000,  # a clock that went backwards
+        attributes={sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT, sc.GEN_AI_AGENT_NAME: "bot"},
+    )
+    (invocation,) = build_invocations([root])
+    assert invocation.latency_seconds is None
+    assert invocation.failure == 0
+
+
+def under_agent_span(spans, trajectory, *, source=None, seed=4):
+    """The content-less ADK trace's spans under toolpath-style ``invoke_agent`` spans (one per trace) that carry
+    ``trajectory(trace_id)`` as their own record of the run; shuffled."""
+    records = []
+    for trace_id in sorted({s.trace_id for s in spans}):
+        root = next(s for s in spans if s.trace_id == trace_id and s.parent_span_id is None)
+        attributes = {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": "home",
+            "toolpath.agent.predicted_trajectory": json.dumps(trajectory(trace_id)),
+        }
+        if source:
+            attributes["toolpath.agent.trajectory_source"] = source
+        agent = SpanRecord(
+            trace_id, "f" * 16, None, "invoke_agent home", 1, root.start_time - 1, root.end_time, attributes=attributes
+        )
+        records.append(agent)
+        for span in spans:
+            if span.trace_id == trace_id:
+                records.append(dataclasses.replace(span, parent_span_id=span.parent_span_id or agent.span_id))
+    random.Random(seed).shuffle(records)
+    return sorted(build_invocations(records), key=lambda i: i.started_at)
+
+
+def nocontent_truth():
+    """trace id -> the true calls of the content-less ADK fixture (its ground truth), with the spans' call ids."""
+    expected = json.loads((SPANS / "adk-v2-nocontent.shared.expected.json").read_text())["invocations"]
+    spans = load_spans("adk-v2-nocontent")
+    truth = {}
+    for want in expected:
+        tool_spans = sorted(
+            (s for s in spans if s.trace_id == want["trace_id"] and s.attributes.get("gen_ai.tool.name")
+             and s.attributes["gen_ai.tool.name"] != "(merged tools)"),
+            key=lambda s: s.start_time,
+        )  # fmt: skip
+        truth[want["trace_id"]] = [
+            {"name": c["name"], "args": c["args"], "id": s.attributes["gen_ai.tool.call.id"]}
+            for c, s in zip(want["tool_calls"], tool_spans, strict=True)
+        ]
+    return spans, truth
+
+
+def test_content_less_tool_spans_take_arguments_from_the_agents_record_by_call_id():
+    spans, truth = nocontent_truth()
+    # the record lists the calls in another order: they are matched by id, not by position
+    invocations = under_agent_span(spans, lambda trace: list(reversed(truth[trace])))
+    assert len(invocations) == 2
+    for inv in invocations:
+        want = truth[inv.trace_id]
+        assert [(c.name, c.args, c.call_id) for c in inv.tool_calls] == [(w["name"], w["args"], w["id"]) for w in want]
+        assert inv.attributes["toolpath.content_missing"] is True
+        assert "toolpath.arguments_unknown" not in inv.attributes
+        assert inv.agent_name == "home"
+    failed = invocations[1].tool_calls[-1]
+    assert failed.name == "set_temperature" and failed.error  # the span's error is kept
+
+
+def test_content_less_tool_spans_take_arguments_by_position_without_ids():
+    spans, truth = nocontent_truth()
+    vertex_form = lambda trace: [{"tool_name": w["name"], "tool_input": w["args"]} for w in truth[trace]]  # noqa: E731
+    for inv in under_agent_span(spans, vertex_form, seed=9):
+        assert [(c.name, c.args) for c in inv.tool_calls] == [(w["name"], w["args"]) for w in truth[inv.trace_id]]
+        assert inv.attributes["toolpath.content_missing"] is True and "toolpath.arguments_unknown" not in inv.attributes
+
+
+def test_content_less_trace_alone_is_flagged_and_counts_unknown_arguments():
+    for inv in rebuilt("adk-v2-nocontent", 5):
+        assert inv.attributes["toolpath.content_missing"] is True
+        assert inv.attributes["toolpath.arguments_unknown"] == len(inv.tool_calls) > 0
+    # a record that does not match (other names, another length) fills in nothing
+    spans, truth = nocontent_truth()
+    wrong = lambda trace: [{"name": "other", "args": {"x": 1}}]  # noqa: E731
+    for inv in under_agent_span(spans, wrong):
+        assert all(c.args == {} for c in inv.tool_calls)
+        assert inv.attributes["toolpath.arguments_unknown"] == len(truth[inv.trace_id])
+
+
+def test_a_call_recorded_with_no_arguments_is_not_content_less():
+    for inv in rebuilt("adk-v2", 1):
+        assert "toolpath.content_missing" not in inv.attributes
+    spans, truth = nocontent_truth()
+    for span in spans:  # "{}" recorded: a call made without arguments, which nothing overwrites
+        if span.attributes.get("gen_ai.operation.name") == "execute_tool":
+            span.attributes["gen_ai.tool.call.arguments"] = "{}"
+    for inv in under_agent_span(spans, lambda trace: truth[trace]):
+        assert all(c.args == {} for c in inv.tool_calls if c.name != "(merged tools)")
+        assert "toolpath.content_missing" not in inv.attributes
+
+
+def test_an_event_trajectory_is_the_trajectory_and_spans_add_timings():
+    spans, truth = nocontent_truth()
+    with_results = lambda trace: [{**w, "result": {"from": "events"}} for w in truth[trace]]  # noqa: E731
+    for inv in under_agent_span(spans, with_results, source="events"):
+        want = truth[inv.trace_id]
+        assert [(c.name, c.args, c.call_id, c.result) for c in inv.tool_calls] == [
+            (w["name"], w["args"], w["id"], {"from": "events"}) for w in want
+        ]
+        assert all(c.start_time and c.end_time for c in inv.tool_calls)
+        assert inv.attributes["toolpath.content_missing"] is True and "toolpath.arguments_unknown" not in inv.attributes
+    # the events said there were no calls: there were none, whatever spans exist
+    for inv in under_agent_span(spans, lambda trace: [], source="events"):
+        assert inv.tool_calls == []

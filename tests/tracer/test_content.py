@@ -54,3 +54,51 @@ class TestContentPolicy:
         attrs = spans_by_name(app_spans)["execute_tool echo"].attributes
         assert attrs[sc.GEN_AI_TOOL_CALL_ARGUMENTS].endswith("…[truncated 411 chars]")
         assert set(attrs[sc.TOOLPATH_TRUNCATED]) == {sc.GEN_AI_TOOL_CALL_ARGUMENTS, sc.GEN_AI_TOOL_CALL_RESULT}
+
+
+def test_a_prompt_given_as_a_dict_and_a_result_as_a_list_are_redacted_by_key(store_url, app_spans):
+    """Neither is ``str()``-ed before redaction: a repr would hide the ``password`` and ``Authorization`` keys."""
+    toolpath.init(store=store_url)
+
+    @toolpath.agent(name="structured")
+    def structured(request: dict) -> list:
+        return [{"status": "ok", "Authorization": "Basic dXNlcjpwYXNz"}]
+
+    structured({"question": "reset my login", "password": "hunter2-secret"})
+    toolpath.flush()
+    attrs = spans_by_name(app_spans)["invoke_agent structured"].attributes
+    exported = json.dumps(dict(attrs))
+    assert "hunter2-secret" not in exported and "dXNlcjpwYXNz" not in exported
+    prompt = json.loads(json.loads(attrs[sc.GEN_AI_INPUT_MESSAGES])[0]["parts"][0]["content"])
+    assert prompt == {"question": "reset my login", "password": "[REDACTED]"}
+
+
+def test_the_agent_threads_cost_does_not_grow_with_the_value_past_the_limit(store_url, app_spans):
+    """A 10 MB tool result costs the agent about what a 1 MB one does: the value is cut before it is redacted
+    and serialised (relative timing, best of three, so a busy machine does not decide)."""
+    toolpath.init(store=store_url, max_value_length=64 * 1024)
+
+    @toolpath.tool
+    def fetch(size: int) -> dict:
+        return {"rows": [{"id": i, "text": "lorem ipsum dolor " * 4} for i in range(size)], "blob": "x" * size * 80}
+
+    def cost(size: int) -> float:
+        return min(_timed(lambda: fetch(size)) for _ in range(3))
+
+    small, large = cost(12_000), cost(120_000)  # ~1 MB and ~10 MB of result
+    attrs = [s.attributes for s in app_spans.get_finished_spans() if s.name == "execute_tool fetch"][-1]
+    assert len(attrs[sc.GEN_AI_TOOL_CALL_RESULT]) < 64 * 1024 + 64
+    assert sc.GEN_AI_TOOL_CALL_RESULT in attrs[sc.TOOLPATH_TRUNCATED]
+    # building the value itself is the tool's cost and grows 10x; what toolpath adds must not
+    build_small = min(_timed(lambda: fetch.__wrapped__(12_000)) for _ in range(3))
+    build_large = min(_timed(lambda: fetch.__wrapped__(120_000)) for _ in range(3))
+    added_small, added_large = max(small - build_small, 1e-4), max(large - build_large, 1e-4)
+    assert added_large / added_small < 4, (added_small, added_large)
+
+
+def _timed(fn) -> float:
+    import time
+
+    started = time.perf_counter()
+    fn()
+    return time.perf_counter() - started

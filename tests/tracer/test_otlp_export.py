@@ -76,3 +76,55 @@ def test_env_endpoint_exports_the_same_spans_with_redaction(sink, store_url, app
     assert json.loads(tool_attrs["gen_ai.tool.call.arguments"]) == {"card": "[REDACTED]", "amount": 9.5}
     assert spans["execute_tool charge"].parent_span_id == spans["invoke_agent shop"].span_id
     assert toolpath.stats()["spans_exported"] == 2
+
+
+class Unavailable(BaseHTTPRequestHandler):
+    """An OTLP endpoint that is up but refuses every export with 503 (the exporter retries with backoff)."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(503)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def test_flush_honours_its_timeout_and_says_when_spans_were_not_delivered(tmp_path):
+    import time
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Unavailable)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        toolpath.init(store=f"sqlite:///{tmp_path / 's.db'}", otlp_endpoint=f"http://127.0.0.1:{server.server_port}")
+
+        @toolpath.agent(name="bot")
+        def bot(prompt: str) -> str:
+            return "ok"
+
+        for i in range(20):
+            bot(f"hello {i}")
+        started = time.monotonic()
+        delivered = toolpath.flush(timeout=1.5)
+        elapsed = time.monotonic() - started
+        assert delivered is False  # the backend refused them: never "True with spans dropped"
+        assert elapsed < 4.0, elapsed  # the exporter alone would retry for ~10 s
+        assert toolpath.stats()["invocations_written"] == 20  # the store still got everything
+        started = time.monotonic()
+        toolpath.shutdown(timeout=1.0)
+        assert time.monotonic() - started < 4.0
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_flush_is_true_when_everything_was_delivered(sink, tmp_path):
+    toolpath.init(store=f"sqlite:///{tmp_path / 's.db'}", otlp_endpoint=sink)
+
+    @toolpath.agent(name="bot")
+    def bot(prompt: str) -> str:
+        return "ok"
+
+    bot("hello")
+    assert toolpath.flush(timeout=10) is True

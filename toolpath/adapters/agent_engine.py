@@ -10,8 +10,10 @@ methods keep their names, signatures and return values. Where a method takes ``c
 templates), toolpath's LangChain handler is added to ``config["callbacks"]``, so tool and model runs become
 spans. When the app's tools are not traced, the trajectory is taken from what the app returns: the
 ``intermediate_steps`` of LangChain agents (``(AgentAction, observation)`` pairs, plain or in
-``langchain_core.load.dumpd`` form), or the ``function_call`` parts of ADK-style event streams. A stream's span
-ends when the stream is exhausted or closed.
+``langchain_core.load.dumpd`` form). An ADK-style event stream (``AdkApp.stream_query``) is read as ADK's own
+evaluation reads it (:mod:`toolpath.adapters.adk`): its calls with their arguments and ids are the trajectory,
+whatever ADK's own spans recorded, and the final response is its text parts joined as ADK joins them. A stream's
+span ends when the stream is exhausted or closed.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import logging
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
+from toolpath.adapters import adk
 from toolpath.tracer import spans
 
 logger = logging.getLogger("toolpath.adapters.agent_engine")
@@ -200,35 +203,27 @@ def _fail(span: Any, exc: BaseException) -> None:
 
 
 class _StreamState:
-    """What a stream of ADK-style events said: the function calls, and the last text of the agent."""
+    """What a stream said: ADK-style events (read as ADK's evaluation reads them, :mod:`.adk`), or LangGraph
+    updates (the last AI text; their tool calls are traced by the LangChain handler)."""
 
     def __init__(self) -> None:
-        self.calls: list[dict[str, Any]] = []
+        self.events = adk.EventReader()
         self.text: str | None = None
 
     def add(self, event: Any) -> None:
         try:
-            event = event.model_dump() if hasattr(event, "model_dump") else event
-            if not isinstance(event, Mapping):
+            event = event.model_dump() if hasattr(event, "model_dump") and not hasattr(event, "author") else event
+            if isinstance(event, Mapping) and self._add_graph_update(event):
                 return
-            if self._add_graph_update(event):
-                return
-            content = event.get("content") or {}
-            author = event.get("author")
-            for part in (content.get("parts") if isinstance(content, Mapping) else None) or []:
-                if not isinstance(part, Mapping):
-                    continue
-                call = part.get("function_call")
-                if isinstance(call, Mapping) and call.get("name"):
-                    self.calls.append({"tool_name": call["name"], "tool_input": call.get("args") or {}})
-                elif isinstance(part.get("text"), str) and part["text"] and author != "user":
-                    self.text = part["text"]
+            self.events.add(event)
         except Exception:
             logger.debug("toolpath: unreadable stream event", exc_info=True)
 
     def _add_graph_update(self, event: Mapping[str, Any]) -> bool:
         """LangGraph stream chunks (``{"messages": [...]}`` values, or ``{node: {"messages": [...]}}`` updates): the
-        last AI message with text is the answer so far. Their tool calls are traced by the LangChain handler."""
+        last AI message with text is the answer so far."""
+        if "content" in event or "author" in event:
+            return False
         updates = [event] if "messages" in event else [v for v in event.values() if isinstance(v, Mapping)]
         found = False
         for update in updates:
@@ -243,8 +238,12 @@ class _StreamState:
         return found
 
     def finish(self, span: Any) -> None:
-        spans.set_returned_trajectory(span, self.calls)
-        spans.end_agent_span(span, self.text)
+        turn = self.events.turn()
+        if turn.events:  # ADK events: the complete trajectory, kept over ADK's own (possibly content-less) spans
+            adk.record_turn(span, turn)
+            spans.end_agent_span(span, turn.response)
+        else:
+            spans.end_agent_span(span, self.text)
 
 
 def trajectory_from_steps(steps: Any) -> list[dict[str, Any]]:

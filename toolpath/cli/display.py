@@ -6,9 +6,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from toolpath.model import Session, parse_trajectory
+from toolpath.tracer import semconv as sc
 
 
 def summary_table(summary: Mapping[str, Any], names: Sequence[str], title: str = "Metrics") -> Table:
@@ -88,8 +90,15 @@ def session_table(session: Session) -> Table:
     table = Table(title=f"Session {session.session_id}", title_justify="left", show_lines=True)
     for column in ("#", "prompt", "tool calls", "response", "latency s", "failure"):
         table.add_column(column)
+    notes = []
     for i, inv in enumerate(session.invocations, start=1):
         calls = "\n".join(f"{c.name}({_args(c.args)}){' ✗ ' + c.error if c.error else ''}" for c in inv.tool_calls)
+        note = content_note(
+            bool(inv.attributes.get(sc.TOOLPATH_CONTENT_MISSING)), inv.attributes.get(sc.TOOLPATH_ARGUMENTS_UNKNOWN)
+        )
+        if note:
+            calls += " ⚠" if calls else "⚠"
+            notes.append(f"[yellow]⚠ #{i}: {escape(note)}[/]")
         table.add_row(
             str(i),
             inv.prompt or "",
@@ -98,7 +107,21 @@ def session_table(session: Session) -> Table:
             _num(inv.latency_seconds),
             str(inv.failure),
         )
+    if notes:
+        table.caption, table.caption_justify = "\n".join(notes), "left"
     return table
+
+
+def content_note(missing: bool, unknown: Any) -> str | None:
+    """What to tell about a run whose tool spans recorded no arguments (``toolpath.content_missing``)."""
+    if not missing:
+        return None
+    if unknown:
+        return (
+            f"{unknown} tool call(s) recorded without their arguments (stored as {{}}): the instrumentation captured "
+            f"no content (for ADK 2.x set {sc.ADK_CONTENT_ENV}=SPAN_ONLY, or run the agent with toolpath)"
+        )
+    return "the tool spans recorded no arguments; the arguments shown come from the agent's own record of the run"
 
 
 def _names(value: Any) -> str:

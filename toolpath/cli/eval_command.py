@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
 from toolpath import setup
-from toolpath.cli.common import console, load_object, open_existing_store, print_run_line, progress, store_option
+from toolpath.cli.common import console, load_agent, open_existing_store, print_run_line, progress, store_option
 from toolpath.errors import ConfigError
 from toolpath.store.store import Store
 
@@ -26,7 +27,12 @@ from toolpath.store.store import Store
     help="Comma-separated metrics for a JSONL/CSV dataset, e.g. trajectory_exact_match,"
     "trajectory_single_tool_use(tool_name=get_weather).",
 )
-@click.option("--agent", "agent_ref", default=None, help="module:attr of the agent to run (required for eval sets).")
+@click.option(
+    "--agent",
+    "agent_ref",
+    default=None,
+    help="The agent to run (required for eval sets): module:attr, or an ADK agent module or folder (its root_agent).",
+)
 @click.option("--config", "config_path", type=click.Path(path_type=Path), default=None, help="test_config.json.")
 @click.option("--runs", default=1, show_default=True, type=click.IntRange(min=1), help="Runs of each eval case.")
 @click.option("--output", type=click.Path(path_type=Path), default=None, help="Write results as JSON here.")
@@ -52,6 +58,7 @@ def eval_command(
         toolpath eval cases.jsonl --metrics trajectory_exact_match,trajectory_recall
         toolpath eval cases.csv --metrics trajectory_precision --agent my_app.agent:answer
         toolpath eval tests/weather.evalset.json --agent my_app.agent:root_agent --runs 3
+        toolpath eval home_agent/ --agent home_agent
         toolpath eval --from-store --agent-name support_bot --metrics tool_loop_detected,error_recovery
 
     Eval sets (*.evalset.json, legacy *.test.json, or a folder of them) are judged by the criteria of the
@@ -69,17 +76,22 @@ def eval_command(
     if dataset is None:
         raise ConfigError("give a DATASET file or folder, or --from-store")
     is_eval_set = dataset.is_dir() or dataset.name.endswith((EVALSET_SUFFIX, LEGACY_SUFFIX))
-    the_store = Store(store) if agent_ref or store else None
     if is_eval_set:
         if metrics_text:
             raise ConfigError("eval sets are judged by their criteria: give --config test_config.json, not --metrics")
-        _eval_sets(dataset, agent_ref, config_path, runs, output, quiet, the_store)
+        if not agent_ref:
+            raise ConfigError("--agent module:attr is required to run eval sets (or an ADK agent module or folder)")
     else:
         if not metrics_text:
             raise ConfigError("--metrics is required for a JSONL or CSV dataset")
         if config_path is not None or runs != 1:
             raise ConfigError("--config and --runs apply to eval sets (*.evalset.json, *.test.json)")
-        _eval_dataset(dataset, metrics_text, agent_ref, output, quiet, the_store)
+    agent = load_agent(agent_ref) if agent_ref else None  # before any store is created
+    the_store = Store(store) if agent_ref or store else None
+    if is_eval_set:
+        _eval_sets(dataset, agent, config_path, runs, output, quiet, the_store)
+    else:
+        _eval_dataset(dataset, metrics_text or "", agent, output, quiet, the_store)
 
 
 def _eval_recorded(
@@ -113,7 +125,7 @@ def _eval_recorded(
 
 
 def _eval_dataset(
-    dataset: Path, metrics_text: str, agent_ref: str | None, output: Path | None, quiet: bool, store: Store | None
+    dataset: Path, metrics_text: str, runnable: Any, output: Path | None, quiet: bool, store: Store | None
 ) -> None:
     from toolpath.cli.display import summary_table
     from toolpath.evaluation.catalog import resolve_metric
@@ -123,7 +135,6 @@ def _eval_dataset(
     metrics = [resolve_metric(spec) for spec in split_metric_list(metrics_text)]
     if not metrics:
         raise ConfigError("--metrics names no metric")
-    runnable = load_object(agent_ref) if agent_ref else None
     if runnable is not None:
         setup.init(store=store)
     from toolpath.datasets import load_rows
@@ -144,7 +155,7 @@ def _eval_dataset(
 
 def _eval_sets(
     path: Path,
-    agent_ref: str | None,
+    agent: Any,
     config_path: Path | None,
     runs: int,
     output: Path | None,
@@ -155,11 +166,8 @@ def _eval_sets(
     from toolpath.datasets.adk import load_criteria, load_eval_sets
     from toolpath.evaluation.evalset import evaluate_eval_sets
 
-    if not agent_ref:
-        raise ConfigError("--agent module:attr is required to run eval sets")
     eval_sets = load_eval_sets(path)
     criteria = load_criteria(config_path) if config_path else None
-    agent = load_object(agent_ref)
     setup.init(store=store)
     total = sum(len(eval_set.cases) for eval_set in eval_sets)
     with progress(total, "running eval cases", quiet) as advance:

@@ -11,7 +11,7 @@ import click
 from toolpath import setup
 from toolpath.cli.common import (
     console,
-    load_object,
+    load_agent,
     open_existing_store,
     parse_thresholds,
     progress,
@@ -22,7 +22,12 @@ from toolpath.cli.common import (
 
 
 @click.command()
-@click.option("--agent", "agent_ref", required=True, help="module:attr of the agent version to replay against.")
+@click.option(
+    "--agent",
+    "agent_ref",
+    required=True,
+    help="The agent version to replay against: module:attr, or an ADK agent module or folder (its root_agent).",
+)
 @store_option
 @selection_options
 @click.option(
@@ -59,11 +64,11 @@ def replay(
     from toolpath.evaluation.targets import describe_target
     from toolpath.evaluators.metrics.registry import split_metric_list
 
+    agent = load_agent(agent_ref)
     the_store = open_existing_store(store)
     sessions = select_sessions(the_store, session_ids, since, agent_name, limit)
     metrics = split_metric_list(metrics_text) if metrics_text else list(DEFAULT_METRICS)
     limits = parse_thresholds(thresholds)
-    agent = load_object(agent_ref)
     setup.init(store=the_store)
     started = time.time_ns()
     with progress(len(sessions), "replaying sessions", quiet) as advance:

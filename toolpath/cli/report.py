@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from toolpath.cli.display import content_note
 from toolpath.evaluators.metrics.diff import argument_diff, trajectory_diff
 from toolpath.model import ToolCall, parse_trajectory
 
@@ -200,6 +201,9 @@ def _side_by_side(prompt: Any, reference: list[ToolCall], predicted: list[ToolCa
             f"<div class='traj'><div class='muted'>reference: {html.escape(str(turn.get('reference') or ''))}</div>"
             f"<div class='muted'>response: {html.escape(str(turn.get('response') or ''))}</div></div>"
         )
+    note = content_note(bool(turn.get("content_missing")), turn.get("arguments_unknown"))
+    if note:
+        response += f"<p class='na content-missing'>⚠ {html.escape(note)}</p>"
     state = "changed" if changes else "same"
     return (
         f"<details class='turn' data-diff='{state}' {'open' if changes else ''}><summary>{title} "

@@ -42,8 +42,14 @@ def decode(body: bytes, content_type: str) -> list[SpanRecord]:
             data = json.loads(body)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise OtlpDecodeError(f"not valid JSON: {exc}") from None
+        except RecursionError:
+            raise OtlpDecodeError("JSON nested too deeply") from None
+        if not isinstance(data, dict):
+            raise OtlpDecodeError(f"an ExportTraceServiceRequest is a JSON object, not {type(data).__name__}")
         try:
             json_format.ParseDict(_hex_ids_to_base64(data), request, ignore_unknown_fields=True)
+        except RecursionError:
+            raise OtlpDecodeError("JSON nested too deeply") from None
         except (json_format.ParseError, TypeError, ValueError) as exc:
             raise OtlpDecodeError(f"not an OTLP JSON ExportTraceServiceRequest: {exc}") from None
     else:

@@ -14,6 +14,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +37,7 @@ _MAX_BUFFERED_SPANS = 200_000
 """Spans held while waiting for their agent run to end; past this the least recently touched traces go."""
 _RECENT_RESULTS = 256
 _WRITE_ATTEMPTS = 3
+_REOPEN_SECONDS = 5.0
 
 
 @dataclass
@@ -79,8 +81,12 @@ class InProcessCollector:
         max_queue: int = DEFAULT_MAX_QUEUE,
         interval: float = 0.2,
         redactor: Redactor | None = None,
+        open_store: Callable[[], Store] | None = None,
     ) -> None:
         self.store = store
+        self._open_store = open_store if store is None else None
+        """Opens the store later, on this worker, when it could not be opened at start (down, locked)."""
+        self._next_open = 0.0
         self.redactor = redactor
         self.stats = CollectorStats()
         self._max_queue = max_queue
@@ -146,6 +152,11 @@ class InProcessCollector:
 
     # --- public control ----------------------------------------------------------------------------------
 
+    @property
+    def store_pending(self) -> bool:
+        """True while the store could not be opened yet (it is retried on the worker)."""
+        return self._open_store is not None
+
     def flush(self, timeout: float = 10.0) -> bool:
         """Wait until everything queued before this call has been processed and written."""
         if not self._worker.is_alive():
@@ -206,8 +217,9 @@ class InProcessCollector:
                     continue
                 span, is_root, nested = item
                 record = record_from_readable(span)
-                if self.redactor is not None and record.scope != sc.TOOLPATH_SCOPE:
-                    # other instrumentations' spans in this process get the tracer's rules (ours had them already)
+                if self.redactor is not None:
+                    # every span: other instrumentations' spans, and what the application added to ours (names,
+                    # attributes, events, resource); values the tracer already cleaned pass the cheap tests fast
                     self.redactor.span(record)
                 self.stats.spans_received += 1
                 trace = self._traces.pop(record.trace_id, None) or _Trace()
@@ -263,6 +275,11 @@ class InProcessCollector:
         trace.written = True
 
     def _write(self, invocations: list[Invocation], spans: list[SpanRecord]) -> bool:
+        if self.store is None and self._open_store is not None:
+            self._try_open()
+            if self.store is None:
+                self.stats.invocations_lost += len(invocations)
+                return False
         if self.store is None:
             return True
         for attempt in range(_WRITE_ATTEMPTS):
@@ -279,6 +296,21 @@ class InProcessCollector:
                 self.stats.invocations_written += len(invocations)
                 return True
         return False
+
+    def _try_open(self) -> None:
+        """Open the deferred store, at most every few seconds, on this worker (never on the agent's thread)."""
+        now = time.monotonic()
+        if self._open_store is None or now < self._next_open:
+            return
+        try:
+            self.store = self._open_store()
+        except Exception as exc:
+            self.stats.store_errors += 1
+            self._next_open = now + _REOPEN_SECONDS
+            logger.debug("toolpath: store still unavailable: %s", exc)
+        else:
+            self._open_store = None
+            logger.warning("toolpath: the store is reachable now; invocations are written again")
 
     def _evict_idle(self, everything: bool = False) -> None:
         """Forget traces nobody added to for a while, or the oldest when too many spans are held; spans

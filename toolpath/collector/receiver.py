@@ -23,7 +23,6 @@ import zlib
 from collections.abc import Callable
 from concurrent import futures
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from google.protobuf import json_format
@@ -90,43 +89,64 @@ class Ingestor:
             self._slots.release()
 
     def handle_http(self, path: str, headers: Any, read_body: Callable[[int], bytes]) -> Reply:
-        """The whole HTTP exchange as a function of path, headers and body."""
-        content_type = (headers.get("Content-Type") or "application/x-protobuf").split(";")[0].strip().lower()
+        """The whole HTTP exchange as a function of path, headers and body (``read_body(n)``)."""
+        lowered = {str(k).lower(): str(v) for k, v in headers.items()}
+        refusal = self.check_request(path, lowered)
+        if refusal is not None:
+            return refusal
+        return self.handle_body(lowered, read_body(int(lowered.get("content-length") or 0)))
+
+    def check_request(self, path: str, headers: dict[str, str]) -> Reply | None:
+        """What can be answered before the body is read (``headers`` with lowercase names): route, token,
+        content type (required: a body without one is refused, so a browser page cannot post spans), length."""
+        content_type = headers.get("content-type", "").split(";")[0].strip().lower()
         json_reply = content_type == "application/json"
         if path.split("?", 1)[0] != TRACES_PATH:
-            return _error(404, f"no route {path}; OTLP traces go to {TRACES_PATH}", json_reply)
-        if not self.authorized(headers.get("Authorization")):
-            return _error(401, "missing or wrong bearer token", json_reply)
+            return error_reply(404, f"no route {path}; OTLP traces go to {TRACES_PATH}", json_reply)
+        if not self.authorized(headers.get("authorization")):
+            return error_reply(401, "missing or wrong bearer token", json_reply)
         if content_type not in ("application/x-protobuf", "application/protobuf", "application/json"):
-            return _error(415, f"unsupported content type {content_type!r}", json_reply)
-        try:
-            length = int(headers.get("Content-Length") or 0)
-        except ValueError:
-            return _error(400, "bad Content-Length", json_reply)
-        if length > self.max_body_bytes:
-            return _error(413, f"body of {length} bytes is over the {self.max_body_bytes}-byte limit", json_reply)
-        body = read_body(length)
-        encoding = (headers.get("Content-Encoding") or "").strip().lower()
+            shown = repr(content_type) if content_type else "none"
+            return error_reply(415, f"content type {shown}: use application/x-protobuf or application/json", json_reply)
+        raw_length = headers.get("content-length")
+        if raw_length is not None:
+            try:
+                length = int(raw_length)
+            except ValueError:
+                return error_reply(400, "bad Content-Length", json_reply)
+            if length < 0:
+                return error_reply(400, "bad Content-Length", json_reply)
+            if length > self.max_body_bytes:
+                return error_reply(
+                    413, f"body of {length} bytes is over the {self.max_body_bytes}-byte limit", json_reply
+                )
+        return None
+
+    def handle_body(self, headers: dict[str, str], body: bytes) -> Reply:
+        """Decode, store and rebuild a request's body (``headers`` with lowercase names, already checked)."""
+        content_type = headers.get("content-type", "").split(";")[0].strip().lower()
+        json_reply = content_type == "application/json"
+        encoding = (headers.get("content-encoding") or "").strip().lower()
         if encoding == "gzip":
             try:
                 body = _gunzip(body, self.max_body_bytes)
             except _TooLarge:
-                return _error(413, f"decompressed body is over the {self.max_body_bytes}-byte limit", json_reply)
+                return error_reply(413, f"decompressed body is over the {self.max_body_bytes}-byte limit", json_reply)
             except (OSError, EOFError, zlib.error):
-                return _error(400, "body is not valid gzip", json_reply)
+                return error_reply(400, "body is not valid gzip", json_reply)
         elif encoding not in ("", "identity"):
-            return _error(415, f"unsupported Content-Encoding {encoding!r}", json_reply)
+            return error_reply(415, f"unsupported Content-Encoding {encoding!r}", json_reply)
         try:
             records = otlp.decode(body, content_type)
         except otlp.OtlpDecodeError as exc:
-            return _error(400, str(exc), json_reply)
+            return error_reply(400, str(exc), json_reply)
         try:
             self.store_records(records)
         except Busy as exc:
-            return _error(503, str(exc), json_reply, retry_after=True)
+            return error_reply(503, str(exc), json_reply, retry_after=True)
         except Exception:
             logger.exception("toolpath: storing %d span(s) failed", len(records))
-            return _error(503, "the store is unavailable", json_reply, retry_after=True)
+            return error_reply(503, "the store is unavailable", json_reply, retry_after=True)
         return _encode(ExportTraceServiceResponse(), 200, json_reply)
 
 
@@ -154,47 +174,11 @@ def _encode(message: Any, status: int, as_json: bool, headers: dict[str, str] | 
     return Reply(status, message.SerializeToString(), "application/x-protobuf", headers or {})
 
 
-def _error(status: int, message: str, as_json: bool, *, retry_after: bool = False) -> Reply:
-    grpc_code = {400: 3, 401: 16, 404: 5, 413: 3, 415: 3, 503: 14}.get(status, 2)
+def error_reply(status: int, message: str, as_json: bool, *, retry_after: bool = False) -> Reply:
+    grpc_code = {400: 3, 401: 16, 403: 7, 404: 5, 408: 4, 413: 3, 415: 3, 503: 14}.get(status, 2)
     return _encode(
         Status(code=grpc_code, message=message), status, as_json, {"Retry-After": "1"} if retry_after else None
     )
-
-
-# --- HTTP ------------------------------------------------------------------------------------------------
-
-
-def make_http_server(ingestor: Ingestor, host: str, port: int) -> ThreadingHTTPServer:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def do_POST(self) -> None:
-            reply = ingestor.handle_http(self.path, self.headers, self.rfile.read)
-            if reply.status == 413:
-                self.close_connection = True  # the body was not read
-            self._send(reply)
-
-        def do_GET(self) -> None:
-            if self.path.split("?", 1)[0] == "/healthz":
-                self._send(Reply(200, b'{"status": "ok"}', "application/json"))
-            else:
-                self._send(Reply(404, b"not found", "text/plain"))
-
-        def _send(self, reply: Reply) -> None:
-            self.send_response(reply.status)
-            self.send_header("Content-Type", reply.content_type)
-            self.send_header("Content-Length", str(len(reply.body)))
-            for key, value in reply.headers.items():
-                self.send_header(key, value)
-            self.end_headers()
-            self.wfile.write(reply.body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            logger.debug("%s " + format, self.address_string(), *args)
-
-    server = ThreadingHTTPServer((host, port), Handler)
-    server.daemon_threads = False  # server_close() then waits for requests in flight (graceful shutdown)
-    return server
 
 
 # --- gRPC ------------------------------------------------------------------------------------------------

@@ -12,8 +12,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolpath.collector.http import HttpServer
 from toolpath.collector.limits import Limits
-from toolpath.collector.receiver import Ingestor, make_grpc_server, make_http_server
+from toolpath.collector.receiver import Ingestor, make_grpc_server
 from toolpath.errors import ConfigError
 from toolpath.redact import Redactor
 from toolpath.store.store import Store
@@ -65,12 +66,12 @@ class CollectorService:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda *_: self._stop.set())
         o = self.options
-        self._http = make_http_server(self.ingestor, o.host, o.http_port) if o.http_port else None
+        self._http = HttpServer(self.ingestor, o.host, o.http_port) if o.http_port else None
         self._grpc = make_grpc_server(self.ingestor, o.host, o.grpc_port) if o.grpc_port else None
         if self._grpc is not None:
             self._grpc.start()
         if self._http is not None:
-            threading.Thread(target=self._http.serve_forever, name="toolpath-http", daemon=True).start()
+            self._http.start()
         return self
 
     def wait(self) -> None:
@@ -84,7 +85,6 @@ class CollectorService:
     def shutdown(self) -> None:
         if self._http is not None:
             self._http.shutdown()
-            self._http.server_close()
         if self._grpc is not None:
             self._grpc.stop(grace=10).wait()
         if self.online is not None:

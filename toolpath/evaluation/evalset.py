@@ -1,8 +1,9 @@
 """Run ADK eval sets against an agent and judge each case by its criteria (``test_config.json``).
 
-Each case's conversation is replayed turn by turn in one session (a fresh session per run), traced like
-any agent run, and scored per criterion over its invocations. A criterion passes when its score reaches
-the threshold; a case fails when any criterion failed, and is NOT_EVALUATED when none could be scored.
+Each case's conversation is replayed turn by turn in one session (a fresh session per run, started from the
+case's ``session_input`` for agents that keep sessions, such as ADK agents), traced like any agent run, and
+scored per criterion over its invocations. A criterion passes when its score reaches the threshold; a case
+fails when any criterion failed, and is NOT_EVALUATED when none could be scored.
 With several runs, a criterion's score is its mean over the runs (as ADK's ``num_runs``).
 """
 
@@ -17,9 +18,9 @@ from typing import Any
 from toolpath.datasets.adk import EvalSet
 from toolpath.errors import ConfigError, MetricError
 from toolpath.evaluation.catalog import criterion_metric
-from toolpath.evaluation.inference import AgentOutcome, outcome_row, run_agent
+from toolpath.evaluation.inference import AgentOutcome, content_notes, outcome_row, run_agent
 from toolpath.evaluation.scoring import judge_rows, score_row, summarize
-from toolpath.evaluation.targets import describe_target
+from toolpath.evaluation.targets import Target, describe_target, resolve_target
 from toolpath.evaluators.judge.client import Judge, settings_from
 from toolpath.evaluators.judge.vertex import JudgeMetric
 from toolpath.evaluators.metrics.registry import Metric
@@ -112,12 +113,13 @@ def evaluate_eval_sets(
     run_id = uuid.uuid4().hex[:12]
     cases: list[CaseResult] = []
     judges = _LazyJudge(judge, store)
-    for eval_set in eval_sets:
-        for case in eval_set.cases:
-            case_result = _run_case(case, agent, criteria or eval_set.criteria, runs, run_id, timeout, judges)
-            cases.append(case_result)
-            if on_case is not None:
-                on_case(case_result)
+    with resolve_target(agent) as target:
+        for eval_set in eval_sets:
+            for case in eval_set.cases:
+                case_result = _run_case(case, target, criteria or eval_set.criteria, runs, run_id, timeout, judges)
+                cases.append(case_result)
+                if on_case is not None:
+                    on_case(case_result)
     names = sorted({name for case in cases for name in case.metrics})
     table = [
         {
@@ -155,13 +157,14 @@ class _LazyJudge:
 
 
 def _run_case(
-    case: EvalCase, agent: Any, criteria: dict[str, Any], runs: int, run_id: str, timeout: float, judges: _LazyJudge
+    case: EvalCase, agent: Target, criteria: dict[str, Any], runs: int, run_id: str, timeout: float, judges: _LazyJudge
 ) -> CaseResult:
     per_run: list[list[AgentOutcome]] = []
     sessions = []
     for run in range(runs):
         session_id = f"eval-{run_id}-{case.eval_set_id}-{case.eval_id}-{run}"
         sessions.append(session_id)
+        agent.start_session(session_id, app_name=case.app_name, user_id=case.user_id, state=case.initial_state)
         per_run.append(
             [run_agent(agent, inv.prompt, session_id=session_id, timeout=timeout) for inv in case.invocations]
         )
@@ -178,6 +181,7 @@ def _run_case(
                 "reference_trajectory": [c.to_vertex() for c in inv.reference_trajectory],
                 "failure": outcome.failure,
                 "error": outcome.error,
+                **content_notes(outcome.invocation),
             }
             for inv, outcome in zip(case.invocations, outcomes, strict=True)
         ]

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolpath import setup
-from toolpath.evaluation.targets import agent_spec_for
+from toolpath.evaluation.targets import resolve_target
 from toolpath.evaluators.metrics.rows import turn_row
 from toolpath.model import Invocation, ToolCall, parse_trajectory
+from toolpath.tracer import semconv as sc
 from toolpath.tracer.spans import split_agent_result
 
 
@@ -29,8 +30,9 @@ class AgentOutcome:
 
 
 def outcome_row(outcome: AgentOutcome, prompt: str) -> dict[str, Any]:
-    """What one agent run gives every metric (:func:`toolpath.evaluators.metrics.rows.turn_row`)."""
-    return turn_row(
+    """What one agent run gives every metric (:func:`toolpath.evaluators.metrics.rows.turn_row`), and
+    :func:`content_notes` when its tool spans lacked content."""
+    row = turn_row(
         prompt=prompt,
         response=outcome.response,
         tool_calls=outcome.tool_calls,
@@ -38,14 +40,27 @@ def outcome_row(outcome: AgentOutcome, prompt: str) -> dict[str, Any]:
         failure=outcome.failure,
         intermediate_responses=outcome.invocation.intermediate_responses if outcome.invocation is not None else (),
     )
+    row.update(content_notes(outcome.invocation))
+    return row
+
+
+def content_notes(invocation: Invocation | None) -> dict[str, Any]:
+    """``content_missing`` (the run's tool spans recorded no arguments) and ``arguments_unknown`` (how many of its
+    calls no other record filled in), when the stored invocation says so; nothing otherwise."""
+    attributes = invocation.attributes if invocation is not None else {}
+    if not attributes.get(sc.TOOLPATH_CONTENT_MISSING):
+        return {}
+    return {"content_missing": True, "arguments_unknown": int(attributes.get(sc.TOOLPATH_ARGUMENTS_UNKNOWN) or 0)}
 
 
 def run_agent(runnable: Any, prompt: str, *, session_id: str | None = None, timeout: float = 30.0) -> AgentOutcome:
     """Run ``runnable`` on ``prompt`` as a traced agent run (starting tracing without a store if needed).
 
-    ``runnable`` is anything :func:`~toolpath.evaluation.targets.agent_spec_for` accepts."""
+    ``runnable`` is a :class:`~toolpath.evaluation.targets.Target`, or anything
+    :func:`~toolpath.evaluation.targets.resolve_target` accepts (resolve it once to run several turns of an agent
+    that keeps sessions, such as an ADK agent)."""
     tracing = setup.current() or setup.init(store=False)
-    spec = agent_spec_for(runnable)
+    spec = resolve_target(runnable).spec
     kwargs: dict[str, Any] = {"session_id": session_id} if session_id is not None else {}
     started: list[Any] = []
     error: BaseException | None = None

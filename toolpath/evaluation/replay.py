@@ -18,6 +18,7 @@ from typing import Any
 from toolpath.evaluation.catalog import resolve_metric
 from toolpath.evaluation.inference import outcome_row, run_agent
 from toolpath.evaluation.runner import evaluate
+from toolpath.evaluation.targets import Target, resolve_target
 from toolpath.evaluators.metrics.diff import trajectory_diff
 from toolpath.model import Session
 from toolpath.store.store import Store
@@ -97,30 +98,11 @@ def replay_sessions(
     run_id = uuid.uuid4().hex[:12]
     replayed: list[ReplayedSession] = []
     rows: list[dict[str, Any]] = []
-    for session in sessions:
-        new_session = f"replay-{run_id}-{session.session_id}"
-        turns = []
-        for recorded in session.invocations:
-            outcome = run_agent(agent, recorded.prompt or "", session_id=new_session, timeout=timeout)
-            turn = outcome_row(outcome, recorded.prompt or "")
-            turn.update(
-                {
-                    "prompt": recorded.prompt,
-                    "reference": recorded.response,
-                    "reference_trajectory": [c.to_item() for c in recorded.tool_calls],
-                    "changes": [c.to_dict() for c in trajectory_diff(recorded.tool_calls, outcome.tool_calls)],
-                    "response_changed": (outcome.response or "") != (recorded.response or ""),
-                    "error": outcome.error,
-                    "recorded_invocation_id": recorded.invocation_id,
-                    "recorded_latency_in_seconds": recorded.latency_seconds,
-                }
-            )
-            turns.append(turn)
-            rows.append(turn)
-        item = ReplayedSession(session.session_id, new_session, turns)
-        replayed.append(item)
-        if on_session is not None:
-            on_session(item)
+    with resolve_target(agent) as target:
+        for session in sessions:
+            replayed.append(_replay_session(session, target, f"replay-{run_id}-{session.session_id}", timeout, rows))
+            if on_session is not None:
+                on_session(replayed[-1])
     scored = evaluate(rows, resolved, judge=judge) if rows else None
     if scored is not None:
         for row, out in zip(rows, scored.metrics_table, strict=True):
@@ -136,6 +118,30 @@ def replay_sessions(
         if summary.get(f"{name}/mean") is None or summary[f"{name}/mean"] < threshold
     }
     return ReplayResult(run_id, replayed, summary, [m.name for m in resolved], thresholds, failed)
+
+
+def _replay_session(
+    session: Session, target: Target, new_session: str, timeout: float, rows: list[dict[str, Any]]
+) -> ReplayedSession:
+    turns = []
+    for recorded in session.invocations:
+        outcome = run_agent(target, recorded.prompt or "", session_id=new_session, timeout=timeout)
+        turn = outcome_row(outcome, recorded.prompt or "")
+        turn.update(
+            {
+                "prompt": recorded.prompt,
+                "reference": recorded.response,
+                "reference_trajectory": [c.to_item() for c in recorded.tool_calls],
+                "changes": [c.to_dict() for c in trajectory_diff(recorded.tool_calls, outcome.tool_calls)],
+                "response_changed": (outcome.response or "") != (recorded.response or ""),
+                "error": outcome.error,
+                "recorded_invocation_id": recorded.invocation_id,
+                "recorded_latency_in_seconds": recorded.latency_seconds,
+            }
+        )
+        turns.append(turn)
+        rows.append(turn)
+    return ReplayedSession(session.session_id, new_session, turns)
 
 
 def recorded_sessions(

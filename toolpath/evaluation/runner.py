@@ -16,7 +16,7 @@ from toolpath.errors import ConfigError, DatasetError, MetricError
 from toolpath.evaluation.catalog import resolve_metric
 from toolpath.evaluation.inference import AgentOutcome, outcome_row, run_agent
 from toolpath.evaluation.scoring import score_table
-from toolpath.evaluation.targets import describe_target
+from toolpath.evaluation.targets import describe_target, resolve_target
 from toolpath.evaluators.judge.client import Judge, JudgeSettings
 from toolpath.evaluators.metrics.registry import Metric
 from toolpath.store.store import Store
@@ -91,7 +91,8 @@ def evaluate(
     if duplicates:
         raise MetricError(f"metric(s) listed twice: {', '.join(sorted(duplicates))}")
     if runnable is not None:
-        _run_rows(rows, runnable, run_id, timeout, concurrency)
+        with resolve_target(runnable) as target:
+            _run_rows(rows, target, run_id, timeout, concurrency)
     table, summary, usage = score_table(rows, resolved, judge=judge, cache=store, on_row=on_row)
     eval_result = EvalResult(summary, table, names, run_id, usage)
     if store is not None:

@@ -350,7 +350,9 @@ def _make_engine(url: str, *, echo: bool) -> Engine:
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA synchronous=NORMAL")
+    # FULL: with WAL, NORMAL can lose the last commits on power loss, and a 2xx from the collector promises that
+    # what it acknowledged is stored
+    cursor.execute("PRAGMA synchronous=FULL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
 

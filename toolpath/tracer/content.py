@@ -51,6 +51,20 @@ def set_policy(new: ContentPolicy) -> None:
     _policy = new
 
 
+def encode(value: Any) -> tuple[str, bool]:
+    """A value as a span attribute: cut to about the configured length *first* (so the agent's thread never pays
+    for more than the limit, however large the value), then redacted, serialised and clipped with the marker.
+    The flag says whether anything was cut."""
+    limit = _policy.max_value_length
+    dropped = [0]
+    bounded = _bounded(value, limit, [limit], dropped)
+    text = to_json(bounded)
+    if len(text) <= limit and not dropped[0]:
+        return text, False
+    cut_here = max(len(text) - limit, 0)
+    return text[:limit] + TRUNCATION_MARKER.format(dropped=cut_here + dropped[0]), True
+
+
 def to_json(value: Any) -> str:
     """Serialise for a span attribute; never raises (unserialisable leaves become their ``repr``)."""
     redactor = _policy.redactor
@@ -70,11 +84,49 @@ def clip(text: str) -> tuple[str, bool]:
     return text[:limit] + TRUNCATION_MARKER.format(dropped=len(text) - limit), True
 
 
+def _bounded(value: Any, limit: int, budget: list[int], dropped: list[int]) -> Any:
+    """``value`` with strings longer than ``limit`` cut to ``limit + 1`` characters and containers cut once about
+    ``limit`` characters of content were kept (``budget``: what is left, shared by the whole walk). The work is
+    bounded by the limit, not by the value's size; ``dropped`` counts the characters (or entries) left out."""
+    kind = value.__class__
+    if kind is str:
+        budget[0] -= len(value)
+        if len(value) > limit + 1:
+            dropped[0] += len(value) - limit - 1
+            return value[: limit + 1]
+        return value
+    if kind in (int, float, bool) or value is None:
+        budget[0] -= 8
+        return value
+    if isinstance(value, Mapping):
+        out: dict[Any, Any] = {}
+        for index, (key, item) in enumerate(value.items()):
+            if budget[0] <= 0:
+                dropped[0] += len(value) - index
+                return out
+            out[key] = _bounded(item, limit, budget, dropped)
+        return out
+    if kind is list or kind is tuple or isinstance(value, set | frozenset):
+        if isinstance(value, set | frozenset) and len(value) <= 10_000:
+            value = sorted(value, key=repr)  # a stable order for a set; a huge one keeps its own
+        items: list[Any] = []
+        for index, item in enumerate(value):
+            if budget[0] <= 0:
+                dropped[0] += len(value) - index
+                return items
+            items.append(_bounded(item, limit, budget, dropped))
+        return items
+    if isinstance(value, bytes):
+        budget[0] -= 16
+        return f"<{len(value)} bytes>"
+    converted = _convertible(value)
+    return value if converted is value else _bounded(converted, limit, budget, dropped)
+
+
 def _convertible(value: Any) -> Any:
-    """Models and dataclasses as plain values, so redaction can look inside them; anything else unchanged."""
-    if (dataclasses.is_dataclass(value) and not isinstance(value, type)) or hasattr(value, "model_dump"):
-        return _fallback(value)
-    return value
+    """Any value that is not JSON as a plain value redaction can look into: models and dataclasses as dicts, sets
+    as sorted lists, anything else as its text (so a secret in an object's ``str`` is still found)."""
+    return _fallback(value)
 
 
 def _fallback(value: Any) -> Any:

@@ -73,8 +73,26 @@ TOOL_TYPE_FUNCTION: Final = "function"
 
 # --- toolpath.* (incubating) -------------------------------------------------------------------------------
 TOOLPATH_PREDICTED_TRAJECTORY: Final = "toolpath.agent.predicted_trajectory"
-"""JSON list of ``{"tool_name", "tool_input"}`` an agent function *returned* (Vertex custom-function shape).
-The collector uses it only when no tool span was recorded under the agent span."""
+"""JSON list of the tool calls an agent reported: ``{"tool_name", "tool_input"}`` (Vertex custom-function shape)
+or ``{"name", "args", "id", "result", "error"}`` (ADK form). Without ``toolpath.agent.trajectory_source`` the
+collector uses it where no tool span was recorded, and to fill in the arguments of tool spans that carry none."""
+TOOLPATH_TRAJECTORY_SOURCE: Final = "toolpath.agent.trajectory_source"
+"""Where the agent span's ``toolpath.agent.predicted_trajectory`` came from. ``events``: the framework's own event
+stream (ADK events: every call with its arguments and id), complete by construction, so the collector takes it
+as the trajectory and uses the tool spans under the agent span only for timings. Absent: what the agent returned,
+used only where tool spans say nothing."""
+TRAJECTORY_SOURCE_EVENTS: Final = "events"
+TOOLPATH_INTERMEDIATE_RESPONSES: Final = "toolpath.agent.intermediate_responses"
+"""JSON list of ``[author, text]``: what the agent (and its sub-agents) said before the final response."""
+TOOLPATH_CONTENT_MISSING: Final = "toolpath.content_missing"
+"""Invocation attribute: ``true`` when tool spans of the run recorded no arguments at all (the instrumentation's
+content capture was off; for ADK 2.x see ``ADK_CONTENT_ENV``)."""
+TOOLPATH_ARGUMENTS_UNKNOWN: Final = "toolpath.arguments_unknown"
+"""Invocation attribute: how many stored tool calls have unknown arguments (stored as ``{}``): content-less tool
+spans no other record of the run could fill in. Absent when every call's arguments are known."""
+ADK_CONTENT_ENV: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+"""The environment variable that makes ADK 2.x record arguments and results on its spans (``SPAN_ONLY`` or
+``SPAN_AND_EVENT``); unset, ADK's ``execute_tool`` spans carry none."""
 TOOLPATH_TRUNCATED: Final = "toolpath.truncated"
 """Keys of attributes whose value was cut to the configured length."""
 

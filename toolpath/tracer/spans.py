@@ -121,6 +121,22 @@ def set_returned_trajectory(span: Span, trajectory: list[Any]) -> None:
         _set_json(span, sc.TOOLPATH_PREDICTED_TRAJECTORY, trajectory)
 
 
+def set_event_record(span: Span, trajectory: list[Any], intermediate_responses: list[tuple[str, str]]) -> None:
+    """Record what a framework's own event stream said about the run (ADK events): every tool call as
+    ``{"name", "args", "id", "result", "error"}``, and the ``(author, text)`` said before the final response. The
+    collector takes this trajectory over the tool spans, which may lack arguments, ids or calls."""
+    if content._policy.capture and span.is_recording():
+        _set_json(span, sc.TOOLPATH_PREDICTED_TRAJECTORY, trajectory)
+        span.set_attribute(sc.TOOLPATH_TRAJECTORY_SOURCE, sc.TRAJECTORY_SOURCE_EVENTS)
+        if intermediate_responses:
+            _set_json(span, sc.TOOLPATH_INTERMEDIATE_RESPONSES, [list(pair) for pair in intermediate_responses])
+
+
+def current_span() -> Span:
+    """The span current in this context (a non-recording one when there is none)."""
+    return trace.get_current_span()
+
+
 def start_child_tool_span(
     tool_name: str, description: str | None, arguments: Any, call_id: str | None, parent: Context | None
 ) -> Span:
@@ -257,25 +273,32 @@ def split_agent_result(result: Any) -> tuple[str | None, list[Any] | None]:
         for key in ("response", "output", "final_response"):
             if key in result:
                 text = result[key]
-                return (text if isinstance(text, str) else content.to_json(text)), trajectory
+                return (text if isinstance(text, str) else content.encode(text)[0]), trajectory
         return None, trajectory if isinstance(trajectory, list) else None
-    return str(result), None
+    # a list, a number, an object: redacted JSON text, never a repr (it would hide secret keys from redaction)
+    return content.encode(result)[0], None
 
 
 def _text_message(role: str, text: Any) -> dict[str, Any]:
-    return {"role": role, "parts": [{"type": "text", "content": text if isinstance(text, str) else str(text)}]}
+    """A GenAI message; a prompt or answer that is not text (a dict, a list) becomes redacted JSON text, never its
+    ``str()`` (a repr hides a ``password`` key from redaction)."""
+    return {
+        "role": role,
+        "parts": [{"type": "text", "content": text if isinstance(text, str) else content.encode(text)[0]}],
+    }
 
 
 def _put_json(attrs: dict[str, Any], key: str, value: Any) -> None:
-    text, cut = content.clip(content.to_json(value))
+    text, cut = content.encode(value)
     attrs[key] = text
     if cut:
         attrs[sc.TOOLPATH_TRUNCATED] = (*attrs.get(sc.TOOLPATH_TRUNCATED, ()), key)
 
 
 def _set_json(span: Span, key: str, value: Any) -> None:
-    text, cut = content.clip(content.to_json(value))
+    text, cut = content.encode(value)
     span.set_attribute(key, text)
     if cut:
-        previous = getattr(span, "attributes", None) or {}
-        span.set_attribute(sc.TOOLPATH_TRUNCATED, (*previous.get(sc.TOOLPATH_TRUNCATED, ()), key))
+        previous = (getattr(span, "attributes", None) or {}).get(sc.TOOLPATH_TRUNCATED, ())
+        if key not in previous:
+            span.set_attribute(sc.TOOLPATH_TRUNCATED, (*previous, key))

@@ -8,13 +8,15 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from toolpath.collector.reconstruct import adk, openinference, openllmetry
+from toolpath.collector.reconstruct.calls import merge_calls
 from toolpath.collector.reconstruct.common import error_text, first, order_key, parse_json, str_or_none
 from toolpath.collector.reconstruct.genai import (
     AGENT_SPAN_PREFIXES,
+    intermediate_responses,
     is_agent_span,
     last_text,
     model_spans,
-    returned_trajectory,
+    reported_trajectory,
 )
 from toolpath.collector.reconstruct.order import in_model_order
 from toolpath.model import Invocation, ToolCall, ns_to_datetime
@@ -76,17 +78,17 @@ def build_invocation(root: SpanRecord, descendants: Iterable[SpanRecord]) -> Inv
     calls, tool_spans = in_model_order(calls, tool_spans, descendants)  # parallel calls: the model's order
     if any(sc.OPENINFERENCE_SPAN_KIND in s.attributes for s in tool_spans):
         calls = openinference.with_requested_args(calls, tool_spans, descendants)
-    if not calls:
-        calls = returned_trajectory(attrs)
+    calls, content_notes = merge_calls(attrs, tool_spans, calls, reported_trajectory(attrs))
     failed = root.status_code == STATUS_ERROR
     latency = None
-    if not failed and root.end_time is not None:
-        latency = (root.end_time - root.start_time) / 1e9
+    if not failed and root.end_time is not None and root.end_time >= root.start_time:
+        latency = (root.end_time - root.start_time) / 1e9  # an end before the start (a bad clock) is unknown
     invocation_attrs: dict[str, Any] = {}
     if service := root.resource.get(sc.SERVICE_NAME):
         invocation_attrs[sc.SERVICE_NAME] = service
     if truncated := attrs.get(sc.TOOLPATH_TRUNCATED):
         invocation_attrs[sc.TOOLPATH_TRUNCATED] = list(truncated)
+    invocation_attrs.update(content_notes)
     # model_construct: every field below is already well-formed, and validation would double the cost
     return Invocation.model_construct(
         invocation_id=root.span_id,
@@ -106,7 +108,7 @@ def build_invocation(root: SpanRecord, descendants: Iterable[SpanRecord]) -> Inv
         trace_id=root.trace_id,
         started_at=ns_to_datetime(root.start_time),
         attributes=invocation_attrs,
-        intermediate_responses=[],
+        intermediate_responses=intermediate_responses(attrs),
     )
 
 

@@ -57,10 +57,12 @@ def last_text(messages_json: Any, role: str | None) -> str | None:
     return None
 
 
-def returned_trajectory(attrs: Mapping[str, Any]) -> list[ToolCall]:
+def reported_trajectory(attrs: Mapping[str, Any]) -> list[ToolCall] | None:
+    """The trajectory the agent span carries (``toolpath.agent.predicted_trajectory``, Vertex or ADK form);
+    ``None`` when there is none or it cannot be read (e.g. it was truncated)."""
     items = parse_json(attrs.get(sc.TOOLPATH_PREDICTED_TRAJECTORY))
     if not isinstance(items, list):
-        return []
+        return None
     calls = []
     for item in items:
         try:
@@ -69,3 +71,15 @@ def returned_trajectory(attrs: Mapping[str, Any]) -> list[ToolCall]:
             continue  # an agent that returned junk in its trajectory: keep the well-formed calls
         calls.append(call.model_copy(update={"args": call.args or {}}))
     return calls
+
+
+def intermediate_responses(attrs: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``(author, text)`` pairs the agent span carries (``toolpath.agent.intermediate_responses``)."""
+    pairs = parse_json(attrs.get(sc.TOOLPATH_INTERMEDIATE_RESPONSES))
+    if not isinstance(pairs, list):
+        return []
+    return [
+        (str(pair[0]), pair[1])
+        for pair in pairs
+        if isinstance(pair, list) and len(pair) == 2 and isinstance(pair[1], str)
+    ]

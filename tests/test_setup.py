@@ -1,0 +1,65 @@
+"""``toolpath.init`` never gets in the agent's way: a store that is down or locked costs a warning and counters,
+not an exception or a wait; the store is opened later on the collector's worker."""
+
+from __future__ import annotations
+
+import socket
+import sqlite3
+import time
+
+import pytest
+
+import toolpath
+from toolpath.collector import processor
+
+
+@toolpath.agent(name="bot")
+def bot(prompt: str) -> str:
+    return "ok"
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_an_unreachable_store_costs_counters_not_exceptions(caplog):
+    pytest.importorskip("psycopg")
+    url = f"postgresql+psycopg://nobody@127.0.0.1:{closed_port()}/toolpath"
+    started = time.monotonic()
+    tracing = toolpath.init(store=url)
+    assert time.monotonic() - started < 10  # 2 s at most, with room for a loaded machine
+    assert tracing.store is None and tracing.collector.store_pending
+    assert "store is unavailable" in caplog.text
+    assert bot("hello") == "ok"  # the agent runs and is not raised into
+    assert toolpath.flush(timeout=5) is False
+    assert toolpath.stats()["invocations_lost"] == 1
+
+
+def test_a_locked_store_is_opened_later_and_then_written(tmp_path, monkeypatch):
+    monkeypatch.setattr(processor, "_REOPEN_SECONDS", 0.1)
+    path = tmp_path / "locked.db"
+    lock = sqlite3.connect(path, isolation_level=None)
+    lock.execute("BEGIN EXCLUSIVE")  # another process holds the database
+    started = time.monotonic()
+    tracing = toolpath.init(store=f"sqlite:///{path}")
+    assert time.monotonic() - started < 10  # init waits 2 s at most; not the 30 s SQLite busy timeout
+    assert tracing.collector.store_pending
+    lock.execute("ROLLBACK")
+    lock.close()
+    deadline = time.monotonic() + 60
+    while tracing.collector.store_pending and time.monotonic() < deadline:
+        bot("retry")
+        toolpath.flush(timeout=5)
+        time.sleep(0.2)
+    assert not tracing.collector.store_pending
+    bot("written")
+    assert toolpath.flush(timeout=10)
+    prompts = [inv.prompt for inv in tracing.collector.store.list_invocations()]
+    assert "written" in prompts
+
+
+def test_a_malformed_store_url_is_still_an_error_now():
+    with pytest.raises(toolpath.ConfigError):
+        toolpath.init(store="nosuchdialect://x")

@@ -1,0 +1,192 @@
+"""The collector's HTTP front end: an ASGI app served by uvicorn.
+
+uvicorn does the HTTP/1.1 framing (Content-Length, chunked bodies, keep-alive, unread bodies), caps connections,
+closes idle keep-alive connections, and shuts down gracefully; this app adds what OTLP and a service on a
+developer's machine need on top:
+
+- a body is read with a deadline per chunk (a client that stops sending is cut off, it does not hold a worker)
+  and never past ``max_body_bytes`` (413), whatever the headers say;
+- a request without a content type is refused (415), so a page in a browser cannot post spans with a "simple"
+  cross-origin request; and when the collector listens on loopback, a ``Host`` header that is not a loopback name
+  is refused (403), which stops DNS rebinding;
+- decoding, storing and rebuilding run in a thread pool, so the event loop keeps serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+import threading
+from collections.abc import Awaitable, Callable, MutableMapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from toolpath.collector.receiver import TRACES_PATH, Ingestor, Reply, error_reply
+from toolpath.errors import ConfigError
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+
+
+class OtlpHttpApp:
+    """``POST /v1/traces`` (protobuf or JSON, gzip or not), ``GET /healthz``."""
+
+    def __init__(
+        self, ingestor: Ingestor, *, loopback_only: bool, read_timeout: float = 10.0, workers: int = 8
+    ) -> None:
+        self.ingestor = ingestor
+        self.loopback_only = loopback_only
+        self.read_timeout = read_timeout
+        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="toolpath-ingest")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        path = scope["path"]
+        if self.loopback_only and not _loopback_host(headers.get("host")):
+            await _send(send, Reply(403, b"host not allowed", "text/plain"))
+            return
+        if scope["method"] == "GET":
+            if path == "/healthz":
+                await _send(send, Reply(200, b'{"status": "ok"}', "application/json"))
+            else:
+                await _send(send, Reply(404, b"not found", "text/plain"))
+            return
+        if scope["method"] != "POST":
+            await _send(send, Reply(405, b"method not allowed", "text/plain", {"Allow": "GET, POST"}))
+            return
+        refusal = self.ingestor.check_request(path, headers)
+        if refusal is not None:
+            await _send(send, refusal)
+            return
+        body = await self._read_body(receive, headers)
+        if isinstance(body, Reply):
+            await _send(send, body)
+            return
+        loop = asyncio.get_running_loop()
+        reply = await loop.run_in_executor(self.pool, self.ingestor.handle_body, headers, body)
+        await _send(send, reply)
+
+    async def _read_body(self, receive: Receive, headers: dict[str, str]) -> bytes | Reply:
+        limit = self.ingestor.max_body_bytes
+        as_json = headers.get("content-type", "").split(";")[0].strip().lower() == "application/json"
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            try:
+                message = await asyncio.wait_for(receive(), self.read_timeout)
+            except TimeoutError:
+                return error_reply(408, f"no body data for {self.read_timeout:g} s", as_json)
+            if message["type"] == "http.disconnect":
+                return Reply(499)
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                return error_reply(413, f"body is over the {limit}-byte limit", as_json)
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+
+def _loopback_host(host: str | None) -> bool:
+    if not host:
+        return False
+    name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+    if name in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(name.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+async def _send(send: Send, reply: Reply) -> None:
+    if reply.status == 499:  # the client went away: nothing to answer
+        return
+    headers = [(b"Content-Type", reply.content_type.encode()), (b"Content-Length", str(len(reply.body)).encode())]
+    headers += [(k.encode(), v.encode()) for k, v in reply.headers.items()]
+    await send({"type": "http.response.start", "status": reply.status, "headers": headers})
+    await send({"type": "http.response.body", "body": reply.body})
+
+
+class HttpServer:
+    """uvicorn on a socket bound here (so a port in use is an error now, not a log line in a thread), served from
+    a thread; ``shutdown`` stops accepting, closes idle keep-alive connections and finishes requests in flight."""
+
+    def __init__(
+        self,
+        ingestor: Ingestor,
+        host: str,
+        port: int,
+        *,
+        max_connections: int = 256,
+        keep_alive_seconds: float = 5.0,
+        graceful_seconds: float = 10.0,
+        read_timeout: float = 10.0,
+    ) -> None:
+        import uvicorn
+
+        self.socket = _bind(host, port)
+        app = OtlpHttpApp(ingestor, loopback_only=_is_loopback_bind(host), read_timeout=read_timeout)
+        self._app = app
+        config = uvicorn.Config(
+            app,
+            lifespan="off",
+            log_level="warning",
+            access_log=False,
+            http="h11",
+            timeout_keep_alive=int(keep_alive_seconds),
+            limit_concurrency=max_connections,
+            timeout_graceful_shutdown=int(graceful_seconds),
+            h11_max_incomplete_event_size=64 * 1024,
+        )
+        self.server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._serve, name="toolpath-http", daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self.socket.getsockname()[1])
+
+    def _serve(self) -> None:
+        asyncio.run(self.server.serve(sockets=[self.socket]))
+
+    def start(self) -> HttpServer:
+        self._thread.start()
+        return self
+
+    def shutdown(self, timeout: float = 15.0) -> None:
+        self.server.should_exit = True
+        self._thread.join(timeout)
+        self._app.pool.shutdown(wait=True)
+        self.socket.close()
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from None
+    sock.setblocking(False)
+    return sock
+
+
+def _is_loopback_bind(host: str) -> bool:
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+__all__ = ["TRACES_PATH", "HttpServer", "OtlpHttpApp"]
