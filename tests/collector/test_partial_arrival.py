@@ -96,7 +96,10 @@ def clear(store) -> None:
 def test_any_split_of_the_export_stores_the_same_state(store, source):
     body = (SPANS / f"{source}.scenarios.otlp.pb").read_bytes()
     states = {}
-    for name, parts in splits(span_count(body), seed=len(source)).items():
+    ways = splits(span_count(body), seed=len(source))
+    if len(body) > 1_000_000:  # the long LangGraph threads: the cuts that make inner runs stand alone, to keep time
+        ways = {name: ways[name] for name in ("whole", "halves reversed", "batches of four, newest first")}
+    for name, parts in ways.items():
         clear(store)
         states[name] = send_all(store, split_export(body, parts))
     whole = states.pop("whole")

@@ -48,21 +48,25 @@ def match(
     """For each call (in start order), the request it answers, or ``None``."""
     id_counts = Counter(r.call_id for r in requested if r.call_id)
     by_id = {r.call_id: r for r in requested if r.call_id and id_counts[r.call_id] == 1}
-    used: set[int] = set()
     found: list[Requested | None] = []
-    for call, span in zip(calls, tool_spans, strict=True):
+    used: set[int] = set()
+    for call in calls:  # call ids first, so that no call without one takes the request of a call with one
         chosen = by_id.get(call.call_id) if call.call_id else None
-        if chosen is not None and (id(chosen) in used or chosen.name != call.name):
+        if chosen is None or chosen.name != call.name or id(chosen) in used:
             chosen = None
-        if chosen is None:
-            candidates = [r for r in requested if id(r) not in used and r.name == call.name and r.at <= span.start_time]
-            if candidates:
-                latest = max(r.turn for r in candidates)
-                in_turn = [r for r in candidates if r.turn == latest]
-                chosen = next((r for r in in_turn if same_args(call.args, r.args)), in_turn[0])
-        if chosen is not None:
+        else:
             used.add(id(chosen))
         found.append(chosen)
+    for place, (call, span) in enumerate(zip(calls, tool_spans, strict=True)):
+        if found[place] is not None:
+            continue
+        candidates = [r for r in requested if id(r) not in used and r.name == call.name and r.at <= span.start_time]
+        if candidates:
+            latest = max(r.turn for r in candidates)
+            in_turn = [r for r in candidates if r.turn == latest]
+            chosen = next((r for r in in_turn if same_args(call.args, r.args)), in_turn[0])
+            used.add(id(chosen))
+            found[place] = chosen
     return found
 
 
