@@ -261,6 +261,71 @@ class TestConcurrency:
         assert "different Context" not in caplog.text and "Failed to detach" not in caplog.text
 
 
+class ParallelModel(BaseChatModel):
+    """A user message ``... <key>`` asks, in one message, for four readings in a fixed, per-run order; the tool
+    results get a final answer."""
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
+        last = messages[-1]
+        if last.type == "human":
+            key = str(last.content).split()[-1]
+            calls = [
+                {"name": name, "args": {"room": f"{key}-{room}"}, "id": f"call_{key}_{n}"}
+                for n, (name, room) in enumerate(parallel_plan(key))
+            ]
+            message = AIMessage(content="", tool_calls=calls)
+        else:
+            message = AIMessage(content="done")
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    @property
+    def _llm_type(self) -> str:
+        return "parallel-model"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ParallelModel:
+        return self
+
+
+def parallel_plan(key: str) -> list[tuple[str, str]]:
+    """Four calls in an order that depends on the run: the model's order is not alphabetical, nor the same twice."""
+    plan = [("get_temp", "kitchen"), ("get_humidity", "attic"), ("get_temp", "attic"), ("get_humidity", "hall")]
+    shift = sum(map(ord, key)) % 4
+    return plan[shift:] + plan[:shift]
+
+
+@tool
+def get_humidity(room: str) -> float:
+    """Read a room's humidity."""
+    return 40.0 + len(room)
+
+
+def test_fifty_concurrent_langgraph_runs_keep_the_models_order_of_parallel_calls(instrumented, store_url):
+    """LangGraph's ToolNode runs the calls of one model message concurrently, so they start in thread order; the
+    stored trajectory is the model's order every time."""
+    agent = create_react_agent(ParallelModel(), tools=[get_temp, get_humidity], name="parallel")
+
+    def one(i: int) -> Any:
+        config = {"configurable": {"thread_id": f"p-{i}"}}
+        return agent.invoke({"messages": [("user", f"readings for p{i}")]}, config=config)
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(one, range(50)))
+    toolpath.flush()
+    store = Store(store_url)
+    started_out_of_order = 0
+    for i in range(50):
+        [inv] = store.get_session(f"p-{i}").invocations
+        want = [
+            (name, {"room": f"p{i}-{room}"}, f"call_p{i}_{n}") for n, (name, room) in enumerate(parallel_plan(f"p{i}"))
+        ]
+        assert [(c.name, c.args, c.call_id) for c in inv.tool_calls] == want
+        by_start = sorted(inv.tool_calls, key=lambda c: c.start_time or 0)
+        started_out_of_order += [c.call_id for c in by_start] != [c for *_, c in want]
+    assert started_out_of_order > 0  # the runs really did start their calls out of the model's order
+
+
 class TestRunner:
     def test_evaluate_a_langgraph_agent_traces_its_tools(self, tracing, store_url):
         agent = create_react_agent(RoomModel(), tools=[get_temp], name="rooms")
@@ -280,3 +345,31 @@ class TestRunner:
         assert result.metrics_table[0]["predicted_trajectory"] == [
             {"tool_name": "get_temp", "tool_input": {"room": "kitchen"}}
         ]
+
+
+def test_the_chat_span_records_the_requested_calls_and_without_content_only_their_ids(store_url, app_spans):
+    agent = create_react_agent(ParallelModel(), tools=[get_temp, get_humidity], name="parallel")
+    for capture in (True, False):
+        toolpath.shutdown()
+        app_spans.clear()
+        toolpath.init(store=store_url, capture_content=capture)
+        tp_langchain.instrument()
+        try:
+            agent.invoke({"messages": [("user", "readings for q")]}, config={"configurable": {"thread_id": "q"}})
+        finally:
+            tp_langchain.uninstrument()
+        chat = next(
+            s
+            for s in app_spans.get_finished_spans()
+            if s.name.startswith("chat ") and s.attributes.get("gen_ai.output.messages")
+        )
+        [message] = json.loads(chat.attributes["gen_ai.output.messages"])
+        want = [
+            {"type": "tool_call", "id": f"call_q_{n}", "name": name} for n, (name, _) in enumerate(parallel_plan("q"))
+        ]
+        if capture:
+            want = [
+                {**part, "arguments": {"room": f"q-{room}"}}
+                for part, (_, room) in zip(want, parallel_plan("q"), strict=True)
+            ]
+        assert message["parts"] == want

@@ -129,6 +129,39 @@ class TestPipeline:
         # the application's own processor still saw everything
         assert "POST /chat" in {s.name for s in app_spans.get_finished_spans()}
 
+    def test_two_runs_at_once_in_one_application_span_stay_two(self, tracing, store_url):
+        """The first run to end has the other still open in its trace: it waits, and is its own run when the
+        other ends without containing it."""
+        import contextvars
+
+        started, release = threading.Barrier(2), threading.Event()
+
+        @toolpath.agent(name="slow")
+        def slow(prompt: str) -> str:
+            started.wait(5)
+            release.wait(5)
+            read_thermostat("attic")
+            return "slow done"
+
+        @toolpath.agent(name="quick")
+        def quick(prompt: str) -> str:
+            started.wait(5)
+            set_temperature("office", 20)
+            return "quick done"
+
+        with trace.get_tracer("web").start_as_current_span("POST /batch"):
+            ctx = contextvars.copy_context()
+            other = threading.Thread(target=ctx.run, args=(slow, "s"), kwargs={"session_id": "two-at-once"})
+            other.start()
+            quick("q", session_id="two-at-once")
+            release.set()
+            other.join(10)
+        invocations = stored(store_url).get_session("two-at-once").invocations
+        assert sorted((i.agent_name, [c.name for c in i.tool_calls]) for i in invocations) == [
+            ("quick", ["set_temperature"]),
+            ("slow", ["read_thermostat"]),
+        ]
+
     def test_raw_spans_are_stored(self, tracing, store_url):
         home_agent("x", session_id="raw")
         store = stored(store_url)

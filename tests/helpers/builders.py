@@ -66,3 +66,33 @@ def load_spans(source: str, kind: str = "pb") -> list:
 def spans_by_name(exporter) -> dict:
     """The finished spans an in-memory exporter holds, by name."""
     return {s.name: s for s in exporter.get_finished_spans()}
+
+
+def split_export(body: bytes, parts: list[list[int]]) -> list[bytes]:
+    """An OTLP protobuf export cut into several: request ``k`` holds the spans numbered ``parts[k]`` (in the
+    export's own order), under their own resource and scope."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    request = ExportTraceServiceRequest()
+    request.ParseFromString(body)
+    flat = [(rs, ss, span) for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans]
+    bodies = []
+    for chosen in parts:
+        part = ExportTraceServiceRequest()
+        for index in chosen:
+            rs, ss, span = flat[index]
+            out_rs = part.resource_spans.add()
+            out_rs.resource.CopyFrom(rs.resource)
+            out_ss = out_rs.scope_spans.add()
+            out_ss.scope.CopyFrom(ss.scope)
+            out_ss.spans.append(span)
+        bodies.append(part.SerializeToString())
+    return bodies
+
+
+def span_count(body: bytes) -> int:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    request = ExportTraceServiceRequest()
+    request.ParseFromString(body)
+    return sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)

@@ -205,7 +205,7 @@ class ToolpathCallbackHandler(BaseCallbackHandler):
         if run is None:
             return
         try:
-            spans.end_chat_span(run.span, *_usage(response))
+            spans.end_chat_span(run.span, *_usage(response), _requested_calls(response))
         except Exception:
             self._guard("on_llm_end", run_id)
 
@@ -376,6 +376,16 @@ def _model_name(
         if source and source.get(key):
             return str(source[key])
     return _serialized_name(serialized) or "unknown"
+
+
+def _requested_calls(response: Any) -> list[tuple[str | None, str, Any]]:
+    """The tool calls of the model's reply (an ``AIMessage``'s ``tool_calls``), in the model's order."""
+    for generations in getattr(response, "generations", None) or []:
+        for generation in generations:
+            calls = getattr(getattr(generation, "message", None), "tool_calls", None)
+            if calls:
+                return [(c.get("id"), str(c.get("name")), c.get("args")) for c in calls if isinstance(c, Mapping)]
+    return []
 
 
 def _usage(response: Any) -> tuple[int | None, int | None]:

@@ -27,6 +27,7 @@ from toolpath.model import Invocation
 from toolpath.redact import Redactor
 from toolpath.store.spanrecord import STATUS_ERROR, STATUS_OK, STATUS_UNSET, SpanRecord
 from toolpath.store.store import Store
+from toolpath.tracer import semconv as sc
 
 logger = logging.getLogger("toolpath.collector")
 
@@ -59,6 +60,8 @@ class _Trace:
     spans: dict[str, SpanRecord] = field(default_factory=dict)
     touched: float = 0.0
     written: bool = False
+    deferred: list[SpanRecord] = field(default_factory=list)
+    """Agent runs that ended while another run of the trace was open: the outer run's, unless no run takes them."""
 
 
 class _Marker:
@@ -108,7 +111,9 @@ class InProcessCollector:
     def on_start(self, span: Span, parent_context: Any = None) -> None:
         # The name test is cheap and rules out almost every span; attribute look-ups on the SDK's
         # BoundedAttributes cost several microseconds when the key is missing.
-        if span.name.startswith(AGENT_SPAN_PREFIXES) and is_agent_span(span.attributes or {}):
+        if (span.name.startswith(AGENT_SPAN_PREFIXES) and is_agent_span(span.attributes or {})) or (
+            span.name == "invocation" and getattr(span.instrumentation_scope, "name", None) == sc.ADK_SCOPE
+        ):  # ADK's legacy format: one "invocation" span above the turn's agents (a transfer adds one)
             ctx = span.context
             with self._lock:
                 self._open_agents.add(ctx.span_id)
@@ -116,7 +121,7 @@ class InProcessCollector:
 
     def on_end(self, span: ReadableSpan) -> None:
         ctx = span.context
-        is_root = False
+        is_root = nested = False
         if ctx.span_id in self._open_agents:
             with self._lock:
                 self._open_agents.discard(ctx.span_id)
@@ -125,13 +130,16 @@ class InProcessCollector:
                 left = self._agent_traces.pop(ctx.trace_id, 1) - 1
                 if left:
                     self._agent_traces[ctx.trace_id] = left
+                # another run of this trace is still open: this one may be inside it (ADK's AgentTool runs its
+                # agent in a nested run under the tool span); decided when the last one ends
+                nested = is_root and left > 0
         elif ctx.trace_id not in self._agent_traces:
             return  # not inside an agent run: not ours to keep (the application's exporters still get it)
         if len(self._queue) >= self._max_queue or self._stopping:
             self._count_drop()
             return
-        self._queue.append((span, is_root))
-        if is_root:  # process finished runs promptly: small batches keep few spans alive (less GC work)
+        self._queue.append((span, is_root, nested))
+        if is_root and not nested:  # process finished runs promptly: small batches keep few spans alive (less GC work)
             self._wake.set()
 
     def _count_drop(self) -> None:
@@ -207,7 +215,7 @@ class InProcessCollector:
                 if isinstance(item, _Marker):
                     markers.append(item)
                     continue
-                span, is_root = item
+                span, is_root, nested = item
                 record = record_from_readable(span)
                 if self.redactor is not None:
                     # every span: other instrumentations' spans, and what the application added to ours (names,
@@ -220,7 +228,9 @@ class InProcessCollector:
                     self._buffered += 1
                 trace.spans[record.span_id] = record
                 trace.touched = now
-                if is_root:
+                if nested:
+                    trace.deferred.append(record)
+                elif is_root:
                     roots.append(record)
             self._complete(roots)
             for marker in markers:
@@ -232,13 +242,12 @@ class InProcessCollector:
         invocations: list[Invocation] = []
         spans: list[SpanRecord] = []
         for root in roots:
-            trace = self._traces[root.trace_id]
-            subtree = _take_subtree(trace, root)
-            self._buffered -= len(subtree) + 1
-            invocations.append(build_invocation(root, subtree))
-            spans.append(root)
-            spans.extend(subtree)
-            trace.written = True
+            trace = self._traces.get(root.trace_id)
+            if trace is None:
+                continue
+            # the run that ended last in its trace, then the deferred runs it does not contain
+            runs, trace.deferred = [root, *trace.deferred], []
+            self._build(trace, runs, invocations, spans)
             if not trace.spans:  # nothing else pending in this trace: forget it now, not in a minute
                 self._traces.pop(root.trace_id, None)
         self._write(invocations, spans)
@@ -250,6 +259,20 @@ class InProcessCollector:
                 waiter = self._waiters.get(inv.invocation_id)
                 if waiter is not None and not waiter.done():
                     waiter.set_result(inv)
+
+    def _build(
+        self, trace: _Trace, runs: list[SpanRecord], invocations: list[Invocation], spans: list[SpanRecord]
+    ) -> None:
+        """Rebuild each of ``runs`` not inside one built before it, taking its spans out of ``trace``."""
+        for run in runs:
+            if run.span_id not in trace.spans:
+                continue  # inside a run built already
+            subtree = _take_subtree(trace, run)
+            self._buffered -= len(subtree) + 1
+            invocations.append(build_invocation(run, subtree))
+            spans.append(run)
+            spans.extend(subtree)
+        trace.written = True
 
     def _write(self, invocations: list[Invocation], spans: list[SpanRecord]) -> bool:
         if self.store is None and self._open_store is not None:
@@ -294,16 +317,20 @@ class InProcessCollector:
         late for an already written trace are stored, spans of traces with no agent run are not."""
         cutoff = time.monotonic() - _IDLE_TRACE_SECONDS
         late: list[SpanRecord] = []
+        orphans: list[Invocation] = []
         while self._traces:
             trace_id, trace = next(iter(self._traces.items()))  # least recently touched
             if not (everything or trace.touched < cutoff or self._buffered > _MAX_BUFFERED_SPANS):
                 break
+            if trace.deferred:  # the run they were waiting for never ended here: they are runs of their own
+                runs, trace.deferred = trace.deferred, []
+                self._build(trace, runs, orphans, late)
             del self._traces[trace_id]
             self._buffered -= len(trace.spans)
             if trace.written:
                 late.extend(trace.spans.values())
         if late:
-            self._write([], late)
+            self._write(orphans, late)
 
 
 def _take_subtree(trace: _Trace, root: SpanRecord) -> list[SpanRecord]:

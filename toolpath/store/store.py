@@ -24,6 +24,7 @@ from sqlalchemy.pool import StaticPool
 from toolpath.errors import ConfigError
 from toolpath.model import Invocation, Session, ToolCall, ns_to_datetime
 from toolpath.store import migrate
+from toolpath.store import rebuild as rebuild_effects
 from toolpath.store import schema as t
 from toolpath.store.spanrecord import SpanRecord
 
@@ -116,19 +117,19 @@ class Store:
             if limits is not None:
                 invocations = limits.cap(invocations)
             keep = {inv.invocation_id for inv in invocations}
-            stale = [
-                row.invocation_id
+            inv = t.invocations
+            stored = {  # invocation -> session, as stored before this batch
+                row.invocation_id: row.session_id
                 for chunk in _chunks(trace_ids)
-                for row in conn.execute(
-                    select(t.invocations.c.invocation_id).where(t.invocations.c.trace_id.in_(chunk))
-                )
-                if row.invocation_id not in keep
-            ]
-            for chunk in _chunks(stale):
-                conn.execute(delete(t.tool_calls).where(t.tool_calls.c.invocation_id.in_(chunk)))
-                conn.execute(delete(t.invocations).where(t.invocations.c.invocation_id.in_(chunk)))
+                for row in conn.execute(select(inv.c.invocation_id, inv.c.session_id).where(inv.c.trace_id.in_(chunk)))
+            }
+            rebuild_effects.forget_invocations(conn, [i for i in stored if i not in keep])
+            if new:  # invocations scored before these spans came are scored again
+                rebuild_effects.rescore(conn, [i for i in stored if i in keep])
             if invocations:
                 self._write_invocations(conn, invocations)
+            # whatever order the spans came in, sessions say what their invocations say now (none: no session)
+            rebuild_effects.refresh_sessions(conn, {*stored.values(), *(i.session_id for i in invocations)})
         return len(invocations)
 
     def judge_replies(self, keys: list[str]) -> dict[str, dict[str, Any]]:

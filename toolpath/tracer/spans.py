@@ -10,7 +10,7 @@ import itertools
 import json
 import random
 import traceback
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextvars import Token
 from typing import Any
 
@@ -169,12 +169,29 @@ def start_chat_span(model: str, parent: Context | None) -> Span:
     return _tracer.start_span(f"{sc.OP_CHAT} {model}", parent, SpanKind.CLIENT, attrs)
 
 
-def end_chat_span(span: Span, input_tokens: int | None, output_tokens: int | None) -> None:
+def end_chat_span(
+    span: Span,
+    input_tokens: int | None,
+    output_tokens: int | None,
+    tool_calls: Sequence[tuple[str | None, str, Any]] = (),
+) -> None:
+    """End a model span with its token usage and the tool calls (id, name, arguments) the model asked for, in its
+    order: the collector orders parallel calls by them (SPEC §3). Without content capture the calls keep their id
+    and name only."""
     if span.is_recording():
         if input_tokens is not None:
             span.set_attribute(sc.GEN_AI_USAGE_INPUT_TOKENS, int(input_tokens))
         if output_tokens is not None:
             span.set_attribute(sc.GEN_AI_USAGE_OUTPUT_TOKENS, int(output_tokens))
+        if tool_calls:
+            capture = content._policy.capture
+            parts = [
+                {"type": "tool_call", "id": call_id, "name": name, **({"arguments": args} if capture else {})}
+                for call_id, name, args in tool_calls
+            ]
+            _set_json(
+                span, sc.GEN_AI_OUTPUT_MESSAGES, [{"role": "assistant", "parts": parts, "finish_reason": "tool_calls"}]
+            )
     span.end()
 
 

@@ -18,6 +18,7 @@ from toolpath.collector.reconstruct.genai import (
     model_spans,
     reported_trajectory,
 )
+from toolpath.collector.reconstruct.order import in_model_order
 from toolpath.model import Invocation, ToolCall, ns_to_datetime
 from toolpath.store.spanrecord import STATUS_ERROR, SpanRecord
 from toolpath.tracer import semconv as sc
@@ -52,7 +53,7 @@ def is_run_span(span: SpanRecord) -> bool:
     if is_agent_span(span.attributes):
         return True
     kind = span.attributes.get(sc.OPENINFERENCE_SPAN_KIND)
-    return kind == "AGENT" or (kind == "CHAIN" and span.parent_span_id is None)
+    return kind == "AGENT" or (kind == "CHAIN" and span.parent_span_id is None) or adk.is_invocation_root(span)
 
 
 def build_invocations(spans: Iterable[SpanRecord]) -> list[Invocation]:
@@ -74,6 +75,7 @@ def build_invocation(root: SpanRecord, descendants: Iterable[SpanRecord]) -> Inv
     descendants = sorted(descendants, key=order_key)
     tool_spans = [s for s in descendants if is_tool_span(s.attributes, s.name)]
     calls = [tool_call_from_span(s) for s in tool_spans]
+    calls, tool_spans = in_model_order(calls, tool_spans, descendants)  # parallel calls: the model's order
     if any(sc.OPENINFERENCE_SPAN_KIND in s.attributes for s in tool_spans):
         calls = openinference.with_requested_args(calls, tool_spans, descendants)
     calls, content_notes = merge_calls(attrs, tool_spans, calls, reported_trajectory(attrs))
@@ -90,7 +92,12 @@ def build_invocation(root: SpanRecord, descendants: Iterable[SpanRecord]) -> Inv
     # model_construct: every field below is already well-formed, and validation would double the cost
     return Invocation.model_construct(
         invocation_id=root.span_id,
-        session_id=str(attrs.get(sc.GEN_AI_CONVERSATION_ID) or attrs.get(sc.SESSION_ID) or root.trace_id),
+        session_id=str(
+            attrs.get(sc.GEN_AI_CONVERSATION_ID)
+            or attrs.get(sc.SESSION_ID)
+            or (adk.session_id(descendants) if adk.is_invocation_root(root) else None)
+            or root.trace_id
+        ),
         agent_name=_agent_name(root, descendants),
         prompt=_prompt(root, descendants),
         response=_response(root, descendants),
@@ -109,18 +116,19 @@ def tool_call_from_span(span: SpanRecord) -> ToolCall:
     attrs = span.attributes
     if attrs.get(sc.OPENINFERENCE_SPAN_KIND) == "TOOL":
         return openinference.tool_call(span)
-    args = parse_json(first(attrs, sc.GEN_AI_TOOL_CALL_ARGUMENTS, sc.ADK_TOOL_CALL_ARGS))
+    args = parse_json(first(attrs, sc.GEN_AI_TOOL_CALL_ARGUMENTS, sc.ADK_TOOL_CALL_ARGS, sc.PYDANTIC_AI_TOOL_ARGUMENTS))
     if args is None:
         args = {}
     elif not isinstance(args, dict):
         args = {"input": args}
-    result = parse_json(first(attrs, sc.GEN_AI_TOOL_CALL_RESULT, sc.ADK_TOOL_RESPONSE))
+    result = parse_json(first(attrs, sc.GEN_AI_TOOL_CALL_RESULT, sc.ADK_TOOL_RESPONSE, sc.PYDANTIC_AI_TOOL_RESPONSE))
     call_id = str_or_none(attrs.get(sc.GEN_AI_TOOL_CALL_ID))
     if attrs.get(sc.TRACELOOP_SPAN_KIND) == "tool":
         args, result, call_id = openllmetry.unwrap_tool_io(args, result, call_id)
     error = error_text(span) if span.status_code == STATUS_ERROR else None
     if span.scope == sc.ADK_SCOPE:
         error = adk.tool_error(result) or error
+        result, call_id = adk.tool_result(result), adk.tool_call_id(call_id)
     return ToolCall.model_construct(
         name=str(attrs.get(sc.GEN_AI_TOOL_NAME) or span.name.removeprefix(_TOOL_PREFIX)),
         args=args,
@@ -137,7 +145,7 @@ def _agent_name(root: SpanRecord, descendants: list[SpanRecord]) -> str | None:
     if name is None:  # e.g. ADK 1.x's bare "invocation" root: the first agent below names it
         name = next((s.attributes.get(sc.GEN_AI_AGENT_NAME) for s in descendants if is_agent_span(s.attributes)), None)
     if name is None and sc.OPENINFERENCE_SPAN_KIND in root.attributes:
-        name = root.name  # a LangGraph graph's span is named after the agent
+        name = openinference.agent_name(root, descendants) or root.name  # a LangGraph graph's span: the agent
     return str_or_none(name)
 
 
@@ -148,6 +156,7 @@ def _prompt(root: SpanRecord, descendants: list[SpanRecord]) -> str | None:
     )
     for span in model_spans(descendants)[:1]:
         text = text or last_text(span.attributes.get(sc.GEN_AI_INPUT_MESSAGES), "user")
+    text = text if text is not None else openinference.prompt_from_llm_spans(descendants)
     return text if text is not None else adk.prompt_from_requests(descendants)
 
 
@@ -160,6 +169,7 @@ def _response(root: SpanRecord, descendants: list[SpanRecord]) -> str | None:
         if text is not None:
             break
         text = last_text(span.attributes.get(sc.GEN_AI_OUTPUT_MESSAGES), None)
+    text = text if text is not None else openinference.response_from_llm_spans(descendants)
     return text if text is not None else adk.response_from_responses(descendants)
 
 

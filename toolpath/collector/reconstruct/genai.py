@@ -25,6 +25,20 @@ def model_spans(descendants: list[SpanRecord]) -> list[SpanRecord]:
     return [s for s in descendants if s.attributes.get(sc.GEN_AI_OPERATION_NAME) in _MODEL_OPERATIONS]
 
 
+def requested_calls(attributes: Mapping[str, Any]) -> list[tuple[str | None, str, Any]]:
+    """The ``tool_call`` parts (id, name, arguments) of a model span's ``gen_ai.output.messages``, in order."""
+    if sc.GEN_AI_OUTPUT_MESSAGES not in attributes or is_agent_span(attributes):
+        return []
+    messages = parse_json(attributes[sc.GEN_AI_OUTPUT_MESSAGES])
+    asked: list[tuple[str | None, str, Any]] = []
+    for message in messages if isinstance(messages, list) else ():
+        for part in message.get("parts") or () if isinstance(message, dict) else ():
+            if isinstance(part, dict) and part.get("type") == "tool_call" and part.get("name"):
+                call_id = part.get("id")
+                asked.append((str(call_id) if call_id else None, str(part["name"]), parse_json(part.get("arguments"))))
+    return asked
+
+
 def last_text(messages_json: Any, role: str | None) -> str | None:
     """The text of the last message (with ``role``, if given) of a GenAI ``*.messages`` attribute."""
     messages = parse_json(messages_json)

@@ -3,8 +3,10 @@ asked for, and serialised LangChain state."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from toolpath.collector.reconstruct import requests
 from toolpath.collector.reconstruct.common import error_text, parse_json, str_or_none
 from toolpath.model import ToolCall
 from toolpath.store.spanrecord import STATUS_ERROR, SpanRecord
@@ -30,43 +32,87 @@ def tool_call(span: SpanRecord) -> ToolCall:
     )
 
 
+def requested_calls(attributes: Mapping[str, Any]) -> list[tuple[str | None, str, Any]]:
+    """The tool calls (id, name, arguments) of an LLM span's ``llm.output_messages.*``, in order."""
+    found: dict[tuple[int, int], tuple[str | None, str, Any]] = {}
+    for key, name in attributes.items():
+        if not (key.startswith(sc.OI_OUTPUT_MESSAGES_PREFIX) and key.endswith(_NAME_SUFFIX)):
+            continue
+        head = key[: -len(_NAME_SUFFIX)]  # llm.output_messages.{m}.message.tool_calls.{n}
+        message, _, rest = head[len(sc.OI_OUTPUT_MESSAGES_PREFIX) :].partition(".message.tool_calls.")
+        if not (message.isdigit() and rest.isdigit()):
+            continue
+        call_id = attributes.get(f"{head}.tool_call.id")
+        arguments = parse_json(attributes.get(f"{head}.tool_call.function.arguments"))
+        found[int(message), int(rest)] = (str_or_none(call_id) or None, str(name), arguments)
+    return [found[key] for key in sorted(found)]
+
+
+_NAME_SUFFIX = ".tool_call.function.name"
+
+
 def with_requested_args(calls: list[ToolCall], tool_spans: list[SpanRecord], spans: list[SpanRecord]) -> list[ToolCall]:
     """OpenInference records a one-argument tool's input as the bare value, without the parameter name, and an
-    erroring tool with no id. Both are in the tool calls the model asked for: pair each tool span with the
-    first unused requested call of the same name made before it."""
-    requested: list[tuple[int, str, Any, str | None]] = []
-    for span in spans:
-        attrs = span.attributes
-        for index in range(64):
-            prefix = f"{sc.OI_TOOL_CALLS_PREFIX}{index}.tool_call."
-            name = attrs.get(prefix + "function.name")
-            if name is None:
-                break
-            requested.append(
-                (span.start_time, name, parse_json(attrs.get(prefix + "function.arguments")), attrs.get(prefix + "id"))
-            )
-    used: set[int] = set()
+    erroring tool with no id. Both are in the tool call the model asked for (:mod:`.requests` says which)."""
+    asked = requests.collect((span, requested_calls(span.attributes)) for span in spans)
     fixed = []
-    for call, span in zip(calls, tool_spans, strict=True):
-        match = next(
-            (
-                i
-                for i, (at, name, _, _) in enumerate(requested)
-                if i not in used and name == call.name and at <= span.start_time
-            ),
-            None,
-        )
-        if match is not None:
-            used.add(match)
-            _, _, requested_args, requested_id = requested[match]
+    for call, request in zip(calls, requests.match(calls, tool_spans, asked), strict=True):
+        if request is not None:
             update: dict[str, Any] = {}
-            if call.args is not None and set(call.args) == {"input"} and isinstance(requested_args, dict):
-                update["args"] = requested_args
-            if call.call_id is None and requested_id:
-                update["call_id"] = str(requested_id)
+            if call.args is not None and set(call.args) == {"input"} and isinstance(request.args, dict):
+                update["args"] = request.args
+            if call.call_id is None and request.call_id:
+                update["call_id"] = request.call_id
             call = call.model_copy(update=update) if update else call
         fixed.append(call)
     return fixed
+
+
+def messages_text(spans: Sequence[SpanRecord], key: str, role: str | None) -> str | None:
+    """Text of the last message (with ``role``) in ``llm.{input,output}_messages.*`` of the first span that has
+    one (``key``: the prefix), e.g. the user's prompt on an agent's first LLM span."""
+    for span in spans:
+        attrs = span.attributes
+        indices = sorted(
+            {
+                int(k[len(key) :].partition(".")[0])
+                for k in attrs
+                if k.startswith(key) and k[len(key) :].partition(".")[0].isdigit()
+            },
+            reverse=True,
+        )
+        for index in indices:
+            content = attrs.get(f"{key}{index}.message.content")
+            if (
+                (role is None or attrs.get(f"{key}{index}.message.role") == role)
+                and isinstance(content, str)
+                and content
+            ):
+                return content
+    return None
+
+
+def agent_name(root: SpanRecord, spans: Sequence[SpanRecord]) -> str | None:
+    """The ``agent.name`` of the run's root, else of its first agent (openai-agents' root is its workflow)."""
+    for span in (root, *spans):
+        if span.attributes.get(sc.OI_AGENT_NAME):
+            return str(span.attributes[sc.OI_AGENT_NAME])
+    return None
+
+
+def prompt_from_llm_spans(spans: Sequence[SpanRecord]) -> str | None:
+    """The user's text an agent's first LLM span received (an agent span that records no input of its own, as
+    openai-agents' does)."""
+    return messages_text(_llm_spans(spans), sc.OI_INPUT_MESSAGES_PREFIX, "user")
+
+
+def response_from_llm_spans(spans: Sequence[SpanRecord]) -> str | None:
+    """The text of the last LLM span that answered with text."""
+    return messages_text(list(reversed(_llm_spans(spans))), sc.OI_OUTPUT_MESSAGES_PREFIX, None)
+
+
+def _llm_spans(spans: Sequence[SpanRecord]) -> list[SpanRecord]:
+    return [s for s in spans if s.attributes.get(sc.OPENINFERENCE_SPAN_KIND) == "LLM"]
 
 
 def langchain_messages_text(value: Any, kind: str | None) -> str | None:
