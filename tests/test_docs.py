@@ -68,3 +68,22 @@ def test_every_registered_metric_is_documented():
 def test_every_documented_metric_is_registered():
     unknown = documented_metrics() - set(toolpath.metric_names())
     assert not unknown, f"in docs/metrics.md's tables but not registered: {sorted(unknown)}"
+
+
+def metadata_table() -> dict[str, list[str]]:
+    """docs/metrics.md's table of what each metric reads, its range, direction and pass mark, by metric."""
+    text = (ROOT / "docs" / "metrics.md").read_text().split("## Reads, range, direction, pass mark", 1)[1]
+    rows = [line for line in text.split("\n## ", 1)[0].splitlines() if line.startswith("| `")]
+    cells = [[cell.strip() for cell in row.strip("|").split("|")] for row in rows]
+    return {row[0].strip("`"): row[1:] for row in cells}
+
+
+def test_metric_metadata_in_the_docs_is_the_registry_s():
+    from toolpath.evaluation.catalog import metric_info
+
+    documented = metadata_table()
+    assert sorted(documented) == toolpath.metric_names()
+    for name, (reads, value_range, better, mark) in documented.items():
+        info = metric_info(name)
+        assert [c.strip("` ") for c in reads.split(",")] == list(info.inputs), name
+        assert (value_range, better, mark) == (info.range, info.direction, info.mark), name

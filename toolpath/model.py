@@ -21,6 +21,9 @@ from toolpath.errors import DatasetError
 JsonValue = Any
 """Any value JSON can hold (object, array, string, number, boolean or null)."""
 
+TRAJECTORY_COLUMNS = ("predicted_trajectory", "reference_trajectory")
+"""The dataset columns that hold trajectories (SPEC §5)."""
+
 
 class _Record(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -351,7 +354,10 @@ def parse_trajectory(value: Any, *, where: str = "trajectory") -> Trajectory:
         try:
             value = json.loads(value)
         except json.JSONDecodeError as exc:
-            raise DatasetError(f"{where}: not valid JSON ({exc.msg} at char {exc.pos})") from None
+            raise DatasetError(
+                f"{where}: not valid JSON ({exc.msg} at char {exc.pos}); expected a list of tool calls, "
+                'e.g. [{"tool_name": "get_weather", "tool_input": {"city": "Paris"}}]'
+            ) from None
     if value is None:
         return Trajectory()
     if isinstance(value, Trajectory):

@@ -14,3 +14,17 @@ def test_db_commands(tmp_path):
     assert current.returncode == 0 and f"revision {migrate.HEAD}" in current.stdout
     missing = run_cli(tmp_path, "db", "current", "--store", "sqlite:///missing.db")
     assert missing.returncode == 2 and "does not exist" in missing.stderr
+
+
+def test_db_errors_are_one_line_and_create_nothing(tmp_path):
+    typo = run_cli(tmp_path, "db", "upgrade", "--store", "sqlite:///new.db", "--revision", "zzz")
+    assert typo.returncode == 2
+    assert typo.stderr == f"error: --revision 'zzz': no such revision (known: 0001, 0002, {migrate.HEAD}, head)\n"
+    assert not (tmp_path / "new.db").exists()
+    (tmp_path / "folder.db").mkdir()
+    folder = run_cli(tmp_path, "db", "current", "--store", "folder.db")
+    assert folder.returncode == 2 and folder.stderr.startswith(
+        "error: store sqlite:///folder.db: folder.db is a folder"
+    )
+    older = run_cli(tmp_path, "db", "upgrade", "--store", "sqlite:///s.db", "--revision", "0002")
+    assert older.returncode == 0 and "schema at revision 0002" in older.stdout

@@ -20,8 +20,9 @@ from sqlalchemy import text
 import toolpath
 from tests.helpers.builders import invocation
 from tests.helpers.collector import Collector
+from tests.helpers.fake_gemini import FakeGemini, Reply
 from toolpath.errors import ConfigError
-from toolpath.evaluation.online import OnlineConfig, normalize_prompt
+from toolpath.evaluation.online import OnlineConfig, OnlineEvaluator, normalize_prompt
 from toolpath.store.jobs import JobQueue, latest_scored
 from toolpath.store.store import Store
 
@@ -51,7 +52,7 @@ def test_in_process_online_scores_with_golden_references(tmp_path):
     config = {
         "metrics": ["trajectory_exact_match", "tool_call_count", "exact_match"],
         "reference_dataset": str(golden),
-        "thresholds": {"tool_call_count": 2},
+        "thresholds": {"tool_call_count": 0},
         "poll_seconds": 0.05,
     }
     tracing = toolpath.init(store=f"sqlite:///{tmp_path / 'agent.db'}", online=config)
@@ -73,7 +74,7 @@ def test_in_process_online_scores_with_golden_references(tmp_path):
     assert by_prompt["Weather in Oslo?"]["exact_match"]["label"] == "error"
     assert by_prompt["Weather in Oslo?"]["tool_call_count"] == {
         "score": 1.0,
-        "label": "fail",  # threshold 2 from the config
+        "label": "fail",  # at most 0 calls, the config's threshold (lower is better for a count)
         "explanation": by_prompt["Weather in Oslo?"]["tool_call_count"]["explanation"],
     }
     assert tracing.online.stats.scored == 3
@@ -93,6 +94,38 @@ def test_config_errors_name_the_file_and_key(tmp_path):
     with pytest.raises(ConfigError, match="sample_rate must be between 0 and 1"):
         OnlineConfig(metrics=["tool_call_count"], sample_rate=2)
     assert normalize_prompt("  Weather in PARIS?! ") == "weather in paris"
+
+
+def test_judge_metrics_without_credentials_refuse_to_start(tmp_path, monkeypatch):
+    for variable in ("GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"):
+        monkeypatch.delenv(variable, raising=False)
+    store = Store(f"sqlite:///{tmp_path / 's.db'}")
+    # not a collector that starts without a word and then scores nothing, batch after batch
+    with pytest.raises(ConfigError, match="judge metrics need the Gemini API or Vertex AI: set GOOGLE_API_KEY"):
+        OnlineEvaluator(store, {"metrics": ["tool_call_count", "fluency"]})
+    with pytest.raises(ConfigError, match="thresholds for fluenct, which 'metrics' does not name"):
+        OnlineEvaluator(store, {"metrics": ["tool_call_count"], "thresholds": {"fluenct": 4}})
+
+
+def test_a_failing_judge_labels_its_own_results_error_and_the_rest_are_scored(tmp_path, monkeypatch):
+    fake = FakeGemini(lambda prompt, seen: Reply(raw="<html><body>502 Bad Gateway</body></html>"))
+    with fake.running():
+        monkeypatch.setenv("GOOGLE_API_KEY", "test-key")
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", fake.url)
+        store = Store(f"sqlite:///{tmp_path / 's.db'}")
+        config = {"metrics": ["tool_call_count", "fluency"], "thresholds": {"tool_call_count": 2}, "poll_seconds": 0.05}
+        evaluator = OnlineEvaluator(store, config).start()
+        try:
+            store.write([invocation(i) for i in range(3)])
+            assert evaluator.drain(20)
+        finally:
+            evaluator.stop()
+    assert evaluator.queue.counts() == {"done": 3}  # no job left claimed
+    scored = latest_scored(store)
+    assert [r["scores"]["tool_call_count"]["label"] for r in scored] == ["pass"] * 3  # at most 2 calls
+    fluency = [r["scores"]["fluency"] for r in scored]
+    assert all(f["score"] is None and f["label"] == "error" for f in fluency)
+    assert "judge request failed: JSONDecodeError" in fluency[0]["explanation"]
 
 
 # --- the collector service, end to end -------------------------------------------------------------------
@@ -211,8 +244,12 @@ def test_collector_scores_live_traffic_and_sends_otlp_metrics_and_events(tmp_pat
     stored = {inv.invocation_id: inv.trace_id for inv in store.list_invocations()}
     for event in events:
         attributes = {a.key: a.value for a in event.attributes}
-        assert attributes["gen_ai.evaluation.name"].string_value in ("trajectory_exact_match", "tool_call_count")
-        assert attributes["gen_ai.evaluation.score.label"].string_value == "pass"
+        name = attributes["gen_ai.evaluation.name"].string_value
+        assert name in ("trajectory_exact_match", "tool_call_count")
+        # a count has no pass mark unless online.toml gives one: it is "scored", neither pass nor fail
+        assert attributes["gen_ai.evaluation.score.label"].string_value == (
+            "pass" if name == "trajectory_exact_match" else "scored"
+        )
         assert stored[event.span_id.hex()] == event.trace_id.hex()  # parented to the evaluated agent span
     histogram = sink.data_points("gen_ai.evaluation.score")
     counter = sink.data_points("gen_ai.evaluation.results")

@@ -67,6 +67,53 @@ def test_custom_metrics_number_dict_and_failure():
     assert result.summary_metrics["broken/mean"] is None
 
 
+def essential_tools_present(instance, required_tools=["get_weather", "book_table"]):  # noqa: B006
+    """Vertex AI's custom trajectory metric example, as Vertex users write it (plain dicts, ``{name: score}``)."""
+    trajectory = instance["predicted_trajectory"]
+    tools_present = [tool_used["tool_name"] for tool_used in trajectory]
+    if len(required_tools) == 0:
+        return {"essential_tools_present": 1}
+    score = 0
+    for tool in required_tools:
+        if tool in tools_present:
+            score += 1
+    return {
+        "essential_tools_present": score / len(required_tools),
+    }
+
+
+def test_vertex_custom_metric_as_vertex_users_write_it(tmp_path):
+    custom = toolpath.CustomMetric(name="essential_tools_present", metric_function=essential_tools_present)
+    (tmp_path / "cases.csv").write_text(
+        "prompt,predicted_trajectory\n"
+        'a,"[{""tool_name"": ""get_weather"", ""tool_input"": {}}, {""name"": ""book_table"", ""args"": {}}]"\n'
+        "b,[]\n"
+    )
+    # a CSV's JSON text cells, an ADK-form call among them: the function sees Vertex-form dicts
+    result = toolpath.evaluate(tmp_path / "cases.csv", [custom, "trajectory_single_tool_use(tool_name=get_weather)"])
+    assert [row["essential_tools_present/score"] for row in result.metrics_table] == [1.0, 0.0]
+    assert result.metrics_table[0]["trajectory_single_tool_use/score"] == 1.0
+    rows = [{"prompt": "c", "predicted_trajectory": [{"tool_name": "get_weather", "tool_input": {"city": "Oslo"}}]}]
+    assert toolpath.evaluate(rows, [custom]).metrics_table[0]["essential_tools_present/score"] == 0.5
+    assert toolpath.CustomMetric("named", essential_tools_present).name == "named"  # Vertex's positional order
+    with pytest.raises(MetricError, match="needs a function"):
+        toolpath.CustomMetric(name="nothing")
+
+
+def test_two_variants_of_one_metric_by_name():
+    rows = [{"predicted_trajectory": [{"tool_name": "a", "tool_input": {"x": 1}}], "reference_trajectory": [
+        {"tool_name": "a", "tool_input": {"x": 2}}]}]  # fmt: skip
+    result = toolpath.evaluate(rows, ["trajectory_f1(match=name, name=f1_names)", "trajectory_f1"])
+    assert result.metric_names == ["f1_names", "trajectory_f1"]
+    row = result.metrics_table[0]
+    assert (row["f1_names/score"], row["trajectory_f1/score"]) == (1.0, 0.0)
+    assert result.rules["f1_names"] == {"threshold": 1.0, "lower_is_better": False, "best": None}
+    with pytest.raises(MetricError, match=r"listed twice: trajectory_f1 \(give each variant a name of its own"):
+        toolpath.evaluate(rows, ["trajectory_f1(match=name)", "trajectory_f1"])
+    with pytest.raises(MetricError, match="name=3 is not a name"):
+        toolpath.evaluate(rows, ["trajectory_f1(name=3)"])
+
+
 def test_metric_column_mapping():
     rows = [{"prompt": "x", "predicted_trajectory": [], "expected": []}]
     result = toolpath.evaluate(
@@ -200,3 +247,19 @@ def test_bad_prompt_is_reported_before_any_run():
     with pytest.raises(DatasetError, match="row 1: 'prompt' must be a string"):
         toolpath.evaluate([{"prompt": "ok"}, {"prompt": 3}], ["failure"], runnable=lambda p: calls.append(p))
     assert calls == []
+
+
+def test_each_agent_run_is_reported_as_it_ends_before_any_row_is_scored(tracing):
+    events: list[tuple[str, int]] = []
+    rows = [{"prompt": f"weather in {city}"} for city in ("Paris", "Oslo", "Rome", "Lima")]
+    toolpath.evaluate(
+        rows,
+        ["tool_call_count"],
+        runnable=weather_agent,
+        concurrency=2,
+        on_agent_run=lambda index: events.append(("ran", index)),
+        on_row=lambda index, _: events.append(("scored", index)),
+    )
+    # a progress bar moves during the agent phase: one report per run, all of them before scoring starts
+    assert sorted(events[:4]) == [("ran", i) for i in range(4)]
+    assert events[4:] == [("scored", i) for i in range(4)]

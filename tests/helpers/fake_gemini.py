@@ -22,6 +22,8 @@ class Reply:
     status: int = 200
     delay: float = 0.0
     retry_after: float | None = None
+    raw: str | None = None
+    """A body sent as it is, as text/html (a proxy's error page), instead of the API's JSON."""
 
 
 Script = Callable[[str, int], Reply]
@@ -84,10 +86,10 @@ class FakeGemini:
                     }
                 else:
                     payload = {"error": {"code": reply.status, "message": "scripted error", "status": "UNAVAILABLE"}}
-                data = json.dumps(payload).encode()
+                data = json.dumps(payload).encode() if reply.raw is None else reply.raw.encode()
                 try:
                     self.send_response(reply.status)
-                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Type", "application/json" if reply.raw is None else "text/html")
                     self.send_header("Content-Length", str(len(data)))
                     if reply.retry_after is not None:
                         self.send_header("Retry-After", str(reply.retry_after))

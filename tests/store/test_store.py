@@ -112,8 +112,34 @@ def test_url_resolution(monkeypatch):
     monkeypatch.delenv("TOOLPATH_STORE", raising=False)
     assert resolve_store_url() == "sqlite:///toolpath.db"
     assert resolve_store_url("data/x.db") == "sqlite:///data/x.db"
+    assert resolve_store_url("x.sqlite3") == "sqlite:///x.sqlite3"
+    assert resolve_store_url("runs/store") == "sqlite:///runs/store"  # a folder in it: a path
     monkeypatch.setenv("TOOLPATH_STORE", "postgresql+psycopg://u@h/db")
     assert resolve_store_url() == "postgresql+psycopg://u@h/db"
+
+
+@pytest.mark.parametrize("url", ["::::", "localhost:5432", "host=db1 dbname=toolpath user=me", "toolpath"])
+def test_a_store_that_is_neither_url_nor_path_is_an_error_and_no_file(tmp_path, monkeypatch, url):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=r"neither a database URL nor a SQLite file path.*sqlite:///toolpath\.db"):
+        Store(url)
+    monkeypatch.setenv("TOOLPATH_STORE", url)
+    with pytest.raises(ConfigError, match="neither a database URL"):
+        Store()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_that_is_not_a_database_or_a_folder_is_a_config_error(tmp_path):
+    (tmp_path / "notes.db").write_text("these are my notes, not a database\n" * 100)
+    with pytest.raises(ConfigError, match=r"notes.db: cannot open \(file is not a database\)"):
+        Store(f"sqlite:///{tmp_path / 'notes.db'}")
+    (tmp_path / "folder.db").mkdir()
+    with pytest.raises(ConfigError, match=r"folder\.db is a folder, not a database file"):
+        Store(f"sqlite:///{tmp_path / 'folder.db'}")
+    opened = Store(f"sqlite:///{tmp_path / 'later.db'}", create=False)  # nothing touched before upgrade()
+    assert not (tmp_path / "later.db").exists()
+    opened.upgrade()
+    assert (tmp_path / "later.db").exists()
 
 
 def test_sqlite_uses_wal(tmp_path):

@@ -83,17 +83,18 @@ def test_the_agent_threads_cost_does_not_grow_with_the_value_past_the_limit(stor
         return {"rows": [{"id": i, "text": "lorem ipsum dolor " * 4} for i in range(size)], "blob": "x" * size * 80}
 
     def cost(size: int) -> float:
-        return min(_timed(lambda: fetch(size)) for _ in range(3))
+        return min(_timed(lambda: fetch(size)) for _ in range(5))
 
     small, large = cost(12_000), cost(120_000)  # ~1 MB and ~10 MB of result
     attrs = [s.attributes for s in app_spans.get_finished_spans() if s.name == "execute_tool fetch"][-1]
     assert len(attrs[sc.GEN_AI_TOOL_CALL_RESULT]) < 64 * 1024 + 64
     assert sc.GEN_AI_TOOL_CALL_RESULT in attrs[sc.TOOLPATH_TRUNCATED]
     # building the value itself is the tool's cost and grows 10x; what toolpath adds must not
-    build_small = min(_timed(lambda: fetch.__wrapped__(12_000)) for _ in range(3))
-    build_large = min(_timed(lambda: fetch.__wrapped__(120_000)) for _ in range(3))
+    build_small = min(_timed(lambda: fetch.__wrapped__(12_000)) for _ in range(5))
+    build_large = min(_timed(lambda: fetch.__wrapped__(120_000)) for _ in range(5))
     added_small, added_large = max(small - build_small, 1e-4), max(large - build_large, 1e-4)
-    assert added_large / added_small < 4, (added_small, added_large)
+    # linear in the value would be ~10x here (it was, before values were cut first); bounded stays near 1x
+    assert added_large / added_small < 6, (added_small, added_large)
 
 
 def _timed(fn) -> float:

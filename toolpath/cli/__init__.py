@@ -12,7 +12,7 @@ import sys
 import click
 
 from toolpath import setup
-from toolpath.cli import collect, db, demo_command, eval_command, replay, runs, sessions
+from toolpath.cli import collect, db, demo_command, eval_command, metrics_command, replay, runs, sessions
 from toolpath.errors import ToolpathError
 
 
@@ -25,6 +25,7 @@ def cli() -> None:
 for _command in (
     demo_command.demo,
     eval_command.eval_command,
+    metrics_command.metrics_command,
     collect.collect,
     runs.runs,
     runs.report,

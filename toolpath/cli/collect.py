@@ -72,9 +72,11 @@ def collect(
     requests in flight.
     """
     from toolpath.collector.limits import Limits
-    from toolpath.collector.service import CollectorService, ServiceOptions
+    from toolpath.collector.service import CollectorService, ServiceOptions, check_addresses
 
-    the_store = Store(store)
+    # Everything is checked before the store is opened (a new SQLite file is created then): a bad option
+    # leaves nothing behind.
+    the_store = Store(store, create=False)
     options = ServiceOptions(
         host=host,
         http_port=http_port,
@@ -89,8 +91,10 @@ def collect(
     if online_path is not None:
         from toolpath.evaluation.online import OnlineEvaluator
 
-        online = OnlineEvaluator(the_store, online_path)
+        online = OnlineEvaluator(the_store, online_path)  # metrics, references, judge credentials
     service = CollectorService(the_store, options, redactor=redactor, online=online)
+    check_addresses(options)
+    the_store.upgrade()
     if online is not None:
         online.start()
     service.start()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import click
 
 from toolpath.cli.common import open_existing_store, store_option
-from toolpath.errors import ConfigError
 from toolpath.store.store import Store
 
 
@@ -19,15 +18,11 @@ def db() -> None:
 @click.option("--revision", default="head", show_default=True, help="Alembic revision to upgrade to.")
 def db_upgrade(store: str | None, revision: str) -> None:
     """Create the store's tables, or bring them to the newest schema."""
-    from sqlalchemy.exc import OperationalError
-
     from toolpath.store import migrate
 
+    migrate.check_revision(revision)  # before the store is opened: a typo creates no file
     the_store = Store(store, create=False)
-    try:
-        reached = migrate.upgrade(the_store.engine, revision)
-    except OperationalError as exc:
-        raise ConfigError(f"store {the_store.url}: cannot open ({exc.orig})") from None
+    reached = the_store.upgrade(revision)
     click.echo(f"{the_store.url}: schema at revision {reached} (newest: {migrate.HEAD})")
 
 
@@ -38,6 +33,6 @@ def db_current(store: str | None) -> None:
     from toolpath.store import migrate
 
     the_store = open_existing_store(store, create=False)
-    with the_store.engine.connect() as conn:
+    with the_store.opening_errors(), the_store.engine.connect() as conn:
         current = migrate.current_revision(conn)
     click.echo(f"{the_store.url}: schema at revision {current or 'none'} (newest: {migrate.HEAD})")

@@ -8,6 +8,7 @@ stops the online workers the service was given (after the last writes, so their 
 from __future__ import annotations
 
 import signal
+import socket
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +30,29 @@ class ServiceOptions:
     max_body_bytes: int = 16 * 1024 * 1024
     max_in_flight: int = 4
     limits: Limits = field(default_factory=Limits)
+
+
+def check_addresses(options: ServiceOptions) -> None:
+    """A :class:`ConfigError` when a port is out of range, ``host`` does not resolve, or a port cannot be
+    listened on (in use, not allowed): checked before anything is opened or created."""
+    for option, port in (("--http-port", options.http_port), ("--grpc-port", options.grpc_port)):
+        if not 0 <= port <= 65535:
+            raise ConfigError(f"{option} {port}: not a port number (0 to 65535; 0 turns it off)")
+        if port:
+            _probe(options.host, port, option)
+
+
+def _probe(host: str, port: int, option: str) -> None:
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except (socket.gaierror, UnicodeError) as exc:
+        raise ConfigError(f"--host {host!r}: not an address of this machine ({exc})") from None
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the servers do
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise ConfigError(f"{option} {port}: cannot listen on {host}:{port} ({exc.strerror})") from None
 
 
 class CollectorService:
@@ -66,8 +90,13 @@ class CollectorService:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda *_: self._stop.set())
         o = self.options
-        self._http = HttpServer(self.ingestor, o.host, o.http_port) if o.http_port else None
-        self._grpc = make_grpc_server(self.ingestor, o.host, o.grpc_port) if o.grpc_port else None
+        try:
+            self._http = HttpServer(self.ingestor, o.host, o.http_port) if o.http_port else None
+            self._grpc = make_grpc_server(self.ingestor, o.host, o.grpc_port) if o.grpc_port else None
+        except (OSError, RuntimeError) as exc:  # taken since check_addresses() looked, or a bad host
+            if self._http is not None:
+                self._http.shutdown()
+            raise ConfigError(f"cannot listen on {o.host} ({exc})") from None
         if self._grpc is not None:
             self._grpc.start()
         if self._http is not None:

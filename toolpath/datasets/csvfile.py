@@ -11,6 +11,11 @@ from toolpath.errors import DatasetError
 
 
 def read_csv(path: str | Path) -> list[dict[str, Any]]:
+    return [row for _, row in numbered_csv(path)]
+
+
+def numbered_csv(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
+    """Every row with the line it starts on (a quoted cell may span lines)."""
     path = Path(path)
     try:
         handle = path.open(encoding="utf-8-sig", newline="")
@@ -24,10 +29,12 @@ def read_csv(path: str | Path) -> list[dict[str, Any]]:
             if not reader.fieldnames:
                 raise DatasetError(f"{path}: empty file (a header row is needed)")
             rows = []
+            start = reader.line_num + 1
             for row in reader:
                 if None in row:
-                    raise DatasetError(f"{path}:{reader.line_num}: more cells than the header has columns")
-                rows.append({key: (value if value != "" else None) for key, value in row.items()})
+                    raise DatasetError(f"{path}:{start}: more cells than the header has columns")
+                rows.append((start, {key: (value if value != "" else None) for key, value in row.items()}))
+                start = reader.line_num + 1
         except csv.Error as exc:
             raise DatasetError(f"{path}:{reader.line_num}: {exc}") from None
         except UnicodeDecodeError as exc:

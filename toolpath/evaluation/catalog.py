@@ -1,18 +1,24 @@
-"""Every metric by name: the built-ins, registered here and nowhere else, and the user's own.
+"""Every metric by name: the built-ins, registered here and nowhere else, and the user's own — each with its
+:class:`MetricInfo` (what it reads, its range, which way is better, its default pass mark), the one place the
+CLI's tables, the HTML report, ``toolpath metrics`` and online labels read.
 
 ``resolve_metric`` turns a spec (a name, ``name(key=value, ...)``, ``module:function``, a :class:`Metric` or a
 callable) into a metric; ``criterion_metric`` does the same for an eval set's criterion and its options
-(``test_config.json``). Nothing else in toolpath looks a metric up by name.
+(``test_config.json``). Nothing else in toolpath looks a metric up by name. Every metric takes ``name=`` besides
+its own parameters, so two variants can run side by side: ``trajectory_f1(match=name, name=f1_names)``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import copy
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from toolpath.errors import MetricError
 from toolpath.evaluators.judge.adk import ADK_JUDGE_METRICS
-from toolpath.evaluators.judge.vertex import BUILTIN_TEMPLATES, builtin_metric
+from toolpath.evaluators.judge.vertex import BUILTIN_TEMPLATES, TemplateMetric, builtin_metric
 from toolpath.evaluators.metrics import analytics, builtin, text, tool_calls, trajectory
 from toolpath.evaluators.metrics.registry import CustomMetric, Metric, Row, import_callable, parse_spec
 from toolpath.evaluators.metrics.rows import flag
@@ -20,14 +26,111 @@ from toolpath.model import MetricResult
 
 Factory = Callable[..., Metric]
 
+
+@dataclass(frozen=True)
+class MetricInfo:
+    """What a metric reads and what its scores mean."""
+
+    inputs: tuple[str, ...] = ()
+    """The row columns it reads (``latency_in_seconds`` and ``failure`` are measured when an agent is run)."""
+    low: float | None = 0.0
+    high: float | None = 1.0
+    """The range of its scores (``None``: unbounded)."""
+    binary: bool = False
+    """Scores are only ``low`` or ``high`` (0/1)."""
+    lower_is_better: bool = False
+    """Latency, failures, counts and error rates: the lower the better."""
+    best: float | None = None
+    """For a two-sided scale (verbosity: −2 too terse … 2 too verbose), the best score; a threshold is then
+    the largest distance from it that passes."""
+    threshold: float | None = None
+    """The default pass mark (a score passes when it is at least this, or at most this when lower is better);
+    ``None``: the metric only measures, and passes or fails only against a threshold the user gives."""
+    judge: bool = False
+    """Scored by a judge model."""
+
+    @property
+    def direction(self) -> str:
+        if self.best is not None:
+            return f"{self.best:g} best"
+        return "lower" if self.lower_is_better else "higher"
+
+    @property
+    def range(self) -> str:
+        def num(value: float) -> str:
+            return f"{value:g}".replace("-", "−")
+
+        if self.low is None and self.high is None:
+            return "any number"
+        if self.high is None:
+            return f"≥ {num(self.low or 0.0)}"
+        if self.low is None:
+            return f"≤ {num(self.high)}"
+        return f"{num(self.low)} or {num(self.high)}" if self.binary else f"{num(self.low)} to {num(self.high)}"
+
+    def rule(self, threshold: float | None = None) -> dict[str, Any]:
+        """How a score passes: ``threshold`` (default: the metric's own) and the way the scores go; the keyword
+        arguments of :func:`passes`, saved with a run so that its report judges rows as the run did."""
+        mark = self.threshold if threshold is None else threshold
+        return {"threshold": mark, "lower_is_better": self.lower_is_better, "best": self.best}
+
+    def passes(self, score: float | None, threshold: float | None = None) -> bool | None:
+        return passes(score, **self.rule(threshold))
+
+    @property
+    def mark(self) -> str:
+        """The default pass mark as people read it: ``≥ 1``, ``≤ 0``, ``± 1`` (around the best), ``—`` (none)."""
+        return describe_rule(self.rule())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "inputs": list(self.inputs),
+            "range": self.range,
+            "direction": self.direction,
+            "threshold": self.threshold,
+            "pass_mark": self.mark,
+            "judge": self.judge,
+        }
+
+
+def passes(
+    score: float | None, threshold: float | None, lower_is_better: bool = False, best: float | None = None
+) -> bool | None:
+    """Whether ``score`` passes: at least ``threshold``, at most it when lower is better, or within it of
+    ``best``; ``None`` when there is no score or no threshold. The one pass/fail rule of the CLI, the report
+    and online labels."""
+    if score is None or threshold is None:
+        return None
+    if best is not None:
+        return abs(score - best) <= threshold
+    return score <= threshold if lower_is_better else score >= threshold
+
+
+def describe_rule(rule: Mapping[str, Any]) -> str:
+    """A pass rule (:meth:`MetricInfo.rule`) as people read it: ``≥ 1``, ``≤ 0``, ``± 1``, or ``—`` (none)."""
+    threshold = rule.get("threshold")
+    if threshold is None:
+        return "—"
+    if rule.get("best") is not None:
+        return f"± {threshold:g}"
+    return f"{'≤' if rule.get('lower_is_better') else '≥'} {threshold:g}"
+
+
+UNKNOWN = MetricInfo(low=None, high=None)
+"""The info of a metric registered without any (a custom metric): higher is better, no default pass mark."""
+
 _CATALOG: dict[str, Factory] = {}
+_INFO: dict[str, MetricInfo] = {}
+_NAME = re.compile(r"^[A-Za-z_][\w.-]*$")
 
 
-def register_metric(name: str) -> Callable[[Factory], Factory]:
-    """Register a metric factory (a class or function taking keyword parameters) under ``name``."""
+def register_metric(name: str, info: MetricInfo | None = None) -> Callable[[Factory], Factory]:
+    """Register a metric factory (a class or function taking keyword parameters) under ``name``, with what it
+    reads and what its scores mean."""
 
     def decorate(factory: Factory) -> Factory:
         _CATALOG[name] = factory
+        _INFO[name] = info or UNKNOWN
         return factory
 
     return decorate
@@ -42,16 +145,41 @@ def metric_factory(name: str) -> Factory | None:
     return _CATALOG.get(name)
 
 
-def create_metric(name: str, **params: Any) -> Metric:
-    """The metric registered as ``name``, built with ``params``; unknown names and bad parameters raise
-    :class:`MetricError`."""
+def metric_info(metric: str | Metric) -> MetricInfo:
+    """The info of a registered metric (by name, or of a metric made from the catalog, renamed or not)."""
+    if isinstance(metric, Metric):
+        metric = getattr(metric, "catalog_name", None) or metric.name
+    return _INFO.get(metric, UNKNOWN)
+
+
+def pass_rules(metrics: Sequence[Metric], thresholds: Mapping[str, float] | None = None) -> dict[str, Any]:
+    """Per metric name, how its scores pass (``threshold``, ``lower_is_better``): the user's threshold, else the
+    metric's own. Saved with a run, so its report judges rows as the run did."""
+    return {metric.name: metric_info(metric).rule((thresholds or {}).get(metric.name)) for metric in metrics}
+
+
+def create_metric(name: str, /, **params: Any) -> Metric:
+    """The metric registered as ``name``, built with ``params`` (plus ``name=``: what the metric's results are
+    called, for two variants in one run); unknown names and bad parameters raise :class:`MetricError`."""
     factory = _CATALOG.get(name)
     if factory is None:
         raise MetricError(f"unknown metric {name!r}; known: {', '.join(sorted(_CATALOG))}")
+    new_name = params.pop("name", None)
     try:
-        return factory(**params)
+        metric = factory(**params)
     except (TypeError, ValueError) as exc:
         raise MetricError(f"metric {name!r}: {exc}") from None
+    return metric if new_name is None else renamed(metric, new_name, name)
+
+
+def renamed(metric: Metric, new_name: Any, catalog_name: str | None = None) -> Metric:
+    """A copy of ``metric`` whose results go by ``new_name``; it keeps its catalog info."""
+    if not isinstance(new_name, str) or not _NAME.match(new_name):
+        raise MetricError(f"metric {metric.name!r}: name={new_name!r} is not a name (letters, digits, _ . -)")
+    copied = copy.copy(metric)
+    object.__setattr__(copied, "catalog_name", catalog_name or getattr(metric, "catalog_name", None) or metric.name)
+    object.__setattr__(copied, "name", new_name)  # frozen dataclasses too: this copy is still private here
+    return copied
 
 
 def resolve_metric(spec: str | Metric | Callable[[Row], Any]) -> Metric:
@@ -64,7 +192,11 @@ def resolve_metric(spec: str | Metric | Callable[[Row], Any]) -> Metric:
         raise MetricError(f"a metric must be a name, a Metric or a callable, got {type(spec).__name__}")
     name, params = parse_spec(spec)
     if name not in _CATALOG and ":" in name:
-        return CustomMetric(import_callable(name))
+        custom = CustomMetric(import_callable(name))
+        new_name = params.pop("name", None)
+        if params:
+            raise MetricError(f"custom metric {name!r} takes no parameters but name=, got {', '.join(params)}")
+        return custom if new_name is None else renamed(custom, new_name)
     return create_metric(name, **params)
 
 
@@ -91,52 +223,72 @@ def criterion_metric(
 
 # --- the built-ins ----------------------------------------------------------------------------------------
 
+TRAJECTORIES = ("predicted_trajectory", "reference_trajectory")
+PREDICTED = ("predicted_trajectory",)
+RESPONSES = ("response", "reference")
+BINARY = MetricInfo(TRAJECTORIES, binary=True, threshold=1.0)
+FRACTION = MetricInfo(TRAJECTORIES, threshold=1.0)
+
 _fn: Callable[..., MetricResult]
 for _name, _fn in (
     ("trajectory_exact_match", trajectory.exact_match),
     ("trajectory_in_order_match", trajectory.in_order_match),
     ("trajectory_any_order_match", trajectory.any_order_match),
 ):
-    register_metric(_name)(builtin.reference_metric(_name, _fn))
+    register_metric(_name, BINARY)(builtin.reference_metric(_name, _fn))
 for _name, _fn in (
     ("trajectory_precision", trajectory.precision),
     ("trajectory_recall", trajectory.recall),
     ("trajectory_f1", trajectory.f1),
 ):
-    register_metric(_name)(builtin.reference_metric(_name, _fn, has_order=True))
-register_metric("trajectory_single_tool_use")(builtin.TrajectorySingleToolUse)
-register_metric("tool_trajectory_avg_score")(builtin.ToolTrajectoryAvgScore)
-register_metric("tool_argument_similarity")(builtin.ToolArgumentSimilarity)
-for _behaviour in (
-    analytics.tool_call_count,
-    analytics.redundant_tool_calls,
-    analytics.tool_error_rate,
-    analytics.error_recovery,
+    register_metric(_name, FRACTION)(builtin.reference_metric(_name, _fn, has_order=True))
+register_metric("trajectory_single_tool_use", MetricInfo(PREDICTED, binary=True, threshold=1.0))(
+    builtin.TrajectorySingleToolUse
+)
+register_metric("tool_trajectory_avg_score", FRACTION)(builtin.ToolTrajectoryAvgScore)
+register_metric("tool_argument_similarity", FRACTION)(builtin.ToolArgumentSimilarity)
+for _behaviour, _info in (
+    (analytics.tool_call_count, MetricInfo(PREDICTED, high=None, lower_is_better=True)),
+    (analytics.redundant_tool_calls, MetricInfo(PREDICTED, high=None, lower_is_better=True, threshold=0.0)),
+    (analytics.tool_error_rate, MetricInfo(PREDICTED, lower_is_better=True, threshold=0.0)),
+    (analytics.error_recovery, MetricInfo(PREDICTED, threshold=1.0)),
 ):
-    register_metric(_behaviour.__name__)(lambda fn=_behaviour: builtin.BehaviourMetric(fn.__name__, fn))
-register_metric("tool_loop_detected")(builtin.tool_loop_detected)
-register_metric("latency_in_seconds")(lambda: builtin.MeasuredColumn("latency_in_seconds"))
-register_metric("failure")(lambda: builtin.MeasuredColumn("failure"))
+    register_metric(_behaviour.__name__, _info)(lambda fn=_behaviour: builtin.BehaviourMetric(fn.__name__, fn))
+register_metric("tool_loop_detected", MetricInfo(PREDICTED, binary=True, lower_is_better=True, threshold=0.0))(
+    builtin.tool_loop_detected
+)
+register_metric("latency_in_seconds", MetricInfo(("latency_in_seconds",), high=None, lower_is_better=True))(
+    lambda: builtin.MeasuredColumn("latency_in_seconds")
+)
+register_metric("failure", MetricInfo(("failure",), binary=True, lower_is_better=True, threshold=0.0))(
+    lambda: builtin.MeasuredColumn("failure")
+)
 
-register_metric("exact_match")(lambda: builtin.ResponseMetric("exact_match", text.exact_match))
-register_metric("bleu")(
+register_metric("exact_match", MetricInfo(RESPONSES, binary=True, threshold=1.0))(
+    lambda: builtin.ResponseMetric("exact_match", text.exact_match)
+)
+register_metric("bleu", MetricInfo(RESPONSES))(
     lambda use_effective_order=True: builtin.ResponseMetric(
         "bleu", text.bleu, (("use_effective_order", flag(use_effective_order, "use_effective_order")),)
     )
 )
 for _name, _type in (("rouge_1", "rouge1"), ("rouge_2", "rouge2"), ("rouge_l", "rougeL"), ("rouge_l_sum", "rougeLsum")):
-    register_metric(_name)(
+    register_metric(_name, MetricInfo(RESPONSES))(
         lambda _name=_name, _type=_type: builtin.ResponseMetric(_name, text.rouge, (("rouge_type", _type),))
     )
-register_metric("rouge")(builtin.rouge)
-register_metric("response_match_score")(builtin.ResponseMatchScore)
+register_metric("rouge", MetricInfo(RESPONSES))(builtin.rouge)
+register_metric("response_match_score", MetricInfo(RESPONSES, threshold=0.8))(builtin.ResponseMatchScore)
 
-register_metric("tool_call_valid")(lambda: builtin.ToolCallMetric("tool_call_valid", tool_calls.tool_call_valid, False))
-register_metric("tool_name_match")(lambda: builtin.ToolCallMetric("tool_name_match", tool_calls.tool_name_match))
-register_metric("tool_parameter_key_match")(
+register_metric("tool_call_valid", MetricInfo(("response",), binary=True, threshold=1.0))(
+    lambda: builtin.ToolCallMetric("tool_call_valid", tool_calls.tool_call_valid, False)
+)
+register_metric("tool_name_match", MetricInfo(RESPONSES, binary=True, threshold=1.0))(
+    lambda: builtin.ToolCallMetric("tool_name_match", tool_calls.tool_name_match)
+)
+register_metric("tool_parameter_key_match", MetricInfo(RESPONSES, threshold=1.0))(
     lambda: builtin.ToolCallMetric("tool_parameter_key_match", tool_calls.tool_parameter_key_match)
 )
-register_metric("tool_parameter_kv_match")(
+register_metric("tool_parameter_kv_match", MetricInfo(RESPONSES, threshold=1.0))(
     lambda use_strict_string_match=False: builtin.ToolCallMetric(
         "tool_parameter_kv_match",
         tool_calls.tool_parameter_kv_match,
@@ -144,8 +296,30 @@ register_metric("tool_parameter_kv_match")(
     )
 )
 
+
 # judge metrics (scored by a judge model through the runner)
+def _template_info(metric: TemplateMetric) -> MetricInfo:
+    """A template metric's info from its template: the columns it shows the judge, its rating scale."""
+    inputs = (*metric.template.input_variables, "response")
+    if metric.pairwise:  # candidate 1, same 0.5, baseline 0: passing means not worse than the baseline
+        return MetricInfo((*inputs, "baseline_model_response"), threshold=0.5, judge=True)
+    scale = metric.template.scale()
+    if scale == [0.0, 1.0]:
+        return MetricInfo(inputs, binary=True, threshold=1.0, judge=True)
+    best = 0.0 if scale[0] < 0 < scale[-1] else None  # verbosity: 0 is "just right"
+    return MetricInfo(inputs, low=scale[0], high=scale[-1], best=best, judge=True)  # the user sets a pass mark
+
+
 for _name in [*BUILTIN_TEMPLATES, *(f"pairwise_{n}" for n in BUILTIN_TEMPLATES), "response_follows_trajectory"]:
-    register_metric(_name)(lambda _name=_name, **options: builtin_metric(_name, **options))
+    _judged = builtin_metric(_name)
+    assert isinstance(_judged, TemplateMetric)
+    register_metric(_name, _template_info(_judged))(lambda _name=_name, **options: builtin_metric(_name, **options))
+_ADK_INFO = {
+    "final_response_match_v2": MetricInfo(("prompt", "reference", "response"), binary=True, threshold=1.0),
+    "rubric_based_final_response_quality_v1": MetricInfo(("prompt", "response", "rubrics"), threshold=1.0),
+    "rubric_based_tool_use_quality_v1": MetricInfo(("prompt", "predicted_trajectory", "rubrics"), threshold=1.0),
+    "hallucinations_v1": MetricInfo(("prompt", "predicted_trajectory", "response"), threshold=1.0),
+    "safety_v1": MetricInfo(("prompt", "response"), binary=True, threshold=1.0),
+}
 for _name, _cls in ADK_JUDGE_METRICS.items():
-    register_metric(_name)(_cls)
+    register_metric(_name, replace(_ADK_INFO[_name], judge=True))(_cls)

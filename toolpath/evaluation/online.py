@@ -18,7 +18,7 @@ each over OTLP (:mod:`toolpath.evaluation.online_export`). The agent's thread do
     attributes = { "service.name" = "support" }   # invocation attributes that must match
     reference_dataset = "golden.jsonl" # references matched by prompt; omit for reference-free metrics
     match = "normalized"               # or "exact"
-    thresholds = { fluency = 4 }       # pass/fail per metric (default 0.5)
+    thresholds = { fluency = 4 }       # pass marks (default: each metric's own, see `toolpath metrics`)
     workers = 2
     max_backlog = 10000                # waiting jobs past this are shed…
     shed = "oldest"                    # …oldest first (or "newest"), and counted
@@ -45,10 +45,9 @@ from pathlib import Path
 from typing import Any
 
 from toolpath.errors import ConfigError
-from toolpath.evaluation.catalog import resolve_metric
-from toolpath.evaluation.scoring import score_table
+from toolpath.evaluation.catalog import pass_rules, passes, resolve_metric
+from toolpath.evaluation.scoring import prepare_judge, score_table
 from toolpath.evaluators.judge.client import Judge, settings_from
-from toolpath.evaluators.judge.vertex import JudgeMetric
 from toolpath.evaluators.metrics.registry import Metric
 from toolpath.evaluators.metrics.rows import invocation_row
 from toolpath.model import Invocation
@@ -56,7 +55,8 @@ from toolpath.store.jobs import SHED_POLICIES, JobQueue, sampled
 from toolpath.store.store import Store
 
 logger = logging.getLogger("toolpath.online")
-DEFAULT_THRESHOLD = 0.5
+NO_THRESHOLD = "scored"
+"""The label of a score with no pass mark (a metric that only measures, e.g. latency, and no threshold)."""
 
 
 @dataclass
@@ -102,6 +102,10 @@ class OnlineConfig:
                 data: Mapping[str, Any] = tomllib.loads(Path(source).read_text(encoding="utf-8"))
             except FileNotFoundError:
                 raise ConfigError(f"{where}: no such file") from None
+            except IsADirectoryError:
+                raise ConfigError(f"{where}: is a folder; give the online.toml file in it") from None
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ConfigError(f"{where}: cannot read ({exc})") from None
             except tomllib.TOMLDecodeError as exc:
                 raise ConfigError(f"{where}: not valid TOML ({exc})") from None
             base = Path(source).parent
@@ -175,6 +179,12 @@ class OnlineEvaluator:
         self.store = store
         self.config = OnlineConfig.load(config)
         self.metrics: list[Metric] = [resolve_metric(m) for m in self.config.metrics]
+        # judge metrics without credentials: refuse to start, rather than score nothing batch after batch
+        self.judge: Judge | None = prepare_judge(self.metrics, settings_from(self.config.judge), cache=store)
+        self.rules = pass_rules(self.metrics, self.config.thresholds)
+        unknown = sorted(set(self.config.thresholds) - set(self.rules))
+        if unknown:
+            raise ConfigError(f"online: thresholds for {', '.join(unknown)}, which 'metrics' does not name")
         self.references = References(self.config.reference_dataset, self.config.match)
         self.queue = JobQueue(
             store, accept=self.config.accepts, max_backlog=self.config.max_backlog, shed=self.config.shed
@@ -185,7 +195,6 @@ class OnlineEvaluator:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
-        self._judge: Judge | None = None
 
     def _exporter(self) -> Any:
         endpoint = self.config.otlp_endpoint
@@ -245,7 +254,7 @@ class OnlineEvaluator:
     def _score(self, worker: str, ids: list[str]) -> None:
         invocations = self.store.invocations_by_id(ids)
         rows = [self.row(inv) for inv in invocations]
-        table, _, _ = score_table(rows, self.metrics, judge=self._get_judge())
+        table, _, _ = score_table(rows, self.metrics, judge=self.judge)
         for inv, scored in zip(invocations, table, strict=True):
             results = [self._result(m.name, scored) for m in self.metrics]
             if not self.queue.complete(worker, inv.invocation_id, results):
@@ -265,15 +274,10 @@ class OnlineEvaluator:
                         explanation=r["explanation"],
                     )
 
-    def _get_judge(self) -> Judge | None:
-        if self._judge is None and any(isinstance(m, JudgeMetric) for m in self.metrics):
-            self._judge = Judge(settings_from(self.config.judge), cache=self.store)
-        return self._judge
-
     def _result(self, metric: str, scored: Mapping[str, Any]) -> dict[str, Any]:
         score = scored.get(f"{metric}/score")
-        threshold = self.config.thresholds.get(metric, DEFAULT_THRESHOLD)
-        label = "error" if score is None else "pass" if score >= threshold else "fail"
+        verdict = passes(score, **self.rules[metric])
+        label = "error" if score is None else {True: "pass", False: "fail", None: NO_THRESHOLD}[verdict]
         explanation = scored.get(f"{metric}/explanation")
         return {"metric": metric, "score": score, "label": label, "explanation": explanation}
 

@@ -6,16 +6,16 @@ import json
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from toolpath.datasets import load_rows
 from toolpath.errors import ConfigError, DatasetError, MetricError
-from toolpath.evaluation.catalog import resolve_metric
+from toolpath.evaluation.catalog import pass_rules, resolve_metric
 from toolpath.evaluation.inference import AgentOutcome, outcome_row, run_agent
-from toolpath.evaluation.scoring import score_table
+from toolpath.evaluation.scoring import prepare_judge, score_table
 from toolpath.evaluation.targets import describe_target, resolve_target
 from toolpath.evaluators.judge.client import Judge, JudgeSettings
 from toolpath.evaluators.metrics.registry import Metric
@@ -35,6 +35,8 @@ class EvalResult:
     run_id: str = ""
     judge_usage: dict[str, int] | None = None
     """Requests, cache hits, retries, errors and tokens of the judge model, when judge metrics ran."""
+    rules: dict[str, Any] = field(default_factory=dict)
+    """Per metric, how a score passes (:func:`toolpath.evaluation.catalog.passes`'s arguments)."""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"summary_metrics": self.summary_metrics, "metrics_table": self.metrics_table}
@@ -65,6 +67,7 @@ def evaluate(
     concurrency: int = 8,
     judge: Judge | JudgeSettings | None = None,
     dataset_name: str | None = None,
+    on_agent_run: Callable[[int], None] | None = None,
 ) -> EvalResult:
     """Score every row of ``dataset`` with ``metrics``.
 
@@ -76,7 +79,10 @@ def evaluate(
 
     Judge metrics (``fluency``, ``final_response_match_v2``…) are asked of the judge model for all rows at once,
     through ``judge`` (a :class:`Judge` or :class:`JudgeSettings`; by default settings from the environment, with
-    the store as the reply cache).
+    the store as the reply cache; a :class:`Judge` keeps its own cache, ``None`` for none). Missing judge
+    credentials are an error before any agent runs.
+
+    ``on_agent_run(index)`` is called as each row's agent run ends, ``on_row(index, row)`` as each row is scored.
     """
     if concurrency < 1:
         raise ConfigError(f"concurrency must be at least 1, got {concurrency}")
@@ -89,12 +95,16 @@ def evaluate(
     names = [m.name for m in resolved]
     duplicates = {n for n in names if names.count(n) > 1}
     if duplicates:
-        raise MetricError(f"metric(s) listed twice: {', '.join(sorted(duplicates))}")
+        raise MetricError(
+            f"metric(s) listed twice: {', '.join(sorted(duplicates))} (give each variant a name of its own: "
+            "trajectory_f1(match=name, name=f1_names))"
+        )
+    connected = prepare_judge(resolved, judge, store)
     if runnable is not None:
         with resolve_target(runnable) as target:
-            _run_rows(rows, target, run_id, timeout, concurrency)
-    table, summary, usage = score_table(rows, resolved, judge=judge, cache=store, on_row=on_row)
-    eval_result = EvalResult(summary, table, names, run_id, usage)
+            _run_rows(rows, target, run_id, timeout, concurrency, on_agent_run)
+    table, summary, usage = score_table(rows, resolved, judge=connected, cache=store, on_row=on_row)
+    eval_result = EvalResult(summary, table, names, run_id, usage, pass_rules(resolved))
     if store is not None:
         name = dataset_name or (
             str(dataset) if isinstance(dataset, str | Path) else f"<{type(dataset).__name__} of {len(rows)} rows>"
@@ -105,21 +115,32 @@ def evaluate(
     return eval_result
 
 
-def _run_rows(rows: list[dict[str, Any]], runnable: Any, run_id: str, timeout: float, concurrency: int) -> None:
-    """Run the agent on every row, ``concurrency`` at a time; each row gets its own measured, traced run."""
+def _run_rows(
+    rows: list[dict[str, Any]],
+    runnable: Any,
+    run_id: str,
+    timeout: float,
+    concurrency: int,
+    on_done: Callable[[int], None] | None,
+) -> None:
+    """Run the agent on every row, ``concurrency`` at a time; each row gets its own measured, traced run.
+    ``on_done(index)`` is called, from this thread, as each run ends."""
     for index, row in enumerate(rows):  # check every prompt before running anything
         prompt = row.get("prompt")
         if not isinstance(prompt, str):
             kind = type(prompt).__name__
             raise DatasetError(f"dataset row {index}: 'prompt' must be a string to run the agent, got {kind}")
+    done = on_done or (lambda _: None)
     if concurrency == 1 or len(rows) < 2:
         for index, row in enumerate(rows):
             _fill_from_agent(row, runnable, index, run_id, timeout)
+            done(index)
         return
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="toolpath-eval") as pool:
-        futures = [pool.submit(_fill_from_agent, row, runnable, i, run_id, timeout) for i, row in enumerate(rows)]
-        for future in futures:
+        futures = {pool.submit(_fill_from_agent, row, runnable, i, run_id, timeout): i for i, row in enumerate(rows)}
+        for future in as_completed(futures):
             future.result()
+            done(futures[future])
 
 
 def _fill_from_agent(row: dict[str, Any], runnable: Any, index: int, run_id: str, timeout: float) -> None:
@@ -146,7 +167,7 @@ def save_dataset_run(
             "kind": "dataset",
             "dataset": dataset,
             "agent": agent,
-            "metrics": list(metrics),
+            "metrics": {"metrics": list(metrics), "rules": result.rules},
             "started_at": started_ns,
             "finished_at": time.time_ns(),
             "row_count": len(result.metrics_table),

@@ -50,14 +50,29 @@ def score_table(
     return table, summary, usage
 
 
+def prepare_judge(
+    metrics: Sequence[Metric], judge: Judge | JudgeSettings | None = None, cache: Any = None
+) -> Judge | None:
+    """The judge that the judge metrics among ``metrics`` will ask, connected now, so that missing credentials
+    are a :class:`~toolpath.errors.ConfigError` before any agent runs; ``None`` when no metric needs a judge.
+    A :class:`Judge` given keeps its own cache; settings get ``cache`` (the store, or ``None``: no cache)."""
+    if not any(isinstance(m, JudgeMetric) for m in metrics):
+        return None
+    if not isinstance(judge, Judge):
+        judge = Judge(judge or settings_from(None), cache=cache)
+    return judge.connect()
+
+
 def judge_rows(
     views: list[Mapping[str, Any]], metrics: list[JudgeMetric], judge: Judge | JudgeSettings | None, store: Any
 ) -> tuple[dict[tuple[int, str], MetricResult], dict[str, int] | None]:
-    """Every judge metric on every row, concurrently through one :class:`Judge`."""
+    """Every judge metric on every row, concurrently through one :class:`Judge`. Missing credentials raise
+    (a configuration error); a request or a metric that fails while it runs is an error of its own results
+    only, with the reason (:meth:`Judge._ask`, ``one`` below), so every other metric of the rows still scores."""
     if not metrics:
         return {}, None
-    if not isinstance(judge, Judge):
-        judge = Judge(judge or settings_from(None), cache=store)
+    judge = prepare_judge(metrics, judge, store)
+    assert judge is not None
 
     async def work(ask: Ask) -> list[MetricResult]:
         async def one(metric: JudgeMetric, view: Mapping[str, Any]) -> MetricResult:
@@ -70,9 +85,8 @@ def judge_rows(
 
         return list(await asyncio.gather(*(one(m, view) for view in views for m in metrics)))
 
-    results = iter(judge.run(work))
-    scored = {(index, m.name): next(results) for index in range(len(views)) for m in metrics}
-    return scored, judge.usage.to_dict()
+    keys = [(index, m.name) for index in range(len(views)) for m in metrics]
+    return dict(zip(keys, judge.run(work), strict=True)), judge.usage.to_dict()
 
 
 def win_rates(table: Sequence[Mapping[str, Any]], name: str) -> dict[str, float | None]:

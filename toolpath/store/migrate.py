@@ -17,6 +17,8 @@ from typing import Any
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection, Engine
 
+from toolpath.errors import ConfigError
+
 HEAD = "0003"
 """The newest revision in ``migrations/versions`` (a test keeps the two in step)."""
 INITIAL = "0001"
@@ -45,6 +47,20 @@ def upgrade(engine: Engine, revision: str = "head") -> str | None:
             command.stamp(config, INITIAL)  # made by an earlier toolpath with create_all
         command.upgrade(config, revision)
         return current_revision(conn)
+
+
+def check_revision(revision: str) -> None:
+    """A :class:`ConfigError` unless ``revision`` names a revision of ``migrations/versions`` (or ``head``)."""
+    from alembic.script import ScriptDirectory
+
+    script = ScriptDirectory(str(MIGRATIONS))
+    try:
+        found = script.get_revisions(revision)
+    except Exception:  # alembic raises several kinds (CommandError, ResolutionError, RangeNotAncestorError…)
+        found = ()
+    if not found:
+        known = ", ".join(sorted(r.revision for r in script.walk_revisions()))
+        raise ConfigError(f"--revision {revision!r}: no such revision (known: {known}, head)")
 
 
 def alembic_config(conn: Connection) -> Any:

@@ -6,6 +6,7 @@ written twice (a retry, a span re-sent) leaves the same rows.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -18,7 +19,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Engine, case, create_engine, delete, event, func, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
+from sqlalchemy.exc import ArgumentError, DatabaseError, NoSuchModuleError, OperationalError
 from sqlalchemy.pool import StaticPool
 
 from toolpath.errors import ConfigError
@@ -35,10 +36,23 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _T = TypeVar("_T")
 
 
+SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+STORE_EXAMPLES = "e.g. sqlite:///toolpath.db, ./toolpath.db or postgresql+psycopg://user@localhost:5432/toolpath"
+
+
 def resolve_store_url(url: str | None = None) -> str:
-    """``url``, else ``$TOOLPATH_STORE``, else ``sqlite:///toolpath.db``; a bare file path means SQLite."""
+    """``url``, else ``$TOOLPATH_STORE``, else ``sqlite:///toolpath.db``.
+
+    A store is a SQLAlchemy URL (``scheme://…``) or a SQLite file path that looks like one: it ends in ``.db``,
+    ``.sqlite`` or ``.sqlite3``, or it has a folder in it (``data/store``). Anything else (``localhost:5432``,
+    a libpq ``host=… dbname=…`` string, a typo) is a :class:`ConfigError`, never a new file of that name.
+    """
     url = url or os.environ.get(STORE_ENV) or DEFAULT_STORE_URL
-    return url if "://" in url else f"sqlite:///{url}"
+    if "://" in url:
+        return url
+    if url.lower().endswith(SQLITE_SUFFIXES) or "/" in url or os.sep in url:
+        return f"sqlite:///{url}"
+    raise ConfigError(f"store {url!r} is neither a database URL nor a SQLite file path ({STORE_EXAMPLES})")
 
 
 class Store:
@@ -51,10 +65,26 @@ class Store:
         """Called with the connection and the invocations inside every transaction that writes invocations
         (the online evaluator's job queue enqueues there, so a stored invocation and its job commit together)."""
         if create:
-            try:
-                migrate.upgrade(self.engine)
-            except OperationalError as exc:
-                raise ConfigError(f"store {self.url}: cannot open ({exc.orig})") from None
+            self.upgrade()
+
+    def upgrade(self, revision: str = "head") -> str | None:
+        """Bring the schema to ``revision`` (what opening a store does); returns the revision reached. A file
+        that is not a database, or a server that cannot be reached, is a :class:`ConfigError`."""
+        with self.opening_errors():
+            return migrate.upgrade(self.engine, revision)
+
+    @contextlib.contextmanager
+    def opening_errors(self) -> Iterator[None]:
+        """Turn the driver's "cannot open" errors inside the block into one :class:`ConfigError`."""
+        try:
+            yield
+        except DatabaseError as exc:
+            # OperationalError: cannot connect, cannot open the file; a bare DatabaseError: "file is not a
+            # database". Integrity and programming errors are bugs, and stay what they are.
+            if not isinstance(exc, OperationalError) and type(exc) is not DatabaseError:
+                raise
+            reason = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else type(exc).__name__
+            raise ConfigError(f"store {self.url}: cannot open ({reason})") from None
 
     @property
     def dialect(self) -> str:
@@ -334,7 +364,10 @@ def _make_engine(url: str, *, echo: bool) -> Engine:
         if parsed.database in (None, "", ":memory:"):
             kwargs["poolclass"] = StaticPool  # one shared connection, or each thread sees its own empty db
         else:
-            folder = Path(parsed.database).expanduser().resolve().parent
+            path = Path(parsed.database).expanduser()
+            if path.is_dir():
+                raise ConfigError(f"store {url}: {path} is a folder, not a database file")
+            folder = path.resolve().parent
             if not folder.is_dir():
                 raise ConfigError(f"store {url}: folder {folder} does not exist")
     try:

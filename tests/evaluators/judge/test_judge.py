@@ -199,6 +199,60 @@ def test_rubric_based_quality_majority_per_rubric(gemini):
     assert "not met: units" in row[f"{key}/explanation"]
 
 
+RUBRICS = [
+    {"rubric_id": "concise", "rubric_content": {"text_property": "The answer is one sentence."}},
+    {"rubric_id": "units", "rubric_content": {"text_property": "Temperatures carry units."}},
+]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        {"rubrics": []},
+        {"verdicts": [{"id": "concise", "verdict": "yes"}, {"id": "units", "verdict": "yes"}]},
+        {"rubrics": [{"id": "concise", "verdict": "yes"}]},  # units: no verdict
+        {"rubrics": [{"id": "concise", "verdict": "yes"}, {"id": "units", "verdict": "maybe"}]},
+    ],
+)
+def test_a_reply_missing_a_rubric_verdict_is_an_error_not_a_no(gemini, reply):
+    gemini(lambda prompt, seen: json_reply(**reply))
+    metric = f"rubric_based_final_response_quality_v1(rubrics={json.dumps(RUBRICS)})"
+    [row] = evaluate(ROWS[:1], [metric], judge=quick()).metrics_table
+    key = "rubric_based_final_response_quality_v1"
+    assert row[f"{key}/score"] is None
+    assert "sample 1: no yes/no verdict for rubric(s)" in row[f"{key}/explanation"]
+
+
+def test_rubric_verdicts_keyed_rubric_id_count_and_a_bad_sample_is_left_out(gemini):
+    def script(prompt: str, seen: int) -> Reply:
+        if seen == 0:  # ADK's own key, rubric_id
+            return json_reply(
+                rubrics=[{"rubric_id": "concise", "verdict": "yes"}, {"rubric_id": "units", "verdict": "no"}]
+            )
+        return json_reply(rubrics=[{"id": "concise", "verdict": "yes"}])  # units missing: this sample is an error
+
+    gemini(script)
+    metric = f"rubric_based_final_response_quality_v1(num_samples=2, rubrics={json.dumps(RUBRICS)})"
+    [row] = evaluate(ROWS[:1], [metric], judge=quick()).metrics_table
+    key = "rubric_based_final_response_quality_v1"
+    assert row[f"{key}/score"] == 0.5  # from the one readable sample: concise yes, units no
+    # the two samples are sent at once: which of them the server saw first is not fixed
+    assert row[f"{key}/judge_errors"] in (
+        ["sample 1: no yes/no verdict for rubric(s) units"],
+        ["sample 2: no yes/no verdict for rubric(s) units"],
+    )
+
+
+def test_an_unreadable_reply_fails_that_judge_result_only(gemini):
+    # a proxy answers with an HTML page: the SDK cannot decode it; the judge metric says so, the rest scores
+    gemini(lambda prompt, seen: Reply(raw="<html><body>502 Bad Gateway</body></html>"))
+    result = evaluate(ROWS, ["exact_match", "fluency"], judge=quick())
+    assert [row["exact_match/score"] for row in result.metrics_table] == [0.0, 0.0]
+    assert [row["fluency/score"] for row in result.metrics_table] == [None, None]
+    assert "judge request failed: JSONDecodeError" in result.metrics_table[0]["fluency/explanation"]
+    assert result.judge_usage["errors"] == 2
+
+
 def test_hallucinations_segments_then_validates(gemini):
     def script(prompt: str, seen: int) -> Reply:
         if prompt.startswith("Split the following text"):

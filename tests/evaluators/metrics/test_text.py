@@ -29,6 +29,11 @@ class TestExactAndBleu:
         assert score("bleu", "the cat sat on the mat", "the cat sat on a mat").score == pytest.approx(expected)
         assert score("bleu", "hello", "hello").score == pytest.approx(1.0)
 
+    @pytest.mark.parametrize("sentence", ["the cat sat on the mat", "Set the office to 22 degrees.", "a b c d e f g"])
+    def test_bleu_of_identical_strings_is_exactly_one(self, sentence):
+        # sacreBLEU says 100.00000000000004 for some: floating error is clamped, a score never leaves [0, 1]
+        assert score("bleu", sentence, sentence).score == 1.0
+
 
 class TestRouge:
     def test_rouge_1_with_stemmer_by_hand(self):

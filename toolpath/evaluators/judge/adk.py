@@ -140,13 +140,17 @@ class _RubricMetric(AdkJudgeMetric):
         )
         parsed, errors = await self._samples(prompt, ask)
         verdicts = RubricVerdicts({rubric_id: [] for rubric_id, _ in rubrics})
-        for data in parsed:
-            for item in data.get("rubrics") or []:
-                if isinstance(item, Mapping) and str(item.get("id")) in verdicts.verdicts:
-                    verdict = str(item.get("verdict", "")).strip().lower()
-                    if verdict in ("yes", "no"):
-                        verdicts.verdicts[str(item["id"])].append(verdict == "yes")
-        if not parsed:
+        read = 0
+        for sample, data in enumerate(parsed, start=1):
+            found = _rubric_verdicts(data, verdicts.verdicts)
+            missing = [rubric_id for rubric_id in verdicts.verdicts if rubric_id not in found]
+            if missing:  # a verdict the reply does not give is that sample's error, never a "no"
+                errors.append(f"sample {sample}: no yes/no verdict for rubric(s) {', '.join(missing)}")
+                continue
+            read += 1
+            for rubric_id, verdict in found.items():
+                verdicts.verdicts[rubric_id].append(verdict)
+        if not read:
             return _failed(errors)
         met = verdicts.majority()
         score = sum(met.values()) / len(met)
@@ -156,6 +160,21 @@ class _RubricMetric(AdkJudgeMetric):
             f"{sum(met.values())} of {len(met)} rubric(s) met" + (f"; not met: {', '.join(missed)}" if missed else ""),
             {"rubric_verdicts": met, **({"judge_errors": errors} if errors else {})},
         )
+
+
+def _rubric_verdicts(data: Mapping[str, Any], known: Mapping[str, Any]) -> dict[str, bool]:
+    """The yes/no verdicts of one reply's ``rubrics`` list by rubric id (``id``, or ``rubric_id`` as ADK names
+    it); items without a known id or a yes/no verdict are left out."""
+    found: dict[str, bool] = {}
+    items = data.get("rubrics")
+    for item in items if isinstance(items, list) else []:
+        if not isinstance(item, Mapping):
+            continue
+        rubric_id = str(item.get("id", item.get("rubric_id")))
+        verdict = str(item.get("verdict", "")).strip().lower()
+        if rubric_id in known and verdict in ("yes", "no"):
+            found[rubric_id] = verdict == "yes"
+    return found
 
 
 class RubricFinalResponseQualityV1(_RubricMetric):

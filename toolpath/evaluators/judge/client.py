@@ -193,11 +193,17 @@ class Judge:
         self._lock = threading.Lock()
         self._pending: list[dict[str, Any]] = []
 
+    def connect(self) -> Judge:
+        """Make the backend now (the SDK's client, from the environment's credentials): no credentials is a
+        :class:`ConfigError` here, before an evaluation starts, not halfway through it."""
+        if self.backend is None:
+            self.backend = GenAIBackend()
+        return self
+
     def run(self, work: Callable[[Ask], Coroutine[Any, Any, Any]]) -> Any:
         """Run ``work(ask)`` to completion on a fresh event loop (in a worker thread when this thread already
         runs one, as in a notebook), then save new replies to the cache."""
-        if self.backend is None:
-            self.backend = GenAIBackend()
+        self.connect()
 
         async def main() -> Any:
             semaphore = asyncio.Semaphore(self.settings.concurrency)
@@ -230,7 +236,11 @@ class Judge:
             self.usage.over_budget += 1
             return JudgeReply(None, over)
         self.usage.requests += 1  # counted when sent, so requests in flight count against the budget too
-        reply = await self._with_retries(request)
+        try:
+            reply = await self._with_retries(request)
+        except Exception as exc:  # an unreadable reply (a proxy's HTML page), an SDK error: this request's error
+            logger.warning("toolpath: judge request failed: %s: %s", type(exc).__name__, exc)
+            reply = JudgeReply(None, f"judge request failed: {type(exc).__name__}: {exc}")
         self.usage.input_tokens += reply.input_tokens
         self.usage.output_tokens += reply.output_tokens
         if reply.error:

@@ -151,12 +151,18 @@ class ToolTrajectoryAvgScore(Metric):
 class MeasuredColumn(Metric):
     """A number the runner measured while calling the agent (``latency_in_seconds``, ``failure``)."""
 
-    name: str
+    column: str
+    name: str = ""
+    """What its results are called (default: the column)."""
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            object.__setattr__(self, "name", self.column)
 
     def score(self, row: Row) -> MetricResult:
-        value = row.get(self.name)
+        value = row.get(self.column)
         if value is None:
-            raise MissingInput(f"row has no {self.name!r} (it is measured when an agent is run)")
+            raise MissingInput(f"row has no {self.column!r} (it is measured when an agent is run)")
         return MetricResult(score=float(value))
 
 

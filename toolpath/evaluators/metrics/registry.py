@@ -8,6 +8,7 @@ parsed as JSON when they can be), a :class:`Metric` instance, or a plain callabl
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import re
@@ -15,8 +16,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from toolpath.errors import MetricError, ToolpathError
-from toolpath.model import MetricResult
+from toolpath.errors import DatasetError, MetricError, ToolpathError
+from toolpath.model import TRAJECTORY_COLUMNS, MetricResult, parse_trajectory
 
 Row = Mapping[str, Any]
 
@@ -38,24 +39,58 @@ class MissingInput(ToolpathError):
 
 
 class CustomMetric(Metric):
-    """Wraps a user function ``row -> float | {"score", "explanation", ...} | MetricResult``."""
+    """A user function as a metric. It gets the row as plain values — trajectory cells as lists of Vertex-form
+    dicts ``{"tool_name", "tool_input"}`` whatever form the dataset used, so ``call["tool_name"]`` works — and
+    returns a number, ``{"score", "explanation", ...}``, ``{"<its name>": score, "explanation"?: ...}`` (as
+    Vertex AI's custom metrics do) or a :class:`MetricResult`.
 
-    def __init__(self, fn: Callable[[Row], Any], name: str | None = None) -> None:
-        self.fn = fn
-        self.name = name or getattr(fn, "__name__", None) or type(fn).__name__
+    Built as ``CustomMetric(fn)``, ``CustomMetric(fn, name="...")`` or, as in Vertex AI,
+    ``CustomMetric(name="...", metric_function=fn)``.
+    """
+
+    def __init__(
+        self,
+        fn: Callable[[Row], Any] | str | None = None,
+        name: str | Callable[[Row], Any] | None = None,
+        *,
+        metric_function: Callable[[Row], Any] | None = None,
+    ) -> None:
+        if isinstance(fn, str) and (callable(name) or metric_function is not None):  # Vertex: (name, function)
+            fn, name = name if callable(name) else None, fn
+        function = metric_function if fn is None else fn
+        if metric_function is not None and fn is not None:
+            raise MetricError("CustomMetric: give the function once (fn or metric_function=)")
+        if not callable(function) or isinstance(function, str):
+            raise MetricError("CustomMetric needs a function: CustomMetric(name='...', metric_function=fn)")
+        if name is not None and not isinstance(name, str):
+            raise MetricError(f"CustomMetric: name must be a string, got {type(name).__name__}")
+        self.fn: Callable[[Row], Any] = function
+        self.name = name or getattr(function, "__name__", None) or type(function).__name__
 
     def score(self, row: Row) -> MetricResult:
-        value = self.fn(row)
+        value = self.fn(plain_row(row))
         if isinstance(value, MetricResult):
             return value
         if isinstance(value, Mapping):
-            if "score" not in value:
-                raise MetricError(f"custom metric {self.name!r} returned a dict without 'score'")
-            extra = {k: v for k, v in value.items() if k not in ("score", "explanation")}
-            return MetricResult(
-                score=_as_score(value["score"], self.name), explanation=value.get("explanation"), details=extra
-            )
+            key = "score" if "score" in value else self.name if self.name in value else None
+            if key is None:
+                raise MetricError(f"custom metric {self.name!r} returned a dict without 'score' or {self.name!r}")
+            explanation = value.get("explanation", value.get(f"{self.name}/explanation"))
+            skip = {key, "explanation", f"{self.name}/explanation"}
+            extra = {k: v for k, v in value.items() if k not in skip}
+            return MetricResult(score=_as_score(value[key], self.name), explanation=explanation, details=extra)
         return MetricResult(score=_as_score(value, self.name))
+
+
+def plain_row(row: Row) -> dict[str, Any]:
+    """``row`` as a user's function expects it: plain values, trajectory cells as lists of Vertex-form dicts
+    (a cell that is not a trajectory is left as the dataset gave it)."""
+    plain = dict(row)
+    for column in TRAJECTORY_COLUMNS:
+        if plain.get(column) is not None:
+            with contextlib.suppress(DatasetError):
+                plain[column] = [call.to_item() for call in parse_trajectory(plain[column], where=column)]
+    return plain
 
 
 def _as_score(value: Any, name: str) -> float | None:

@@ -17,9 +17,7 @@ from typing import Any
 
 from toolpath.errors import DatasetError, MetricError
 from toolpath.evaluators.metrics.registry import MissingInput, Row
-from toolpath.model import Invocation, ToolCall, Trajectory, parse_trajectory
-
-TRAJECTORY_COLUMNS = ("predicted_trajectory", "reference_trajectory")
+from toolpath.model import TRAJECTORY_COLUMNS, Invocation, ToolCall, Trajectory, parse_trajectory
 
 
 def turn_row(

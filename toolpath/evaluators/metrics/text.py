@@ -27,11 +27,12 @@ def exact_match(response: str, reference: str) -> MetricResult:
 
 
 def bleu(response: str, reference: str, *, use_effective_order: bool = True) -> MetricResult:
-    """Sentence BLEU in [0, 1]: ``sacrebleu.sentence_bleu(response, [reference]).score / 100``."""
+    """Sentence BLEU in [0, 1]: ``sacrebleu.sentence_bleu(response, [reference]).score / 100``, floating-point
+    error clamped into [0, 1] (sacreBLEU gives identical strings 100.00000000000004)."""
     import sacrebleu  # imported on first use: it is slow to import
 
     result = sacrebleu.sentence_bleu(response, [reference], use_effective_order=use_effective_order)
-    return MetricResult(score=result.score / 100, explanation=str(result))
+    return MetricResult(score=min(1.0, max(0.0, result.score / 100)), explanation=str(result))
 
 
 @functools.lru_cache(maxsize=64)

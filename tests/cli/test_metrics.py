@@ -1,0 +1,33 @@
+"""`toolpath metrics`: every registered metric with what it reads, its range, direction and pass mark."""
+
+from __future__ import annotations
+
+import json
+
+import toolpath
+from tests.helpers.cli import run_cli
+
+
+def test_metrics_lists_the_registry_with_its_metadata(tmp_path):
+    listed = run_cli(tmp_path, "metrics", "--json")
+    assert listed.returncode == 0, listed.stderr
+    rows = {row["metric"]: row for row in json.loads(listed.stdout)}
+    assert sorted(rows) == toolpath.metric_names()
+    assert rows["latency_in_seconds"] == {
+        "metric": "latency_in_seconds",
+        "inputs": ["latency_in_seconds"],
+        "range": "≥ 0",
+        "direction": "lower",
+        "threshold": None,
+        "pass_mark": "—",
+        "judge": False,
+    }
+    assert (rows["redundant_tool_calls"]["direction"], rows["redundant_tool_calls"]["pass_mark"]) == ("lower", "≤ 0")
+    assert rows["trajectory_exact_match"]["inputs"] == ["predicted_trajectory", "reference_trajectory"]
+    assert (rows["fluency"]["range"], rows["fluency"]["judge"]) == ("1 to 5", True)
+    assert rows["verbosity"]["direction"] == "0 best"
+
+    table = run_cli(tmp_path, "metrics")
+    assert table.returncode == 0 and table.stdout.startswith(f"{len(rows)} metrics")
+    line = next(line for line in table.stdout.splitlines() if "tool_error_rate" in line)
+    assert "predicted_trajectory" in line and "0 to 1" in line and "lower" in line and "≤ 0" in line
