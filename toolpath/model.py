@@ -32,7 +32,9 @@ class ToolCall(_Record):
     name: str
     """The tool's name."""
     args: dict[str, JsonValue] | None = Field(default_factory=dict)
-    """Arguments as a JSON object. ``None`` only in a *reference*, where it means "any arguments"."""
+    """Arguments as a JSON object; ``None`` when the call has none at all (ADK's ``args`` absent or null), which
+    ADK's rule holds unequal to ``{}``. In a reference for Vertex's ``trajectory_*`` metrics, ``None`` matches
+    any arguments."""
     result: JsonValue = None
     """What the tool returned, as JSON."""
     call_id: str | None = None
@@ -48,7 +50,8 @@ class ToolCall(_Record):
     def from_item(cls, item: Any, *, where: str = "trajectory item") -> ToolCall:
         """Build a call from a dataset trajectory item in the Vertex or ADK form.
 
-        A missing or null ``tool_input`` / ``args`` gives ``args=None`` (matches any arguments).
+        A missing or null ``tool_input`` / ``args`` gives ``args=None`` (no arguments; a wildcard in a Vertex
+        reference).
         """
         if isinstance(item, ToolCall):
             return item
@@ -85,19 +88,32 @@ class ToolCall(_Record):
         return _bool_paths(self.args, ()) if self.args else _NO_PATHS
 
     @functools.cached_property
-    def match_key(self) -> tuple[str, dict[str, JsonValue], frozenset[tuple[Any, ...]]]:
-        """``(name, args, bool_paths)``: two calls are equal (SPEC §4) exactly when their keys are ``==``,
-        which Python compares in C. Meaningless for a reference with wildcard (``None``) arguments."""
-        return self.name, self.args if self.args is not None else {}, self.bool_paths
+    def match_key(self) -> tuple[str, dict[str, JsonValue] | None]:
+        """``(name, args)``: two calls are equal by ADK's rule (SPEC §4: ``==`` of the decoded values, so
+        ``1 == 1.0 == True``, and absent arguments ``None`` differ from ``{}``) exactly when their keys are
+        ``==``, which Python compares in C. Meaningless for a reference whose ``None`` is a wildcard."""
+        return self.name, self.args
 
     @functools.cached_property
-    def identity(self) -> tuple[str, str]:
-        """``(name, canonical JSON of args)``: hashable, and equal exactly when two calls are equal."""
-        return self.name, canonical_json(self.args if self.args is not None else {})
+    def identity(self) -> tuple[str, Any]:
+        """A hashable form of :attr:`match_key`, equal exactly when the match keys are."""
+        return self.name, _hashable(self.args)
+
+    @functools.cached_property
+    def json_match_key(self) -> tuple[str, dict[str, JsonValue] | None, frozenset[tuple[Any, ...]]]:
+        """``(name, args, bool_paths)``: equal exactly when two calls are equal as JSON (``true != 1``;
+        ``null != {}``)."""
+        return self.name, self.args, self.bool_paths
+
+    @functools.cached_property
+    def json_identity(self) -> tuple[str, str]:
+        """``(name, canonical JSON of args)``: hashable, equal exactly when :attr:`json_match_key` is."""
+        return self.name, canonical_json(self.args)
 
     def to_vertex(self) -> dict[str, JsonValue]:
-        """The Vertex dataset form ``{"tool_name", "tool_input"}``."""
-        return {"tool_name": self.name, "tool_input": self.args if self.args is not None else {}}
+        """The Vertex dataset form ``{"tool_name", "tool_input"}`` (``tool_input`` null when the call has no
+        arguments at all, which :meth:`from_item` reads back as ``None``)."""
+        return {"tool_name": self.name, "tool_input": self.args}
 
     def to_item(self) -> dict[str, JsonValue]:
         """The Vertex form, plus ``error`` when the call failed (the behaviour metrics read it)."""
@@ -166,6 +182,10 @@ class EvalCase(_Record):
     app_name: str | None = None
     user_id: str | None = None
     initial_state: dict[str, JsonValue] = Field(default_factory=dict)
+    session_id: str | None = None
+    """A fixed session id for the case's runs (ADK's ``session_input.session_id``); ``None``: a fresh one each run."""
+    conversation_scenario: dict[str, JsonValue] | None = None
+    """ADK's simulated-user scenario, when the case gives one instead of a conversation (toolpath cannot run it)."""
     source: str | None = None
     """The file the case was read from."""
 
@@ -223,7 +243,7 @@ class Trajectory(tuple[ToolCall, ...]):
     """An immutable trajectory, as datasets are parsed into; caches what the metrics compare."""
 
     @functools.cached_property
-    def match_keys(self) -> tuple[tuple[str, dict[str, JsonValue], frozenset[tuple[Any, ...]]], ...]:
+    def match_keys(self) -> tuple[tuple[str, dict[str, JsonValue] | None], ...]:
         return tuple(call.match_key for call in self)
 
     @functools.cached_property
@@ -231,33 +251,81 @@ class Trajectory(tuple[ToolCall, ...]):
         return any(call.args is None for call in self)
 
     @functools.cached_property
-    def identities(self) -> tuple[tuple[str, str], ...]:
+    def identities(self) -> tuple[tuple[str, Any], ...]:
         return tuple(call.identity for call in self)
 
     @functools.cached_property
-    def identity_counts(self) -> dict[tuple[str, str], int]:
+    def identity_counts(self) -> dict[tuple[str, Any], int]:
         return dict(Counter(call.identity for call in self))
 
+    @functools.cached_property
+    def json_match_keys(self) -> tuple[tuple[str, dict[str, JsonValue] | None, frozenset[tuple[Any, ...]]], ...]:
+        return tuple(call.json_match_key for call in self)
 
-def match_keys(calls: Sequence[ToolCall]) -> Sequence[Any]:
-    """The calls' match keys (cached on a :class:`Trajectory`)."""
-    return calls.match_keys if calls.__class__ is Trajectory else [call.match_key for call in calls]
+    @functools.cached_property
+    def json_identities(self) -> tuple[tuple[str, str], ...]:
+        return tuple(call.json_identity for call in self)
+
+    @functools.cached_property
+    def json_identity_counts(self) -> dict[tuple[str, str], int]:
+        return dict(Counter(call.json_identity for call in self))
 
 
-def identities(calls: Sequence[ToolCall]) -> Sequence[tuple[str, str]]:
+def match_keys(calls: Sequence[ToolCall], json_strict: bool = False) -> tuple[Any, ...]:
+    """The calls' match keys (cached on a :class:`Trajectory`): ADK's rule, or JSON equality."""
+    if calls.__class__ is Trajectory:
+        return calls.json_match_keys if json_strict else calls.match_keys
+    return tuple(call.json_match_key if json_strict else call.match_key for call in calls)
+
+
+def identities(calls: Sequence[ToolCall], json_strict: bool = False) -> tuple[Any, ...]:
     """The calls' hashable identities (cached on a :class:`Trajectory`)."""
-    return calls.identities if calls.__class__ is Trajectory else [call.identity for call in calls]
+    if calls.__class__ is Trajectory:
+        return calls.json_identities if json_strict else calls.identities
+    return tuple(call.json_identity if json_strict else call.identity for call in calls)
 
 
-def identity_counts(calls: Sequence[ToolCall]) -> dict[tuple[str, str], int]:
+def identity_counts(calls: Sequence[ToolCall], json_strict: bool = False) -> dict[Any, int]:
     """How many times each distinct call occurs (cached on a :class:`Trajectory`)."""
     if calls.__class__ is Trajectory:
-        return calls.identity_counts
-    return dict(Counter(call.identity for call in calls))
+        return calls.json_identity_counts if json_strict else calls.identity_counts
+    return dict(Counter(call.json_identity if json_strict else call.identity for call in calls))
+
+
+def _hashable(value: Any) -> Any:
+    """A hashable stand-in for a decoded JSON value, ``==`` to another's exactly when the values are ``==``.
+
+    Python already hashes ``1``, ``1.0`` and ``True`` alike, so numbers, booleans and strings stay as they are;
+    an object becomes the frozenset of its items (key order ignored), a list a tuple (order kept). Anything
+    else (never in decoded JSON) is wrapped to keep its own ``==``: a tuple is not equal to a list."""
+    kind = value.__class__
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value
+    if isinstance(value, dict):
+        return frozenset([(key, _hashable(item)) for key, item in value.items()])
+    if isinstance(value, list):
+        return tuple([_hashable(item) for item in value])
+    return _ByEquality(value)
+
+
+class _ByEquality:
+    """Wraps a value with no hashable JSON stand-in; equal to another wrapper when the values are ``==``."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _ByEquality) and bool(self.value == other.value)
+
+    def __hash__(self) -> int:
+        return 0
 
 
 def canonical_json(value: Any) -> str:
-    """Text equal for two values exactly when they are equal as JSON (key order ignored, ``1 == 1.0``)."""
+    """Text equal for two values exactly when they are equal as JSON (key order ignored, ``1 == 1.0``,
+    ``true != 1``)."""
     return json.dumps(_canonical(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
 
 

@@ -5,8 +5,10 @@
     def test_weather_agent():
         assert_evalset(my_agent, "tests/weather.evalset.json")
 
-The ADK ``AgentEvaluator.evaluate`` habit: run an eval set (file or folder) against the agent and fail the
-test, naming every failing case, criterion, threshold and score.
+The ADK ``AgentEvaluator.evaluate`` habit: run an eval set (file, ``file.evalset.json:case_a,case_b``, or
+folder) against the agent and fail the test, naming every failing case, criterion, threshold and score. A
+criterion toolpath does not know (a typo in ``test_config.json``) raises :class:`~toolpath.errors.ConfigError`
+listing the known ones, before anything runs.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from toolpath import setup
-from toolpath.datasets.adk import load_criteria, load_eval_sets
+from toolpath.datasets.adk import load_eval_sets
 from toolpath.evaluation.evalset import FAILED, EvalSetResult, evaluate_eval_sets
 
 
@@ -26,10 +28,9 @@ def assert_evalset(
 
     Tracing is started without a store if the test has not started it. Returns the result when all pass.
     """
-    eval_sets = load_eval_sets(path)
-    criteria = load_criteria(config) if config is not None else None
+    eval_sets = load_eval_sets(path, config)
     setup.current() or setup.init(store=False)
-    result = evaluate_eval_sets(eval_sets, agent, runs=runs, criteria=criteria, timeout=timeout)
+    result = evaluate_eval_sets(eval_sets, agent, runs=runs, timeout=timeout)
     failures = []
     for case in result.cases:
         if case.status != FAILED:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
@@ -110,12 +111,27 @@ class TestEvaluateEvalSets:
         with pytest.raises(ConfigError, match="GOOGLE_API_KEY"):
             evaluate_eval_sets([eval_set], good_agent, criteria={"hallucinations_v1": {"threshold": 0.8}})
 
-    def test_all_not_evaluated(self, tracing, tmp_path):
-        path = tmp_path / "x.test.json"
-        path.write_text(json.dumps([{"query": "hi"}]))
+    def test_missing_expected_response_scores_zero_as_adk(self, tracing, tmp_path):
+        path = tmp_path / "x.evalset.json"
+        turn = {"user_content": {"parts": [{"text": "hi"}]}}  # no final_response
+        path.write_text(json.dumps({"eval_set_id": "x", "eval_cases": [{"eval_id": "a", "conversation": [turn]}]}))
         [case] = evaluate_eval_sets([load_eval_set(path)], good_agent, criteria={"response_match_score": 0.5}).cases
-        assert case.status == "NOT_EVALUATED"
-        assert case.metrics["response_match_score"].explanation == "the case gives no expected final responses"
+        response = case.metrics["response_match_score"]
+        assert (case.status, response.score, response.per_invocation_status) == ("FAILED", 0.0, ["FAILED"])
+
+    def test_case_without_invocations_is_not_evaluated_and_the_rest_is_scored(self, tracing, tmp_path):
+        path = tmp_path / "two.evalset.json"
+        turn = {"user_content": {"parts": [{"text": "hi"}]}, "final_response": {"parts": [{"text": "Hello!"}]}}
+        cases = [{"eval_id": "empty", "conversation": []}, {"eval_id": "hello", "conversation": [turn]}]
+        path.write_text(json.dumps({"eval_set_id": "two", "eval_cases": cases}))
+        result = evaluate_eval_sets([load_eval_set(path)], good_agent)
+        empty, hello = result.cases
+        assert empty.status == "NOT_EVALUATED" and hello.status == "FAILED"  # "Hello! I can tell ..." vs "Hello!"
+        for metric in empty.metrics.values():
+            assert (metric.score, metric.status, metric.per_invocation) == (None, "NOT_EVALUATED", [])
+            assert metric.explanation == "the case has no invocations"
+        assert hello.metrics["tool_trajectory_avg_score"].score == 1.0
+        assert result.passed is False
 
     def test_agent_that_raises_is_a_failed_case_not_a_crash(self, tracing):
         def broken(prompt: str) -> str:
@@ -180,3 +196,51 @@ class TestAssertEvalset:
         message = str(info.value)
         assert "weather/weather.test.json: tool_trajectory_avg_score = 0.500 < threshold 1" in message
         assert 'expected "Paris", got "London"' in message
+
+    def test_a_typo_in_the_criteria_raises_before_anything_runs(self, tmp_path):
+        (tmp_path / "test_config.json").write_text(json.dumps({"criteria": {"tool_trajectory_avg_scor": 1.0}}))
+        calls: list[str] = []
+        with pytest.raises(ConfigError, match=r"unknown criterion \(did you mean 'tool_trajectory_avg_score'\?\)"):
+            assert_evalset(calls.append, ADK_FIXTURES / "weather.evalset.json", config=tmp_path / "test_config.json")
+        assert calls == []
+
+    def test_selects_cases(self):
+        result = assert_evalset(good_agent, f"{ADK_FIXTURES / 'weather.evalset.json'}:legacy/weather.test.json")
+        assert [case.eval_id for case in result.cases] == ["legacy/weather.test.json"]
+
+
+class TestCasesToolpathCannotRun:
+    def test_empty_conversation_is_not_evaluated_and_the_rest_runs(self, tracing, tmp_path):
+        turn = {"user_content": {"parts": [{"text": "hi"}]}, "final_response": {"parts": [{"text": "Hello!"}]}}
+        cases = [{"eval_id": "empty", "conversation": []}, {"eval_id": "one", "conversation": [turn]}]
+        path = tmp_path / "x.evalset.json"
+        path.write_text(json.dumps({"eval_set_id": "x", "eval_cases": cases}))
+        empty, one = evaluate_eval_sets([load_eval_set(path)], good_agent).cases
+        assert empty.status == "NOT_EVALUATED"
+        assert {m.explanation for m in empty.metrics.values()} == {"the case has no invocations"}
+        assert one.status in ("PASSED", "FAILED")
+
+    @pytest.mark.parametrize(
+        ("case", "message"),
+        [
+            (
+                {"eval_id": "sim", "conversation_scenario": {"starting_prompt": "hi", "conversation_plan": "chat"}},
+                "eval case 'sim': conversation_scenario (a simulated user) is not supported",
+            ),
+            (
+                {
+                    "eval_id": "image",
+                    "conversation": [{"user_content": {"parts": [{"inline_data": {"data": "AA=="}}]}}],
+                },
+                "eval case 'image': invocation 1: the user content has no text to send to the agent",
+            ),
+        ],
+    )
+    def test_refused_before_anything_runs(self, tmp_path, case, message):
+        path = tmp_path / "x.evalset.json"
+        path.write_text(json.dumps({"eval_set_id": "x", "eval_cases": [case]}))
+        eval_set = load_eval_set(path)  # ADK accepts the file, and so does the loader
+        calls: list[str] = []
+        with pytest.raises(toolpath.ToolpathError, match=re.escape(f"{path}: {message}")):
+            evaluate_eval_sets([eval_set], calls.append)
+        assert calls == []

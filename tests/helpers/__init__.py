@@ -7,6 +7,7 @@ import from here and never from one another; ``conftest.py`` files hold fixtures
 - :mod:`tests.helpers.fake_gemini`: a fake Gemini ``generateContent`` endpoint for the real google-genai client
 - :mod:`tests.helpers.builders`: OTLP bodies, invocations and span lookups built the same way everywhere
 - :mod:`tests.helpers.chromium`: load a page in headless Chromium
+- :mod:`tests.helpers.adk_records`: ADK eval results built with ADK's classes and saved by ADK's own manager
 """
 
 from __future__ import annotations

@@ -148,9 +148,11 @@ def eval_set_report(console: Console, result: Any, *, quiet: bool = False) -> No
     """ADK-like summary: cases passed and failed, then each failing criterion with expected vs actual."""
     counts = {status: sum(c.status == status for c in result.cases) for status in ("PASSED", "FAILED", "NOT_EVALUATED")}
     if not quiet:
-        table = Table(title="Eval cases", title_justify="left")
+        table = Table(title="Eval cases", title_justify="left", caption=_EFFICIENCY_CAPTION, caption_justify="left")
         for column in ("eval set", "case", "status", *result.metric_names):
             table.add_column(column)
+        for column in _EFFICIENCY_COLUMNS:
+            table.add_column(column, justify="right")
         for case in result.cases:
             cells = [
                 f"{case.metrics[n].score:.3f} / {case.metrics[n].threshold:g}"
@@ -159,7 +161,7 @@ def eval_set_report(console: Console, result: Any, *, quiet: bool = False) -> No
                 for n in result.metric_names
             ]
             style = {"PASSED": "green", "FAILED": "red"}.get(case.status, "yellow")
-            table.add_row(case.eval_set_id, case.eval_id, f"[{style}]{case.status}[/]", *cells)
+            table.add_row(case.eval_set_id, case.eval_id, f"[{style}]{case.status}[/]", *cells, *_efficiency(case))
         console.print(table)
         for case in result.cases:
             if case.status == "FAILED":
@@ -168,6 +170,36 @@ def eval_set_report(console: Console, result: Any, *, quiet: bool = False) -> No
     if counts["NOT_EVALUATED"]:
         line += f", {counts['NOT_EVALUATED']} not evaluated"
     console.print(f"[bold]{line}[/] (run {result.run_id})")
+
+
+_EFFICIENCY_COLUMNS = ("tool calls", "model calls", "tokens", "seconds")
+_EFFICIENCY_CAPTION = (
+    "tool calls, model calls, tokens, seconds: ADK's efficiency figures, per turn (mean over the case's turns); "
+    "n/a: not recorded"
+)
+
+
+def _efficiency(case: Any) -> list[str]:
+    """ADK's efficiency figures of a case: tool calls, model calls, tokens and seconds per turn (with the
+    model / tool / framework split of the seconds when known)."""
+    figures = getattr(case, "efficiency", None) or {}
+
+    def num(value: Any, digits: int = 1) -> str:
+        return "n/a" if value is None else f"{value:.{digits}f}".rstrip("0").rstrip(".")
+
+    seconds = num(figures.get("invocation_duration_v1"), 3)
+    split = figures.get("duration_details") or {}
+    if split.get("model_seconds") is not None and split.get("tool_seconds") is not None:
+        seconds += (
+            f" (model {num(split['model_seconds'], 3)}, tool {num(split['tool_seconds'], 3)},"
+            f" framework {num(split.get('framework_seconds'), 3)})"
+        )
+    return [
+        num(figures.get("tool_call_count_v1")),
+        num(figures.get("inference_call_count_v1")),
+        num(figures.get("token_usage_v1")),
+        seconds,
+    ]
 
 
 def _print_failure(console: Console, case: Any) -> None:
@@ -191,8 +223,8 @@ def _print_failure(console: Console, case: Any) -> None:
                 console.print(f"      agent error: {turn['error']}", markup=False)
 
 
-def _calls(items: Sequence[Mapping[str, Any]]) -> str:
-    return ", ".join(f"{c['tool_name']}({_args(c.get('tool_input'))})" for c in items) or "—"
+def _calls(items: Sequence[Mapping[str, Any]] | None) -> str:
+    return ", ".join(f"{c['tool_name']}({_args(c.get('tool_input'))})" for c in items or ()) or "—"
 
 
 def runs_table(runs: Sequence[Mapping[str, Any]]) -> Table:

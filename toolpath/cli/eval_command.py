@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +37,21 @@ from toolpath.store.store import Store
 )
 @click.option("--config", "config_path", type=click.Path(path_type=Path), default=None, help="test_config.json.")
 @click.option("--runs", default=1, show_default=True, type=click.IntRange(min=1), help="Runs of each eval case.")
+@click.option(
+    "--from-results",
+    "from_results",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Score ADK's recorded *.evalset_result.json (a file, or a folder such as .adk/eval_history) instead of "
+    "running an agent; DATASET, if given, is the eval set to judge them against.",
+)
+@click.option(
+    "--adk-history",
+    "adk_history",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Also save the eval-set results as ADK's eval history of this ADK app folder (APP/.adk/eval_history/).",
+)
 @click.option("--output", type=click.Path(path_type=Path), default=None, help="Write results as JSON here.")
 @click.option("--quiet", is_flag=True, help="Print only the summary line.")
 @store_option
@@ -48,6 +65,8 @@ def eval_command(
     agent_ref: str | None,
     config_path: Path | None,
     runs: int,
+    from_results: Path | None,
+    adk_history: Path | None,
     output: Path | None,
     quiet: bool,
     store: str | None,
@@ -59,39 +78,47 @@ def eval_command(
         toolpath eval cases.csv --metrics trajectory_precision --agent my_app.agent:answer
         toolpath eval tests/weather.evalset.json --agent my_app.agent:root_agent --runs 3
         toolpath eval home_agent/ --agent home_agent
+        toolpath eval tests/weather.evalset.json:case_a,case_b --agent my_app.agent:root_agent
+        toolpath eval --from-results my_app/.adk/eval_history --config tests/test_config.json
         toolpath eval --from-store --agent-name support_bot --metrics tool_loop_detected,error_recovery
 
-    Eval sets (*.evalset.json, legacy *.test.json, or a folder of them) are judged by the criteria of the
-    test_config.json beside them (or --config); the command exits 1 when a case fails.
+    Eval sets (*.evalset.json, legacy *.test.json, or a folder of them; FILE:case_a,case_b picks cases) are
+    judged by the criteria of the test_config.json beside them (or --config); the command exits 1 when a case
+    fails.
     """
-    from toolpath.datasets.adk import EVALSET_SUFFIX, LEGACY_SUFFIX
+    from toolpath.datasets.adk import EVALSET_SUFFIX, LEGACY_SUFFIX, split_selector
 
     if from_store:
-        if dataset is not None or agent_ref:
-            raise ConfigError("--from-store scores recorded traffic: give no DATASET and no --agent")
+        if dataset is not None or agent_ref or from_results is not None:
+            raise ConfigError("--from-store scores recorded traffic: give no DATASET, --agent or --from-results")
         if not metrics_text:
             raise ConfigError("--metrics is required")
         _eval_recorded(store, metrics_text, agent_name, session_id, limit, output, quiet)
         return
+    base, case_ids = split_selector(dataset) if dataset is not None else ("", None)
+    is_eval_set = dataset is not None and (Path(base).is_dir() or base.endswith((EVALSET_SUFFIX, LEGACY_SUFFIX)))
+    if dataset is not None and not is_eval_set and case_ids is not None:
+        raise ConfigError(f"{dataset}: a case selector (:case_a,case_b) picks cases of an eval set file")
+    if from_results is not None:
+        if agent_ref or metrics_text or runs != 1:
+            raise ConfigError("--from-results scores what ADK recorded: give no --agent, --metrics or --runs")
+        if dataset is not None and not is_eval_set:
+            raise ConfigError(f"{dataset}: with --from-results, DATASET is the eval set (*.evalset.json, *.test.json)")
+        _eval_from_results(from_results, dataset, config_path, output, adk_history, quiet, store)
+        return
     if dataset is None:
-        raise ConfigError("give a DATASET file or folder, or --from-store")
-    is_eval_set = dataset.is_dir() or dataset.name.endswith((EVALSET_SUFFIX, LEGACY_SUFFIX))
+        raise ConfigError("give a DATASET file or folder, --from-results or --from-store")
     if is_eval_set:
         if metrics_text:
             raise ConfigError("eval sets are judged by their criteria: give --config test_config.json, not --metrics")
-        if not agent_ref:
-            raise ConfigError("--agent module:attr is required to run eval sets (or an ADK agent module or folder)")
+        _eval_sets(dataset, agent_ref, config_path, runs, output, adk_history, quiet, store)
     else:
         if not metrics_text:
             raise ConfigError("--metrics is required for a JSONL or CSV dataset")
-        if config_path is not None or runs != 1:
-            raise ConfigError("--config and --runs apply to eval sets (*.evalset.json, *.test.json)")
-    agent = load_agent(agent_ref) if agent_ref else None  # before any store is created
-    the_store = Store(store) if agent_ref or store else None
-    if is_eval_set:
-        _eval_sets(dataset, agent, config_path, runs, output, quiet, the_store)
-    else:
-        _eval_dataset(dataset, metrics_text or "", agent, output, quiet, the_store)
+        if config_path is not None or runs != 1 or adk_history is not None:
+            raise ConfigError("--config, --runs and --adk-history apply to eval sets (*.evalset.json, *.test.json)")
+        agent = load_agent(agent_ref) if agent_ref else None  # before any store is created
+        _eval_dataset(dataset, metrics_text, agent, output, quiet, Store(store) if agent_ref or store else None)
 
 
 def _eval_recorded(
@@ -155,28 +182,91 @@ def _eval_dataset(
 
 def _eval_sets(
     path: Path,
-    agent: Any,
+    agent_ref: str | None,
     config_path: Path | None,
     runs: int,
     output: Path | None,
+    adk_history: Path | None,
     quiet: bool,
-    store: Store | None,
+    store_url: str | None,
 ) -> None:
     from toolpath.cli.display import eval_set_report
-    from toolpath.datasets.adk import load_criteria, load_eval_sets
-    from toolpath.evaluation.evalset import evaluate_eval_sets
+    from toolpath.evaluation.evalset import check_runnable, criteria_of, evaluate_eval_sets
 
-    eval_sets = load_eval_sets(path)
-    criteria = load_criteria(config_path) if config_path else None
+    if not agent_ref:
+        raise ConfigError("--agent module:attr is required to run eval sets (or an ADK agent module or folder)")
+    _importable_cwd()
+    eval_sets = _load_eval_sets(path, config_path)
+    for eval_set in eval_sets:  # every criterion and case checked before the agent is imported or a file made
+        criteria_of(eval_set)
+        check_runnable(eval_set)
+    agent = load_agent(agent_ref)
+    store = Store(store_url)
     setup.init(store=store)
     total = sum(len(eval_set.cases) for eval_set in eval_sets)
     with progress(total, "running eval cases", quiet) as advance:
-        result = evaluate_eval_sets(
-            eval_sets, agent, runs=runs, criteria=criteria, store=store, on_case=lambda _: advance()
-        )
+        result = evaluate_eval_sets(eval_sets, agent, runs=runs, store=store, on_case=lambda _: advance())
     setup.flush()
-    if output is not None:
-        output.write_text(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n")
+    _write(result, output, adk_history)
     eval_set_report(console, result, quiet=quiet)
     if not result.passed:
         raise click.exceptions.Exit(1)
+
+
+def _eval_from_results(
+    results_path: Path,
+    dataset: Path | None,
+    config_path: Path | None,
+    output: Path | None,
+    adk_history: Path | None,
+    quiet: bool,
+    store_url: str | None,
+) -> None:
+    from toolpath.cli.display import eval_set_report
+    from toolpath.datasets.adk import load_config
+    from toolpath.datasets.adk_results import load_results
+    from toolpath.evaluation.adk_results import score_recorded
+    from toolpath.evaluation.evalset import save_evalset_run
+
+    _importable_cwd()
+    recorded = load_results(results_path)
+    eval_sets = _load_eval_sets(dataset, config_path) if dataset is not None else []
+    config = load_config(config_path) if config_path is not None else None
+    started_ns = time.time_ns()
+    store = Store(store_url) if store_url else None
+    result = score_recorded(recorded, eval_sets=eval_sets, config=config, store=store)
+    if store is not None:
+        save_evalset_run(
+            store,
+            result,
+            dataset=f"{results_path}" + (f" against {dataset}" if dataset else ""),
+            agent=None,
+            criteria=config.criteria if config is not None else {str(s.path): s.criteria for s in eval_sets} or None,
+            started_ns=started_ns,
+        )
+    _write(result, output, adk_history)
+    eval_set_report(console, result, quiet=quiet)
+    if not result.passed:
+        raise click.exceptions.Exit(1)
+
+
+def _load_eval_sets(path: Path, config_path: Path | None) -> list[Any]:
+    from toolpath.datasets.adk import load_eval_sets
+
+    return load_eval_sets(path, config_path)
+
+
+def _importable_cwd() -> None:
+    """ADK custom metrics (``module.function``) are imported with the working directory importable."""
+    if str(Path.cwd()) not in sys.path and "" not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
+
+
+def _write(result: Any, output: Path | None, adk_history: Path | None) -> None:
+    if output is not None:
+        output.write_text(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n")
+    if adk_history is not None:
+        from toolpath.evaluation.adk_results import write_adk_history
+
+        for written in write_adk_history(result, adk_history):
+            console.print(f"ADK eval history: {written}", markup=False, highlight=False)

@@ -1,41 +1,50 @@
-"""Google ADK eval sets: ``*.evalset.json``, legacy ``*.test.json``, folders of them, ``test_config.json``.
+"""Google ADK eval sets: ``*.evalset.json``, legacy ``*.test.json``, folders of them, ``file:case_a,case_b``.
 
-The format is detected first and then validated, so a typo in a new file is reported as what it is, not as
-a confusing legacy-format error. Keys below the top level may be snake_case or camelCase; fields ADK does not
-define are errors unless their value is null (ADK's own dumps carry many null fields). Every error names
-the file and the JSON path of the problem.
+A file is accepted exactly when ADK 2.x accepts it: ``EvalSet`` files are validated with the mirror of ADK's own
+pydantic models (:mod:`toolpath.datasets.adk_schema`: camelCase or snake_case keys below the top level, unknown
+keys rejected where ADK rejects them and kept where ADK keeps them, such as ``session_input.session_id``); a JSON
+list is one of ADK's older formats, converted as ADK converts it: in a ``*.test.json`` the turns of one
+conversation (``AgentEvaluator``), elsewhere a list of ``{"name", "data", "initial_session"}`` cases
+(``adk eval``). An invalid file is one error naming the file and the JSON path of the problem.
+
+Where toolpath knowingly differs (documented in docs/evaluation.md): a legacy turn's expected tool calls may
+also be written ``{"name", "args"}`` (SPEC §1); a legacy list of turns may be judged by any criterion (ADK's
+``AgentEvaluator`` allows four); and criteria are checked more strictly (:mod:`toolpath.datasets.adk_config`).
 """
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from toolpath.datasets import adk_schema as schema
+from toolpath.datasets.adk_config import CONFIG_NAME, DEFAULT_CRITERIA, EvalConfig, load_config, load_criteria
+from toolpath.datasets.adk_content import expected_invocation, tool_call
+from toolpath.datasets.adk_errors import explain, read_json
 from toolpath.errors import DatasetError
 from toolpath.model import EvalCase, ExpectedInvocation, ToolCall
 
+__all__ = [
+    "CONFIG_NAME",
+    "DEFAULT_CRITERIA",
+    "EVALSET_SUFFIX",
+    "LEGACY_SUFFIX",
+    "EvalConfig",
+    "EvalSet",
+    "load_config",
+    "load_criteria",
+    "load_eval_set",
+    "load_eval_sets",
+    "split_selector",
+]
+
 EVALSET_SUFFIX = ".evalset.json"
 LEGACY_SUFFIX = ".test.json"
-CONFIG_NAME = "test_config.json"
-DEFAULT_CRITERIA: dict[str, Any] = {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}
-
-_EVAL_SET_KEYS = {"eval_set_id", "name", "description", "eval_cases", "creation_timestamp"}
-_EVAL_CASE_KEYS = {
-    "eval_id", "conversation", "conversation_scenario", "session_input", "creation_timestamp", "rubrics",
-    "final_session_state",
-}  # fmt: skip
-_INVOCATION_KEYS = {
-    "invocation_id", "user_content", "final_response", "intermediate_data", "creation_timestamp", "rubrics",
-    "app_details", "duration", "model_duration", "tool_duration",
-}  # fmt: skip
-_INTERMEDIATE_KEYS = {"tool_uses", "tool_responses", "intermediate_responses", "invocation_events"}
-_SESSION_INPUT_KEYS = {"app_name", "user_id", "state"}
-_LEGACY_KEYS = {"query", "expected_tool_use", "expected_intermediate_agent_responses", "reference"}
-_CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
+_WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
 
 
 @dataclass
@@ -46,238 +55,233 @@ class EvalSet:
     description: str | None = None
     path: Path | None = None
     criteria: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_CRITERIA))
+    custom_metrics: dict[str, str] = field(default_factory=dict)
+    """Criterion name -> ``module.function`` of an ADK custom metric (``custom_metrics`` of the config)."""
+    config_path: Path | None = None
+    """The ``test_config.json`` the criteria came from; ``None`` for ADK's defaults."""
 
 
-class _Reader:
-    """Walks one file's JSON with paths for error messages."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def fail(self, where: str, message: str) -> DatasetError:
-        return DatasetError(f"{self.path}: {where}: {message}")
-
-    def obj(self, value: Any, where: str, allowed: set[str] | None) -> dict[str, Any]:
-        """``value`` as a dict with snake_case keys; unknown non-null keys are errors when ``allowed``."""
-        if not isinstance(value, dict):
-            raise self.fail(where, f"expected an object, got {_kind(value)}")
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            snake = _CAMEL.sub("_", key).lower() if isinstance(key, str) else key
-            if allowed is not None and snake not in allowed:
-                if item is None:
-                    continue
-                raise self.fail(f"{where}.{key}", f"unknown field (expected one of: {', '.join(sorted(allowed))})")
-            out[snake] = item
-        return out
-
-    def array(self, value: Any, where: str) -> list[Any]:
-        if value is None:
-            return []
-        if not isinstance(value, list):
-            raise self.fail(where, f"expected an array, got {_kind(value)}")
-        return value
-
-    def text(self, value: Any, where: str, *, required: bool = False) -> str | None:
-        if value is None and not required:
-            return None
-        if not isinstance(value, str):
-            raise self.fail(where, f"expected a string, got {_kind(value)}")
-        return value
-
-    def content_text(self, value: Any, where: str) -> str | None:
-        """The text parts of a genai ``Content``, joined with newlines (as ADK does); None when absent."""
-        if value is None:
-            return None
-        content = self.obj(value, where, None)
-        texts = [
-            part["text"]
-            for i, part in enumerate(self.array(content.get("parts"), f"{where}.parts"))
-            if isinstance(self.obj(part, f"{where}.parts[{i}]", None).get("text"), str) and part["text"]
-        ]
-        return "\n".join(texts)
-
-    def function_call(self, value: Any, where: str) -> ToolCall:
-        call = self.obj(value, where, None)
-        name = self.text(call.get("name"), f"{where}.name", required=True)
-        args = call.get("args")
-        if args is not None and not isinstance(args, dict):
-            raise self.fail(f"{where}.args", f"expected an object, got {_kind(args)}")
-        return ToolCall(name=name or "", args=args if args is not None else {}, call_id=call.get("id"))
-
-    def parts(self, content: Any, where: str) -> Iterator[tuple[str, dict[str, Any]]]:
-        if content is None:
-            return
-        body = self.obj(content, where, None)
-        for i, part in enumerate(self.array(body.get("parts"), f"{where}.parts")):
-            yield f"{where}.parts[{i}]", self.obj(part, f"{where}.parts[{i}]", None)
+def split_selector(spec: str | Path) -> tuple[str, list[str] | None]:
+    """``"file.evalset.json:case_a,case_b"`` as the file and the case ids, as ``adk eval`` reads it (the first
+    ``:`` after a Windows drive; ids split on ``,``, blanks dropped; nothing after the ``:`` selects every case).
+    A path that exists as it is has no selector."""
+    text = str(spec)
+    if Path(text).exists():
+        return text, None
+    start = 3 if _WINDOWS_DRIVE.match(text) else 0
+    colon = text.find(":", start)
+    if colon == -1:
+        return text, None
+    ids = [s for s in text[colon + 1 :].split(":")[0].split(",") if s.strip()]
+    return text[:colon], ids or None
 
 
-def load_eval_sets(path: str | Path) -> list[EvalSet]:
-    """Eval sets from a file or, recursively, a folder; each picks up the ``test_config.json`` beside it."""
-    path = Path(path)
-    if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.name.endswith((EVALSET_SUFFIX, LEGACY_SUFFIX)))
+def load_eval_sets(path: str | Path, config: str | Path | None = None) -> list[EvalSet]:
+    """Eval sets from a file (``file.evalset.json:case_a,case_b`` selects cases) or, recursively, a folder
+    (every ``*.test.json``, as ADK's ``AgentEvaluator`` scans one, and every ``*.evalset.json``). Each set is
+    judged by ``config`` if given, else by the ``test_config.json`` in its own folder, else ADK's defaults."""
+    base, case_ids = split_selector(path)
+    folder = Path(base)
+    if folder.is_dir():
+        if case_ids is not None:
+            raise DatasetError(
+                f"{path}: a case selector (:case_a,case_b) picks cases of one eval-set file, not a folder"
+            )
+        files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name.endswith((EVALSET_SUFFIX, LEGACY_SUFFIX)))
         if not files:
-            raise DatasetError(f"{path}: no *{EVALSET_SUFFIX} or *{LEGACY_SUFFIX} files in this folder")
-        return [load_eval_set(f) for f in files]
-    return [load_eval_set(path)]
+            raise DatasetError(f"{folder}: no *{EVALSET_SUFFIX} or *{LEGACY_SUFFIX} files in this folder")
+        return [load_eval_set(f, config) for f in files]
+    return [load_eval_set(folder, config, case_ids=case_ids)]
 
 
-def load_eval_set(path: str | Path, config: str | Path | None = None) -> EvalSet:
+def load_eval_set(path: str | Path, config: str | Path | None = None, *, case_ids: list[str] | None = None) -> EvalSet:
+    """One eval-set file with the criteria of ``config`` (else the ``test_config.json`` beside it, else the
+    defaults); ``case_ids`` keeps only those cases, in file order (an unknown id is an error naming it)."""
     path = Path(path)
-    data = _read_json(path)
-    if path.name.endswith(LEGACY_SUFFIX) or isinstance(data, list):
-        eval_set = _legacy(path, data)
+    data, text = read_json(path)
+    if isinstance(data, list) and path.name.endswith(LEGACY_SUFFIX):
+        eval_set = _legacy_turns(path, data)
+    elif isinstance(data, list):
+        eval_set = _old_cases(path, data)
     else:
-        eval_set = _evalset(path, data)
+        eval_set = _evalset(path, data, text)
     config_path = Path(config) if config else path.parent / CONFIG_NAME
     if config or config_path.exists():
-        eval_set.criteria = load_criteria(config_path)
+        loaded = load_config(config_path)
+        eval_set.criteria, eval_set.custom_metrics, eval_set.config_path = (
+            loaded.criteria,
+            loaded.custom_metrics,
+            config_path,
+        )
+    if isinstance(data, list) and path.name.endswith(LEGACY_SUFFIX):
+        _check_legacy_criteria(path, data, eval_set)
+    if case_ids is not None:
+        eval_set.cases = _select(path, eval_set.cases, case_ids)
     return eval_set
 
 
-def load_criteria(path: str | Path) -> dict[str, Any]:
-    """``criteria`` of a ``test_config.json``: metric name -> threshold number or an object with
-    ``threshold`` and options (``match_type``, ``ignore_args``, ``judge_model_options``, ``rubrics``…)."""
-    path = Path(path)
-    reader = _Reader(path)
-    data = reader.obj(_read_json(path), "$", None)
-    criteria = data.get("criteria")
-    if criteria is None:
-        raise reader.fail("$", "no 'criteria' object")
-    criteria = reader.obj(criteria, "$.criteria", None)
-    out: dict[str, Any] = {}
-    for name, value in criteria.items():
-        where = f"$.criteria.{name}"
-        if isinstance(value, bool) or not isinstance(value, int | float | dict):
-            raise reader.fail(where, f"expected a threshold number or an object, got {_kind(value)}")
-        if isinstance(value, dict):
-            value = reader.obj(value, where, None)
-            threshold = value.get("threshold")
-            if isinstance(threshold, bool) or not isinstance(threshold, int | float):
-                raise reader.fail(f"{where}.threshold", f"expected a number, got {_kind(threshold)}")
-        out[name] = value
-    return out
+def _select(path: Path, cases: list[EvalCase], case_ids: list[str]) -> list[EvalCase]:
+    known = [case.eval_id for case in cases]
+    unknown = [case_id for case_id in dict.fromkeys(case_ids) if case_id not in known]
+    if unknown:
+        has = ", ".join(map(repr, known)) or "none"
+        raise DatasetError(f"{path}: no eval case {', '.join(map(repr, unknown))} (the file has: {has})")
+    return [case for case in cases if case.eval_id in case_ids]
 
 
-def _evalset(path: Path, data: Any) -> EvalSet:
-    r = _Reader(path)
-    top = r.obj(data, "$", _EVAL_SET_KEYS)
-    set_id = r.text(top.get("eval_set_id"), "$.eval_set_id") or path.name.removesuffix(EVALSET_SUFFIX)
+def _evalset(path: Path, data: Any, text: str) -> EvalSet:
+    try:
+        parsed = schema.EvalSet.model_validate_json(text)
+    except ValidationError as exc:
+        where, message = explain(exc, data, schema.EvalSet)
+        case = _at(data, where)
+        if message.startswith("Exactly one of") and isinstance(case, dict):
+            fields = {k for name, info in schema.EvalCase.model_fields.items() for k in (name, info.alias)}
+            extra = [key for key in case if key not in fields]
+            message += f" (the case also has: {', '.join(extra)})" if extra else ""
+        raise DatasetError(f"{path}: {where}: {message}") from None
     cases = []
-    for i, raw_case in enumerate(r.array(top.get("eval_cases"), "$.eval_cases")):
-        where = f"$.eval_cases[{i}]"
-        case = r.obj(raw_case, where, _EVAL_CASE_KEYS)
-        if case.get("conversation") is None and case.get("conversation_scenario") is not None:
-            raise r.fail(where, "conversation_scenario (simulated users) is not supported; give a conversation")
-        session = r.obj(case.get("session_input") or {}, f"{where}.session_input", _SESSION_INPUT_KEYS)
-        turns = r.array(case.get("conversation"), f"{where}.conversation")
-        if not turns:
-            raise r.fail(f"{where}.conversation", "no invocations")
+    for case in parsed.eval_cases:
+        session = case.session_input
         cases.append(
             EvalCase(
-                eval_set_id=set_id,
-                eval_id=r.text(case.get("eval_id"), f"{where}.eval_id", required=True) or "",
-                invocations=[_invocation(r, t, f"{where}.conversation[{j}]") for j, t in enumerate(turns)],
-                app_name=session.get("app_name"),
-                user_id=session.get("user_id"),
-                initial_state=session.get("state") or {},
+                eval_set_id=parsed.eval_set_id,
+                eval_id=case.eval_id,
+                invocations=[expected_invocation(inv) for inv in case.conversation or []],
+                app_name=session.app_name if session else None,
+                user_id=session.user_id if session else None,
+                session_id=session.session_id if session else None,
+                initial_state=session.state if session else {},
+                conversation_scenario=case.conversation_scenario.model_dump(mode="json")
+                if case.conversation_scenario
+                else None,
                 source=str(path),
             )
         )
-    return EvalSet(set_id, cases, top.get("name"), top.get("description"), path)
+    return EvalSet(parsed.eval_set_id, cases, parsed.name, parsed.description, path)
 
 
-def _invocation(r: _Reader, raw: Any, where: str) -> ExpectedInvocation:
-    inv = r.obj(raw, where, _INVOCATION_KEYS)
-    prompt = r.content_text(inv.get("user_content"), f"{where}.user_content")
-    if not prompt:
-        raise r.fail(f"{where}.user_content", "no user text")
-    data = r.obj(inv.get("intermediate_data") or {}, f"{where}.intermediate_data", _INTERMEDIATE_KEYS)
+# --- ADK's older formats -----------------------------------------------------------------------------------
+
+
+def _fail(path: Path, where: str, message: str) -> DatasetError:
+    return DatasetError(f"{path}: {where}: {message}")
+
+
+def _old_turn(path: Path, turn: Any, where: str) -> ExpectedInvocation:
+    """One turn ``{query, reference, expected_tool_use, expected_intermediate_agent_responses}``, read as ADK's
+    ``_convert_invocation_to_pydantic_schema`` reads it (other keys are ignored, as there)."""
+    if not isinstance(turn, dict):
+        raise _fail(path, where, f"expected an object, got {_kind(turn)}")
+    if "query" not in turn:
+        raise _fail(path, f"{where}.query", "missing (required)")
+    if not isinstance(turn["query"], str):
+        raise _fail(path, f"{where}.query", f"expected a string, got {_kind(turn['query'])}")
+    reference = turn.get("reference", "")
+    if reference is not None and not isinstance(reference, str):
+        raise _fail(path, f"{where}.reference", f"expected a string, got {_kind(reference)}")
     calls: list[ToolCall] = []
-    responses: list[Any] = []
-    texts: list[tuple[str, str]] = []
-    base = f"{where}.intermediate_data"
-    if data.get("invocation_events") is not None:
-        for k, raw_event in enumerate(r.array(data["invocation_events"], f"{base}.invocation_events")):
-            ev_where = f"{base}.invocation_events[{k}]"
-            event = r.obj(raw_event, ev_where, None)
-            author = str(event.get("author") or "agent")
-            for part_where, part in r.parts(event.get("content"), f"{ev_where}.content"):
-                if part.get("function_call") is not None:
-                    calls.append(r.function_call(part["function_call"], f"{part_where}.function_call"))
-                elif part.get("function_response") is not None:
-                    responses.append(part["function_response"])
-                elif isinstance(part.get("text"), str) and part["text"] and author != "user":
-                    texts.append((author, part["text"]))
-    else:
-        for k, call in enumerate(r.array(data.get("tool_uses"), f"{base}.tool_uses")):
-            calls.append(r.function_call(call, f"{base}.tool_uses[{k}]"))
-        responses = r.array(data.get("tool_responses"), f"{base}.tool_responses")
-        for k, item in enumerate(r.array(data.get("intermediate_responses"), f"{base}.intermediate_responses")):
-            item_where = f"{base}.intermediate_responses[{k}]"
-            if not isinstance(item, list) or len(item) != 2:
-                raise r.fail(item_where, "expected [author, parts]")
-            for _, part in r.parts({"parts": item[1]}, item_where):
-                if isinstance(part.get("text"), str) and part["text"]:
-                    texts.append((str(item[0]), part["text"]))
+    for k, item in enumerate(_array(path, turn.get("expected_tool_use", []), f"{where}.expected_tool_use")):
+        try:
+            call = ToolCall.from_item(item, where=f"{where}.expected_tool_use[{k}]")
+        except DatasetError as exc:
+            raise DatasetError(f"{path}: {exc}") from None
+        calls.append(tool_call(call.name, call.args, call.call_id))
+    key = "expected_intermediate_agent_responses"
+    texts = []
+    for k, item in enumerate(_array(path, turn.get(key, []), f"{where}.{key}")):
+        item_where = f"{where}.{key}[{k}]"
+        if not isinstance(item, dict) or not isinstance(item.get("author"), str):
+            raise _fail(path, item_where, "expected an object with an 'author' string and a 'text'")
+        text = item.get("text", ...)
+        if text is ... or (text is not None and not isinstance(text, str)):
+            raise _fail(path, f"{item_where}.text", f"expected a string, got {_kind(None if text is ... else text)}")
+        if text:
+            texts.append((item["author"], text))
     return ExpectedInvocation(
-        invocation_id=inv.get("invocation_id"),
-        prompt=prompt,
-        reference=r.content_text(inv.get("final_response"), f"{where}.final_response"),
-        reference_trajectory=calls,
-        tool_responses=responses,
-        intermediate_responses=texts,
+        prompt=turn["query"], reference=reference, reference_trajectory=calls, intermediate_responses=texts
     )
 
 
-def _legacy(path: Path, data: Any) -> EvalSet:
-    """A legacy ``*.test.json``: a list of turns of one conversation (ADK migrates it to one case)."""
-    r = _Reader(path)
-    turns = r.array(data, "$")
-    if not turns:
-        raise r.fail("$", "no turns")
-    invocations = []
-    for i, raw in enumerate(turns):
-        where = f"$[{i}]"
-        turn = r.obj(raw, where, _LEGACY_KEYS)
-        calls = []
-        for k, item in enumerate(r.array(turn.get("expected_tool_use"), f"{where}.expected_tool_use")):
-            try:
-                call = ToolCall.from_item(item, where=f"{where}.expected_tool_use[{k}]")
-            except DatasetError as exc:
-                raise DatasetError(f"{path}: {exc}") from None
-            calls.append(call.model_copy(update={"args": call.args if call.args is not None else {}}))
-        key = "expected_intermediate_agent_responses"
-        texts = [
-            ("agent", str(t.get("response") if isinstance(t, dict) else t))
-            for t in r.array(turn.get(key), f"{where}.{key}")
-        ]
-        invocations.append(
-            ExpectedInvocation(
-                prompt=r.text(turn.get("query"), f"{where}.query", required=True) or "",
-                reference=r.text(turn.get("reference"), f"{where}.reference"),
-                reference_trajectory=calls,
-                intermediate_responses=texts,
-            )
-        )
+def _legacy_turns(path: Path, data: list[Any]) -> EvalSet:
+    """A legacy ``*.test.json``: the turns of one conversation, one case named after the file."""
+    if not data:
+        raise _fail(path, "$", "no turns")
+    invocations = [_old_turn(path, turn, f"$[{i}]") for i, turn in enumerate(data)]
     set_id = path.name.removesuffix(LEGACY_SUFFIX)
     case = EvalCase(eval_set_id=set_id, eval_id=path.name, invocations=invocations, source=str(path))
     return EvalSet(set_id, [case], set_id, None, path)
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DatasetError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DatasetError(f"{path}: cannot read ({exc})") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DatasetError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg})") from None
+def _check_legacy_criteria(path: Path, data: list[Any], eval_set: EvalSet) -> None:
+    """ADK's ``AgentEvaluator._validate_input``: the keys the first turn must have for ADK's criteria. (ADK also
+    allows only its four legacy criteria on such a file; toolpath judges it by any criterion.)"""
+    source = eval_set.config_path or "the default criteria"
+    first = data[0]
+    needs = {
+        "tool_trajectory_avg_score": ("query", "expected_tool_use"),
+        "response_evaluation_score": ("query",),
+        "response_match_score": ("query", "reference"),
+    }
+    for name, keys in needs.items():
+        missing = [k for k in keys if name in eval_set.criteria and k not in first]
+        if missing:
+            raise _fail(
+                path, "$[0]", f"{name} (from {source}) needs {' and '.join(map(repr, missing))} in the first turn"
+            )
+
+
+def _old_cases(path: Path, data: list[Any]) -> EvalSet:
+    """ADK's older eval-set format: ``[{"name", "data": [turns], "initial_session"}]``."""
+    set_id = path.name.removesuffix(EVALSET_SUFFIX).removesuffix(".json")
+    cases = []
+    for i, raw in enumerate(data):
+        where = f"$[{i}]"
+        if not isinstance(raw, dict) or "data" not in raw or "name" not in raw:
+            hint = f" (a list of turns belongs in a *{LEGACY_SUFFIX} file)" if isinstance(raw, dict) else ""
+            raise _fail(path, where, f"ADK's older eval-set format needs an object with 'name' and 'data'{hint}")
+        if not isinstance(raw["name"], str):
+            raise _fail(path, f"{where}.name", f"expected a string, got {_kind(raw['name'])}")
+        turns = _array(path, raw["data"], f"{where}.data", null_ok=False)
+        session = raw.get("initial_session") or {}
+        if not isinstance(session, dict):
+            raise _fail(path, f"{where}.initial_session", f"expected an object, got {_kind(session)}")
+        for key in ("app_name", "user_id"):
+            if key in session and not isinstance(session[key], str):
+                raise _fail(path, f"{where}.initial_session.{key}", f"expected a string, got {_kind(session[key])}")
+        state = session.get("state", {})
+        if not isinstance(state, dict):
+            raise _fail(path, f"{where}.initial_session.state", f"expected an object, got {_kind(state)}")
+        cases.append(
+            EvalCase(
+                eval_set_id=set_id,
+                eval_id=raw["name"],
+                invocations=[_old_turn(path, t, f"{where}.data[{j}]") for j, t in enumerate(turns)],
+                app_name=session.get("app_name", "") if session else None,
+                user_id=session.get("user_id", "") if session else None,
+                initial_state=state,
+                source=str(path),
+            )
+        )
+    return EvalSet(set_id, cases, set_id, None, path)
+
+
+def _array(path: Path, value: Any, where: str, *, null_ok: bool = False) -> list[Any]:
+    if value is None and null_ok:
+        return []
+    if not isinstance(value, list):
+        raise _fail(path, where, f"expected an array, got {_kind(value)}")
+    return value
+
+
+def _at(data: Any, where: str) -> Any:
+    """The value at a JSON path like ``$.eval_cases[0]``."""
+    for key, index in re.findall(r"\.([^.\[]+)|\[(\d+)\]", where):
+        try:
+            data = data[key] if key else data[int(index)]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return data
 
 
 def _kind(value: Any) -> str:

@@ -68,9 +68,17 @@ def resolve_metric(spec: str | Metric | Callable[[Row], Any]) -> Metric:
     return create_metric(name, **params)
 
 
-def criterion_metric(name: str, options: Mapping[str, Any]) -> Metric:
+def criterion_metric(
+    name: str, options: Mapping[str, Any], *, custom_function: str | None = None, threshold: float | None = None
+) -> Metric:
     """The metric of an eval-set criterion with its options (``threshold`` already taken out). A factory with
-    a ``from_criterion`` reads ADK's criterion shape itself (``judge_model_options``, ``rubrics``…)."""
+    a ``from_criterion`` reads ADK's criterion shape itself (``judge_model_options``, ``rubrics``…).
+    ``custom_function`` (``module.function``) makes it an ADK custom metric of that name, which ADK's criterion
+    is given with its ``threshold``."""
+    if custom_function is not None:
+        from toolpath.evaluation.adk_custom import adk_custom_metric
+
+        return adk_custom_metric(name, custom_function, options, 0.0 if threshold is None else threshold)
     factory = _CATALOG.get(name)
     from_criterion = getattr(factory, "from_criterion", None)
     if from_criterion is None:

@@ -1,93 +1,63 @@
 """Run ADK eval sets against an agent and judge each case by its criteria (``test_config.json``).
 
-Each case's conversation is replayed turn by turn in one session (a fresh session per run, started from the
-case's ``session_input`` for agents that keep sessions, such as ADK agents), traced like any agent run, and
-scored per criterion over its invocations. A criterion passes when its score reaches the threshold; a case
-fails when any criterion failed, and is NOT_EVALUATED when none could be scored.
-With several runs, a criterion's score is its mean over the runs (as ADK's ``num_runs``).
+Each case's conversation is replayed turn by turn in one session (a fresh session per run, or the case's own
+``session_input.session_id``; for agents that keep sessions, such as ADK agents, started from the case's
+``session_input``), traced like any agent run, and scored per criterion as ADK scores it. The criteria are
+checked before anything runs (:mod:`toolpath.evaluation.criteria`: an unknown name or key is an error). In each
+run, each invocation gets a score and a status (PASSED when the score reaches the threshold, FAILED below it,
+NOT_EVALUATED without a score) and the criterion gets the evaluator's mean over the invocations (ADK's
+``EvalCaseResult``; an ADK custom metric reports its own status). Over the runs, a criterion's score is the mean
+of every scored invocation of every run, and it passes when that reaches the threshold (ADK's
+``AgentEvaluator`` with ``num_runs``). A case fails when any criterion failed, passes when one passed and none
+failed, and is NOT_EVALUATED when none could be scored — as a case with no invocations. Every case also gets
+ADK's informational efficiency figures (:mod:`toolpath.evaluation.efficiency`).
 """
 
 from __future__ import annotations
 
+import statistics
 import time
 import uuid
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from toolpath.datasets.adk import EvalSet
-from toolpath.errors import ConfigError, MetricError
-from toolpath.evaluation.catalog import criterion_metric
+from toolpath import setup
+from toolpath.datasets.adk import EvalConfig, EvalSet
+from toolpath.errors import ConfigError, DatasetError
+from toolpath.evaluation.case_results import (
+    FAILED,
+    NOT_EVALUATED,
+    PASSED,
+    CaseResult,
+    CriterionResult,
+    EvalSetResult,
+    RunResult,
+    eval_status,
+)
+from toolpath.evaluation.criteria import Criterion, resolve_criteria
+from toolpath.evaluation.efficiency import case_efficiency, spans_under, traced_efficiency
 from toolpath.evaluation.inference import AgentOutcome, content_notes, outcome_row, run_agent
 from toolpath.evaluation.scoring import judge_rows, score_row, summarize
 from toolpath.evaluation.targets import Target, describe_target, resolve_target
 from toolpath.evaluators.judge.client import Judge, settings_from
 from toolpath.evaluators.judge.vertex import JudgeMetric
-from toolpath.evaluators.metrics.registry import Metric
+from toolpath.evaluators.metrics.registry import Metric, invocation_mean
 from toolpath.evaluators.metrics.rows import with_parsed_trajectories
 from toolpath.model import EvalCase, MetricResult, Trajectory
 from toolpath.store.store import Store
 
-PASSED, FAILED, NOT_EVALUATED = "PASSED", "FAILED", "NOT_EVALUATED"
-
-
-@dataclass
-class CriterionResult:
-    score: float | None
-    threshold: float
-    status: str
-    per_invocation: list[float | None]
-    explanation: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "score": self.score,
-            "threshold": self.threshold,
-            "status": self.status,
-            "per_invocation": self.per_invocation,
-            "explanation": self.explanation,
-        }
-
-
-@dataclass
-class CaseResult:
-    eval_set_id: str
-    eval_id: str
-    status: str
-    metrics: dict[str, CriterionResult]
-    sessions: list[str] = field(default_factory=list)
-    """The session id of each run, to find the traced invocations in the store."""
-    turns: list[list[dict[str, Any]]] = field(default_factory=list)
-    """Per run, per turn: prompt, response, predicted and reference trajectories."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "eval_set_id": self.eval_set_id,
-            "eval_id": self.eval_id,
-            "status": self.status,
-            "metrics": {name: m.to_dict() for name, m in self.metrics.items()},
-            "sessions": self.sessions,
-        }
-
-
-@dataclass
-class EvalSetResult:
-    cases: list[CaseResult]
-    summary_metrics: dict[str, Any]
-    metrics_table: list[dict[str, Any]]
-    metric_names: list[str]
-    run_id: str
-
-    @property
-    def passed(self) -> bool:
-        return all(case.status != FAILED for case in self.cases)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "summary_metrics": self.summary_metrics,
-            "metrics_table": self.metrics_table,
-            "eval_cases": [case.to_dict() for case in self.cases],
-        }
+__all__ = [
+    "FAILED",
+    "NOT_EVALUATED",
+    "PASSED",
+    "CaseResult",
+    "CriterionResult",
+    "EvalSetResult",
+    "RunResult",
+    "eval_status",
+    "evaluate_eval_sets",
+    "score_case",
+]
 
 
 def evaluate_eval_sets(
@@ -95,7 +65,7 @@ def evaluate_eval_sets(
     agent: Any,
     *,
     runs: int = 1,
-    criteria: dict[str, Any] | None = None,
+    criteria: Mapping[str, Any] | EvalConfig | None = None,
     timeout: float = 30.0,
     on_case: Callable[[CaseResult], None] | None = None,
     store: Any = None,
@@ -103,23 +73,70 @@ def evaluate_eval_sets(
 ) -> EvalSetResult:
     """Run every case of ``eval_sets`` against ``agent`` ``runs`` times and judge it.
 
-    ``criteria`` overrides each eval set's own (from its ``test_config.json`` or the defaults). With
-    ``store``, the run and each case's result are saved there. Judge criteria (``final_response_match_v2``…)
+    ``criteria`` overrides each eval set's own (from its ``test_config.json`` or the defaults). Every criterion is
+    checked first: an unknown name or key raises :class:`~toolpath.errors.ConfigError` before anything runs.
+    With ``store``, the run and each case's result are saved there. Judge criteria (``final_response_match_v2``…)
     ask ``judge`` (by default one configured from the environment, caching replies in the store).
     """
     started_ns = time.time_ns()
     if runs < 1:
         raise ConfigError(f"runs must be at least 1, got {runs}")
+    plans = [(eval_set, criteria_of(eval_set, criteria)) for eval_set in eval_sets]
+    for eval_set in eval_sets:
+        check_runnable(eval_set)
     run_id = uuid.uuid4().hex[:12]
     cases: list[CaseResult] = []
-    judges = _LazyJudge(judge, store)
+    judges = LazyJudge(judge, store)
+    tracing = setup.current()
+    spans_store = store if store is not None else tracing.store if tracing is not None else None
     with resolve_target(agent) as target:
-        for eval_set in eval_sets:
+        for eval_set, plan in plans:
             for case in eval_set.cases:
-                case_result = _run_case(case, target, criteria or eval_set.criteria, runs, run_id, timeout, judges)
+                case_result = _run_case(case, target, plan, runs, run_id, timeout, judges, spans_store)
                 cases.append(case_result)
                 if on_case is not None:
                     on_case(case_result)
+    result = collect(cases, run_id)
+    if store is not None:
+        save_evalset_run(
+            store,
+            result,
+            dataset=", ".join(str(s.path or s.eval_set_id) for s in eval_sets),
+            agent=describe_target(agent),
+            criteria={
+                str(s.path or s.eval_set_id): {n: {**c.options, "threshold": c.threshold} for n, c in plan.items()}
+                for s, plan in plans
+            },
+            started_ns=started_ns,
+        )
+    return result
+
+
+def criteria_of(eval_set: EvalSet, override: Mapping[str, Any] | EvalConfig | None = None) -> dict[str, Criterion]:
+    """The checked criteria an eval set is judged by (``override`` instead of its own, if given)."""
+    if isinstance(override, EvalConfig):
+        return resolve_criteria(override.criteria, override.custom_metrics, source=override.path or "criteria")
+    if override is not None:
+        return resolve_criteria(override, source="criteria")
+    source = eval_set.config_path or f"{eval_set.path or eval_set.eval_set_id} (default criteria)"
+    return resolve_criteria(eval_set.criteria, eval_set.custom_metrics, source=source)
+
+
+def check_runnable(eval_set: EvalSet) -> None:
+    """What toolpath cannot replay against an agent, said before anything runs."""
+    for case in eval_set.cases:
+        where = f"{case.source or eval_set.path or eval_set.eval_set_id}: eval case {case.eval_id!r}"
+        if case.conversation_scenario is not None:
+            raise ConfigError(
+                f"{where}: conversation_scenario (a simulated user) is not supported; give a conversation"
+            )
+        for i, invocation in enumerate(case.invocations):
+            if not invocation.prompt:
+                raise DatasetError(f"{where}: invocation {i + 1}: the user content has no text to send to the agent")
+
+
+def collect(cases: list[CaseResult], run_id: str) -> EvalSetResult:
+    """The result of judged cases: the per-case table and its summary."""
     names = sorted({name for case in cases for name in case.metrics})
     table = [
         {
@@ -131,20 +148,10 @@ def evaluate_eval_sets(
         }
         for case in cases
     ]
-    result = EvalSetResult(cases, summarize(table, names), table, names, run_id)
-    if store is not None:
-        save_evalset_run(
-            store,
-            result,
-            dataset=", ".join(str(s.path or s.eval_set_id) for s in eval_sets),
-            agent=describe_target(agent),
-            criteria=criteria if criteria is not None else {str(s.path): s.criteria for s in eval_sets},
-            started_ns=started_ns,
-        )
-    return result
+    return EvalSetResult(cases, summarize(table, names), table, names, run_id)
 
 
-class _LazyJudge:
+class LazyJudge:
     """The judge of a run, made on first use (runs without judge criteria need no credentials)."""
 
     def __init__(self, judge: Judge | None, store: Any) -> None:
@@ -157,64 +164,191 @@ class _LazyJudge:
 
 
 def _run_case(
-    case: EvalCase, agent: Target, criteria: dict[str, Any], runs: int, run_id: str, timeout: float, judges: _LazyJudge
+    case: EvalCase,
+    agent: Target,
+    plan: Mapping[str, Criterion],
+    runs: int,
+    run_id: str,
+    timeout: float,
+    judges: LazyJudge,
+    spans_store: Any,
 ) -> CaseResult:
     per_run: list[list[AgentOutcome]] = []
     sessions = []
+    efficiency = []
     for run in range(runs):
-        session_id = f"eval-{run_id}-{case.eval_set_id}-{case.eval_id}-{run}"
+        session_id = case.session_id or f"eval-{run_id}-{case.eval_set_id}-{case.eval_id}-{run}"
         sessions.append(session_id)
         agent.start_session(session_id, app_name=case.app_name, user_id=case.user_id, state=case.initial_state)
-        per_run.append(
-            [run_agent(agent, inv.prompt, session_id=session_id, timeout=timeout) for inv in case.invocations]
-        )
-    metrics = {name: _criterion(name, spec, case, per_run, judges) for name, spec in criteria.items()}
+        outcomes = [run_agent(agent, inv.prompt, session_id=session_id, timeout=timeout) for inv in case.invocations]
+        per_run.append(outcomes)
+        efficiency.append([traced_efficiency(o.invocation, spans_under(spans_store, o.invocation)) for o in outcomes])
+    return judge_case(case, plan, per_run, judges, sessions=sessions, efficiency=efficiency)
+
+
+def score_case(
+    case: EvalCase,
+    per_run: Sequence[Sequence[AgentOutcome]],
+    criteria: Mapping[str, Any],
+    *,
+    judge: Judge | None = None,
+    store: Any = None,
+) -> CaseResult:
+    """Judge one case from what its agent did: per run, one :class:`AgentOutcome` per invocation of the case.
+    This is how :func:`evaluate_eval_sets` judges each case after running the agent."""
+    for run, outcomes in enumerate(per_run):
+        if len(outcomes) != len(case.invocations):
+            count = len(case.invocations)
+            raise ConfigError(f"{case.eval_id}: run {run + 1} has {len(outcomes)} outcome(s) for {count} invocation(s)")
+    plan = resolve_criteria(dict(criteria), source="criteria")
+    runs = [list(outcomes) for outcomes in per_run]
+    return judge_case(case, plan, runs, LazyJudge(judge, store), sessions=[], efficiency=[[] for _ in runs])
+
+
+def judge_case(
+    case: EvalCase,
+    plan: Mapping[str, Criterion],
+    per_run: list[list[AgentOutcome]],
+    judges: LazyJudge,
+    *,
+    sessions: list[str],
+    efficiency: list[list[dict[str, Any]]],
+) -> CaseResult:
+    """A case judged by ``plan`` from its runs' outcomes (one list of turns per run) and the runs' per-invocation
+    efficiency figures. A case with no invocations is NOT_EVALUATED, as in ADK."""
+    if not any(per_run):
+        metrics = {
+            name: CriterionResult(
+                None,
+                c.threshold,
+                NOT_EVALUATED,
+                [],
+                "the case has no invocations",
+                run_scores=[None] * len(per_run),
+                run_per_invocation=[[] for _ in per_run],
+                run_status=[NOT_EVALUATED] * len(per_run),
+                run_per_invocation_status=[[] for _ in per_run],
+            )
+            for name, c in plan.items()
+        }
+    else:
+        metrics = {name: _criterion(criterion, case, per_run, judges) for name, criterion in plan.items()}
     statuses = {m.status for m in metrics.values()}
     status = FAILED if FAILED in statuses else PASSED if PASSED in statuses else NOT_EVALUATED
+    references = case.invocations if len(case.invocations) == len(per_run[0] if per_run else []) else None
     turns = [
         [
             {
-                "prompt": inv.prompt,
+                "prompt": outcome_prompt(case, i, outcome),
                 "response": outcome.response,
-                "reference": inv.reference,
+                "reference": references[i].reference if references else None,
                 "predicted_trajectory": [c.to_item() for c in outcome.tool_calls],
-                "reference_trajectory": [c.to_vertex() for c in inv.reference_trajectory],
+                "reference_trajectory": [c.to_vertex() for c in references[i].reference_trajectory]
+                if references
+                else None,
                 "failure": outcome.failure,
                 "error": outcome.error,
                 **content_notes(outcome.invocation),
             }
-            for inv, outcome in zip(case.invocations, outcomes, strict=True)
+            for i, outcome in enumerate(outcomes)
         ]
         for outcomes in per_run
     ]
-    return CaseResult(case.eval_set_id, case.eval_id, status, metrics, sessions, turns)
-
-
-def _criterion(
-    name: str, spec: Any, case: EvalCase, per_run: list[list[AgentOutcome]], judges: _LazyJudge
-) -> CriterionResult:
-    options = dict(spec) if isinstance(spec, dict) else {"threshold": spec}
-    threshold = float(options.pop("threshold", 0.0))
-    try:
-        metric: Metric | None = criterion_metric(name, options)
-    except MetricError as exc:
-        metric, reason = None, str(exc)
-    if metric is None:
-        results = [MetricResult.not_evaluated(reason)]
-    else:
-        results = [_score_run(metric, case, outcomes, judges) for outcomes in per_run]
-    scores = [r.score for r in results if r.score is not None]
-    if not scores:
-        return CriterionResult(None, threshold, NOT_EVALUATED, [], results[0].explanation)
-    score = sum(scores) / len(scores)
-    per_invocation = _mean_columns([r.details.get("per_invocation_scores") or [] for r in results])
-    failing = [r.explanation for r in results if r.score is not None and r.score < threshold]
-    return CriterionResult(
-        score, threshold, PASSED if score >= threshold else FAILED, per_invocation, failing[0] if failing else None
+    run_efficiency = [case_efficiency(figures) for figures in efficiency]
+    every = [figure for figures in efficiency for figure in figures]
+    return CaseResult(
+        case.eval_set_id,
+        case.eval_id,
+        status,
+        metrics,
+        sessions,
+        turns,
+        efficiency=case_efficiency(every),
+        run_efficiency=run_efficiency,
+        case=case,
+        outcomes=per_run,
+        criteria=plan,
     )
 
 
-def _score_run(metric: Metric, case: EvalCase, outcomes: list[AgentOutcome], judges: _LazyJudge) -> MetricResult:
+def outcome_prompt(case: EvalCase, index: int, outcome: AgentOutcome) -> str | None:
+    if index < len(case.invocations):
+        return case.invocations[index].prompt
+    return outcome.invocation.prompt if outcome.invocation is not None else None
+
+
+def _criterion(
+    criterion: Criterion, case: EvalCase, per_run: Sequence[Sequence[AgentOutcome]], judges: LazyJudge
+) -> CriterionResult:
+    threshold = criterion.threshold
+    count = len(per_run[0]) if per_run else 0
+    results = [_score_run(criterion.metric, case, outcomes, judges) for outcomes in per_run]
+    run_per_invocation: list[list[float | None]] = []
+    for result in results:
+        scores = result.details.get("per_invocation_scores")
+        if not isinstance(scores, list) or len(scores) != count:  # not attributable to invocations
+            scores = [None] * count
+        run_per_invocation.append(list(scores))
+    run_status = [_status(r, threshold) for r in results]
+    run_per_invocation_status = [[eval_status(s, threshold) for s in scores] for scores in run_per_invocation]
+    per_invocation = _mean_columns(run_per_invocation)
+    # ADK's AgentEvaluator: the mean of every scored invocation of every run (for a metric that scores a case as a
+    # whole, without per-invocation scores, the mean of the runs' scores)
+    scored = [s for scores in run_per_invocation for s in scores if s is not None]
+    if not scored:
+        scored = [r.score for r in results if r.score is not None]
+    if not scored:
+        return CriterionResult(
+            None,
+            threshold,
+            NOT_EVALUATED,
+            per_invocation,
+            results[0].explanation if results else "not evaluated",
+            per_invocation_status=[eval_status(s, threshold) for s in per_invocation],
+            run_scores=[r.score for r in results],
+            run_per_invocation=run_per_invocation,
+            run_status=run_status,
+            run_per_invocation_status=run_per_invocation_status,
+        )
+    score = statistics.mean(scored)
+    reported = [r.details.get("eval_status") for r in results if r.score is not None]
+    if reported and all(reported):  # an ADK custom metric decides its own status
+        status = FAILED if FAILED in reported else PASSED if PASSED in reported else NOT_EVALUATED
+    else:
+        status = eval_status(score, threshold)
+    reported_each = results[0].details.get("per_invocation_status") if len(results) == 1 else None
+    per_invocation_status = (
+        list(reported_each) if reported_each else [eval_status(s, threshold) for s in per_invocation]
+    )
+    failing = [r.explanation for r in results if r.score is not None and r.score < threshold]
+    return CriterionResult(
+        score,
+        threshold,
+        status,
+        per_invocation,
+        failing[0] if failing else None,
+        per_invocation_status=per_invocation_status,
+        run_scores=[r.score for r in results],
+        run_per_invocation=run_per_invocation,
+        run_status=run_status,
+        run_per_invocation_status=run_per_invocation_status,
+    )
+
+
+def _status(result: MetricResult, threshold: float) -> str:
+    reported = result.details.get("eval_status")
+    if result.score is None:
+        return NOT_EVALUATED
+    if reported in (PASSED, FAILED, NOT_EVALUATED):
+        return str(reported)
+    return _verdict(result.score, threshold)
+
+
+def _verdict(score: float | None, threshold: float) -> str:
+    return NOT_EVALUATED if score is None else PASSED if score >= threshold else FAILED
+
+
+def _score_run(metric: Metric, case: EvalCase, outcomes: Sequence[AgentOutcome], judges: LazyJudge) -> MetricResult:
     """One run of a case: a case-level metric scores all its invocations at once; any other metric (judge
     metrics included) scores each invocation, and the case gets the mean (ADK's per-invocation averaging)."""
     rows = [with_parsed_trajectories(row) for row in _invocation_rows(case, outcomes)]
@@ -226,22 +360,28 @@ def _score_run(metric: Metric, case: EvalCase, outcomes: list[AgentOutcome], jud
     return _mean_over_invocations([score_row(metric, row) for row in rows])
 
 
-def _invocation_rows(case: EvalCase, outcomes: list[AgentOutcome]) -> list[dict[str, Any]]:
+def _invocation_rows(case: EvalCase, outcomes: Sequence[AgentOutcome]) -> list[dict[str, Any]]:
+    """One row per turn; with the expected turn's reference and trajectory when the case gives them (a recorded
+    ADK result of a simulated-user case has none)."""
     rows = []
-    for inv, outcome in zip(case.invocations, outcomes, strict=True):
-        row = outcome_row(outcome, inv.prompt)
-        row["reference"] = inv.reference
-        row["reference_trajectory"] = Trajectory(inv.reference_trajectory)  # keeps wildcard (null) arguments
+    references = case.invocations if len(case.invocations) == len(outcomes) else None
+    for i, outcome in enumerate(outcomes):
+        row = outcome_row(outcome, outcome_prompt(case, i, outcome) or "")
+        if references is not None:
+            row["reference"] = references[i].reference
+            row["reference_trajectory"] = Trajectory(references[i].reference_trajectory)  # keeps wildcard (null) args
         rows.append(row)
     return rows
 
 
 def _mean_over_invocations(results: list[MetricResult]) -> MetricResult:
+    if not results:
+        return MetricResult.not_evaluated("no invocations")
     scores = [r.score for r in results if r.score is not None]
     if not scores:
         return MetricResult.not_evaluated(results[0].explanation or "not evaluated")
     return MetricResult(
-        sum(scores) / len(scores),
+        invocation_mean(scores),
         "; ".join(f"invocation {i + 1}: {r.explanation}" for i, r in enumerate(results) if r.explanation),
         {"per_invocation_scores": [r.score for r in results]},
     )
@@ -251,9 +391,9 @@ def _mean_columns(rows: list[list[float | None]]) -> list[float | None]:
     if not rows:
         return []
     out: list[float | None] = []
-    for column in zip(*rows, strict=False):
+    for column in zip(*rows, strict=True):
         known = [v for v in column if v is not None]
-        out.append(sum(known) / len(known) if known else None)
+        out.append(statistics.mean(known) if known else None)
     return out
 
 

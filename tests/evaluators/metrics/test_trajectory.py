@@ -23,6 +23,8 @@ ALL_REFERENCE_METRICS = [tj.exact_match, tj.in_order_match, tj.any_order_match, 
 
 
 class TestCallEquality:
+    """ADK 2.x's rule (SPEC §4): ``==`` of the decoded values; JSON equality and wildcards only as options."""
+
     def test_key_order_is_ignored(self):
         assert tj.calls_match(call("f", {"a": 1, "b": 2}), call("f", {"b": 2, "a": 1}))
 
@@ -30,8 +32,16 @@ class TestCallEquality:
         assert tj.calls_match(call("f", {"t": 1}), call("f", {"t": 1.0}))
         assert tj.calls_match(call("f", {"t": [2.0, {"u": 3}]}), call("f", {"t": [2, {"u": 3.0}]}))
 
-    def test_bool_is_not_a_number(self):
-        assert not tj.calls_match(call("f", {"on": True}), call("f", {"on": 1}))
+    def test_booleans_equal_numbers_as_in_python(self):
+        assert tj.calls_match(call("f", {"on": True}), call("f", {"on": 1}))
+        assert tj.calls_match(call("f", {"on": 0}), call("f", {"on": False}))
+        assert tj.calls_match(call("f", {"on": [1.0, {"x": True}]}), call("f", {"on": [True, {"x": 1}]}))
+        assert not tj.calls_match(call("f", {"on": 2}), call("f", {"on": True}))
+
+    def test_json_strict_option_keeps_booleans_apart(self):
+        assert not tj.calls_match(call("f", {"on": True}), call("f", {"on": 1}), json_strict=True)
+        assert not tj.calls_match(call("f", {"on": [0]}), call("f", {"on": [False]}), json_strict=True)
+        assert tj.calls_match(call("f", {"t": 1}), call("f", {"t": 1.0}), json_strict=True)
 
     def test_list_order_matters(self):
         assert not tj.calls_match(call("f", {"ids": [1, 2]}), call("f", {"ids": [2, 1]}))
@@ -42,15 +52,33 @@ class TestCallEquality:
     def test_names_must_match(self):
         assert not tj.calls_match(call("f"), call("g"))
 
-    def test_null_reference_args_match_anything(self):
-        assert tj.calls_match(call("f", {"q": "anything"}), wild("f"))
+    def test_absent_args_are_not_empty_args(self):
+        assert not tj.calls_match(call("f", {}), wild("f"), null_args_wildcard=False)
+        assert not tj.calls_match(wild("f"), call("f", {}))
+        assert tj.calls_match(wild("f"), wild("f"), null_args_wildcard=False)
+        assert not tj.calls_match(wild("f"), call("f", {}), json_strict=True)
+
+    def test_null_reference_args_match_anything_as_an_option(self):
+        assert tj.calls_match(call("f", {"q": "anything"}), wild("f"))  # on by default for trajectory_*
         assert not tj.calls_match(call("g", {"q": 1}), wild("f"))
+        assert not tj.calls_match(call("f", {"q": "anything"}), wild("f"), null_args_wildcard=False)
 
     def test_ignore_args_compares_names_only(self):
         assert tj.calls_match(call("f", {"a": 1}), call("f", {"a": 2}), ignore_args=True)
 
     def test_missing_key_differs_from_null_value(self):
         assert not tj.calls_match(call("f", {}), call("f", {"a": None}))
+
+    def test_keys_and_identities_agree_with_the_rule(self):
+        pairs = [({"on": True}, {"on": 1}), ({"x": [1, 2]}, {"x": [2, 1]}), ({"x": {"a": 0}}, {"x": {"a": False}})]
+        for a, b in [*pairs, (None, {}), (None, None), ({}, {})]:
+            p, r = ToolCall(name="f", args=a), ToolCall(name="f", args=b)
+            assert (p.identity == r.identity) == (p.match_key == r.match_key) == (a == b)
+            assert (p.json_identity == r.json_identity) == (p.json_match_key == r.json_match_key)
+
+    def test_explanation_names_absent_arguments(self):
+        result = tj.exact_match([call("get_time", {})], [wild("get_time")], null_args_wildcard=False)
+        assert result.explanation == "call 1: get_time arguments: expected null, got {}"
 
 
 class TestEmpty:
@@ -163,6 +191,19 @@ class TestToolTrajectoryAvgScore:
     def test_ignore_args(self):
         assert tj.tool_trajectory_avg_score([[call("a", {"x": 9})]], [[A]], ignore_args=True).score == 1.0
 
+    def test_adk_rule_by_default_and_options(self):
+        on, one = [call("set", {"on": False})], [call("set", {"on": 0})]
+        assert tj.tool_trajectory_avg_score([one], [on]).score == 1.0
+        assert tj.tool_trajectory_avg_score([one], [on], json_strict=True).score == 0.0
+        # a reference without args is not a wildcard for ADK's criterion, unless asked
+        assert tj.tool_trajectory_avg_score([[call("now", {})]], [[wild("now")]]).score == 0.0
+        assert tj.tool_trajectory_avg_score([[wild("now")]], [[wild("now")]]).score == 1.0
+        assert tj.tool_trajectory_avg_score([[call("now", {})]], [[wild("now")]], null_args_wildcard=True).score == 1.0
+        for match_type in ("IN_ORDER", "ANY_ORDER"):
+            assert (
+                tj.tool_trajectory_avg_score([[A, call("now", {})]], [[wild("now")]], match_type=match_type).score == 0
+            )
+
     def test_zero_invocations_not_evaluated(self):
         result = tj.tool_trajectory_avg_score([], [])
         assert result.score is None
@@ -195,6 +236,25 @@ class TestRowMetrics:
             "reference_trajectory": [{"tool_name": "a"}],
         }
         assert resolve_metric("trajectory_exact_match").score(row).score == 1.0
+        assert resolve_metric("trajectory_exact_match(null_args_wildcard=false)").score(row).score == 0.0
+        assert resolve_metric("tool_trajectory_avg_score").score(row).score == 0.0
+
+    def test_eval_set_criteria_follow_adk_rule(self):
+        from toolpath.evaluation.catalog import criterion_metric
+
+        row = {"predicted_trajectory": [{"tool_name": "a", "tool_input": {}}], "reference_trajectory": [{"name": "a"}]}
+        assert criterion_metric("trajectory_recall", {}).score(row).score == 0.0
+        assert criterion_metric("trajectory_recall", {"null_args_wildcard": True}).score(row).score == 1.0
+
+    def test_json_strict_from_spec_strings(self):
+        row = {
+            "predicted_trajectory": [{"tool_name": "a", "tool_input": {"on": 1}}],
+            "reference_trajectory": [{"tool_name": "a", "tool_input": {"on": True}}],
+        }
+        assert resolve_metric("trajectory_exact_match").score(row).score == 1.0
+        assert resolve_metric("trajectory_exact_match(json_strict=true)").score(row).score == 0.0
+        assert resolve_metric("trajectory_f1(json_strict=true)").score(row).score == 0.0
+        assert resolve_metric("tool_trajectory_avg_score(json_strict=true)").score(row).score == 0.0
 
     def test_parameters_from_spec_strings(self):
         assert resolve_metric("trajectory_single_tool_use(tool_name=b)").score(self.ROW).score == 1.0

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from toolpath.errors import MetricError
-from toolpath.evaluators.metrics.trajectory import canonical_args
+from toolpath.evaluators.metrics.equality import canonical_args
 from toolpath.model import MetricResult, ToolCall
 
 _PUNCTUATION = re.compile(r"[^\w\s]", re.UNICODE)

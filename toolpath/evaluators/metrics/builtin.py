@@ -29,10 +29,23 @@ class ReferenceTrajectoryMetric(Metric):
 
 
 def reference_metric(name: str, fn: Callable[..., MetricResult], *, has_order: bool = False) -> Callable[..., Metric]:
-    """The factory of a predicted-vs-reference trajectory metric: it validates the options once."""
+    """The factory of a predicted-vs-reference trajectory metric: it validates the options once.
 
-    def factory(ignore_args: Any = False, match: str = "name_and_args", **rest: Any) -> Metric:
-        options: dict[str, Any] = {"match": trajectory.check_mode(str(match), flag(ignore_args, "ignore_args"))}
+    ``null_args_wildcard`` defaults to true (a reference call with null arguments matches any), except for
+    an ADK eval set's criterion (``from_criterion``), which follows ADK's rule: null arguments are a value."""
+
+    def factory(
+        ignore_args: Any = False,
+        match: str = "name_and_args",
+        json_strict: Any = False,
+        null_args_wildcard: Any = True,
+        **rest: Any,
+    ) -> Metric:
+        options: dict[str, Any] = {
+            "match": trajectory.check_mode(str(match), flag(ignore_args, "ignore_args")),
+            "json_strict": flag(json_strict, "json_strict"),
+            "null_args_wildcard": flag(null_args_wildcard, "null_args_wildcard"),
+        }
         order = rest.pop("order", "any")
         if rest:
             raise MetricError(f"unknown parameter(s): {', '.join(rest)}")
@@ -44,6 +57,10 @@ def reference_metric(name: str, fn: Callable[..., MetricResult], *, has_order: b
             raise MetricError("order applies to trajectory_precision, trajectory_recall and trajectory_f1")
         return ReferenceTrajectoryMetric(name, fn, tuple(options.items()))
 
+    def from_criterion(options: dict[str, Any]) -> Metric:
+        return factory(**{"null_args_wildcard": False, **options})
+
+    factory.from_criterion = from_criterion  # type: ignore[attr-defined]
     return factory
 
 
@@ -93,18 +110,22 @@ class TrajectorySingleToolUse(Metric):
 @dataclass(frozen=True)
 class ToolTrajectoryAvgScore(Metric):
     """ADK's ``tool_trajectory_avg_score``. A row is one invocation, unless it carries ``invocations``:
-    a list of ``{"predicted_trajectory", "reference_trajectory"}`` for a multi-turn case."""
+    a list of ``{"predicted_trajectory", "reference_trajectory"}`` for a multi-turn case. Calls compare by
+    ADK's rule; ``json_strict`` and ``null_args_wildcard`` are toolpath's options, off by default."""
 
     match_type: str = "EXACT"
     ignore_args: bool = False
     match: str = "name_and_args"
+    json_strict: bool = False
+    null_args_wildcard: bool = False
     name: str = "tool_trajectory_avg_score"
     case_level: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         if str(self.match_type).upper() not in trajectory.MATCH_TYPES:
             raise MetricError(f"match_type must be one of {', '.join(trajectory.MATCH_TYPES)}, got {self.match_type!r}")
-        object.__setattr__(self, "ignore_args", flag(self.ignore_args, "ignore_args"))
+        for option in ("ignore_args", "json_strict", "null_args_wildcard"):
+            object.__setattr__(self, option, flag(getattr(self, option), option))
         trajectory.check_mode(self.match)
 
     def score(self, row: Row) -> MetricResult:
@@ -116,7 +137,13 @@ class ToolTrajectoryAvgScore(Metric):
             actual = [trajectory_column(row, "predicted_trajectory")]
             expected = [trajectory_column(row, "reference_trajectory")]
         return trajectory.tool_trajectory_avg_score(
-            actual, expected, match_type=self.match_type, ignore_args=self.ignore_args, match=self.match
+            actual,
+            expected,
+            match_type=self.match_type,
+            ignore_args=self.ignore_args,
+            match=self.match,
+            json_strict=self.json_strict,
+            null_args_wildcard=self.null_args_wildcard,
         )
 
 
@@ -162,7 +189,8 @@ def rouge(rouge_type: str = "rougeL", use_stemmer: Any = False, split_summaries:
 @dataclass(frozen=True)
 class ResponseMatchScore(Metric):
     """ADK's ``response_match_score``: a row is one invocation, unless it carries ``invocations`` (a list of
-    ``{"response", "reference"}``) for a multi-turn case."""
+    ``{"response", "reference"}``) for a multi-turn case. In a case, a turn without an expected response (or
+    without a response) compares the empty string, as ADK does: it scores 0."""
 
     name: str = "response_match_score"
     case_level: ClassVar[bool] = True
@@ -171,9 +199,6 @@ class ResponseMatchScore(Metric):
         turns = row.get("invocations")
         if not isinstance(turns, list):
             return text.response_match_score([text_column(row, "response")], [text_column(row, "reference")])
-        # a case: turns without an expected response compare with the empty string, as ADK does
-        if all(t.get("reference") is None for t in turns):
-            raise MissingInput("the case gives no expected final responses")
         return text.response_match_score(
             [t.get("response") or "" for t in turns], [t.get("reference") or "" for t in turns]
         )

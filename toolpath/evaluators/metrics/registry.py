@@ -12,7 +12,7 @@ import importlib
 import json
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from toolpath.errors import MetricError, ToolpathError
@@ -123,3 +123,12 @@ def import_callable(path: str) -> Callable[[Row], Any]:
     if not callable(fn):
         raise MetricError(f"custom metric {path!r} is not callable")
     return fn
+
+
+def invocation_mean(scores: Sequence[float]) -> float:
+    """The mean of per-invocation scores as ADK's evaluators take it: added one after another, then divided
+    (``sum`` of floats is compensated from Python 3.12, so it can differ in the last bit)."""
+    total = 0.0
+    for score in scores:
+        total += score
+    return total / len(scores)

@@ -1,8 +1,9 @@
 """Response metrics: exact match, BLEU, ROUGE and ADK's ``response_match_score`` (SPEC §4).
 
-Pure functions of strings. ROUGE uses ``rouge_score``'s own scoring code with toolpath's tokenizer
-(:mod:`toolpath.evaluators.metrics.tokenize`), so English scores equal ``rouge_score``'s exactly; scorers are built
-once per configuration and reused.
+Pure functions of strings. ROUGE uses ``rouge_score``'s own scoring code with a tokenizer of
+:mod:`toolpath.evaluators.metrics.tokenize`: ADK 2.x's, exactly, for ``response_match_score``; toolpath's for the
+``rouge*`` metrics. English scores equal ``rouge_score``'s exactly either way; scorers are built once per
+configuration and reused.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from collections.abc import Sequence
 from rouge_score import rouge_scorer
 
 from toolpath.errors import MetricError
-from toolpath.evaluators.metrics.tokenize import RougeTokenizer
+from toolpath.evaluators.metrics.registry import invocation_mean
+from toolpath.evaluators.metrics.tokenize import AdkTokenizer, RougeTokenizer
 from toolpath.model import MetricResult
 
 ROUGE_TYPES = (*(f"rouge{n}" for n in range(1, 10)), "rougeL", "rougeLsum")
@@ -57,16 +59,23 @@ def rouge(
     )
 
 
+@functools.lru_cache(maxsize=1)
+def _adk_scorer() -> rouge_scorer.RougeScorer:
+    """ADK's scorer: ROUGE-1 with its own tokenizer and the Porter stemmer."""
+    return rouge_scorer.RougeScorer(["rouge1"], tokenizer=AdkTokenizer(use_stemmer=True))
+
+
 def response_match_score(responses: Sequence[str], references: Sequence[str]) -> MetricResult:
-    """ADK's ``response_match_score``: ROUGE-1 F-measure with the Porter stemmer, mean over invocations."""
+    """ADK's ``response_match_score``: ROUGE-1 F-measure of each response against its reference (the target),
+    tokenized as ADK 2.x tokenizes, with the Porter stemmer; the mean over invocations."""
     if not references:
         return MetricResult.not_evaluated("no invocations to compare")
     if len(responses) != len(references):
         return MetricResult.not_evaluated(f"{len(responses)} response(s) for {len(references)} reference(s)")
-    scorer = _scorer("rouge1", True, False)
+    scorer = _adk_scorer()
     scores = [scorer.score(ref, resp)["rouge1"].fmeasure for resp, ref in zip(responses, references, strict=True)]
     return MetricResult(
-        score=sum(scores) / len(scores),
+        score=invocation_mean(scores),
         explanation=f"ROUGE-1 F over {len(scores)} invocation(s)",
         details={"per_invocation_scores": scores},
     )

@@ -1,14 +1,25 @@
-"""ROUGE tokenisation: identical to ``rouge_score`` on ASCII text, and never blind to other scripts (SPEC §6).
+"""ROUGE tokenisation: ADK 2.x's tokenizer reproduced exactly, and toolpath's own (SPEC §6).
 
 ``rouge_score``'s tokenizer keeps only ``[a-z0-9]`` runs, so Chinese, Thai or Greek text scores 0 against
-itself. The rule here, after ADK 2.x:
+itself. Two tokenizers fix that; both equal ``rouge_score``'s on ASCII text, bit for bit.
+
+:func:`adk_tokenize` is ADK 2.x's ``_UnicodeAwareTokenizer`` (``final_response_match_v1``), quirks included, so
+``response_match_score`` gives ADK's number on every input: after NFKC and lower-casing, each character of the
+CJK ideograph, hiragana, katakana (with ``・`` and ``ー``) and hangul-syllable blocks is a token; in Thai, Lao,
+Khmer and Myanmar each base character starts a new token that its combining marks and any following word
+characters join (``ก12`` is one token); every other run of letters, digits and combining marks is a word
+(``_`` and punctuation split words; Hangul jamo stay inside a word), and a word that is all ASCII goes through
+``rouge_score``'s tokenizer and Porter stemmer while any other is kept whole and not stemmed.
+
+:func:`tokenize` is toolpath's, used by the ``rouge*`` metrics. It goes further than ADK's:
 
 - text is NFKC-normalised and lower-cased;
 - ASCII words go through ``rouge_score``'s own tokenizer and Porter stemmer (words over 3 characters), so
   English scores are bit-for-bit those of ``rouge_score``;
-- each CJK ideograph, kana and hangul syllable is its own token;
+- each CJK ideograph (extensions and compatibility blocks too), kana and hangul syllable or jamo is its own
+  token;
 - Thai, Lao, Khmer, Myanmar and similar scripts written without spaces are split into grapheme clusters
-  (a base character and its combining marks);
+  (a base character and its combining marks); digits after them are words of their own;
 - any other word with non-ASCII letters (``café``, ``Ελλάδα``) is kept whole and not stemmed.
 
 Stems are cached: the Porter stemmer dominates ROUGE's cost and a vocabulary repeats.
@@ -123,8 +134,75 @@ def _split_word(word: str, use_stemmer: bool, out: list[str]) -> None:
     flush()
 
 
+# --- ADK 2.x's _UnicodeAwareTokenizer, exactly -------------------------------------------------------------
+
+
+def _adk_is_cjk(code: int) -> bool:
+    return (
+        0x4E00 <= code <= 0x9FFF  # CJK unified ideographs
+        or 0x3040 <= code <= 0x309F  # hiragana
+        or 0x30A0 <= code <= 0x30FF  # katakana, with the middle dot and the prolonged sound mark
+        or 0xAC00 <= code <= 0xD7AF  # hangul syllables
+    )
+
+
+def _adk_is_non_spaced(code: int) -> bool:
+    return (
+        0x0E00 <= code <= 0x0E7F  # Thai
+        or 0x0E80 <= code <= 0x0EFF  # Lao
+        or 0x1780 <= code <= 0x17FF  # Khmer
+        or 0x1000 <= code <= 0x109F  # Myanmar
+    )
+
+
+def adk_tokenize(text: str, use_stemmer: bool = True) -> list[str]:
+    """Tokens of ``text`` exactly as ADK 2.x's ``_UnicodeAwareTokenizer`` gives them (see the module
+    docstring); ``response_match_score`` uses it with the stemmer."""
+    if text.isascii():  # NFKC leaves ASCII as it is; then ADK's rule is rouge_score's
+        return _ascii_tokens(text.lower(), use_stemmer)
+    text = unicodedata.normalize("NFKC", text).lower()
+    if text.isascii():
+        return _ascii_tokens(text, use_stemmer)
+    pieces: list[str] = []
+    append = pieces.append
+    category = unicodedata.category
+    for char in text:
+        code = ord(char)
+        if code < 0x80:
+            append(char if char.isalnum() else " ")
+        elif _adk_is_cjk(code):
+            append(" ")
+            append(char)
+            append(" ")
+        elif _adk_is_non_spaced(code):
+            if category(char)[0] != "M":
+                append(" ")  # a base character starts a cluster; what follows it joins until a space
+            append(char)
+        elif char.isalnum() or category(char)[0] == "M":
+            append(char)
+        else:
+            append(" ")
+    tokens: list[str] = []
+    for word in "".join(pieces).split():
+        if word.isascii():
+            tokens.extend(_ascii_tokens(word, use_stemmer))
+        else:
+            tokens.append(word)
+    return tokens
+
+
+class AdkTokenizer:
+    """A ``rouge_score`` tokenizer object applying :func:`adk_tokenize`."""
+
+    def __init__(self, use_stemmer: bool = True) -> None:
+        self.use_stemmer = use_stemmer
+
+    def tokenize(self, text: str) -> list[str]:
+        return adk_tokenize(text, self.use_stemmer)
+
+
 class RougeTokenizer:
-    """A ``rouge_score`` tokenizer object (``.tokenize(text)``) applying :func:`tokenize`."""
+    """A ``rouge_score`` tokenizer object (``.tokenize(text)``) applying toolpath's :func:`tokenize`."""
 
     def __init__(self, use_stemmer: bool = False) -> None:
         self.use_stemmer = use_stemmer

@@ -1,0 +1,201 @@
+"""toolpath's ADK metrics against ADK's own classes, on generated inputs: the tokenizer and
+``response_match_score`` against ``_UnicodeAwareTokenizer`` and ``RougeEvaluator``, the trajectory matches
+against ``TrajectoryEvaluator`` (SPEC §4, §6)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("google.adk.evaluation.final_response_match_v1")
+
+from google.adk.evaluation.final_response_match_v1 import _UnicodeAwareTokenizer
+
+from tests.helpers.adk_eval import (
+    adk_invocation,
+    evaluate,
+    rouge_evaluator,
+    toolpath_calls,
+    trajectory_evaluator,
+)
+from toolpath.evaluators.metrics import text, trajectory
+from toolpath.evaluators.metrics.tokenize import adk_tokenize
+
+PARITY = settings(max_examples=250, deadline=None)
+
+# --- text: every script ADK's tokenizer treats differently, and the characters at its edges ----------------
+
+LATIN = "abcxyzABCXYZ"
+ACCENTED = "éèêëàâäçñöüßÉÀÇÑÖÜİıœæøåł"
+COMBINING = "\u0301\u0308\u0323"  # acute, diaeresis, dot below
+DIGITS = "0123456789"
+FULL_WIDTH = "０１２９ＡＺａｚ"
+CHINESE = "天气很好今北京上海中国人"
+JAPANESE = "ひらがなカタカナ・ー東京ｶﾀｶﾅ･"  # with the katakana middle dot, the long vowel mark, half-width forms
+KOREAN = "한국어날씨좋아요"
+JAMO = "ㄱㄴㅏㅓᄀ낙"  # compatibility jamo (NFKC folds them to jamo) and conjoining jamo
+THAI = "สวัสดีครับอากาศดี๑๒๓"  # consonants, vowel and tone marks, Thai digits
+PUNCTUATION = " _-.,!?;:'\"()[]、。！？\n\t\u00a0\u3000"
+ALPHABET = LATIN + ACCENTED + COMBINING + DIGITS + FULL_WIDTH + CHINESE + JAPANESE + KOREAN + JAMO + THAI + PUNCTUATION
+WORDS = ["running", "runs", "weather", "sunny", "rained", "doors", "Paris", "café", "naïve", "Zürich_2024", "20°C"]
+
+texts = st.lists(
+    st.one_of(
+        st.text(alphabet=ALPHABET, max_size=12),
+        st.sampled_from(WORDS),
+        st.characters(exclude_categories=["Cs"]),  # now and then any character at all
+    ),
+    max_size=10,
+).map(" ".join)
+
+
+@PARITY
+@given(texts, st.booleans())
+def test_tokens_equal_adk_tokenizer(sample, use_stemmer):
+    assert adk_tokenize(sample, use_stemmer) == _UnicodeAwareTokenizer(use_stemmer=use_stemmer).tokenize(sample)
+
+
+@PARITY
+@given(texts, texts)
+def test_response_match_score_equals_rouge_evaluator(response, reference):
+    expected = evaluate(rouge_evaluator(), [adk_invocation("q", response)], [adk_invocation("q", reference)])
+    ours = text.response_match_score([response], [reference])
+    assert ours.score == expected.overall_score
+    assert ours.details["per_invocation_scores"] == [r.score for r in expected.per_invocation_results]
+
+
+@pytest.mark.parametrize(
+    ("sample", "tokens"),
+    [
+        ("東京・大阪", ["東", "京", "・", "大", "阪"]),  # the middle dot is a token
+        ("ｶﾀｶﾅ･ﾃｽﾄ", ["カ", "タ", "カ", "ナ", "・", "テ", "ス", "ト"]),  # half-width forms fold first
+        ("ㄱㄴ 한국", ["ᄀᄂ", "한", "국"]),  # NFKC-normalised jamo stay one word
+        ("ราคา150บาท", ["ร", "า", "ค", "า150", "บ", "า", "ท"]),  # digits stay glued to a Thai character
+        ("Café_OLÉ naïve_runs", ["café", "olé", "naïve", "run"]),  # _ splits; only ASCII words are stemmed
+        ("２０２４年", ["2024", "年"]),
+    ],
+)
+def test_adk_quirks(sample, tokens):
+    assert adk_tokenize(sample) == tokens == _UnicodeAwareTokenizer(use_stemmer=True).tokenize(sample)
+
+
+def test_missing_reference_is_the_empty_string():
+    expected = evaluate(rouge_evaluator(), [adk_invocation("q", "hello")], [adk_invocation("q", None)])
+    assert expected.overall_score == 0.0
+    assert text.response_match_score(["hello"], [""]).score == 0.0
+
+
+# --- trajectories: bool / int / float mixes, nesting, absent / null / empty args, every match type ---------
+
+NAMES = ["get_weather", "set_light", "now"]
+KEYS = ["on", "city", "level", "opts"]
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.sampled_from([0, 1, 2, -1]),
+    st.sampled_from([0.0, 1.0, 2.0, 0.5, -0.0]),
+    st.sampled_from(["Paris", "1", "true", ""]),
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(KEYS), inner, max_size=3),
+    max_leaves=6,
+)
+arguments = st.one_of(st.none(), st.just({}), st.dictionaries(st.sampled_from(KEYS), values, max_size=3))
+calls = st.tuples(st.sampled_from(NAMES), arguments)
+
+
+def retyped(value):
+    """The same value as Python sees it with its numbers and booleans spelled another way (1 / 1.0 / True)."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return float(value) if value not in (0, 1) else bool(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: retyped(v) for k, v in reversed(value.items())}
+    if isinstance(value, list):
+        return [retyped(v) for v in value]
+    return value
+
+
+@st.composite
+def related(draw, reference):
+    """An actual trajectory drawn near ``reference``: calls kept, retyped, emptied, changed, dropped,
+    duplicated, reordered or added to."""
+    actual = []
+    for name, args in reference:
+        edit = draw(st.sampled_from(["keep", "keep", "retype", "empty", "change", "drop", "twice"]))
+        if edit == "keep":
+            actual.append((name, args))
+        elif edit == "retype":
+            actual.append((name, retyped(args)))
+        elif edit == "empty":
+            actual.append((name, {} if args is None else None))
+        elif edit == "change":
+            actual.append(draw(calls))
+        elif edit == "twice":
+            actual += [(name, args), (name, args)]
+    if draw(st.booleans()):
+        actual = draw(st.permutations(actual))
+    if draw(st.booleans()):
+        actual.insert(draw(st.integers(0, len(actual))), draw(calls))
+    return actual
+
+
+@st.composite
+def cases(draw):
+    """A case of 1-3 invocations: (actual, expected) trajectories per invocation."""
+    expected = draw(st.lists(st.lists(calls, max_size=4), min_size=1, max_size=3))
+    return [draw(related(reference)) for reference in expected], expected
+
+
+VERTEX = {
+    "EXACT": trajectory.exact_match,
+    "IN_ORDER": trajectory.in_order_match,
+    "ANY_ORDER": trajectory.any_order_match,
+}
+
+
+@settings(max_examples=200, deadline=None)
+@given(cases(), st.sampled_from(list(VERTEX)), st.booleans())
+def test_trajectory_scores_equal_trajectory_evaluator(case, match_type, ignore_args):
+    """``tool_trajectory_avg_score`` and, call for call, the ``trajectory_*`` matches (whose null-args wildcard
+    is an option, off here) give the numbers of ADK's evaluator."""
+    actual, expected = case
+    adk = evaluate(
+        trajectory_evaluator(match_type, ignore_args),
+        [adk_invocation("q", None, a) for a in actual],
+        [adk_invocation("q", None, e) for e in expected],
+    )
+    ours = trajectory.tool_trajectory_avg_score(
+        [toolpath_calls(a) for a in actual],
+        [toolpath_calls(e) for e in expected],
+        match_type=match_type,
+        ignore_args=ignore_args,
+    )
+    assert ours.score == adk.overall_score
+    assert ours.details["per_invocation_scores"] == [r.score for r in adk.per_invocation_results]
+    for a, e, one in zip(actual, expected, adk.per_invocation_results, strict=True):
+        vertex = VERTEX[match_type](
+            toolpath_calls(a), toolpath_calls(e), ignore_args=ignore_args, null_args_wildcard=False
+        )
+        assert vertex.score == one.score
+
+
+@pytest.mark.parametrize(
+    ("actual", "expected", "score"),
+    [
+        ([("set_light", {"on": 0})], [("set_light", {"on": False})], 1.0),  # 0 == False
+        ([("set_light", {"level": [1, {"x": True}]})], [("set_light", {"level": [1.0, {"x": 1}]})], 1.0),
+        ([("now", {})], [("now", None)], 0.0),  # a reference without args is not {}
+        ([("now", None)], [("now", None)], 1.0),
+        ([("set_light", {"on": 2})], [("set_light", {"on": True})], 0.0),
+    ],
+)
+def test_call_equality_examples(actual, expected, score):
+    adk = evaluate(trajectory_evaluator(), [adk_invocation("q", None, actual)], [adk_invocation("q", None, expected)])
+    assert adk.overall_score == score
+    assert trajectory.tool_trajectory_avg_score([toolpath_calls(actual)], [toolpath_calls(expected)]).score == score

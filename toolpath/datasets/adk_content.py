@@ -1,0 +1,173 @@
+"""ADK's invocations to toolpath's records and back: text of a genai ``Content``, tool calls of either
+``intermediate_data`` shape, and an invocation written in ADK's JSON form."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from google.genai import types as genai_types
+
+from toolpath.datasets import adk_schema as schema
+from toolpath.model import ExpectedInvocation, ToolCall
+
+
+def content_text(content: genai_types.Content | None) -> str | None:
+    """The text parts of a ``Content`` joined with newlines, as ADK does; ``None`` when there is no content."""
+    if content is None:
+        return None
+    return "\n".join(part.text for part in content.parts or [] if part.text)
+
+
+def tool_call(name: str | None, args: Any, call_id: str | None = None, result: Any = None) -> ToolCall:
+    """A call as toolpath records it; absent or null arguments stay ``None`` (ADK compares them unequal to ``{}``)."""
+    return ToolCall(name=name or "", args=dict(args) if args is not None else None, call_id=call_id, result=result)
+
+
+def intermediate(
+    data: schema.IntermediateData | schema.InvocationEvents | None,
+) -> tuple[list[ToolCall], list[Any], list[tuple[str, str]]]:
+    """The tool calls (each with its response, matched by call id as ADK does), the tool responses, and the
+    ``(author, text)`` intermediate responses of an invocation, from either shape of ``intermediate_data``."""
+    calls: list[genai_types.FunctionCall] = []
+    responses: list[genai_types.FunctionResponse] = []
+    texts: list[tuple[str, str]] = []
+    if isinstance(data, schema.IntermediateData):
+        calls, responses = list(data.tool_uses), list(data.tool_responses)
+        texts = [(author, part.text) for author, parts in data.intermediate_responses for part in parts if part.text]
+    elif isinstance(data, schema.InvocationEvents):
+        for event in data.invocation_events:
+            for part in (event.content.parts if event.content else None) or []:
+                if part.function_call:
+                    calls.append(part.function_call)
+                elif part.function_response:
+                    responses.append(part.function_response)
+                elif part.text and event.author != "user":
+                    texts.append((event.author, part.text))
+    by_id = {response.id: response for response in responses}
+    records = []
+    for call in calls:
+        response = by_id.get(call.id)
+        records.append(tool_call(call.name, call.args, call.id, response.response if response else None))
+    dumped = [response.model_dump(mode="json", exclude_none=True) for response in responses]
+    return records, dumped, texts
+
+
+def expected_invocation(invocation: schema.Invocation) -> ExpectedInvocation:
+    """An eval case's turn: the user's text, the expected response and the expected tool calls."""
+    calls, responses, texts = intermediate(invocation.intermediate_data)
+    return ExpectedInvocation(
+        invocation_id=invocation.invocation_id or None,
+        prompt=content_text(invocation.user_content) or "",
+        reference=content_text(invocation.final_response),
+        reference_trajectory=[call.model_copy(update={"result": None}) for call in calls],
+        tool_responses=responses,
+        intermediate_responses=texts,
+    )
+
+
+def efficiency(invocation: schema.Invocation) -> dict[str, Any]:
+    """ADK's informational efficiency figures of one recorded invocation, computed as ADK's
+    ``_efficiency_evaluators`` compute them (``None`` is "not available", never zero)."""
+    data = invocation.intermediate_data
+    calls, _, _ = intermediate(data)
+    events = data.invocation_events if isinstance(data, schema.InvocationEvents) else None
+    model_calls = (
+        None
+        if events is None
+        else float(sum(e.usage_metadata is not None or e.model_version is not None for e in events))
+    )
+    tokens = token_usage([e.usage_metadata for e in events or [] if e.usage_metadata is not None])
+    duration: dict[str, float | None] = dict.fromkeys(schema.DurationDetails.model_fields)
+    if invocation.duration is not None:
+        model, tool = invocation.model_duration, invocation.tool_duration
+        framework = None if model is None or tool is None else round(max(invocation.duration - model - tool, 0.0), 3)
+        duration = {
+            "total_seconds": invocation.duration,
+            "model_seconds": model,
+            "tool_seconds": tool,
+            "framework_seconds": framework,
+        }
+    return {
+        "tool_call_count_v1": float(len(calls)),
+        "inference_call_count_v1": model_calls,
+        "token_usage_v1": tokens["total_tokens"],
+        "invocation_duration_v1": duration["total_seconds"],
+        "token_usage_details": tokens,
+        "duration_details": duration,
+    }
+
+
+def token_usage(reports: Sequence[genai_types.GenerateContentResponseUsageMetadata]) -> dict[str, float | None]:
+    """ADK's per-invocation token breakdown: each count summed over the model calls that reported it, ``None``
+    when none did; input = prompt + tool-use prompt, output = candidates + thoughts, total = input + output."""
+    totals: dict[str, float | None] = dict.fromkeys(schema.TokenUsageDetails.model_fields)
+
+    def add(key: str, count: int | None) -> None:
+        if count is not None:
+            totals[key] = (totals[key] or 0) + count
+
+    for usage in reports:
+        prompt, tool = usage.prompt_token_count, usage.tool_use_prompt_token_count
+        candidates, thoughts = usage.candidates_token_count, usage.thoughts_token_count
+        if prompt is not None or tool is not None:
+            add("input_tokens", (prompt or 0) + (tool or 0))
+        if candidates is not None or thoughts is not None:
+            add("output_tokens", (candidates or 0) + (thoughts or 0))
+        add("prompt_tokens", prompt)
+        add("cached_tokens", usage.cached_content_token_count)
+        add("tool_use_tokens", tool)
+        add("candidates_tokens", candidates)
+        add("reasoning_tokens", thoughts)
+    if totals["input_tokens"] is not None or totals["output_tokens"] is not None:
+        totals["total_tokens"] = (totals["input_tokens"] or 0) + (totals["output_tokens"] or 0)
+    return totals
+
+
+# --- writing ADK's form --------------------------------------------------------------------------------------
+
+
+def content_json(text: str | None, role: str) -> dict[str, Any] | None:
+    return None if text is None else {"parts": [{"text": text}], "role": role}
+
+
+def invocation_json(
+    *,
+    prompt: str,
+    response: str | None,
+    tool_calls: Iterable[ToolCall],
+    intermediate_responses: Iterable[tuple[str, str]] = (),
+    invocation_id: str | None = None,
+    creation_timestamp: float = 0.0,
+    duration: dict[str, float | None] | None = None,
+) -> dict[str, Any]:
+    """An ADK ``Invocation`` as JSON (``intermediate_data`` in the ``tool_uses`` shape, each tool's result as a
+    ``FunctionResponse`` keyed by the call's id)."""
+    calls = list(tool_calls)
+    uses, results = [], []
+    for call in calls:
+        use: dict[str, Any] = {"name": call.name}
+        if call.args is not None:
+            use["args"] = call.args
+        if call.call_id:
+            use["id"] = call.call_id
+        uses.append(use)
+        if call.result is not None or call.error is not None:
+            body = call.result if isinstance(call.result, dict) else {"result": call.result}
+            if call.error is not None:
+                body = {"error": call.error}
+            results.append({k: v for k, v in {"id": call.call_id, "name": call.name, "response": body}.items() if v})
+    return {
+        "invocation_id": invocation_id or "",
+        "user_content": content_json(prompt, "user"),
+        "final_response": content_json(response, "model"),
+        "intermediate_data": {
+            "tool_uses": uses,
+            "tool_responses": results,
+            "intermediate_responses": [[author, [{"text": text}]] for author, text in intermediate_responses],
+        },
+        "creation_timestamp": creation_timestamp,
+        "duration": (duration or {}).get("total_seconds"),
+        "model_duration": (duration or {}).get("model_seconds"),
+        "tool_duration": (duration or {}).get("tool_seconds"),
+    }

@@ -1,0 +1,338 @@
+"""Google ADK 2.x's eval file models, mirrored field for field so that toolpath accepts exactly what ADK accepts.
+
+ADK reads ``*.evalset.json`` with ``EvalSet.model_validate_json``, ``test_config.json`` with
+``EvalConfig.model_validate_json`` and ``*.evalset_result.json`` with ``EvalSetResult.model_validate_json``; the
+models below are the same pydantic models (same fields, types, defaults, camelCase aliases, ``extra`` policies,
+validators), built on google-genai's ``Content`` / ``FunctionCall`` types as ADK's are, so the same pydantic
+rules decide. They are mirrored rather than imported because toolpath works without google-adk installed; the
+tests hold them against ADK's own classes.
+
+What is not mirrored, because toolpath never reads it: a result's ``session_details`` (ADK's ``Session``, kept
+as a JSON object), a scenario's ``user_persona`` and the config's ``user_simulator_config`` (kept as given).
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+from google.genai import types as genai_types
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+
+class _EvalModel(BaseModel):
+    """ADK's ``EvalBaseModel``: camelCase or snake_case keys, unknown keys rejected."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", arbitrary_types_allowed=True
+    )
+
+
+# --- eval sets (eval_case.py, eval_set.py, eval_rubrics.py, app_details.py) ---------------------------------
+
+
+class RubricContent(_EvalModel):
+    text_property: str | None = None
+
+
+class Rubric(_EvalModel):
+    rubric_id: str
+    rubric_content: RubricContent
+    description: str | None = None
+    type: str | None = None
+
+
+class RubricScore(_EvalModel):
+    rubric_id: str
+    rationale: str | None = None
+    score: float | None = None
+
+
+class AgentDetails(_EvalModel):
+    name: str
+    instructions: str = ""
+    tool_declarations: list[Any] = Field(default_factory=list)
+
+
+class AppDetails(_EvalModel):
+    agent_details: dict[str, AgentDetails] = Field(default_factory=dict)
+
+
+class IntermediateData(_EvalModel):
+    tool_uses: list[genai_types.FunctionCall] = []
+    tool_responses: list[genai_types.FunctionResponse] = []
+    intermediate_responses: list[tuple[str, list[genai_types.Part]]] = []
+
+
+class InvocationEvent(_EvalModel):
+    model_config = ConfigDict(extra="ignore")  # the adk web editor adds UI-only indices
+
+    author: str
+    content: genai_types.Content | None = None
+    grounding_metadata: genai_types.GroundingMetadata | None = None
+    usage_metadata: genai_types.GenerateContentResponseUsageMetadata | None = None
+    model_version: str | None = None
+
+
+class InvocationEvents(_EvalModel):
+    invocation_events: list[InvocationEvent] = Field(default_factory=list)
+
+
+class Invocation(_EvalModel):
+    invocation_id: str = ""
+    user_content: genai_types.Content
+    final_response: genai_types.Content | None = None
+    intermediate_data: IntermediateData | InvocationEvents | None = None
+    creation_timestamp: float = 0.0
+    duration: float | None = None
+    model_duration: float | None = None
+    tool_duration: float | None = None
+    rubrics: list[Rubric] | None = None
+    app_details: AppDetails | None = None
+
+
+class SessionInput(_EvalModel):
+    model_config = ConfigDict(extra="allow")
+
+    app_name: str
+    user_id: str
+    session_id: str | None = None
+    state: dict[str, Any] = Field(default_factory=dict)
+
+
+class ConversationScenario(_EvalModel):
+    starting_prompt: str
+    conversation_plan: str
+    user_persona: Any = None
+
+
+class EvalCase(_EvalModel):
+    model_config = ConfigDict(extra="allow")
+
+    eval_id: str
+    conversation: list[Invocation] | None = None
+    conversation_scenario: ConversationScenario | None = None
+    session_input: SessionInput | None = None
+    creation_timestamp: float = 0.0
+    rubrics: list[Rubric] | None = None
+    final_session_state: dict[str, Any] | None = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _conversation_xor_scenario(self) -> EvalCase:
+        if (self.conversation is None) == (self.conversation_scenario is None):
+            raise ValueError("Exactly one of conversation and conversation_scenario must be provided in an EvalCase.")
+        return self
+
+
+class EvalSet(BaseModel):
+    """Not an ``EvalBaseModel`` in ADK: snake_case keys only at the top level, unknown keys ignored."""
+
+    eval_set_id: str
+    name: str | None = None
+    description: str | None = None
+    eval_cases: list[EvalCase]
+    creation_timestamp: float = 0.0
+
+
+# --- test_config.json (eval_config.py, eval_metrics.py) ---------------------------------------------------
+
+
+class JudgeModelOptions(_EvalModel):
+    judge_model: str = "gemini-2.5-flash"
+    judge_model_config: genai_types.GenerateContentConfig | None = None
+    num_samples: int = Field(default=5, ge=1)
+    parallelism_limit: int = Field(default=1, ge=1)
+
+
+class BaseCriterion(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
+    threshold: float
+    include_intermediate_responses_in_final: bool = False
+
+
+class LlmAsAJudgeCriterion(BaseCriterion):
+    judge_model_options: JudgeModelOptions = Field(default_factory=JudgeModelOptions)
+
+
+class RubricsBasedCriterion(BaseCriterion):
+    judge_model_options: JudgeModelOptions = Field(default_factory=JudgeModelOptions)
+    rubrics: list[Rubric] = Field(default_factory=list)
+
+
+class HallucinationsCriterion(BaseCriterion):
+    judge_model_options: JudgeModelOptions = Field(default_factory=JudgeModelOptions)
+    evaluate_intermediate_nl_responses: bool = False
+
+
+class MatchType(Enum):
+    EXACT = 0
+    IN_ORDER = 1
+    ANY_ORDER = 2
+
+
+class ToolTrajectoryCriterion(BaseCriterion):
+    match_type: MatchType = MatchType.EXACT
+    ignore_args: bool = False
+
+    @field_validator("match_type", mode="before")
+    @classmethod
+    def _coerce_match_type(cls, value: object) -> object:
+        """ADK's spellings: any case, ``-`` or space for ``_`` (``"in-order"``, ``"In Order"``); or 0, 1, 2."""
+        if isinstance(value, str):
+            normalized = value.strip().upper().replace("-", "_").replace(" ", "_")
+            if normalized in MatchType.__members__:
+                return MatchType[normalized]
+        return value
+
+
+class LlmBackedUserSimulatorCriterion(LlmAsAJudgeCriterion):
+    stop_signal: str = "</finished>"
+
+
+class CodeConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+
+
+class Interval(_EvalModel):
+    min_value: float
+    open_at_min: bool = False
+    max_value: float
+    open_at_max: bool = False
+
+
+class MetricValueInfo(_EvalModel):
+    interval: Interval | None = None
+
+
+class MetricInfo(_EvalModel):
+    metric_name: str
+    description: str | None = None
+    metric_value_info: MetricValueInfo
+    requires_threshold: bool = True
+
+
+class CustomMetricConfig(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    code_config: CodeConfig
+    metric_info: MetricInfo | None = None
+    description: str = ""
+
+
+class LiveModelConfig(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    timeout_seconds: int = 300
+
+
+class EvalConfig(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    criteria: dict[str, float | BaseCriterion] = Field(default_factory=dict)
+    custom_metrics: dict[str, CustomMetricConfig] | None = None
+    user_simulator_config: dict[str, Any] | None = None
+    live_model_config: LiveModelConfig | None = None
+
+
+TRAJECTORY_CRITERION = "tool_trajectory_avg_score"
+ADK_CRITERIA: dict[str, type[BaseCriterion]] = {
+    TRAJECTORY_CRITERION: ToolTrajectoryCriterion,
+    "response_evaluation_score": BaseCriterion,
+    "response_match_score": BaseCriterion,
+    "safety_v1": BaseCriterion,
+    "final_response_match_v2": LlmAsAJudgeCriterion,
+    "rubric_based_final_response_quality_v1": RubricsBasedCriterion,
+    "hallucinations_v1": HallucinationsCriterion,
+    "rubric_based_tool_use_quality_v1": RubricsBasedCriterion,
+    "per_turn_user_simulator_quality_v1": LlmBackedUserSimulatorCriterion,
+    "multi_turn_task_success_v1": BaseCriterion,
+    "multi_turn_trajectory_quality_v1": BaseCriterion,
+    "multi_turn_tool_use_quality_v1": BaseCriterion,
+    "rubric_based_multi_turn_trajectory_quality_v1": RubricsBasedCriterion,
+}
+"""ADK's criteria (its metric registry) and the criterion model each one reads its options with."""
+
+EFFICIENCY_METRICS = ("tool_call_count_v1", "inference_call_count_v1", "token_usage_v1", "invocation_duration_v1")
+"""ADK's informational efficiency metrics: reported for every case, never given a threshold."""
+
+
+# --- results (eval_result.py, eval_metrics.py) -------------------------------------------------------------
+
+
+class EvalStatus(Enum):
+    PASSED = 1
+    FAILED = 2
+    NOT_EVALUATED = 3
+    INFORMATIONAL = 4
+
+
+class TokenUsageDetails(_EvalModel):
+    total_tokens: float | None = None
+    input_tokens: float | None = None
+    prompt_tokens: float | None = None
+    cached_tokens: float | None = None
+    tool_use_tokens: float | None = None
+    output_tokens: float | None = None
+    candidates_tokens: float | None = None
+    reasoning_tokens: float | None = None
+
+
+class DurationDetails(_EvalModel):
+    total_seconds: float | None = None
+    model_seconds: float | None = None
+    tool_seconds: float | None = None
+    framework_seconds: float | None = None
+
+
+class EvalMetric(_EvalModel):
+    metric_name: str
+    threshold: float | None = None
+    criterion: BaseCriterion | None = None
+    custom_function_path: str | None = None
+
+
+class EvalMetricResultDetails(_EvalModel):
+    rubric_scores: list[RubricScore] | None = None
+    token_usage_details: TokenUsageDetails | None = None
+    duration_details: DurationDetails | None = None
+
+
+class EvalMetricResult(EvalMetric):
+    score: float | None = None
+    eval_status: EvalStatus
+    details: EvalMetricResultDetails = Field(default_factory=EvalMetricResultDetails)
+
+
+class EvalMetricResultPerInvocation(_EvalModel):
+    actual_invocation: Invocation
+    expected_invocation: Invocation | None = None
+    eval_metric_results: list[EvalMetricResult] = []
+
+
+class EvalCaseResult(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    eval_set_file: str | None = None
+    eval_set_id: str = ""
+    eval_id: str = ""
+    final_eval_status: EvalStatus
+    eval_metric_results: list[tuple[EvalMetric, EvalMetricResult]] | None = None
+    overall_eval_metric_results: list[EvalMetricResult]
+    eval_metric_result_per_invocation: list[EvalMetricResultPerInvocation]
+    session_id: str
+    session_details: dict[str, Any] | None = None
+    user_id: str | None = None
+
+
+class EvalSetResult(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    eval_set_result_id: str
+    eval_set_result_name: str | None = None
+    eval_set_id: str
+    eval_case_results: list[EvalCaseResult] = Field(default_factory=list)
+    creation_timestamp: float = 0.0

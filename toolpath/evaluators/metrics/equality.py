@@ -1,0 +1,116 @@
+"""When two tool calls are equal (SPEC §4): ADK 2.x's rule by default, JSON-strict equality and wildcards as
+options, and the match modes of the trajectory metrics.
+
+ADK's rule: same ``name`` and ``args == args`` as Python values after JSON decoding — key order ignored, list
+order significant, ``1 == 1.0``, ``0 == False``, ``1 == True`` (also nested), and arguments absent (``None``)
+unequal to ``{}``. ``json_strict`` compares arguments as JSON values instead (``true != 1``; still
+``1 == 1.0``); ``null_args_wildcard`` lets a reference call whose ``args`` is ``None`` match any arguments.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from toolpath.errors import MetricError
+from toolpath.model import ToolCall, canonical_json
+
+
+def canonical_args(args: Any) -> str:
+    """A string equal for two argument values exactly when they are equal as JSON values."""
+    return canonical_json(args)
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Equality of JSON values: key order ignored, ``1 == 1.0``, ``true != 1``, list order significant."""
+    # Python's == is the fast path: JSON-equal values are always ==, and == values differ as JSON only
+    # where a boolean stands against a number, which _same_bools checks.
+    return a == b and _same_bools(a, b)
+
+
+def _same_bools(a: Any, b: Any) -> bool:
+    kind_a, kind_b = a.__class__, b.__class__
+    if kind_a is dict and kind_b is dict:
+        return all(_same_bools(value, b[key]) for key, value in a.items())
+    if kind_a is list and kind_b is list:
+        return all(_same_bools(x, y) for x, y in zip(a, b, strict=True))
+    return (kind_a is bool) == (kind_b is bool)
+
+
+def values_equal(a: Any, b: Any, json_strict: bool = False) -> bool:
+    """Two argument values under ADK's rule (Python ``==``) or, with ``json_strict``, as JSON values."""
+    return json_equal(a, b) if json_strict else bool(a == b)
+
+
+def calls_match(
+    predicted: ToolCall,
+    reference: ToolCall,
+    *,
+    ignore_args: bool = False,
+    json_strict: bool = False,
+    null_args_wildcard: bool = True,
+) -> bool:
+    if ignore_args or (null_args_wildcard and reference.args is None):
+        return predicted.name == reference.name
+    if json_strict:
+        return predicted.json_match_key == reference.json_match_key
+    return predicted.match_key == reference.match_key
+
+
+def describe_difference(predicted: ToolCall, reference: ToolCall, json_strict: bool = False) -> str:
+    """Why two calls differ, naming the arguments when the names agree."""
+    if predicted.name != reference.name:
+        return f"expected {reference.name}, got {predicted.name}"
+    if (predicted.args is None) != (reference.args is None):  # no arguments at all is not {}
+        return f"{reference.name} arguments: expected {_brief(reference.args)}, got {_brief(predicted.args)}"
+    expected, got = reference.args or {}, predicted.args or {}
+    parts = []
+    for key in sorted(set(expected) | set(got)):
+        if key not in got:
+            parts.append(f"{key} missing")
+        elif key not in expected:
+            parts.append(f"unexpected {key}={_brief(got[key])}")
+        elif not values_equal(got[key], expected[key], json_strict):
+            parts.append(f"{key}: expected {_brief(expected[key])}, got {_brief(got[key])}")
+    return f"{reference.name} " + "; ".join(parts)
+
+
+def _brief(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=repr)
+
+
+MATCH_MODES = ("name", "name_and_args", "name_and_required_args")
+
+
+def check_mode(match: str, ignore_args: bool = False) -> str:
+    """The effective match mode; ``ignore_args`` is the ADK spelling of ``match="name"``."""
+    if match == "name_and_args":  # the default: nothing to check
+        return "name" if ignore_args else match
+    if match not in MATCH_MODES:
+        raise MetricError(f"match must be one of {', '.join(MATCH_MODES)}, got {match!r}")
+    return "name" if ignore_args else match
+
+
+def required_args_match(predicted: ToolCall, reference: ToolCall, json_strict: bool = False) -> bool:
+    """Same name, and every argument the reference gives is present with an equal value (extra predicted
+    arguments are fine)."""
+    if predicted.name != reference.name:
+        return False
+    want = reference.args
+    if not want:
+        return True
+    got = predicted.args or {}
+    return all(key in got and values_equal(got[key], value, json_strict) for key, value in want.items())
+
+
+CallPredicate = Callable[[ToolCall, ToolCall], bool]
+
+
+def call_predicate(mode: str, json_strict: bool = False, null_args_wildcard: bool = True) -> CallPredicate:
+    """Whether two calls match under a match mode and the equality options."""
+    if mode == "name":
+        return lambda p, r: p.name == r.name
+    if mode == "name_and_args":
+        return lambda p, r: calls_match(p, r, json_strict=json_strict, null_args_wildcard=null_args_wildcard)
+    return lambda p, r: required_args_match(p, r, json_strict)
