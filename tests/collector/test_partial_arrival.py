@@ -21,6 +21,7 @@ from toolpath.store.spanrecord import SpanRecord
 SOURCES = [
     "adk-v2",
     "adk-v2-legacy",
+    "adk-v1",
     "otel-genai-langchain",
     "openinference-langchain",
     "openllmetry-langchain",

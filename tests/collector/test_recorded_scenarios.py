@@ -19,6 +19,7 @@ SCENARIOS = [
     "otel-genai-langchain",
     "adk-v2",
     "adk-v2-legacy",
+    "adk-v1",
     "pydantic-ai-v2",
     "pydantic-ai-v3",
     "pydantic-ai-v5",
@@ -81,7 +82,7 @@ def test_the_recordings_hold_parallel_calls_that_started_out_of_the_models_order
     assert out_of_order >= 1
 
 
-@pytest.mark.parametrize("adk", ["adk-v2", "adk-v2-legacy"])
+@pytest.mark.parametrize("adk", ["adk-v2", "adk-v2-legacy", "adk-v1"])
 def test_adk_results_lose_the_result_wrapper_and_compare_with_langchain_results(adk):
     """ADK wraps a tool's non-dict return value as ``{"result": value}``; stored is the bare value, as LangChain
     sources store it, so results compare across frameworks."""
@@ -100,16 +101,17 @@ def test_adk_results_lose_the_result_wrapper_and_compare_with_langchain_results(
     assert rooms.result == ["kitchen", "bedroom", "living_room", "office"]
 
 
-def test_adk_legacy_format_makes_one_invocation_per_turn_even_with_an_agent_transfer():
-    invocations = build_invocations(scenario_spans("adk-v2-legacy"))
+@pytest.mark.parametrize("source", ["adk-v2-legacy", "adk-v1"])
+def test_adk_legacy_format_makes_one_invocation_per_turn_even_with_an_agent_transfer(source):
+    invocations = build_invocations(scenario_spans(source))
     [transfer] = [i for i in invocations if i.prompt == "Let the thermostat expert set the office to 20 degrees."]
     assert transfer.response == "The office is now set to 20 °C."
     assert [c.name for c in transfer.tool_calls] == ["transfer_to_agent", "set_temperature"]
     assert all(not (i.prompt or "").startswith("For context") for i in invocations)
-    assert len(invocations) == len(expected("adk-v2-legacy")["invocations"])
+    assert len(invocations) == len(expected(source)["invocations"])
 
 
-@pytest.mark.parametrize("source", ["adk-v2", "adk-v2-legacy"])
+@pytest.mark.parametrize("source", ["adk-v2", "adk-v2-legacy", "adk-v1"])
 def test_adk_error_path_stores_no_placeholder_call_id_or_result(source):
     """A tool that raised with no callback to handle it: ADK records ``gen_ai.tool.call.id="<not specified>"`` (and,
     in the legacy format, the response ``{"result": "<not specified>"}``)."""
