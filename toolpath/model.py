@@ -99,8 +99,10 @@ class ToolCall(_Record):
 
     @functools.cached_property
     def identity(self) -> tuple[str, Any]:
-        """A hashable form of :attr:`match_key`, equal exactly when the match keys are."""
-        return self.name, _hashable(self.args)
+        """A hashable form of :attr:`match_key`, equal exactly when the match keys are: the arguments as
+        canonical JSON text with booleans as numbers (as Python compares them); arguments JSON cannot hold
+        keep their own ``==``."""
+        return self.name, python_identity(self.args)
 
     @functools.cached_property
     def json_match_key(self) -> tuple[str, dict[str, JsonValue] | None, frozenset[tuple[Any, ...]]]:
@@ -295,24 +297,41 @@ def identity_counts(calls: Sequence[ToolCall], json_strict: bool = False) -> dic
     return dict(Counter(call.json_identity if json_strict else call.identity for call in calls))
 
 
-def _hashable(value: Any) -> Any:
-    """A hashable stand-in for a decoded JSON value, ``==`` to another's exactly when the values are ``==``.
+def python_identity(value: Any) -> Any:
+    """Hashable, and equal for two decoded JSON values exactly when they are ``==`` in Python: canonical JSON
+    text (keys sorted) where ``true`` / ``false`` and integral floats are written as the integers Python holds
+    them equal to (``True == 1 == 1.0``). A value JSON cannot hold (a tuple, a subclass, a non-string key…) is
+    wrapped to keep its own ``==`` instead."""
+    try:
+        canonical = _python_canonical(value)
+    except _NotJson:
+        return _ByEquality(value)
+    return json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
-    Python already hashes ``1``, ``1.0`` and ``True`` alike, so numbers, booleans and strings stay as they are;
-    an object becomes the frozenset of its items (key order ignored), a list a tuple (order kept). Anything
-    else (never in decoded JSON) is wrapped to keep its own ``==``: a tuple is not equal to a list."""
+
+class _NotJson(Exception):
+    pass
+
+
+def _python_canonical(value: Any) -> Any:
     kind = value.__class__
-    if kind is str or kind is int or kind is float or kind is bool or value is None:
+    if kind is str or kind is int or value is None:
         return value
-    if isinstance(value, dict):
-        return frozenset([(key, _hashable(item)) for key, item in value.items()])
-    if isinstance(value, list):
-        return tuple([_hashable(item) for item in value])
-    return _ByEquality(value)
+    if kind is bool:
+        return int(value)
+    if kind is float:
+        return int(value) if value.is_integer() else value
+    if kind is dict:
+        if not all(key.__class__ is str for key in value):
+            raise _NotJson
+        return {key: _python_canonical(item) for key, item in value.items()}
+    if kind is list:
+        return [_python_canonical(item) for item in value]
+    raise _NotJson
 
 
 class _ByEquality:
-    """Wraps a value with no hashable JSON stand-in; equal to another wrapper when the values are ``==``."""
+    """Wraps a value JSON cannot hold; equal to another wrapper when the values are ``==``."""
 
     __slots__ = ("value",)
 

@@ -71,10 +71,14 @@ class TestCallEquality:
 
     def test_keys_and_identities_agree_with_the_rule(self):
         pairs = [({"on": True}, {"on": 1}), ({"x": [1, 2]}, {"x": [2, 1]}), ({"x": {"a": 0}}, {"x": {"a": False}})]
-        for a, b in [*pairs, (None, {}), (None, None), ({}, {})]:
+        numbers = [({"n": 2**53 + 1}, {"n": float(2**53 + 1)}), ({"n": 10**20}, {"n": 1e20}), ({"n": -0.0}, {"n": 0})]
+        for a, b in [*pairs, *numbers, (None, {}), (None, None), ({}, {})]:
             p, r = ToolCall(name="f", args=a), ToolCall(name="f", args=b)
             assert (p.identity == r.identity) == (p.match_key == r.match_key) == (a == b)
             assert (p.json_identity == r.json_identity) == (p.json_match_key == r.json_match_key)
+        # values JSON cannot hold keep Python's own ==
+        assert ToolCall(name="f", args={"t": [1]}).identity != ToolCall(name="f", args={"t": (1,)}).identity
+        assert ToolCall(name="f", args={"t": (1,)}).identity == ToolCall(name="f", args={"t": (1.0,)}).identity
 
     def test_explanation_names_absent_arguments(self):
         result = tj.exact_match([call("get_time", {})], [wild("get_time")], null_args_wildcard=False)

@@ -48,10 +48,18 @@ def matched_pairs(
     null_args_wildcard: bool = True,
 ) -> int:
     """Size of a maximum one-to-one matching between predicted and reference calls."""
-    if ignore_args or (null_args_wildcard and has_wildcard(reference)):
-        return _match(predicted, reference, ignore_args, json_strict, null_args_wildcard)[0]
-    if predicted.__class__ is Trajectory and reference.__class__ is Trajectory and not json_strict:
+    return _pairs(predicted, reference, ignore_args, json_strict, null_args_wildcard)
+
+
+def _pairs(
+    predicted: Sequence[ToolCall], reference: Sequence[ToolCall], ignore_args: bool, json_strict: bool, wildcard: bool
+) -> int:
+    if predicted.__class__ is Trajectory and reference.__class__ is Trajectory and not json_strict:  # the hot path
+        if ignore_args or (wildcard and reference.has_wildcard):
+            return _match(predicted, reference, ignore_args, json_strict, wildcard)[0]
         have, want = predicted.identity_counts, reference.identity_counts
+    elif ignore_args or (wildcard and has_wildcard(reference)):
+        return _match(predicted, reference, ignore_args, json_strict, wildcard)[0]
     else:
         have, want = identity_counts(predicted, json_strict), identity_counts(reference, json_strict)
     if have == want:
@@ -149,7 +157,7 @@ def exact_match(
             for p, r in zip(predicted, reference, strict=True)
         ):
             return MetricResult(1.0, "every call matches in order")
-    elif match_keys(predicted, json_strict) == match_keys(reference, json_strict):
+    elif identities(predicted, json_strict) == identities(reference, json_strict):  # texts compare fastest
         return MetricResult(1.0, "every call matches in order")
     return MetricResult(
         0.0,
@@ -248,9 +256,7 @@ def precision(
     mode = check_mode(match, ignore_args)
     if not predicted:
         return MetricResult(1.0 if not reference else 0.0, "no predicted calls")
-    matched = pair_count(
-        predicted, reference, match=mode, order=order, json_strict=json_strict, null_args_wildcard=null_args_wildcard
-    )
+    matched = _count(predicted, reference, mode, order, json_strict, null_args_wildcard)
     return MetricResult(matched / len(predicted), lambda: f"{matched} of {len(predicted)} predicted call(s) matched")
 
 
@@ -267,17 +273,33 @@ def recall(
     mode = check_mode(match, ignore_args)
     if not reference:
         return MetricResult(1.0, "empty reference")
-    matched = pair_count(
-        predicted, reference, match=mode, order=order, json_strict=json_strict, null_args_wildcard=null_args_wildcard
+    matched = _count(predicted, reference, mode, order, json_strict, null_args_wildcard)
+    return MetricResult(
+        matched / len(reference),
+        lambda: _recall_text(predicted, reference, matched, mode, order, (json_strict, null_args_wildcard)),
     )
 
-    def explain() -> str:
-        text = f"{matched} of {len(reference)} reference call(s) matched"
-        if order == "any" and mode != "name_and_required_args":  # the greedy pairing names what is missing
-            text += _names(_match(predicted, reference, mode == "name", json_strict, null_args_wildcard)[1])
-        return text
 
-    return MetricResult(matched / len(reference), explain)
+def _recall_text(
+    predicted: Sequence[ToolCall],
+    reference: Sequence[ToolCall],
+    matched: int,
+    mode: str,
+    order: str,
+    equality: tuple[bool, bool],
+) -> str:
+    text = f"{matched} of {len(reference)} reference call(s) matched"
+    if order == "any" and mode != "name_and_required_args":  # the greedy pairing names what is missing
+        text += _names(_match(predicted, reference, mode == "name", *equality)[1])
+    return text
+
+
+def _count(
+    predicted: Sequence[ToolCall], reference: Sequence[ToolCall], mode: str, order: str, strict: bool, wildcard: bool
+) -> int:
+    if order == "any" and mode != "name_and_required_args":  # the common case, without a dispatch
+        return _pairs(predicted, reference, mode == "name", strict, wildcard)
+    return pair_count(predicted, reference, match=mode, order=order, json_strict=strict, null_args_wildcard=wildcard)
 
 
 def single_tool_use(predicted: Sequence[ToolCall], tool_name: str) -> MetricResult:
@@ -309,7 +331,7 @@ def tool_trajectory_avg_score(
         and len(expected) == 1
         and len(actual) == 1
     ):  # the usual row, one invocation: score it directly
-        score = 1.0 if match_keys(actual[0]) == match_keys(expected[0]) else 0.0
+        score = 1.0 if identities(actual[0]) == identities(expected[0]) else 0.0
         return MetricResult(
             score,
             lambda: (
@@ -329,9 +351,9 @@ def tool_trajectory_avg_score(
         return MetricResult.not_evaluated(f"{len(actual)} actual invocation(s) for {len(expected)} expected")
     options: dict[str, Any] = {"match": mode, "json_strict": json_strict, "null_args_wildcard": null_args_wildcard}
     if compare is exact_match and mode == "name_and_args" and not (null_args_wildcard and _any_wildcard(expected)):
-        # equal key sequences are an exact match: score without a result object per invocation
+        # equal identity sequences are an exact match: score without a result object per invocation
         scores = [
-            1.0 if match_keys(a, json_strict) == match_keys(e, json_strict) else 0.0
+            1.0 if identities(a, json_strict) == identities(e, json_strict) else 0.0
             for a, e in zip(actual, expected, strict=True)
         ]
     else:
@@ -381,13 +403,7 @@ def pair_count(
     subsequence (``in_order``)."""
     if order == "any":
         if match == "name_and_args" or match == "name":  # the common case first: a multiset intersection
-            return matched_pairs(
-                predicted,
-                reference,
-                ignore_args=match == "name",
-                json_strict=json_strict,
-                null_args_wildcard=null_args_wildcard,
-            )
+            return _pairs(predicted, reference, match == "name", json_strict, null_args_wildcard)
         return _max_matching(predicted, reference, call_predicate(match, json_strict, null_args_wildcard))
     if order != "in_order":
         raise MetricError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
