@@ -54,7 +54,10 @@ DEFAULT_PATTERNS: dict[str, str] = {
     "bearer": r"\b[Bb](?i:earer)\s+[A-Za-z0-9._~+/=-]{8,}",
     # bounded parts (RFC 5321 lengths): every start position costs a bounded scan, so the search is linear
     "email": r"\b[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){0,8}\.[A-Za-z]{2,24}\b",
-    "card": r"(?<![\d-])(?:\d[ -]?){14,15}\d(?![\d-])",
+    # 16 digits as 4-4-4-4 or 15 as 4-6-5 (one separator used throughout, or none), not inside a longer word: the
+    # digits of a UUID or a hex id never make a card number
+    "card": r"(?<![\w-])(?:\d{4}(?P<s1>[ -]?)\d{4}(?P=s1)\d{4}(?P=s1)\d{4}"
+    r"|\d{4}(?P<s2>[ -]?)\d{6}(?P=s2)\d{5})(?![\w-])",
     # password=..., passwd: ..., pwd=... in free text and connection strings: the key stays
     "password_assignment": r"(?i)(?P<keep>\b(?:password|passwd|pwd)\s{0,4}[=:]\s{0,4})[^\s&;,'\"]{1,256}",
 }
