@@ -300,8 +300,9 @@ def identity_counts(calls: Sequence[ToolCall], json_strict: bool = False) -> dic
 def python_identity(value: Any) -> Any:
     """Hashable, and equal for two decoded JSON values exactly when they are ``==`` in Python: canonical JSON
     text (keys sorted) where ``true`` / ``false`` and integral floats are written as the integers Python holds
-    them equal to (``True == 1 == 1.0``). A value JSON cannot hold (a tuple, a subclass, a non-string key…) is
-    wrapped to keep its own ``==`` instead."""
+    them equal to (``True == 1 == 1.0``). ``NaN`` equals ``NaN`` here, as it does in ADK's comparison of decoded
+    JSON (the decoder gives one NaN object, and ``==`` of containers sees it is the same). A value JSON cannot
+    hold (a tuple, a subclass, a non-string key…) is wrapped to keep its own ``==`` instead."""
     try:
         canonical = _python_canonical(value)
     except _NotJson:

@@ -145,7 +145,7 @@ def adk_cases(criteria, runs):
 
 @pytest.mark.parametrize("criteria", CRITERIA, ids=["default", "in_order", "any_order_ignore_args"])
 def test_every_score_and_status_equals_adk(eval_set, criteria):
-    ours = toolpath_cases(eval_set, criteria, runs=2)
+    ours, single_run = toolpath_cases(eval_set, criteria, runs=2), toolpath_cases(eval_set, criteria, runs=1)
     theirs = adk_cases(criteria, runs=2)
     assert ours.keys() == theirs.keys()
     for eval_id, adk_runs in theirs.items():
@@ -165,8 +165,7 @@ def test_every_score_and_status_equals_adk(eval_set, criteria):
                 assert run.per_invocation_status == [m.eval_status.name for m in per_invocation], where
             verdict = adk_verdict(adk_runs).get(name, (None, "NOT_EVALUATED"))  # no invocation: nothing to judge
             assert (metric.score, metric.status) == verdict, f"{eval_id} / {name} over the runs"
-        single = toolpath_cases(eval_set, criteria, runs=1)[eval_id]
-        assert single.status == adk_runs[0].final_eval_status.name, eval_id
+        assert single_run[eval_id].status == adk_runs[0].final_eval_status.name, eval_id
 
 
 def test_the_deviations_are_there(eval_set):
