@@ -129,6 +129,12 @@ CASES = [
          files={"notes.db": NOT_A_DATABASE}),
     case("watch-not-a-database", "watch", "--once", "--store", "notes.db", first=CANNOT_OPEN,
          files={"notes.db": NOT_A_DATABASE}),
+    case("watch-negative-interval", "watch", "--interval", "-1", store=True,
+         first="error: Invalid value for '--interval': -1.0 is not in the range x>=0.1. (see 'toolpath watch --help')"),
+    case("sessions-list-limit-zero", "sessions", "list", "--limit", "0", store=True,
+         first="error: Invalid value for '--limit': 0 is not in the range x>=1."),
+    case("eval-unknown-option", "eval", "cases.jsonl", "--metric", "bleu", files={"cases.jsonl": JSONL},
+         first="error: No such option '--metric'. Did you mean '--metrics'? (see 'toolpath eval --help')"),
     # --- report ---------------------------------------------------------------------------------------------
     case("report-html-is-a-folder", "report", "--html", "out", store=True,
          first="error: --html out: is a folder; give a file name", files={"out/": ""}),

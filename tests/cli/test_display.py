@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 
 import pytest
+from rich.console import Console
 
 from tests.helpers.cli import run_cli
+from toolpath.cli import common
 from toolpath.cli.common import format_rate
 from toolpath.cli.display import contrast, why
 
@@ -36,6 +39,19 @@ def test_why_names_the_differing_argument_values():
         why(row, []) == 'set_device_info: device_id "…kitchen-1" → "…kitchen-2", -on; - send_notification (was call 2)'
     )
     assert why({**row, "error": "RuntimeError: boom"}, []) == "RuntimeError: boom"
+
+
+def test_the_progress_bar_starts_again_for_the_scoring_phase(monkeypatch):
+    out = io.StringIO()
+    monkeypatch.setattr(common, "console", Console(file=out, force_terminal=True, width=120))
+    with common.progress(3, "running the agent", quiet=False) as bar:
+        for _ in range(3):
+            bar.advance()
+        bar.phase("scoring rows", 3)
+        bar.phase("scoring rows", 3)  # the phase already shown: no reset
+        bar.advance()
+    final = out.getvalue().rsplit("running the agent", 1)[-1]
+    assert "scoring rows" in final and "1/3" in final and "4/3" not in out.getvalue()
 
 
 def test_rates_are_readable():

@@ -31,7 +31,7 @@ store_option = click.option(
 
 def selection_options(fn: Any) -> Any:
     """--session / --since / --agent-name / --limit: which recorded sessions a command works on."""
-    fn = click.option("--limit", type=int, default=None, help="At most this many sessions.")(fn)
+    fn = click.option("--limit", type=click.IntRange(min=1), default=None, help="At most this many sessions.")(fn)
     fn = click.option("--agent-name", default=None, help="Only sessions of this agent.")(fn)
     fn = click.option(
         "--since", type=click.DateTime(), default=None, help="Only sessions active since then (e.g. 2026-11-01)."
@@ -68,17 +68,19 @@ def parse_thresholds(items: tuple[str, ...]) -> dict[str, float]:
 
 
 class Bar:
-    """A progress bar's handle: ``advance()`` one step; ``phase(description, total)`` starts the next phase."""
+    """A progress bar's handle: ``advance()`` one step; ``phase(description, total)`` starts the next phase
+    (again from zero) unless it is the phase already shown."""
 
-    def __init__(self, progress: Any = None, task: Any = None) -> None:
-        self._progress, self._task = progress, task
+    def __init__(self, progress: Any = None, task: Any = None, description: str = "") -> None:
+        self._progress, self._task, self._description = progress, task, description
 
     def advance(self, *_: Any) -> None:
         if self._progress is not None:
             self._progress.advance(self._task)
 
     def phase(self, description: str, total: int) -> None:
-        if self._progress is not None:
+        if self._progress is not None and description != self._description:
+            self._description = description
             self._progress.reset(self._task, total=total, description=description)
 
 
@@ -93,7 +95,7 @@ def progress(total: int, description: str, quiet: bool) -> Iterator[Bar]:
 
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), RateColumn())
     with Progress(*columns, TimeRemainingColumn(), console=console, transient=True) as bar:
-        yield Bar(bar, bar.add_task(description, total=total))
+        yield Bar(bar, bar.add_task(description, total=total), description)
 
 
 class RateColumn(ProgressColumn):
@@ -116,7 +118,7 @@ def writable(path: Path | None, option: str) -> Path | None:
         return None
     if path.is_dir():
         raise ConfigError(f"{option} {path}: is a folder; give a file name")
-    folder = path.parent if str(path.parent) else Path(".")
+    folder = path.parent
     if not folder.is_dir():
         raise ConfigError(f"{option} {path}: folder {folder} does not exist")
     if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):

@@ -144,7 +144,8 @@ def _json(value: Any) -> str:
 def partial_credit_table(rows: Sequence[Mapping[str, Any]]) -> Table:
     """Cases exact match scores 0 although the agent came close: what F1 and argument similarity add."""
     table = Table(title="Partial credit: exact match says 0, but…", title_justify="left", show_lines=True)
-    for column in ("case", "prompt", "exact", "F1", "arg similarity", "what differs"):
+    id_column(table, "case", [str(row.get("case_id", "")) for row in rows])
+    for column in ("prompt", "exact", "F1", "arg similarity", "what differs"):
         table.add_column(column, max_width=40 if column in ("prompt", "what differs") else None)
     for row in rows:
         if row.get("trajectory_exact_match/score") != 0.0:
@@ -158,7 +159,7 @@ def partial_credit_table(rows: Sequence[Mapping[str, Any]]) -> Table:
             "0",
             _num(f1),
             _num(similarity),
-            str(row.get("tool_argument_similarity/explanation") or row.get("trajectory_f1/explanation") or ""),
+            why(row, ["tool_argument_similarity", "trajectory_f1"]),
         )
     return table
 

@@ -27,7 +27,9 @@ from toolpath.store.store import DEFAULT_STORE_URL, Store, resolve_store_url
 @click.option("--from-store", "from_store", is_flag=True, help="Score recorded invocations from the store.")
 @click.option("--agent-name", default=None, help="With --from-store: only this agent's invocations.")
 @click.option("--session", "session_id", default=None, help="With --from-store: only this session.")
-@click.option("--limit", default=None, type=int, help="With --from-store: at most this many invocations.")
+@click.option(
+    "--limit", default=None, type=click.IntRange(min=1), help="With --from-store: at most this many invocations."
+)
 @click.option(
     "--metrics",
     "metrics_text",
@@ -180,6 +182,11 @@ def _eval_dataset(
     if runnable is not None:
         setup.init(store=store)
     with progress(len(rows), "running the agent" if runnable else "scoring rows", quiet) as bar:
+
+        def scored(*_: Any) -> None:  # the agent's runs are done: the bar starts again for the scoring
+            bar.phase("scoring rows", len(rows))
+            bar.advance()
+
         result = evaluate(
             rows,
             metrics,
@@ -187,7 +194,7 @@ def _eval_dataset(
             store=store,
             judge=judge,
             on_agent_run=bar.advance,
-            on_row=lambda *_: bar.advance(),
+            on_row=scored,
             dataset_name=str(dataset),
         )
     setup.flush()
@@ -208,6 +215,7 @@ def _eval_sets(
     from toolpath.cli.display import eval_set_report
     from toolpath.datasets.adk import load_criteria, load_eval_sets
     from toolpath.evaluation.evalset import evaluate_eval_sets
+    from toolpath.evaluation.targets import agent_spec_for
     from toolpath.evaluators.judge.client import Judge, settings_from
 
     if not agent_ref:
@@ -215,6 +223,7 @@ def _eval_sets(
     eval_sets = load_eval_sets(path)
     criteria = load_criteria(config_path) if config_path else None
     agent = load_object(agent_ref)
+    agent_spec_for(agent)  # something toolpath can run, or one error line (before the store is created)
     store = Store(store_url) if store_url else None
     setup.init(store=store)
     total = sum(len(eval_set.cases) for eval_set in eval_sets)

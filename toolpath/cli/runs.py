@@ -18,7 +18,7 @@ def runs() -> None:
 
 @runs.command(name="list")
 @store_option
-@click.option("--limit", default=20, show_default=True)
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def runs_list(store: str | None, limit: int, as_json: bool) -> None:
     """List evaluation runs, newest first, with their summaries."""
