@@ -20,7 +20,9 @@ def test_demo_fills_the_default_sqlite_store(demo_dir):
     assert "The store now holds 72 invocations with 96 tool calls" in out  # three wrappings of one planner
     assert "One planner, three wrappings" in out
     assert "Partial credit: exact match says 0" in out
-    assert "set_temperature.temperature (0.00)" in out  # the Fahrenheit case: right tool, wrong number
+    assert "set_temperature: temperature 21.1 → 70.0" in out  # the Fahrenheit case: right tool, wrong number
+    # two ids sharing a long prefix show where they differ, not two identical truncated prefixes
+    assert 'set_device_info: device_id "…hallway-2" →' in out and '"…hallway-1"' in out
 
 
 def test_demo_without_langgraph_says_so(tmp_path, monkeypatch):

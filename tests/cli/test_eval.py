@@ -164,3 +164,39 @@ def test_eval_from_store_errors(demo_dir, tmp_path):
     assert result.returncode == 2 and "no recorded invocations" in result.stderr
     result = run_cli(demo_dir, "eval", "x.jsonl", "--from-store", "--metrics", "tool_call_count")
     assert result.returncode == 2 and "give no DATASET" in result.stderr
+
+
+def test_a_printed_run_id_can_be_shown_and_no_store_says_so(tmp_path):
+    (tmp_path / "cases.jsonl").write_text(
+        json.dumps({"predicted_trajectory": [], "reference_trajectory": []}) + "\n" + json.dumps({"prompt": "x"}) + "\n"
+    )
+    unstored = run_cli(tmp_path, "eval", "cases.jsonl", "--metrics", "trajectory_exact_match")
+    assert unstored.returncode == 0, unstored.stderr
+    assert unstored.stdout.splitlines()[-1] == "not stored (give --store to keep this run)"
+    assert "run " not in unstored.stdout and not (tmp_path / "toolpath.db").exists()
+    stored = run_cli(tmp_path, "eval", "cases.jsonl", "--metrics", "trajectory_exact_match", "--store", "s.db")
+    run_id = stored.stdout.splitlines()[-1].removeprefix("run ")
+    shown = run_cli(tmp_path, "runs", "show", run_id, "--store", "s.db")
+    assert shown.returncode == 0 and shown.stdout.startswith(f"run {run_id} (dataset)")
+    assert "1/2" in shown.stdout  # the row without trajectories was not scored, and the summary says so
+
+
+def test_unscored_rows_are_counted_with_their_reasons(tmp_path):
+    rows = [
+        {"predicted_trajectory": [], "reference_trajectory": [], "response": "a", "reference": "a"},
+        {"predicted_trajectory": [], "response": "b"},
+        {"predicted_trajectory": [], "reference_trajectory": []},
+    ]
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = run_cli(tmp_path, "eval", "cases.jsonl", "--metrics", "trajectory_exact_match,exact_match")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert any(line.startswith("│ trajectory_exact_match") and line.rstrip("│ ").endswith("2/3") for line in lines)
+    assert any(line.startswith("│ exact_match") and line.rstrip("│ ").endswith("1/3") for line in lines)
+    assert "trajectory_exact_match: 1 of 3 row(s) not scored: row has no 'reference_trajectory' (1)" in lines
+    assert "exact_match: 2 of 3 row(s) not scored: row has no 'reference' (1); row has no 'response' (1)" in lines
+    nothing = run_cli(tmp_path, "eval", "cases.jsonl", "--metrics", "trajectory_exact_match,tool_name_match(name=t)",
+                      "--quiet")  # fmt: skip
+    assert nothing.returncode == 1  # a metric that scored no row: nothing was checked, nothing is green
+    assert nothing.stdout.splitlines()[0].startswith("not scored t: 3 of 3 row(s) not scored: ")
+    assert nothing.stdout.splitlines()[-1] == "FAILED nothing scored by: t"

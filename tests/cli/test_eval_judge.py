@@ -40,6 +40,11 @@ def test_dataset_mixes_computation_and_judge_metrics(tmp_path):
                     env=env)  # fmt: skip
         assert again.returncode == 0, again.stderr
         assert fake.requests == 6 and "6 from the cache" in again.stdout
+        # --no-cache asks the model again, and keeps nothing
+        fresh = run_cli(tmp_path, "eval", "data.jsonl", "--metrics", "fluency(num_samples=3)", "--store", "sqlite:///s.db",
+                    "--no-cache", env=env)  # fmt: skip
+        assert fresh.returncode == 0, fresh.stderr
+        assert fake.requests == 12 and "judge: 6 request(s), 0 from the cache" in fresh.stdout
 
 
 def test_eval_set_with_a_judge_criterion(tmp_path):

@@ -114,6 +114,17 @@ def test_replay_shows_exactly_the_sessions_whose_trajectory_changed(recorded):
     assert "key-changed" in dom and "call added" in dom
 
 
+def test_replay_thresholds_follow_each_metric_s_direction(recorded):
+    store = ["--store", "sqlite:///traffic.db", "--quiet"]
+    # v2 calls the weather twice for Oslo: at most 1 redundant call per turn on average passes, at most 0 fails
+    args = ["replay", "--agent", "agents:v2", *store, "--metrics", "redundant_tool_calls,tool_call_count"]
+    assert run_cli(recorded, *args, "--threshold", "redundant_tool_calls=1").returncode == 0
+    failed = run_cli(recorded, *args, "--threshold", "redundant_tool_calls=0", "--threshold", "tool_call_count=5")
+    assert failed.returncode == 1
+    assert "FAILED redundant_tool_calls: mean 0.143, needed at most 0" in failed.stdout
+    assert "tool_call_count" not in failed.stdout.split("FAILED", 1)[1]  # 1 call a turn is well under 5
+
+
 def test_exported_eval_set_scores_one_against_the_same_agent(recorded):
     store = ["--store", "sqlite:///traffic.db"]
     exported = run_cli(recorded, "export", "--format", "evalset", *store, "--output", "traffic.evalset.json")
@@ -154,5 +165,9 @@ def test_report_of_a_dataset_run_and_bad_ids(recorded):
     assert dom.count('<tr class="case"') == 7 and "tool_call_count" in dom
     missing = run_cli(recorded, "report", "--run", "nope", "--html", "x.html", *store)
     assert missing.returncode == 2 and "no run 'nope'" in missing.stderr
-    both = run_cli(recorded, "report", "--html", "x.html", *store)
-    assert both.returncode == 2 and "exactly one of" in both.stderr
+    both = run_cli(recorded, "report", "--run", run_id, "--replay", run_id, "--html", "x.html", *store)
+    assert both.returncode == 2 and "give one of --run ID or --replay ID" in both.stderr
+    latest = run_cli(recorded, "report", "--html", "latest.html", *store)
+    assert latest.returncode == 0, latest.stderr
+    assert latest.stdout.startswith(f"reporting the latest dataset run, {run_id}")
+    assert f"toolpath dataset {run_id}" in (recorded / "latest.html").read_text()

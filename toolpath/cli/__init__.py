@@ -1,8 +1,8 @@
 """The ``toolpath`` command: one module per command group; commands stay thin (they parse options and call the
 library).
 
-Every :class:`ToolpathError` (missing file, bad JSON line, unknown metric, bad store URL) is printed as one
-``error:`` line and exits 2, without a traceback.
+Every :class:`ToolpathError` (missing file, bad JSON line, unknown metric, bad store URL) and every usage error
+(an unknown option, a value out of range) is printed as one ``error:`` line and exits 2, without a traceback.
 """
 
 from __future__ import annotations
@@ -49,9 +49,13 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(130)
+    except click.UsageError as exc:  # a bad option or argument is bad input too: one line, the help to read
+        command = exc.ctx.command_path if exc.ctx is not None else "toolpath"
+        click.echo(f"error: {exc.format_message()} (see '{command} --help')", err=True)
+        sys.exit(2)
     except click.ClickException as exc:
         exc.show()
-        sys.exit(2 if isinstance(exc, click.UsageError) else exc.exit_code)
+        sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     finally:

@@ -19,7 +19,13 @@ from toolpath.store.store import Store
 @click.option("--http-port", default=4318, show_default=True, type=int, help="OTLP/HTTP port (0: off).")
 @click.option("--grpc-port", default=4317, show_default=True, type=int, help="OTLP/gRPC port (0: off).")
 @click.option("--token", envvar="TOOLPATH_TOKEN", default=None, help="Require 'Authorization: Bearer <token>'.")
-@click.option("--max-body-bytes", default=16 * 1024 * 1024, show_default=True, type=int, help="Largest request body.")
+@click.option(
+    "--max-body-bytes",
+    default=16 * 1024 * 1024,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Largest request body.",
+)
 @click.option(
     "--max-in-flight",
     default=4,
@@ -33,11 +39,25 @@ from toolpath.store.store import Store
 )
 @click.option("--no-redact", is_flag=True, help="Store spans as they come (no secret or personal-data redaction).")
 @click.option(
-    "--max-attribute-length", default=64 * 1024, show_default=True, type=int, help="Longer values are cut, marked."
+    "--max-attribute-length",
+    default=64 * 1024,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Longer values are cut, marked.",
 )
-@click.option("--max-spans-per-trace", default=10_000, show_default=True, type=int, help="More are dropped, counted.")
 @click.option(
-    "--max-tool-calls", default=1_000, show_default=True, type=int, help="Per invocation; more are dropped, marked."
+    "--max-spans-per-trace",
+    default=10_000,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="More are dropped, counted.",
+)
+@click.option(
+    "--max-tool-calls",
+    default=1_000,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Per invocation; more are dropped, marked.",
 )
 @click.option(
     "--online",

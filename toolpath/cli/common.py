@@ -5,13 +5,16 @@ from __future__ import annotations
 import contextlib
 import importlib
 import json
+import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import click
 from rich.console import Console
+from rich.progress import ProgressColumn, Task
+from rich.text import Text
 
 from toolpath.errors import ConfigError
 from toolpath.store.store import STORE_ENV, Store, resolve_store_url
@@ -28,7 +31,7 @@ store_option = click.option(
 
 def selection_options(fn: Any) -> Any:
     """--session / --since / --agent-name / --limit: which recorded sessions a command works on."""
-    fn = click.option("--limit", type=int, default=None, help="At most this many sessions.")(fn)
+    fn = click.option("--limit", type=click.IntRange(min=1), default=None, help="At most this many sessions.")(fn)
     fn = click.option("--agent-name", default=None, help="Only sessions of this agent.")(fn)
     fn = click.option(
         "--since", type=click.DateTime(), default=None, help="Only sessions active since then (e.g. 2026-11-01)."
@@ -64,21 +67,66 @@ def parse_thresholds(items: tuple[str, ...]) -> dict[str, float]:
     return out
 
 
+class Bar:
+    """A progress bar's handle: ``advance()`` one step; ``phase(description, total)`` starts the next phase
+    (again from zero) unless it is the phase already shown."""
+
+    def __init__(self, progress: Any = None, task: Any = None, description: str = "") -> None:
+        self._progress, self._task, self._description = progress, task, description
+
+    def advance(self, *_: Any) -> None:
+        if self._progress is not None:
+            self._progress.advance(self._task)
+
+    def phase(self, description: str, total: int) -> None:
+        if self._progress is not None and description != self._description:
+            self._description = description
+            self._progress.reset(self._task, total=total, description=description)
+
+
 @contextlib.contextmanager
-def progress(total: int, description: str, quiet: bool) -> Iterator[Callable[[], None]]:
-    """A rich progress bar with rate and ETA (nothing with --quiet); yields the function that advances it."""
-    if quiet:
-        yield lambda: None
+def progress(total: int, description: str, quiet: bool) -> Iterator[Bar]:
+    """A rich progress bar with rate and ETA (nothing with --quiet, or when the output is not a terminal);
+    yields its :class:`Bar`."""
+    if quiet or not console.is_terminal:
+        yield Bar()
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.speed}/s"))
-    with Progress(*columns, TimeRemainingColumn(), console=console, transient=True) as progress:
-        task = progress.add_task(description, total=total)
-        yield lambda: progress.advance(task)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), RateColumn())
+    with Progress(*columns, TimeRemainingColumn(), console=console, transient=True) as bar:
+        yield Bar(bar, bar.add_task(description, total=total), description)
 
 
-def print_run_line(result: Any, output: Path | None) -> None:
+class RateColumn(ProgressColumn):
+    """Steps per second, readable: ``12.3/s`` (``0.25/s`` when slow)."""
+
+    def render(self, task: Task) -> Text:
+        return Text(format_rate(task.speed), style="progress.data.speed")
+
+
+def format_rate(per_second: float | None) -> str:
+    if not per_second:
+        return ""
+    return f"{per_second:.1f}/s" if per_second >= 1 else f"{per_second:.2f}/s"
+
+
+def writable(path: Path | None, option: str) -> Path | None:
+    """``path`` if a file can be written there, checked before any work: a :class:`ConfigError` when it is a
+    folder, its folder does not exist, or it may not be written."""
+    if path is None:
+        return None
+    if path.is_dir():
+        raise ConfigError(f"{option} {path}: is a folder; give a file name")
+    folder = path.parent
+    if not folder.is_dir():
+        raise ConfigError(f"{option} {path}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise ConfigError(f"{option} {path}: not writable")
+    return path
+
+
+def print_run_line(result: Any, output: Path | None, *, stored: bool = True) -> None:
     usage = result.judge_usage
     if usage:
         console.print(
@@ -86,7 +134,11 @@ def print_run_line(result: Any, output: Path | None) -> None:
             f"{usage['errors']} failed, {usage['over_budget']} over budget; "
             f"{usage['input_tokens']} input and {usage['output_tokens']} output token(s)"
         )
-    console.print(f"run {result.run_id}" + (f": results written to {output}" if output else ""))
+    written = f"results written to {output}" if output else ""
+    if stored:
+        console.print(f"run {result.run_id}" + (f": {written}" if written else ""))
+    else:  # no run id to print: nothing could show it later
+        console.print((f"{written}; " if written else "") + "not stored (give --store to keep this run)")
 
 
 def emit(rows: Any, as_json: bool, render: Any) -> None:

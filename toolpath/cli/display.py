@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -9,18 +11,59 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from toolpath.model import Session, parse_trajectory
+from toolpath.evaluators.metrics.diff import Change, trajectory_diff
+from toolpath.model import Session, ToolCall, parse_trajectory
 from toolpath.tracer import semconv as sc
 
 
-def summary_table(summary: Mapping[str, Any], names: Sequence[str], title: str = "Metrics") -> Table:
+def summary_table(
+    summary: Mapping[str, Any],
+    names: Sequence[str],
+    title: str = "Metrics",
+    rows: Sequence[Mapping[str, Any]] | None = None,
+) -> Table:
+    """Mean and std per metric; with ``rows``, also how many rows each metric scored (``scored 2/3``)."""
     table = Table(title=title, title_justify="left")
-    table.add_column("metric")
+    table.add_column("metric", no_wrap=True, min_width=max((len(n) for n in names), default=6))
     table.add_column("mean", justify="right")
     table.add_column("std", justify="right")
+    if rows is not None:
+        table.add_column("scored", justify="right", no_wrap=True)
     for name in names:
-        table.add_row(name, _num(summary.get(f"{name}/mean")), _num(summary.get(f"{name}/std")))
+        cells = [name, _num(summary.get(f"{name}/mean")), _num(summary.get(f"{name}/std"))]
+        if rows is not None:
+            scored = sum(row.get(f"{name}/score") is not None for row in rows)
+            shown = f"{scored}/{len(rows)}"
+            cells.append(shown if scored == len(rows) else f"[yellow]{shown}[/]")
+        table.add_row(*cells)
     return table
+
+
+def not_scored(rows: Sequence[Mapping[str, Any]], names: Sequence[str], reasons: int = 3) -> list[str]:
+    """One line per metric that left rows unscored: how many, and the commonest reasons with their counts."""
+    lines = []
+    for name in names:
+        why = Counter(
+            str(row.get(f"{name}/explanation") or "no reason given") for row in rows if row.get(f"{name}/score") is None
+        )
+        if not why:
+            continue
+        shown = "; ".join(f"{reason} ({count})" for reason, count in why.most_common(reasons))
+        more = len(why) - reasons
+        lines.append(
+            f"{name}: {sum(why.values())} of {len(rows)} row(s) not scored: {shown}"
+            + (f"; and {more} other reason(s)" if more > 0 else "")
+        )
+    return lines
+
+
+def print_summary(
+    console: Console, summary: Mapping[str, Any], names: Sequence[str], rows: Sequence[Mapping[str, Any]], title: str
+) -> None:
+    """The summary table, then why rows went unscored."""
+    console.print(summary_table(summary, names, title, rows))
+    for line in not_scored(rows, names):
+        console.print(escape(line), style="yellow", highlight=False)
 
 
 def worst_cases_table(rows: Sequence[Mapping[str, Any]], metric_names: Sequence[str], limit: int) -> Table:
@@ -33,31 +76,77 @@ def worst_cases_table(rows: Sequence[Mapping[str, Any]], metric_names: Sequence[
 
     ranked = sorted(rows, key=mean_score)[:limit]
     table = Table(title=f"Worst {len(ranked)} cases", title_justify="left", show_lines=True)
-    table.add_column("case")
+    id_column(table, "case", [str(row.get("case_id", "")) for row in ranked])
     table.add_column("prompt", max_width=34)
     table.add_column("expected tools", max_width=30)
     table.add_column("predicted tools", max_width=30)
     table.add_column("score", justify="right")
-    table.add_column("why", max_width=44)
+    table.add_column("why", max_width=48)
     for row in ranked:
-        why = row.get("error") or next(
-            (row.get(f"{n}/explanation") for n in metric_names if row.get(f"{n}/score") == 0.0), ""
-        )
         table.add_row(
             str(row.get("case_id", "")),
             str(row.get("prompt", "")),
             _names(row.get("reference_trajectory")),
             _names(row.get("predicted_trajectory")),
             _num(mean_score(row)),
-            str(why or ""),
+            why(row, metric_names),
         )
     return table
+
+
+def id_column(table: Table, header: str, values: Sequence[str]) -> None:
+    """A column of ids users copy: never cut or wrapped while the other columns can give way (folded onto
+    more lines only when the terminal is narrower than the id itself)."""
+    widest = max((len(v) for v in values), default=0)
+    table.add_column(header, no_wrap=True, min_width=max(widest, len(header)), overflow="fold")
+
+
+def why(row: Mapping[str, Any], metric_names: Sequence[str]) -> str:
+    """Why a row scored low, short: the agent's error, else where the trajectories differ (the differing part
+    of each value), else the first zero score's explanation."""
+    if row.get("error"):
+        return str(row["error"])
+    reference, predicted = _parsed(row.get("reference_trajectory")), _parsed(row.get("predicted_trajectory"))
+    if reference is not None and predicted is not None:
+        notes = [_change(change, reference, predicted) for change in trajectory_diff(reference, predicted)]
+        if notes:
+            return "; ".join(notes)
+    return str(next((row.get(f"{n}/explanation") for n in metric_names if row.get(f"{n}/score") == 0.0), "") or "")
+
+
+def _change(change: Change, reference: Sequence[ToolCall], predicted: Sequence[ToolCall]) -> str:
+    if change.kind != "args_changed" or change.reference_index is None or change.predicted_index is None:
+        return change.describe()
+    expected = reference[change.reference_index].args or {}
+    got = predicted[change.predicted_index].args or {}
+    parts = [f"{key} {contrast(expected[key], got[key])}" for key in change.args.get("changed", [])]
+    parts += [f"+{key}" for key in change.args.get("added", [])] + [f"-{key}" for key in change.args.get("removed", [])]
+    return f"{change.tool}: {', '.join(parts)}"
+
+
+def contrast(expected: Any, got: Any, context: int = 8) -> str:
+    """``expected → got``, long strings cut to where they differ (``"…hallway-2" → "…hallway-1"``), so that two
+    values sharing a long prefix never show as two identical truncated texts."""
+    if not (isinstance(expected, str) and isinstance(got, str)):
+        return f"{_json(expected)} → {_json(got)}"
+    same = 0
+    while same < min(len(expected), len(got)) and expected[same] == got[same]:
+        same += 1
+    cut = max(0, same - context)
+    if cut < 4:  # nothing worth hiding
+        return f"{_json(expected)} → {_json(got)}"
+    return f'"…{expected[cut:]}" → "…{got[cut:]}"'
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 def partial_credit_table(rows: Sequence[Mapping[str, Any]]) -> Table:
     """Cases exact match scores 0 although the agent came close: what F1 and argument similarity add."""
     table = Table(title="Partial credit: exact match says 0, but…", title_justify="left", show_lines=True)
-    for column in ("case", "prompt", "exact", "F1", "arg similarity", "what differs"):
+    id_column(table, "case", [str(row.get("case_id", "")) for row in rows])
+    for column in ("prompt", "exact", "F1", "arg similarity", "what differs"):
         table.add_column(column, max_width=40 if column in ("prompt", "what differs") else None)
     for row in rows:
         if row.get("trajectory_exact_match/score") != 0.0:
@@ -71,7 +160,7 @@ def partial_credit_table(rows: Sequence[Mapping[str, Any]]) -> Table:
             "0",
             _num(f1),
             _num(similarity),
-            str(row.get("tool_argument_similarity/explanation") or row.get("trajectory_f1/explanation") or ""),
+            why(row, ["tool_argument_similarity", "trajectory_f1"]),
         )
     return table
 
@@ -79,7 +168,8 @@ def partial_credit_table(rows: Sequence[Mapping[str, Any]]) -> Table:
 def sessions_table(sessions: Sequence[Mapping[str, Any]]) -> Table:
     columns = ("session_id", "agent_name", "invocations", "failures", "last_started_at")
     table = Table(title="Sessions", title_justify="left")
-    for column in columns:
+    id_column(table, "session_id", [str(s["session_id"]) for s in sessions])
+    for column in columns[1:]:
         table.add_column(column, justify="right" if column in ("invocations", "failures") else "left")
     for s in sessions:
         table.add_row(*(str(s[c]) if s.get(c) is not None else "" for c in columns))
@@ -125,11 +215,15 @@ def content_note(missing: bool, unknown: Any) -> str | None:
 
 
 def _names(value: Any) -> str:
+    calls = _parsed(value)
+    return "?" if calls is None else ", ".join(c.name for c in calls) or "—"
+
+
+def _parsed(value: Any) -> Sequence[ToolCall] | None:
     try:
-        calls = parse_trajectory(value)
+        return parse_trajectory(value)
     except ValueError:
-        return "?"
-    return ", ".join(c.name for c in calls) or "—"
+        return None
 
 
 def _args(args: Mapping[str, Any] | None) -> str:
@@ -149,7 +243,9 @@ def eval_set_report(console: Console, result: Any, *, quiet: bool = False) -> No
     counts = {status: sum(c.status == status for c in result.cases) for status in ("PASSED", "FAILED", "NOT_EVALUATED")}
     if not quiet:
         table = Table(title="Eval cases", title_justify="left", caption=_EFFICIENCY_CAPTION, caption_justify="left")
-        for column in ("eval set", "case", "status", *result.metric_names):
+        id_column(table, "eval set", [case.eval_set_id for case in result.cases])
+        id_column(table, "case", [case.eval_id for case in result.cases])
+        for column in ("status", *result.metric_names):
             table.add_column(column)
         for column in _EFFICIENCY_COLUMNS:
             table.add_column(column, justify="right")
@@ -229,7 +325,8 @@ def _calls(items: Sequence[Mapping[str, Any]] | None) -> str:
 
 def runs_table(runs: Sequence[Mapping[str, Any]]) -> Table:
     table = Table(title="Evaluation runs", title_justify="left")
-    for column in ("run_id", "kind", "dataset", "agent", "rows", "failed", "started_at", "means"):
+    id_column(table, "run_id", [str(run["run_id"]) for run in runs])
+    for column in ("kind", "dataset", "agent", "rows", "failed", "started_at", "means"):
         table.add_column(column, max_width=40 if column in ("dataset", "means") else None)
     for run in runs:
         means = ", ".join(
@@ -261,7 +358,7 @@ def watch_table(rows: Sequence[Mapping[str, Any]]) -> Table:
             if result is None:
                 cells.append("")
                 continue
-            colour = {"pass": "green", "fail": "red"}.get(result["label"] or "", "yellow")
+            colour = {"pass": "green", "fail": "red", "scored": "default"}.get(result["label"] or "", "yellow")
             shown = "null" if result["score"] is None else f"{result['score']:.2f}"
             cells.append(f"[{colour}]{shown}[/]")
         latency = row["latency_seconds"]
@@ -281,7 +378,8 @@ def replay_report(console: Console, result: Any, *, quiet: bool = False) -> None
     if not quiet:
         if changed:
             table = Table(title=f"{len(changed)} of {len(result.sessions)} session(s) changed")
-            for column in ("session", "turn", "prompt", "what changed"):
+            id_column(table, "session", [session.original_session_id for session in changed])
+            for column in ("turn", "prompt", "what changed"):
                 table.add_column(column, overflow="fold")
             for session in changed:
                 for number, turn in enumerate(session.turns, start=1):
@@ -293,10 +391,13 @@ def replay_report(console: Console, result: Any, *, quiet: bool = False) -> None
                     if notes:
                         table.add_row(session.original_session_id, str(number), turn["prompt"] or "", "\n".join(notes))
             console.print(table)
-        console.print(summary_table(result.summary_metrics, result.metric_names, title="Replayed against recorded"))
+        turns = [turn for session in result.sessions for turn in session.turns]
+        print_summary(console, result.summary_metrics, result.metric_names, turns, "Replayed against recorded")
     for name, mean in result.failed_thresholds.items():
         shown = "null" if mean is None else f"{mean:.3f}"
-        console.print(f"[red]FAILED[/] {name}: mean {shown} < threshold {result.thresholds[name]}")
+        rule = result.rules.get(name) or {}
+        side = "within" if rule.get("best") is not None else "at most" if rule.get("lower_is_better") else "at least"
+        console.print(f"[red]FAILED[/] {name}: mean {shown}, needed {side} {result.thresholds[name]}")
     console.print(
         f"replay {result.run_id}: {len(result.sessions)} session(s), {len(changed)} changed "
         f"({sum(s.trajectory_changed for s in result.sessions)} in their trajectory)"

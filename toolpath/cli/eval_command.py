@@ -11,9 +11,17 @@ from typing import Any
 import click
 
 from toolpath import setup
-from toolpath.cli.common import console, load_agent, open_existing_store, print_run_line, progress, store_option
+from toolpath.cli.common import (
+    console,
+    load_agent,
+    open_existing_store,
+    print_run_line,
+    progress,
+    store_option,
+    writable,
+)
 from toolpath.errors import ConfigError
-from toolpath.store.store import Store
+from toolpath.store.store import DEFAULT_STORE_URL, Store, resolve_store_url
 
 
 @click.command(name="eval")
@@ -21,7 +29,9 @@ from toolpath.store.store import Store
 @click.option("--from-store", "from_store", is_flag=True, help="Score recorded invocations from the store.")
 @click.option("--agent-name", default=None, help="With --from-store: only this agent's invocations.")
 @click.option("--session", "session_id", default=None, help="With --from-store: only this session.")
-@click.option("--limit", default=None, type=int, help="With --from-store: at most this many invocations.")
+@click.option(
+    "--limit", default=None, type=click.IntRange(min=1), help="With --from-store: at most this many invocations."
+)
 @click.option(
     "--metrics",
     "metrics_text",
@@ -53,6 +63,7 @@ from toolpath.store.store import Store
     help="Also save the eval-set results as ADK's eval history of this ADK app folder (APP/.adk/eval_history/).",
 )
 @click.option("--output", type=click.Path(path_type=Path), default=None, help="Write results as JSON here.")
+@click.option("--no-cache", is_flag=True, help="Ask the judge model again: do not read or keep cached replies.")
 @click.option("--quiet", is_flag=True, help="Print only the summary line.")
 @store_option
 def eval_command(
@@ -68,10 +79,11 @@ def eval_command(
     from_results: Path | None,
     adk_history: Path | None,
     output: Path | None,
+    no_cache: bool,
     quiet: bool,
     store: str | None,
 ) -> None:
-    """Score a JSONL/CSV dataset with metrics, or run ADK eval sets against an agent.
+    """Score a JSONL/CSV/JSON dataset with metrics, or run ADK eval sets against an agent.
 
     \b
         toolpath eval cases.jsonl --metrics trajectory_exact_match,trajectory_recall
@@ -84,16 +96,21 @@ def eval_command(
 
     Eval sets (*.evalset.json, legacy *.test.json, or a folder of them; FILE:case_a,case_b picks cases) are
     judged by the criteria of the test_config.json beside them (or --config); the command exits 1 when a case
-    fails.
+    fails. A dataset's summary shows how many rows each metric scored and why the others were not; the command
+    exits 1 when a metric scored no row at all. Without a store (--store, $TOOLPATH_STORE, or --agent's
+    default), nothing is kept.
     """
     from toolpath.datasets.adk import EVALSET_SUFFIX, LEGACY_SUFFIX, split_selector
 
+    writable(output, "--output")
+    if store is not None:
+        resolve_store_url(store)  # a bad --store is an error now, not after the work
     if from_store:
         if dataset is not None or agent_ref or from_results is not None:
             raise ConfigError("--from-store scores recorded traffic: give no DATASET, --agent or --from-results")
         if not metrics_text:
             raise ConfigError("--metrics is required")
-        _eval_recorded(store, metrics_text, agent_name, session_id, limit, output, quiet)
+        _eval_recorded(store, metrics_text, agent_name, session_id, limit, output, quiet, no_cache)
         return
     base, case_ids = split_selector(dataset) if dataset is not None else ("", None)
     is_eval_set = dataset is not None and (Path(base).is_dir() or base.endswith((EVALSET_SUFFIX, LEGACY_SUFFIX)))
@@ -108,17 +125,37 @@ def eval_command(
         return
     if dataset is None:
         raise ConfigError("give a DATASET file or folder, --from-results or --from-store")
+    store_url = store if store or not agent_ref else DEFAULT_STORE_URL  # an agent's runs are traced into a store
     if is_eval_set:
         if metrics_text:
             raise ConfigError("eval sets are judged by their criteria: give --config test_config.json, not --metrics")
-        _eval_sets(dataset, agent_ref, config_path, runs, output, adk_history, quiet, store)
+        _eval_sets(dataset, agent_ref, config_path, runs, output, adk_history, quiet, store_url, no_cache)
     else:
         if not metrics_text:
-            raise ConfigError("--metrics is required for a JSONL or CSV dataset")
+            raise ConfigError("--metrics is required for a dataset (JSONL, CSV or JSON)")
         if config_path is not None or runs != 1 or adk_history is not None:
             raise ConfigError("--config, --runs and --adk-history apply to eval sets (*.evalset.json, *.test.json)")
-        agent = load_agent(agent_ref) if agent_ref else None  # before any store is created
-        _eval_dataset(dataset, metrics_text, agent, output, quiet, Store(store) if agent_ref or store else None)
+        _eval_dataset(dataset, metrics_text, agent_ref, output, quiet, store_url, no_cache)
+
+
+def _finish(result: Any, output: Path | None, quiet: bool, title: str, stored: bool) -> None:
+    """Write the results, print the summary (rows scored per metric, and why not), the run line; exit 1 when a
+    metric scored no row: nothing was checked."""
+    from toolpath.cli.display import not_scored, print_summary
+
+    if output is not None:
+        result.write_json(output)
+    names, table = result.metric_names, result.metrics_table
+    empty = [n for n in names if all(row.get(f"{n}/score") is None for row in table)]
+    if quiet:
+        for line in not_scored(table, empty):
+            console.print(f"not scored {line}", markup=False, highlight=False)
+    else:
+        print_summary(console, result.summary_metrics, names, table, title)
+    print_run_line(result, output, stored=stored)
+    if empty:
+        console.print(f"[red]FAILED[/] nothing scored by: {', '.join(empty)}")
+        raise click.exceptions.Exit(1)
 
 
 def _eval_recorded(
@@ -129,55 +166,74 @@ def _eval_recorded(
     limit: int | None,
     output: Path | None,
     quiet: bool,
+    no_cache: bool,
 ) -> None:
-    from toolpath.cli.display import summary_table
     from toolpath.evaluation.catalog import resolve_metric
     from toolpath.evaluation.recorded import rows_from_store
-    from toolpath.evaluation.runner import evaluate
+    from toolpath.evaluation.runner import check_names, evaluate
+    from toolpath.evaluation.scoring import prepare_judge
     from toolpath.evaluators.metrics.registry import split_metric_list
 
+    metrics = [resolve_metric(spec) for spec in split_metric_list(metrics_text)]
+    check_names(metrics)
+    judge = prepare_judge(metrics)  # no credentials: an error now, not after the work
     store = open_existing_store(store_url)
     rows = rows_from_store(store, session_id=session_id, agent_name=agent_name, limit=limit)
     if not rows:
         raise ConfigError(f"no recorded invocations in {store.url} match the filters")
-    metrics = [resolve_metric(spec) for spec in split_metric_list(metrics_text)]
-    result = evaluate(rows, metrics, store=store)
-    if output is not None:
-        result.write_json(output)
-    if not quiet:
-        console.print(
-            summary_table(result.summary_metrics, result.metric_names, title=f"{len(rows)} recorded invocations")
-        )
-    print_run_line(result, output)
+    if judge is not None and not no_cache:
+        judge.cache = store
+    result = evaluate(rows, metrics, store=store, judge=judge)
+    _finish(result, output, quiet, f"{len(rows)} recorded invocations", stored=True)
 
 
 def _eval_dataset(
-    dataset: Path, metrics_text: str, runnable: Any, output: Path | None, quiet: bool, store: Store | None
+    dataset: Path,
+    metrics_text: str,
+    agent_ref: str | None,
+    output: Path | None,
+    quiet: bool,
+    store_url: str | None,
+    no_cache: bool,
 ) -> None:
-    from toolpath.cli.display import summary_table
+    from toolpath.datasets import load_rows
     from toolpath.evaluation.catalog import resolve_metric
-    from toolpath.evaluation.runner import evaluate
+    from toolpath.evaluation.runner import check_names, evaluate
+    from toolpath.evaluation.scoring import prepare_judge
     from toolpath.evaluators.metrics.registry import split_metric_list
 
+    # everything that can be wrong is checked before the store is opened and any agent runs
     metrics = [resolve_metric(spec) for spec in split_metric_list(metrics_text)]
     if not metrics:
         raise ConfigError("--metrics names no metric")
+    check_names(metrics)
+    rows = load_rows(dataset)
+    runnable = load_agent(agent_ref) if agent_ref else None
+    judge = prepare_judge(metrics)  # no credentials: an error now, not after the agent ran
+    store = Store(store_url) if store_url else None
+    if judge is not None and store is not None and not no_cache:
+        judge.cache = store
     if runnable is not None:
         setup.init(store=store)
-    from toolpath.datasets import load_rows
+    with progress(len(rows), "running the agent" if runnable else "scoring rows", quiet) as bar:
 
-    rows = load_rows(dataset)
-    with progress(len(rows), "scoring rows", quiet) as advance:
+        def scored(*_: Any) -> None:  # the agent's runs are done: the bar starts again for the scoring
+            bar.phase("scoring rows", len(rows))
+            bar.advance()
+
         result = evaluate(
-            rows, metrics, runnable=runnable, store=store, on_row=lambda *_: advance(), dataset_name=str(dataset)
+            rows,
+            metrics,
+            runnable=runnable,
+            store=store,
+            judge=judge,
+            on_agent_run=bar.advance,
+            on_row=scored,
+            dataset_name=str(dataset),
         )
     setup.flush()
-    if output is not None:
-        result.write_json(output)
-    if not quiet:
-        title = f"{dataset} ({len(result.metrics_table)} rows)"
-        console.print(summary_table(result.summary_metrics, result.metric_names, title=title))
-    print_run_line(result, output)
+    title = f"{dataset} ({len(result.metrics_table)} rows)"
+    _finish(result, output, quiet, title, stored=store is not None)
 
 
 def _eval_sets(
@@ -189,9 +245,11 @@ def _eval_sets(
     adk_history: Path | None,
     quiet: bool,
     store_url: str | None,
+    no_cache: bool,
 ) -> None:
     from toolpath.cli.display import eval_set_report
     from toolpath.evaluation.evalset import check_runnable, criteria_of, evaluate_eval_sets
+    from toolpath.evaluators.judge.client import Judge, settings_from
 
     if not agent_ref:
         raise ConfigError("--agent module:attr is required to run eval sets (or an ADK agent module or folder)")
@@ -201,11 +259,12 @@ def _eval_sets(
         criteria_of(eval_set)
         check_runnable(eval_set)
     agent = load_agent(agent_ref)
-    store = Store(store_url)
+    store = Store(store_url) if store_url else None
     setup.init(store=store)
     total = sum(len(eval_set.cases) for eval_set in eval_sets)
-    with progress(total, "running eval cases", quiet) as advance:
-        result = evaluate_eval_sets(eval_sets, agent, runs=runs, store=store, on_case=lambda _: advance())
+    judge = Judge(settings_from(None), cache=None) if no_cache else None  # default: the store caches replies
+    with progress(total, "running eval cases", quiet) as bar:
+        result = evaluate_eval_sets(eval_sets, agent, runs=runs, store=store, on_case=bar.advance, judge=judge)
     setup.flush()
     _write(result, output, adk_history)
     eval_set_report(console, result, quiet=quiet)

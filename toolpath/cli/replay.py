@@ -18,6 +18,7 @@ from toolpath.cli.common import (
     select_sessions,
     selection_options,
     store_option,
+    writable,
 )
 
 
@@ -64,15 +65,16 @@ def replay(
     from toolpath.evaluation.targets import describe_target
     from toolpath.evaluators.metrics.registry import split_metric_list
 
+    writable(output, "--output")  # checked first: the replay is saved before the output is written
+    limits = parse_thresholds(thresholds)
+    metrics = split_metric_list(metrics_text) if metrics_text else list(DEFAULT_METRICS)
     agent = load_agent(agent_ref)
     the_store = open_existing_store(store)
     sessions = select_sessions(the_store, session_ids, since, agent_name, limit)
-    metrics = split_metric_list(metrics_text) if metrics_text else list(DEFAULT_METRICS)
-    limits = parse_thresholds(thresholds)
     setup.init(store=the_store)
     started = time.time_ns()
-    with progress(len(sessions), "replaying sessions", quiet) as advance:
-        result = replay_sessions(sessions, agent, metrics=metrics, thresholds=limits, on_session=lambda _: advance())
+    with progress(len(sessions), "replaying sessions", quiet) as bar:
+        result = replay_sessions(sessions, agent, metrics=metrics, thresholds=limits, on_session=bar.advance)
     setup.flush()
     save_replay_run(the_store, result, agent=describe_target(agent_ref), started_ns=started)
     if output is not None:
@@ -106,6 +108,7 @@ def export_command(
     """
     from toolpath.datasets.export import write_export
 
+    writable(output, "--output")
     sessions = select_sessions(open_existing_store(store), session_ids, since, agent_name, limit)
     turns = write_export(sessions, fmt, output, eval_set_id=eval_set_id)
     console.print(f"wrote {len(sessions)} session(s), {turns} turn(s) to {output}")

@@ -3,7 +3,9 @@
 Sections: the run; each metric's mean, spread and score distribution; every case with its status and scores;
 side-by-side trajectories (reference left, predicted right; added, removed, moved and changed calls marked,
 changed arguments highlighted); the latency distribution; and for replays, recorded vs replayed per session.
-Charts are inline SVG; a few lines of inline script filter the case list.
+Charts are inline SVG; a few lines of inline script filter the case list. A score passes or fails by its
+metric's threshold and direction (:func:`toolpath.evaluation.catalog.passes`, as saved with the run): lower is
+better for latency, failures, counts and error rates; a metric without a pass mark only measures.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from toolpath.cli.display import content_note
+from toolpath.evaluation.catalog import describe_rule, metric_info, passes
 from toolpath.evaluators.metrics.diff import argument_diff, trajectory_diff
 from toolpath.model import ToolCall, parse_trajectory
 
@@ -27,20 +30,27 @@ section{background:#fff;border:1px solid #d0d7de;border-radius:8px;padding:16px 
 h2{font-size:16px;margin:0 0 12px}table{border-collapse:collapse;width:100%}
 th,td{text-align:left;padding:6px 8px;border-bottom:1px solid #eaeef2;vertical-align:top}
 th{font-weight:600;background:#f6f8fa}.num{text-align:right;font-variant-numeric:tabular-nums}
-.pass,.same{color:#1a7f37}.fail,.changed{color:#cf222e}.na{color:#9a6700}
-.badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600}
+.pass,.same{color:#1a7f37}.fail,.changed{color:#cf222e}.na{color:#9a6700}.neutral{color:#1f2328}
+td.num.pass{background:#f0fff4}td.num.fail{background:#fff5f5;font-weight:600}
+.badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600;white-space:nowrap}
 .badge.pass,.badge.same{background:#dafbe1}.badge.fail,.badge.changed{background:#ffebe9}.badge.na{background:#fff8c5}
-.traj{display:grid;grid-template-columns:1fr 1fr;gap:10px}.traj h4{margin:0 0 4px;font-size:12px;color:#57606a}
+.badge.neutral{background:#eaeef2}
+.scroll{overflow-x:auto}#cases table{table-layout:auto}
+#cases th.metric-name{font-size:11px;font-weight:600;max-width:7em;overflow-wrap:normal}
+#cases tr.case td{border-bottom:none}#cases td.trajectories{padding:0 8px 10px 24px;border-bottom:1px solid #d0d7de}
+#cases td.trajectories details{position:sticky;left:24px;max-width:min(1180px,calc(100vw - 120px))}
+.traj{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:10px}
+.traj h4{margin:0 0 4px;font-size:12px;color:#57606a}
 .call{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;padding:3px 6px;border-radius:4px;margin:2px 0;
-background:#f6f8fa;word-break:break-all}.call.added{background:#dafbe1}.call.removed{background:#ffebe9}
+background:#f6f8fa;overflow-wrap:anywhere}.call.added{background:#dafbe1}.call.removed{background:#ffebe9}
 .call.moved{background:#ddf4ff}.call.args{background:#fff8c5}.key-changed{background:#ffd8b5;font-weight:700}
-.case td:last-child{width:42%}details{margin:4px 0}summary{cursor:pointer}.toolbar{margin:0 0 10px}.hidden{display:none}
+details{margin:4px 0}summary{cursor:pointer}.toolbar{margin:0 0 10px}.hidden{display:none}
 svg text{font:10px system-ui,sans-serif;fill:#57606a}.muted{color:#57606a}
 """
 
 SCRIPT = """
 document.getElementById('only-failing').addEventListener('change', function (event) {
-  document.querySelectorAll('tr.case').forEach(function (row) {
+  document.querySelectorAll('tr.case, tr.case-detail').forEach(function (row) {
     row.classList.toggle('hidden', event.target.checked && row.dataset.status === 'ok');
   });
 });
@@ -52,6 +62,7 @@ def render_report(run: Mapping[str, Any]) -> str:
     rows = [r["row"] for r in run.get("results", [])]
     results = run.get("results", [])
     metric_names = _metric_names(run)
+    rules = _rules(run, metric_names)
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         "<meta name='viewport' content='width=device-width, initial-scale=1'>",
@@ -59,8 +70,8 @@ def render_report(run: Mapping[str, Any]) -> str:
         "</head><body>",
         _header(run),
         "<main>",
-        _summary(run, metric_names, results),
-        _cases(run, metric_names, results),
+        _summary(run, metric_names, results, rules),
+        _cases(run, metric_names, results, rules),
     ]
     if run["kind"] == "replay":
         parts.append(_replay(rows))
@@ -95,10 +106,20 @@ def _header(run: Mapping[str, Any]) -> str:
     )
 
 
-def _summary(run: Mapping[str, Any], names: Sequence[str], results: Sequence[Mapping[str, Any]]) -> str:
+def _rules(run: Mapping[str, Any], names: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """How each metric's scores pass, as the run saved it (older runs: the catalog's defaults by name)."""
+    saved = run.get("metrics")
+    stored = saved.get("rules") if isinstance(saved, Mapping) else None
+    return {n: (stored or {}).get(n) or metric_info(n).rule() for n in names}
+
+
+def _summary(
+    run: Mapping[str, Any], names: Sequence[str], results: Sequence[Mapping[str, Any]], rules: Mapping[str, Any]
+) -> str:
     summary = run.get("summary") or {}
     lines = ["<section id='summary'><h2>Metrics</h2><table><tr><th>metric</th><th class='num'>mean</th>",
-             "<th class='num'>std</th><th class='num'>scored</th><th>distribution</th></tr>"]  # fmt: skip
+             "<th class='num'>std</th><th class='num'>scored</th><th>pass mark</th>",
+             "<th>distribution</th></tr>"]  # fmt: skip
     for name in names:
         scores = [r["scores"].get(name) for r in results if isinstance(r.get("scores"), Mapping)]
         known = [float(s) for s in scores if isinstance(s, int | float)]
@@ -106,7 +127,8 @@ def _summary(run: Mapping[str, Any], names: Sequence[str], results: Sequence[Map
             f"<tr class='metric' data-metric='{html.escape(name)}'><td>{html.escape(name)}</td>"
             f"<td class='num'>{_num(summary.get(f'{name}/mean'))}</td>"
             f"<td class='num'>{_num(summary.get(f'{name}/std'))}</td>"
-            f"<td class='num'>{len(known)} / {len(scores)}</td><td>{histogram(known, 0.0, 1.0)}</td></tr>"
+            f"<td class='num'>{len(known)} / {len(scores)}</td><td>{html.escape(describe_rule(rules[name]))}</td>"
+            f"<td>{histogram(known, 0.0, 1.0)}</td></tr>"
         )
     extra = {k: v for k, v in summary.items() if "/" not in k or k.endswith("_win_rate")}
     lines.append("</table>")
@@ -117,39 +139,74 @@ def _summary(run: Mapping[str, Any], names: Sequence[str], results: Sequence[Map
     return "".join(lines)
 
 
-def _status(run_kind: str, result: Mapping[str, Any]) -> tuple[str, str]:
-    """(css class, label) of one result row."""
+def verdicts(result: Mapping[str, Any], names: Sequence[str], rules: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """Per metric, the class of one result's score: ``pass``, ``fail``, ``na`` (no score) or ``neutral`` (no pass
+    mark). An eval-set case carries each criterion's own verdict; other rows are judged by the run's rules."""
+    scores = result.get("scores") or {}
+    criteria = (result.get("row") or {}).get("metrics")
+    out = {}
+    for name in names:
+        criterion = criteria.get(name) if isinstance(criteria, Mapping) else None
+        if isinstance(criterion, Mapping) and "status" in criterion:
+            out[name] = {"PASSED": "pass", "FAILED": "fail"}.get(str(criterion["status"]), "na")
+            continue
+        verdict = passes(scores.get(name), **rules[name])
+        out[name] = (
+            "na" if scores.get(name) is None else "neutral" if verdict is None else "pass" if verdict else "fail"
+        )
+    return out
+
+
+def _status(run_kind: str, result: Mapping[str, Any], cells: Mapping[str, str]) -> tuple[str, str]:
+    """(css class, label) of one result row: a replayed turn changed or not, an eval-set case's status, or else
+    failed when any score fails its pass mark, not scored when any is missing, passed otherwise."""
     status = result.get("status")
     if run_kind == "replay":
         return ("changed", "changed") if status == "changed" else ("same", "same")
     if status:
         return {"PASSED": ("pass", "passed"), "FAILED": ("fail", "failed")}.get(status, ("na", status.lower()))
-    scores = [s for s in (result.get("scores") or {}).values()]
-    if any(s is None for s in scores):
+    kinds = set(cells.values())
+    if "fail" in kinds:
+        return "fail", "failed"
+    if "na" in kinds:
         return "na", "not scored"
-    return ("pass", "ok") if all(s >= 1.0 for s in scores) else ("fail", "partial")
+    return ("pass", "passed") if "pass" in kinds else ("neutral", "scored")
 
 
-def _cases(run: Mapping[str, Any], names: Sequence[str], results: Sequence[Mapping[str, Any]]) -> str:
+def _cases(
+    run: Mapping[str, Any], names: Sequence[str], results: Sequence[Mapping[str, Any]], rules: Mapping[str, Any]
+) -> str:
+    """A row of scores per case, and under it a full-width row with its trajectories side by side (however many
+    metric columns there are, the trajectories keep the page's width)."""
     lines = [
         "<section id='cases'><h2>Cases</h2><div class='toolbar'><label><input type='checkbox' id='only-failing'> ",
-        "show only failing or changed</label></div><table><tr><th>case</th><th>status</th>",
-        *(f"<th class='num'>{html.escape(n)}</th>" for n in names),
-        "<th>trajectories</th></tr>",
+        "show only failing, unscored or changed</label></div><div class='scroll'><table><tr><th>case</th>",
+        "<th>status</th>",
+        *(f"<th class='num metric-name' title='{html.escape(n)}'>{_breakable(n)}</th>" for n in names),
+        "</tr>",
     ]
     for result in results:
-        css, label = _status(run["kind"], result)
-        ok = "ok" if css in ("pass", "same") else "bad"
+        cells = verdicts(result, names, rules)
+        css, label = _status(run["kind"], result, cells)
+        ok = "ok" if css in ("pass", "same", "neutral") else "bad"
         case_id = html.escape(str(result.get("case_id") or result.get("position")))
         scores = result.get("scores") or {}
         lines.append(
             f"<tr class='case' data-case='{case_id}' data-status='{ok}'><td>{case_id}</td>"
             f"<td><span class='badge {css}'>{html.escape(label)}</span></td>"
-            + "".join(f"<td class='num'>{_num(scores.get(n))}</td>" for n in names)
-            + f"<td>{_trajectories(result['row'])}</td></tr>"
+            + "".join(
+                f"<td class='num {cells[n]}' data-metric='{html.escape(n)}'>{_num(scores.get(n))}</td>" for n in names
+            )
+            + f"</tr><tr class='case-detail' data-case='{case_id}' data-status='{ok}'>"
+            f"<td class='trajectories' colspan='{len(names) + 2}'>{_trajectories(result['row'])}</td></tr>"
         )
-    lines.append("</table></section>")
+    lines.append("</table></div></section>")
     return "".join(lines)
+
+
+def _breakable(name: str) -> str:
+    """A metric name that may wrap after its underscores (long names would otherwise widen every column)."""
+    return "_<wbr>".join(html.escape(part) for part in name.split("_"))
 
 
 def _turns(row: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -291,6 +348,6 @@ def histogram(values: Sequence[float], low: float, high: float, *, bins: int = 1
 def _num(value: Any) -> str:
     if value is None:
         return "<span class='na'>–</span>"
-    if isinstance(value, float):
-        return f"{value:.3f}"
+    if isinstance(value, float):  # small values (a latency of 0.4 ms) keep their digits
+        return f"{value:.3f}" if value == 0 or abs(value) >= 0.01 else f"{value:.2e}"
     return html.escape(str(value))

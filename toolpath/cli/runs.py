@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from toolpath.cli.common import console, emit, open_existing_store, store_option
+from toolpath.cli.common import console, emit, open_existing_store, store_option, writable
 from toolpath.errors import ConfigError
 
 
@@ -18,7 +18,7 @@ def runs() -> None:
 
 @runs.command(name="list")
 @store_option
-@click.option("--limit", default=20, show_default=True)
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def runs_list(store: str | None, limit: int, as_json: bool) -> None:
     """List evaluation runs, newest first, with their summaries."""
@@ -41,27 +41,36 @@ def runs_show(run_id: str, store: str | None, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(run, indent=2, ensure_ascii=False, default=str))
         return
-    names = sorted({k.rsplit("/", 1)[0] for k in run["summary"] if "/" in k})
+    names = sorted({k.rsplit("/", 1)[0] for k in run["summary"] if k.endswith("/mean")})
     console.print(f"run {run['run_id']} ({run['kind']}) of {run['dataset']}, agent {run['agent'] or '-'}")
-    console.print(summary_table(run["summary"], names, title=f"{run['row_count']} rows"))
+    rows = [{f"{n}/score": (r["scores"] or {}).get(n) for n in names} for r in run["results"]]
+    console.print(summary_table(run["summary"], names, title=f"{run['row_count']} rows", rows=rows))
 
 
 @click.command()
 @store_option
-@click.option("--run", "run_id", default=None, help="An evaluation run id (toolpath runs list).")
+@click.option("--run", "run_id", default=None, help="An evaluation run id (default: the latest run or replay).")
 @click.option("--replay", "replay_id", default=None, help="A replay id (printed by toolpath replay).")
 @click.option("--html", "html_path", type=click.Path(path_type=Path), required=True, help="HTML file to write.")
 def report(store: str | None, run_id: str | None, replay_id: str | None, html_path: Path) -> None:
-    """Write one self-contained HTML report of an evaluation run or a replay.
+    """Write one self-contained HTML report of an evaluation run or a replay (the latest one by default).
 
     \b
+        toolpath report --html report.html
         toolpath report --run 1a2b3c4d5e6f --html report.html
     """
     from toolpath.cli.report import render_report
 
-    if (run_id is None) == (replay_id is None):
-        raise ConfigError("give exactly one of --run ID or --replay ID")
+    if run_id is not None and replay_id is not None:
+        raise ConfigError("give one of --run ID or --replay ID (or neither, for the latest)")
+    writable(html_path, "--html")
     the_store = open_existing_store(store)
+    if run_id is None and replay_id is None:
+        latest = the_store.list_eval_runs(limit=1)
+        if not latest:
+            raise ConfigError(f"no evaluation run or replay in {the_store.url} yet (toolpath eval, toolpath replay)")
+        run_id = latest[0]["run_id"]
+        console.print(f"reporting the latest {latest[0]['kind']} run, {run_id} (--run ID for another)")
     run = the_store.get_eval_run(run_id or replay_id or "")
     if run is None:
         raise ConfigError(f"no {'run' if run_id else 'replay'} {run_id or replay_id!r} in {the_store.url}")

@@ -18,7 +18,7 @@ def sessions() -> None:
 @sessions.command(name="list")
 @store_option
 @click.option("--agent-name", default=None, help="Only sessions of this agent.")
-@click.option("--limit", default=50, show_default=True)
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(min=1))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def sessions_list(store: str | None, agent_name: str | None, limit: int, as_json: bool) -> None:
     """List sessions, newest first."""
@@ -49,8 +49,14 @@ def sessions_show(session_id: str, store: str | None, as_json: bool) -> None:
 
 @click.command()
 @store_option
-@click.option("--interval", default=1.0, show_default=True, type=float, help="Seconds between looks at the store.")
-@click.option("--limit", default=20, show_default=True, type=int, help="Rows kept on screen.")
+@click.option(
+    "--interval",
+    default=1.0,
+    show_default=True,
+    type=click.FloatRange(min=0.1),
+    help="Seconds between looks at the store.",
+)
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1), help="Rows kept on screen.")
 @click.option("--once", is_flag=True, help="Print what is there now and exit.")
 def watch(store: str | None, interval: float, limit: int, once: bool) -> None:
     """Live table of invocations as the online evaluator scores them (Ctrl-C to stop)."""

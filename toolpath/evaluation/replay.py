@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from toolpath.evaluation.catalog import resolve_metric
+from toolpath.errors import MetricError
+from toolpath.evaluation.catalog import pass_rules, passes, resolve_metric
 from toolpath.evaluation.inference import outcome_row, run_agent
 from toolpath.evaluation.runner import evaluate
+from toolpath.evaluation.scoring import prepare_judge
 from toolpath.evaluation.targets import Target, resolve_target
 from toolpath.evaluators.metrics.diff import trajectory_diff
 from toolpath.model import Session
@@ -65,7 +67,10 @@ class ReplayResult:
     metric_names: list[str]
     thresholds: dict[str, float] = field(default_factory=dict)
     failed_thresholds: dict[str, float | None] = field(default_factory=dict)
-    """Metric -> mean score, for each configured threshold the mean did not reach."""
+    """Metric -> mean score, for each configured threshold the mean did not pass (below it, or above it for a
+    metric where lower is better)."""
+    rules: dict[str, Any] = field(default_factory=dict)
+    """Per metric, how a score passes (:func:`toolpath.evaluation.catalog.passes`'s arguments)."""
 
     @property
     def passed(self) -> bool:
@@ -95,6 +100,11 @@ def replay_sessions(
     """Re-run ``sessions`` against ``agent`` and score the new turns against the recorded ones."""
     thresholds = dict(thresholds or {})
     resolved = [resolve_metric(m) for m in metrics]
+    rules = pass_rules(resolved, thresholds)
+    unknown = sorted(set(thresholds) - set(rules))
+    if unknown:
+        raise MetricError(f"threshold for {', '.join(unknown)}: not among the metrics ({', '.join(rules)})")
+    judge = prepare_judge(resolved, judge)  # no credentials: an error before any session is replayed
     run_id = uuid.uuid4().hex[:12]
     replayed: list[ReplayedSession] = []
     rows: list[dict[str, Any]] = []
@@ -114,10 +124,10 @@ def replay_sessions(
     summary["changed_sessions"] = sum(s.changed for s in replayed)
     failed = {
         name: summary.get(f"{name}/mean")
-        for name, threshold in thresholds.items()
-        if summary.get(f"{name}/mean") is None or summary[f"{name}/mean"] < threshold
+        for name in thresholds
+        if not passes(summary.get(f"{name}/mean"), **rules[name])  # no mean at all fails too
     }
-    return ReplayResult(run_id, replayed, summary, [m.name for m in resolved], thresholds, failed)
+    return ReplayResult(run_id, replayed, summary, [m.name for m in resolved], thresholds, failed, rules)
 
 
 def _replay_session(
@@ -187,7 +197,7 @@ def save_replay_run(store: Store, result: ReplayResult, *, agent: str | None, st
             "kind": "replay",
             "dataset": f"{len(result.sessions)} recorded session(s)",
             "agent": agent,
-            "metrics": {"metrics": result.metric_names, "thresholds": result.thresholds},
+            "metrics": {"metrics": result.metric_names, "thresholds": result.thresholds, "rules": result.rules},
             "started_at": started_ns,
             "finished_at": time.time_ns(),
             "row_count": len(turns),

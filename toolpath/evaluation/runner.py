@@ -92,13 +92,7 @@ def evaluate(
     run_id = uuid.uuid4().hex[:12]
     if runnable is not None:
         resolved += [resolve_metric(name) for name in MEASURED if name not in {m.name for m in resolved}]
-    names = [m.name for m in resolved]
-    duplicates = {n for n in names if names.count(n) > 1}
-    if duplicates:
-        raise MetricError(
-            f"metric(s) listed twice: {', '.join(sorted(duplicates))} (give each variant a name of its own: "
-            "trajectory_f1(match=name, name=f1_names))"
-        )
+    names = check_names(resolved)
     connected = prepare_judge(resolved, judge, store)
     if runnable is not None:
         with resolve_target(runnable) as target:
@@ -113,6 +107,18 @@ def evaluate(
             store, eval_result, dataset=name, agent=describe_target(runnable), metrics=names, started_ns=started_ns
         )
     return eval_result
+
+
+def check_names(metrics: Sequence[Metric]) -> list[str]:
+    """The metrics' names; a name listed twice is a :class:`MetricError` (results would overwrite each other)."""
+    names = [m.name for m in metrics]
+    duplicates = {n for n in names if names.count(n) > 1}
+    if duplicates:
+        raise MetricError(
+            f"metric(s) listed twice: {', '.join(sorted(duplicates))} (give each variant a name of its own: "
+            "trajectory_f1(match=name, name=f1_names))"
+        )
+    return names
 
 
 def _run_rows(

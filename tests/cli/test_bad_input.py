@@ -1,0 +1,263 @@
+"""Every command, given broken or unusual input as a new user would give it.
+
+Bad input gets one ``error:`` line naming the file, line, field or option, exit 2, no traceback, and leaves no
+file behind; input users reasonably give is accepted. Each case runs in a fresh working directory (with a copy of
+the demo's store where the command needs recorded data) and lists the files it may create.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import signal
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+import toolpath
+from tests.helpers.cli import run_cli
+
+CALL = {"tool_name": "get_weather", "tool_input": {"city": "Paris"}}
+ROWS = [
+    {"prompt": "weather in Paris?", "predicted_trajectory": [CALL], "reference_trajectory": [CALL]},
+    {"prompt": "hello", "predicted_trajectory": [], "reference_trajectory": []},
+]
+JSONL = "".join(json.dumps(row) + "\n" for row in ROWS)
+AGENTS = """
+import toolpath
+
+NOT_AN_AGENT = 42
+
+@toolpath.agent(name="smart_home_assistant")
+def v1(prompt: str) -> str:
+    return "Done."
+"""
+NO_CREDENTIALS = {"GOOGLE_API_KEY": "", "GEMINI_API_KEY": "", "GOOGLE_GENAI_USE_VERTEXAI": ""}
+NOT_A_DATABASE = "these are my notes, not a database\n" * 50
+NEITHER = "is neither a database URL nor a SQLite file path (e.g. sqlite:///toolpath.db"
+CANNOT_OPEN = "error: store sqlite:///notes.db: cannot open (file is not a database)"
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    args: tuple[str, ...]
+    code: int
+    first: str
+    """The start of the first line: of stderr (the error) when the exit code is 2, else of stdout."""
+    files: dict[str, str] = field(default_factory=dict)
+    """Files to write first (a name ending in / is a folder)."""
+    store: bool = False
+    """Copy the demo's store in as toolpath.db (the default store)."""
+    creates: tuple[str, ...] = ()
+    """Files the command may create."""
+    contains: str = ""
+    """Text the output must hold as well."""
+
+
+def case(id: str, *args: str, code: int = 2, first: str, **options: object) -> Case:
+    return Case(id, args, code, first, **options)  # type: ignore[arg-type]
+
+
+CASES = [
+    # --- eval ---------------------------------------------------------------------------------------------
+    case("eval-store-colons", "eval", "cases.jsonl", "--metrics", "trajectory_exact_match", "--store", "::::",
+         first=f"error: store '::::' {NEITHER}", files={"cases.jsonl": JSONL}),
+    case("eval-store-host-port", "eval", "cases.jsonl", "--metrics", "trajectory_exact_match", "--store",
+         "localhost:5432", first=f"error: store 'localhost:5432' {NEITHER}", files={"cases.jsonl": JSONL}),
+    case("eval-store-libpq", "eval", "cases.jsonl", "--metrics", "trajectory_exact_match", "--store",
+         "host=db1 dbname=toolpath user=me", first="error: store 'host=db1 dbname=toolpath user=me' is neither",
+         files={"cases.jsonl": JSONL}),
+    case("eval-csv-broken-cell", "eval", "cases.csv", "--metrics", "trajectory_exact_match",
+         first="error: cases.csv:3: predicted_trajectory: not valid JSON (Expecting ',' delimiter",
+         files={"cases.csv": 'prompt,predicted_trajectory,reference_trajectory\na,[],[]\n'
+                             'b,"[{""tool_name"": ""x""}",[]\nc,[],[]\n'}),
+    case("eval-trajectory-plain-string", "eval", "plain.jsonl", "--metrics", "trajectory_exact_match",
+         first="error: plain.jsonl:2: predicted_trajectory: not valid JSON (Expecting value at char 0); expected a "
+               "list of tool calls",
+         files={"plain.jsonl": JSONL.splitlines()[0] + "\n" + json.dumps(
+             {"predicted_trajectory": "get_weather", "reference_trajectory": [CALL]}) + "\n"}),
+    case("eval-call-without-tool-name", "eval", "noname.jsonl", "--metrics", "trajectory_exact_match",
+         first="error: noname.jsonl:1: reference_trajectory[0]: has neither 'tool_name' nor 'name'",
+         files={"noname.jsonl": json.dumps({"predicted_trajectory": [], "reference_trajectory": [{"tool": "x"}]})}),
+    case("eval-empty-dataset", "eval", "empty.jsonl", "--metrics", "trajectory_exact_match",
+         first="error: empty.jsonl: no rows", files={"empty.jsonl": "\n"}),
+    case("eval-header-only-csv", "eval", "empty.csv", "--metrics", "trajectory_exact_match",
+         first="error: empty.csv: no rows", files={"empty.csv": "prompt,reference_trajectory\n"}),
+    case("eval-output-is-a-folder", "eval", "cases.jsonl", "--metrics", "trajectory_exact_match", "--output", "out",
+         first="error: --output out: is a folder; give a file name", files={"cases.jsonl": JSONL, "out/": ""}),
+    case("eval-output-in-missing-folder", "eval", "cases.jsonl", "--metrics", "trajectory_exact_match",
+         "--output", "missing/results.json", first="error: --output missing/results.json: folder missing does not",
+         files={"cases.jsonl": JSONL}),
+    case("eval-same-metric-twice", "eval", "cases.jsonl", "--metrics", "trajectory_f1(match=name),trajectory_f1",
+         first="error: metric(s) listed twice: trajectory_f1 (give each variant a name of its own",
+         files={"cases.jsonl": JSONL}),
+    case("eval-agent-toolpath-cannot-run", "eval", "cases.jsonl", "--metrics", "trajectory_exact_match", "--agent",
+         "agents:NOT_AN_AGENT", first="error: --agent 'agents:NOT_AN_AGENT': cannot run an int as an agent",
+         files={"cases.jsonl": JSONL, "agents.py": AGENTS}),
+    case("eval-judge-without-credentials", "eval", "cases.jsonl", "--metrics", "exact_match,fluency", "--store",
+         "s.db", first="error: judge metrics need the Gemini API or Vertex AI", files={"cases.jsonl": JSONL}),
+    case("eval-from-store-not-a-database", "eval", "--from-store", "--metrics", "tool_call_count", "--store",
+         "notes.db", first=CANNOT_OPEN, files={"notes.db": NOT_A_DATABASE}),
+    case("eval-vertex-json-dataset", "eval", "eval_dataset.json", "--metrics", "trajectory_exact_match", code=0,
+         first="eval_dataset.json (2 rows)", files={"eval_dataset.json": json.dumps(ROWS)},
+         contains="not stored (give --store to keep this run)"),
+    case("eval-two-variants-by-name", "eval", "cases.jsonl", "--metrics",
+         "trajectory_f1(match=name, name=f1_names),trajectory_f1", code=0, first="cases.jsonl (2 rows)",
+         files={"cases.jsonl": JSONL}, contains="f1_names"),
+    case("eval-row-without-reference", "eval", "cases.jsonl", "--metrics", "trajectory_exact_match", code=0,
+         first="cases.jsonl (2 rows)", files={"cases.jsonl": JSONL.splitlines()[0] + "\n" + json.dumps(
+             {"prompt": "hi", "predicted_trajectory": []}) + "\n"},
+         contains="trajectory_exact_match: 1 of 2 row(s) not scored: row has no 'reference_trajectory' (1)"),
+    case("eval-metric-that-scores-no-row", "eval", "cases.jsonl", "--metrics", "trajectory_exact_match,bleu",
+         code=1, first="cases.jsonl (2 rows)", files={"cases.jsonl": JSONL},
+         contains="FAILED nothing scored by: bleu"),
+    # --- runs, sessions, watch ------------------------------------------------------------------------------
+    case("runs-list-store-host-port", "runs", "list", "--store", "localhost:5432",
+         first=f"error: store 'localhost:5432' {NEITHER}"),
+    case("runs-list-not-a-database", "runs", "list", "--store", "notes.db", first=CANNOT_OPEN,
+         files={"notes.db": NOT_A_DATABASE}),
+    case("runs-show-unknown-id", "runs", "show", "1a2b3c4d5e6f", store=True,
+         first="error: no evaluation run '1a2b3c4d5e6f' in the store"),
+    case("sessions-list-no-store-yet", "sessions", "list", first="error: store toolpath.db does not exist"),
+    case("sessions-list-store-colons", "sessions", "list", "--store", "::::", first=f"error: store '::::' {NEITHER}"),
+    case("sessions-show-not-a-database", "sessions", "show", "s-1", "--store", "notes.db", first=CANNOT_OPEN,
+         files={"notes.db": NOT_A_DATABASE}),
+    case("watch-not-a-database", "watch", "--once", "--store", "notes.db", first=CANNOT_OPEN,
+         files={"notes.db": NOT_A_DATABASE}),
+    case("watch-negative-interval", "watch", "--interval", "-1", store=True,
+         first="error: Invalid value for '--interval': -1.0 is not in the range x>=0.1. (see 'toolpath watch --help')"),
+    case("sessions-list-limit-zero", "sessions", "list", "--limit", "0", store=True,
+         first="error: Invalid value for '--limit': 0 is not in the range x>=1."),
+    case("eval-unknown-option", "eval", "cases.jsonl", "--metric", "bleu", files={"cases.jsonl": JSONL},
+         first="error: No such option '--metric'. Did you mean '--metrics'? (see 'toolpath eval --help')"),
+    # --- report ---------------------------------------------------------------------------------------------
+    case("report-html-is-a-folder", "report", "--html", "out", store=True,
+         first="error: --html out: is a folder; give a file name", files={"out/": ""}),
+    case("report-html-in-missing-folder", "report", "--html", "missing/report.html", store=True,
+         first="error: --html missing/report.html: folder missing does not exist"),
+    case("report-run-and-replay", "report", "--run", "a", "--replay", "b", "--html", "r.html", store=True,
+         first="error: give one of --run ID or --replay ID (or neither, for the latest)"),
+    case("report-nothing-run-yet", "report", "--html", "r.html", "--store", "empty.db",
+         first="error: no evaluation run or replay in sqlite:///empty.db yet", files={"empty.db": ""}),
+    case("report-not-a-database", "report", "--html", "r.html", "--store", "notes.db", first=CANNOT_OPEN,
+         files={"notes.db": NOT_A_DATABASE}),
+    case("report-the-latest-run", "report", "--html", "r.html", store=True, code=0,
+         first="reporting the latest dataset run,", creates=("r.html",)),
+    # --- replay and export ----------------------------------------------------------------------------------
+    case("replay-output-is-a-folder", "replay", "--agent", "agents:v1", "--output", "out", store=True,
+         first="error: --output out: is a folder; give a file name", files={"agents.py": AGENTS, "out/": ""}),
+    case("replay-threshold-without-value", "replay", "--agent", "agents:v1", "--threshold", "trajectory_f1",
+         store=True, first="error: --threshold 'trajectory_f1': expected metric=number", files={"agents.py": AGENTS}),
+    case("replay-threshold-of-no-metric", "replay", "--agent", "agents:v1", "--threshold", "trajectory_f2=1",
+         store=True, first="error: threshold for trajectory_f2: not among the metrics", files={"agents.py": AGENTS}),
+    case("replay-agent-toolpath-cannot-run", "replay", "--agent", "agents:NOT_AN_AGENT", store=True,
+         first="error: --agent 'agents:NOT_AN_AGENT': cannot run an int as an agent", files={"agents.py": AGENTS}),
+    case("replay-not-a-database", "replay", "--agent", "agents:v1", "--store", "notes.db", first=CANNOT_OPEN,
+         files={"agents.py": AGENTS, "notes.db": NOT_A_DATABASE}),
+    case("export-output-is-a-folder", "export", "--format", "jsonl", "--output", "out", store=True,
+         first="error: --output out: is a folder; give a file name", files={"out/": ""}),
+    case("export-output-in-missing-folder", "export", "--format", "evalset", "--output", "missing/x.evalset.json",
+         store=True, first="error: --output missing/x.evalset.json: folder missing does not exist"),
+    case("export-store-colons", "export", "--format", "jsonl", "--output", "x.jsonl", "--store", "::::",
+         first=f"error: store '::::' {NEITHER}"),
+    # --- collect (ports: {busy} is in use, {free} is not) -----------------------------------------------------
+    case("collect-http-port-in-use", "collect", "--store", "c.db", "--http-port", "{busy}", "--grpc-port", "0",
+         first="error: --http-port {busy}: cannot listen on 127.0.0.1:{busy} (Address already in use)"),
+    case("collect-grpc-port-in-use", "collect", "--store", "c.db", "--http-port", "0", "--grpc-port", "{busy}",
+         first="error: --grpc-port {busy}: cannot listen on 127.0.0.1:{busy} (Address already in use)"),
+    case("collect-bad-host", "collect", "--store", "c.db", "--host", "nosuchhost.invalid", "--http-port", "{free}",
+         "--grpc-port", "0", first="error: --host 'nosuchhost.invalid': not an address of this machine"),
+    case("collect-port-out-of-range", "collect", "--store", "c.db", "--http-port", "70000",
+         first="error: --http-port 70000: not a port number (0 to 65535; 0 turns it off)"),
+    case("collect-online-is-a-folder", "collect", "--store", "c.db", "--online", "conf", "--http-port", "{free}",
+         "--grpc-port", "0", first="error: conf: is a folder; give the online.toml file in it", files={"conf/": ""}),
+    case("collect-online-judge-without-credentials", "collect", "--store", "c.db", "--online", "online.toml",
+         "--http-port", "{free}", "--grpc-port", "0", first="error: judge metrics need the Gemini API or Vertex AI",
+         files={"online.toml": 'metrics = ["tool_call_count", "fluency"]\n'}),
+    case("collect-not-a-database", "collect", "--store", "notes.db", "--http-port", "{free}", "--grpc-port", "0",
+         first=CANNOT_OPEN, files={"notes.db": NOT_A_DATABASE}),
+    # --- db, demo, metrics ----------------------------------------------------------------------------------
+    case("db-upgrade-unknown-revision", "db", "upgrade", "--store", "new.db", "--revision", "zzz",
+         first="error: --revision 'zzz': no such revision (known: 0001, 0002, 0003, head)"),
+    case("db-current-on-a-folder", "db", "current", "--store", "folder.db",
+         first="error: store sqlite:///folder.db: folder.db is a folder, not a database file", files={"folder.db/": ""}),
+    case("db-current-not-a-database", "db", "current", "--store", "notes.db", first=CANNOT_OPEN,
+         files={"notes.db": NOT_A_DATABASE}),
+    case("demo-not-a-database", "demo", "--store", "notes.db", first=CANNOT_OPEN, files={"notes.db": NOT_A_DATABASE}),
+    case("demo-store-host-port", "demo", "--store", "localhost:5432", first=f"error: store 'localhost:5432' {NEITHER}"),
+    case("metrics", "metrics", code=0, first=f"{len(toolpath.metric_names())} metrics"),
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def ports() -> Iterator[dict[str, str]]:
+    """``busy``: a port something listens on; ``free``: one nothing does."""
+    with socket.socket() as busy, socket.socket() as probe:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        probe.bind(("127.0.0.1", 0))
+        free = probe.getsockname()[1]
+        probe.close()
+        yield {"busy": str(busy.getsockname()[1]), "free": str(free)}
+
+
+@contextlib.contextmanager
+def deadline(seconds: int) -> Iterator[None]:
+    def expire(*_: object) -> None:
+        raise TimeoutError(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def files_in(folder: Path) -> set[str]:
+    """Every file and folder under ``folder``, but the store's own journal files (SQLite's -wal and -shm)."""
+    return {str(p.relative_to(folder)) for p in folder.rglob("*") if not p.name.endswith(("-wal", "-shm"))}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_every_command_with_bad_or_unusual_input(tmp_path, demo_dir, ports, case):
+    for name, content in case.files.items():
+        if name.endswith("/"):
+            (tmp_path / name).mkdir()
+        else:
+            (tmp_path / name).write_text(content)
+    if case.store:
+        shutil.copy(demo_dir / "toolpath.db", tmp_path / "toolpath.db")
+    before = files_in(tmp_path)
+    args = [arg.format(**ports) for arg in case.args]
+    with deadline(60):  # a collector that wrongly starts would otherwise serve for ever
+        result = run_cli(tmp_path, *args, env=NO_CREDENTIALS)
+    output = result.stdout + result.stderr
+    assert result.returncode == case.code, output
+    assert "Traceback" not in output
+    if case.code == 2:
+        assert result.stderr.count("\n") == 1, result.stderr  # one line
+        assert result.stderr.startswith(case.first.format(**ports)), result.stderr
+        assert result.stdout == ""
+    else:
+        assert result.stdout.startswith(case.first), output
+    assert case.contains in output
+    assert files_in(tmp_path) - before <= set(case.creates)
+
+
+def test_a_failed_replay_saves_no_run(tmp_path, demo_dir):
+    """The output is checked before the replay runs: a bad --output leaves the store as it was."""
+    shutil.copy(demo_dir / "toolpath.db", tmp_path / "toolpath.db")
+    (tmp_path / "agents.py").write_text(AGENTS)
+    runs = json.loads(run_cli(tmp_path, "runs", "list", "--json").stdout)
+    result = run_cli(tmp_path, "replay", "--agent", "agents:v1", "--output", "missing/replay.json")
+    assert result.returncode == 2 and "folder missing does not exist" in result.stderr
+    assert json.loads(run_cli(tmp_path, "runs", "list", "--json").stdout) == runs
+    sessions = json.loads(run_cli(tmp_path, "sessions", "list", "--json", "--limit", "500").stdout)
+    assert not any(s["session_id"].startswith("replay-") for s in sessions)  # no agent ran either
