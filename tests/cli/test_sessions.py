@@ -9,6 +9,7 @@ from collections import Counter
 
 import toolpath
 from tests.helpers.cli import run_cli
+from tests.helpers.weather import bot
 
 
 def test_sessions_list_and_show_json(demo_dir):
@@ -38,17 +39,6 @@ def test_sessions_list_and_show_json(demo_dir):
 def test_sessions_human_output(demo_dir):
     result = run_cli(demo_dir, "sessions", "list")
     assert result.returncode == 0 and "smart_home_assistant" in result.stdout
-
-
-@toolpath.tool
-def get_weather(city: str) -> dict:
-    return {"city": city, "sky": "sunny"}
-
-
-@toolpath.agent(name="bot")
-def bot(prompt: str) -> str:
-    get_weather("Paris" if "Paris" in prompt else "Oslo")
-    return "Sunny in Paris."
 
 
 def test_watch_once_prints_scored_invocations(tmp_path):

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-import toolpath
 from tests.helpers import ADK_FIXTURES
 from tests.helpers.adk_records import (
     HELLO,
@@ -21,6 +20,7 @@ from tests.helpers.adk_records import (
     save_history,
     weather_turns,
 )
+from tests.helpers.weather import get_weather, good_agent
 from toolpath.datasets.adk import load_eval_set
 from toolpath.datasets.adk_results import load_results
 from toolpath.errors import DatasetError
@@ -32,18 +32,6 @@ pytest.importorskip("google.adk.evaluation.local_eval_set_results_manager")
 from google.adk.evaluation import _efficiency_evaluators as adk_efficiency
 from google.adk.evaluation.eval_metrics import EvalStatus
 from google.adk.evaluation.local_eval_set_results_manager import LocalEvalSetResultsManager
-
-
-@toolpath.tool
-def get_weather(city: str) -> dict:
-    return {"city": city, "sky": "sunny", "temp": 20}
-
-
-def good_agent(prompt: str) -> str:
-    if "weather" in prompt:
-        w = get_weather("Paris")
-        return f"The weather in Paris is {w['sky']}, {w['temp']}C."
-    return HELLO
 
 
 @pytest.fixture

@@ -13,23 +13,12 @@ from langchain_core.runnables import RunnableLambda
 
 import toolpath
 from tests.helpers import ADK_FIXTURES
+from tests.helpers.weather import get_weather, good_agent
 from toolpath.datasets.adk import load_eval_set, load_eval_sets
 from toolpath.errors import ConfigError
 from toolpath.evaluation.evalset import evaluate_eval_sets
 from toolpath.store.store import Store
 from toolpath.testing import assert_evalset
-
-
-@toolpath.tool
-def get_weather(city: str) -> dict:
-    return {"city": city, "sky": "sunny", "temp": 20}
-
-
-def good_agent(prompt: str) -> str:
-    if "weather" in prompt:
-        w = get_weather("Paris")
-        return f"The weather in Paris is {w['sky']}, {w['temp']}C."
-    return "Hello! I can tell you the weather."
 
 
 def wrong_city_agent(prompt: str) -> str:

@@ -21,6 +21,7 @@ import toolpath
 from tests.helpers.builders import invocation
 from tests.helpers.collector import Collector
 from tests.helpers.fake_gemini import FakeGemini, Reply
+from tests.helpers.weather import bot
 from toolpath.errors import ConfigError
 from toolpath.evaluation.online import OnlineConfig, OnlineEvaluator, normalize_prompt
 from toolpath.store.jobs import JobQueue, latest_scored
@@ -33,17 +34,6 @@ GOLDEN = [
         "reference": "Sunny in Paris.",
     }
 ]
-
-
-@toolpath.tool
-def get_weather(city: str) -> dict:
-    return {"city": city, "sky": "sunny"}
-
-
-@toolpath.agent(name="bot")
-def bot(prompt: str) -> str:
-    get_weather("Paris" if "Paris" in prompt else "Oslo")
-    return "Sunny in Paris."
 
 
 def test_in_process_online_scores_with_golden_references(tmp_path):
