@@ -183,6 +183,8 @@ def test_adk_evaluator_and_toolpath_agree_on_a_deviating_agent(adk, ours):
         )
         assert mine == adk["failures"][kind], kind
     assert "24 case(s): 9 passed, 15 failed" in ours["out"]
+    no_args = ours["out"].split("deviations_exact / no_args")[1]
+    assert "expected tools: list_stores (without args)\n      actual tools:   list_stores()" in no_args
 
     # -- what scoring reads is what ADK's inference produced ----------------------------------------------------
     for eval_id in CASES:
