@@ -217,19 +217,24 @@ class AdkAppRunner:
         with self._lock:
             self._inputs[session_id] = given
 
-    def __call__(self, prompt: str, session_id: str | None = None) -> dict[str, Any]:
+    def __call__(
+        self, prompt: str, session_id: str | None = None, message: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """One turn: ``message`` (the user's ``Content`` as JSON, which ``AdkApp`` takes as it is), else
+        ``prompt``."""
         user_id, adk_session_id = self._session(session_id or uuid.uuid4().hex)
         reader = adk.EventReader()
+        sent: str | dict[str, Any] = prompt if message is None else dict(message)
         stream = getattr(self.app, "async_stream_query", None)
         if callable(stream):
 
             async def collect() -> None:
-                async for event in stream(message=prompt, user_id=user_id, session_id=adk_session_id):
+                async for event in stream(message=sent, user_id=user_id, session_id=adk_session_id):
                     reader.add(event)
 
             _run(collect())
         else:
-            for event in self.app.stream_query(message=prompt, user_id=user_id, session_id=adk_session_id):
+            for event in self.app.stream_query(message=sent, user_id=user_id, session_id=adk_session_id):
                 reader.add(event)
         return _answer(reader.turn())
 

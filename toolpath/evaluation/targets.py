@@ -55,7 +55,7 @@ class Target:
     @property
     def takes_message(self) -> bool:
         """Whether the agent is sent a user's message as ADK's ``Content`` (``message=``), not only its text."""
-        return isinstance(self.host, AdkAgentRunner)
+        return self.host is not None
 
     def close(self) -> None:
         if self.host is not None:
