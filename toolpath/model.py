@@ -171,6 +171,10 @@ class ExpectedInvocation(_Record):
 
     invocation_id: str | None = None
     prompt: str
+    """The text of the user's message (its text parts joined with newlines, as ADK shows it)."""
+    user_content: dict[str, JsonValue] | None = None
+    """The user's message as the eval set gives it (ADK's ``Content`` as JSON) when it is more than ``prompt`` as
+    one ``user`` text part — several parts, say; an ADK agent is sent it as it is, as ADK's evaluation sends it."""
     reference: str | None = None
     """The expected final response; ``None`` when the case gives none."""
     reference_trajectory: list[ToolCall] = Field(default_factory=list)

@@ -379,3 +379,16 @@ print(len(s.cases), score_recorded([case]).cases[0].status, "google.adk" in sys.
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).parents[2])
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["1", "PASSED", "None"]
+
+
+def test_a_user_message_of_several_parts_is_kept_as_it_is(tmp_path):
+    """ADK sends an invocation's ``user_content`` to the agent as it is: the loader keeps a message that is more
+    than its text as one part (the prompt, as ADK shows it, is the parts' text joined by newlines)."""
+    two = {"role": "user", "parts": [{"text": "Refund A-1."}, {"text": "Amount: 12.50"}]}
+    turns = [{"user_content": two}, {"user_content": content("one part")}]
+    data = {"eval_set_id": "x", "eval_cases": [{"eval_id": "c", "conversation": turns}]}
+    [case] = load_eval_set(write(tmp_path, "x.evalset.json", data)).cases
+    assert [(i.prompt, i.user_content) for i in case.invocations] == [
+        ("Refund A-1.\nAmount: 12.50", two),
+        ("one part", None),
+    ]

@@ -22,7 +22,7 @@ from google.adk.evaluation.evaluation_generator import EvaluationGenerator
 from google.adk.workflow import START, Workflow
 
 import toolpath
-from tests.helpers import adk_agent
+from tests.helpers import adk_agent, adk_deviating
 from toolpath.datasets.adk import load_eval_sets
 from toolpath.errors import ConfigError
 from toolpath.evaluation.evalset import evaluate_eval_sets
@@ -180,6 +180,23 @@ def test_adk_app_style_objects(tracing, store_url, agent_package, sync_only):
     assert [(c.name, c.args, c.call_id) for c in status.tool_calls] == [
         (r["name"], r["args"], r["id"]) for r in adk_agent.RECEIVED[:2]
     ]
+
+
+@pytest.mark.parametrize("kind", ["agent", "app", "sync app"])
+def test_a_user_message_of_several_parts_reaches_the_agent_as_it_is(tracing, tmp_path, kind):
+    """As ADK's evaluation sends it (and ``AdkApp`` takes a ``Content`` dict): two parts, not their joined text."""
+    evalset = adk_deviating.deviations_evalset()
+    evalset["eval_cases"] = [c for c in evalset["eval_cases"] if c["eval_id"] == "multi_turn"]
+    (tmp_path / "multi.evalset.json").write_text(json.dumps(evalset))
+    agent = adk_deviating.build_deviating_agent()
+    target = agent if kind == "agent" else adk_agent.StreamingAdkApp(agent, sync_only=kind == "sync app")
+    adk_deviating.USER_PARTS.clear()
+    [case] = evaluate_eval_sets(load_eval_sets(tmp_path), target).cases
+    assert list(adk_deviating.GREETING) in adk_deviating.USER_PARTS
+    assert ["\n".join(adk_deviating.GREETING)] not in adk_deviating.USER_PARTS
+    assert case.turns[0][0]["prompt"] == "Hallo, ich bin Zoë.\nWie heiße ich?"
+    assert case.turns[0][0]["predicted_trajectory"] == [{"tool_name": "get_customer", "tool_input": None}]
+    assert case.metrics["tool_trajectory_avg_score"].per_invocation == [1.0, 1.0]
 
 
 def test_a_failing_agent_is_a_measured_failure(tracing):

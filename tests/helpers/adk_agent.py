@@ -10,7 +10,7 @@
   multi-turn with a ``session_input``.
 - :func:`write_agent_package`: the agent as a user's agent folder (``home_agent/agent.py`` with ``root_agent``).
 - :class:`StreamingAdkApp`: an Agent Engine ``AdkApp`` look-alike (``stream_query`` / ``async_stream_query``
-  yielding event dumps, ``create_session``) around a real ADK runner.
+  yielding event dumps, taking a text or a ``Content`` dict; ``create_session``) around a real ADK runner.
 """
 
 from __future__ import annotations
@@ -251,12 +251,21 @@ class StreamingAdkApp:
         with ThreadPoolExecutor(1) as pool:
             return pool.submit(asyncio.run, self._create(user_id, state)).result()
 
-    async def async_stream_query(self, *, message: str, user_id: str, session_id: str) -> AsyncIterator[dict]:
-        content = types.Content(role="user", parts=[types.Part(text=message)])
+    async def async_stream_query(
+        self, *, message: str | dict[str, Any], user_id: str, session_id: str
+    ) -> AsyncIterator[dict]:
+        content = _content(message)
         async for event in self._runner.run_async(user_id=user_id, session_id=session_id, new_message=content):
             yield json.loads(event.model_dump_json(exclude_none=True))
 
-    def stream_query(self, *, message: str, user_id: str, session_id: str) -> Iterator[dict]:
-        content = types.Content(role="user", parts=[types.Part(text=message)])
+    def stream_query(self, *, message: str | dict[str, Any], user_id: str, session_id: str) -> Iterator[dict]:
+        content = _content(message)
         for event in self._runner.run(user_id=user_id, session_id=session_id, new_message=content):
             yield json.loads(event.model_dump_json(exclude_none=True))
+
+
+def _content(message: str | dict[str, Any]) -> types.Content:
+    """What ``AdkApp`` makes of a message: a ``Content`` given as a dict taken as it is, a text as one part."""
+    if isinstance(message, dict):
+        return types.Content.model_validate(message)
+    return types.Content(role="user", parts=[types.Part(text=message)])

@@ -4,10 +4,9 @@ Import this module only after ``pytest.importorskip("google.adk.evaluation")``. 
 sides are built from the same values: a call is ``(name, args)`` with ``args`` ``None`` for a call that has no
 arguments at all, an actual turn is ``(response, calls)`` with ``response`` ``None`` when the agent gave none.
 
-:func:`adk_case_results` scores an eval set's cases with ADK's ``LocalEvalService`` where it can be imported
-(it needs ADK's ``eval`` extra: pandas, Vertex AI); elsewhere with ADK's own evaluators, assembled into ADK's
-``EvalCaseResult`` records as that service assembles them (:func:`_evaluate_case`). :func:`adk_verdict` is
-ADK's ``AgentEvaluator`` verdict over the runs of a case.
+:func:`adk_case_results` scores an eval set's cases from given turns with ADK's ``LocalEvalService``;
+:func:`adk_eval_run` is ADK's whole evaluation of a real agent (``LocalEvalService`` inferring and evaluating, as
+``AgentEvaluator`` drives it); :func:`adk_verdict` is ADK's ``AgentEvaluator`` verdict over the runs of a case.
 """
 
 from __future__ import annotations
@@ -17,19 +16,25 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from google.adk.agents import BaseAgent, LlmAgent
 from google.adk.evaluation.agent_evaluator import AgentEvaluator
+from google.adk.evaluation.base_eval_service import (
+    EvaluateConfig,
+    EvaluateRequest,
+    InferenceConfig,
+    InferenceRequest,
+    InferenceResult,
+    InferenceStatus,
+)
 from google.adk.evaluation.eval_case import IntermediateData, Invocation
 from google.adk.evaluation.eval_config import EvalConfig, get_eval_metrics_from_config
-from google.adk.evaluation.eval_metrics import (
-    EvalMetric,
-    EvalMetricResult,
-    EvalMetricResultPerInvocation,
-    ToolTrajectoryCriterion,
-)
+from google.adk.evaluation.eval_metrics import EvalMetric, ToolTrajectoryCriterion
 from google.adk.evaluation.eval_result import EvalCaseResult
 from google.adk.evaluation.eval_set import EvalSet
-from google.adk.evaluation.evaluator import EvalStatus, EvaluationResult, Evaluator, PerInvocationResult
+from google.adk.evaluation.evaluator import EvaluationResult, Evaluator
 from google.adk.evaluation.final_response_match_v1 import RougeEvaluator
+from google.adk.evaluation.in_memory_eval_sets_manager import InMemoryEvalSetsManager
+from google.adk.evaluation.local_eval_service import LocalEvalService
 from google.adk.evaluation.trajectory_evaluator import TrajectoryEvaluator
 from google.genai import types
 
@@ -38,12 +43,6 @@ from toolpath.model import ToolCall
 
 Call = tuple[str, dict[str, Any] | None]
 Turn = tuple[str | None, Sequence[Call]]
-
-ADK_EVALUATORS: dict[str, type[Evaluator]] = {
-    "tool_trajectory_avg_score": TrajectoryEvaluator,
-    "response_match_score": RougeEvaluator,
-}
-"""The evaluators ADK's default registry gives these metric names."""
 
 
 def adk_invocation(prompt: str, response: str | None, calls: Sequence[Call] = ()) -> Invocation:
@@ -94,10 +93,11 @@ def adk_case_results(
     actual: Mapping[str, Sequence[Sequence[Turn]]],
     criteria: Mapping[str, Any],
 ) -> dict[str, list[EvalCaseResult]]:
-    """ADK's ``EvalCaseResult`` of every run of every case of ``eval_set`` (the JSON of an ``*.evalset.json``):
-    ``actual[eval_id]`` holds, per run, the turns the agent produced."""
+    """ADK's ``EvalCaseResult`` of every run of every case of ``eval_set`` (the JSON of an ``*.evalset.json``),
+    from ADK's ``LocalEvalService`` evaluating given inferences: ``actual[eval_id]`` holds, per run, the turns the
+    agent produced."""
     adk_set = EvalSet.model_validate(dict(eval_set))
-    metrics = adk_metrics(criteria)
+    service = eval_service(LlmAgent(name="unused"), adk_set)
     inferences = {
         case.eval_id: [
             [
@@ -108,13 +108,55 @@ def adk_case_results(
         ]
         for case in adk_set.eval_cases
     }
-    by_service = _service_results(adk_set, inferences, metrics)
-    if by_service is not None:
-        return by_service
-    return {
-        case.eval_id: [_evaluate_case(adk_set.eval_set_id, case, run, metrics) for run in inferences[case.eval_id]]
-        for case in adk_set.eval_cases
-    }
+    results: dict[str, list[EvalCaseResult]] = {case.eval_id: [] for case in adk_set.eval_cases}
+    for run in range(max(len(r) for r in inferences.values())):  # one request per run: results in run order
+        given = [
+            InferenceResult(
+                app_name=APP,
+                eval_set_id=adk_set.eval_set_id,
+                eval_case_id=eval_id,
+                inferences=per_run[run],
+                session_id=None,
+                status=InferenceStatus.SUCCESS,
+            )
+            for eval_id, per_run in inferences.items()
+        ]
+        for result in asyncio.run(_evaluate(service, given, adk_metrics(criteria))):
+            results[result.eval_id].append(result)
+    return results
+
+
+def adk_eval_run(agent: BaseAgent, eval_set: EvalSet, config: EvalConfig) -> dict[str, EvalCaseResult]:
+    """ADK's own evaluation of ``agent`` on ``eval_set``, as ``AgentEvaluator`` drives it: ``LocalEvalService``
+    infers each case (``InferenceRequest`` -> ``perform_inference``: the real agent in ADK's sessions) and
+    evaluates the inferences with the config's metrics (ADK's informational efficiency metrics included)."""
+
+    async def run() -> list[EvalCaseResult]:
+        service = eval_service(agent, eval_set)
+        request = InferenceRequest(app_name=APP, eval_set_id=eval_set.eval_set_id, inference_config=InferenceConfig())
+        inferred = [result async for result in service.perform_inference(inference_request=request)]
+        return await _evaluate(service, inferred, get_eval_metrics_from_config(config))
+
+    return {result.eval_id: result for result in asyncio.run(run())}
+
+
+APP = "app"
+
+
+def eval_service(agent: BaseAgent, eval_set: EvalSet) -> LocalEvalService:
+    """ADK's ``LocalEvalService`` over ``agent``, with ``eval_set`` in an in-memory eval sets manager."""
+    manager = InMemoryEvalSetsManager()
+    manager.create_eval_set(APP, eval_set.eval_set_id)
+    for case in eval_set.eval_cases:
+        manager.add_eval_case(APP, eval_set.eval_set_id, case)
+    return LocalEvalService(root_agent=agent, eval_sets_manager=manager)
+
+
+async def _evaluate(
+    service: LocalEvalService, inferences: list[InferenceResult], metrics: list[EvalMetric]
+) -> list[EvalCaseResult]:
+    request = EvaluateRequest(inference_results=inferences, evaluate_config=EvaluateConfig(eval_metrics=metrics))
+    return [result async for result in service.evaluate(evaluate_request=request)]
 
 
 def adk_verdict(results: Sequence[EvalCaseResult]) -> dict[str, tuple[float | None, str]]:
@@ -141,102 +183,3 @@ def adk_verdict(results: Sequence[EvalCaseResult]) -> dict[str, tuple[float | No
 def _prompt(invocation: Invocation) -> str:
     parts = invocation.user_content.parts or []
     return "\n".join(p.text for p in parts if p.text)
-
-
-def _evaluate_case(
-    eval_set_id: str, case: Any, actual: list[Invocation], metrics: Sequence[EvalMetric]
-) -> EvalCaseResult:
-    """One run of a case as ``LocalEvalService._evaluate_single_inference_result`` records it: each metric's
-    evaluator on all invocations (an evaluator that raises is NOT_EVALUATED), its per-invocation results
-    copied onto the invocations when they align, and the case's final status from the metrics' statuses."""
-    expected = list(case.conversation or [])
-    per_invocation = [
-        EvalMetricResultPerInvocation(actual_invocation=a, expected_invocation=e, eval_metric_results=[])
-        for a, e in zip(actual, expected, strict=True)
-    ]
-    overall: list[EvalMetricResult] = []
-    for metric in metrics:
-        try:
-            result = evaluate(ADK_EVALUATORS[metric.metric_name](eval_metric=metric), actual, expected)
-        except Exception:
-            result = EvaluationResult(overall_eval_status=EvalStatus.NOT_EVALUATED)
-        overall.append(
-            EvalMetricResult(score=result.overall_score, eval_status=result.overall_eval_status, **metric.model_dump())
-        )
-        aligned = len(result.per_invocation_results) == len(per_invocation)
-        for index, invocation in enumerate(per_invocation):
-            one = (
-                result.per_invocation_results[index]
-                if aligned
-                else PerInvocationResult(actual_invocation=invocation.actual_invocation)
-            )
-            invocation.eval_metric_results.append(
-                EvalMetricResult(score=one.score, eval_status=one.eval_status, **metric.model_dump())
-            )
-    return EvalCaseResult(
-        eval_set_id=eval_set_id,
-        eval_id=case.eval_id,
-        final_eval_status=_final_status(overall),
-        overall_eval_metric_results=overall,
-        eval_metric_result_per_invocation=per_invocation,
-        session_id="",
-    )
-
-
-def _final_status(results: Sequence[EvalMetricResult]) -> EvalStatus:
-    """``LocalEvalService._generate_final_eval_status``: FAILED at the first failed metric, else PASSED if one
-    passed, else NOT_EVALUATED."""
-    status = EvalStatus.NOT_EVALUATED
-    for result in results:
-        if result.eval_status == EvalStatus.PASSED:
-            status = EvalStatus.PASSED
-        elif result.eval_status == EvalStatus.FAILED:
-            return EvalStatus.FAILED
-    return status
-
-
-def _service_results(
-    eval_set: EvalSet, inferences: Mapping[str, list[list[Invocation]]], metrics: list[EvalMetric]
-) -> dict[str, list[EvalCaseResult]] | None:
-    """The same through ADK's ``LocalEvalService``, when ADK's evaluation extra is installed; else ``None``."""
-    try:
-        from google.adk.agents import LlmAgent
-        from google.adk.evaluation.base_eval_service import (
-            EvaluateConfig,
-            EvaluateRequest,
-            InferenceResult,
-            InferenceStatus,
-        )
-        from google.adk.evaluation.in_memory_eval_sets_manager import InMemoryEvalSetsManager
-        from google.adk.evaluation.local_eval_service import LocalEvalService
-    except ImportError:
-        return None
-    manager = InMemoryEvalSetsManager()
-    manager.create_eval_set("app", eval_set.eval_set_id)
-    for case in eval_set.eval_cases:
-        manager.add_eval_case("app", eval_set.eval_set_id, case)
-    service = LocalEvalService(root_agent=LlmAgent(name="unused"), eval_sets_manager=manager)
-    results: dict[str, list[EvalCaseResult]] = {case.eval_id: [] for case in eval_set.eval_cases}
-    runs = max(len(r) for r in inferences.values())
-    for run in range(runs):  # one request per run, so the results come back in run order
-        request = EvaluateRequest(
-            inference_results=[
-                InferenceResult(
-                    app_name="app",
-                    eval_set_id=eval_set.eval_set_id,
-                    eval_case_id=eval_id,
-                    inferences=per_run[run],
-                    session_id=None,
-                    status=InferenceStatus.SUCCESS,
-                )
-                for eval_id, per_run in inferences.items()
-            ],
-            evaluate_config=EvaluateConfig(eval_metrics=metrics),
-        )
-
-        async def collect(request: EvaluateRequest = request) -> list[EvalCaseResult]:
-            return [result async for result in service.evaluate(evaluate_request=request)]
-
-        for result in asyncio.run(collect()):
-            results[result.eval_id].append(result)
-    return results

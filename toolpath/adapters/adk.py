@@ -35,8 +35,9 @@ class AdkTurn:
     """One invocation as ADK's evaluation sees it."""
 
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    """``{"name", "args", "id"}`` per ``function_call``, plus ``result`` (the ``function_response.response`` with
-    the same id) and ``error`` (from an ``{"error": …}`` response) when there is one."""
+    """``{"name", "args", "id"}`` per ``function_call`` (``args`` ``None`` when the call has none), plus
+    ``result`` (the ``function_response.response`` with the same id) and ``error`` (from an ``{"error": …}``
+    response) when there is one."""
     tool_responses: list[dict[str, Any]] = field(default_factory=list)
     """The ``function_response`` parts, as ADK's ``get_all_tool_responses`` lists them."""
     intermediate_responses: list[tuple[str, str]] = field(default_factory=list)
@@ -157,8 +158,8 @@ def _call(part: Mapping[str, Any]) -> dict[str, Any] | None:
     call = _get(part, "function_call", "functionCall")
     if not isinstance(call, Mapping) or not call.get("name"):
         return None
-    args = call.get("args")
-    return {"name": str(call["name"]), "args": dict(args) if isinstance(args, Mapping) else {}, "id": call.get("id")}
+    args = call.get("args")  # a call without args keeps None: ADK compares it unequal to {}
+    return {"name": str(call["name"]), "args": dict(args) if isinstance(args, Mapping) else None, "id": call.get("id")}
 
 
 def _response(part: Mapping[str, Any]) -> dict[str, Any] | None:

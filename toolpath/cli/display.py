@@ -320,7 +320,17 @@ def _print_failure(console: Console, case: Any) -> None:
 
 
 def _calls(items: Sequence[Mapping[str, Any]] | None) -> str:
-    return ", ".join(f"{c['tool_name']}({_args(c.get('tool_input'))})" for c in items or ()) or "—"
+    """``name(k=v, …)`` per call; a call without args at all (ADK tells it from one with ``{}``) as
+    ``name (without args)``."""
+    return (
+        ", ".join(
+            f"{c['tool_name']} (without args)"
+            if c.get("tool_input") is None
+            else f"{c['tool_name']}({_args(c['tool_input'])})"
+            for c in items or ()
+        )
+        or "—"
+    )
 
 
 def runs_table(runs: Sequence[Mapping[str, Any]]) -> Table:

@@ -54,11 +54,15 @@ def intermediate(
 
 
 def expected_invocation(invocation: schema.Invocation) -> ExpectedInvocation:
-    """An eval case's turn: the user's text, the expected response and the expected tool calls."""
+    """An eval case's turn: the user's text (and the user's message itself when it is more than that text as one
+    part), the expected response and the expected tool calls."""
     calls, responses, texts = intermediate(invocation.intermediate_data)
+    prompt = content_text(invocation.user_content) or ""
+    user_content = invocation.user_content.model_dump(mode="json", exclude_none=True)
     return ExpectedInvocation(
         invocation_id=invocation.invocation_id or None,
-        prompt=content_text(invocation.user_content) or "",
+        prompt=prompt,
+        user_content=None if user_content == content_json(prompt, "user") else user_content,
         reference=content_text(invocation.final_response),
         reference_trajectory=[call.model_copy(update={"result": None}) for call in calls],
         tool_responses=responses,

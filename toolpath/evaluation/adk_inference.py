@@ -2,9 +2,11 @@
 
 Each toolpath session is one ADK session, created from the eval case's ``session_input`` (app name, user id,
 initial state; ADK's defaults ``EvaluationGenerator`` / ``test_user_id`` without one) with its own ``Runner``,
-artifact and memory services; each turn sends the user's text as a ``user`` ``Content`` in that session and
-reads the events as :mod:`toolpath.adapters.adk` reads them. The turn runs inside toolpath's ``invoke_agent``
-span, so ADK's own spans nest under it, and the trajectory comes from the events, not from those spans.
+artifact and memory services; each turn sends the user's message as a ``user`` ``Content`` in that session (an
+eval case's ``user_content`` as it is, several parts included, as ADK sends it; the turn's prompt is its text
+parts joined with newlines) and reads the events as :mod:`toolpath.adapters.adk` reads them. The turn runs inside
+toolpath's ``invoke_agent`` span, so ADK's own spans nest under it, and the trajectory comes from the events, not
+from those spans.
 
 Every ADK run of the process happens on one event loop, on a daemon thread: the agent's model clients (bound to
 the loop that first used them) keep working from turn to turn, and callers on any thread — the evaluation's
@@ -129,16 +131,23 @@ class AdkAgentRunner:
         with self._lock:
             self._inputs[session_id] = given
 
-    def __call__(self, prompt: str, session_id: str | None = None) -> dict[str, Any]:
-        return _answer(_run(self._turn(prompt, session_id or uuid.uuid4().hex)))
+    def __call__(
+        self, prompt: str, session_id: str | None = None, message: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """One turn: ``message`` (the user's ``Content`` as JSON) sent as it is, else ``prompt`` as one text part."""
+        return _answer(_run(self._turn(prompt, session_id or uuid.uuid4().hex, message)))
 
-    async def _turn(self, prompt: str, session_id: str) -> adk.AdkTurn:
+    async def _turn(self, prompt: str, session_id: str, message: Mapping[str, Any] | None) -> adk.AdkTurn:
         from google.genai import types
 
         runner, user_id, adk_session_id = await self._session(session_id)
         reader = adk.EventReader()
-        message = types.Content(role="user", parts=[types.Part(text=prompt)])
-        events = runner.run_async(user_id=user_id, session_id=adk_session_id, new_message=message)
+        content = (
+            types.Content(role="user", parts=[types.Part(text=prompt)])
+            if message is None
+            else types.Content.model_validate(dict(message))
+        )
+        events = runner.run_async(user_id=user_id, session_id=adk_session_id, new_message=content)
         async with contextlib.aclosing(events):
             async for event in events:
                 reader.add(event)
@@ -208,19 +217,24 @@ class AdkAppRunner:
         with self._lock:
             self._inputs[session_id] = given
 
-    def __call__(self, prompt: str, session_id: str | None = None) -> dict[str, Any]:
+    def __call__(
+        self, prompt: str, session_id: str | None = None, message: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """One turn: ``message`` (the user's ``Content`` as JSON, which ``AdkApp`` takes as it is), else
+        ``prompt``."""
         user_id, adk_session_id = self._session(session_id or uuid.uuid4().hex)
         reader = adk.EventReader()
+        sent: str | dict[str, Any] = prompt if message is None else dict(message)
         stream = getattr(self.app, "async_stream_query", None)
         if callable(stream):
 
             async def collect() -> None:
-                async for event in stream(message=prompt, user_id=user_id, session_id=adk_session_id):
+                async for event in stream(message=sent, user_id=user_id, session_id=adk_session_id):
                     reader.add(event)
 
             _run(collect())
         else:
-            for event in self.app.stream_query(message=prompt, user_id=user_id, session_id=adk_session_id):
+            for event in self.app.stream_query(message=sent, user_id=user_id, session_id=adk_session_id):
                 reader.add(event)
         return _answer(reader.turn())
 

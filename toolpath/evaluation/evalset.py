@@ -180,7 +180,10 @@ def _run_case(
         session_id = case.session_id or f"eval-{run_id}-{case.eval_set_id}-{case.eval_id}-{run}"
         sessions.append(session_id)
         agent.start_session(session_id, app_name=case.app_name, user_id=case.user_id, state=case.initial_state)
-        outcomes = [run_agent(agent, inv.prompt, session_id=session_id, timeout=timeout) for inv in case.invocations]
+        outcomes = [
+            run_agent(agent, inv.prompt, session_id=session_id, timeout=timeout, message=inv.user_content)
+            for inv in case.invocations
+        ]
         per_run.append(outcomes)
         efficiency.append([traced_efficiency(o.invocation, spans_under(spans_store, o.invocation)) for o in outcomes])
     return judge_case(case, plan, per_run, judges, sessions=sessions, efficiency=efficiency)

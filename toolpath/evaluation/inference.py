@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,15 +53,26 @@ def content_notes(invocation: Invocation | None) -> dict[str, Any]:
     return {"content_missing": True, "arguments_unknown": int(attributes.get(sc.TOOLPATH_ARGUMENTS_UNKNOWN) or 0)}
 
 
-def run_agent(runnable: Any, prompt: str, *, session_id: str | None = None, timeout: float = 30.0) -> AgentOutcome:
+def run_agent(
+    runnable: Any,
+    prompt: str,
+    *,
+    session_id: str | None = None,
+    timeout: float = 30.0,
+    message: Mapping[str, Any] | None = None,
+) -> AgentOutcome:
     """Run ``runnable`` on ``prompt`` as a traced agent run (starting tracing without a store if needed).
 
     ``runnable`` is a :class:`~toolpath.evaluation.targets.Target`, or anything
     :func:`~toolpath.evaluation.targets.resolve_target` accepts (resolve it once to run several turns of an agent
-    that keeps sessions, such as an ADK agent)."""
+    that keeps sessions, such as an ADK agent). ``message`` is the user's message as ADK's ``Content`` JSON, when
+    it is more than ``prompt`` as one text part: an ADK agent is sent it as it is; other agents get ``prompt``."""
     tracing = setup.current() or setup.init(store=False)
-    spec = resolve_target(runnable).spec
+    target = resolve_target(runnable)
+    spec = target.spec
     kwargs: dict[str, Any] = {"session_id": session_id} if session_id is not None else {}
+    if message is not None and target.takes_message:
+        kwargs["message"] = message
     started: list[Any] = []
     error: BaseException | None = None
     result: Any = None

@@ -52,6 +52,11 @@ class Target:
         if self.host is not None:
             self.host.start_session(session_id, SessionInput(app_name, user_id, dict(state or {})))
 
+    @property
+    def takes_message(self) -> bool:
+        """Whether the agent is sent a user's message as ADK's ``Content`` (``message=``), not only its text."""
+        return self.host is not None
+
     def close(self) -> None:
         if self.host is not None:
             self.host.close()

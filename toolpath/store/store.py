@@ -341,7 +341,7 @@ class Store:
                 found[r.invocation_id].append(
                     ToolCall(
                         name=r.name,
-                        args=r.args if r.args is not None else {},
+                        args=r.args,  # None: a call made without args (ADK tells it from {})
                         result=r.result,
                         call_id=r.call_id,
                         error=r.error,

@@ -59,17 +59,20 @@ def last_text(messages_json: Any, role: str | None) -> str | None:
 
 def reported_trajectory(attrs: Mapping[str, Any]) -> list[ToolCall] | None:
     """The trajectory the agent span carries (``toolpath.agent.predicted_trajectory``, Vertex or ADK form);
-    ``None`` when there is none or it cannot be read (e.g. it was truncated)."""
+    ``None`` when there is none or it cannot be read (e.g. it was truncated). A call without arguments has ``{}``,
+    except in a framework's own event record (ADK's events), which tells a call made without ``args`` (kept
+    ``None``, as ADK compares it unequal to ``{}``) from one made with ``{}``."""
     items = parse_json(attrs.get(sc.TOOLPATH_PREDICTED_TRAJECTORY))
     if not isinstance(items, list):
         return None
+    keep_none = attrs.get(sc.TOOLPATH_TRAJECTORY_SOURCE) == sc.TRAJECTORY_SOURCE_EVENTS
     calls = []
     for item in items:
         try:
             call = ToolCall.from_item(item)
         except ValueError:
             continue  # an agent that returned junk in its trajectory: keep the well-formed calls
-        calls.append(call.model_copy(update={"args": call.args or {}}))
+        calls.append(call if keep_none or call.args is not None else call.model_copy(update={"args": {}}))
     return calls
 
 
