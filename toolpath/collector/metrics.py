@@ -35,17 +35,17 @@ SCORE_BUCKETS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 2.0, 3.0
 SECONDS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 LAG_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0)
 
-ONLINE_COUNTERS: dict[str, str] = {
-    "jobs_queued": "Online jobs enqueued by this process (invocations that passed the filters and the sample)",
-    "jobs_claimed": "Online jobs claimed by this process's workers",
-    "jobs_done": "Online jobs scored and closed by this process's workers",
-    "jobs_failed": "Online jobs given up after too many attempts",
-    "jobs_shed": "Online jobs shed because the backlog was over max_backlog",
-    "scoring_errors": "Online batches whose scoring raised (their jobs are claimed again when the lease runs out)",
-    "judge_requests": "Judge requests sent (cache hits not included)",
-    "judge_cached": "Judge requests answered from the cache",
-    "judge_errors": "Judge requests that failed after retries",
-    "judge_retries": "Judge requests retried",
+ONLINE_COUNTERS: dict[str, tuple[str, str]] = {  # an online evaluator's counters() key -> family, help
+    "jobs_queued": ("toolpath_online_jobs_queued", "Online jobs enqueued here (invocations past filters and sample)"),
+    "jobs_claimed": ("toolpath_online_jobs_claimed", "Online jobs claimed by this process's workers"),
+    "jobs_done": ("toolpath_online_jobs_done", "Online jobs scored and closed by this process's workers"),
+    "jobs_failed": ("toolpath_online_jobs_failed", "Online jobs given up after too many attempts"),
+    "jobs_shed": ("toolpath_online_jobs_shed", "Online jobs shed because the backlog was over max_backlog"),
+    "scoring_errors": ("toolpath_online_scoring_errors", "Online batches whose scoring raised (tried again later)"),
+    "judge_requests": ("toolpath_judge_requests", "Judge requests sent (cache hits not included)"),
+    "judge_cached": ("toolpath_judge_cached", "Judge requests answered from the cache"),
+    "judge_errors": ("toolpath_judge_errors", "Judge requests that failed after retries"),
+    "judge_retries": ("toolpath_judge_retries", "Judge requests retried"),
 }
 
 
@@ -174,8 +174,8 @@ class _ReadAtScrape:
         if online is None:
             return
         counters = online.counters()
-        for key, description in ONLINE_COUNTERS.items():
-            yield CounterMetricFamily(f"toolpath_online_{key}", description, value=counters.get(key, 0))
+        for key, (family, description) in ONLINE_COUNTERS.items():
+            yield CounterMetricFamily(family, description, value=counters.get(key, 0))
         tokens = CounterMetricFamily("toolpath_judge_tokens", "Judge tokens used", labels=["direction"])
         tokens.add_metric(["input"], counters.get("judge_input_tokens", 0))
         tokens.add_metric(["output"], counters.get("judge_output_tokens", 0))
