@@ -1,16 +1,22 @@
-"""``toolpath collect`` as a real process (kill -9 and SIGTERM must reach a real service), fed over HTTP."""
+"""``toolpath collect`` as a real process (kill -9 and SIGTERM must reach a real service), fed over HTTP; and the
+service in this process."""
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+from toolpath.collector.service import CollectorService, ServiceOptions
 from toolpath.store.store import Store
 
 TOKEN = "s3cret"
@@ -77,3 +83,29 @@ class Collector:
 
     def store(self) -> Store:
         return Store(self.store_url)
+
+
+@contextlib.contextmanager
+def serving(store: Store, online: Any = None, **options: Any) -> Iterator[CollectorService]:
+    """A :class:`CollectorService` in this process (OTLP/HTTP on a free port, no gRPC), started from a thread so
+    it leaves the test runner's signal handlers alone."""
+    options = {"http_port": free_port(), "grpc_port": 0, **options}
+    service = CollectorService(store, ServiceOptions(**options), online=online)
+    starter = threading.Thread(target=service.start)
+    starter.start()
+    starter.join()
+    try:
+        yield service
+    finally:
+        service.shutdown()
+
+
+def http_get(url: str, token: str | None = None) -> tuple[int, bytes, dict[str, str]]:
+    request = urllib.request.Request(url)
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            return reply.status, reply.read(), dict(reply.headers)
+    except urllib.error.HTTPError as error:
+        return error.code, error.read(), dict(error.headers)

@@ -8,11 +8,13 @@ from pathlib import Path
 import click
 
 from toolpath.cli.common import console, store_option
+from toolpath.cli.service_config import log_format_option, service_logging, service_settings
 from toolpath.errors import ConfigError
 from toolpath.redact import Redactor
 from toolpath.store.store import Store
 
 
+@service_settings
 @click.command()
 @store_option
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback by default).")
@@ -66,6 +68,7 @@ from toolpath.store.store import Store
     default=None,
     help="online.toml: score stored invocations as they arrive (metrics, sample, filters, references).",
 )
+@log_format_option
 def collect(
     store: str | None,
     host: str,
@@ -81,6 +84,7 @@ def collect(
     max_spans_per_trace: int,
     max_tool_calls: int,
     online_path: Path | None,
+    log_format: str,
 ) -> None:
     """Receive OTLP traces from agents in other processes and store their invocations.
 
@@ -89,7 +93,8 @@ def collect(
         OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 python my_agent.py
 
     A success reply means the spans are committed. SIGTERM or Ctrl-C stops accepting and finishes the
-    requests in flight.
+    requests in flight. GET /metrics (Prometheus), /healthz and /readyz on the HTTP port. Every option also
+    comes from --config FILE (TOML) and TOOLPATH_* variables; the command line wins, then the environment.
     """
     from toolpath.collector.limits import Limits
     from toolpath.collector.service import CollectorService, ServiceOptions, check_addresses
@@ -105,6 +110,7 @@ def collect(
         max_body_bytes=max_body_bytes,
         max_in_flight=max_in_flight,
         limits=Limits(max_attribute_length, max_spans_per_trace, max_tool_calls),
+        log_to_root=log_format == "json",
     )
     redactor = None if no_redact else _redactor(redact_keys, redact_patterns)
     online = None
@@ -115,17 +121,27 @@ def collect(
     service = CollectorService(the_store, options, redactor=redactor, online=online)
     check_addresses(options)
     the_store.upgrade()
-    if online is not None:
-        online.start()
-    service.start()
-    where = service.endpoints
-    console.print(f"toolpath collecting {where} into {the_store.url}" + (" (token required)" if token else ""))
-    if online is not None:
-        console.print(f"online evaluation: {', '.join(online.config.metrics)} on {online.config.workers} worker(s)")
-    service.wait()
-    if online is not None:
-        console.print(f"online: {online.stats.scored} invocation(s) scored, {online.queue.stats.shed} shed")
-    console.print(service.summary())
+    with service_logging(log_format) as log:
+
+        def say(line: str, **fields: object) -> None:
+            console.print(line) if log is None else log.info(line, extra=fields)
+
+        if online is not None:
+            online.start()
+        service.start()
+        say(
+            f"toolpath collecting {service.endpoints} into {the_store.url}" + (" (token required)" if token else ""),
+            endpoints=service.endpoints,
+            token_required=bool(token),
+        )
+        if online is not None:
+            metrics, workers = online.config.metrics, online.config.workers
+            say(f"online evaluation: {', '.join(metrics)} on {workers} worker(s)", metrics=metrics, workers=workers)
+        service.wait()
+        if online is not None:
+            scored, shed = online.stats.scored, online.queue.stats.shed
+            say(f"online: {scored} invocation(s) scored, {shed} shed", scored=scored, shed=shed)
+        say(service.summary(), spans_stored=service.ingestor.spans_stored, limits_hit=dict(options.limits.hits))
 
 
 def _redactor(keys: tuple[str, ...], patterns: tuple[str, ...]) -> Redactor:

@@ -9,19 +9,25 @@ developer's machine need on top:
 - a request without a content type is refused (415), so a page in a browser cannot post spans with a "simple"
   cross-origin request; and when the collector listens on loopback, a ``Host`` header that is not a loopback name
   is refused (403), which stops DNS rebinding;
-- decoding, storing and rebuilding run in a thread pool, so the event loop keeps serving.
+- decoding, storing and rebuilding run in a thread pool, so the event loop keeps serving;
+- ``GET /healthz`` (the process serves) and ``GET /readyz`` (store reachable, schema at head, online workers
+  running; 503 with a JSON reason otherwise) need no token, as orchestrators probe them; ``GET /metrics``
+  (Prometheus text format) is behind the token when one is set.
 """
 
 from __future__ import annotations
 
 import asyncio
 import ipaddress
+import json
 import socket
 import threading
+import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from toolpath.collector.metrics import CONTENT_TYPE
 from toolpath.collector.receiver import TRACES_PATH, Ingestor, Reply, error_reply
 from toolpath.errors import ConfigError
 
@@ -31,15 +37,17 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+READY_TIMEOUT = 5.0
+Readiness = Callable[[], tuple[bool, dict[str, Any]]]
 
 
 class OtlpHttpApp:
-    """``POST /v1/traces`` (protobuf or JSON, gzip or not), ``GET /healthz``."""
+    """``POST /v1/traces`` (protobuf or JSON, gzip or not), ``GET /healthz``, ``/readyz``, ``/metrics``."""
 
-    def __init__(
-        self, ingestor: Ingestor, *, loopback_only: bool, read_timeout: float = 10.0, workers: int = 8
-    ) -> None:
+    def __init__(self, ingestor: Ingestor, *, loopback_only: bool, read_timeout: float = 10.0, workers: int = 8,
+                 ready: Readiness | None = None) -> None:  # fmt: skip
         self.ingestor = ingestor
+        self.ready = ready
         self.loopback_only = loopback_only
         self.read_timeout = read_timeout
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="toolpath-ingest")
@@ -53,25 +61,44 @@ class OtlpHttpApp:
             await _send(send, Reply(403, b"host not allowed", "text/plain"))
             return
         if scope["method"] == "GET":
-            if path == "/healthz":
-                await _send(send, Reply(200, b'{"status": "ok"}', "application/json"))
-            else:
-                await _send(send, Reply(404, b"not found", "text/plain"))
+            await _send(send, await self._get(path, headers))
             return
         if scope["method"] != "POST":
             await _send(send, Reply(405, b"method not allowed", "text/plain", {"Allow": "GET, POST"}))
             return
+        started = time.perf_counter()
+        reply = await self._post(path, headers, receive)
+        self.ingestor.metrics.request("http", reply.status, started)
+        await _send(send, reply)
+
+    async def _post(self, path: str, headers: dict[str, str], receive: Receive) -> Reply:
         refusal = self.ingestor.check_request(path, headers)
         if refusal is not None:
-            await _send(send, refusal)
-            return
+            return refusal
         body = await self._read_body(receive, headers)
         if isinstance(body, Reply):
-            await _send(send, body)
-            return
+            return body
         loop = asyncio.get_running_loop()
-        reply = await loop.run_in_executor(self.pool, self.ingestor.handle_body, headers, body)
-        await _send(send, reply)
+        return await loop.run_in_executor(self.pool, self.ingestor.handle_body, headers, body)
+
+    async def _get(self, path: str, headers: dict[str, str]) -> Reply:
+        loop = asyncio.get_running_loop()
+        if path == "/healthz":
+            return Reply(200, b'{"status": "ok"}', "application/json")
+        if path == "/readyz":
+            if self.ready is None:
+                return Reply(200, b'{"status": "ready"}', "application/json")
+            try:
+                ok, body = await asyncio.wait_for(loop.run_in_executor(self.pool, self.ready), READY_TIMEOUT)
+            except TimeoutError:
+                ok, body = False, {"status": "unavailable", "reason": f"checks took over {READY_TIMEOUT:g} s"}
+            return Reply(200 if ok else 503, json.dumps(body).encode(), "application/json")
+        if path == "/metrics":
+            if not self.ingestor.authorized(headers.get("authorization")):
+                return Reply(401, b"missing or wrong bearer token", "text/plain", {"WWW-Authenticate": "Bearer"})
+            exposition = await loop.run_in_executor(self.pool, self.ingestor.metrics.expose)
+            return Reply(200, exposition, CONTENT_TYPE)
+        return Reply(404, b"not found", "text/plain")
 
     async def _read_body(self, receive: Receive, headers: dict[str, str]) -> bytes | Reply:
         limit = self.ingestor.max_body_bytes
@@ -129,17 +156,22 @@ class HttpServer:
         keep_alive_seconds: float = 5.0,
         graceful_seconds: float = 10.0,
         read_timeout: float = 10.0,
+        ready: Readiness | None = None,
+        log_to_root: bool = False,
     ) -> None:
         import uvicorn
 
+        logging: dict[str, Any] = {"log_config": None} if log_to_root else {}
         self.socket = _bind(host, port)
-        app = OtlpHttpApp(ingestor, loopback_only=_is_loopback_bind(host), read_timeout=read_timeout)
+        app = OtlpHttpApp(ingestor, loopback_only=_is_loopback_bind(host), read_timeout=read_timeout, ready=ready)
         self._app = app
         config = uvicorn.Config(
             app,
             lifespan="off",
-            log_level="warning",
-            access_log=False,
+            # log_to_root: uvicorn's error and access logs go to the root logger's handlers (JSON logs)
+            log_level="info" if log_to_root else "warning",
+            access_log=log_to_root,
+            **logging,
             http="h11",
             timeout_keep_alive=int(keep_alive_seconds),
             limit_concurrency=max_connections,

@@ -19,6 +19,7 @@ import hmac
 import io
 import logging
 import threading
+import time
 import zlib
 from collections.abc import Callable
 from concurrent import futures
@@ -29,9 +30,11 @@ from google.protobuf import json_format
 from google.rpc.status_pb2 import Status
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from sqlalchemy.exc import OperationalError
 
 from toolpath.collector import otlp
 from toolpath.collector.limits import Limits
+from toolpath.collector.metrics import ServiceMetrics
 from toolpath.collector.reconstruct import build_invocations
 from toolpath.errors import ConfigError, ToolpathError
 from toolpath.redact import Redactor
@@ -40,6 +43,8 @@ from toolpath.store.store import Store
 logger = logging.getLogger("toolpath.collector.receiver")
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 TRACES_PATH = "/v1/traces"
+_STORE_ATTEMPTS = 3
+_RETRY_PAUSE = 0.1
 
 
 @dataclass
@@ -55,8 +60,9 @@ class Ingestor:
 
     def __init__(self, store: Store, *, token: str | None = None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
                  max_in_flight: int = 4, redactor: Redactor | None = None,
-                 limits: Limits | None = None) -> None:  # fmt: skip
+                 limits: Limits | None = None, metrics: ServiceMetrics | None = None) -> None:  # fmt: skip
         self.store = store
+        self.metrics = metrics or ServiceMetrics()
         self.limits = limits or Limits()
         self.redactor = redactor
         """Applied to every span before it is stored (``None``: no redaction)."""
@@ -76,17 +82,54 @@ class Ingestor:
         """Write records and rebuild their traces; raises ``Busy`` when too many writes are running."""
         if not records:
             return
+        m = self.metrics
+        m.spans_received.inc(len(records))
         if not self._slots.acquire(blocking=False):
+            m.exports_refused.inc()
+            m.spans_rejected.labels("busy").inc(len(records))
             raise Busy("too many exports in flight")
+        m.exports_in_flight.inc()
         try:
             with self._write_lock:
                 if self.redactor is not None:
                     records = [self.redactor.span(r) for r in records]
                 records = [self.limits.clip(r) for r in records]
-                self.store.ingest(records, build_invocations, self.limits)
+                over_limit = self.limits.hits["spans_over_trace_limit"]
+                written = self._ingest(records)
+                over_limit = self.limits.hits["spans_over_trace_limit"] - over_limit
                 self.spans_stored += len(records)
+            m.spans_stored.inc(len(records) - over_limit)
+            if over_limit:
+                m.spans_rejected.labels("trace_limit").inc(over_limit)
+            m.invocations_written.inc(written)
         finally:
+            m.exports_in_flight.dec()
             self._slots.release()
+
+    def _ingest(self, records: list[Any]) -> int:
+        """``store.ingest``, tried again after a transient database error (a dropped connection, a locked SQLite
+        file): the write is idempotent and its transaction was rolled back."""
+        m = self.metrics
+
+        def rebuild(spans: list[Any]) -> list[Any]:
+            with m.rebuild_seconds.time():
+                return build_invocations(spans)
+
+        for attempt in range(_STORE_ATTEMPTS):
+            try:
+                return self.store.ingest(records, rebuild, self.limits)
+            except OperationalError:
+                if attempt + 1 == _STORE_ATTEMPTS:
+                    m.store_errors.inc()
+                    m.spans_rejected.labels("store_error").inc(len(records))
+                    raise
+                m.store_retries.inc()
+                time.sleep(_RETRY_PAUSE * (attempt + 1))
+            except Exception:
+                m.store_errors.inc()
+                m.spans_rejected.labels("store_error").inc(len(records))
+                raise
+        raise AssertionError("unreachable")
 
     def handle_http(self, path: str, headers: Any, read_body: Callable[[int], bytes]) -> Reply:
         """The whole HTTP exchange as a function of path, headers and body (``read_body(n)``)."""
@@ -189,6 +232,17 @@ def make_grpc_server(ingestor: Ingestor, host: str, port: int) -> Any:
 
     class Servicer(trace_service_pb2_grpc.TraceServiceServicer):
         def Export(self, request: Any, context: Any) -> ExportTraceServiceResponse:
+            started = time.perf_counter()
+            try:
+                reply = self._export(request, context)
+            except BaseException:  # context.abort raises, with the code set
+                code = context.code() if hasattr(context, "code") else None
+                ingestor.metrics.request("grpc", getattr(code, "name", "UNKNOWN"), started)
+                raise
+            ingestor.metrics.request("grpc", "OK", started)
+            return reply
+
+        def _export(self, request: Any, context: Any) -> ExportTraceServiceResponse:
             metadata = dict(context.invocation_metadata())
             if not ingestor.authorized(metadata.get("authorization")):
                 context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")

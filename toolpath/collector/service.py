@@ -13,8 +13,10 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolpath.collector.health import readiness
 from toolpath.collector.http import HttpServer
 from toolpath.collector.limits import Limits
+from toolpath.collector.metrics import ServiceMetrics
 from toolpath.collector.receiver import Ingestor, make_grpc_server
 from toolpath.errors import ConfigError
 from toolpath.redact import Redactor
@@ -30,6 +32,8 @@ class ServiceOptions:
     max_body_bytes: int = 16 * 1024 * 1024
     max_in_flight: int = 4
     limits: Limits = field(default_factory=Limits)
+    log_to_root: bool = False
+    """uvicorn's error and access logs go to the root logger (``--log-format json``)."""
 
 
 def check_addresses(options: ServiceOptions) -> None:
@@ -65,6 +69,11 @@ class CollectorService:
             raise ConfigError("both --http-port and --grpc-port are 0: nothing to listen on")
         self.options = options
         self.online = online
+        self.store = store
+        self.metrics = ServiceMetrics()
+        self.metrics.watch(limits=lambda: dict(options.limits.hits), online=online)
+        if online is not None:
+            online.add_sink(self.metrics)
         self.ingestor = Ingestor(
             store,
             token=options.token,
@@ -72,6 +81,7 @@ class CollectorService:
             max_in_flight=options.max_in_flight,
             redactor=redactor,
             limits=options.limits,
+            metrics=self.metrics,
         )
         self._stop = threading.Event()
         self._http: Any = None
@@ -91,7 +101,11 @@ class CollectorService:
                 signal.signal(sig, lambda *_: self._stop.set())
         o = self.options
         try:
-            self._http = HttpServer(self.ingestor, o.host, o.http_port) if o.http_port else None
+            self._http = (
+                HttpServer(self.ingestor, o.host, o.http_port, ready=self.ready, log_to_root=o.log_to_root)
+                if o.http_port
+                else None
+            )
             self._grpc = make_grpc_server(self.ingestor, o.host, o.grpc_port) if o.grpc_port else None
         except (OSError, RuntimeError) as exc:  # taken since check_addresses() looked, or a bad host
             if self._http is not None:
@@ -102,6 +116,10 @@ class CollectorService:
         if self._http is not None:
             self._http.start()
         return self
+
+    def ready(self) -> tuple[bool, dict[str, Any]]:
+        """What ``GET /readyz`` answers: the store reachable at the schema head, the online workers running."""
+        return readiness(self.store, self.online)
 
     def wait(self) -> None:
         """Block until SIGTERM / SIGINT or :meth:`stop`, then shut down."""

@@ -42,7 +42,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from toolpath.errors import ConfigError
 from toolpath.evaluation.catalog import pass_rules, passes, resolve_metric
@@ -162,6 +162,13 @@ class References:
         return self.by_prompt.get(self._key(prompt)) if prompt else None
 
 
+class ResultSink(Protocol):
+    def record(self, *, trace_id: str | None, span_id: str, agent_name: str | None, metric: str,
+               score: float | None, label: str, explanation: str | None) -> None: ...  # fmt: skip
+
+    def record_lag(self, seconds: float) -> None: ...
+
+
 @dataclass
 class OnlineStats:
     scored: int = 0
@@ -192,6 +199,8 @@ class OnlineEvaluator:
         self.name = name or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self.stats = OnlineStats()
         self.exporter = self._exporter()
+        self.sinks: list[ResultSink] = []
+        """Told every stored result and each invocation's scoring lag (the collector's Prometheus metrics)."""
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
@@ -234,6 +243,30 @@ class OnlineEvaluator:
             time.sleep(0.05)
         return False
 
+    def add_sink(self, sink: ResultSink) -> None:
+        self.sinks.append(sink)
+
+    def counters(self) -> dict[str, int]:
+        """This process's totals: jobs queued / claimed / done / failed / shed, scoring errors, judge usage."""
+        q = self.queue.stats
+        with self._lock:
+            totals = {"jobs_queued": q.enqueued, "jobs_claimed": q.claimed, "jobs_done": q.completed,
+                      "jobs_failed": q.failed, "jobs_shed": q.shed, "scoring_errors": self.stats.errors}  # fmt: skip
+        if self.judge is not None:
+            u = self.judge.usage
+            totals |= {"judge_requests": u.requests, "judge_cached": u.cached, "judge_errors": u.errors,
+                       "judge_retries": u.retries, "judge_input_tokens": u.input_tokens,
+                       "judge_output_tokens": u.output_tokens}  # fmt: skip
+        return totals
+
+    def workers_alive(self) -> tuple[int, int]:
+        """Worker threads running, and started."""
+        return sum(t.is_alive() for t in self._threads), len(self._threads)
+
+    def backlog(self) -> dict[str, int]:
+        """Jobs in the store by status (every worker's, not only this process's)."""
+        return self.queue.counts()
+
     def _work(self, worker: str) -> None:
         while not self._stop.is_set():
             try:
@@ -262,6 +295,13 @@ class OnlineEvaluator:
             with self._lock:
                 self.stats.scored += 1
                 self.stats.results += len(results)
+            ended = inv.started_at.timestamp() + (inv.latency_seconds or 0.0) if inv.started_at else None
+            lag = time.time() - ended if ended is not None else None
+            for sink in self.sinks:
+                for r in results:
+                    sink.record(trace_id=inv.trace_id, span_id=inv.invocation_id, agent_name=inv.agent_name, **r)
+                if lag is not None:
+                    sink.record_lag(lag)
             if self.exporter is not None:
                 for r in results:
                     self.exporter.record(

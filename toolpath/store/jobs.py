@@ -40,7 +40,10 @@ def sampled(invocation_id: str, rate: float) -> bool:
 class QueueStats:
     enqueued: int = 0
     shed: int = 0
+    claimed: int = 0
     completed: int = 0
+    failed: int = 0
+    """Jobs given up after ``max_attempts`` claims."""
     lost_claims: int = 0
     """Completions refused because another worker had taken the job over (its lease had run out)."""
 
@@ -129,6 +132,9 @@ class JobQueue:
                     .where(t.eval_jobs.c.invocation_id.in_(worn))
                     .values(status=FAILED, finished_at=now)
                 )
+        with self._lock:
+            self.stats.claimed += len(rows) - len(worn)
+            self.stats.failed += len(worn)
         return [r.invocation_id for r in rows if r.attempts <= self.max_attempts]
 
     def complete(self, worker: str, invocation_id: str, results: list[dict[str, Any]]) -> bool:

@@ -303,3 +303,25 @@ def test_budget_holds_with_many_requests_in_flight(gemini):
     table = evaluate(rows, ["fluency"], judge=Judge(quick(max_requests=5))).metrics_table  # 32 at a time
     assert fake.requests == 5
     assert sum(r["fluency/score"] is not None for r in table) == 5
+
+
+def test_one_judge_runs_again_on_new_event_loops_and_on_several_at_once(gemini):
+    """Online workers call ``Judge.run`` once per batch, each on a fresh event loop, several threads at a time: the
+    SDK's async client of one loop is never used on another (that fails with "Event loop is closed")."""
+    import threading
+
+    fake = gemini(lambda prompt, seen: json_reply(score=4, explanation="Reads well."))
+    judge = Judge(quick())
+    scored: list = []
+
+    def batch() -> None:
+        for _ in range(2):
+            result = evaluate(ROWS, ["fluency"], judge=judge)
+            scored.extend(r["fluency/score"] for r in result.metrics_table)
+
+    threads = [threading.Thread(target=batch) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert scored == [4.0] * 8 and judge.usage.errors == 0 and fake.requests == 8

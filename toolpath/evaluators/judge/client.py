@@ -20,6 +20,7 @@ import logging
 import os
 import random
 import threading
+import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -116,19 +117,40 @@ class GenAIBackend:
     """``google-genai``'s async client; the SDK's own retries are off, :class:`Judge` does them."""
 
     def __init__(self, client: Any = None) -> None:
-        from google import genai
         from google.genai import types
 
         self._types = types
-        if client is None:
-            try:
-                client = genai.Client(http_options=types.HttpOptions(retry_options=types.HttpRetryOptions(attempts=1)))
-            except ValueError as exc:
-                raise ConfigError(
-                    f"judge metrics need the Gemini API or Vertex AI: set GOOGLE_API_KEY (or GEMINI_API_KEY), or "
-                    f"GOOGLE_GENAI_USE_VERTEXAI=true with GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION ({exc})"
-                ) from None
-        self.client = client
+        self._own = client is None
+        self.client = self._make() if client is None else client
+        # The SDK's async client belongs to the event loop it first ran on, and every Judge.run is a new loop
+        # (online workers run one per batch, several at once): each loop gets a client of its own.
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+        self._first_taken = False
+        self._clients_lock = threading.Lock()
+
+    def _make(self) -> Any:
+        from google import genai
+
+        types = self._types
+        try:
+            return genai.Client(http_options=types.HttpOptions(retry_options=types.HttpRetryOptions(attempts=1)))
+        except ValueError as exc:
+            raise ConfigError(
+                f"judge metrics need the Gemini API or Vertex AI: set GOOGLE_API_KEY (or GEMINI_API_KEY), or "
+                f"GOOGLE_GENAI_USE_VERTEXAI=true with GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION ({exc})"
+            ) from None
+
+    def _loop_client(self) -> Any:
+        if not self._own:
+            return self.client
+        loop = asyncio.get_running_loop()
+        with self._clients_lock:
+            client = self._clients.get(loop)
+            if client is None:
+                client = self._make() if self._first_taken else self.client
+                self._first_taken = True
+                self._clients[loop] = client
+        return client
 
     async def generate(self, request: JudgeRequest, timeout: float) -> JudgeReply:
         from google.genai import errors
@@ -136,7 +158,9 @@ class GenAIBackend:
         config = self._config(request.temperature, request.json_output, timeout)
         try:
             response = await asyncio.wait_for(
-                self.client.aio.models.generate_content(model=request.model, contents=request.prompt, config=config),
+                self._loop_client().aio.models.generate_content(
+                    model=request.model, contents=request.prompt, config=config
+                ),
                 timeout,
             )
         except TimeoutError:

@@ -1,0 +1,179 @@
+"""The service as operators run it: ``GET /metrics`` (its own families and the online scores, parsed with the
+Prometheus client's parser), ``GET /healthz`` and ``GET /readyz`` (a schema behind head, stopped workers, a
+PostgreSQL that goes away and comes back)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import grpc
+import pytest
+from google.protobuf import json_format
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.helpers.builders import otlp_json
+from tests.helpers.collector import free_port, http_get, serving
+from tests.helpers.pgserver import postgres_server
+from toolpath.collector.limits import Limits
+from toolpath.collector.otlp import _hex_ids_to_base64
+from toolpath.evaluation.online import OnlineEvaluator
+from toolpath.store import migrate
+from toolpath.store.store import Store
+
+TOKEN = "t0k"
+
+
+def post(url: str, body: bytes, token: str | None = TOKEN) -> int:
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(f"{url}/v1/traces", data=body, method="POST")
+    request.add_header("Content-Type", "application/json")
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            return reply.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def scrape(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample of ``GET /metrics``, by name and labels, as Prometheus's text parser reads it."""
+    status, body, headers = http_get(f"{url}/metrics", TOKEN)
+    assert status == 200 and headers["Content-Type"].startswith("text/plain; version=0.0.4")
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(body.decode())
+        for s in family.samples
+    }
+
+
+def value(samples: dict, name: str, **labels: str) -> float:
+    return samples[(name, tuple(sorted(labels.items())))]
+
+
+def base_url(service) -> str:
+    return f"http://127.0.0.1:{service.options.http_port}"
+
+
+def test_metrics_count_requests_spans_invocations_and_limits(tmp_path):
+    store = Store(f"sqlite:///{tmp_path / 'm.db'}")
+    grpc_port = free_port()
+    with serving(store, token=TOKEN, grpc_port=grpc_port, limits=Limits(max_spans_per_trace=4)) as service:
+        url = base_url(service)
+        assert post(url, otlp_json(f"{1:032x}", tool_calls=2)) == 200  # 3 spans
+        assert post(url, otlp_json(f"{2:032x}", tool_calls=5)) == 200  # 6 spans, 2 over the trace limit
+        assert post(url, b"{not json") == 400
+        assert post(url, otlp_json(f"{3:032x}", tool_calls=1), token="wrong") == 401
+        with grpc.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
+            stub = trace_service_pb2_grpc.TraceServiceStub(channel)
+            request = ExportTraceServiceRequest()
+            json_format.ParseDict(_hex_ids_to_base64(json.loads(otlp_json(f"{4:032x}", tool_calls=1))), request)
+            stub.Export(request, metadata=[("authorization", f"Bearer {TOKEN}")], timeout=30)
+            with pytest.raises(grpc.RpcError) as refused:
+                stub.Export(request, timeout=30)
+            assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+
+        assert http_get(f"{url}/metrics")[0] == 401  # behind the token, like the traces
+        samples = scrape(url)
+        with serving(store) as other:  # a second service in the process counts only its own
+            assert value(scrape(base_url(other)), "toolpath_spans_received_total") == 0
+
+    assert value(samples, "toolpath_spans_received_total") == 3 + 6 + 2
+    assert value(samples, "toolpath_spans_stored_total") == 3 + 4 + 2
+    assert value(samples, "toolpath_spans_rejected_total", reason="trace_limit") == 2
+    assert value(samples, "toolpath_limit_hits_total", limit="spans_over_trace_limit") == 2
+    assert value(samples, "toolpath_invocations_written_total") == 3
+    assert value(samples, "toolpath_requests_total", protocol="http", code="200") == 2
+    assert value(samples, "toolpath_requests_total", protocol="http", code="400") == 1
+    assert value(samples, "toolpath_requests_total", protocol="http", code="401") == 1
+    assert value(samples, "toolpath_requests_total", protocol="grpc", code="OK") == 1
+    assert value(samples, "toolpath_requests_total", protocol="grpc", code="UNAUTHENTICATED") == 1
+    assert value(samples, "toolpath_request_duration_seconds_count", protocol="http") == 4
+    assert value(samples, "toolpath_rebuild_duration_seconds_count") == 3
+    assert value(samples, "toolpath_exports_in_flight") == 0
+    assert value(samples, "toolpath_store_errors_total") == 0
+    assert ("toolpath_online_jobs_done_total", ()) not in samples  # no online evaluation here
+    store.close()
+
+
+def test_online_scores_are_exposed_under_the_names_of_the_otlp_export(tmp_path):
+    store = Store(f"sqlite:///{tmp_path / 'o.db'}")
+    config = {"metrics": ["tool_call_count"], "thresholds": {"tool_call_count": 2}, "poll_seconds": 0.05}
+    online = OnlineEvaluator(store, config).start()
+    with serving(store, online, token=TOKEN) as service:
+        url = base_url(service)
+        for n, calls in enumerate((1, 2, 3)):
+            assert post(url, otlp_json(f"{n + 1:032x}", tool_calls=calls)) == 200
+        assert online.drain(20)
+        samples = scrape(url)
+        ready = http_get(f"{url}/readyz")
+        assert ready[0] == 200 and json.loads(ready[1])["online_workers"] == 2
+        online.stop()
+        stopped = http_get(f"{url}/readyz")
+    assert stopped[0] == 503 and json.loads(stopped[1])["reason"] == "0 of 2 online worker(s) running"
+
+    labels = {"gen_ai_evaluation_name": "tool_call_count", "gen_ai_agent_name": "bot"}
+    assert value(samples, "gen_ai_evaluation_results_total", **labels, gen_ai_evaluation_score_label="pass") == 2
+    assert value(samples, "gen_ai_evaluation_results_total", **labels, gen_ai_evaluation_score_label="fail") == 1
+    assert value(samples, "gen_ai_evaluation_score_count", **labels) == 3
+    assert value(samples, "gen_ai_evaluation_score_sum", **labels) == 1 + 2 + 3
+    assert value(samples, "gen_ai_evaluation_score_bucket", **labels, le="2.0") == 2
+    for family, expected in (("queued", 3), ("claimed", 3), ("done", 3), ("failed", 0), ("shed", 0)):
+        assert value(samples, f"toolpath_online_jobs_{family}_total") == expected
+    assert value(samples, "toolpath_online_scoring_lag_seconds_count") == 3
+    assert value(samples, "toolpath_online_backlog", status="pending") == 0
+    assert value(samples, "toolpath_online_workers_alive") == 2
+    store.close()
+
+
+def test_healthz_and_readyz_need_no_token_and_readyz_fails_on_a_schema_behind_head(tmp_path):
+    current = Store(f"sqlite:///{tmp_path / 'current.db'}")
+    with serving(current, token=TOKEN) as service:
+        health = http_get(f"{base_url(service)}/healthz")
+        ready = http_get(f"{base_url(service)}/readyz")
+    assert health[0] == 200 and json.loads(health[1]) == {"status": "ok"}
+    assert ready[0] == 200 and json.loads(ready[1]) == {"status": "ready", "schema": migrate.HEAD}
+
+    behind = Store(f"sqlite:///{tmp_path / 'behind.db'}", create=False)
+    behind.upgrade("0002")
+    with serving(behind, token=TOKEN) as service:
+        ready = http_get(f"{base_url(service)}/readyz")
+    assert ready[0] == 503
+    assert json.loads(ready[1])["reason"] == (
+        f"store schema at revision 0002, head is {migrate.HEAD} (run 'toolpath db upgrade')"
+    )
+    current.close()
+    behind.close()
+
+
+@pytest.fixture
+def cluster():
+    with postgres_server().controlled() as running:
+        yield running
+
+
+def test_readyz_goes_503_while_postgresql_is_stopped_and_store_errors_are_counted(cluster):
+    store = Store(cluster.url)
+    with serving(store, token=TOKEN) as service:
+        url = base_url(service)
+        assert http_get(f"{url}/readyz")[0] == 200
+        assert post(url, otlp_json(f"{1:032x}", tool_calls=1)) == 200
+        cluster.stop()
+        down = http_get(f"{url}/readyz")
+        assert post(url, otlp_json(f"{2:032x}", tool_calls=1)) == 503
+        samples = scrape(url)  # the collector's own metrics still answer
+        cluster.start()
+        deadline = time.monotonic() + 30
+        while http_get(f"{url}/readyz")[0] != 200 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert http_get(f"{url}/readyz")[0] == 200
+    assert down[0] == 503 and json.loads(down[1])["reason"].startswith("store unreachable: ")
+    assert value(samples, "toolpath_store_errors_total") == 1
+    assert value(samples, "toolpath_store_retries_total") == 2
+    assert value(samples, "toolpath_spans_rejected_total", reason="store_error") == 2
+    store.close()

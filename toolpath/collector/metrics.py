@@ -1,0 +1,195 @@
+"""The collector's own Prometheus metrics (``GET /metrics``), in a registry of its own per service.
+
+Two kinds of families:
+
+- ``toolpath_*``: the service's health — spans received, stored and rejected, export requests by status and
+  their duration, invocations written, store errors and retries, rebuild time, exports in flight and refused,
+  ingestion limits hit, and, with online evaluation, its jobs, scoring lag and judge usage;
+- ``gen_ai_evaluation_score`` (histogram) and ``gen_ai_evaluation_results_total`` (counter), labelled by metric
+  and agent (and the counter by ``pass`` / ``fail`` / ``error`` / ``scored``): the names the OTLP export of
+  online scores gets in Prometheus, so dashboards work whether Prometheus scrapes the collector or an OTel
+  Collector.
+
+Events are counted as they happen; totals that other parts already keep (limits, online job counters, judge
+usage) are read when Prometheus scrapes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from toolpath.tracer import semconv as sc
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+"""The classic text format, which every Prometheus reads (the names here need none of the newer escaping)."""
+METRIC_LABEL = sc.GEN_AI_EVALUATION_NAME.replace(".", "_")
+AGENT_LABEL = sc.GEN_AI_AGENT_NAME.replace(".", "_")
+RESULT_LABEL = sc.GEN_AI_EVALUATION_SCORE_LABEL.replace(".", "_")
+SCORE_BUCKETS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 2.0, 3.0, 4.0, 5.0, 10.0, 100.0)
+"""Scores are mostly 0..1 (computation metrics) or 1..5 (judge rubrics); counts and latencies go higher."""
+SECONDS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+LAG_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0)
+
+ONLINE_COUNTERS: dict[str, tuple[str, str]] = {  # an online evaluator's counters() key -> family, help
+    "jobs_queued": ("toolpath_online_jobs_queued", "Online jobs enqueued here (invocations past filters and sample)"),
+    "jobs_claimed": ("toolpath_online_jobs_claimed", "Online jobs claimed by this process's workers"),
+    "jobs_done": ("toolpath_online_jobs_done", "Online jobs scored and closed by this process's workers"),
+    "jobs_failed": ("toolpath_online_jobs_failed", "Online jobs given up after too many attempts"),
+    "jobs_shed": ("toolpath_online_jobs_shed", "Online jobs shed because the backlog was over max_backlog"),
+    "scoring_errors": ("toolpath_online_scoring_errors", "Online batches whose scoring raised (tried again later)"),
+    "judge_requests": ("toolpath_judge_requests", "Judge requests sent (cache hits not included)"),
+    "judge_cached": ("toolpath_judge_cached", "Judge requests answered from the cache"),
+    "judge_errors": ("toolpath_judge_errors", "Judge requests that failed after retries"),
+    "judge_retries": ("toolpath_judge_retries", "Judge requests retried"),
+}
+
+
+class ServiceMetrics:
+    """The families of one collector service; ``expose()`` renders them in the Prometheus text format."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.spans_received = Counter("toolpath_spans_received", "Spans decoded from OTLP exports", registry=r)
+        self.spans_stored = Counter("toolpath_spans_stored", "Spans committed to the store", registry=r)
+        self.spans_rejected = Counter(
+            "toolpath_spans_rejected",
+            "Decoded spans not stored: busy (max_in_flight reached, 503), store_error (503), trace_limit "
+            "(over max_spans_per_trace)",
+            ["reason"],
+            registry=r,
+        )
+        self.requests = Counter(
+            "toolpath_requests", "OTLP export requests by protocol and status code", ["protocol", "code"], registry=r
+        )
+        self.request_seconds = Histogram(
+            "toolpath_request_duration_seconds",
+            "Time to answer an OTLP export request (read, decode, store, rebuild)",
+            ["protocol"],
+            buckets=SECONDS_BUCKETS,
+            registry=r,
+        )
+        self.invocations_written = Counter(
+            "toolpath_invocations_written", "Invocations (re)built and written from stored spans", registry=r
+        )
+        self.store_errors = Counter("toolpath_store_errors", "Store writes that failed after retries", registry=r)
+        self.store_retries = Counter(
+            "toolpath_store_retries", "Store writes retried after a transient database error", registry=r
+        )
+        self.rebuild_seconds = Histogram(
+            "toolpath_rebuild_duration_seconds",
+            "Time to rebuild the invocations of the traces an export touched",
+            buckets=SECONDS_BUCKETS,
+            registry=r,
+        )
+        self.exports_in_flight = Gauge(
+            "toolpath_exports_in_flight", "Exports being written now (at most max_in_flight)", registry=r
+        )
+        self.exports_refused = Counter(
+            "toolpath_exports_refused", "Exports refused (503) because max_in_flight writes were running", registry=r
+        )
+        self.scoring_lag = Histogram(
+            "toolpath_online_scoring_lag_seconds",
+            "From the end of an agent run to its online scores being stored",
+            buckets=LAG_BUCKETS,
+            registry=r,
+        )
+        self.scores = Histogram(
+            "gen_ai_evaluation_score",
+            "Online evaluation scores",
+            [METRIC_LABEL, AGENT_LABEL],
+            buckets=SCORE_BUCKETS,
+            registry=r,
+        )
+        self.results = Counter(
+            "gen_ai_evaluation_results",
+            "Online evaluation results by pass/fail",
+            [METRIC_LABEL, AGENT_LABEL, RESULT_LABEL],
+            registry=r,
+        )
+        self._limits: Callable[[], Mapping[str, int]] | None = None
+        self._online: Any = None
+        r.register(_ReadAtScrape(self))
+
+    def watch(self, *, limits: Callable[[], Mapping[str, int]] | None = None, online: Any = None) -> None:
+        """Read these at every scrape: ingestion limit hits, and an online evaluator's ``counters()`` /
+        ``workers_alive()`` / ``backlog()`` (it also reports each result through ``record`` and ``record_lag``)."""
+        if limits is not None:
+            self._limits = limits
+        if online is not None:
+            self._online = online
+
+    def request(self, protocol: str, code: int | str, started: float) -> None:
+        self.requests.labels(protocol, str(code)).inc()
+        self.request_seconds.labels(protocol).observe(time.perf_counter() - started)
+
+    # --- online evaluation results (an online evaluator's result sink) -------------------------------------
+
+    def record(
+        self,
+        *,
+        trace_id: str | None,
+        span_id: str,
+        agent_name: str | None,
+        metric: str,
+        score: float | None,
+        label: str,
+        explanation: str | None,
+    ) -> None:
+        agent = agent_name or "unknown"
+        if score is not None:
+            self.scores.labels(metric, agent).observe(float(score))
+        self.results.labels(metric, agent, label).inc()
+
+    def record_lag(self, seconds: float) -> None:
+        self.scoring_lag.observe(max(seconds, 0.0))
+
+    def expose(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class _ReadAtScrape:
+    """Families whose values other parts keep; read on each scrape."""
+
+    def __init__(self, metrics: ServiceMetrics) -> None:
+        self.metrics = metrics
+
+    def describe(self) -> list[Metric]:
+        return []  # families vary with what is watched; not checked against the other collectors' names
+
+    def collect(self) -> Iterator[Metric]:
+        if self.metrics._limits is not None:
+            hits = CounterMetricFamily(
+                "toolpath_limit_hits", "Ingestion limits hit (values cut, spans, tool calls dropped)", labels=["limit"]
+            )
+            for limit, n in sorted(self.metrics._limits().items()):
+                hits.add_metric([limit], n)
+            yield hits
+        online = self.metrics._online
+        if online is None:
+            return
+        counters = online.counters()
+        for key, (family, description) in ONLINE_COUNTERS.items():
+            yield CounterMetricFamily(family, description, value=counters.get(key, 0))
+        tokens = CounterMetricFamily("toolpath_judge_tokens", "Judge tokens used", labels=["direction"])
+        tokens.add_metric(["input"], counters.get("judge_input_tokens", 0))
+        tokens.add_metric(["output"], counters.get("judge_output_tokens", 0))
+        yield tokens
+        alive, total = online.workers_alive()
+        yield GaugeMetricFamily("toolpath_online_workers_alive", "Online worker threads running", value=alive)
+        yield GaugeMetricFamily("toolpath_online_workers", "Online worker threads started", value=total)
+        try:
+            backlog = online.backlog()
+        except Exception:  # the store is down: the other families still scrape; readyz says why
+            return
+        jobs = GaugeMetricFamily(
+            "toolpath_online_backlog", "Online jobs in the store by status (all workers)", labels=["status"]
+        )
+        for status in ("pending", "claimed"):
+            jobs.add_metric([status], backlog.get(status, 0))
+        yield jobs
