@@ -108,7 +108,7 @@ def quick_judge(store_url: str | None = None, **settings) -> Judge:
     return Judge(JudgeSettings(backoff=0.01, timeout=5.0, **settings), cache=Store(store_url) if store_url else None)
 
 
-def test_conversation_ends_by_the_stop_signal_in_one_stored_session(tracing, store_url, tmp_path, gemini):
+def test_conversation_ends_by_the_stop_signal_in_one_stored_session(tracing, app_spans, store_url, tmp_path, gemini):
     fake = gemini(flight_user)
     agent = FlightAgent()
     [case] = evaluate_eval_sets([load_eval_set(write_scenario(tmp_path))], agent, store=Store(store_url)).cases
@@ -138,6 +138,13 @@ def test_conversation_ends_by_the_stop_signal_in_one_stored_session(tracing, sto
         if s.attributes.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_CHAT
     ]
     assert not user_spans and len(agent_traces) == 3
+    # they reach the application's exporters: roots of their own traces, in the conversation's session
+    simulated = [s for s in app_spans.get_finished_spans() if s.attributes.get(sc.TOOLPATH_SIMULATED_USER)]
+    chats = [s for s in simulated if s.attributes.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_CHAT]
+    assert [s.name for s in chats] == ["chat gemini-2.5-flash"] * 3
+    assert all(s.parent is None and s.attributes[sc.GEN_AI_CONVERSATION_ID] == session_id for s in chats)
+    assert [s.attributes[sc.TOOLPATH_SIMULATED_TURN] for s in chats] == [2, 3, 4]
+    assert not {format(s.context.trace_id, "032x") for s in chats} & agent_traces
 
 
 def test_max_allowed_invocations_ends_a_conversation_that_runs_off(tracing, tmp_path, gemini):
