@@ -194,7 +194,7 @@ class EvalCase(_Record):
     session_id: str | None = None
     """A fixed session id for the case's runs (ADK's ``session_input.session_id``); ``None``: a fresh one each run."""
     conversation_scenario: dict[str, JsonValue] | None = None
-    """ADK's simulated-user scenario, when the case gives one instead of a conversation (toolpath cannot run it)."""
+    """ADK's simulated-user scenario, when the case gives one instead of a conversation (a simulated user plays it)."""
     source: str | None = None
     """The file the case was read from."""
 

@@ -166,7 +166,7 @@ def test_from_results_scores_what_adk_recorded(evalset_dir):
     wrong = run_cli(evalset_dir, "eval", "--from-results", "weather_app", "--agent", "weather_agent:good")
     assert (wrong.returncode, wrong.stderr) == (
         2,
-        "error: --from-results scores what ADK recorded: give no --agent, --metrics or --runs\n",
+        "error: --from-results scores what ADK recorded: give no --agent, --metrics, --runs or --fresh\n",
     )
 
 

@@ -90,7 +90,7 @@ CONFIGS: list[tuple[str, dict[str, Any], bool, bool]] = [
     ("toolpath's match option misspelt", trajectory(match="names"), True, False),
     ("no criteria: ADK evaluates nothing", {"criteria": {}}, True, False),
     ("criteria misspelt: ADK ignores the key and evaluates nothing", {"criterion": DEFAULTS}, True, False),
-    ("ADK's criterion toolpath does not compute", {"criteria": {"multi_turn_task_success_v1": 0.5}}, True, False),
+    ("ADK's criterion toolpath does not compute", {"criteria": {"response_evaluation_score": 0.5}}, True, False),
     (
         "include_intermediate_responses_in_final, not yet in toolpath's judge",
         {"criteria": {"final_response_match_v2": {"threshold": 0.5, "include_intermediate_responses_in_final": True}}},

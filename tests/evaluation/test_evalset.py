@@ -214,7 +214,8 @@ class TestCasesToolpathCannotRun:
         [
             (
                 {"eval_id": "sim", "conversation_scenario": {"starting_prompt": "hi", "conversation_plan": "chat"}},
-                "eval case 'sim': conversation_scenario (a simulated user) is not supported",
+                "eval case 'sim': criterion 'tool_trajectory_avg_score' needs the expected reference_trajectory of "
+                "each turn, which a conversation_scenario does not give",
             ),
             (
                 {

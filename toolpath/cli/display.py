@@ -189,9 +189,10 @@ def session_table(session: Session) -> Table:
         if note:
             calls += " ⚠" if calls else "⚠"
             notes.append(f"[yellow]⚠ #{i}: {escape(note)}[/]")
+        simulated = "simulated user: " if inv.attributes.get(sc.TOOLPATH_SIMULATED_USER) else ""
         table.add_row(
             str(i),
-            inv.prompt or "",
+            simulated + (inv.prompt or ""),
             calls,
             inv.response or inv.error or "",
             _num(inv.latency_seconds),
@@ -251,7 +252,7 @@ def eval_set_report(console: Console, result: Any, *, quiet: bool = False) -> No
             table.add_column(column, justify="right")
         for case in result.cases:
             cells = [
-                f"{case.metrics[n].score:.3f} / {case.metrics[n].threshold:g}"
+                f"{case.metrics[n].score:.3f} / {case.metrics[n].threshold:g}{_spread(case.metrics[n].run_scores)}"
                 if n in case.metrics and case.metrics[n].score is not None
                 else "—"
                 for n in result.metric_names
@@ -260,6 +261,8 @@ def eval_set_report(console: Console, result: Any, *, quiet: bool = False) -> No
             table.add_row(case.eval_set_id, case.eval_id, f"[{style}]{case.status}[/]", *cells, *_efficiency(case))
         console.print(table)
         for case in result.cases:
+            if getattr(case, "simulated", False):
+                _print_conversation(console, case)
             if case.status == "FAILED":
                 _print_failure(console, case)
     line = f"{len(result.cases)} case(s): {counts['PASSED']} passed, {counts['FAILED']} failed"
@@ -298,17 +301,41 @@ def _efficiency(case: Any) -> list[str]:
     ]
 
 
+def _spread(run_scores: Sequence[float | None]) -> str:
+    """The per-run spread of a criterion's score over several runs: `` (runs 0.500–1.000)``."""
+    known = [s for s in run_scores if s is not None]
+    return f" (runs {min(known):.3f}–{max(known):.3f})" if len(run_scores) > 1 and known else ""
+
+
+def _print_conversation(console: Console, case: Any) -> None:
+    """Who said what in a simulated conversation: the simulated user's turns and the agent's answers, per run."""
+    for run, turns in enumerate(case.turns, start=1):
+        which = f" (run {run})" if len(case.turns) > 1 else ""
+        console.print(f"{case.eval_set_id} / {case.eval_id}{which}: simulated conversation", markup=False)
+        for n, turn in enumerate(turns, start=1):
+            console.print(f"  {n}. simulated user: {turn.get('prompt')}", markup=False, highlight=False)
+            answer = turn.get("response") if not turn.get("error") else f"(failed: {turn['error']})"
+            answer = str(answer).replace("\n", "\n            ")
+            console.print(f"     agent: {answer}", markup=False, highlight=False)
+
+
 def _print_failure(console: Console, case: Any) -> None:
     console.print(f"[red]FAILED[/] {case.eval_set_id} / {case.eval_id}")
+    if getattr(case, "error", None):
+        console.print(f"  error: {case.error}", markup=False)
     for name, metric in case.metrics.items():
         if metric.status != "FAILED":
             continue
         console.print(f"  {name}: {metric.score:.3f} < threshold {metric.threshold:g}", markup=False)
+        if getattr(case, "simulated", False) and metric.explanation:
+            console.print(f"    why: {metric.explanation}", markup=False)
         for index, score in enumerate(metric.per_invocation):
             if score is None or score >= metric.threshold or not case.turns:
                 continue
             turn = case.turns[0][index]
             console.print(f"    turn {index + 1}: {turn['prompt']!r}", markup=False)
+            if turn.get("simulated_user"):  # nothing was expected: the conversation is printed above
+                continue
             if "trajectory" in name or "tool" in name:
                 console.print(f"      expected tools: {_calls(turn['reference_trajectory'])}", markup=False)
                 console.print(f"      actual tools:   {_calls(turn['predicted_trajectory'])}", markup=False)

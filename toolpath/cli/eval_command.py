@@ -48,6 +48,12 @@ from toolpath.store.store import DEFAULT_STORE_URL, Store, resolve_store_url
 @click.option("--config", "config_path", type=click.Path(path_type=Path), default=None, help="test_config.json.")
 @click.option("--runs", default=1, show_default=True, type=click.IntRange(min=1), help="Runs of each eval case.")
 @click.option(
+    "--fresh",
+    is_flag=True,
+    help="Simulated users (conversation_scenario cases) ask their model again instead of replaying the store's "
+    "cached replies.",
+)
+@click.option(
     "--from-results",
     "from_results",
     type=click.Path(path_type=Path),
@@ -76,6 +82,7 @@ def eval_command(
     agent_ref: str | None,
     config_path: Path | None,
     runs: int,
+    fresh: bool,
     from_results: Path | None,
     adk_history: Path | None,
     output: Path | None,
@@ -117,8 +124,8 @@ def eval_command(
     if dataset is not None and not is_eval_set and case_ids is not None:
         raise ConfigError(f"{dataset}: a case selector (:case_a,case_b) picks cases of an eval set file")
     if from_results is not None:
-        if agent_ref or metrics_text or runs != 1:
-            raise ConfigError("--from-results scores what ADK recorded: give no --agent, --metrics or --runs")
+        if agent_ref or metrics_text or runs != 1 or fresh:
+            raise ConfigError("--from-results scores what ADK recorded: give no --agent, --metrics, --runs or --fresh")
         if dataset is not None and not is_eval_set:
             raise ConfigError(f"{dataset}: with --from-results, DATASET is the eval set (*.evalset.json, *.test.json)")
         _eval_from_results(from_results, dataset, config_path, output, adk_history, quiet, store)
@@ -126,10 +133,12 @@ def eval_command(
     if dataset is None:
         raise ConfigError("give a DATASET file or folder, --from-results or --from-store")
     store_url = store if store or not agent_ref else DEFAULT_STORE_URL  # an agent's runs are traced into a store
+    if fresh and not is_eval_set:
+        raise ConfigError("--fresh applies to eval sets with conversation_scenario cases (simulated users)")
     if is_eval_set:
         if metrics_text:
             raise ConfigError("eval sets are judged by their criteria: give --config test_config.json, not --metrics")
-        _eval_sets(dataset, agent_ref, config_path, runs, output, adk_history, quiet, store_url, no_cache)
+        _eval_sets(dataset, agent_ref, config_path, runs, output, adk_history, quiet, store_url, no_cache, fresh)
     else:
         if not metrics_text:
             raise ConfigError("--metrics is required for a dataset (JSONL, CSV or JSON)")
@@ -246,6 +255,7 @@ def _eval_sets(
     quiet: bool,
     store_url: str | None,
     no_cache: bool,
+    fresh: bool = False,
 ) -> None:
     from toolpath.cli.display import eval_set_report
     from toolpath.evaluation.evalset import check_runnable, criteria_of, evaluate_eval_sets
@@ -256,15 +266,16 @@ def _eval_sets(
     _importable_cwd()
     eval_sets = _load_eval_sets(path, config_path)
     for eval_set in eval_sets:  # every criterion and case checked before the agent is imported or a file made
-        criteria_of(eval_set)
-        check_runnable(eval_set)
+        check_runnable(eval_set, criteria_of(eval_set))
     agent = load_agent(agent_ref)
     store = Store(store_url) if store_url else None
     setup.init(store=store)
     total = sum(len(eval_set.cases) for eval_set in eval_sets)
     judge = Judge(settings_from(None), cache=None) if no_cache else None  # default: the store caches replies
     with progress(total, "running eval cases", quiet) as bar:
-        result = evaluate_eval_sets(eval_sets, agent, runs=runs, store=store, on_case=bar.advance, judge=judge)
+        result = evaluate_eval_sets(
+            eval_sets, agent, runs=runs, store=store, on_case=bar.advance, judge=judge, fresh=fresh
+        )
     setup.flush()
     _write(result, output, adk_history)
     eval_set_report(console, result, quiet=quiet)

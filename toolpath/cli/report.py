@@ -253,7 +253,11 @@ def _side_by_side(prompt: Any, reference: list[ToolCall], predicted: list[ToolCa
     right = right or "<i class='muted'>none</i>"
     title = html.escape(str(prompt or "turn"))
     response = ""
-    if turn.get("response") is not None or turn.get("reference") is not None:
+    if turn.get("simulated_user"):  # who said what: a simulated user wrote the prompt
+        title = f"<span class='badge'>simulated user</span> {title}"
+        said = html.escape(str(turn.get("response") or ""))
+        response = f"<div class='traj'><div class='muted'>agent: {said}</div></div>"
+    elif turn.get("response") is not None or turn.get("reference") is not None:
         response = (
             f"<div class='traj'><div class='muted'>reference: {html.escape(str(turn.get('reference') or ''))}</div>"
             f"<div class='muted'>response: {html.escape(str(turn.get('response') or ''))}</div></div>"

@@ -59,6 +59,8 @@ class EvalSet:
     """Criterion name -> ``module.function`` of an ADK custom metric (``custom_metrics`` of the config)."""
     config_path: Path | None = None
     """The ``test_config.json`` the criteria came from; ``None`` for ADK's defaults."""
+    user_simulator: schema.LlmBackedUserSimulatorConfig | schema.LlmAudioUserSimulatorConfig | None = None
+    """The config's ``user_simulator_config`` (ADK's defaults when ``None``), for ``conversation_scenario`` cases."""
 
 
 def split_selector(spec: str | Path) -> tuple[str, list[str] | None]:
@@ -113,6 +115,7 @@ def load_eval_set(path: str | Path, config: str | Path | None = None, *, case_id
             loaded.custom_metrics,
             config_path,
         )
+        eval_set.user_simulator = loaded.user_simulator
     if isinstance(data, list) and path.name.endswith(LEGACY_SUFFIX):
         _check_legacy_criteria(path, data, eval_set)
     if case_ids is not None:

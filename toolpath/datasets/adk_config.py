@@ -36,6 +36,8 @@ class EvalConfig:
     criteria: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_CRITERIA))
     custom_metrics: dict[str, str] = field(default_factory=dict)
     path: Path | None = None
+    user_simulator: schema.LlmBackedUserSimulatorConfig | schema.LlmAudioUserSimulatorConfig | None = None
+    """``user_simulator_config``, as ADK reads it (for eval cases with a ``conversation_scenario``)."""
 
 
 def load_criteria(path: str | Path) -> dict[str, Any]:
@@ -60,7 +62,7 @@ def load_config(path: str | Path) -> EvalConfig:
         raise DatasetError(f"{path}: $: no criteria (ADK would evaluate nothing; give a 'criteria' object)")
     custom = {name: config.code_config.name for name, config in (parsed.custom_metrics or {}).items()}
     criteria = {name: _criterion(path, name, value, custom) for name, value in parsed.criteria.items()}
-    return EvalConfig(criteria, custom, path)
+    return EvalConfig(criteria, custom, path, parsed.user_simulator_config)
 
 
 def canonical_criteria(criteria: Mapping[str, Any], custom: Mapping[str, str], source: object) -> dict[str, Any]:

@@ -8,13 +8,15 @@ rules decide. They are mirrored rather than imported because toolpath works with
 tests hold them against ADK's own classes.
 
 What is not mirrored, because toolpath never reads it: a result's ``session_details`` (ADK's ``Session``, kept
-as a JSON object), a scenario's ``user_persona`` and the config's ``user_simulator_config`` (kept as given).
+as a JSON object) and a scenario's ``user_persona`` (kept as given; toolpath's simulator refuses one). The
+config's ``user_simulator_config`` is mirrored (``llm_backed``; ``llm_audio`` only as far as its type).
 """
 
 from __future__ import annotations
 
+import re
 from enum import Enum
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from google.genai import types as genai_types
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -229,13 +231,88 @@ class LiveModelConfig(BaseModel):
     timeout_seconds: int = 300
 
 
+STOP_SIGNAL = "</finished>"
+"""What ADK's LLM-backed user simulator writes when the conversation is over (``llm_backed_user_simulator.py``)."""
+SIMULATOR_PLACEHOLDERS = ("stop_signal", "conversation_plan", "conversation_history")
+
+
+def _default_simulator_generation() -> genai_types.GenerateContentConfig:
+    return genai_types.GenerateContentConfig(
+        thinking_config=genai_types.ThinkingConfig(include_thoughts=True, thinking_budget=10240)
+    )
+
+
+def missing_placeholders(template: str, required: tuple[str, ...] = SIMULATOR_PLACEHOLDERS) -> list[str] | None:
+    """The placeholders a Jinja template lacks (ADK's ``is_valid_user_simulator_template``); ``None`` when it is
+    not a valid template. Uses jinja2 when installed, else reads ``{{ name }}`` / ``{{ name.attr }}`` uses."""
+    try:
+        from jinja2 import exceptions, meta
+        from jinja2.sandbox import SandboxedEnvironment
+    except ImportError:  # pragma: no cover - jinja2 comes with most installs (mkdocs, ADK's extras)
+        used = set(re.findall(r"\{\{\s*([A-Za-z_]\w*)", template))
+    else:
+        try:
+            used = meta.find_undeclared_variables(SandboxedEnvironment().parse(template))
+        except exceptions.TemplateSyntaxError:
+            return None
+    return [name for name in required if name not in used]
+
+
+class _UserSimulatorConfig(BaseModel):
+    """ADK's ``BaseUserSimulatorConfig``: camelCase or snake_case keys, unknown keys kept."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
+    model: str = "gemini-2.5-flash"
+    model_configuration: genai_types.GenerateContentConfig = Field(default_factory=_default_simulator_generation)
+    max_allowed_invocations: int = 20
+    custom_instructions: str | None = None
+    include_function_calls: bool = False
+
+    @field_validator("custom_instructions")
+    @classmethod
+    def _check_instructions(cls, value: str | None) -> str | None:
+        if value is not None and missing_placeholders(value) != []:
+            raise ValueError(
+                "custom_instructions must contain each of the following formatting placeholders using Jinja syntax: "
+                "{{ stop_signal }}, {{ conversation_plan }}, {{ conversation_history }}"
+            )
+        return value
+
+
+class LlmBackedUserSimulatorConfig(_UserSimulatorConfig):
+    type: Literal["llm_backed"] = "llm_backed"
+
+
+class LlmAudioUserSimulatorConfig(_UserSimulatorConfig):
+    """Read so that a file ADK accepts is accepted; toolpath's simulator refuses it (it speaks, toolpath types)."""
+
+    type: Literal["llm_audio"] = "llm_audio"
+
+
+UserSimulatorConfig = Annotated[LlmBackedUserSimulatorConfig | LlmAudioUserSimulatorConfig, Field(discriminator="type")]
+
+
 class EvalConfig(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
 
     criteria: dict[str, float | BaseCriterion] = Field(default_factory=dict)
     custom_metrics: dict[str, CustomMetricConfig] | None = None
-    user_simulator_config: dict[str, Any] | None = None
+    user_simulator_config: UserSimulatorConfig | None = None
     live_model_config: LiveModelConfig | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_simulator_type(cls, values: Any) -> Any:
+        """ADK's ``_inject_default_user_simulator_type``: a config without ``type`` (or ``type: null``) is
+        ``llm_backed``."""
+        if not isinstance(values, dict):
+            return values
+        for key in ("user_simulator_config", "userSimulatorConfig"):
+            inner = values.get(key)
+            if isinstance(inner, dict) and inner.get("type") is None:
+                values = {**values, key: {**inner, "type": "llm_backed"}}
+        return values
 
 
 TRAJECTORY_CRITERION = "tool_trajectory_avg_score"

@@ -100,9 +100,16 @@ class CaseResult:
     outcomes: list[list[AgentOutcome]] = field(default_factory=list)
     criteria: Mapping[str, Criterion] = field(default_factory=dict)
     """What the case was judged with, and the runs' outcomes (not serialised: for ADK's eval history)."""
+    error: str | None = None
+    """Why a run of the case could not be completed (a simulated conversation's simulator or agent failed)."""
+
+    @property
+    def simulated(self) -> bool:
+        """A simulated user wrote the case's user turns (an ADK ``conversation_scenario``)."""
+        return self.case is not None and self.case.conversation_scenario is not None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "eval_set_id": self.eval_set_id,
             "eval_id": self.eval_id,
             "status": self.status,
@@ -110,6 +117,12 @@ class CaseResult:
             "efficiency": self.efficiency,
             "sessions": self.sessions,
         }
+        if self.simulated:
+            out["simulated_user"] = True
+            out["turns"] = self.turns
+        if self.error is not None:
+            out["error"] = self.error
+        return out
 
 
 @dataclass

@@ -18,6 +18,7 @@ from typing import Any
 
 from toolpath.errors import MetricError
 from toolpath.evaluators.judge.adk import ADK_JUDGE_METRICS
+from toolpath.evaluators.judge.multi_turn import MULTI_TURN_METRICS
 from toolpath.evaluators.judge.vertex import BUILTIN_TEMPLATES, TemplateMetric, builtin_metric
 from toolpath.evaluators.metrics import analytics, builtin, text, tool_calls, trajectory
 from toolpath.evaluators.metrics.registry import CustomMetric, Metric, Row, import_callable, parse_spec
@@ -323,3 +324,14 @@ _ADK_INFO = {
 }
 for _name, _cls in ADK_JUDGE_METRICS.items():
     register_metric(_name, replace(_ADK_INFO[_name], judge=True))(_cls)
+# ADK's multi-turn criteria: a whole conversation (an eval set's case), judged once or turn by turn
+_CONVERSATION = ("prompt", "predicted_trajectory", "response")
+_MULTI_TURN_INFO = {
+    "multi_turn_task_success_v1": MetricInfo(_CONVERSATION, threshold=1.0),
+    "multi_turn_trajectory_quality_v1": MetricInfo(_CONVERSATION, threshold=1.0),
+    "multi_turn_tool_use_quality_v1": MetricInfo(_CONVERSATION, threshold=1.0),
+    "rubric_based_multi_turn_trajectory_quality_v1": MetricInfo((*_CONVERSATION, "rubrics"), threshold=1.0),
+    "per_turn_user_simulator_quality_v1": MetricInfo(("prompt", "response", "conversation_scenario"), threshold=1.0),
+}
+for _name, _cls in MULTI_TURN_METRICS.items():
+    register_metric(_name, replace(_MULTI_TURN_INFO[_name], judge=True))(_cls)

@@ -15,6 +15,7 @@ ADK's informational efficiency figures (:mod:`toolpath.evaluation.efficiency`).
 
 from __future__ import annotations
 
+import itertools
 import statistics
 import time
 import uuid
@@ -37,6 +38,7 @@ from toolpath.evaluation.case_results import (
 from toolpath.evaluation.criteria import Criterion, resolve_criteria
 from toolpath.evaluation.efficiency import case_efficiency, spans_under, traced_efficiency
 from toolpath.evaluation.inference import AgentOutcome, content_notes, outcome_row, run_agent
+from toolpath.evaluation.scenarios import SimulatorJudge, check_scenario_case, run_scenario, simulated_turns
 from toolpath.evaluation.scoring import judge_rows, score_row, summarize
 from toolpath.evaluation.targets import Target, describe_target, resolve_target
 from toolpath.evaluators.judge.client import Judge, settings_from
@@ -70,29 +72,38 @@ def evaluate_eval_sets(
     on_case: Callable[[CaseResult], None] | None = None,
     store: Any = None,
     judge: Judge | None = None,
+    fresh: bool = False,
+    simulator_judge: Judge | None = None,
 ) -> EvalSetResult:
     """Run every case of ``eval_sets`` against ``agent`` ``runs`` times and judge it.
 
     ``criteria`` overrides each eval set's own (from its ``test_config.json`` or the defaults). Every criterion is
     checked first: an unknown name or key raises :class:`~toolpath.errors.ConfigError` before anything runs.
     With ``store``, the run and each case's result are saved there. Judge criteria (``final_response_match_v2``…)
-    ask ``judge`` (by default one configured from the environment, caching replies in the store).
+    ask ``judge`` (by default one configured from the environment, caching replies in the store). Cases with a
+    ``conversation_scenario`` are played by a simulated user (:mod:`toolpath.evaluation.scenarios`) asking
+    ``simulator_judge`` (by default as ``judge``); its replies are replayed from the store unless ``fresh``.
     """
     started_ns = time.time_ns()
     if runs < 1:
         raise ConfigError(f"runs must be at least 1, got {runs}")
     plans = [(eval_set, criteria_of(eval_set, criteria)) for eval_set in eval_sets]
-    for eval_set in eval_sets:
-        check_runnable(eval_set)
+    simulators = [_simulator_of(eval_set, criteria) for eval_set in eval_sets]
+    for (eval_set, plan), simulator in zip(plans, simulators, strict=True):
+        check_runnable(eval_set, plan, simulator)
     run_id = uuid.uuid4().hex[:12]
     cases: list[CaseResult] = []
     judges = LazyJudge(judge, store)
+    users = SimulatorJudge(store, fresh, simulator_judge)
+    if any(case.conversation_scenario is not None for eval_set in eval_sets for case in eval_set.cases):
+        users.connect()  # no credentials: an error now, before any agent runs
     tracing = setup.current()
     spans_store = store if store is not None else tracing.store if tracing is not None else None
     with resolve_target(agent) as target:
-        for eval_set, plan in plans:
+        for (eval_set, plan), simulator in zip(plans, simulators, strict=True):
             for case in eval_set.cases:
-                case_result = _run_case(case, target, plan, runs, run_id, timeout, judges, spans_store)
+                play = _Play(users, simulator, timeout)
+                case_result = _run_case(case, target, plan, runs, run_id, play, judges, spans_store)
                 cases.append(case_result)
                 if on_case is not None:
                     on_case(case_result)
@@ -122,14 +133,19 @@ def criteria_of(eval_set: EvalSet, override: Mapping[str, Any] | EvalConfig | No
     return resolve_criteria(eval_set.criteria, eval_set.custom_metrics, source=source)
 
 
-def check_runnable(eval_set: EvalSet) -> None:
-    """What toolpath cannot replay against an agent, said before anything runs."""
+def _simulator_of(eval_set: EvalSet, override: Mapping[str, Any] | EvalConfig | None) -> Any:
+    if isinstance(override, EvalConfig):
+        return override.user_simulator
+    return eval_set.user_simulator
+
+
+def check_runnable(eval_set: EvalSet, plan: Mapping[str, Criterion] | None = None, simulator: Any = None) -> None:
+    """What toolpath cannot run against an agent or judge, said before anything runs (``plan``: the criteria;
+    ``simulator``: the ``user_simulator_config``, by default the eval set's)."""
     for case in eval_set.cases:
         where = f"{case.source or eval_set.path or eval_set.eval_set_id}: eval case {case.eval_id!r}"
         if case.conversation_scenario is not None:
-            raise ConfigError(
-                f"{where}: conversation_scenario (a simulated user) is not supported; give a conversation"
-            )
+            check_scenario_case(where, case, plan, simulator if simulator is not None else eval_set.user_simulator)
         for i, invocation in enumerate(case.invocations):
             if not invocation.prompt:
                 raise DatasetError(f"{where}: invocation {i + 1}: the user content has no text to send to the agent")
@@ -163,30 +179,46 @@ class LazyJudge:
         return self._judge
 
 
+class _Play:
+    """How a case's conversations are played: the simulated users' client and config, the agent's timeout."""
+
+    def __init__(self, users: SimulatorJudge, simulator: Any, timeout: float) -> None:
+        self.users, self.simulator, self.timeout = users, simulator, timeout
+
+
 def _run_case(
     case: EvalCase,
     agent: Target,
     plan: Mapping[str, Criterion],
     runs: int,
     run_id: str,
-    timeout: float,
+    play: _Play,
     judges: LazyJudge,
     spans_store: Any,
 ) -> CaseResult:
     per_run: list[list[AgentOutcome]] = []
     sessions = []
     efficiency = []
+    errors: list[str | None] = []
     for run in range(runs):
         session_id = case.session_id or f"eval-{run_id}-{case.eval_set_id}-{case.eval_id}-{run}"
         sessions.append(session_id)
         agent.start_session(session_id, app_name=case.app_name, user_id=case.user_id, state=case.initial_state)
-        outcomes = [
-            run_agent(agent, inv.prompt, session_id=session_id, timeout=timeout, message=inv.user_content)
-            for inv in case.invocations
-        ]
+        if case.conversation_scenario is not None:
+            played = run_scenario(
+                agent, case, play.simulator, play.users.get(), session_id=session_id, run=run, timeout=play.timeout
+            )
+            outcomes, error = played.outcomes, played.error
+        else:
+            outcomes = [
+                run_agent(agent, inv.prompt, session_id=session_id, timeout=play.timeout, message=inv.user_content)
+                for inv in case.invocations
+            ]
+            error = None
         per_run.append(outcomes)
+        errors.append(error)
         efficiency.append([traced_efficiency(o.invocation, spans_under(spans_store, o.invocation)) for o in outcomes])
-    return judge_case(case, plan, per_run, judges, sessions=sessions, efficiency=efficiency)
+    return judge_case(case, plan, per_run, judges, sessions=sessions, efficiency=efficiency, errors=errors)
 
 
 def score_case(
@@ -200,7 +232,7 @@ def score_case(
     """Judge one case from what its agent did: per run, one :class:`AgentOutcome` per invocation of the case.
     This is how :func:`evaluate_eval_sets` judges each case after running the agent."""
     for run, outcomes in enumerate(per_run):
-        if len(outcomes) != len(case.invocations):
+        if case.conversation_scenario is None and len(outcomes) != len(case.invocations):
             count = len(case.invocations)
             raise ConfigError(f"{case.eval_id}: run {run + 1} has {len(outcomes)} outcome(s) for {count} invocation(s)")
     plan = resolve_criteria(dict(criteria), source="criteria")
@@ -216,9 +248,20 @@ def judge_case(
     *,
     sessions: list[str],
     efficiency: list[list[dict[str, Any]]],
+    errors: Sequence[str | None] = (),
 ) -> CaseResult:
     """A case judged by ``plan`` from its runs' outcomes (one list of turns per run) and the runs' per-invocation
-    efficiency figures. A case with no invocations is NOT_EVALUATED, as in ADK."""
+    efficiency figures. A case with no invocations is NOT_EVALUATED, as in ADK. A run that failed (``errors``: a
+    simulated conversation that could not go on) is not judged, and fails the case, as ADK's failed inference."""
+    failed_runs = [f"run {i + 1}: {e}" if len(per_run) > 1 else e for i, e in enumerate(errors) if e]
+    if failed_runs:
+        judged_runs = [outcomes if not errors[i] else [] for i, outcomes in enumerate(per_run)]
+        case_result = judge_case(case, plan, judged_runs, judges, sessions=sessions, efficiency=efficiency)
+        case_result.status, case_result.error = FAILED, "; ".join(failed_runs)
+        case_result.outcomes, case_result.turns = per_run, _turns(case, per_run)
+        for metric in case_result.metrics.values():
+            metric.explanation = metric.explanation if metric.score is not None else case_result.error
+        return case_result
     if not any(per_run):
         metrics = {
             name: CriterionResult(
@@ -238,6 +281,25 @@ def judge_case(
         metrics = {name: _criterion(criterion, case, per_run, judges) for name, criterion in plan.items()}
     statuses = {m.status for m in metrics.values()}
     status = FAILED if FAILED in statuses else PASSED if PASSED in statuses else NOT_EVALUATED
+    turns = _turns(case, per_run)
+    run_efficiency = [case_efficiency(figures) for figures in efficiency]
+    every = [figure for figures in efficiency for figure in figures]
+    return CaseResult(
+        case.eval_set_id,
+        case.eval_id,
+        status,
+        metrics,
+        sessions,
+        turns,
+        efficiency=case_efficiency(every),
+        run_efficiency=run_efficiency,
+        case=case,
+        outcomes=per_run,
+        criteria=plan,
+    )
+
+
+def _turns(case: EvalCase, per_run: list[list[AgentOutcome]]) -> list[list[dict[str, Any]]]:
     references = case.invocations if len(case.invocations) == len(per_run[0] if per_run else []) else None
     turns = [
         [
@@ -257,24 +319,12 @@ def judge_case(
         ]
         for outcomes in per_run
     ]
-    run_efficiency = [case_efficiency(figures) for figures in efficiency]
-    every = [figure for figures in efficiency for figure in figures]
-    return CaseResult(
-        case.eval_set_id,
-        case.eval_id,
-        status,
-        metrics,
-        sessions,
-        turns,
-        efficiency=case_efficiency(every),
-        run_efficiency=run_efficiency,
-        case=case,
-        outcomes=per_run,
-        criteria=plan,
-    )
+    return [simulated_turns(t) for t in turns] if case.conversation_scenario is not None else turns
 
 
 def outcome_prompt(case: EvalCase, index: int, outcome: AgentOutcome) -> str | None:
+    if outcome.prompt is not None:
+        return outcome.prompt
     if index < len(case.invocations):
         return case.invocations[index].prompt
     return outcome.invocation.prompt if outcome.invocation is not None else None
@@ -284,10 +334,10 @@ def _criterion(
     criterion: Criterion, case: EvalCase, per_run: Sequence[Sequence[AgentOutcome]], judges: LazyJudge
 ) -> CriterionResult:
     threshold = criterion.threshold
-    count = len(per_run[0]) if per_run else 0
     results = [_score_run(criterion.metric, case, outcomes, judges) for outcomes in per_run]
     run_per_invocation: list[list[float | None]] = []
-    for result in results:
+    for result, outcomes in zip(results, per_run, strict=True):
+        count = len(outcomes)  # simulated conversations: each run has its own number of turns
         scores = result.details.get("per_invocation_scores")
         if not isinstance(scores, list) or len(scores) != count:  # not attributable to invocations
             scores = [None] * count
@@ -355,6 +405,11 @@ def _score_run(metric: Metric, case: EvalCase, outcomes: Sequence[AgentOutcome],
     """One run of a case: a case-level metric scores all its invocations at once; any other metric (judge
     metrics included) scores each invocation, and the case gets the mean (ADK's per-invocation averaging)."""
     rows = [with_parsed_trajectories(row) for row in _invocation_rows(case, outcomes)]
+    if metric.case_level and isinstance(metric, JudgeMetric):  # a multi-turn judge: the whole conversation at once
+        if not rows:
+            return MetricResult.not_evaluated("no invocations")
+        whole = {"invocations": rows, "conversation_scenario": case.conversation_scenario}
+        return judge_rows([whole], [metric], judges.get(), None)[0][0, metric.name]
     if metric.case_level:
         return score_row(metric, {"invocations": rows})
     if isinstance(metric, JudgeMetric):
@@ -394,7 +449,7 @@ def _mean_columns(rows: list[list[float | None]]) -> list[float | None]:
     if not rows:
         return []
     out: list[float | None] = []
-    for column in zip(*rows, strict=True):
+    for column in itertools.zip_longest(*rows):  # runs of a simulated conversation may differ in length
         known = [v for v in column if v is not None]
         out.append(statistics.mean(known) if known else None)
     return out

@@ -27,6 +27,8 @@ class AgentOutcome:
     error: str | None
     invocation: Invocation | None
     """The invocation as traced and stored; ``None`` if tracing could not deliver it in time."""
+    prompt: str | None = None
+    """The user's text, when it is not the eval case's own (a simulated user wrote it)."""
 
 
 def outcome_row(outcome: AgentOutcome, prompt: str) -> dict[str, Any]:

@@ -171,12 +171,20 @@ class Store:
             )
             return {row.key: dict(row._mapping) for row in rows}
 
-    def save_judge_replies(self, rows: list[dict[str, Any]]) -> None:
-        """Add judge replies to the cache; a key already there keeps its first reply."""
+    def save_judge_replies(self, rows: list[dict[str, Any]], *, replace: bool = False) -> None:
+        """Add judge replies to the cache; a key already there keeps its first reply (``replace``: takes the new)."""
         now = time.time_ns()
         with self.engine.begin() as conn:
             for chunk in _chunks(rows):
-                stmt = self.dialect_insert(t.judge_cache).on_conflict_do_nothing(index_elements=["key"])
+                insert = self.dialect_insert(t.judge_cache)
+                stmt = (
+                    insert.on_conflict_do_update(
+                        index_elements=["key"],
+                        set_={c: insert.excluded[c] for c in ("reply", "input_tokens", "output_tokens", "created_at")},
+                    )
+                    if replace
+                    else insert.on_conflict_do_nothing(index_elements=["key"])
+                )
                 conn.execute(stmt, [{**row, "created_at": now} for row in chunk])
 
     def write_eval_run(self, run: dict[str, Any], results: Sequence[dict[str, Any]]) -> None:

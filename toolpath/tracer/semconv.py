@@ -100,6 +100,14 @@ spans no other record of the run could fill in. Absent when every call's argumen
 ADK_CONTENT_ENV: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 """The environment variable that makes ADK 2.x record arguments and results on its spans (``SPAN_ONLY`` or
 ``SPAN_AND_EVENT``); unset, ADK's ``execute_tool`` spans carry none."""
+TOOLPATH_SIMULATED_USER: Final = "toolpath.simulated_user"
+"""``true`` on an agent span (and on the invocation rebuilt from it) whose prompt a simulated user wrote (an ADK
+``conversation_scenario``), and on the simulated user's own model-call spans, which are traces of their own."""
+TOOLPATH_SIMULATED_TURN: Final = "toolpath.simulated_user.turn"
+"""The 1-based turn of the simulated conversation: on the agent span of that turn, and on the simulated user's
+model-call span that wrote it."""
+TOOLPATH_CACHE_HIT: Final = "toolpath.cache_hit"
+"""``true`` on a simulated user's model-call span whose reply came from the store's cache (no model was asked)."""
 TOOLPATH_TRUNCATED: Final = "toolpath.truncated"
 """Keys of attributes whose value was cut to the configured length."""
 

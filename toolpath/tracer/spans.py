@@ -6,12 +6,14 @@ helper is a cheap no-op. The per-call paths are kept short on purpose: they run 
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import random
 import traceback
-from collections.abc import Mapping, Sequence
-from contextvars import Token
+from collections.abc import Iterator, Mapping, Sequence
+from contextvars import ContextVar, Token
+from types import MappingProxyType
 from typing import Any
 
 from opentelemetry import context, trace
@@ -22,6 +24,7 @@ from toolpath.tracer import content
 from toolpath.tracer import semconv as sc
 
 _tracer = trace.get_tracer(sc.TOOLPATH_SCOPE)
+_run_attributes: ContextVar[Mapping[str, Any]] = ContextVar("toolpath_run_attributes", default=MappingProxyType({}))
 _call_ids = itertools.count()
 _call_id_prefix = f"call_{random.SystemRandom().getrandbits(64):016x}"
 
@@ -99,6 +102,7 @@ def record_failure(span: Span, exc: BaseException) -> None:
 def start_agent_span(agent_name: str, prompt: Any, session_id: str | None, parent: Context | None) -> Span:
     """An ``invoke_agent`` span in ``parent`` (a context from :func:`context_of`; the current one when ``None``)."""
     attrs: dict[str, Any] = {sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT, sc.GEN_AI_AGENT_NAME: agent_name}
+    attrs.update(_run_attributes.get())
     if session_id is not None:
         attrs[sc.GEN_AI_CONVERSATION_ID] = str(session_id)
     if content._policy.capture and prompt is not None:
@@ -195,6 +199,48 @@ def end_chat_span(
     span.end()
 
 
+@contextlib.contextmanager
+def run_attributes(attributes: Mapping[str, Any]) -> Iterator[None]:
+    """Agent spans started in this context meanwhile also carry ``attributes`` (a simulated user's turn)."""
+    token = _run_attributes.set({**_run_attributes.get(), **attributes})
+    try:
+        yield
+    finally:
+        _run_attributes.reset(token)
+
+
+def simulated_user_call(model: str, session_id: str | None, turn: int, prompt: str) -> Span:
+    """A simulated user's model call: a ``chat`` span in a trace of its own (never under an agent's span), in the
+    conversation's session; end it with :func:`end_simulated_user_call`."""
+    attrs: dict[str, Any] = {
+        sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT,
+        sc.GEN_AI_REQUEST_MODEL: model,
+        sc.TOOLPATH_SIMULATED_USER: True,
+        sc.TOOLPATH_SIMULATED_TURN: turn,
+    }
+    if session_id is not None:
+        attrs[sc.GEN_AI_CONVERSATION_ID] = str(session_id)
+    if content._policy.capture:
+        _put_json(attrs, sc.GEN_AI_INPUT_MESSAGES, [_text_message("user", prompt)])
+    return _tracer.start_span(f"{sc.OP_CHAT} {model}", Context(), SpanKind.CLIENT, attrs)
+
+
+def end_simulated_user_call(
+    span: Span, reply: str | None, error: str | None, input_tokens: int, output_tokens: int, cached: bool
+) -> None:
+    if span.is_recording():
+        span.set_attribute(sc.GEN_AI_USAGE_INPUT_TOKENS, input_tokens)
+        span.set_attribute(sc.GEN_AI_USAGE_OUTPUT_TOKENS, output_tokens)
+        if cached:
+            span.set_attribute(sc.TOOLPATH_CACHE_HIT, True)
+        if content._policy.capture and reply is not None:
+            _set_json(span, sc.GEN_AI_OUTPUT_MESSAGES, [_text_message("assistant", reply)])
+        if error is not None:
+            span.set_status(Status(StatusCode.ERROR, error))
+            span.set_attribute(sc.ERROR_TYPE, "UserSimulatorError")
+    span.end()
+
+
 def make_current(ctx: Context) -> Token[Context]:
     """Make the span in ``ctx`` (from :func:`context_of`) current, so spans created meanwhile nest under it;
     returns the token for :func:`restore`."""
@@ -220,6 +266,7 @@ class AgentRun:
         attrs: dict[str, Any] = {
             sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
             sc.GEN_AI_AGENT_NAME: agent_name,
+            **_run_attributes.get(),
         }
         if session_id is not None:
             attrs[sc.GEN_AI_CONVERSATION_ID] = str(session_id)

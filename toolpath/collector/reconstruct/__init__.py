@@ -89,6 +89,10 @@ def build_invocation(root: SpanRecord, descendants: Iterable[SpanRecord]) -> Inv
     if truncated := attrs.get(sc.TOOLPATH_TRUNCATED):
         invocation_attrs[sc.TOOLPATH_TRUNCATED] = list(truncated)
     invocation_attrs.update(content_notes)
+    if attrs.get(sc.TOOLPATH_SIMULATED_USER):  # the prompt was a simulated user's
+        invocation_attrs[sc.TOOLPATH_SIMULATED_USER] = True
+        if (turn := attrs.get(sc.TOOLPATH_SIMULATED_TURN)) is not None:
+            invocation_attrs[sc.TOOLPATH_SIMULATED_TURN] = turn
     # model_construct: every field below is already well-formed, and validation would double the cost
     return Invocation.model_construct(
         invocation_id=root.span_id,

@@ -26,6 +26,9 @@ from toolpath.evaluators.judge.vertex import JudgeMetric, RubricVerdicts, _cell
 from toolpath.evaluators.metrics.registry import MissingInput, Row
 from toolpath.model import MetricResult, parse_trajectory
 
+RUBRIC_REPLY = (
+    'Reply with one JSON object: {"rubrics": [{"id": "<rubric id>", "verdict": "yes" | "no", "reason": "<why>"}]}'
+)
 HALLUCINATION_LABELS = ("supported", "unsupported", "contradictory", "disputed", "not_applicable")
 GOOD_LABELS = ("supported", "not_applicable")
 
@@ -128,17 +131,17 @@ class _RubricMetric(AdkJudgeMetric):
     def evidence(self, row: Row) -> str:
         return f"Agent final response:\n{_cell(row, 'response')}"
 
+    def rubric_prompt(self, row: Row, listed: str) -> str:
+        return (
+            f"You are an expert rater for an AI agent. For each rubric, decide whether the agent's {self.subject} "
+            f"meets it (yes or no).\n\nUser prompt:\n{_cell(row, 'prompt')}\n\n{self.evidence(row)}\n\n"
+            f"Rubrics:\n{listed}\n\n{RUBRIC_REPLY}"
+        )
+
     async def judge(self, row: Row, ask: Ask) -> MetricResult:
         rubrics = self.rubrics(row)
         listed = "\n".join(f"- {rubric_id}: {text}" for rubric_id, text in rubrics)
-        prompt = (
-            f"You are an expert rater for an AI agent. For each rubric, decide whether the agent's {self.subject} "
-            f"meets it (yes or no).\n\nUser prompt:\n{_cell(row, 'prompt')}\n\n{self.evidence(row)}\n\n"
-            f"Rubrics:\n{listed}\n\n"
-            'Reply with one JSON object: {"rubrics": [{"id": "<rubric id>", "verdict": "yes" | "no", '
-            '"reason": "<why>"}]}'
-        )
-        parsed, errors = await self._samples(prompt, ask)
+        parsed, errors = await self._samples(self.rubric_prompt(row, listed), ask)
         verdicts = RubricVerdicts({rubric_id: [] for rubric_id, _ in rubrics})
         read = 0
         for sample, data in enumerate(parsed, start=1):

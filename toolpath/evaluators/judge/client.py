@@ -12,7 +12,6 @@ traffic costs nothing. The SDK is configured its standard way, from the environm
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import functools
 import hashlib
 import json
@@ -31,6 +30,7 @@ logger = logging.getLogger("toolpath.judge")
 
 DEFAULT_MODEL = "gemini-2.5-flash"
 RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+EMPTY_REPLY = "the model returned an empty response"
 
 
 @dataclass(frozen=True)
@@ -42,10 +42,19 @@ class JudgeRequest:
     temperature: float | None = None
     sample: int = 0
     json_output: bool = True
+    config: str | None = None
+    """The model's generation config as JSON (google-genai's ``GenerateContentConfig`` fields), sent as given
+    (``temperature`` and ``json_output`` are then not used)."""
+    namespace: str | None = None
+    """Who asks, when it is not a judge metric (``usersim``: the simulated user): keys its cache entries apart."""
 
     def cache_key(self) -> str:
-        text = json.dumps([self.model, self.temperature, self.sample, self.json_output, self.prompt])
-        return hashlib.sha256(text.encode()).hexdigest()
+        if self.namespace is None:
+            text = json.dumps([self.model, self.temperature, self.sample, self.json_output, self.prompt])
+            return hashlib.sha256(text.encode()).hexdigest()
+        text = json.dumps([self.namespace, self.model, self.config, self.sample, self.json_output, self.prompt])
+        prefix = f"{self.namespace}:"
+        return prefix + hashlib.sha256(text.encode()).hexdigest()[: 64 - len(prefix)]  # the cache's keys: 64 chars
 
 
 @dataclass
@@ -68,7 +77,7 @@ class JudgeCache(Protocol):
 
     def judge_replies(self, keys: list[str]) -> dict[str, dict[str, Any]]: ...
 
-    def save_judge_replies(self, rows: list[dict[str, Any]]) -> None: ...
+    def save_judge_replies(self, rows: list[dict[str, Any]], *, replace: bool = False) -> None: ...
 
 
 @dataclass
@@ -155,7 +164,11 @@ class GenAIBackend:
     async def generate(self, request: JudgeRequest, timeout: float) -> JudgeReply:
         from google.genai import errors
 
-        config = self._config(request.temperature, request.json_output, timeout)
+        config = (
+            self._given_config(request.config, timeout)
+            if request.config is not None
+            else self._config(request.temperature, request.json_output, timeout)
+        )
         try:
             response = await asyncio.wait_for(
                 self._loop_client().aio.models.generate_content(
@@ -176,7 +189,7 @@ class GenAIBackend:
         usage = response.usage_metadata
         return JudgeReply(
             response.text,
-            None if response.text else "the judge model returned no text",
+            None if response.text else EMPTY_REPLY,
             (usage.prompt_token_count or 0) if usage else 0,
             (usage.candidates_token_count or 0) if usage else 0,
         )
@@ -188,6 +201,11 @@ class GenAIBackend:
             response_mime_type="application/json" if json_output else None,
             http_options=self._types.HttpOptions(timeout=int(timeout * 1000)),
         )
+
+    @functools.lru_cache(maxsize=64)  # noqa: B019 - as _config
+    def _given_config(self, config: str, timeout: float) -> Any:
+        given = self._types.GenerateContentConfig.model_validate(json.loads(config))
+        return given.model_copy(update={"http_options": self._types.HttpOptions(timeout=int(timeout * 1000))})
 
 
 def _retry_after(exc: Any) -> float | None:
@@ -212,6 +230,8 @@ class Judge:
     cache: JudgeCache | None = None
     backend: Backend | None = None
     usage: JudgeUsage = field(default_factory=JudgeUsage)
+    fresh: bool = False
+    """Ask the model even where the cache has a reply, and keep the new reply there instead."""
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -225,8 +245,9 @@ class Judge:
         return self
 
     def run(self, work: Callable[[Ask], Coroutine[Any, Any, Any]]) -> Any:
-        """Run ``work(ask)`` to completion on a fresh event loop (in a worker thread when this thread already
-        runs one, as in a notebook), then save new replies to the cache."""
+        """Run ``work(ask)`` to completion on the judges' event loop (one for the process, on a daemon thread, so
+        the SDK's connections, bound to the loop that opened them, serve every run), then save new replies to the
+        cache. Works the same from a thread that runs a loop of its own, as in a notebook."""
         self.connect()
 
         async def main() -> Any:
@@ -238,19 +259,19 @@ class Judge:
 
             return await work(ask)
 
+        future = asyncio.run_coroutine_threadsafe(main(), _judge_loop())
         try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            result = asyncio.run(main())
-        else:
-            with concurrent.futures.ThreadPoolExecutor(1) as pool:
-                result = pool.submit(asyncio.run, main()).result()
-        self._flush_cache()
+            result = future.result()
+        except BaseException:
+            future.cancel()
+            raise
+        finally:
+            self._flush_cache()
         return result
 
     async def _ask(self, request: JudgeRequest) -> JudgeReply:
         key = request.cache_key()
-        if self.cache is not None:
+        if self.cache is not None and not self.fresh:
             hit = self.cache.judge_replies([key]).get(key)
             if hit is not None:
                 self.usage.cached += 1
@@ -307,12 +328,28 @@ class Judge:
 
     def _flush_cache(self) -> None:
         with self._lock:
-            pending, self._pending = self._pending, []
+            pending, self._pending = list({row["key"]: row for row in self._pending}.values()), []
         if pending and self.cache is not None:
             try:
-                self.cache.save_judge_replies(pending)
+                if self.fresh:
+                    self.cache.save_judge_replies(pending, replace=True)
+                else:
+                    self.cache.save_judge_replies(pending)
             except Exception:  # a cache that cannot be written costs a re-ask next time, nothing more
                 logger.warning("toolpath: could not save %d judge replies to the cache", len(pending), exc_info=True)
+
+
+_loop: asyncio.AbstractEventLoop | None = None
+_loop_lock = threading.Lock()
+
+
+def _judge_loop() -> asyncio.AbstractEventLoop:
+    global _loop
+    with _loop_lock:
+        if _loop is None or _loop.is_closed():
+            _loop = asyncio.new_event_loop()
+            threading.Thread(target=_loop.run_forever, name="toolpath-judge", daemon=True).start()
+        return _loop
 
 
 def settings_from(options: Mapping[str, Any] | None, base: JudgeSettings | None = None) -> JudgeSettings:

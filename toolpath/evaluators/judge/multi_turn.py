@@ -1,0 +1,235 @@
+"""ADK 2.x's multi-turn criteria: judge metrics over a whole conversation (a row's ``invocations``, one row per
+turn, and its ``conversation_scenario`` when a simulated user played it), configured from ``test_config.json`` as
+ADK does.
+
+- ``multi_turn_task_success_v1`` / ``multi_turn_trajectory_quality_v1`` / ``multi_turn_tool_use_quality_v1``: ADK
+  asks Vertex AI's adaptive-rubric metrics (``RubricMetric.MULTI_TURN_*``): rubrics written for the conversation,
+  then a yes/no verdict on each. toolpath asks the judge model for both in one reply; the score is the share of
+  rubrics met. The conversation is judged once, on its last turn: the earlier turns are NOT_EVALUATED (ADK's
+  ``_MultiTurnVertexiAiEvalFacade``).
+- ``rubric_based_multi_turn_trajectory_quality_v1``: the criterion's rubrics (``rubrics``) judged yes/no against
+  the whole conversation, tool calls and results included; majority per rubric over the samples (a tie is no),
+  score the share met; judged on the last turn (ADK's ``RubricBasedMultiTurnTrajectoryEvaluator``).
+- ``per_turn_user_simulator_quality_v1``: does the simulated user follow its scenario? Turn 1 must be the
+  ``starting_prompt``; each later user turn is judged against the plan and the conversation before it with ADK's
+  prompt (majority over samples, a tie invalid), and so is the end (the ``stop_signal`` after the last turn: if
+  it should not have ended there, the last turn fails). The score is the share of valid turns (ADK's
+  ``PerTurnUserSimulatorQualityV1``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
+
+from toolpath.evaluators.judge.adk import RUBRIC_REPLY, AdkJudgeMetric, _failed, _majority, _RubricMetric
+from toolpath.evaluators.judge.client import Ask, JudgeRequest
+from toolpath.evaluators.judge.multi_turn_prompts import per_turn_prompt
+from toolpath.evaluators.metrics.registry import MissingInput, Row
+from toolpath.model import MetricResult, parse_trajectory
+
+
+def conversation(row: Row) -> list[Row]:
+    turns = row.get("invocations")
+    if not isinstance(turns, list) or not turns:
+        raise MissingInput("a multi-turn metric needs the case's invocations (an eval set's case)")
+    return turns
+
+
+def dialogue(turns: Sequence[Row]) -> str:
+    """The conversation as ADK's multi-turn judges show it: ``USER TURN n``, the agent's texts, tool calls and
+    tool outputs, and its final response, turn by turn."""
+    lines = []
+    for n, turn in enumerate(turns, start=1):
+        lines.append(f"USER TURN {n}: {turn.get('prompt') or ''}")
+        for item in turn.get("intermediate_responses") or []:
+            author, text = item if isinstance(item, list | tuple) else ("agent", item)
+            lines.append(f"AGENT ({author}) TURN {n}: {text}")
+        for call in parse_trajectory(turn.get("predicted_trajectory")):
+            lines.append(f"AGENT TURN {n} (tool call): {call.name}({json.dumps(call.args, default=str)})")
+            outcome = call.error if call.error is not None else json.dumps(call.result, default=str)
+            lines.append(f"AGENT TURN {n} (tool output): {call.name} -> {outcome}")
+        if turn.get("response"):
+            lines.append(f"AGENT TURN {n}: {turn['response']}")
+    return "\n".join(lines)
+
+
+def on_last_turn(result: MetricResult, turns: int) -> MetricResult:
+    """A conversation-level score as ADK records it: on the last turn, the earlier ones NOT_EVALUATED."""
+    per_invocation = [None] * (turns - 1) + [result.score]
+    return MetricResult(result.score, result.explanation, {**result.details, "per_invocation_scores": per_invocation})
+
+
+class _AdaptiveRubrics(AdkJudgeMetric):
+    """Vertex AI's adaptive-rubric multi-turn metrics, asked of the judge model."""
+
+    case_level: ClassVar[bool] = True
+    intent: ClassVar[str]
+
+    async def judge(self, row: Row, ask: Ask) -> MetricResult:
+        turns = conversation(row)
+        prompt = (
+            "You evaluate an AI agent's multi-turn conversation with a user. One turn is a user message and the "
+            f"agent's answer, with the tools it called.\n\nWhat to judge: {self.intent}\n\n"
+            "First write the rubrics (3 to 6 short, checkable yes/no statements) that a good agent meets for this "
+            "particular conversation and what to judge; then give each one a verdict over the whole conversation: "
+            '"yes" if the agent meets it, "no" if not.\n\n'
+            f"<conversation_history>\n{dialogue(turns)}\n</conversation_history>\n\n"
+            'Reply with one JSON object: {"rubrics": [{"rubric": "<statement>", "verdict": "yes" | "no", '
+            '"reason": "<why>"}]}'
+        )
+        parsed, errors = await self._samples(prompt, ask)
+        shares: list[float] = []
+        verdicts: dict[str, bool] = {}
+        for sample, data in enumerate(parsed, start=1):
+            items = [i for i in data.get("rubrics") or [] if isinstance(i, Mapping)]
+            votes = {str(i.get("rubric")): str(i.get("verdict", "")).strip().lower() for i in items}
+            if not votes or any(v not in ("yes", "no") for v in votes.values()):
+                errors.append(f"sample {sample}: no rubrics with a yes/no verdict each")
+                continue
+            shares.append(sum(v == "yes" for v in votes.values()) / len(votes))
+            verdicts = verdicts or {rubric: v == "yes" for rubric, v in votes.items()}
+        if not shares:
+            return on_last_turn(_failed(errors), len(turns))
+        score = sum(shares) / len(shares)
+        missed = [rubric for rubric, ok in verdicts.items() if not ok]
+        explanation = f"{sum(verdicts.values())} of {len(verdicts)} rubric(s) met" + (
+            f"; not met: {'; '.join(missed)}" if missed else ""
+        )
+        details = {"rubric_verdicts": verdicts, **({"judge_errors": errors} if errors else {})}
+        return on_last_turn(MetricResult(score, explanation, details), len(turns))
+
+
+class MultiTurnTaskSuccessV1(_AdaptiveRubrics):
+    name = "multi_turn_task_success_v1"
+    intent = (
+        "task success: did the agent achieve the goal or goals the user had in this conversation? Only whether the "
+        "goals were achieved matters, not how."
+    )
+
+
+class MultiTurnTrajectoryQualityV1(_AdaptiveRubrics):
+    name = "multi_turn_trajectory_quality_v1"
+    intent = (
+        "trajectory quality: the path the agent took over the whole conversation to reach the user's goals: the "
+        "right steps in a sensible order, asking for what it needed, no needless or repeated steps, correct "
+        "statements to the user along the way."
+    )
+
+
+class MultiTurnToolUseQualityV1(_AdaptiveRubrics):
+    name = "multi_turn_tool_use_quality_v1"
+    intent = (
+        "tool use quality: the function calls the agent made during the conversation: the right tools, with "
+        "correct arguments taken from what the user said, at the right time, their results used correctly."
+    )
+
+
+class RubricMultiTurnTrajectoryQualityV1(_RubricMetric):
+    name = "rubric_based_multi_turn_trajectory_quality_v1"
+    case_level: ClassVar[bool] = True
+    default_samples = 5
+
+    def rubric_prompt(self, row: Row, listed: str) -> str:
+        return (
+            "You evaluate the quality of an AI agent's responses in a multi-turn conversation. Review every turn: "
+            "each user message, the agent's tool calls and their outputs, and its replies. For each rubric, decide "
+            "whether the agent's performance over all its turns meets it (yes or no; yes also when the rubric does "
+            "not apply); a rubric an earlier turn violated and a later turn corrected is judged on the whole.\n\n"
+            f"<conversation_history>\n{dialogue(conversation(row))}\n</conversation_history>\n\n"
+            f"Rubrics:\n{listed}\n\n{RUBRIC_REPLY}"
+        )
+
+    async def judge(self, row: Row, ask: Ask) -> MetricResult:
+        turns = conversation(row)
+        return on_last_turn(await super().judge(row, ask), len(turns))
+
+
+_IS_VALID = re.compile(r'"is_valid":\s*\[*[\n\s]*"*([^"\]]*)"*[\n\s]*\]*\s*[,\n\}]')
+_INVALID = ("invalid", "almost", "false", "partially_valid", "partially valid", "partially")
+
+
+def is_valid_label(reply: str) -> bool | None:
+    """ADK's ``_parse_llm_response``: the ``"is_valid"`` label of the reply (True / False written Python's way
+    too), ``None`` when there is none."""
+    match = _IS_VALID.search(reply)
+    if match is None:
+        return None
+    label = match.group(1).strip("}").replace(",", "").strip().lower()
+    if label in _INVALID:
+        return False
+    return True if label in ("valid", "true") else None
+
+
+class PerTurnUserSimulatorQualityV1(AdkJudgeMetric):
+    name = "per_turn_user_simulator_quality_v1"
+    case_level: ClassVar[bool] = True
+    default_samples = 5
+
+    def request(self, prompt: str, sample: int) -> JudgeRequest:
+        return JudgeRequest(prompt, self.model, self.temperature, sample, json_output=False)  # ADK asks for text
+
+    async def judge(self, row: Row, ask: Ask) -> MetricResult:
+        turns = conversation(row)
+        scenario = row.get("conversation_scenario")
+        if not isinstance(scenario, Mapping):
+            raise MissingInput(f"{self.name} judges a simulated user: it needs the case's conversation_scenario")
+        plan, stop_signal = str(scenario["conversation_plan"]), str(self.options.get("stop_signal", "</finished>"))
+        first = str(turns[0].get("prompt") or "").strip() == str(scenario["starting_prompt"]).strip()
+        scores: list[float | None] = [1.0 if first else 0.0]
+        notes = [] if first else ["turn 1 is not the starting prompt"]
+        for i in range(1, len(turns)):
+            score, note = await self._turn(plan, turns[:i], str(turns[i].get("prompt") or ""), stop_signal, ask)
+            scores.append(score)
+            notes += [f"turn {i + 1}: {note}"] if note else []
+        end, note = await self._turn(plan, turns, stop_signal, stop_signal, ask)
+        if end == 0.0:  # it should not have ended there: the last user turn fails
+            scores[-1] = 0.0
+            notes.append("the conversation should not have ended where it did")
+        elif note:
+            notes.append(f"the end: {note}")
+        score = sum(s for s in scores if s is not None) / len(scores)
+        valid = sum(s == 1.0 for s in scores)
+        explanation = f"{valid} of {len(scores)} user turn(s) valid" + (f"; {'; '.join(notes)}" if notes else "")
+        return MetricResult(score, explanation, {"per_invocation_scores": scores})
+
+    async def _turn(
+        self, plan: str, history: Sequence[Row], message: str, stop_signal: str, ask: Ask
+    ) -> tuple[float | None, str | None]:
+        """One user turn judged on its samples: 1 valid, 0 invalid (a tie too), ``None`` when no sample said."""
+        prompt = per_turn_prompt(plan, _history(history), message, stop_signal)
+        replies = await self.sample_replies([prompt] * self.num_samples, ask)
+        votes = []
+        for reply in replies:
+            label = is_valid_label(reply.text or "") if not reply.error else None
+            if label is not None:
+                votes.append(label)
+        if not votes:
+            reason = next((r.error for r in replies if r.error), None) or "no is_valid label in the judge's reply"
+            return None, reason
+        valid = _majority(votes)
+        return (1.0, None) if valid else (0.0, f"{votes.count(False)} of {len(votes)} sample(s) invalid")
+
+
+def _history(turns: Sequence[Row]) -> str:
+    """ADK's ``_format_conversation_history``: ``user: …`` and ``model: …`` (the final response's role)."""
+    lines = []
+    for turn in turns:
+        lines.append(f"user: {turn.get('prompt') or ''}")
+        if turn.get("response") is not None:
+            lines.append(f"model: {turn['response']}")
+    return "\n\n".join(lines)
+
+
+MULTI_TURN_METRICS: dict[str, type[AdkJudgeMetric]] = {
+    cls.name: cls
+    for cls in (
+        MultiTurnTaskSuccessV1,
+        MultiTurnTrajectoryQualityV1,
+        MultiTurnToolUseQualityV1,
+        RubricMultiTurnTrajectoryQualityV1,
+        PerTurnUserSimulatorQualityV1,
+    )
+}
