@@ -267,3 +267,14 @@ class Redactor:
             if len(self._keys_seen) < 4096:  # attribute names repeat: redact each once
                 self._keys_seen[key] = cached
         return cached
+
+
+_PASSWORD_RULES = [re.compile(DEFAULT_PATTERNS[name]) for name in ("url_password", "password_assignment")]
+
+
+def hide_passwords(text: str) -> str:
+    """``text`` with the password of every URL's user info (``postgresql://me:***@db``) and every ``password=…``
+    / ``pwd: …`` hidden as ``***``: for store URLs and database errors, which toolpath prints."""
+    for rule in _PASSWORD_RULES:
+        text = rule.sub(lambda m: (m.group("keep") or "") + "***", text)
+    return text

@@ -339,12 +339,12 @@ def _open_store(store: str | Store | bool | None) -> tuple[Store | None, Callabl
     thread.join(STORE_OPEN_SECONDS)
     if opened:
         return opened[0], None
-    why = f"{failure[0]}" if failure else f"no answer within {STORE_OPEN_SECONDS:g} s"
+    why = unopened.hide_password(f"{failure[0]}") if failure else f"no answer within {STORE_OPEN_SECONDS:g} s"
     logger.warning("toolpath: the store is unavailable (%s); tracing goes on, writes are retried and counted", why)
 
     def open_later() -> Store:
         if thread.is_alive():  # the first attempt is still waiting (a lock): never migrate twice at once
-            raise ConfigError(f"store {url}: still waiting for the first attempt to open it")
+            raise ConfigError(f"store {unopened.url}: still waiting for the first attempt to open it")
         return opened[0] if opened else Store(url)
 
     return None, open_later

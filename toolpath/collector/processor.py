@@ -24,7 +24,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span
 
 from toolpath.collector.reconstruct import AGENT_SPAN_PREFIXES, build_invocation, is_agent_span
 from toolpath.model import Invocation
-from toolpath.redact import Redactor
+from toolpath.redact import Redactor, hide_passwords
 from toolpath.store.spanrecord import STATUS_ERROR, STATUS_OK, STATUS_UNSET, SpanRecord
 from toolpath.store.store import Store
 from toolpath.tracer import semconv as sc
@@ -289,7 +289,8 @@ class InProcessCollector:
                 self.stats.store_errors += 1
                 if attempt + 1 == _WRITE_ATTEMPTS:
                     self.stats.invocations_lost += len(invocations)
-                    logger.error("toolpath: could not write %d invocation(s) to the store: %s", len(invocations), exc)
+                    why = self.store.hide_password(str(exc))
+                    logger.error("toolpath: could not write %d invocation(s) to the store: %s", len(invocations), why)
                     return False
                 time.sleep(0.05 * 4**attempt)
             else:
@@ -307,7 +308,7 @@ class InProcessCollector:
         except Exception as exc:
             self.stats.store_errors += 1
             self._next_open = now + _REOPEN_SECONDS
-            logger.debug("toolpath: store still unavailable: %s", exc)
+            logger.debug("toolpath: store still unavailable: %s", hide_passwords(str(exc)))
         else:
             self._open_store = None
             logger.warning("toolpath: the store is reachable now; invocations are written again")

@@ -24,6 +24,7 @@ from sqlalchemy.pool import StaticPool
 
 from toolpath.errors import ConfigError
 from toolpath.model import Invocation, Session, ToolCall, ns_to_datetime
+from toolpath.redact import hide_passwords
 from toolpath.store import migrate
 from toolpath.store import rebuild as rebuild_effects
 from toolpath.store import schema as t
@@ -52,15 +53,41 @@ def resolve_store_url(url: str | None = None) -> str:
         return url
     if url.lower().endswith(SQLITE_SUFFIXES) or "/" in url or os.sep in url:
         return f"sqlite:///{url}"
-    raise ConfigError(f"store {url!r} is neither a database URL nor a SQLite file path ({STORE_EXAMPLES})")
+    raise ConfigError(
+        f"store {hide_passwords(url)!r} is neither a database URL nor a SQLite file path ({STORE_EXAMPLES})"
+    )
+
+
+def display_url(url: str) -> str:
+    """A store URL as toolpath shows it anywhere (start-up lines, errors, logs): its password hidden as ``***``,
+    in the user info and in the query (``?password=…``)."""
+    try:
+        shown = make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        shown = url
+    return hide_passwords(shown)
+
+
+def hide_store_password(text: str, url: str) -> str:
+    """``text`` (a driver's error message) with ``url``'s password hidden wherever it appears."""
+    text = hide_passwords(text)
+    try:
+        password = make_url(url).password
+    except ArgumentError:
+        password = None
+    if password and len(str(password)) >= 3:  # shorter ones would hide ordinary letters; the patterns hide those
+        text = text.replace(str(password), "***")
+    return text
 
 
 class Store:
     """Read and write toolpath records in a SQL database."""
 
     def __init__(self, url: str | None = None, *, create: bool = True, echo: bool = False) -> None:
-        self.url = resolve_store_url(url)
-        self.engine = _make_engine(self.url, echo=echo)
+        resolved = resolve_store_url(url)
+        self.url = display_url(resolved)
+        """The URL as it may be shown: its password hidden (the engine holds the real one)."""
+        self.engine = _make_engine(resolved, echo=echo)
         self.on_invocations: Callable[[Any, Sequence[Invocation]], None] | None = None
         """Called with the connection and the invocations inside every transaction that writes invocations
         (the online evaluator's job queue enqueues there, so a stored invocation and its job commit together)."""
@@ -84,7 +111,11 @@ class Store:
             if not isinstance(exc, OperationalError) and type(exc) is not DatabaseError:
                 raise
             reason = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else type(exc).__name__
-            raise ConfigError(f"store {self.url}: cannot open ({reason})") from None
+            raise ConfigError(f"store {self.url}: cannot open ({self.hide_password(reason)})") from None
+
+    def hide_password(self, text: str) -> str:
+        """``text`` (an error message) with this store's password hidden."""
+        return hide_store_password(text, self.engine.url.render_as_string(hide_password=False))
 
     @property
     def dialect(self) -> str:
@@ -352,9 +383,10 @@ class Store:
         return found
 
 
-def _make_engine(url: str, *, echo: bool) -> Engine:
+def _make_engine(real_url: str, *, echo: bool) -> Engine:
+    url = display_url(real_url)
     try:
-        parsed = make_url(url)
+        parsed = make_url(real_url)
     except ArgumentError:
         raise ConfigError(f"store URL {url!r} is not a database URL (e.g. sqlite:///toolpath.db)") from None
     kwargs: dict[str, Any] = {"echo": echo}
@@ -374,7 +406,8 @@ def _make_engine(url: str, *, echo: bool) -> Engine:
         engine = create_engine(parsed, **kwargs)
     except (NoSuchModuleError, ModuleNotFoundError) as exc:
         hint = " (pip install 'toolpath[postgres]')" if parsed.get_backend_name() == "postgresql" else ""
-        raise ConfigError(f"store {url}: no driver for this URL{hint}: {exc}") from None
+        why = hide_store_password(str(exc), real_url)
+        raise ConfigError(f"store {url}: no driver for this URL{hint}: {why}") from None
     if is_sqlite:
         event.listen(engine, "connect", _sqlite_pragmas)
     return engine
