@@ -26,7 +26,7 @@ from opentelemetry.sdk.trace import Event, ReadableSpan, Span, SpanProcessor, Tr
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import Status
 
-from toolpath.collector.processor import InProcessCollector
+from toolpath.collector.processor import InProcessCollector, use_store_pseudonyms
 from toolpath.errors import ConfigError
 from toolpath.redact import Redactor
 from toolpath.store import migrate
@@ -178,10 +178,11 @@ def init(
             )
         )
         provider = tracer_provider or _global_sdk_provider(service_name)
-        the_store, open_later = _open_store(store)
+        redactor = content.policy().redactor
+        the_store, open_later = _open_store(store, redactor)
         collector = InProcessCollector(
             the_store,
-            redactor=content.policy().redactor,
+            redactor=redactor,
             open_store=open_later,
             **({"max_queue": max_queue} if max_queue else {}),
         )
@@ -314,13 +315,24 @@ STORE_OPEN_SECONDS = 2.0
 """How long ``init`` waits for the store; past that tracing starts without it and opens it later."""
 
 
-def _open_store(store: str | Store | bool | None) -> tuple[Store | None, Callable[[], Store] | None]:
+def _open_store(
+    store: str | Store | bool | None, redactor: Redactor | None
+) -> tuple[Store | None, Callable[[], Store] | None]:
     """The store, opened now if that takes at most :data:`STORE_OPEN_SECONDS`; else ``None`` and the function
     that opens it later. A store that is down or locked never blocks or fails the agent: one warning, then the
-    collector retries and counts what it could not write. A malformed URL is still an error now."""
+    collector retries and counts what it could not write. A malformed URL is still an error now. ``redactor``
+    takes the store's pseudonym key (read off this thread, within the same time)."""
     if store is False:
         return None, None
     if isinstance(store, Store):
+        if redactor is not None:
+            given = store
+
+            def read_key() -> bool:
+                use_store_pseudonyms(redactor, given)
+                return True
+
+            _within(STORE_OPEN_SECONDS, read_key)
         return store, None
     url = resolve_store_url(None if store is True else store)
     unopened = Store(url, create=False)  # a bad URL, a missing driver or folder: an error now (no I/O yet)
@@ -330,6 +342,8 @@ def _open_store(store: str | Store | bool | None) -> tuple[Store | None, Callabl
     def open_now() -> None:
         try:
             migrate.upgrade(unopened.engine)
+            if redactor is not None:
+                use_store_pseudonyms(redactor, unopened)
             opened.append(unopened)
         except Exception as exc:
             failure.append(exc)

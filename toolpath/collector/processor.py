@@ -207,6 +207,8 @@ class InProcessCollector:
 
     def _drain(self) -> None:
         while self._queue:
+            if self.store is None and self._open_store is not None:
+                self._try_open()  # before redacting: spans written to the store carry the store's pseudonyms
             markers: list[_Marker] = []
             roots: list[SpanRecord] = []
             now = time.monotonic()
@@ -311,6 +313,8 @@ class InProcessCollector:
             logger.debug("toolpath: store still unavailable: %s", hide_passwords(str(exc)))
         else:
             self._open_store = None
+            if self.redactor is not None:  # the store's pseudonyms from now on, as every process sharing it
+                use_store_pseudonyms(self.redactor, self.store)
             logger.warning("toolpath: the store is reachable now; invocations are written again")
 
     def _evict_idle(self, everything: bool = False) -> None:
@@ -332,6 +336,16 @@ class InProcessCollector:
                 late.extend(trace.spans.values())
         if late:
             self._write(orphans, late)
+
+
+def use_store_pseudonyms(redactor: Redactor, store: Store) -> None:
+    """Pseudonymise identifiers with ``store``'s secret from now on (the collector's, when they share the store);
+    if it cannot be read, the process's key stays, with a warning."""
+    try:
+        redactor.pseudonym_key = store.pseudonym_key()
+    except Exception as exc:
+        why = store.hide_password(str(exc))
+        logger.warning("toolpath: cannot read the store's pseudonym key (%s); this process uses its own", why)
 
 
 def _take_subtree(trace: _Trace, root: SpanRecord) -> list[SpanRecord]:

@@ -65,6 +65,7 @@ class CollectorService:
             raise ConfigError("both --http-port and --grpc-port are 0: nothing to listen on")
         self.options = options
         self.online = online
+        self.store = store
         self.ingestor = Ingestor(
             store,
             token=options.token,
@@ -89,6 +90,9 @@ class CollectorService:
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda *_: self._stop.set())
+        redactor = self.ingestor.redactor
+        if redactor is not None:  # every collector sharing the store makes the same pseudonyms
+            redactor.pseudonym_key = self.store.pseudonym_key()
         o = self.options
         try:
             self._http = HttpServer(self.ingestor, o.host, o.http_port) if o.http_port else None
