@@ -167,6 +167,7 @@ class Redactor:
 
     def __post_init__(self) -> None:
         self._keys_seen: dict[str, str] = {}
+        self._clean_keys: set[str] = set()
         self.keys = frozenset(k.lower() for k in self.keys)
         names = "|".join(re.escape(k) for k in sorted(self.keys | frozenset(SECRET_KEY_PARTS)))
         self._key_names = re.compile(names) if names else None
@@ -254,11 +255,11 @@ class Redactor:
                     )
                 ):
                     self.hits += 1
-                    out[key] = self.replacement
+                    out[self._object_key(key)] = self.replacement
                 elif item.__class__ is str and key.__class__ is str and is_identifier_key(key):
                     out[key] = self.identifier(item)
                 else:
-                    out[key] = self.value(item, convert)
+                    out[self._object_key(key)] = self.value(item, convert)
             return out
         if kind is list or kind is tuple:
             return [self.value(item, convert) for item in value]
@@ -310,6 +311,16 @@ class Redactor:
             else:
                 out[name] = self.value(value)
         return out
+
+    def _object_key(self, key: Any) -> Any:
+        """An object key holding a secret (``{"jane@example.com": …}``) becomes its pseudonym: two such keys stay
+        two keys."""
+        if key.__class__ is not str or key in self._clean_keys:
+            return key
+        cleaned = self.identifier(key)
+        if cleaned is key and len(self._clean_keys) < 4096:  # keys repeat: look at each clean one once
+            self._clean_keys.add(key)
+        return cleaned
 
     def _key_text(self, key: str) -> str:
         cached = self._keys_seen.get(key)

@@ -24,7 +24,8 @@ from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
-from opentelemetry.trace import Status
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import Link, Status
 
 from toolpath.collector.processor import InProcessCollector, use_store_pseudonyms
 from toolpath.errors import ConfigError
@@ -390,8 +391,8 @@ def _otlp_export(endpoint: str | None) -> tuple[CountingExporter | None, BatchSp
 
 class RedactingExporter(SpanExporter):
     """Redacts every span before the OTLP exporter sees it — other instrumentations' spans in this process and
-    whatever the application added to toolpath's own — with the same rules as the store (on the export thread,
-    never the agent's)."""
+    whatever the application added to toolpath's own: names, attributes, events, links, status, scope and
+    resource — with the same rules as the store (on the export thread, never the agent's)."""
 
     def __init__(self, inner: SpanExporter, redactor: Redactor) -> None:
         self.inner = inner
@@ -408,6 +409,12 @@ class RedactingExporter(SpanExporter):
         status = span.status
         if status.description:
             status = Status(status.status_code, r.text(status.description))
+        links = [Link(link.context, _otel_attributes(r.attributes(link.attributes or {}))) for link in span.links]
+        scope = span.instrumentation_scope
+        if scope is not None:
+            scope = InstrumentationScope(
+                r.text(scope.name), scope.version, scope.schema_url, r.attributes(scope.attributes or {})
+            )
         return ReadableSpan(
             name=r.text(span.name),
             context=span.context,
@@ -415,12 +422,12 @@ class RedactingExporter(SpanExporter):
             resource=Resource(_otel_attributes(r.attributes(span.resource.attributes)), span.resource.schema_url),
             attributes=_otel_attributes(r.attributes(span.attributes or {})),
             events=events,
-            links=span.links,
+            links=links,
             kind=span.kind,
             status=status,
             start_time=span.start_time,
             end_time=span.end_time,
-            instrumentation_scope=span.instrumentation_scope,
+            instrumentation_scope=scope,
         )
 
     def shutdown(self) -> None:
