@@ -208,6 +208,8 @@ def outputs(cwd: Path, url: str) -> dict[str, str]:
     assert reported.returncode == 0, reported.stderr
     found["eval output"] = (cwd / "eval.json").read_text() + scored.stdout
     found["html report"] = (cwd / "report.html").read_text()
+    secret = store.pseudonym_key().hex()
+    assert not [where for where, shown in found.items() if secret in shown]  # the store's secret is never shown
     store.close()
     return found
 
