@@ -101,3 +101,23 @@ def test_collectors_sharing_a_store_make_the_same_pseudonyms(tmp_path, postgres_
     assert all(s.startswith(PSEUDONYM_PREFIX) for s in sessions)
     assert "alice" not in rows and "bob" not in rows
     store.close()
+
+
+def test_without_a_store_the_key_is_the_environments_or_the_processs(monkeypatch):
+    import hashlib
+    import hmac
+
+    from toolpath import redact
+
+    monkeypatch.setenv(redact.PSEUDONYM_KEY_ENV, "shared-by-every-replica")
+    redact._process_key.cache_clear()
+    try:
+        expected = hmac.new(b"shared-by-every-replica", ALICE.encode(), hashlib.sha256).hexdigest()[:24]
+        assert Redactor.build().identifier(ALICE) == f"[REDACTED:{expected}]" == Redactor.build().identifier(ALICE)
+        monkeypatch.delenv(redact.PSEUDONYM_KEY_ENV)
+        redact._process_key.cache_clear()
+        random_key = Redactor.build().identifier(ALICE)
+        assert PSEUDONYM.match(random_key) and random_key != f"[REDACTED:{expected}]"
+        assert Redactor.build().identifier(ALICE) == random_key  # stable within the process
+    finally:
+        redact._process_key.cache_clear()
