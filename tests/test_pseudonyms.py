@@ -10,6 +10,7 @@ from sqlalchemy import delete, text
 
 import toolpath
 from tests.helpers.builders import otlp_json
+from tests.helpers.cli import run_cli
 from tests.helpers.collector import Collector
 from toolpath.redact import PSEUDONYM_PREFIX, Redactor
 from toolpath.store import schema
@@ -77,6 +78,12 @@ def test_in_process_sessions_keep_apart_under_the_store_pseudonyms(tmp_path, app
     assert "alice" not in rows and "bob" not in rows
     exported = json.dumps([dict(s.attributes or {}) for s in app_spans.get_finished_spans()])
     assert "alice" not in exported and keyed.pseudonym(ALICE) in exported  # the application's exporter too
+    # the id the application knows finds its session
+    shown = run_cli(tmp_path, "sessions", "show", BOB, "--store", url, "--json")
+    assert shown.returncode == 0, shown.stderr
+    session = json.loads(shown.stdout)
+    assert session["session_id"] == keyed.pseudonym(BOB) and len(session["invocations"]) == 3
+    assert tracing.store.get_session("chat-carol@example.com") is None
 
 
 def test_collectors_sharing_a_store_make_the_same_pseudonyms(tmp_path, postgres_url):

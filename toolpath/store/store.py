@@ -21,6 +21,7 @@ from sqlalchemy.exc import DatabaseError, OperationalError
 
 from toolpath.errors import ConfigError
 from toolpath.model import Invocation, Session, ToolCall, ns_to_datetime
+from toolpath.redact import Redactor
 from toolpath.store import migrate
 from toolpath.store import rebuild as rebuild_effects
 from toolpath.store import schema as t
@@ -268,10 +269,16 @@ class Store:
             ]
 
     def get_session(self, session_id: str) -> Session | None:
+        """The session ``session_id``; an id redaction turned into a pseudonym (``chat-jane@example.com``) finds
+        its session too, by the pseudonym the default rules and this store's key make of it."""
+        query = select(t.sessions).where(t.sessions.c.session_id == session_id)
         with self.engine.connect() as conn:
-            row = conn.execute(select(t.sessions).where(t.sessions.c.session_id == session_id)).first()
+            row = conn.execute(query).first()
         if row is None:
-            return None
+            pseudonym = Redactor(pseudonym_key=self.pseudonym_key()).identifier(session_id)
+            if pseudonym == session_id:
+                return None
+            return self.get_session(pseudonym)
         return Session(
             session_id=row.session_id,
             agent_name=row.agent_name,
