@@ -10,19 +10,34 @@ Two kinds of rule:
 
 Strings that hold JSON (tool arguments and results, messages) are parsed, redacted value by value and written
 back, so a secret nested three levels down in a tool argument is found, and the JSON stays valid.
+
+An **identifier** things are grouped by (a session, user, conversation or thread id: :func:`is_identifier_key`)
+that a rule would touch is not cut but replaced whole by a keyed pseudonym, ``[REDACTED:<24 hex>]`` (HMAC-SHA256
+of the value with :attr:`Redactor.pseudonym_key`): ``chat-alice@example.com`` and ``chat-bob@example.com`` stay
+two sessions, and neither address survives. The key is the store's secret (every process sharing the store
+agrees); without a store it is ``$TOOLPATH_PSEUDONYM_KEY``, else random per process.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import hmac
 import json
+import os
 import re
+import secrets
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 REDACTED = "[REDACTED]"
 """What a redacted value becomes."""
+PSEUDONYM_PREFIX = "[REDACTED:"
+"""How a redacted identifier's pseudonym starts: ``[REDACTED:`` + 24 hex digits (96 bits) + ``]``."""
+_PSEUDONYM_HEX = 24
+PSEUDONYM_KEY_ENV = "TOOLPATH_PSEUDONYM_KEY"
+"""The pseudonym key of a process with no store (every agent replica exporting to one backend should share it)."""
 
 DEFAULT_KEYS = frozenset(
     {
@@ -50,7 +65,9 @@ DEFAULT_PATTERNS: dict[str, str] = {
     r"|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})",
     # the password of a URL's user info (postgresql://me:s3cret@db/x): the user name stays
     "url_password": r"(?<=://)(?P<keep>[^\s:/@]{1,256}:)[^\s@/]{1,256}(?=@)",
-    "jwt": r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+    # starts only where a run of token characters starts: "sk-eyJ…" repeated would otherwise make every "eyJ" in one
+    # long run a start that scans the whole run (quadratic)
+    "jwt": r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
     "bearer": r"\b[Bb](?i:earer)\s+[A-Za-z0-9._~+/=-]{8,}",
     # bounded parts (RFC 5321 lengths): every start position costs a bounded scan, so the search is linear
     "email": r"\b[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){0,8}\.[A-Za-z]{2,24}\b",
@@ -77,6 +94,23 @@ def is_secret_key(key: str) -> bool:
         return False
     only_token = "token" in lower and not any(p in lower for p in SECRET_KEY_PARTS[:-1])
     return not (only_token and _TOKEN_COUNT.search(lower))
+
+
+_IDENTIFIER_KEY = re.compile(r"(?:^|[._-])(?:session|conversation|thread|user|enduser|customer|chat)[._-]?id$")
+
+
+@functools.lru_cache(maxsize=8192)
+def is_identifier_key(key: str) -> bool:
+    """Whether an attribute or object key names an id things are grouped by: ``gen_ai.conversation.id``,
+    ``session.id``, ``user.id``, ``enduser.id``, ``gcp.vertex.agent.session_id``, ``thread_id``, ``userId``…"""
+    return _IDENTIFIER_KEY.search(key.lower()) is not None
+
+
+@functools.lru_cache(maxsize=1)
+def _process_key() -> bytes:
+    """The pseudonym key when no store gave one: ``$TOOLPATH_PSEUDONYM_KEY``, else random for this process."""
+    configured = os.environ.get(PSEUDONYM_KEY_ENV)
+    return configured.encode() if configured else secrets.token_bytes(32)
 
 
 _SHORTEST = 6
@@ -127,9 +161,13 @@ class Redactor:
     replacement: str = REDACTED
     hits: int = 0
     """Values replaced so far (counted, so a dashboard can show that redaction is working)."""
+    pseudonym_key: bytes | None = field(default=None, repr=False)
+    """The HMAC key of identifiers' pseudonyms: the store's secret (:meth:`toolpath.store.store.Store.
+    pseudonym_key`); ``None``: ``$TOOLPATH_PSEUDONYM_KEY``, else a random key of this process."""
 
     def __post_init__(self) -> None:
         self._keys_seen: dict[str, str] = {}
+        self._clean_keys: set[str] = set()
         self.keys = frozenset(k.lower() for k in self.keys)
         names = "|".join(re.escape(k) for k in sorted(self.keys | frozenset(SECRET_KEY_PARTS)))
         self._key_names = re.compile(names) if names else None
@@ -163,6 +201,16 @@ class Redactor:
         if self._names_a_key(text):  # a dict's repr or JSON-like text that is not JSON: quoted key-value pairs
             text = _QUOTED_PAIR.sub(self._pair, text)
         return text
+
+    def identifier(self, value: str) -> str:
+        """An id things are grouped by (a session id): unchanged if no rule touches it, else its pseudonym, so
+        that two redacted ids stay two groups."""
+        return value if self.text(value) == value else self.pseudonym(value)
+
+    def pseudonym(self, value: str) -> str:
+        """``[REDACTED:<hex>]``: the same for the same value and key, unreadable without the key."""
+        digest = hmac.new(self.pseudonym_key or _process_key(), value.encode(), hashlib.sha256).hexdigest()
+        return f"{PSEUDONYM_PREFIX}{digest[:_PSEUDONYM_HEX]}]"
 
     def _pair(self, match: re.Match[str]) -> str:
         key = match.group("key")
@@ -207,9 +255,11 @@ class Redactor:
                     )
                 ):
                     self.hits += 1
-                    out[key] = self.replacement
+                    out[self._object_key(key)] = self.replacement
+                elif item.__class__ is str and key.__class__ is str and is_identifier_key(key):
+                    out[key] = self.identifier(item)
                 else:
-                    out[key] = self.value(item, convert)
+                    out[self._object_key(key)] = self.value(item, convert)
             return out
         if kind is list or kind is tuple:
             return [self.value(item, convert) for item in value]
@@ -256,9 +306,21 @@ class Redactor:
             if (leaf in self.keys or key.lower() in self.keys or is_secret_key(leaf)) and value not in (None, ""):
                 self.hits += 1
                 out[name] = self.replacement
+            elif value.__class__ is str and is_identifier_key(key):
+                out[name] = self.identifier(value)
             else:
                 out[name] = self.value(value)
         return out
+
+    def _object_key(self, key: Any) -> Any:
+        """An object key holding a secret (``{"jane@example.com": …}``) becomes its pseudonym: two such keys stay
+        two keys."""
+        if key.__class__ is not str or key in self._clean_keys:
+            return key
+        cleaned = self.identifier(key)
+        if cleaned is key and len(self._clean_keys) < 4096:  # keys repeat: look at each clean one once
+            self._clean_keys.add(key)
+        return cleaned
 
     def _key_text(self, key: str) -> str:
         cached = self._keys_seen.get(key)
@@ -267,3 +329,14 @@ class Redactor:
             if len(self._keys_seen) < 4096:  # attribute names repeat: redact each once
                 self._keys_seen[key] = cached
         return cached
+
+
+_PASSWORD_RULES = [re.compile(DEFAULT_PATTERNS[name]) for name in ("url_password", "password_assignment")]
+
+
+def hide_passwords(text: str) -> str:
+    """``text`` with the password of every URL's user info (``postgresql://me:***@db``) and every ``password=…``
+    / ``pwd: …`` hidden as ``***``: for store URLs and database errors, which toolpath prints."""
+    for rule in _PASSWORD_RULES:
+        text = rule.sub(lambda m: (m.group("keep") or "") + "***", text)
+    return text

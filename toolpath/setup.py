@@ -24,9 +24,10 @@ from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
-from opentelemetry.trace import Status
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import Link, Status
 
-from toolpath.collector.processor import InProcessCollector
+from toolpath.collector.processor import InProcessCollector, use_store_pseudonyms
 from toolpath.errors import ConfigError
 from toolpath.redact import Redactor
 from toolpath.store import migrate
@@ -178,10 +179,11 @@ def init(
             )
         )
         provider = tracer_provider or _global_sdk_provider(service_name)
-        the_store, open_later = _open_store(store)
+        redactor = content.policy().redactor
+        the_store, open_later = _open_store(store, redactor)
         collector = InProcessCollector(
             the_store,
-            redactor=content.policy().redactor,
+            redactor=redactor,
             open_store=open_later,
             **({"max_queue": max_queue} if max_queue else {}),
         )
@@ -314,13 +316,24 @@ STORE_OPEN_SECONDS = 2.0
 """How long ``init`` waits for the store; past that tracing starts without it and opens it later."""
 
 
-def _open_store(store: str | Store | bool | None) -> tuple[Store | None, Callable[[], Store] | None]:
+def _open_store(
+    store: str | Store | bool | None, redactor: Redactor | None
+) -> tuple[Store | None, Callable[[], Store] | None]:
     """The store, opened now if that takes at most :data:`STORE_OPEN_SECONDS`; else ``None`` and the function
     that opens it later. A store that is down or locked never blocks or fails the agent: one warning, then the
-    collector retries and counts what it could not write. A malformed URL is still an error now."""
+    collector retries and counts what it could not write. A malformed URL is still an error now. ``redactor``
+    takes the store's pseudonym key (read off this thread, within the same time)."""
     if store is False:
         return None, None
     if isinstance(store, Store):
+        if redactor is not None:
+            given = store
+
+            def read_key() -> bool:
+                use_store_pseudonyms(redactor, given)
+                return True
+
+            _within(STORE_OPEN_SECONDS, read_key)
         return store, None
     url = resolve_store_url(None if store is True else store)
     unopened = Store(url, create=False)  # a bad URL, a missing driver or folder: an error now (no I/O yet)
@@ -330,6 +343,8 @@ def _open_store(store: str | Store | bool | None) -> tuple[Store | None, Callabl
     def open_now() -> None:
         try:
             migrate.upgrade(unopened.engine)
+            if redactor is not None:
+                use_store_pseudonyms(redactor, unopened)
             opened.append(unopened)
         except Exception as exc:
             failure.append(exc)
@@ -339,12 +354,12 @@ def _open_store(store: str | Store | bool | None) -> tuple[Store | None, Callabl
     thread.join(STORE_OPEN_SECONDS)
     if opened:
         return opened[0], None
-    why = f"{failure[0]}" if failure else f"no answer within {STORE_OPEN_SECONDS:g} s"
+    why = unopened.hide_password(f"{failure[0]}") if failure else f"no answer within {STORE_OPEN_SECONDS:g} s"
     logger.warning("toolpath: the store is unavailable (%s); tracing goes on, writes are retried and counted", why)
 
     def open_later() -> Store:
         if thread.is_alive():  # the first attempt is still waiting (a lock): never migrate twice at once
-            raise ConfigError(f"store {url}: still waiting for the first attempt to open it")
+            raise ConfigError(f"store {unopened.url}: still waiting for the first attempt to open it")
         return opened[0] if opened else Store(url)
 
     return None, open_later
@@ -376,8 +391,8 @@ def _otlp_export(endpoint: str | None) -> tuple[CountingExporter | None, BatchSp
 
 class RedactingExporter(SpanExporter):
     """Redacts every span before the OTLP exporter sees it — other instrumentations' spans in this process and
-    whatever the application added to toolpath's own — with the same rules as the store (on the export thread,
-    never the agent's)."""
+    whatever the application added to toolpath's own: names, attributes, events, links, status, scope and
+    resource — with the same rules as the store (on the export thread, never the agent's)."""
 
     def __init__(self, inner: SpanExporter, redactor: Redactor) -> None:
         self.inner = inner
@@ -394,6 +409,12 @@ class RedactingExporter(SpanExporter):
         status = span.status
         if status.description:
             status = Status(status.status_code, r.text(status.description))
+        links = [Link(link.context, _otel_attributes(r.attributes(link.attributes or {}))) for link in span.links]
+        scope = span.instrumentation_scope
+        if scope is not None:
+            scope = InstrumentationScope(
+                r.text(scope.name), scope.version, scope.schema_url, r.attributes(scope.attributes or {})
+            )
         return ReadableSpan(
             name=r.text(span.name),
             context=span.context,
@@ -401,12 +422,12 @@ class RedactingExporter(SpanExporter):
             resource=Resource(_otel_attributes(r.attributes(span.resource.attributes)), span.resource.schema_url),
             attributes=_otel_attributes(r.attributes(span.attributes or {})),
             events=events,
-            links=span.links,
+            links=links,
             kind=span.kind,
             status=status,
             start_time=span.start_time,
             end_time=span.end_time,
-            instrumentation_scope=span.instrumentation_scope,
+            instrumentation_scope=scope,
         )
 
     def shutdown(self) -> None:

@@ -9,9 +9,9 @@ from toolpath.collector.otlp import decode
 from toolpath.model import Invocation, ToolCall
 
 
-def otlp_json(trace: str, tool_calls: int, big: str = "") -> bytes:
-    """An OTLP/JSON export of one GenAI agent run (trace id ``trace``) with ``tool_calls`` tool spans whose
-    arguments carry ``big``."""
+def otlp_json(trace: str, tool_calls: int, big: str = "", session: str | None = None) -> bytes:
+    """An OTLP/JSON export of one GenAI agent run (trace id ``trace``, in ``session`` if given) with
+    ``tool_calls`` tool spans whose arguments carry ``big``."""
 
     def attr(key: str, value: str) -> dict:
         return {"key": key, "value": {"stringValue": value}}
@@ -23,6 +23,8 @@ def otlp_json(trace: str, tool_calls: int, big: str = "") -> bytes:
                        attr("gen_ai.input.messages", json.dumps([{"role": "user", "parts": [{"type": "text", "content": f"do {trace}"}]}])),
                        attr("gen_ai.output.messages", json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "done"}]}]))],
     }  # fmt: skip
+    if session is not None:
+        agent["attributes"].append(attr("gen_ai.conversation.id", session))
     tools = [
         {
             "traceId": trace,

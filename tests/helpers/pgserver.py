@@ -46,27 +46,33 @@ class PostgresServer:
             yield cluster.url
 
     @contextlib.contextmanager
-    def controlled(self) -> Iterator[Cluster]:
+    def controlled(self, password: str | None = None) -> Iterator[Cluster]:
+        """A cluster that trusts every connection, or with ``password`` one whose TCP connections need it (SCRAM):
+        its URL then carries the password, and a wrong one is refused."""
         # Not under pytest's tmp dirs: those are private to root, and the server runs as `postgres`.
         workdir = Path(tempfile.mkdtemp(prefix="toolpath-pg-"))
         try:
-            with self._cluster(workdir) as cluster:
+            with self._cluster(workdir, password) as cluster:
                 yield cluster
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 
     @contextlib.contextmanager
-    def _cluster(self, workdir: Path) -> Iterator[Cluster]:
+    def _cluster(self, workdir: Path, password: str | None) -> Iterator[Cluster]:
         data, sockets = workdir / "data", workdir / "sock"
         sockets.mkdir(parents=True, exist_ok=True)
+        auth = ["-A", "trust"]
+        if password is not None:  # local socket connections (createdb below) stay trusted
+            (workdir / "pw").write_text(password)
+            auth = ["--auth-local=trust", "--auth-host=scram-sha-256", f"--pwfile={workdir / 'pw'}"]
         user = None
         if os.geteuid() == 0:  # PostgreSQL refuses to run as root
             user = "postgres"
             uid, gid = pwd.getpwnam(user).pw_uid, pwd.getpwnam(user).pw_gid
-            for path in (workdir, sockets):
+            for path in (workdir, sockets, *workdir.glob("pw")):
                 os.chown(path, uid, gid)
         port = _free_port()
-        self._run(user, "initdb", "-D", str(data), "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync")
+        self._run(user, "initdb", "-D", str(data), *auth, "-U", "postgres", "-E", "UTF8", "--no-sync")
         options = f"-c listen_addresses=127.0.0.1 -p {port} -k {sockets} -c fsync=off"
         running = {"up": False}
 
@@ -80,8 +86,9 @@ class PostgresServer:
 
         start()
         try:
-            self._run(user, "createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "toolpath_test")
-            yield Cluster(f"postgresql+psycopg://postgres@127.0.0.1:{port}/toolpath_test", stop, start)
+            self._run(user, "createdb", "-h", str(sockets), "-p", str(port), "-U", "postgres", "toolpath_test")
+            login = "postgres" if password is None else f"postgres:{password}"
+            yield Cluster(f"postgresql+psycopg://{login}@127.0.0.1:{port}/toolpath_test", stop, start)
         finally:
             if running["up"]:
                 stop()

@@ -24,7 +24,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span
 
 from toolpath.collector.reconstruct import AGENT_SPAN_PREFIXES, build_invocation, is_agent_span
 from toolpath.model import Invocation
-from toolpath.redact import Redactor
+from toolpath.redact import Redactor, hide_passwords
 from toolpath.store.spanrecord import STATUS_ERROR, STATUS_OK, STATUS_UNSET, SpanRecord
 from toolpath.store.store import Store
 from toolpath.tracer import semconv as sc
@@ -207,6 +207,8 @@ class InProcessCollector:
 
     def _drain(self) -> None:
         while self._queue:
+            if self.store is None and self._open_store is not None:
+                self._try_open()  # before redacting: spans written to the store carry the store's pseudonyms
             markers: list[_Marker] = []
             roots: list[SpanRecord] = []
             now = time.monotonic()
@@ -289,7 +291,8 @@ class InProcessCollector:
                 self.stats.store_errors += 1
                 if attempt + 1 == _WRITE_ATTEMPTS:
                     self.stats.invocations_lost += len(invocations)
-                    logger.error("toolpath: could not write %d invocation(s) to the store: %s", len(invocations), exc)
+                    why = self.store.hide_password(str(exc))
+                    logger.error("toolpath: could not write %d invocation(s) to the store: %s", len(invocations), why)
                     return False
                 time.sleep(0.05 * 4**attempt)
             else:
@@ -307,9 +310,11 @@ class InProcessCollector:
         except Exception as exc:
             self.stats.store_errors += 1
             self._next_open = now + _REOPEN_SECONDS
-            logger.debug("toolpath: store still unavailable: %s", exc)
+            logger.debug("toolpath: store still unavailable: %s", hide_passwords(str(exc)))
         else:
             self._open_store = None
+            if self.redactor is not None:  # the store's pseudonyms from now on, as every process sharing it
+                use_store_pseudonyms(self.redactor, self.store)
             logger.warning("toolpath: the store is reachable now; invocations are written again")
 
     def _evict_idle(self, everything: bool = False) -> None:
@@ -331,6 +336,16 @@ class InProcessCollector:
                 late.extend(trace.spans.values())
         if late:
             self._write(orphans, late)
+
+
+def use_store_pseudonyms(redactor: Redactor, store: Store) -> None:
+    """Pseudonymise identifiers with ``store``'s secret from now on (the collector's, when they share the store);
+    if it cannot be read, the process's key stays, with a warning."""
+    try:
+        redactor.pseudonym_key = store.pseudonym_key()
+    except Exception as exc:
+        why = store.hide_password(str(exc))
+        logger.warning("toolpath: cannot read the store's pseudonym key (%s); this process uses its own", why)
 
 
 def _take_subtree(trace: _Trace, root: SpanRecord) -> list[SpanRecord]:

@@ -99,6 +99,9 @@ class CollectorService:
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda *_: self._stop.set())
+        redactor = self.ingestor.redactor
+        if redactor is not None:  # every collector sharing the store makes the same pseudonyms
+            redactor.pseudonym_key = self.store.pseudonym_key()
         o = self.options
         try:
             self._http = (

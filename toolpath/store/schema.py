@@ -151,3 +151,12 @@ online_results = Table(
     Column("created_at", BigInteger, nullable=False),
     Index("ix_online_results_created", "created_at"),
 )
+
+store_secrets = Table(
+    "store_secrets",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("value", String(128), nullable=False),
+)
+"""Secrets of this store, generated in it at random and shared by every process that opens it; never shown or
+exported. ``pseudonym``: the HMAC key of the pseudonyms of redacted identifiers (:mod:`toolpath.redact`)."""

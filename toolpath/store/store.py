@@ -8,59 +8,47 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
+import secrets
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy import Engine, case, create_engine, delete, event, func, select, text
+from sqlalchemy import case, delete, func, select, text
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, DatabaseError, NoSuchModuleError, OperationalError
-from sqlalchemy.pool import StaticPool
+from sqlalchemy.exc import DatabaseError, OperationalError
 
 from toolpath.errors import ConfigError
 from toolpath.model import Invocation, Session, ToolCall, ns_to_datetime
+from toolpath.redact import Redactor
 from toolpath.store import migrate
 from toolpath.store import rebuild as rebuild_effects
 from toolpath.store import schema as t
+from toolpath.store.engine import (
+    DEFAULT_STORE_URL,
+    STORE_ENV,
+    display_url,
+    hide_store_password,
+    make_engine,
+    resolve_store_url,
+)
 from toolpath.store.spanrecord import SpanRecord
 
-DEFAULT_STORE_URL = "sqlite:///toolpath.db"
-STORE_ENV = "TOOLPATH_STORE"
+__all__ = ["DEFAULT_STORE_URL", "STORE_ENV", "Store", "display_url", "resolve_store_url"]
 _IN_CHUNK = 500
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _T = TypeVar("_T")
-
-
-SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
-STORE_EXAMPLES = "e.g. sqlite:///toolpath.db, ./toolpath.db or postgresql+psycopg://user@localhost:5432/toolpath"
-
-
-def resolve_store_url(url: str | None = None) -> str:
-    """``url``, else ``$TOOLPATH_STORE``, else ``sqlite:///toolpath.db``.
-
-    A store is a SQLAlchemy URL (``scheme://…``) or a SQLite file path that looks like one: it ends in ``.db``,
-    ``.sqlite`` or ``.sqlite3``, or it has a folder in it (``data/store``). Anything else (``localhost:5432``,
-    a libpq ``host=… dbname=…`` string, a typo) is a :class:`ConfigError`, never a new file of that name.
-    """
-    url = url or os.environ.get(STORE_ENV) or DEFAULT_STORE_URL
-    if "://" in url:
-        return url
-    if url.lower().endswith(SQLITE_SUFFIXES) or "/" in url or os.sep in url:
-        return f"sqlite:///{url}"
-    raise ConfigError(f"store {url!r} is neither a database URL nor a SQLite file path ({STORE_EXAMPLES})")
 
 
 class Store:
     """Read and write toolpath records in a SQL database."""
 
     def __init__(self, url: str | None = None, *, create: bool = True, echo: bool = False) -> None:
-        self.url = resolve_store_url(url)
-        self.engine = _make_engine(self.url, echo=echo)
+        resolved = resolve_store_url(url)
+        self.url = display_url(resolved)
+        """The URL as it may be shown: its password hidden (the engine holds the real one)."""
+        self.engine = make_engine(resolved, echo=echo)
         self.on_invocations: Callable[[Any, Sequence[Invocation]], None] | None = None
         """Called with the connection and the invocations inside every transaction that writes invocations
         (the online evaluator's job queue enqueues there, so a stored invocation and its job commit together)."""
@@ -84,7 +72,25 @@ class Store:
             if not isinstance(exc, OperationalError) and type(exc) is not DatabaseError:
                 raise
             reason = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else type(exc).__name__
-            raise ConfigError(f"store {self.url}: cannot open ({reason})") from None
+            raise ConfigError(f"store {self.url}: cannot open ({self.hide_password(reason)})") from None
+
+    def hide_password(self, text: str) -> str:
+        """``text`` (an error message) with this store's password hidden."""
+        return hide_store_password(text, self.engine.url.render_as_string(hide_password=False))
+
+    def pseudonym_key(self) -> bytes:
+        """The store's secret key of the pseudonyms of redacted identifiers (:meth:`toolpath.redact.Redactor.
+        pseudonym`): made at random once, in the store (by its migration, or here if it is gone), so every process
+        that opens the store gets the same one. Never printed, logged or exported."""
+        secrets_table = t.store_secrets
+        query = select(secrets_table.c.value).where(secrets_table.c.name == "pseudonym")
+        with self.engine.begin() as conn:
+            value = conn.execute(query).scalar()
+            if value is None:  # whoever inserts first wins; everyone reads the winner
+                insert = self.dialect_insert(secrets_table).on_conflict_do_nothing(index_elements=["name"])
+                conn.execute(insert, [{"name": "pseudonym", "value": secrets.token_hex(32)}])
+                value = conn.execute(query).scalar_one()
+        return bytes.fromhex(value)
 
     @property
     def dialect(self) -> str:
@@ -271,10 +277,16 @@ class Store:
             ]
 
     def get_session(self, session_id: str) -> Session | None:
+        """The session ``session_id``; an id redaction turned into a pseudonym (``chat-jane@example.com``) finds
+        its session too, by the pseudonym the default rules and this store's key make of it."""
+        query = select(t.sessions).where(t.sessions.c.session_id == session_id)
         with self.engine.connect() as conn:
-            row = conn.execute(select(t.sessions).where(t.sessions.c.session_id == session_id)).first()
+            row = conn.execute(query).first()
         if row is None:
-            return None
+            pseudonym = Redactor(pseudonym_key=self.pseudonym_key()).identifier(session_id)
+            if pseudonym == session_id:
+                return None
+            return self.get_session(pseudonym)
         return Session(
             session_id=row.session_id,
             agent_name=row.agent_name,
@@ -358,44 +370,6 @@ class Store:
                     )
                 )
         return found
-
-
-def _make_engine(url: str, *, echo: bool) -> Engine:
-    try:
-        parsed = make_url(url)
-    except ArgumentError:
-        raise ConfigError(f"store URL {url!r} is not a database URL (e.g. sqlite:///toolpath.db)") from None
-    kwargs: dict[str, Any] = {"echo": echo}
-    is_sqlite = parsed.get_backend_name() == "sqlite"
-    if is_sqlite:
-        kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
-        if parsed.database in (None, "", ":memory:"):
-            kwargs["poolclass"] = StaticPool  # one shared connection, or each thread sees its own empty db
-        else:
-            path = Path(parsed.database).expanduser()
-            if path.is_dir():
-                raise ConfigError(f"store {url}: {path} is a folder, not a database file")
-            folder = path.resolve().parent
-            if not folder.is_dir():
-                raise ConfigError(f"store {url}: folder {folder} does not exist")
-    try:
-        engine = create_engine(parsed, **kwargs)
-    except (NoSuchModuleError, ModuleNotFoundError) as exc:
-        hint = " (pip install 'toolpath[postgres]')" if parsed.get_backend_name() == "postgresql" else ""
-        raise ConfigError(f"store {url}: no driver for this URL{hint}: {exc}") from None
-    if is_sqlite:
-        event.listen(engine, "connect", _sqlite_pragmas)
-    return engine
-
-
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    # FULL: with WAL, NORMAL can lose the last commits on power loss, and a 2xx from the collector promises that
-    # what it acknowledged is stored
-    cursor.execute("PRAGMA synchronous=FULL")
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.close()
 
 
 def _run_dict(row: Any) -> dict[str, Any]:

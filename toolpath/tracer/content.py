@@ -65,6 +65,13 @@ def encode(value: Any) -> tuple[str, bool]:
     return text[:limit] + TRUNCATION_MARKER.format(dropped=cut_here + dropped[0]), True
 
 
+def identifier(value: Any) -> str:
+    """A session (or other grouping) id as a span attribute: its keyed pseudonym if redaction would touch it."""
+    redactor = _policy.redactor
+    text = str(value)
+    return text if redactor is None else redactor.identifier(text)
+
+
 def to_json(value: Any) -> str:
     """Serialise for a span attribute; never raises (unserialisable leaves become their ``repr``)."""
     redactor = _policy.redactor

@@ -104,7 +104,7 @@ def start_agent_span(agent_name: str, prompt: Any, session_id: str | None, paren
     attrs: dict[str, Any] = {sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT, sc.GEN_AI_AGENT_NAME: agent_name}
     attrs.update(_run_attributes.get())
     if session_id is not None:
-        attrs[sc.GEN_AI_CONVERSATION_ID] = str(session_id)
+        attrs[sc.GEN_AI_CONVERSATION_ID] = content.identifier(session_id)
     if content._policy.capture and prompt is not None:
         _put_json(attrs, sc.GEN_AI_INPUT_MESSAGES, [_text_message("user", prompt)])
     return _tracer.start_span(sc.agent_span_name(agent_name), parent, SpanKind.INTERNAL, attrs)
@@ -269,7 +269,7 @@ class AgentRun:
             **_run_attributes.get(),
         }
         if session_id is not None:
-            attrs[sc.GEN_AI_CONVERSATION_ID] = str(session_id)
+            attrs[sc.GEN_AI_CONVERSATION_ID] = content.identifier(session_id)
         if content._policy.capture and prompt is not None:
             _put_json(attrs, sc.GEN_AI_INPUT_MESSAGES, [_text_message("user", prompt)])
         self.span = _tracer.start_span(sc.agent_span_name(agent_name), kind=SpanKind.INTERNAL, attributes=attrs)

@@ -1,0 +1,100 @@
+"""Store URLs and engines: which database a URL names (``$TOOLPATH_STORE``, SQLite paths), how it is shown (its
+password hidden, everywhere toolpath prints or logs it), and the SQLAlchemy engine that opens it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+from sqlalchemy.pool import StaticPool
+
+from toolpath.errors import ConfigError
+from toolpath.redact import hide_passwords
+
+DEFAULT_STORE_URL = "sqlite:///toolpath.db"
+STORE_ENV = "TOOLPATH_STORE"
+SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+STORE_EXAMPLES = "e.g. sqlite:///toolpath.db, ./toolpath.db or postgresql+psycopg://user@localhost:5432/toolpath"
+
+
+def resolve_store_url(url: str | None = None) -> str:
+    """``url``, else ``$TOOLPATH_STORE``, else ``sqlite:///toolpath.db``.
+
+    A store is a SQLAlchemy URL (``scheme://…``) or a SQLite file path that looks like one: it ends in ``.db``,
+    ``.sqlite`` or ``.sqlite3``, or it has a folder in it (``data/store``). Anything else (``localhost:5432``,
+    a libpq ``host=… dbname=…`` string, a typo) is a :class:`ConfigError`, never a new file of that name.
+    """
+    url = url or os.environ.get(STORE_ENV) or DEFAULT_STORE_URL
+    if "://" in url:
+        return url
+    if url.lower().endswith(SQLITE_SUFFIXES) or "/" in url or os.sep in url:
+        return f"sqlite:///{url}"
+    raise ConfigError(
+        f"store {hide_passwords(url)!r} is neither a database URL nor a SQLite file path ({STORE_EXAMPLES})"
+    )
+
+
+def display_url(url: str) -> str:
+    """A store URL as toolpath shows it anywhere (start-up lines, errors, logs): its password hidden as ``***``,
+    in the user info and in the query (``?password=…``)."""
+    try:
+        shown = make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        shown = url
+    return hide_passwords(shown)
+
+
+def hide_store_password(text: str, url: str) -> str:
+    """``text`` (a driver's error message) with ``url``'s password hidden wherever it appears."""
+    text = hide_passwords(text)
+    try:
+        password = make_url(url).password
+    except ArgumentError:
+        password = None
+    if password and len(str(password)) >= 3:  # shorter ones would hide ordinary letters; the patterns hide those
+        text = text.replace(str(password), "***")
+    return text
+
+
+def make_engine(real_url: str, *, echo: bool) -> Engine:
+    url = display_url(real_url)
+    try:
+        parsed = make_url(real_url)
+    except ArgumentError:
+        raise ConfigError(f"store URL {url!r} is not a database URL (e.g. sqlite:///toolpath.db)") from None
+    kwargs: dict[str, Any] = {"echo": echo}
+    is_sqlite = parsed.get_backend_name() == "sqlite"
+    if is_sqlite:
+        kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
+        if parsed.database in (None, "", ":memory:"):
+            kwargs["poolclass"] = StaticPool  # one shared connection, or each thread sees its own empty db
+        else:
+            path = Path(parsed.database).expanduser()
+            if path.is_dir():
+                raise ConfigError(f"store {url}: {path} is a folder, not a database file")
+            folder = path.resolve().parent
+            if not folder.is_dir():
+                raise ConfigError(f"store {url}: folder {folder} does not exist")
+    try:
+        engine = create_engine(parsed, **kwargs)
+    except (NoSuchModuleError, ModuleNotFoundError) as exc:
+        hint = " (pip install 'toolpath[postgres]')" if parsed.get_backend_name() == "postgresql" else ""
+        why = hide_store_password(str(exc), real_url)
+        raise ConfigError(f"store {url}: no driver for this URL{hint}: {why}") from None
+    if is_sqlite:
+        event.listen(engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    # FULL: with WAL, NORMAL can lose the last commits on power loss, and a 2xx from the collector promises that
+    # what it acknowledged is stored
+    cursor.execute("PRAGMA synchronous=FULL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
