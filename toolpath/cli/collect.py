@@ -66,6 +66,7 @@ from toolpath.store.store import Store
     default=None,
     help="online.toml: score stored invocations as they arrive (metrics, sample, filters, references).",
 )
+@click.option("--ui", "with_ui", is_flag=True, help="Also serve toolpath ui on the OTLP/HTTP port.")
 def collect(
     store: str | None,
     host: str,
@@ -81,6 +82,7 @@ def collect(
     max_spans_per_trace: int,
     max_tool_calls: int,
     online_path: Path | None,
+    with_ui: bool = False,
 ) -> None:
     """Receive OTLP traces from agents in other processes and store their invocations.
 
@@ -105,6 +107,7 @@ def collect(
         max_body_bytes=max_body_bytes,
         max_in_flight=max_in_flight,
         limits=Limits(max_attribute_length, max_spans_per_trace, max_tool_calls),
+        other_app=_ui(the_store, host, token) if with_ui else None,
     )
     redactor = None if no_redact else _redactor(redact_keys, redact_patterns)
     online = None
@@ -126,6 +129,14 @@ def collect(
     if online is not None:
         console.print(f"online: {online.stats.scored} invocation(s) scored, {online.queue.stats.shed} shed")
     console.print(service.summary())
+
+
+def _ui(store: Store, host: str, token: str | None) -> object:
+    from toolpath.cli.ui_command import build_ui, is_loopback
+
+    if not is_loopback(host) and not token:
+        raise ConfigError("--ui off loopback needs --token (the pages show recorded traffic)")
+    return build_ui(store, evalsets=Path("evalsets"), token=token, loopback_only=is_loopback(host))
 
 
 def _redactor(keys: tuple[str, ...], patterns: tuple[str, ...]) -> Redactor:

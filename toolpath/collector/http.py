@@ -34,12 +34,20 @@ LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 
 
 class OtlpHttpApp:
-    """``POST /v1/traces`` (protobuf or JSON, gzip or not), ``GET /healthz``."""
+    """``POST /v1/traces`` (protobuf or JSON, gzip or not), ``GET /healthz``; any other path goes to ``other``
+    when given (an ASGI app mounted beside OTLP: ``toolpath collect --ui``)."""
 
     def __init__(
-        self, ingestor: Ingestor, *, loopback_only: bool, read_timeout: float = 10.0, workers: int = 8
+        self,
+        ingestor: Ingestor,
+        *,
+        loopback_only: bool,
+        read_timeout: float = 10.0,
+        workers: int = 8,
+        other: Callable[[Scope, Receive, Send], Awaitable[None]] | None = None,
     ) -> None:
         self.ingestor = ingestor
+        self.other = other
         self.loopback_only = loopback_only
         self.read_timeout = read_timeout
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="toolpath-ingest")
@@ -51,6 +59,9 @@ class OtlpHttpApp:
         path = scope["path"]
         if self.loopback_only and not _loopback_host(headers.get("host")):
             await _send(send, Reply(403, b"host not allowed", "text/plain"))
+            return
+        if self.other is not None and path not in (TRACES_PATH, "/healthz"):
+            await self.other(scope, receive, send)
             return
         if scope["method"] == "GET":
             if path == "/healthz":
@@ -129,11 +140,12 @@ class HttpServer:
         keep_alive_seconds: float = 5.0,
         graceful_seconds: float = 10.0,
         read_timeout: float = 10.0,
+        other: Any = None,
     ) -> None:
         import uvicorn
 
         self.socket = _bind(host, port)
-        app = OtlpHttpApp(ingestor, loopback_only=_is_loopback_bind(host), read_timeout=read_timeout)
+        app = OtlpHttpApp(ingestor, loopback_only=_is_loopback_bind(host), read_timeout=read_timeout, other=other)
         self._app = app
         config = uvicorn.Config(
             app,

@@ -30,6 +30,8 @@ class ServiceOptions:
     max_body_bytes: int = 16 * 1024 * 1024
     max_in_flight: int = 4
     limits: Limits = field(default_factory=Limits)
+    other_app: Any = None
+    """An ASGI app served on the OTLP/HTTP port for every path but OTLP's (``toolpath collect --ui``)."""
 
 
 def check_addresses(options: ServiceOptions) -> None:
@@ -91,7 +93,7 @@ class CollectorService:
                 signal.signal(sig, lambda *_: self._stop.set())
         o = self.options
         try:
-            self._http = HttpServer(self.ingestor, o.host, o.http_port) if o.http_port else None
+            self._http = HttpServer(self.ingestor, o.host, o.http_port, other=o.other_app) if o.http_port else None
             self._grpc = make_grpc_server(self.ingestor, o.host, o.grpc_port) if o.grpc_port else None
         except (OSError, RuntimeError) as exc:  # taken since check_addresses() looked, or a bad host
             if self._http is not None:
