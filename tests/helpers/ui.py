@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import shutil
 import socket
@@ -119,7 +120,7 @@ def screenshots(page: Any, folder: Path, name: str) -> list[Path]:
 
 def bulk_store(url: str, invocations: int, *, per_session: int = 5) -> Store:
     """A store of ``invocations`` invocations in sessions of ``per_session``, one tool call each, every tenth
-    failed, every one scored online; inserted with SQLAlchemy Core in one transaction."""
+    failed, every fourth scored online; inserted with SQLAlchemy Core in one transaction."""
     store = Store(url)
     start = 1_780_000_000 * 10**9
     sessions, rows, calls, scores = [], [], [], []
@@ -141,13 +142,20 @@ def bulk_store(url: str, invocations: int, *, per_session: int = 5) -> Store:
             {"invocation_id": f"i{n:07d}", "position": 0, "name": "lookup", "args": {"n": n}, "result": {"ok": True},
              "call_id": f"c{n}", "error": None, "start_time": at, "end_time": at + 100_000_000}
         )  # fmt: skip
-        scores.append(
+        if n % 4 == 0:
+            scores.append(
             {"invocation_id": f"i{n:07d}", "metric": "trajectory_precision", "score": (n % 5) / 4,
              "label": "pass" if n % 5 == 4 else "fail", "explanation": None, "worker": "w", "created_at": at}
         )  # fmt: skip
-    with store.engine.begin() as conn:
-        conn.execute(t.sessions.insert(), sessions)
-        conn.execute(t.invocations.insert(), rows)
-        conn.execute(t.tool_calls.insert(), calls)
-        conn.execute(t.online_results.insert(), scores)
+    with store.engine.begin() as conn:  # the driver's executemany: JSON columns given as their text
+        for table, rows_of in ((t.sessions, sessions), (t.invocations, rows), (t.tool_calls, calls),
+                               (t.online_results, scores)):  # fmt: skip
+            columns = list(rows_of[0])
+            marks = ", ".join("?" for _ in columns)
+            values = [tuple(_column(row[c]) for c in columns) for row in rows_of]
+            conn.exec_driver_sql(f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({marks})", values)
     return store
+
+
+def _column(value: Any) -> Any:
+    return json.dumps(value) if isinstance(value, dict | list) else value
