@@ -41,6 +41,15 @@ def verdicts(result: Mapping[str, Any], names: Sequence[str], rules: Mapping[str
     return out
 
 
+def format_score(value: Any, missing: str = "—") -> str:
+    """A score as tables show it: three decimals, small values (a latency of 0.4 ms) with their digits."""
+    if value is None:
+        return missing
+    if isinstance(value, float):
+        return f"{value:.3f}" if value == 0 or abs(value) >= 0.01 else f"{value:.2e}"
+    return str(value)
+
+
 def row_status(run_kind: str, result: Mapping[str, Any], cells: Mapping[str, str]) -> tuple[str, str]:
     """(css class, label) of one result row: a replayed turn changed or not, an eval-set case's status, or else
     failed when any score fails its pass mark, not scored when any is missing, passed otherwise."""

@@ -30,6 +30,7 @@ from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolpath.errors import ToolpathError
+from toolpath.evaluation.verdicts import format_score
 from toolpath.store.store import Store
 from toolpath.ui import pages
 from toolpath.ui.evalsets import EvalSetFiles
@@ -74,7 +75,7 @@ def create_app(
         loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True, undefined=jinja2.StrictUndefined
     )
     env.filters["when"] = ns_text
-    env.filters["num"] = _num
+    env.filters["num"] = format_score
     env.filters["compact"] = compact
     env.globals["urlencode"] = urlencode
     templates = Jinja2Templates(env=env)
@@ -101,14 +102,6 @@ def _error(templates: Jinja2Templates, request: Request, status: int, message: s
     if request.url.path.endswith(".json"):
         return PlainTextResponse(message, status_code=status)
     return templates.TemplateResponse(request, "error.html", {"status": status, "message": message}, status_code=status)
-
-
-def _num(value: Any) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, float):
-        return f"{value:.3f}" if value == 0 or abs(value) >= 0.01 else f"{value:.2e}"
-    return str(value)
 
 
 class Guard:
