@@ -198,3 +198,30 @@ def test_a_session_becomes_an_adk_case_with_the_turns_picked(store, tmp_path):
     assert turn.final_response.parts[0].text == "all set"
     page = c.get("/evalsets/picked")
     assert json.dumps({"id": 4}).replace('"', "&#34;") in page.text
+
+
+def test_online_pass_rates_and_failures_link_to_sessions(store, tmp_path):
+    import time
+
+    from toolpath.store import schema as t
+
+    now = time.time_ns()
+    with store.engine.begin() as conn:
+        conn.execute(
+            t.online_results.insert(),
+            [
+                {"invocation_id": f"inv{i}", "metric": "trajectory_recall", "score": score, "label": label,
+                 "explanation": f"why {i}", "worker": "w", "created_at": now - i * 1000}
+                for i, score, label in ((0, 1.0, "pass"), (1, 0.25, "fail"), (3, 1.0, "pass"), (4, 0.5, "fail"))
+            ],
+        )  # fmt: skip
+    c = client(store, tmp_path)
+    page = c.get("/online", params={"days": "1", "bucket": "day"}).text
+    row = page.split('data-metric="trajectory_recall"')[1].split("</tr>")[0]
+    assert "50%" in row and "0.688" in row  # 2 of 4 passed; mean (1 + 0.25 + 1 + 0.5) / 4
+    failures = page.split('id="failures"')[1]
+    assert "/session?id=sess-1" in failures and "/session?id=sess-4" in failures and "sess-3" not in failures
+    below = c.get("/sessions", params={"metric": "trajectory_recall", "below": "0.6"}).text
+    assert below.count('class="session') == 2 and "sess-1" in below and "sess-4" in below
+    session = c.get("/session", params={"id": "sess-1"}).text
+    assert "trajectory_recall" in session and "why 1" in session

@@ -20,6 +20,11 @@ document.addEventListener("DOMContentLoaded", function () {
     });
   }
 
+  // The online page follows new results.
+  if (document.getElementById("series")) {
+    window.setTimeout(function () { window.location.reload(); }, 30000);
+  }
+
   // A running evaluation: poll its progress, then open its run.
   var job = document.getElementById("job");
   if (job && job.dataset.state === "running") {
