@@ -47,9 +47,16 @@ def expected_args(path: Path) -> dict:
 
 
 def run_and_land(page, agent: str = DEMO_AGENT) -> str:
+    """Start the run from the eval set's page; the job page follows its progress and opens the run's page (a
+    failed job says why on its page, and the test says it too)."""
     page.fill("#agent", agent)
     page.click("#run-button")
-    page.wait_for_url(re.compile(r"/runs/[0-9a-f]+$"), timeout=60_000)
+    page.wait_for_url(re.compile(r"/jobs/[0-9a-f]+$"))
+    page.wait_for_function(
+        "() => location.pathname.startsWith('/runs/') || (document.getElementById('job-error') || {}).textContent",
+        timeout=300_000,
+    )
+    assert "/runs/" in page.url, page.inner_text("#job")
     return page.inner_text("#run-id")
 
 
