@@ -36,6 +36,13 @@ RULES: dict[str, tuple[str, ...]] = {
         "toolpath.datasets",
         "toolpath.setup",
     ),
+    "toolpath.ui": (
+        "toolpath.store",
+        "toolpath.evaluation",
+        "toolpath.datasets",
+        "toolpath.evaluators",
+        "toolpath.tracer.semconv",
+    ),
 }
 ANYTHING = ("toolpath.setup", "toolpath.cli", "toolpath.demo", "toolpath.testing", "toolpath")
 
@@ -110,6 +117,18 @@ def test_every_import_follows_the_flow() -> None:
         if target not in BASE
     ]
     assert not wrong and not base_imports, "\n".join(wrong + base_imports)
+
+
+def test_only_the_cli_imports_the_ui() -> None:
+    """The web app is a front end: nothing but the command line (and the app itself) imports it."""
+    wrong = [
+        f"{module} imports {target}"
+        for module, path in sorted(MODULES.items())
+        if not under(module, "toolpath.ui") and not under(module, "toolpath.cli")
+        for target, _ in imports(path, module_level_only=False)
+        if under(target, "toolpath.ui")
+    ]
+    assert not wrong, "\n".join(wrong)
 
 
 def test_no_import_cycles() -> None:

@@ -7,7 +7,7 @@ import re
 
 from tests.helpers.cli import run_cli, run_process
 
-COMMANDS = {"collect", "db", "demo", "eval", "export", "metrics", "replay", "report", "runs", "sessions", "watch"}
+COMMANDS = {"collect", "db", "demo", "eval", "export", "metrics", "replay", "report", "runs", "sessions", "ui", "watch"}
 
 
 def test_help_lists_every_command(tmp_path):

@@ -12,7 +12,17 @@ import sys
 import click
 
 from toolpath import setup
-from toolpath.cli import collect, db, demo_command, eval_command, metrics_command, replay, runs, sessions
+from toolpath.cli import (
+    collect,
+    db,
+    demo_command,
+    eval_command,
+    metrics_command,
+    replay,
+    runs,
+    sessions,
+    ui_command,
+)
 from toolpath.errors import ToolpathError
 
 
@@ -34,6 +44,7 @@ for _command in (
     replay.replay,
     replay.export_command,
     db.db,
+    ui_command.ui_command,
 ):
     cli.add_command(_command)
 

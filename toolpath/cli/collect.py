@@ -69,6 +69,7 @@ from toolpath.store.store import Store
     help="online.toml: score stored invocations as they arrive (metrics, sample, filters, references).",
 )
 @log_format_option
+@click.option("--ui", "with_ui", is_flag=True, help="Also serve toolpath ui on the OTLP/HTTP port.")
 def collect(
     store: str | None,
     host: str,
@@ -85,6 +86,7 @@ def collect(
     max_tool_calls: int,
     online_path: Path | None,
     log_format: str,
+    with_ui: bool = False,
 ) -> None:
     """Receive OTLP traces from agents in other processes and store their invocations.
 
@@ -111,6 +113,7 @@ def collect(
         max_in_flight=max_in_flight,
         limits=Limits(max_attribute_length, max_spans_per_trace, max_tool_calls),
         log_to_root=log_format == "json",
+        other_app=_ui(the_store, host, token) if with_ui else None,
     )
     redactor = None if no_redact else _redactor(redact_keys, redact_patterns)
     online = None
@@ -142,6 +145,14 @@ def collect(
             scored, shed = online.stats.scored, online.queue.stats.shed
             say(f"online: {scored} invocation(s) scored, {shed} shed", scored=scored, shed=shed)
         say(service.summary(), spans_stored=service.ingestor.spans_stored, limits_hit=dict(options.limits.hits))
+
+
+def _ui(store: Store, host: str, token: str | None) -> object:
+    from toolpath.cli.ui_command import build_ui, is_loopback
+
+    if not is_loopback(host) and not token:
+        raise ConfigError("--ui off loopback needs --token (the pages show recorded traffic)")
+    return build_ui(store, evalsets=Path("evalsets"), token=token, loopback_only=is_loopback(host))
 
 
 def _redactor(keys: tuple[str, ...], patterns: tuple[str, ...]) -> Redactor:

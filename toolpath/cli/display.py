@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from toolpath.evaluation.verdicts import format_score
 from toolpath.evaluators.metrics.diff import Change, trajectory_diff
 from toolpath.model import Session, ToolCall, parse_trajectory
 from toolpath.tracer import semconv as sc
@@ -232,11 +233,7 @@ def _args(args: Mapping[str, Any] | None) -> str:
 
 
 def _num(value: Any) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, float):
-        return f"{value:.3f}" if value == 0 or abs(value) >= 0.01 else f"{value:.2e}"
-    return str(value)
+    return format_score(value)
 
 
 def eval_set_report(console: Console, result: Any, *, quiet: bool = False) -> None:

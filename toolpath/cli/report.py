@@ -18,7 +18,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from toolpath.cli.display import content_note
-from toolpath.evaluation.catalog import describe_rule, metric_info, passes
+from toolpath.evaluation.catalog import describe_rule
+from toolpath.evaluation.verdicts import row_status, run_metric_names, run_rules, verdicts
 from toolpath.evaluators.metrics.diff import argument_diff, trajectory_diff
 from toolpath.model import ToolCall, parse_trajectory
 
@@ -61,8 +62,8 @@ def render_report(run: Mapping[str, Any]) -> str:
     """The HTML page of a stored run (``Store.get_eval_run``)."""
     rows = [r["row"] for r in run.get("results", [])]
     results = run.get("results", [])
-    metric_names = _metric_names(run)
-    rules = _rules(run, metric_names)
+    metric_names = run_metric_names(run)
+    rules = run_rules(run, metric_names)
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         "<meta name='viewport' content='width=device-width, initial-scale=1'>",
@@ -78,11 +79,6 @@ def render_report(run: Mapping[str, Any]) -> str:
     parts.append(_latency(rows))
     parts.append(f"</main><script>{SCRIPT}</script></body></html>")
     return "\n".join(parts)
-
-
-def _metric_names(run: Mapping[str, Any]) -> list[str]:
-    summary = run.get("summary") or {}
-    return sorted({key.rsplit("/", 1)[0] for key in summary if key.endswith("/mean")})
 
 
 def _time(value: Any) -> datetime | None:
@@ -104,13 +100,6 @@ def _header(run: Mapping[str, Any]) -> str:
         f"<p>{html.escape(str(run.get('dataset') or ''))} · agent {html.escape(str(run.get('agent') or '-'))} · "
         f"{run.get('row_count', 0)} row(s) · {when} · {seconds:.1f} s</p></header>"
     )
-
-
-def _rules(run: Mapping[str, Any], names: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """How each metric's scores pass, as the run saved it (older runs: the catalog's defaults by name)."""
-    saved = run.get("metrics")
-    stored = saved.get("rules") if isinstance(saved, Mapping) else None
-    return {n: (stored or {}).get(n) or metric_info(n).rule() for n in names}
 
 
 def _summary(
@@ -139,40 +128,6 @@ def _summary(
     return "".join(lines)
 
 
-def verdicts(result: Mapping[str, Any], names: Sequence[str], rules: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
-    """Per metric, the class of one result's score: ``pass``, ``fail``, ``na`` (no score) or ``neutral`` (no pass
-    mark). An eval-set case carries each criterion's own verdict; other rows are judged by the run's rules."""
-    scores = result.get("scores") or {}
-    criteria = (result.get("row") or {}).get("metrics")
-    out = {}
-    for name in names:
-        criterion = criteria.get(name) if isinstance(criteria, Mapping) else None
-        if isinstance(criterion, Mapping) and "status" in criterion:
-            out[name] = {"PASSED": "pass", "FAILED": "fail"}.get(str(criterion["status"]), "na")
-            continue
-        verdict = passes(scores.get(name), **rules[name])
-        out[name] = (
-            "na" if scores.get(name) is None else "neutral" if verdict is None else "pass" if verdict else "fail"
-        )
-    return out
-
-
-def _status(run_kind: str, result: Mapping[str, Any], cells: Mapping[str, str]) -> tuple[str, str]:
-    """(css class, label) of one result row: a replayed turn changed or not, an eval-set case's status, or else
-    failed when any score fails its pass mark, not scored when any is missing, passed otherwise."""
-    status = result.get("status")
-    if run_kind == "replay":
-        return ("changed", "changed") if status == "changed" else ("same", "same")
-    if status:
-        return {"PASSED": ("pass", "passed"), "FAILED": ("fail", "failed")}.get(status, ("na", status.lower()))
-    kinds = set(cells.values())
-    if "fail" in kinds:
-        return "fail", "failed"
-    if "na" in kinds:
-        return "na", "not scored"
-    return ("pass", "passed") if "pass" in kinds else ("neutral", "scored")
-
-
 def _cases(
     run: Mapping[str, Any], names: Sequence[str], results: Sequence[Mapping[str, Any]], rules: Mapping[str, Any]
 ) -> str:
@@ -187,7 +142,7 @@ def _cases(
     ]
     for result in results:
         cells = verdicts(result, names, rules)
-        css, label = _status(run["kind"], result, cells)
+        css, label = row_status(run["kind"], result, cells)
         ok = "ok" if css in ("pass", "same", "neutral") else "bad"
         case_id = html.escape(str(result.get("case_id") or result.get("position")))
         scores = result.get("scores") or {}

@@ -42,12 +42,22 @@ Readiness = Callable[[], tuple[bool, dict[str, Any]]]
 
 
 class OtlpHttpApp:
-    """``POST /v1/traces`` (protobuf or JSON, gzip or not), ``GET /healthz``, ``/readyz``, ``/metrics``."""
+    """``POST /v1/traces`` (protobuf or JSON, gzip or not), ``GET /healthz``, ``/readyz``, ``/metrics``; any other
+    path goes to ``other`` when given (an ASGI app mounted beside OTLP: ``toolpath collect --ui``)."""
 
-    def __init__(self, ingestor: Ingestor, *, loopback_only: bool, read_timeout: float = 10.0, workers: int = 8,
-                 ready: Readiness | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        ingestor: Ingestor,
+        *,
+        loopback_only: bool,
+        read_timeout: float = 10.0,
+        workers: int = 8,
+        ready: Readiness | None = None,
+        other: Callable[[Scope, Receive, Send], Awaitable[None]] | None = None,
+    ) -> None:
         self.ingestor = ingestor
         self.ready = ready
+        self.other = other
         self.loopback_only = loopback_only
         self.read_timeout = read_timeout
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="toolpath-ingest")
@@ -59,6 +69,9 @@ class OtlpHttpApp:
         path = scope["path"]
         if self.loopback_only and not _loopback_host(headers.get("host")):
             await _send(send, Reply(403, b"host not allowed", "text/plain"))
+            return
+        if self.other is not None and path not in (TRACES_PATH, "/healthz"):
+            await self.other(scope, receive, send)
             return
         if scope["method"] == "GET":
             await _send(send, await self._get(path, headers))
@@ -158,12 +171,15 @@ class HttpServer:
         read_timeout: float = 10.0,
         ready: Readiness | None = None,
         log_to_root: bool = False,
+        other: Any = None,
     ) -> None:
         import uvicorn
 
         logging: dict[str, Any] = {"log_config": None} if log_to_root else {}
         self.socket = _bind(host, port)
-        app = OtlpHttpApp(ingestor, loopback_only=_is_loopback_bind(host), read_timeout=read_timeout, ready=ready)
+        app = OtlpHttpApp(
+            ingestor, loopback_only=_is_loopback_bind(host), read_timeout=read_timeout, ready=ready, other=other
+        )
         self._app = app
         config = uvicorn.Config(
             app,

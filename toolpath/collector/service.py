@@ -34,6 +34,8 @@ class ServiceOptions:
     limits: Limits = field(default_factory=Limits)
     log_to_root: bool = False
     """uvicorn's error and access logs go to the root logger (``--log-format json``)."""
+    other_app: Any = None
+    """An ASGI app served on the OTLP/HTTP port for every path but OTLP's (``toolpath collect --ui``)."""
 
 
 def check_addresses(options: ServiceOptions) -> None:
@@ -105,7 +107,9 @@ class CollectorService:
         o = self.options
         try:
             self._http = (
-                HttpServer(self.ingestor, o.host, o.http_port, ready=self.ready, log_to_root=o.log_to_root)
+                HttpServer(
+                    self.ingestor, o.host, o.http_port, ready=self.ready, log_to_root=o.log_to_root, other=o.other_app
+                )
                 if o.http_port
                 else None
             )

@@ -1,0 +1,61 @@
+"""`toolpath ui` and `toolpath collect --ui`: bad input is one error line and exit 2, before anything listens; the
+collector serves the UI's pages beside OTLP on one port."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from urllib.error import HTTPError
+
+from tests.helpers.builders import otlp_json
+from tests.helpers.cli import run_cli
+from toolpath.cli.ui_command import build_ui
+from toolpath.collector.http import HttpServer
+from toolpath.collector.receiver import Ingestor
+from toolpath.store.store import Store
+
+
+def test_ui_on_a_missing_store_is_one_error_line(tmp_path):
+    result = run_cli(tmp_path, "ui", "--store", "sqlite:///missing.db")
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: store missing.db does not exist")
+    assert not (tmp_path / "missing.db").exists()
+
+
+def test_ui_with_a_bad_port_is_a_usage_error(tmp_path):
+    result = run_cli(tmp_path, "ui", "--port", "70000")
+    assert result.returncode == 2 and "error:" in result.stderr
+
+
+def test_collect_ui_off_loopback_needs_a_token(tmp_path):
+    result = run_cli(tmp_path, "collect", "--ui", "--host", "0.0.0.0", "--store", "sqlite:///c.db")
+    assert result.returncode == 2
+    assert "--ui off loopback needs --token" in result.stderr
+
+
+def test_the_collector_serves_the_ui_beside_otlp(tmp_path):
+    store = Store(f"sqlite:///{tmp_path / 'c.db'}")
+    app = build_ui(store, evalsets=tmp_path / "evalsets", token="t0k", loopback_only=True)
+    server = HttpServer(Ingestor(store, token="t0k"), "127.0.0.1", 0, other=app).start()
+    try:
+        deadline = time.monotonic() + 10
+        while not server.server.started and time.monotonic() < deadline:
+            time.sleep(0.02)
+        base = f"http://127.0.0.1:{server.port}"
+        auth = {"Authorization": "Bearer t0k"}
+        post = urllib.request.Request(
+            f"{base}/v1/traces", otlp_json("ab" * 16, 2), {**auth, "Content-Type": "application/json"}, method="POST"
+        )
+        assert urllib.request.urlopen(post, timeout=10).status == 200
+        assert json.loads(urllib.request.urlopen(f"{base}/healthz", timeout=10).read()) == {"status": "ok"}
+        page = urllib.request.urlopen(urllib.request.Request(f"{base}/sessions", headers=auth), timeout=10)
+        assert page.status == 200 and "data-session=" in page.read().decode()
+        try:
+            urllib.request.urlopen(f"{base}/sessions", timeout=10)
+            raise AssertionError("the UI answered without its token")
+        except HTTPError as exc:
+            assert exc.code == 401
+    finally:
+        server.shutdown()
+        store.close()

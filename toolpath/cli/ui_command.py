@@ -1,0 +1,62 @@
+"""``toolpath ui``: the local web app over a store (sessions, eval sets from traffic, runs, online scores)."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Any
+
+import click
+
+from toolpath.cli.common import console, load_agent, open_existing_store, store_option
+from toolpath.errors import ConfigError
+
+UI_HINT = "pip install 'toolpath[ui]'"
+
+
+def build_ui(store: Any, *, evalsets: Path, token: str | None, loopback_only: bool, agent: str = "") -> Any:
+    """The UI's ASGI app (also mounted by ``toolpath collect --ui``); a :class:`ConfigError` naming the extra to
+    install when Starlette or Jinja2 is missing."""
+    try:
+        from toolpath.ui import create_app
+    except ImportError as exc:
+        raise ConfigError(f"toolpath ui needs {exc.name or exc} ({UI_HINT})") from None
+    return create_app(
+        store, evalsets=evalsets, load_agent=load_agent, token=token, loopback_only=loopback_only, default_agent=agent
+    )
+
+
+def is_loopback(host: str) -> bool:
+    return host in ("127.0.0.1", "localhost", "::1", "[::1]") or host.startswith("127.")
+
+
+@click.command("ui")
+@store_option
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback by default).")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="Port (0: any free one).")
+@click.option("--token", envvar="TOOLPATH_TOKEN", default=None, help="Require this token (off loopback: a new one).")
+@click.option(
+    "--evalsets",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("evalsets"),
+    show_default=True,
+    help="Folder of the *.evalset.json files the UI reads and writes.",
+)
+@click.option("--agent", default="", help="The agent (module:attr) the run form offers first.")
+def ui_command(store: str | None, host: str, port: int, token: str | None, evalsets: Path, agent: str) -> None:
+    """Browse sessions and trajectories, turn sessions into eval cases, run and compare evaluations.
+
+    \b
+        toolpath ui --store sqlite:///toolpath.db
+    """
+    import uvicorn
+
+    the_store = open_existing_store(store)
+    loopback = is_loopback(host)
+    if not loopback and not token:
+        token = secrets.token_urlsafe(24)  # never an open app off this machine
+    app = build_ui(the_store, evalsets=evalsets, token=token, loopback_only=loopback, agent=agent)
+    shown = f"[{host}]" if ":" in host else host
+    link = f"http://{shown}:{port}/sessions" + (f"?token={token}" if token else "")
+    console.print(f"toolpath ui on {link} over {the_store.url} (eval sets in {evalsets}); Ctrl-C stops it")
+    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)

@@ -1,0 +1,66 @@
+"""How a stored run's rows pass or fail, for everything that shows a run (the HTML report, ``toolpath ui``): each
+metric's rule as the run saved it (older runs: the catalog's defaults by name), each score's verdict by that rule
+and its metric's direction (:func:`toolpath.evaluation.catalog.passes`), and each row's status."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from toolpath.evaluation.catalog import metric_info, passes
+
+
+def run_metric_names(run: Mapping[str, Any]) -> list[str]:
+    """The metrics a stored run summarised (``<metric>/mean`` keys of its summary)."""
+    summary = run.get("summary") or {}
+    return sorted({key.rsplit("/", 1)[0] for key in summary if key.endswith("/mean")})
+
+
+def run_rules(run: Mapping[str, Any], names: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """How each metric's scores pass, as the run saved it (older runs: the catalog's defaults by name)."""
+    saved = run.get("metrics")
+    stored = saved.get("rules") if isinstance(saved, Mapping) else None
+    return {n: (stored or {}).get(n) or metric_info(n).rule() for n in names}
+
+
+def verdicts(result: Mapping[str, Any], names: Sequence[str], rules: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """Per metric, the class of one result's score: ``pass``, ``fail``, ``na`` (no score) or ``neutral`` (no pass
+    mark). An eval-set case carries each criterion's own verdict; other rows are judged by the run's rules."""
+    scores = result.get("scores") or {}
+    criteria = (result.get("row") or {}).get("metrics")
+    out = {}
+    for name in names:
+        criterion = criteria.get(name) if isinstance(criteria, Mapping) else None
+        if isinstance(criterion, Mapping) and "status" in criterion:
+            out[name] = {"PASSED": "pass", "FAILED": "fail"}.get(str(criterion["status"]), "na")
+            continue
+        verdict = passes(scores.get(name), **rules[name])
+        out[name] = (
+            "na" if scores.get(name) is None else "neutral" if verdict is None else "pass" if verdict else "fail"
+        )
+    return out
+
+
+def format_score(value: Any, missing: str = "—") -> str:
+    """A score as tables show it: three decimals, small values (a latency of 0.4 ms) with their digits."""
+    if value is None:
+        return missing
+    if isinstance(value, float):
+        return f"{value:.3f}" if value == 0 or abs(value) >= 0.01 else f"{value:.2e}"
+    return str(value)
+
+
+def row_status(run_kind: str, result: Mapping[str, Any], cells: Mapping[str, str]) -> tuple[str, str]:
+    """(css class, label) of one result row: a replayed turn changed or not, an eval-set case's status, or else
+    failed when any score fails its pass mark, not scored when any is missing, passed otherwise."""
+    status = result.get("status")
+    if run_kind == "replay":
+        return ("changed", "changed") if status == "changed" else ("same", "same")
+    if status:
+        return {"PASSED": ("pass", "passed"), "FAILED": ("fail", "failed")}.get(status, ("na", status.lower()))
+    kinds = set(cells.values())
+    if "fail" in kinds:
+        return "fail", "failed"
+    if "na" in kinds:
+        return "na", "not scored"
+    return ("pass", "passed") if "pass" in kinds else ("neutral", "scored")

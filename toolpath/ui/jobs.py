@@ -1,0 +1,90 @@
+"""Evaluations the UI runs in the background: one thread per run, its progress readable while it runs."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolpath.datasets.adk import EvalConfig, EvalSet
+from toolpath.errors import ToolpathError
+from toolpath.evaluation.evalset import CaseResult, evaluate_eval_sets
+from toolpath.store.store import Store
+
+logger = logging.getLogger("toolpath.ui")
+
+
+@dataclass
+class Job:
+    job_id: str
+    eval_set: str
+    agent: str
+    total: int
+    done: int = 0
+    passed: int = 0
+    failed: int = 0
+    state: str = "running"
+    """``running``, ``done`` or ``failed`` (the run itself could not finish; ``error`` says why)."""
+    run_id: str | None = None
+    error: str | None = None
+    started: float = field(default_factory=time.time)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "job_id": self.job_id,
+            "eval_set": self.eval_set,
+            "agent": self.agent,
+            "total": self.total,
+            "done": self.done,
+            "passed": self.passed,
+            "failed": self.failed,
+            "state": self.state,
+            "run_id": self.run_id,
+            "error": self.error,
+        }
+
+
+class Jobs:
+    """The evaluation runs started from the UI, by id."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._jobs: dict[str, Job] = {}
+        self._lock = threading.Lock()
+
+    def get(self, job_id: str) -> Job | None:
+        with self._lock:
+            return self._jobs.get(job_id)
+
+    def start(self, name: str, eval_set: EvalSet, target: Any, agent: str, config: EvalConfig) -> Job:
+        """Run ``eval_set`` against ``target`` (already loaded and checked) with ``config``'s criteria."""
+        job = Job(uuid.uuid4().hex[:12], name, agent, total=len(eval_set.cases))
+        with self._lock:
+            self._jobs[job.job_id] = job
+
+        def on_case(case: CaseResult) -> None:
+            with self._lock:
+                job.done += 1
+                job.passed += case.status == "PASSED"
+                job.failed += case.status == "FAILED"
+
+        def run() -> None:
+            try:
+                result = evaluate_eval_sets([eval_set], target, criteria=config, store=self.store, on_case=on_case)
+            except ToolpathError as exc:
+                with self._lock:
+                    job.state, job.error = "failed", str(exc)
+                return
+            except Exception as exc:  # the page says what went wrong; the server keeps serving
+                logger.exception("evaluation %s failed", job.job_id)
+                with self._lock:
+                    job.state, job.error = "failed", f"{type(exc).__name__}: {exc}"
+                return
+            with self._lock:
+                job.state, job.run_id = "done", result.run_id
+
+        threading.Thread(target=run, name=f"toolpath-ui-eval-{job.job_id}", daemon=True).start()
+        return job

@@ -1,0 +1,254 @@
+"""The UI's pages: sessions, a session's turns, raw spans, runs, eval sets (add, edit, run), jobs, online."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+from urllib.parse import urlencode
+
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from toolpath.datasets.adk import EvalConfig, EvalSet
+from toolpath.errors import ConfigError
+from toolpath.evaluation.evalset import criteria_of
+from toolpath.store import browse
+from toolpath.ui import params
+from toolpath.ui.evalsets import EditedCall, EditedTurn, parse_args
+from toolpath.ui.views import online_view, pretty, run_view, turn_view
+
+PAGE_SIZE = 50
+BUCKETS = {"hour": 3600, "day": 86400}
+
+
+def _state(request: Request) -> Any:
+    return request.app.state.ui
+
+
+def _render(request: Request, template: str, context: dict[str, Any], status: int = 200) -> Response:
+    templates = request.app.state.templates
+    return templates.TemplateResponse(request, template, context, status_code=status)
+
+
+def _see(url: str) -> RedirectResponse:
+    return RedirectResponse(url, status_code=303)
+
+
+def home(request: Request) -> Response:
+    return _see("/sessions")
+
+
+def sessions(request: Request) -> Response:
+    query = dict(request.query_params)
+    where = params.session_filter(query)
+    limit = params.integer(query, "limit", PAGE_SIZE, low=1, high=500)
+    after = params.cursor(query)
+    store = _state(request).store
+    began = time.perf_counter()
+    page = browse.session_page(store, where, limit=limit, after=after)
+    elapsed = time.perf_counter() - began
+    keep = params.query_without(query, "after")
+    next_cursor = params.cursor_text(page.next_cursor)
+    return _render(
+        request,
+        "sessions.html",
+        {
+            "rows": page.rows,
+            "query": query,
+            "agents": browse.agent_names(store),
+            "metrics": browse.online_metric_names(store),
+            "next_url": f"/sessions?{urlencode({**keep, 'after': next_cursor})}" if next_cursor else None,
+            "first_url": f"/sessions?{urlencode(keep)}" if after else None,
+            "elapsed_ms": elapsed * 1000,
+        },
+    )
+
+
+def session(request: Request) -> Response:
+    ui = _state(request)
+    session_id = params.text(dict(request.query_params), "id")
+    if session_id is None:
+        raise params.BadRequest("id: which session (id=...)")
+    found = ui.store.get_session(session_id)
+    if found is None:
+        raise HTTPException(404, f"no session {session_id!r} in the store")
+    scores = browse.online_scores(ui.store, [inv.invocation_id for inv in found.invocations])
+    turns = [turn_view(ui.store, inv, scores[inv.invocation_id]) for inv in found.invocations]
+    return _render(
+        request,
+        "session.html",
+        {"session": found, "turns": turns, "evalsets": ui.evalsets.names(), "evalset_dir": str(ui.evalsets.folder)},
+    )
+
+
+def spans(request: Request) -> Response:
+    trace_id = request.path_params["trace_id"]
+    found = _state(request).store.spans_of_trace(trace_id)
+    if not found:
+        raise HTTPException(404, f"no spans of trace {trace_id!r} in the store")
+    return _render(request, "spans.html", {"trace_id": trace_id, "spans": [pretty(s.to_row()) for s in found]})
+
+
+def runs(request: Request) -> Response:
+    return _render(request, "runs.html", {"runs": _state(request).store.list_eval_runs(limit=200)})
+
+
+def run(request: Request) -> Response:
+    run_id = request.path_params["run_id"]
+    found = _state(request).store.get_eval_run(run_id)
+    if found is None:
+        raise HTTPException(404, f"no run {run_id!r} in the store")
+    return _render(request, "run.html", run_view(found))
+
+
+def evalsets(request: Request) -> Response:
+    ui = _state(request)
+    return _render(request, "evalsets.html", {"names": ui.evalsets.names(), "folder": str(ui.evalsets.folder)})
+
+
+def _load(request: Request, name: str) -> EvalSet:
+    try:
+        return _state(request).evalsets.load(name)
+    except FileNotFoundError:
+        raise HTTPException(404, f"no eval set {name!r}") from None
+
+
+def evalset(request: Request) -> Response:
+    ui = _state(request)
+    name = request.path_params["name"]
+    loaded = _load(request, name)
+    criteria = criteria_of(loaded)
+    return _render(
+        request,
+        "evalset.html",
+        {
+            "name": name,
+            "evalset": loaded,
+            "path": str(ui.evalsets.path(name)),
+            "criteria": criteria,
+            "agent": ui.default_agent,
+            "saved": request.query_params.get("saved"),
+        },
+    )
+
+
+async def add_to_evalset(request: Request) -> Response:
+    form = await request.form()
+    ui = _state(request)
+    session_id = str(form.get("session_id") or "")
+    name = str(form.get("evalset") or "").strip() or str(form.get("new_evalset") or "").strip()
+    if not name:
+        raise params.BadRequest("evalset: choose an eval set or name a new one")
+    turns = [str(v) for v in form.getlist("turn")]
+    found = await run_in_threadpool(ui.store.get_session, session_id)
+    if found is None:
+        raise HTTPException(404, f"no session {session_id!r} in the store")
+    eval_id = await run_in_threadpool(ui.evalsets.add_session, name, found, turns)
+    stem = ui.evalsets.path(name).name.removesuffix(".evalset.json")
+    return _see(f"/evalsets/{stem}?saved={eval_id}#case-{eval_id}")
+
+
+async def save_case(request: Request) -> Response:
+    form = await request.form()
+    ui = _state(request)
+    name, eval_id = request.path_params["name"], request.path_params["eval_id"]
+    count = params.integer(dict(form), "turns", 0, low=0, high=10_000)  # type: ignore[arg-type]
+    edited = []
+    for i in range(count):
+        calls = []
+        for j in range(params.integer(dict(form), f"t{i}-calls", 0, low=0, high=10_000)):  # type: ignore[arg-type]
+            call_name = str(form.get(f"t{i}-c{j}-name") or "").strip()
+            if not call_name or form.get(f"t{i}-c{j}-remove"):
+                continue
+            args = parse_args(str(form.get(f"t{i}-c{j}-args") or ""), f"turn {i + 1}, call {j + 1} ({call_name})")
+            calls.append(EditedCall(call_name, args))
+        new_name = str(form.get(f"t{i}-new-name") or "").strip()
+        if new_name:
+            new_args = parse_args(str(form.get(f"t{i}-new-args") or ""), f"turn {i + 1}, new call")
+            calls.append(EditedCall(new_name, new_args))
+        edited.append(EditedTurn(str(form.get(f"t{i}-response") or ""), calls))
+    try:
+        await run_in_threadpool(ui.evalsets.update_case, name, eval_id, edited)
+    except FileNotFoundError:
+        raise HTTPException(404, f"no eval case {eval_id!r} in {name!r}") from None
+    return _see(f"/evalsets/{name}?saved={eval_id}#case-{eval_id}")
+
+
+async def start_run(request: Request) -> Response:
+    form = await request.form()
+    ui = _state(request)
+    name = request.path_params["name"]
+    agent = str(form.get("agent") or "").strip()
+    if not agent:
+        raise params.BadRequest("agent: give the agent to run as module:attr (e.g. my_app.agent:root_agent)")
+    loaded = await run_in_threadpool(_load, request, name)
+    if not loaded.cases:
+        raise params.BadRequest(f"eval set {name!r} has no cases to run")
+    criteria: dict[str, Any] = {}
+    for criterion, spec in loaded.criteria.items():
+        threshold = params.number(dict(form), f"threshold-{criterion}")  # type: ignore[arg-type]
+        if threshold is None:
+            criteria[criterion] = spec
+        elif isinstance(spec, dict):
+            criteria[criterion] = {**spec, "threshold": threshold}
+        else:
+            criteria[criterion] = threshold
+    config = EvalConfig(criteria, dict(loaded.custom_metrics), loaded.config_path)
+    criteria_of(loaded, config)  # a bad threshold or criterion is said now, not in the job
+    try:
+        target = await run_in_threadpool(ui.load_agent, agent)
+    except ConfigError as exc:
+        raise params.BadRequest(str(exc)) from None
+    job = ui.jobs.start(name, loaded, target, agent, config)
+    return _see(f"/jobs/{job.job_id}")
+
+
+def job_page(request: Request) -> Response:
+    job = _state(request).jobs.get(request.path_params["job_id"])
+    if job is None:
+        raise HTTPException(404, "no such evaluation job")
+    return _render(request, "job.html", {"job": job})
+
+
+def job_json(request: Request) -> Response:
+    job = _state(request).jobs.get(request.path_params["job_id"])
+    if job is None:
+        raise HTTPException(404, "no such evaluation job")
+    return JSONResponse(job.to_dict())
+
+
+def online(request: Request) -> Response:
+    query = dict(request.query_params)
+    days = params.integer(query, "days", 7, low=1, high=365)
+    bucket = query.get("bucket", "hour")
+    if bucket not in BUCKETS:
+        raise params.BadRequest(f"bucket={bucket!r}: expected hour or day")
+    store = _state(request).store
+    since = time.time_ns() - days * 86400 * 1_000_000_000
+    series = browse.online_series(store, since_ns=since, bucket_ns=BUCKETS[bucket] * 1_000_000_000)
+    failures = browse.recent_online_failures(store, limit=30)
+    return _render(
+        request, "online.html", {"groups": online_view(series), "failures": failures, "days": days, "bucket": bucket}
+    )
+
+
+def routes() -> list[Route]:
+    return [
+        Route("/", home),
+        Route("/sessions", sessions),
+        Route("/session", session),
+        Route("/traces/{trace_id}", spans),
+        Route("/runs", runs),
+        Route("/runs/{run_id}", run),
+        Route("/evalsets", evalsets),
+        Route("/evalsets/add", add_to_evalset, methods=["POST"]),
+        Route("/evalsets/{name}", evalset),
+        Route("/evalsets/{name}/cases/{eval_id}", save_case, methods=["POST"]),
+        Route("/evalsets/{name}/run", start_run, methods=["POST"]),
+        Route("/jobs/{job_id}.json", job_json),
+        Route("/jobs/{job_id}", job_page),
+        Route("/online", online),
+    ]

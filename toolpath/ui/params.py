@@ -1,0 +1,110 @@
+"""Query and form parameters of the UI's pages, checked: a bad value is a :class:`BadRequest` naming the
+parameter (a 400 page), never a 500."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from toolpath.store.browse import SessionFilter
+
+
+class BadRequest(Exception):
+    """A parameter the page cannot use; the message says which and why."""
+
+
+_TRUE = ("1", "on", "true", "yes")
+_FALSE = ("", "0", "off", "false", "no")
+
+
+def text(params: Mapping[str, str], name: str) -> str | None:
+    value = params.get(name, "").strip()
+    return value or None
+
+
+def flag(params: Mapping[str, str], name: str) -> bool:
+    value = params.get(name, "").strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise BadRequest(f"{name}={params.get(name)!r}: expected 1 or 0")
+
+
+def number(params: Mapping[str, str], name: str, *, low: float = -math.inf, high: float = math.inf) -> float | None:
+    raw = text(params, name)
+    if raw is None:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise BadRequest(f"{name}={raw!r}: not a number") from None
+    if not math.isfinite(value) or not low <= value <= high:
+        bounds = f" from {low:g} to {high:g}" if math.isfinite(low) else ""
+        raise BadRequest(f"{name}={raw!r}: must be a finite number{bounds}")
+    return value
+
+
+def integer(params: Mapping[str, str], name: str, default: int, *, low: int, high: int) -> int:
+    raw = text(params, name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise BadRequest(f"{name}={raw!r}: not a whole number") from None
+    if not low <= value <= high:
+        raise BadRequest(f"{name}={raw!r}: must be from {low} to {high}")
+    return value
+
+
+def timestamp_ns(params: Mapping[str, str], name: str) -> int | None:
+    """A date or date and time (``2026-05-01``, ``2026-05-01T10:30``), UTC unless it says otherwise."""
+    raw = text(params, name)
+    if raw is None:
+        return None
+    try:
+        when = datetime.fromisoformat(raw)
+    except ValueError:
+        raise BadRequest(f"{name}={raw!r}: not a date (e.g. 2026-05-01 or 2026-05-01T10:30)") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return int(when.timestamp() * 1_000_000) * 1000
+
+
+def session_filter(params: Mapping[str, str]) -> SessionFilter:
+    metric, below = text(params, "metric"), number(params, "below")
+    if below is not None and metric is None:
+        raise BadRequest("below: give the metric it applies to (metric=...)")
+    since, until = timestamp_ns(params, "since"), timestamp_ns(params, "until")
+    if since is not None and until is not None and since > until:
+        raise BadRequest("since is after until")
+    return SessionFilter(
+        agent=text(params, "agent"),
+        since_ns=since,
+        until_ns=until,
+        failures=flag(params, "failures"),
+        metric=metric,
+        below=below,
+        text=text(params, "q"),
+    )
+
+
+def cursor(params: Mapping[str, str]) -> tuple[int, str] | None:
+    raw = text(params, "after")
+    if raw is None:
+        return None
+    at, sep, session_id = raw.partition(":")
+    if not sep or not at.lstrip("-").isdigit() or not session_id:
+        raise BadRequest(f"after={raw!r}: not a page cursor")
+    return int(at), session_id
+
+
+def cursor_text(value: tuple[int, str] | None) -> str | None:
+    return f"{value[0]}:{value[1]}" if value is not None else None
+
+
+def query_without(params: Mapping[str, Any], *names: str) -> dict[str, Any]:
+    return {k: v for k, v in params.items() if k not in names and v not in (None, "")}
