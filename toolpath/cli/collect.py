@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -11,6 +12,9 @@ from toolpath.cli.common import console, store_option
 from toolpath.errors import ConfigError
 from toolpath.redact import Redactor
 from toolpath.store.store import Store
+
+if TYPE_CHECKING:
+    from toolpath.store.retention import RetentionWorker
 
 
 @click.command()
@@ -66,6 +70,15 @@ from toolpath.store.store import Store
     default=None,
     help="online.toml: score stored invocations as they arrive (metrics, sample, filters, references).",
 )
+@click.option(
+    "--retain-spans", default=None, help="Prune raw spans this old in the background (e.g. 7d; default: keep all)."
+)
+@click.option(
+    "--retain-invocations",
+    default=None,
+    help="Prune invocations this old, with their tool calls and online scores (e.g. 90d; at least --retain-spans).",
+)
+@click.option("--prune-every", default="10m", show_default=True, help="How often retention runs.")
 def collect(
     store: str | None,
     host: str,
@@ -81,6 +94,9 @@ def collect(
     max_spans_per_trace: int,
     max_tool_calls: int,
     online_path: Path | None,
+    retain_spans: str | None,
+    retain_invocations: str | None,
+    prune_every: str,
 ) -> None:
     """Receive OTLP traces from agents in other processes and store their invocations.
 
@@ -107,6 +123,7 @@ def collect(
         limits=Limits(max_attribute_length, max_spans_per_trace, max_tool_calls),
     )
     redactor = None if no_redact else _redactor(redact_keys, redact_patterns)
+    retention = _retention(the_store, retain_spans, retain_invocations, prune_every)
     online = None
     if online_path is not None:
         from toolpath.evaluation.online import OnlineEvaluator
@@ -118,14 +135,29 @@ def collect(
     if online is not None:
         online.start()
     service.start()
+    if retention is not None:
+        retention.start()
     where = service.endpoints
     console.print(f"toolpath collecting {where} into {the_store.url}" + (" (token required)" if token else ""))
     if online is not None:
         console.print(f"online evaluation: {', '.join(online.config.metrics)} on {online.config.workers} worker(s)")
     service.wait()
+    if retention is not None:
+        retention.stop()
     if online is not None:
         console.print(f"online: {online.stats.scored} invocation(s) scored, {online.queue.stats.shed} shed")
     console.print(service.summary())
+
+
+def _retention(store: Store, spans: str | None, invocations: str | None, every: str) -> RetentionWorker | None:
+    from toolpath.store.retention import RetentionWorker, parse_duration
+
+    interval = parse_duration(every, "--prune-every")
+    span_age = parse_duration(spans, "--retain-spans") if spans is not None else None
+    invocation_age = parse_duration(invocations, "--retain-invocations") if invocations is not None else None
+    if span_age is None and invocation_age is None:
+        return None
+    return RetentionWorker(store, spans=span_age, invocations=invocation_age, every=interval)
 
 
 def _redactor(keys: tuple[str, ...], patterns: tuple[str, ...]) -> Redactor:
