@@ -141,7 +141,8 @@ class Pruner:
             )
             if cursor is not None:
                 query = query.where(tuple_(inv.c.started_at, inv.c.invocation_id) > tuple_(*cursor))
-            query = query.order_by(inv.c.started_at, inv.c.invocation_id).limit(self.batch_size)
+            # an invocation brings its tool calls, job and scores along: fewer per batch, as many rows
+            query = query.order_by(inv.c.started_at, inv.c.invocation_id).limit(max(1, self.batch_size // 4))
             with self.store.engine.connect() as conn:
                 rows = conn.execute(query).all()
             if not rows:
