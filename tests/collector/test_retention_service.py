@@ -30,7 +30,7 @@ def test_collector_prunes_in_the_background(tmp_path):
         assert collector.post(shifted(new, time.time_ns()), "application/json")[0] == 200
         store = collector.store()
         deadline = time.monotonic() + 20
-        while store.counts()["invocations"] != 1 and time.monotonic() < deadline:
+        while (store.counts()["invocations"], store.counts()["spans"]) != (1, 3) and time.monotonic() < deadline:
             time.sleep(0.2)
         counts = store.counts()
         assert (counts["spans"], counts["invocations"], counts["tool_calls"], counts["sessions"]) == (3, 1, 2, 1)
