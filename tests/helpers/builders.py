@@ -98,3 +98,29 @@ def span_count(body: bytes) -> int:
     request = ExportTraceServiceRequest()
     request.ParseFromString(body)
     return sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
+
+
+def agent_run(n: int, start_ns: int, session: str, tool_calls: int = 2, late_child_ns: int | None = None) -> list:
+    """Span records of GenAI agent run number ``n`` (trace ``n``, agent span ``a…n``) in ``session``, started at
+    ``start_ns``, with ``tool_calls`` tool spans a millisecond apart; ``late_child_ns``: one more tool span
+    starting then (a trace that goes on past a retention cutoff)."""
+    from toolpath.store.spanrecord import SpanRecord
+
+    trace, root = f"{n:032x}", f"a{n:015x}"
+    attrs = {
+        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "bot", "gen_ai.conversation.id": session,
+        "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": f"run {n}"}]}]),
+        "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "ok"}]}]),
+    }  # fmt: skip
+    starts = [start_ns + (i + 1) * 1_000_000 for i in range(tool_calls)]
+    if late_child_ns is not None:
+        starts.append(late_child_ns)
+    end = max([start_ns, *starts]) + 1_000_000
+    spans = [SpanRecord(trace, root, None, "invoke_agent bot", 1, start_ns, end, attributes=attrs)]
+    for i, start in enumerate(starts):
+        tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": f"t{i}",
+                "gen_ai.tool.call.arguments": json.dumps({"i": i})}  # fmt: skip
+        spans.append(
+            SpanRecord(trace, f"{n:08x}{i + 1:08x}", root, f"execute_tool t{i}", 1, start, start + 500, attributes=tool)
+        )
+    return spans

@@ -43,13 +43,22 @@ class Collector:
         return f"http://127.0.0.1:{self.http_port}"
 
     def start(self) -> Collector:
+        return self.launch().ready()
+
+    def launch(self) -> Collector:
+        """Start the process without waiting for it to answer (several collectors start faster side by side)."""
         self.process = subprocess.Popen(
             [sys.executable, "-m", "toolpath.cli", "collect", "--store", self.store_url,
              "--http-port", str(self.http_port), "--grpc-port", str(self.grpc_port), "--token", TOKEN, *self.extra],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
+        return self
+
+    def ready(self) -> Collector:
+        """Wait until the launched process answers its health check."""
+        assert self.process is not None
+        deadline = time.monotonic() + 60  # several collectors starting at once on a busy machine
+        while time.monotonic() < deadline and self.process.poll() is None:
             try:
                 with urllib.request.urlopen(f"{self.url}/healthz", timeout=1) as reply:
                     if reply.status == 200:
@@ -59,7 +68,8 @@ class Collector:
                         return self
             except OSError:
                 time.sleep(0.1)
-        raise RuntimeError(f"collector did not start: {self.process.stderr.read() if self.process else ''}")
+        self.process.kill()  # its error output ends only when it does
+        raise RuntimeError(f"collector did not start: {self.process.communicate()[1]}")
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
         if self.process and self.process.poll() is None:

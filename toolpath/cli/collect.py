@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -12,6 +13,9 @@ from toolpath.cli.service_config import log_format_option, service_logging, serv
 from toolpath.errors import ConfigError
 from toolpath.redact import Redactor
 from toolpath.store.store import Store
+
+if TYPE_CHECKING:
+    from toolpath.store.retention import RetentionWorker
 
 
 @service_settings
@@ -70,6 +74,15 @@ from toolpath.store.store import Store
 )
 @log_format_option
 @click.option("--ui", "with_ui", is_flag=True, help="Also serve toolpath ui on the OTLP/HTTP port.")
+@click.option(
+    "--retain-spans", default=None, help="Prune raw spans this old in the background (e.g. 7d; default: keep all)."
+)
+@click.option(
+    "--retain-invocations",
+    default=None,
+    help="Prune invocations this old, with their tool calls and online scores (e.g. 90d; at least --retain-spans).",
+)
+@click.option("--prune-every", default="10m", show_default=True, help="How often retention runs.")
 def collect(
     store: str | None,
     host: str,
@@ -86,7 +99,10 @@ def collect(
     max_tool_calls: int,
     online_path: Path | None,
     log_format: str,
-    with_ui: bool = False,
+    with_ui: bool,
+    retain_spans: str | None,
+    retain_invocations: str | None,
+    prune_every: str,
 ) -> None:
     """Receive OTLP traces from agents in other processes and store their invocations.
 
@@ -116,6 +132,7 @@ def collect(
         other_app=_ui(the_store, host, token) if with_ui else None,
     )
     redactor = None if no_redact else _redactor(redact_keys, redact_patterns)
+    retention = _retention(the_store, retain_spans, retain_invocations, prune_every)
     online = None
     if online_path is not None:
         from toolpath.evaluation.online import OnlineEvaluator
@@ -132,6 +149,8 @@ def collect(
         if online is not None:
             online.start()
         service.start()
+        if retention is not None:
+            retention.start()
         say(
             f"toolpath collecting {service.endpoints} into {the_store.url}" + (" (token required)" if token else ""),
             endpoints=service.endpoints,
@@ -141,6 +160,8 @@ def collect(
             metrics, workers = online.config.metrics, online.config.workers
             say(f"online evaluation: {', '.join(metrics)} on {workers} worker(s)", metrics=metrics, workers=workers)
         service.wait()
+        if retention is not None:
+            retention.stop()
         if online is not None:
             scored, shed = online.stats.scored, online.queue.stats.shed
             say(f"online: {scored} invocation(s) scored, {shed} shed", scored=scored, shed=shed)
@@ -153,6 +174,17 @@ def _ui(store: Store, host: str, token: str | None) -> object:
     if not is_loopback(host) and not token:
         raise ConfigError("--ui off loopback needs --token (the pages show recorded traffic)")
     return build_ui(store, evalsets=Path("evalsets"), token=token, loopback_only=is_loopback(host))
+
+
+def _retention(store: Store, spans: str | None, invocations: str | None, every: str) -> RetentionWorker | None:
+    from toolpath.store.retention import RetentionWorker, parse_duration
+
+    interval = parse_duration(every, "--prune-every")
+    span_age = parse_duration(spans, "--retain-spans") if spans is not None else None
+    invocation_age = parse_duration(invocations, "--retain-invocations") if invocations is not None else None
+    if span_age is None and invocation_age is None:
+        return None
+    return RetentionWorker(store, spans=span_age, invocations=invocation_age, every=interval)
 
 
 def _redactor(keys: tuple[str, ...], patterns: tuple[str, ...]) -> Redactor:

@@ -36,3 +36,35 @@ def db_current(store: str | None) -> None:
     with the_store.opening_errors(), the_store.engine.connect() as conn:
         current = migrate.current_revision(conn)
     click.echo(f"{the_store.url}: schema at revision {current or 'none'} (newest: {migrate.HEAD})")
+
+
+@db.command(name="prune")
+@store_option
+@click.option("--older-than", required=True, help="Age past which records go: a number and s, m, h, d or w (30d).")
+@click.option("--spans-only", is_flag=True, help="Only raw spans; invocations, their tool calls and scores stay.")
+@click.option("--dry-run", is_flag=True, help="Count what would go; delete nothing.")
+@click.option(
+    "--batch-size",
+    default=1000,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Rows per transaction (short transactions never hold a running collector up for long).",
+)
+def db_prune(store: str | None, older_than: str, spans_only: bool, dry_run: bool, batch_size: int) -> None:
+    """Delete spans (whole traces, once their newest span is that old) and invocations older than an age, with
+    their tool calls, online jobs and scores, and the sessions they leave empty. Evaluation runs stay."""
+    from toolpath.store.retention import parse_duration, prune
+
+    age = parse_duration(older_than, "--older-than")  # before the store is opened: a typo creates no file
+    the_store = open_existing_store(store, create=False)
+    with the_store.opening_errors():
+        the_store.upgrade()
+        counts = prune(
+            the_store,
+            spans_older_than=age,
+            invocations_older_than=None if spans_only else age,
+            dry_run=dry_run,
+            batch_size=batch_size,
+            pause=0.0 if dry_run else 0.01,
+        )
+    click.echo(f"{the_store.url}: {'would prune' if dry_run else 'pruned'} {counts} older than {older_than}")
