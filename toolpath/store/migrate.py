@@ -19,7 +19,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from toolpath.errors import ConfigError
 
-HEAD = "0003"
+HEAD = "0004"
 """The newest revision in ``migrations/versions`` (a test keeps the two in step)."""
 INITIAL = "0001"
 _LOCK_KEY = 7_202_611_001  # pg_advisory_xact_lock key shared by every toolpath process migrating a store

@@ -19,7 +19,7 @@ from toolpath.collector.reconstruct.genai import (
     reported_trajectory,
 )
 from toolpath.collector.reconstruct.order import in_model_order
-from toolpath.model import Invocation, ToolCall, ns_to_datetime
+from toolpath.model import Invocation, ToolCall, invocation_key, ns_to_datetime
 from toolpath.store.spanrecord import STATUS_ERROR, SpanRecord
 from toolpath.tracer import semconv as sc
 
@@ -91,7 +91,7 @@ def build_invocation(root: SpanRecord, descendants: Iterable[SpanRecord]) -> Inv
     invocation_attrs.update(content_notes)
     # model_construct: every field below is already well-formed, and validation would double the cost
     return Invocation.model_construct(
-        invocation_id=root.span_id,
+        invocation_id=invocation_key(root.trace_id, root.span_id),
         session_id=str(
             attrs.get(sc.GEN_AI_CONVERSATION_ID)
             or attrs.get(sc.SESSION_ID)
