@@ -19,6 +19,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 from toolpath.errors import ToolpathError
 from toolpath.store.spanrecord import SpanRecord
+from toolpath.tracer import semconv as sc
 
 _HEX_ID = re.compile(r"^(?:[0-9a-fA-F]{32}|[0-9a-fA-F]{16})$")
 _ID_KEYS = {"traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id"}
@@ -51,7 +52,15 @@ def decode(body: bytes, content_type: str) -> list[SpanRecord]:
         except RecursionError:
             raise OtlpDecodeError("JSON nested too deeply") from None
         except (json_format.ParseError, TypeError, ValueError) as exc:
-            raise OtlpDecodeError(f"not an OTLP JSON ExportTraceServiceRequest: {exc}") from None
+            # JSON text can hold what protobuf strings cannot (a lone surrogate, "\\ud800"): such strings are
+            # repaired in their span, which says so, rather than its whole request refused
+            if not _repair_surrogates(data):
+                raise OtlpDecodeError(f"not an OTLP JSON ExportTraceServiceRequest: {exc}") from None
+            request.Clear()
+            try:
+                json_format.ParseDict(_hex_ids_to_base64(data), request, ignore_unknown_fields=True)
+            except (json_format.ParseError, TypeError, ValueError, RecursionError) as again:
+                raise OtlpDecodeError(f"not an OTLP JSON ExportTraceServiceRequest: {again}") from None
     else:
         raise OtlpDecodeError(f"unsupported content type {content_type!r} (application/x-protobuf or application/json)")
     return records(request)
@@ -108,6 +117,64 @@ def _value(value: AnyValue) -> Any:
     if kind == "bytes_value":
         return base64.b64encode(value.bytes_value).decode()
     return getattr(value, kind)
+
+
+def _repair_surrogates(data: dict[str, Any]) -> bool:
+    """Replace lone surrogates in every string of a decoded OTLP/JSON request by U+FFFD (in place); each span
+    that had one lists the attribute keys or fields repaired in ``toolpath.cleaned``. Whether anything changed."""
+    changed = False
+    for resource_spans in _dicts(data.get("resourceSpans") or data.get("resource_spans")):
+        for key in ("resource", "schemaUrl", "schema_url"):
+            if key in resource_spans:
+                resource_spans[key], fixed = _repaired(resource_spans[key])
+                changed |= fixed
+        for scope_spans in _dicts(resource_spans.get("scopeSpans") or resource_spans.get("scope_spans")):
+            for key in ("scope", "schemaUrl", "schema_url"):
+                if key in scope_spans:
+                    scope_spans[key], fixed = _repaired(scope_spans[key])
+                    changed |= fixed
+            for span in _dicts(scope_spans.get("spans")):
+                repaired = []
+                for key, value in list(span.items()):
+                    if key == "attributes" and isinstance(value, list):
+                        for pair in _dicts(value):
+                            new, fixed = _repaired(pair)
+                            if fixed:
+                                pair.update(new)
+                                repaired.append(str(pair.get("key")))
+                    else:
+                        span[key], fixed = _repaired(value)
+                        if fixed:
+                            repaired.append(key)
+                if repaired:
+                    marker = {"arrayValue": {"values": [{"stringValue": key} for key in repaired]}}
+                    span.setdefault("attributes", []).append({"key": sc.TOOLPATH_CLEANED, "value": marker})
+                    changed = True
+    return changed
+
+
+def _dicts(items: Any) -> list[dict[str, Any]]:
+    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
+
+
+def _repaired(value: Any) -> tuple[Any, bool]:
+    """``value`` with lone surrogates replaced, and whether there were any (through JSON text: any depth)."""
+    text = json.dumps(value)  # ASCII: every surrogate is a \udxxx escape, a character outside the BMP a pair
+    if "\\ud" not in text and "\\uD" not in text:
+        return value, False
+    fixed = _ESCAPES.sub(_keep_pairs, text)
+    return (json.loads(fixed), True) if fixed != text else (value, False)
+
+
+_ESCAPES = re.compile(
+    r"\\\\|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u[dD][89a-fA-F][0-9a-fA-F]{2}"
+)
+"""An escaped backslash (consumed first, so what follows it is text), a surrogate pair, a lone surrogate."""
+
+
+def _keep_pairs(match: re.Match[str]) -> str:
+    """An escaped backslash or a surrogate pair stays; a lone surrogate becomes U+FFFD."""
+    return match.group(0) if len(match.group(0)) in (2, 12) else "\\ufffd"
 
 
 def _hex_ids_to_base64(data: Any) -> Any:

@@ -8,8 +8,10 @@ specification asks:
 - protobuf and JSON bodies, gzip-compressed or not; the reply uses the request's encoding;
 - a bad body is 400 / INVALID_ARGUMENT with a message, a body over the limit 413, a wrong or missing bearer
   token (when one is configured) 401 / UNAUTHENTICATED, and nothing is stored;
-- when ``max_in_flight`` writes are already running, or the store fails, 503 with ``Retry-After`` /
-  UNAVAILABLE, which OTLP exporters retry.
+- when ``max_in_flight`` writes are already running, or the store is unavailable, 503 with ``Retry-After`` /
+  UNAVAILABLE, which OTLP exporters retry;
+- a value the store cannot take is cleaned (:mod:`.clean`), never refused; a span the store still refuses is
+  quarantined alone (logged and counted), and the rest of its request is stored.
 """
 
 from __future__ import annotations
@@ -29,12 +31,17 @@ from google.protobuf import json_format
 from google.rpc.status_pb2 import Status
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeoutError
 
 from toolpath.collector import otlp
+from toolpath.collector.clean import clean_invocation, clean_span
 from toolpath.collector.limits import Limits
 from toolpath.collector.reconstruct import build_invocations
 from toolpath.errors import ConfigError, ToolpathError
+from toolpath.model import Invocation
 from toolpath.redact import Redactor
+from toolpath.store.spanrecord import SpanRecord
 from toolpath.store.store import Store
 
 logger = logging.getLogger("toolpath.collector.receiver")
@@ -73,20 +80,58 @@ class Ingestor:
         return header is not None and hmac.compare_digest(header.encode(), expected.encode())
 
     def store_records(self, records: list[Any]) -> None:
-        """Write records and rebuild their traces; raises ``Busy`` when too many writes are running."""
+        """Write records and rebuild their traces; raises ``Busy`` when too many writes are running, and what the
+        store raised when it is unavailable. A span the store still refuses once cleaned is quarantined alone."""
         if not records:
             return
         if not self._slots.acquire(blocking=False):
             raise Busy("too many exports in flight")
         try:
             with self._write_lock:
-                if self.redactor is not None:
-                    records = [self.redactor.span(r) for r in records]
-                records = [self.limits.clip(r) for r in records]
-                self.store.ingest(records, build_invocations, self.limits)
-                self.spans_stored += len(records)
+                ready = [r for r in map(self._prepare, records) if r is not None]
+                stored = self._ingest(ready)
+                self.spans_stored += stored
         finally:
             self._slots.release()
+
+    def _prepare(self, record: SpanRecord) -> SpanRecord | None:
+        """The span cleaned, redacted and clipped; ``None`` (quarantined) if that fails."""
+        try:
+            if clean_span(record):
+                self.limits.count("spans_cleaned")
+            if self.redactor is not None:
+                record = self.redactor.span(record)
+            return self.limits.clip(record)
+        except Exception:  # never stored unredacted
+            logger.exception("toolpath: span %s/%s quarantined: it cannot be redacted", record.trace_id, record.span_id)
+            self.limits.count("spans_quarantined")
+            return None
+
+    def _ingest(self, records: list[SpanRecord]) -> int:
+        """Store ``records`` in one transaction; if the store refuses a value, trace by trace, then span by span,
+        so that only a span refused alone is lost (quarantined: logged and counted). Returns the spans stored;
+        raises when the store is unavailable (the client retries)."""
+        if not records:
+            return 0
+        try:
+            self.store.ingest(records, rebuild, self.limits)
+            return len(records)
+        except Exception as exc:
+            if store_unavailable(exc):
+                raise
+            failure = exc
+        traces: dict[str, list[SpanRecord]] = {}
+        for record in records:
+            traces.setdefault(record.trace_id, []).append(record)
+        if len(traces) > 1:
+            return sum(self._ingest(part) for part in traces.values())
+        if len(records) > 1:
+            return sum(self._ingest([record]) for record in records)
+        [record] = records
+        logger.error("toolpath: span %s/%s quarantined: the store refuses it: %r", record.trace_id, record.span_id,
+                     failure)  # fmt: skip
+        self.limits.count("spans_quarantined")
+        return 0
 
     def handle_http(self, path: str, headers: Any, read_body: Callable[[int], bytes]) -> Reply:
         """The whole HTTP exchange as a function of path, headers and body (``read_body(n)``)."""
@@ -148,6 +193,18 @@ class Ingestor:
             logger.exception("toolpath: storing %d span(s) failed", len(records))
             return error_reply(503, "the store is unavailable", json_reply, retry_after=True)
         return _encode(ExportTraceServiceResponse(), 200, json_reply)
+
+
+def rebuild(spans: list[SpanRecord]) -> list[Invocation]:
+    """The invocations of ``spans``, storable."""
+    return [clean_invocation(inv) for inv in build_invocations(spans)]
+
+
+def store_unavailable(exc: BaseException) -> bool:
+    """Whether ``exc`` says the store cannot be reached or used now (as opposed to refusing a value)."""
+    return isinstance(exc, OperationalError | InterfaceError | DisconnectionError | SQLAlchemyTimeoutError) or bool(
+        getattr(exc, "connection_invalidated", False)
+    )
 
 
 class Busy(ToolpathError):
