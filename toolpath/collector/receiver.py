@@ -37,7 +37,7 @@ from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeoutError
 from toolpath.collector import otlp
 from toolpath.collector.clean import clean_invocation, clean_span
 from toolpath.collector.limits import Limits
-from toolpath.collector.reconstruct import build_invocations
+from toolpath.collector.reconstruct import build_invocations, is_run_span
 from toolpath.errors import ConfigError, ToolpathError
 from toolpath.model import Invocation
 from toolpath.redact import Redactor
@@ -114,7 +114,7 @@ class Ingestor:
         if not records:
             return 0
         try:
-            self.store.ingest(records, rebuild, self.limits)
+            self.store.ingest(records, rebuild, is_run_span, self.limits)
             return len(records)
         except Exception as exc:
             if store_unavailable(exc):
