@@ -13,7 +13,10 @@ import urllib.request
 from collections.abc import Callable, Iterator
 
 import pytest
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from sqlalchemy import text
@@ -300,12 +303,35 @@ def test_a_span_the_store_still_refuses_is_quarantined_alone(refusing_store):
             tools[1].name = "refuse me"
     body = request.SerializeToString()
     headers = {"Content-Type": "application/x-protobuf", "Content-Length": str(len(body))}
-    assert ingestor.handle_http("/v1/traces", headers, lambda _n: body).status == 200
+    reply = ingestor.handle_http("/v1/traces", headers, lambda _n: body)
+    assert reply.status == 200
+    outcome = ExportTraceServiceResponse.FromString(reply.body).partial_success
+    assert outcome.rejected_spans == 1 and "quarantined" in outcome.error_message  # OTLP's partial success
     assert ingestor.limits.hits["spans_quarantined"] == 1
     assert ingestor.spans_stored == 20 * 3 - 1
     invocations = {inv.trace_id: inv for inv in refusing_store.list_invocations()}
     assert len(invocations) == 20
     assert [c.name for c in invocations[trace_id(11).hex()].tool_calls] == ["t1"]  # its other spans are stored
+
+
+def test_a_span_without_valid_ids_is_rejected_alone(collector):
+    """OTLP's partial success: the spans that can be read are stored, the others counted in the reply."""
+    server, ingestor, store = collector
+    request = ExportTraceServiceRequest()
+    for n in (1, 2):
+        agent_run(request, n)
+    request.resource_spans[0].scope_spans[0].spans[1].trace_id = b"\x01" * 8  # a tool span of run 1
+    request.resource_spans[1].scope_spans[0].spans[0].span_id = b""  # the agent span of run 2
+    body = request.SerializeToString()
+    reply = urllib.request.urlopen(urllib.request.Request(
+        f"http://127.0.0.1:{server.port}/v1/traces", data=body, headers={"Content-Type": "application/x-protobuf"}
+    ), timeout=60)  # fmt: skip
+    assert reply.status == 200
+    outcome = ExportTraceServiceResponse.FromString(reply.read()).partial_success
+    assert outcome.rejected_spans == 2 and "trace_id must be 16 bytes" in outcome.error_message
+    assert ingestor.limits.hits["spans_rejected"] == 2
+    assert [len(i.tool_calls) for i in store.list_invocations()] == [1]
+    assert len(store.spans_of_trace(trace_id(2).hex())) == 2
 
 
 def test_a_store_that_is_down_still_gets_503(tmp_path):

@@ -29,8 +29,9 @@ class OtlpDecodeError(ToolpathError, ValueError):
     """The body is not an ExportTraceServiceRequest; the message says why."""
 
 
-def decode(body: bytes, content_type: str) -> list[SpanRecord]:
-    """Span records of an OTLP/HTTP body (``application/x-protobuf`` or ``application/json``)."""
+def decode(body: bytes, content_type: str, rejected: list[str] | None = None) -> list[SpanRecord]:
+    """Span records of an OTLP/HTTP body (``application/x-protobuf`` or ``application/json``); see :func:`records`
+    for ``rejected``."""
     kind = content_type.split(";", 1)[0].strip().lower()
     request = ExportTraceServiceRequest()
     if kind in ("application/x-protobuf", "application/protobuf"):
@@ -63,10 +64,12 @@ def decode(body: bytes, content_type: str) -> list[SpanRecord]:
                 raise OtlpDecodeError(f"not an OTLP JSON ExportTraceServiceRequest: {again}") from None
     else:
         raise OtlpDecodeError(f"unsupported content type {content_type!r} (application/x-protobuf or application/json)")
-    return records(request)
+    return records(request, rejected)
 
 
-def records(request: ExportTraceServiceRequest) -> list[SpanRecord]:
+def records(request: ExportTraceServiceRequest, rejected: list[str] | None = None) -> list[SpanRecord]:
+    """The request's spans as records. A span without a 16-byte trace id and an 8-byte span id is an
+    :class:`OtlpDecodeError`, or, when ``rejected`` is given, left out and said why there (the rest is kept)."""
     out: list[SpanRecord] = []
     for resource_spans in request.resource_spans:
         resource = _attributes(resource_spans.resource.attributes)
@@ -74,7 +77,11 @@ def records(request: ExportTraceServiceRequest) -> list[SpanRecord]:
             scope = scope_spans.scope.name or None
             for span in scope_spans.spans:
                 if len(span.trace_id) != 16 or len(span.span_id) != 8:
-                    raise OtlpDecodeError(f"span {span.name!r}: trace_id must be 16 bytes and span_id 8 bytes")
+                    reason = f"span {span.name[:200]!r}: trace_id must be 16 bytes and span_id 8 bytes"
+                    if rejected is None:
+                        raise OtlpDecodeError(reason)
+                    rejected.append(reason)
+                    continue
                 out.append(
                     SpanRecord(
                         trace_id=span.trace_id.hex(),

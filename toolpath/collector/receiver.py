@@ -79,11 +79,12 @@ class Ingestor:
         expected = f"Bearer {self.token}"
         return header is not None and hmac.compare_digest(header.encode(), expected.encode())
 
-    def store_records(self, records: list[Any]) -> None:
+    def store_records(self, records: list[Any]) -> int:
         """Write records and rebuild their traces; raises ``Busy`` when too many writes are running, and what the
-        store raised when it is unavailable. A span the store still refuses once cleaned is quarantined alone."""
+        store raised when it is unavailable. A span the store still refuses once cleaned is quarantined alone;
+        returns how many were."""
         if not records:
-            return
+            return 0
         if not self._slots.acquire(blocking=False):
             raise Busy("too many exports in flight")
         try:
@@ -91,6 +92,7 @@ class Ingestor:
                 ready = [r for r in map(self._prepare, records) if r is not None]
                 stored = self._ingest(ready)
                 self.spans_stored += stored
+                return len(records) - stored
         finally:
             self._slots.release()
 
@@ -181,18 +183,33 @@ class Ingestor:
                 return error_reply(400, "body is not valid gzip", json_reply)
         elif encoding not in ("", "identity"):
             return error_reply(415, f"unsupported Content-Encoding {encoding!r}", json_reply)
+        rejected: list[str] = []
         try:
-            records = otlp.decode(body, content_type)
+            records = otlp.decode(body, content_type, rejected)
         except otlp.OtlpDecodeError as exc:
             return error_reply(400, str(exc), json_reply)
+        if rejected and not records:
+            return error_reply(400, rejected[0], json_reply)
         try:
-            self.store_records(records)
+            refused = self.store_records(records)
         except Busy as exc:
             return error_reply(503, str(exc), json_reply, retry_after=True)
         except Exception:
             logger.exception("toolpath: storing %d span(s) failed", len(records))
             return error_reply(503, "the store is unavailable", json_reply, retry_after=True)
-        return _encode(ExportTraceServiceResponse(), 200, json_reply)
+        return _encode(self.outcome(rejected, refused), 200, json_reply)
+
+    def outcome(self, rejected: list[str], refused: int) -> ExportTraceServiceResponse:
+        """The reply to a stored request: OTLP's partial success when spans were left out (not decodable, or
+        refused by the store), counted."""
+        reply = ExportTraceServiceResponse()
+        if rejected:
+            self.limits.count("spans_rejected", len(rejected))
+        if rejected or refused:
+            reply.partial_success.rejected_spans = len(rejected) + refused
+            reasons = [*rejected[:3], *([f"{refused} span(s) the store refused were quarantined"] if refused else [])]
+            reply.partial_success.error_message = "; ".join(reasons)
+        return reply
 
 
 def rebuild(spans: list[SpanRecord]) -> list[Invocation]:
@@ -249,18 +266,18 @@ def make_grpc_server(ingestor: Ingestor, host: str, port: int) -> Any:
             metadata = dict(context.invocation_metadata())
             if not ingestor.authorized(metadata.get("authorization")):
                 context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+            rejected: list[str] = []
+            records = otlp.records(request, rejected)
+            if rejected and not records:
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT, rejected[0])
             try:
-                records = otlp.records(request)
-            except otlp.OtlpDecodeError as exc:
-                context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-            try:
-                ingestor.store_records(records)
+                refused = ingestor.store_records(records)
             except Busy as exc:
                 context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
             except Exception:
                 logger.exception("toolpath: storing %d span(s) failed", len(records))
                 context.abort(grpc.StatusCode.UNAVAILABLE, "the store is unavailable")
-            return ExportTraceServiceResponse()
+            return ingestor.outcome(rejected, refused)
 
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="toolpath-grpc"),
