@@ -14,6 +14,7 @@ from sqlalchemy import event
 from tests.helpers import SPANS
 from toolpath.collector.otlp import decode
 from toolpath.collector.receiver import Ingestor, rebuild
+from toolpath.collector.reconstruct import is_run_span
 from toolpath.model import invocation_key
 from toolpath.store import rebuild as store_rebuild
 from toolpath.store import schema as t
@@ -146,20 +147,14 @@ def work_of_one_request(store: Store, runs_before: int) -> tuple[int, int, int]:
     original = store_rebuild.SpanRecord
     store_rebuild.SpanRecord = Counted
     try:
-        store.ingest([*tools, extra[0]], lambda spans: rebuilt.extend(spans) or rebuild(spans), _is_run, None)
-        store.ingest([agent], lambda spans: rebuilt.extend(spans) or rebuild(spans), _is_run, None)
+        store.ingest([*tools, extra[0]], lambda spans: rebuilt.extend(spans) or rebuild(spans), is_run_span, None)
+        store.ingest([agent], lambda spans: rebuilt.extend(spans) or rebuild(spans), is_run_span, None)
     finally:
         store_rebuild.SpanRecord = original
         event.remove(store.engine, "before_cursor_execute", count)
     [inv] = [i for i in store.list_invocations(limit=None) if i.span_id == agent.span_id]
     assert len(inv.tool_calls) == 4
     return len(rows_read), len(statements), len(rebuilt)
-
-
-def _is_run(span: SpanRecord) -> bool:
-    from toolpath.collector.reconstruct import is_run_span
-
-    return is_run_span(span)
 
 
 @pytest.mark.parametrize("store", ["sqlite", "postgresql"], indirect=True)
@@ -178,5 +173,7 @@ def test_spans_sent_again_change_nothing_and_rebuild_nothing(sqlite_store):
     ingestor.store_records(spans)
     before = stored_invocations(sqlite_store)
     rebuilt = []
-    sqlite_store.ingest(random.Random(3).sample(spans, len(spans)), lambda s: rebuilt.extend(s) or rebuild(s), _is_run)
+    sqlite_store.ingest(
+        random.Random(3).sample(spans, len(spans)), lambda s: rebuilt.extend(s) or rebuild(s), is_run_span
+    )
     assert rebuilt == [] and stored_invocations(sqlite_store) == before
