@@ -268,13 +268,27 @@ def test_a_json_body_with_poisoned_values_is_stored(collector):
              "startTimeUnixNano": str(2**64 - 1), "endTimeUnixNano": "1",
              "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "invoke_agent"}},
                             {"key": "bad\u0000key", "value": {"doubleValue": "NaN"}},
-                            {"key": "broken", "value": {"stringValue": "\ud800 alone"}}]},
+                            {"key": "broken", "value": {"stringValue": "\ud800 alone"}},
+                            {"key": "deep", "value": "DEEP"}]},
+            {"traceId": "ab" * 16, "spanId": "ce" * 8, "parentSpanId": "cd" * 8, "name": "execute_tool t",
+             "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+                            {"key": "gen_ai.tool.name", "value": {"stringValue": "t"}}]},
         ]}]}]
     }  # fmt: skip
-    assert post(server.port, json.dumps(body).encode(), "application/json") == 200
-    [span] = store.spans_of_trace("ab" * 16)
-    assert span.attributes["bad\ufffdkey"] == "NaN" and span.attributes["broken"] == "\ufffd alone"
-    assert len(store.list_invocations()) == 1
+    # a key-value list nested 200 deep: JSON reads it, protobuf cannot nest messages that deep
+    deep = '{"kvlistValue": {"values": [{"key": "k", "value": ' * 200 + '{"stringValue": "x"}' + "}]}}" * 200
+    text = json.dumps(body).replace('"DEEP"', deep)
+    assert post(server.port, text.encode(), "application/json") == 200
+    spans = {s.span_id: s for s in store.spans_of_trace("ab" * 16)}
+    root = spans["cd" * 8]
+    assert root.attributes["bad\ufffdkey"] == "NaN" and root.attributes["broken"] == "\ufffd alone"
+    value, depth = root.attributes["deep"], 0
+    while isinstance(value, dict):
+        value, depth = value["k"], depth + 1
+    assert (depth, value) == (16, sc.NESTING_MARKER)
+    assert {"broken", "deep"} <= set(root.attributes[sc.TOOLPATH_CLEANED])
+    [inv] = store.list_invocations()
+    assert [c.name for c in inv.tool_calls] == ["t"]
 
 
 @pytest.fixture

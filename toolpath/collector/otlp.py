@@ -50,18 +50,16 @@ def decode(body: bytes, content_type: str, rejected: list[str] | None = None) ->
             raise OtlpDecodeError(f"an ExportTraceServiceRequest is a JSON object, not {type(data).__name__}")
         try:
             json_format.ParseDict(_hex_ids_to_base64(data), request, ignore_unknown_fields=True)
-        except RecursionError:
-            raise OtlpDecodeError("JSON nested too deeply") from None
-        except (json_format.ParseError, TypeError, ValueError) as exc:
-            # JSON text can hold what protobuf strings cannot (a lone surrogate, "\\ud800"): such strings are
-            # repaired in their span, which says so, rather than its whole request refused
-            if not _repair_surrogates(data):
-                raise OtlpDecodeError(f"not an OTLP JSON ExportTraceServiceRequest: {exc}") from None
+        except (json_format.ParseError, TypeError, ValueError, RecursionError) as exc:
+            # JSON can hold what protobuf cannot (a lone surrogate "\\ud800", values nested past protobuf's
+            # depth): such values are repaired in their span, which says so, rather than its whole request refused
+            if not _repair(data):
+                raise OtlpDecodeError(_json_error(exc)) from None
             request.Clear()
             try:
                 json_format.ParseDict(_hex_ids_to_base64(data), request, ignore_unknown_fields=True)
             except (json_format.ParseError, TypeError, ValueError, RecursionError) as again:
-                raise OtlpDecodeError(f"not an OTLP JSON ExportTraceServiceRequest: {again}") from None
+                raise OtlpDecodeError(_json_error(again)) from None
     else:
         raise OtlpDecodeError(f"unsupported content type {content_type!r} (application/x-protobuf or application/json)")
     return records(request, rejected)
@@ -126,32 +124,43 @@ def _value(value: AnyValue) -> Any:
     return getattr(value, kind)
 
 
-def _repair_surrogates(data: dict[str, Any]) -> bool:
-    """Replace lone surrogates in every string of a decoded OTLP/JSON request by U+FFFD (in place); each span
-    that had one lists the attribute keys or fields repaired in ``toolpath.cleaned``. Whether anything changed."""
+def _json_error(exc: Exception) -> str:
+    if isinstance(exc, RecursionError):
+        return "JSON nested too deeply"
+    return f"not an OTLP JSON ExportTraceServiceRequest: {exc}"
+
+
+MAX_VALUE_DEPTH = 16
+"""Arrays and key-value lists kept inside one another in an OTLP/JSON attribute value (protobuf nests messages
+only so deep: deeper values are cut, with a marker, rather than their request refused)."""
+
+
+def _repair(data: dict[str, Any]) -> bool:
+    """Make a decoded OTLP/JSON request one protobuf takes (in place): lone surrogates become U+FFFD, attribute
+    values nested deeper than :data:`MAX_VALUE_DEPTH` are cut with a marker; each span so repaired lists the
+    attribute keys or fields in ``toolpath.cleaned``. Whether anything changed."""
     changed = False
     for resource_spans in _dicts(data.get("resourceSpans") or data.get("resource_spans")):
+        changed |= bool(_repair_pairs(_field(resource_spans, "resource", "attributes")))
         for key in ("resource", "schemaUrl", "schema_url"):
             if key in resource_spans:
                 resource_spans[key], fixed = _repaired(resource_spans[key])
                 changed |= fixed
         for scope_spans in _dicts(resource_spans.get("scopeSpans") or resource_spans.get("scope_spans")):
+            changed |= bool(_repair_pairs(_field(scope_spans, "scope", "attributes")))
             for key in ("scope", "schemaUrl", "schema_url"):
                 if key in scope_spans:
                     scope_spans[key], fixed = _repaired(scope_spans[key])
                     changed |= fixed
             for span in _dicts(scope_spans.get("spans")):
-                repaired = []
+                repaired = _repair_pairs(span.get("attributes"))
+                for key in ("events", "links"):
+                    if any([_repair_pairs(item.get("attributes")) for item in _dicts(span.get(key))]):
+                        repaired.append(key)
                 for key, value in list(span.items()):
-                    if key == "attributes" and isinstance(value, list):
-                        for pair in _dicts(value):
-                            new, fixed = _repaired(pair)
-                            if fixed:
-                                pair.update(new)
-                                repaired.append(str(pair.get("key")))
-                    else:
+                    if key != "attributes":
                         span[key], fixed = _repaired(value)
-                        if fixed:
+                        if fixed and key not in repaired:
                             repaired.append(key)
                 if repaired:
                     marker = {"arrayValue": {"values": [{"stringValue": key} for key in repaired]}}
@@ -160,13 +169,59 @@ def _repair_surrogates(data: dict[str, Any]) -> bool:
     return changed
 
 
+def _field(parent: dict[str, Any], name: str, key: str) -> Any:
+    child = parent.get(name)
+    return child.get(key) if isinstance(child, dict) else None
+
+
+def _repair_pairs(pairs: Any) -> list[str]:
+    """Repair each ``KeyValue`` of an OTLP/JSON attribute list (in place); the keys repaired."""
+    keys = []
+    for pair in _dicts(pairs):
+        value, cut = _cut(pair.get("value"), 0)
+        if cut:
+            pair["value"] = value
+        new, fixed = _repaired(pair)
+        if fixed:
+            pair.update(new)
+        if cut or fixed:
+            keys.append(str(pair.get("key")))
+    return keys
+
+
+def _cut(value: Any, depth: int) -> tuple[Any, bool]:
+    """An OTLP/JSON ``AnyValue`` with arrays and key-value lists past :data:`MAX_VALUE_DEPTH` cut, and whether."""
+    if not isinstance(value, dict):
+        return value, False
+    for key in ("kvlistValue", "kvlist_value", "arrayValue", "array_value"):
+        inner = value.get(key)
+        if not (isinstance(inner, dict) and isinstance(inner.get("values"), list)):
+            continue
+        if depth >= MAX_VALUE_DEPTH:
+            return {"stringValue": sc.NESTING_MARKER}, True
+        values, changed = [], False
+        for item in inner["values"]:
+            if key.startswith("kvlist") and isinstance(item, dict):
+                new, cut = _cut(item.get("value"), depth + 1)
+                item = {**item, "value": new} if cut else item
+            else:
+                item, cut = _cut(item, depth + 1)
+            values.append(item)
+            changed |= cut
+        return ({**value, key: {**inner, "values": values}}, True) if changed else (value, False)
+    return value, False
+
+
 def _dicts(items: Any) -> list[dict[str, Any]]:
     return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
 
 
 def _repaired(value: Any) -> tuple[Any, bool]:
     """``value`` with lone surrogates replaced, and whether there were any (through JSON text: any depth)."""
-    text = json.dumps(value)  # ASCII: every surrogate is a \udxxx escape, a character outside the BMP a pair
+    try:
+        text = json.dumps(value)  # ASCII: every surrogate is a \udxxx escape, a character outside the BMP a pair
+    except (RecursionError, ValueError):
+        return value, False
     if "\\ud" not in text and "\\uD" not in text:
         return value, False
     fixed = _ESCAPES.sub(_keep_pairs, text)
