@@ -22,7 +22,7 @@ from toolpath.store.spanrecord import SpanRecord
 from toolpath.store.store import Store
 
 SOURCES = ["adk-v2", "adk-v2-legacy", "openllmetry-langchain", "openinference-openai-agents", "pydantic-ai-v2"]
-ORDERS = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+ORDERS = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 def scenario(source: str) -> list[SpanRecord]:

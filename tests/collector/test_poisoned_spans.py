@@ -348,6 +348,45 @@ def test_a_span_without_valid_ids_is_rejected_alone(collector):
     assert len(store.spans_of_trace(trace_id(2).hex())) == 2
 
 
+def length_delimited(number: int, payload: bytes) -> bytes:
+    """One protobuf field ``number`` holding ``payload``."""
+    size, out = len(payload), bytearray([number << 3 | 2])
+    while size >= 0x80:
+        out.append(size & 0x7F | 0x80)
+        size >>= 7
+    out.append(size)
+    return bytes(out) + payload
+
+
+def test_spans_protobuf_cannot_decode_are_rejected_alone(collector):
+    """A string that is not UTF-8, a value nested past protobuf's depth: such a span makes the whole body fail to
+    parse; it is left out alone (OTLP's partial success) and the rest of the request is stored."""
+    server, ingestor, store = collector
+    request = ExportTraceServiceRequest()
+    for n in (1, 2):
+        agent_run(request, n)
+    not_utf8 = Span(trace_id=trace_id(3), span_id=span_id(3, 0), name="NAME").SerializeToString()
+    not_utf8 = not_utf8.replace(b"NAME", b"N\xff\xfeM")
+    deep = AnyValue(string_value="x").SerializeToString()
+    for _ in range(60):  # AnyValue{kvlist_value{values[KeyValue{key, value}]}}, 60 deep
+        deep = length_delimited(6, length_delimited(1, length_delimited(1, b"k") + length_delimited(2, deep)))
+    too_deep = Span(trace_id=trace_id(4), span_id=span_id(4, 0), name="deep").SerializeToString()
+    too_deep += length_delimited(9, length_delimited(1, b"deep") + length_delimited(2, deep))
+    body = request.SerializeToString() + length_delimited(
+        1, length_delimited(2, length_delimited(2, not_utf8) + length_delimited(2, too_deep))
+    )
+    with pytest.raises(Exception, match="Error parsing"):
+        ExportTraceServiceRequest.FromString(body)  # as a whole, protobuf refuses it
+    reply = urllib.request.urlopen(urllib.request.Request(
+        f"http://127.0.0.1:{server.port}/v1/traces", data=body, headers={"Content-Type": "application/x-protobuf"}
+    ), timeout=60)  # fmt: skip
+    assert reply.status == 200
+    outcome = ExportTraceServiceResponse.FromString(reply.read()).partial_success
+    assert outcome.rejected_spans == 2 and "could not be decoded" in outcome.error_message
+    assert sorted(len(i.tool_calls) for i in store.list_invocations()) == [2, 2]
+    assert ingestor.limits.hits["spans_rejected"] == 2
+
+
 def test_a_store_that_is_down_still_gets_503(tmp_path):
     down = Store(f"postgresql+psycopg://toolpath@127.0.0.1:{free_port()}/toolpath", create=False)
     ingestor = Ingestor(down)

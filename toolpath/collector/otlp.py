@@ -16,6 +16,7 @@ from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from toolpath.errors import ToolpathError
 from toolpath.store.spanrecord import SpanRecord
@@ -38,7 +39,10 @@ def decode(body: bytes, content_type: str, rejected: list[str] | None = None) ->
         try:
             request.ParseFromString(body)
         except DecodeError as exc:
-            raise OtlpDecodeError(f"not an OTLP protobuf ExportTraceServiceRequest: {exc}") from None
+            # one span protobuf cannot read (a string that is not UTF-8, values nested past its depth) is left out
+            # alone, when the caller takes ``rejected``; the request's own framing must hold
+            if rejected is None or not _spans_one_by_one(body, request, rejected):
+                raise OtlpDecodeError(f"not an OTLP protobuf ExportTraceServiceRequest: {exc}") from None
     elif kind == "application/json":
         try:
             data = json.loads(body)
@@ -122,6 +126,89 @@ def _value(value: AnyValue) -> Any:
     if kind == "bytes_value":
         return base64.b64encode(value.bytes_value).decode()
     return getattr(value, kind)
+
+
+def _spans_one_by_one(body: bytes, request: ExportTraceServiceRequest, rejected: list[str]) -> bool:
+    """Fill ``request`` from ``body`` span by span, each span that does not decode said in ``rejected``; whether
+    the body's framing held and some span was the trouble."""
+    request.Clear()
+    before = len(rejected)
+    try:
+        for resource_raw in _fields(body, 1):
+            resource_spans = request.resource_spans.add()
+            resource_spans.MergeFromString(_without(resource_raw, 2))
+            for scope_raw in _fields(resource_raw, 2):
+                scope_spans = resource_spans.scope_spans.add()
+                scope_spans.MergeFromString(_without(scope_raw, 2))
+                for span_raw in _fields(scope_raw, 2):
+                    try:
+                        scope_spans.spans.append(Span.FromString(span_raw))
+                    except DecodeError as exc:
+                        rejected.append(f"a span could not be decoded: {exc}")
+    except (DecodeError, _WireError):
+        request.Clear()
+        del rejected[before:]
+        return False
+    return len(rejected) > before
+
+
+class _WireError(ValueError):
+    pass
+
+
+def _fields(data: bytes, number: int) -> list[bytes]:
+    """The values of length-delimited field ``number`` of the protobuf message ``data``."""
+    return [data[start:end] for field, _, start, end in _wire(data) if field == number and start >= 0]
+
+
+def _without(data: bytes, number: int) -> bytes:
+    """``data`` with every occurrence of field ``number`` taken out."""
+    kept, at = [], 0
+    for field, tag, _, end in _wire(data):
+        if field == number:
+            kept.append(data[at:tag])
+            at = end
+    kept.append(data[at:])
+    return b"".join(kept)
+
+
+def _wire(data: bytes) -> list[tuple[int, int, int, int]]:
+    """(field number, tag start, value start, value end) of each field of ``data``; value start -1 for a field
+    that is not length-delimited."""
+    out = []
+    pos = 0
+    while pos < len(data):
+        tag = pos
+        key, pos = _varint(data, pos)
+        wire = key & 7
+        start = -1
+        if wire == 0:
+            _, pos = _varint(data, pos)
+        elif wire in (1, 5):
+            pos += 8 if wire == 1 else 4
+        elif wire == 2:
+            size, start = _varint(data, pos)
+            pos = start + size
+        else:
+            raise _WireError(f"wire type {wire}")
+        if pos > len(data):
+            raise _WireError("truncated")
+        out.append((key >> 3, tag, start, pos))
+    return out
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    for _ in range(10):
+        if pos >= len(data):
+            raise _WireError("truncated varint")
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+    raise _WireError("varint too long")
 
 
 def _json_error(exc: Exception) -> str:
