@@ -24,7 +24,7 @@ from sqlalchemy import text
 from tests.helpers.collector import free_port
 from toolpath.collector.http import HttpServer
 from toolpath.collector.limits import Limits
-from toolpath.collector.receiver import Ingestor
+from toolpath.collector.receiver import TRACE_SERVICE, Ingestor, make_grpc_server
 from toolpath.model import invocation_key
 from toolpath.store.store import Store
 from toolpath.tracer import semconv as sc
@@ -358,10 +358,8 @@ def length_delimited(number: int, payload: bytes) -> bytes:
     return bytes(out) + payload
 
 
-def test_spans_protobuf_cannot_decode_are_rejected_alone(collector):
-    """A string that is not UTF-8, a value nested past protobuf's depth: such a span makes the whole body fail to
-    parse; it is left out alone (OTLP's partial success) and the rest of the request is stored."""
-    server, ingestor, store = collector
+def undecodable_body() -> bytes:
+    """Two good runs, then a span whose name is not UTF-8 and one with a value nested past protobuf's depth."""
     request = ExportTraceServiceRequest()
     for n in (1, 2):
         agent_run(request, n)
@@ -372,9 +370,16 @@ def test_spans_protobuf_cannot_decode_are_rejected_alone(collector):
         deep = length_delimited(6, length_delimited(1, length_delimited(1, b"k") + length_delimited(2, deep)))
     too_deep = Span(trace_id=trace_id(4), span_id=span_id(4, 0), name="deep").SerializeToString()
     too_deep += length_delimited(9, length_delimited(1, b"deep") + length_delimited(2, deep))
-    body = request.SerializeToString() + length_delimited(
+    return request.SerializeToString() + length_delimited(
         1, length_delimited(2, length_delimited(2, not_utf8) + length_delimited(2, too_deep))
     )
+
+
+def test_spans_protobuf_cannot_decode_are_rejected_alone(collector):
+    """Such a span makes the whole body fail to parse; it is left out alone (OTLP's partial success) and the rest
+    of the request is stored."""
+    server, ingestor, store = collector
+    body = undecodable_body()
     with pytest.raises(Exception, match="Error parsing"):
         ExportTraceServiceRequest.FromString(body)  # as a whole, protobuf refuses it
     reply = urllib.request.urlopen(urllib.request.Request(
@@ -385,6 +390,29 @@ def test_spans_protobuf_cannot_decode_are_rejected_alone(collector):
     assert outcome.rejected_spans == 2 and "could not be decoded" in outcome.error_message
     assert sorted(len(i.tool_calls) for i in store.list_invocations()) == [2, 2]
     assert ingestor.limits.hits["spans_rejected"] == 2
+
+
+def test_over_grpc_too(tmp_path):
+    import grpc
+
+    store = Store(f"sqlite:///{tmp_path / 'grpc.db'}")
+    ingestor = Ingestor(store)
+    port = free_port()
+    server = make_grpc_server(ingestor, "127.0.0.1", port)
+    server.start()
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            export = channel.unary_unary(f"/{TRACE_SERVICE}/Export", request_serializer=None,
+                                         response_deserializer=ExportTraceServiceResponse.FromString)  # fmt: skip
+            outcome = export(undecodable_body(), timeout=30).partial_success
+            with pytest.raises(grpc.RpcError) as refused:
+                export(b"\xff\xff\xff", timeout=30)
+    finally:
+        server.stop(0)
+    assert outcome.rejected_spans == 2
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert sorted(len(i.tool_calls) for i in store.list_invocations()) == [2, 2]
+    store.close()
 
 
 def test_a_store_that_is_down_still_gets_503(tmp_path):

@@ -29,7 +29,6 @@ from typing import Any
 
 from google.protobuf import json_format
 from google.rpc.status_pb2 import Status
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeoutError
@@ -47,6 +46,7 @@ from toolpath.store.store import Store
 logger = logging.getLogger("toolpath.collector.receiver")
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 TRACES_PATH = "/v1/traces"
+TRACE_SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 
 
 @dataclass
@@ -261,29 +261,36 @@ def error_reply(status: int, message: str, as_json: bool, *, retry_after: bool =
 def make_grpc_server(ingestor: Ingestor, host: str, port: int) -> Any:
     import grpc
 
-    class Servicer(trace_service_pb2_grpc.TraceServiceServicer):
-        def Export(self, request: Any, context: Any) -> ExportTraceServiceResponse:
-            metadata = dict(context.invocation_metadata())
-            if not ingestor.authorized(metadata.get("authorization")):
-                context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
-            rejected: list[str] = []
-            records = otlp.records(request, rejected)
-            if rejected and not records:
-                context.abort(grpc.StatusCode.INVALID_ARGUMENT, rejected[0])
-            try:
-                refused = ingestor.store_records(records)
-            except Busy as exc:
-                context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
-            except Exception:
-                logger.exception("toolpath: storing %d span(s) failed", len(records))
-                context.abort(grpc.StatusCode.UNAVAILABLE, "the store is unavailable")
-            return ingestor.outcome(rejected, refused)
+    def export(body: bytes, context: Any) -> ExportTraceServiceResponse:
+        """``TraceService/Export``, its request read here (not by gRPC) so that one span protobuf cannot decode
+        is left out alone, as over HTTP."""
+        metadata = dict(context.invocation_metadata())
+        if not ingestor.authorized(metadata.get("authorization")):
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+        rejected: list[str] = []
+        try:
+            records = otlp.decode(body, "application/x-protobuf", rejected)
+        except otlp.OtlpDecodeError as exc:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        if rejected and not records:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, rejected[0])
+        try:
+            refused = ingestor.store_records(records)
+        except Busy as exc:
+            context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+        except Exception:
+            logger.exception("toolpath: storing %d span(s) failed", len(records))
+            context.abort(grpc.StatusCode.UNAVAILABLE, "the store is unavailable")
+        return ingestor.outcome(rejected, refused)
 
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="toolpath-grpc"),
         options=[("grpc.max_receive_message_length", ingestor.max_body_bytes)],
     )
-    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Servicer(), server)
+    handler: Any = grpc.unary_unary_rpc_method_handler(
+        export, request_deserializer=None, response_serializer=ExportTraceServiceResponse.SerializeToString
+    )  # no deserializer: the raw body
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(TRACE_SERVICE, {"Export": handler}),))
     bound = server.add_insecure_port(f"{host}:{port}")
     if not bound:
         raise ConfigError(f"cannot bind gRPC on {host}:{port}")
