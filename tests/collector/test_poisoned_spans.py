@@ -168,6 +168,16 @@ def post(port: int, body: bytes, content_type: str = "application/x-protobuf") -
         return error.code
 
 
+def partial_success(port: int, body: bytes):
+    """Post a protobuf body; the reply's ``partial_success`` (the answer must be 200)."""
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/v1/traces", data=body, headers={"Content-Type": "application/x-protobuf"}
+    )
+    with urllib.request.urlopen(request, timeout=60) as reply:
+        assert reply.status == 200
+        return ExportTraceServiceResponse.FromString(reply.read()).partial_success
+
+
 def good_and_poisoned() -> tuple[ExportTraceServiceRequest, dict[str, int]]:
     """One request: the good runs, and one run per poison, mixed in."""
     request = ExportTraceServiceRequest()
@@ -336,12 +346,7 @@ def test_a_span_without_valid_ids_is_rejected_alone(collector):
         agent_run(request, n)
     request.resource_spans[0].scope_spans[0].spans[1].trace_id = b"\x01" * 8  # a tool span of run 1
     request.resource_spans[1].scope_spans[0].spans[0].span_id = b""  # the agent span of run 2
-    body = request.SerializeToString()
-    reply = urllib.request.urlopen(urllib.request.Request(
-        f"http://127.0.0.1:{server.port}/v1/traces", data=body, headers={"Content-Type": "application/x-protobuf"}
-    ), timeout=60)  # fmt: skip
-    assert reply.status == 200
-    outcome = ExportTraceServiceResponse.FromString(reply.read()).partial_success
+    outcome = partial_success(server.port, request.SerializeToString())
     assert outcome.rejected_spans == 2 and "trace_id must be 16 bytes" in outcome.error_message
     assert ingestor.limits.hits["spans_rejected"] == 2
     assert [len(i.tool_calls) for i in store.list_invocations()] == [1]
@@ -382,11 +387,7 @@ def test_spans_protobuf_cannot_decode_are_rejected_alone(collector):
     body = undecodable_body()
     with pytest.raises(Exception, match="Error parsing"):
         ExportTraceServiceRequest.FromString(body)  # as a whole, protobuf refuses it
-    reply = urllib.request.urlopen(urllib.request.Request(
-        f"http://127.0.0.1:{server.port}/v1/traces", data=body, headers={"Content-Type": "application/x-protobuf"}
-    ), timeout=60)  # fmt: skip
-    assert reply.status == 200
-    outcome = ExportTraceServiceResponse.FromString(reply.read()).partial_success
+    outcome = partial_success(server.port, body)
     assert outcome.rejected_spans == 2 and "could not be decoded" in outcome.error_message
     assert sorted(len(i.tool_calls) for i in store.list_invocations()) == [2, 2]
     assert ingestor.limits.hits["spans_rejected"] == 2

@@ -228,17 +228,9 @@ def _repair(data: dict[str, Any]) -> bool:
     attribute keys or fields in ``toolpath.cleaned``. Whether anything changed."""
     changed = False
     for resource_spans in _dicts(data.get("resourceSpans") or data.get("resource_spans")):
-        changed |= bool(_repair_pairs(_field(resource_spans, "resource", "attributes")))
-        for key in ("resource", "schemaUrl", "schema_url"):
-            if key in resource_spans:
-                resource_spans[key], fixed = _repaired(resource_spans[key])
-                changed |= fixed
+        changed |= _repair_holder(resource_spans, "resource")
         for scope_spans in _dicts(resource_spans.get("scopeSpans") or resource_spans.get("scope_spans")):
-            changed |= bool(_repair_pairs(_field(scope_spans, "scope", "attributes")))
-            for key in ("scope", "schemaUrl", "schema_url"):
-                if key in scope_spans:
-                    scope_spans[key], fixed = _repaired(scope_spans[key])
-                    changed |= fixed
+            changed |= _repair_holder(scope_spans, "scope")
             for span in _dicts(scope_spans.get("spans")):
                 repaired = _repair_pairs(span.get("attributes"))
                 for key in ("events", "links"):
@@ -256,9 +248,15 @@ def _repair(data: dict[str, Any]) -> bool:
     return changed
 
 
-def _field(parent: dict[str, Any], name: str, key: str) -> Any:
-    child = parent.get(name)
-    return child.get(key) if isinstance(child, dict) else None
+def _repair_holder(holder: dict[str, Any], name: str) -> bool:
+    """Repair a ``ResourceSpans`` / ``ScopeSpans``' own ``resource`` / ``scope`` (``name``) and schema URL."""
+    child = holder.get(name)
+    changed = bool(_repair_pairs(child.get("attributes"))) if isinstance(child, dict) else False
+    for key in (name, "schemaUrl", "schema_url"):
+        if key in holder:
+            holder[key], fixed = _repaired(holder[key])
+            changed |= fixed
+    return changed
 
 
 def _repair_pairs(pairs: Any) -> list[str]:
