@@ -157,6 +157,19 @@ class Invocation(_Record):
         """The tool calls in the Vertex dataset form."""
         return [call.to_vertex() for call in self.tool_calls]
 
+    @property
+    def span_id(self) -> str | None:
+        """The agent span this invocation was rebuilt from, when its id is :func:`invocation_key`'s."""
+        if self.trace_id and self.invocation_id.startswith(f"{self.trace_id}-"):
+            return self.invocation_id[len(self.trace_id) + 1 :]
+        return None
+
+
+def invocation_key(trace_id: str, span_id: str) -> str:
+    """The id of the invocation rebuilt from agent span ``span_id`` of trace ``trace_id``: both ids, since a span
+    id is unique only within its trace (SPEC §3)."""
+    return f"{trace_id}-{span_id}"
+
 
 class Session(_Record):
     """A conversation: the invocations that share a session id, in order."""

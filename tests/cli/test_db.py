@@ -35,13 +35,13 @@ def test_db_prune(tmp_path):
     import time
 
     from tests.helpers.builders import agent_run
-    from toolpath.collector.reconstruct import build_invocations
+    from toolpath.collector.reconstruct import build_invocations, is_run_span
     from toolpath.store.store import Store
 
     now, day = time.time_ns(), 86_400 * 10**9
     store = Store(f"sqlite:///{tmp_path / 's.db'}")
     for n, (age, session) in enumerate([(40, "a"), (35, "a"), (1, "b")]):
-        store.ingest(agent_run(n, now - age * day, session), build_invocations)
+        store.ingest(agent_run(n, now - age * day, session), build_invocations, is_run_span)
     dry = run_cli(tmp_path, "db", "prune", "--store", "s.db", "--older-than", "30d", "--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert "would prune 6 span(s) of 2 trace(s), 2 invocation(s), 4 tool call(s), 1 session(s)" in dry.stdout

@@ -250,3 +250,27 @@ class TestNeverInTheAgentsWay:
     def test_init_is_idempotent(self, store_url, app_spans):
         first = toolpath.init(store=store_url)
         assert toolpath.init(store="sqlite://") is first
+
+
+@toolpath.tool
+def read_sensor(name: str) -> dict:
+    return {"name": name, "reading": float("nan"), "raw": "\x00\x01", "peak": float("inf")}
+
+
+@toolpath.agent(name="sensors")
+def sensor_agent(prompt: str) -> str:
+    read_sensor(prompt)
+    return "read \x00 done"
+
+
+def test_values_no_store_column_takes_are_cleaned_and_marked(store):
+    """NaN, infinity and NUL characters from a tool and an agent reach the store (SQLite and PostgreSQL) cleaned."""
+    toolpath.shutdown()
+    toolpath.init(store=store.url)
+    sensor_agent("hall\x00way", session_id="s-clean")
+    toolpath.flush()
+    [inv] = store.get_session("s-clean").invocations
+    assert inv.response == "read \ufffd done" and inv.prompt == "hall\ufffdway"
+    assert inv.tool_calls[0].result == {"name": "hall\ufffdway", "reading": "NaN", "raw": "\ufffd\x01",
+                                        "peak": "Infinity"}  # fmt: skip
+    assert {"prompt", "response", "tool_calls"} <= set(inv.attributes["toolpath.cleaned"])

@@ -231,7 +231,7 @@ def test_collector_scores_live_traffic_and_sends_otlp_metrics_and_events(tmp_pat
 
     events = sink.events()
     assert len(events) == 8 and {e.event_name for e in events} == {"gen_ai.evaluation.result"}
-    stored = {inv.invocation_id: inv.trace_id for inv in store.list_invocations()}
+    stored = {(inv.trace_id, inv.span_id) for inv in store.list_invocations()}
     for event in events:
         attributes = {a.key: a.value for a in event.attributes}
         name = attributes["gen_ai.evaluation.name"].string_value
@@ -240,7 +240,7 @@ def test_collector_scores_live_traffic_and_sends_otlp_metrics_and_events(tmp_pat
         assert attributes["gen_ai.evaluation.score.label"].string_value == (
             "pass" if name == "trajectory_exact_match" else "scored"
         )
-        assert stored[event.span_id.hex()] == event.trace_id.hex()  # parented to the evaluated agent span
+        assert (event.trace_id.hex(), event.span_id.hex()) in stored  # parented to the evaluated agent span
     histogram = sink.data_points("gen_ai.evaluation.score")
     counter = sink.data_points("gen_ai.evaluation.results")
     by_metric = {{a.key: a.value.string_value for a in p.attributes}["gen_ai.evaluation.name"]: p for p in histogram}

@@ -100,6 +100,13 @@ def span_count(body: bytes) -> int:
     return sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
 
 
+def run_key(n: int) -> str:
+    """The invocation id of :func:`agent_run` number ``n``."""
+    from toolpath.model import invocation_key
+
+    return invocation_key(f"{n:032x}", f"a{n:015x}")
+
+
 def agent_run(n: int, start_ns: int, session: str, tool_calls: int = 2, late_child_ns: int | None = None) -> list:
     """Span records of GenAI agent run number ``n`` (trace ``n``, agent span ``a…n``) in ``session``, started at
     ``start_ns``, with ``tool_calls`` tool spans a millisecond apart; ``late_child_ns``: one more tool span

@@ -92,3 +92,46 @@ def test_collectors_starting_together_migrate_once(fresh_postgres):
         assert conn.execute(text("SELECT count(*) FROM alembic_version")).scalar() == 1
         assert set(inspect(conn).get_table_names()) >= set(t.metadata.tables)
     engine.dispose()
+
+
+def test_the_revision_keying_invocations_by_trace_and_span_keeps_their_data(empty_url):
+    """A store written by a collector that keyed invocations by span id alone upgrades with its data: every row
+    that named the invocation names its new id; an invocation not rebuilt from a span keeps its id."""
+    script = ScriptDirectory(str(migrate.MIGRATIONS))
+    rekey = next(r for r in script.walk_revisions() if r.path.endswith("_invocation_keys.py"))
+    before = rekey.down_revision  # (the revision numbers may change when migrations merge)
+    store = Store(empty_url, create=False)
+    store.upgrade(before)
+    trace, span = "ab" * 16, "cd" * 8
+    with store.engine.begin() as conn:
+        conn.execute(t.spans.insert(), [{"trace_id": trace, "span_id": span, "parent_span_id": None,
+                                         "name": "invoke_agent bot", "kind": 1, "start_time": 5, "end_time": 9,
+                                         "status_code": 0, "status_message": None, "attributes": {}, "events": [],
+                                         "resource": {}, "scope": None}])  # fmt: skip
+    store.write(
+        [
+            Invocation(invocation_id=span, session_id="s", trace_id=trace, tool_calls=[ToolCall(name="a", args={})]),
+            Invocation(invocation_id="from-a-dataset", session_id="s", trace_id=trace),
+        ]
+    )
+    with store.engine.begin() as conn:
+        conn.execute(t.eval_jobs.insert(), [{"invocation_id": span, "status": "done", "enqueued_at": 1, "attempts": 1}])
+        conn.execute(t.online_results.insert(), [{"invocation_id": span, "metric": "m", "score": 1.0, "worker": "w",
+                                                   "created_at": 1}])  # fmt: skip
+    store.close()
+
+    upgraded = Store(empty_url)
+    key = f"{trace}-{span}"
+    invocations = {inv.invocation_id: inv for inv in upgraded.list_invocations()}
+    assert set(invocations) == {key, "from-a-dataset"}
+    assert [c.name for c in invocations[key].tool_calls] == ["a"]
+    assert invocations[key].span_id == span
+    with upgraded.engine.connect() as conn:
+        assert [r.invocation_id for r in conn.execute(t.eval_jobs.select())] == [key]
+        assert [r.invocation_id for r in conn.execute(t.online_results.select())] == [key]
+    from alembic import command
+
+    with upgraded.engine.begin() as conn:  # and back
+        command.downgrade(migrate.alembic_config(conn), before)
+    assert {inv.invocation_id for inv in upgraded.list_invocations()} == {span, "from-a-dataset"}
+    upgraded.close()

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from tests.helpers.builders import agent_run
-from toolpath.collector.reconstruct import build_invocations
+from tests.helpers.builders import agent_run, run_key
+from toolpath.collector.reconstruct import build_invocations, is_run_span
 from toolpath.errors import ConfigError
 from toolpath.store import schema as t
 from toolpath.store.jobs import JobQueue
@@ -41,15 +41,15 @@ def fill(store) -> None:
         agent_run(6, RECENT + 10**9, "new", tool_calls=1),
     ]
     for spans in runs:
-        store.ingest(spans, build_invocations)
+        store.ingest(spans, build_invocations, is_run_span)
     assert len(queue.claim("w", 10, 60)) == 6
-    for scored in ("a000000000000003", "a000000000000004"):
+    for scored in (run_key(3), run_key(4)):
         assert queue.complete("w", scored, [{"metric": "m", "score": 1.0, "label": "pass", "explanation": None}])
     queue.detach()
     store.write_eval_run(
         {"run_id": "r1", "kind": "dataset", "dataset": "d.jsonl", "agent": None, "metrics": ["m"],
          "started_at": OLD, "finished_at": OLD, "row_count": 1, "failed_count": 0, "summary": {}},
-        [{"run_id": "r1", "position": 0, "case_id": None, "invocation_id": "a000000000000001", "status": None,
+        [{"run_id": "r1", "position": 0, "case_id": None, "invocation_id": run_key(1), "status": None,
           "scores": {"m": 1.0}, "row": {"prompt": "run 1"}}],
     )  # fmt: skip
 
@@ -74,13 +74,13 @@ def test_prune_removes_what_is_old_and_a_dry_run_counts_it_exactly(store):
     assert after["spans"] == 19 - 10 and after["invocations"] == 2 and after["tool_calls"] == 2 + 1
     assert {s["session_id"] for s in store.list_sessions()} == {"mixed", "new"}
     mixed = store.get_session("mixed")
-    assert [i.invocation_id for i in mixed.invocations] == ["a000000000000004"]
+    assert [i.invocation_id for i in mixed.invocations] == [run_key(4)]
     with store.engine.connect() as conn:
         row = conn.execute(t.sessions.select().where(t.sessions.c.session_id == "mixed")).one()
         jobs = {r.invocation_id for r in conn.execute(t.eval_jobs.select())}
     assert row.first_started_at == row.last_started_at == RECENT  # says what its invocations say now
-    assert jobs == {"a000000000000004", "a000000000000006"}
-    assert store.get_eval_run("r1")["results"][0]["invocation_id"] == "a000000000000001"  # eval runs stay
+    assert jobs == {run_key(4), run_key(6)}
+    assert store.get_eval_run("r1")["results"][0]["invocation_id"] == run_key(1)  # eval runs stay
     assert len(store.spans_of_trace(f"{5:032x}")) == 4  # the straddling trace is whole
     again = prune(store, spans_older_than=age, invocations_older_than=age, now_ns=NOW)
     assert again == PruneCounts()
@@ -94,7 +94,7 @@ def test_spans_only_keeps_invocations_and_their_scores(store):
     after = store.counts()
     assert after["spans"] == before["spans"] - 10
     assert {k: v for k, v in after.items() if k != "spans"} == {k: v for k, v in before.items() if k != "spans"}
-    [old] = store.invocations_by_id(["a000000000000002"])
+    [old] = store.invocations_by_id([run_key(2)])
     assert [c.name for c in old.tool_calls] == ["t0", "t1", "t2"]
 
 
@@ -107,7 +107,7 @@ def test_ingest_goes_on_while_a_prune_runs_in_small_batches(store):
     def ingest() -> None:
         try:
             for n in range(40):
-                store.ingest(agent_run(5000 + n, RECENT + n, f"new-{n % 4}"), build_invocations)
+                store.ingest(agent_run(5000 + n, RECENT + n, f"new-{n % 4}"), build_invocations, is_run_span)
                 written.append(n)
         except BaseException as exc:  # reported by the assertion below
             failures.append(exc)

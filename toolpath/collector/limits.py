@@ -28,7 +28,7 @@ class Limits:
     hits: Counter[str] = field(default_factory=Counter)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def _count(self, what: str, n: int = 1) -> None:
+    def count(self, what: str, n: int = 1) -> None:
         with self._lock:
             self.hits[what] += n
 
@@ -45,7 +45,7 @@ class Limits:
             record.attributes[key] = value[:limit] + sc.TRUNCATION_MARKER.format(dropped=len(value) - limit)
         already = record.attributes.get(sc.TOOLPATH_TRUNCATED) or []
         record.attributes[sc.TOOLPATH_TRUNCATED] = [*already, *(k for k in cut if k not in already)]
-        self._count("attribute_values_cut", len(cut))
+        self.count("attribute_values_cut", len(cut))
         return record
 
     def admit(self, stored: dict[str, int], new: Sequence[SpanRecord]) -> list[SpanRecord]:
@@ -57,7 +57,7 @@ class Limits:
         admitted = []
         for record in new:
             if taken.get(record.trace_id, 0) >= limit:
-                self._count("spans_over_trace_limit")
+                self.count("spans_over_trace_limit")
                 continue
             taken[record.trace_id] = taken.get(record.trace_id, 0) + 1
             admitted.append(record)
@@ -72,7 +72,7 @@ class Limits:
         for inv in invocations:
             extra = len(inv.tool_calls) - limit
             if extra > 0:
-                self._count("tool_calls_dropped", extra)
+                self.count("tool_calls_dropped", extra)
                 inv = inv.model_copy(
                     update={
                         "tool_calls": inv.tool_calls[:limit],

@@ -60,7 +60,7 @@ class ServiceMetrics:
         self.spans_rejected = Counter(
             "toolpath_spans_rejected",
             "Decoded spans not stored: busy (max_in_flight reached, 503), store_error (503), trace_limit "
-            "(over max_spans_per_trace)",
+            "(over max_spans_per_trace), quarantined (refused by the store even alone; its neighbours are stored)",
             ["reason"],
             registry=r,
         )

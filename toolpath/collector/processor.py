@@ -22,7 +22,8 @@ from typing import Any
 from opentelemetry import context
 from opentelemetry.sdk.trace import ReadableSpan, Span
 
-from toolpath.collector.reconstruct import AGENT_SPAN_PREFIXES, build_invocation, is_agent_span
+from toolpath.collector.clean import clean_invocation, clean_span
+from toolpath.collector.reconstruct import AGENT_SPAN_PREFIXES, invocation_of_run, is_agent_span
 from toolpath.model import Invocation
 from toolpath.redact import Redactor, hide_passwords
 from toolpath.store.spanrecord import STATUS_ERROR, STATUS_OK, STATUS_UNSET, SpanRecord
@@ -219,6 +220,7 @@ class InProcessCollector:
                     continue
                 span, is_root, nested = item
                 record = record_from_readable(span)
+                clean_span(record)  # what the store cannot take (NUL, NaN, times past 2262, …), marked
                 if self.redactor is not None:
                     # every span: other instrumentations' spans, and what the application added to ours (names,
                     # attributes, events, resource); values the tracer already cleaned pass the cheap tests fast
@@ -271,7 +273,7 @@ class InProcessCollector:
                 continue  # inside a run built already
             subtree = _take_subtree(trace, run)
             self._buffered -= len(subtree) + 1
-            invocations.append(build_invocation(run, subtree))
+            invocations.append(clean_invocation(invocation_of_run(run, subtree)))
             spans.append(run)
             spans.extend(subtree)
         trace.written = True

@@ -8,8 +8,10 @@ specification asks:
 - protobuf and JSON bodies, gzip-compressed or not; the reply uses the request's encoding;
 - a bad body is 400 / INVALID_ARGUMENT with a message, a body over the limit 413, a wrong or missing bearer
   token (when one is configured) 401 / UNAUTHENTICATED, and nothing is stored;
-- when ``max_in_flight`` writes are already running, or the store fails, 503 with ``Retry-After`` /
-  UNAVAILABLE, which OTLP exporters retry.
+- when ``max_in_flight`` writes are already running, or the store is unavailable, 503 with ``Retry-After`` /
+  UNAVAILABLE, which OTLP exporters retry;
+- a value the store cannot take is cleaned (:mod:`.clean`), never refused; a span the store still refuses is
+  quarantined alone (logged and counted), and the rest of its request is stored.
 """
 
 from __future__ import annotations
@@ -28,16 +30,19 @@ from typing import Any
 
 from google.protobuf import json_format
 from google.rpc.status_pb2 import Status
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeoutError
 
 from toolpath.collector import otlp
+from toolpath.collector.clean import clean_invocation, clean_span
 from toolpath.collector.limits import Limits
 from toolpath.collector.metrics import ServiceMetrics
-from toolpath.collector.reconstruct import build_invocations
+from toolpath.collector.reconstruct import build_invocations, is_run_span
 from toolpath.errors import ConfigError, ToolpathError
+from toolpath.model import Invocation
 from toolpath.redact import Redactor
+from toolpath.store.spanrecord import SpanRecord
 from toolpath.store.store import Store
 
 logger = logging.getLogger("toolpath.collector.receiver")
@@ -45,6 +50,7 @@ DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 TRACES_PATH = "/v1/traces"
 _STORE_ATTEMPTS = 3
 _RETRY_PAUSE = 0.1
+TRACE_SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 
 
 @dataclass
@@ -78,10 +84,12 @@ class Ingestor:
         expected = f"Bearer {self.token}"
         return header is not None and hmac.compare_digest(header.encode(), expected.encode())
 
-    def store_records(self, records: list[Any]) -> None:
-        """Write records and rebuild their traces; raises ``Busy`` when too many writes are running."""
+    def store_records(self, records: list[Any]) -> int:
+        """Write records and rebuild their traces; raises ``Busy`` when too many writes are running, and what the
+        store raised when it is unavailable. A span the store still refuses once cleaned is quarantined alone;
+        returns how many were."""
         if not records:
-            return
+            return 0
         m = self.metrics
         m.spans_received.inc(len(records))
         if not self._slots.acquire(blocking=False):
@@ -91,44 +99,79 @@ class Ingestor:
         m.exports_in_flight.inc()
         try:
             with self._write_lock:
-                if self.redactor is not None:
-                    records = [self.redactor.span(r) for r in records]
-                records = [self.limits.clip(r) for r in records]
+                ready = [r for r in map(self._prepare, records) if r is not None]
                 over_limit = self.limits.hits["spans_over_trace_limit"]
-                written = self._ingest(records)
+                stored, written = self._ingest(ready)
                 over_limit = self.limits.hits["spans_over_trace_limit"] - over_limit
-                self.spans_stored += len(records)
-            m.spans_stored.inc(len(records) - over_limit)
+                self.spans_stored += stored
+            m.spans_stored.inc(stored - over_limit)
             if over_limit:
                 m.spans_rejected.labels("trace_limit").inc(over_limit)
+            if len(records) > stored:
+                m.spans_rejected.labels("quarantined").inc(len(records) - stored)
             m.invocations_written.inc(written)
+            return len(records) - stored
         finally:
             m.exports_in_flight.dec()
             self._slots.release()
 
-    def _ingest(self, records: list[Any]) -> int:
+    def _prepare(self, record: SpanRecord) -> SpanRecord | None:
+        """The span cleaned, redacted and clipped; ``None`` (quarantined) if that fails."""
+        try:
+            if clean_span(record):
+                self.limits.count("spans_cleaned")
+            if self.redactor is not None:
+                record = self.redactor.span(record)
+            return self.limits.clip(record)
+        except Exception:  # never stored unredacted
+            logger.exception("toolpath: span %s/%s quarantined: it cannot be redacted", record.trace_id, record.span_id)
+            self.limits.count("spans_quarantined")
+            return None
+
+    def _ingest(self, records: list[SpanRecord]) -> tuple[int, int]:
+        """Store ``records`` in one transaction; if the store refuses a value, trace by trace, then span by span,
+        so that only a span refused alone is lost (quarantined: logged and counted). Returns the spans stored and
+        the invocations written; raises when the store is unavailable (the client retries)."""
+        if not records:
+            return 0, 0
+        try:
+            return len(records), self._write(records)
+        except Exception as exc:
+            if store_unavailable(exc):
+                self.metrics.store_errors.inc()
+                self.metrics.spans_rejected.labels("store_error").inc(len(records))
+                raise
+            failure = exc
+        traces: dict[str, list[SpanRecord]] = {}
+        for record in records:
+            traces.setdefault(record.trace_id, []).append(record)
+        parts = list(traces.values()) if len(traces) > 1 else [[r] for r in records] if len(records) > 1 else None
+        if parts is not None:
+            done = [self._ingest(part) for part in parts]
+            return sum(d[0] for d in done), sum(d[1] for d in done)
+        [record] = records
+        logger.error("toolpath: span %s/%s quarantined: the store refuses it: %r", record.trace_id, record.span_id,
+                     failure)  # fmt: skip
+        self.limits.count("spans_quarantined")
+        return 0, 0
+
+    def _write(self, records: list[SpanRecord]) -> int:
         """``store.ingest``, tried again after a transient database error (a dropped connection, a locked SQLite
-        file): the write is idempotent and its transaction was rolled back."""
+        file): the write is idempotent and its transaction was rolled back. Returns the invocations written."""
         m = self.metrics
 
-        def rebuild(spans: list[Any]) -> list[Any]:
+        def timed_rebuild(spans: list[SpanRecord]) -> list[Invocation]:
             with m.rebuild_seconds.time():
-                return build_invocations(spans)
+                return rebuild(spans)
 
         for attempt in range(_STORE_ATTEMPTS):
             try:
-                return self.store.ingest(records, rebuild, self.limits)
-            except OperationalError:
-                if attempt + 1 == _STORE_ATTEMPTS:
-                    m.store_errors.inc()
-                    m.spans_rejected.labels("store_error").inc(len(records))
+                return self.store.ingest(records, timed_rebuild, is_run_span, self.limits)
+            except Exception as exc:
+                if not store_unavailable(exc) or attempt + 1 == _STORE_ATTEMPTS:
                     raise
                 m.store_retries.inc()
                 time.sleep(_RETRY_PAUSE * (attempt + 1))
-            except Exception:
-                m.store_errors.inc()
-                m.spans_rejected.labels("store_error").inc(len(records))
-                raise
         raise AssertionError("unreachable")
 
     def handle_http(self, path: str, headers: Any, read_body: Callable[[int], bytes]) -> Reply:
@@ -179,18 +222,45 @@ class Ingestor:
                 return error_reply(400, "body is not valid gzip", json_reply)
         elif encoding not in ("", "identity"):
             return error_reply(415, f"unsupported Content-Encoding {encoding!r}", json_reply)
+        rejected: list[str] = []
         try:
-            records = otlp.decode(body, content_type)
+            records = otlp.decode(body, content_type, rejected)
         except otlp.OtlpDecodeError as exc:
             return error_reply(400, str(exc), json_reply)
+        if rejected and not records:
+            return error_reply(400, rejected[0], json_reply)
         try:
-            self.store_records(records)
+            refused = self.store_records(records)
         except Busy as exc:
             return error_reply(503, str(exc), json_reply, retry_after=True)
         except Exception:
             logger.exception("toolpath: storing %d span(s) failed", len(records))
             return error_reply(503, "the store is unavailable", json_reply, retry_after=True)
-        return _encode(ExportTraceServiceResponse(), 200, json_reply)
+        return _encode(self.outcome(rejected, refused), 200, json_reply)
+
+    def outcome(self, rejected: list[str], refused: int) -> ExportTraceServiceResponse:
+        """The reply to a stored request: OTLP's partial success when spans were left out (not decodable, or
+        refused by the store), counted."""
+        reply = ExportTraceServiceResponse()
+        if rejected:
+            self.limits.count("spans_rejected", len(rejected))
+        if rejected or refused:
+            reply.partial_success.rejected_spans = len(rejected) + refused
+            reasons = [*rejected[:3], *([f"{refused} span(s) the store refused were quarantined"] if refused else [])]
+            reply.partial_success.error_message = "; ".join(reasons)
+        return reply
+
+
+def rebuild(spans: list[SpanRecord]) -> list[Invocation]:
+    """The invocations of ``spans``, storable."""
+    return [clean_invocation(inv) for inv in build_invocations(spans)]
+
+
+def store_unavailable(exc: BaseException) -> bool:
+    """Whether ``exc`` says the store cannot be reached or used now (as opposed to refusing a value)."""
+    return isinstance(exc, OperationalError | InterfaceError | DisconnectionError | SQLAlchemyTimeoutError) or bool(
+        getattr(exc, "connection_invalidated", False)
+    )
 
 
 class Busy(ToolpathError):
@@ -230,40 +300,47 @@ def error_reply(status: int, message: str, as_json: bool, *, retry_after: bool =
 def make_grpc_server(ingestor: Ingestor, host: str, port: int) -> Any:
     import grpc
 
-    class Servicer(trace_service_pb2_grpc.TraceServiceServicer):
-        def Export(self, request: Any, context: Any) -> ExportTraceServiceResponse:
-            started = time.perf_counter()
-            try:
-                reply = self._export(request, context)
-            except BaseException:  # context.abort raises, with the code set
-                code = context.code() if hasattr(context, "code") else None
-                ingestor.metrics.request("grpc", getattr(code, "name", "UNKNOWN"), started)
-                raise
-            ingestor.metrics.request("grpc", "OK", started)
-            return reply
+    def export(body: bytes, context: Any) -> ExportTraceServiceResponse:
+        started = time.perf_counter()
+        try:
+            reply = _export(body, context)
+        except BaseException:  # context.abort raises, with the code set
+            code = context.code() if hasattr(context, "code") else None
+            ingestor.metrics.request("grpc", getattr(code, "name", "UNKNOWN"), started)
+            raise
+        ingestor.metrics.request("grpc", "OK", started)
+        return reply
 
-        def _export(self, request: Any, context: Any) -> ExportTraceServiceResponse:
-            metadata = dict(context.invocation_metadata())
-            if not ingestor.authorized(metadata.get("authorization")):
-                context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
-            try:
-                records = otlp.records(request)
-            except otlp.OtlpDecodeError as exc:
-                context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-            try:
-                ingestor.store_records(records)
-            except Busy as exc:
-                context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
-            except Exception:
-                logger.exception("toolpath: storing %d span(s) failed", len(records))
-                context.abort(grpc.StatusCode.UNAVAILABLE, "the store is unavailable")
-            return ExportTraceServiceResponse()
+    def _export(body: bytes, context: Any) -> ExportTraceServiceResponse:
+        """``TraceService/Export``, its request read here (not by gRPC) so that one span protobuf cannot decode
+        is left out alone, as over HTTP."""
+        metadata = dict(context.invocation_metadata())
+        if not ingestor.authorized(metadata.get("authorization")):
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+        rejected: list[str] = []
+        try:
+            records = otlp.decode(body, "application/x-protobuf", rejected)
+        except otlp.OtlpDecodeError as exc:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        if rejected and not records:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, rejected[0])
+        try:
+            refused = ingestor.store_records(records)
+        except Busy as exc:
+            context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+        except Exception:
+            logger.exception("toolpath: storing %d span(s) failed", len(records))
+            context.abort(grpc.StatusCode.UNAVAILABLE, "the store is unavailable")
+        return ingestor.outcome(rejected, refused)
 
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="toolpath-grpc"),
         options=[("grpc.max_receive_message_length", ingestor.max_body_bytes)],
     )
-    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Servicer(), server)
+    handler: Any = grpc.unary_unary_rpc_method_handler(
+        export, request_deserializer=None, response_serializer=ExportTraceServiceResponse.SerializeToString
+    )  # no deserializer: the raw body
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(TRACE_SERVICE, {"Export": handler}),))
     bound = server.add_insecure_port(f"{host}:{port}")
     if not bound:
         raise ConfigError(f"cannot bind gRPC on {host}:{port}")

@@ -50,7 +50,7 @@ def spans_under(store: Any, invocation: Invocation | None) -> list[SpanRecord] |
     root = None
     for span in spans:
         children[span.parent_span_id].append(span)
-        if span.span_id == invocation.invocation_id:
+        if span.span_id == invocation.span_id:
             root = span
     if root is None:
         return None

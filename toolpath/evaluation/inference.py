@@ -11,7 +11,7 @@ from typing import Any
 from toolpath import setup
 from toolpath.evaluation.targets import resolve_target
 from toolpath.evaluators.metrics.rows import turn_row
-from toolpath.model import Invocation, ToolCall, parse_trajectory
+from toolpath.model import Invocation, ToolCall, invocation_key, parse_trajectory
 from toolpath.tracer import semconv as sc
 from toolpath.tracer.spans import split_agent_result
 
@@ -88,7 +88,9 @@ def run_agent(
         error = exc
     wall = time.perf_counter() - began
     run = started[0] if started else None
-    invocation = tracing.collector.wait_for_invocation(run.span_id, timeout) if run is not None else None
+    invocation = None
+    if run is not None:
+        invocation = tracing.collector.wait_for_invocation(invocation_key(run.trace_id, run.span_id), timeout)
     if invocation is not None:
         return AgentOutcome(
             invocation.response,

@@ -306,7 +306,7 @@ class OnlineEvaluator:
                 for r in results:
                     self.exporter.record(
                         trace_id=inv.trace_id,
-                        span_id=inv.invocation_id,
+                        span_id=inv.span_id or inv.invocation_id,
                         agent_name=inv.agent_name,
                         metric=r["metric"],
                         score=r["score"],

@@ -1,17 +1,174 @@
-"""What a rebuild of stored traces must leave behind (SPEC §3: the stored state is the same whatever the arrival
-order): no session whose invocations all went, no job or online score of a deleted invocation, no score of an
-invocation's earlier, partial version, and session rows that say what their invocations say now."""
+"""Rebuilding the invocations new spans change, and what a rebuild must leave behind (SPEC §3: the stored state is
+the same whatever the arrival order): no session whose invocations all went, no job or online score of a deleted
+invocation, no score of an invocation's earlier, partial version, and session rows that say what their invocations
+say now.
+
+The work follows the new spans, not the size of their trace. An invocation is an outermost agent run (a run span
+with no run span above it) and every span below it, so new spans change only the runs they end up under: the
+outermost run above each new span (found by walking up from it, parent by parent) is rebuilt from its own spans
+(read from it down, through the (trace_id, parent_span_id) index), and a run that used to be outermost and now has
+one above it is no longer an invocation. Whatever order the spans come in, each invocation is the one a rebuild of
+the whole trace makes.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import delete, func, select, text, tuple_, update
 
+from toolpath.model import Invocation, invocation_key
 from toolpath.store import schema as t
+from toolpath.store.spanrecord import SpanRecord
 
 _IN_CHUNK = 500
+Key = tuple[str, str]
+"""(trace id, span id)."""
+
+
+@dataclass
+class Affected:
+    """What new spans change: the outermost runs to rebuild, with their spans, and the invocations that are gone."""
+
+    spans: list[SpanRecord] = field(default_factory=list)
+    """Each run to rebuild and every span below it."""
+    roots: list[Key] = field(default_factory=list)
+    gone: list[str] = field(default_factory=list)
+    """Invocation ids of runs that have a run above them now."""
+
+
+def ingest(
+    store: Any,
+    spans: Sequence[SpanRecord],
+    rebuild: Callable[[list[SpanRecord]], list[Invocation]],
+    is_run: Callable[[SpanRecord], bool],
+    limits: Any = None,
+) -> int:
+    """:meth:`toolpath.store.store.Store.ingest`."""
+    trace_ids = sorted({s.trace_id for s in spans})
+    sp = t.spans
+    with store.engine.begin() as conn:
+        if store.dialect == "postgresql":  # several collectors may share the store: one writer per trace
+            for trace_id in trace_ids:  # in sorted order, so two writers cannot deadlock
+                conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:trace_id))"), {"trace_id": trace_id})
+        offered = {(s.trace_id, s.span_id): s for s in spans}
+        stored = {
+            (row.trace_id, row.span_id)
+            for chunk in _chunks(sorted(offered))
+            for row in conn.execute(select(sp.c.trace_id, sp.c.span_id).where(_key(sp).in_(chunk)))
+        }
+        new = [s for key, s in offered.items() if key not in stored]
+        if limits is not None and limits.max_spans_per_trace is not None and new:
+            counts: Counter[str] = Counter()
+            for chunk in _chunks(sorted({s.trace_id for s in new})):
+                query = select(sp.c.trace_id, func.count()).where(sp.c.trace_id.in_(chunk)).group_by(sp.c.trace_id)
+                counts.update({trace: n for trace, n in conn.execute(query)})
+            new = limits.admit(counts, new)
+        if not new:
+            return 0
+        stmt = store.dialect_insert(sp).on_conflict_do_nothing(index_elements=["trace_id", "span_id"])
+        conn.execute(stmt, [s.to_row() for s in new])
+        affected = affected_runs(conn, new, is_run)
+        invocations = rebuild(affected.spans)
+        if limits is not None:
+            invocations = limits.cap(invocations)
+        inv = t.invocations
+        before = {  # invocation -> session, as stored before these spans came
+            row.invocation_id: row.session_id
+            for chunk in _chunks([invocation_key(*root) for root in affected.roots] + affected.gone)
+            for row in conn.execute(select(inv.c.invocation_id, inv.c.session_id).where(inv.c.invocation_id.in_(chunk)))
+        }
+        made = {i.invocation_id for i in invocations}
+        gone = [*affected.gone, *(i for i in before if i not in made and i not in affected.gone)]
+        forget_invocations(conn, gone)
+        rescore(conn, [i for i in before if i in made])  # scored before these spans came: scored again
+        if invocations:
+            store._write_invocations(conn, invocations)
+        # whatever order the spans came in, sessions say what their invocations say now (none: no session)
+        refresh_sessions(conn, {*before.values(), *(i.session_id for i in invocations)})
+    return len(invocations)
+
+
+def affected_runs(conn: Any, new: Sequence[SpanRecord], is_run: Callable[[SpanRecord], bool]) -> Affected:
+    """The runs ``new`` spans (already stored) change, read from the store by ancestors and descendants only."""
+    known: dict[Key, SpanRecord] = {(s.trace_id, s.span_id): s for s in new}
+    wanted = {(s.trace_id, s.parent_span_id) for s in new if s.parent_span_id is not None}
+    looked: set[Key] = set()
+    while wanted := {key for key in wanted if key not in known and key not in looked}:
+        looked |= wanted
+        found = _spans_where(conn, _key(t.spans), sorted(wanted))
+        known.update(((s.trace_id, s.span_id), s) for s in found)
+        wanted = {(s.trace_id, s.parent_span_id) for s in found if s.parent_span_id is not None}
+    tops = {(s.trace_id, s.span_id): _outermost_run(s, known, is_run) for s in new}
+    roots = sorted({top for top in tops.values() if top not in (None, _IN_RUN_CYCLE)})
+    affected = Affected(roots=roots, spans=_below(conn, roots))
+    inner = [invocation_key(s.trace_id, s.span_id) for s in affected.spans]
+    # a span that closes a cycle of parents holding a run puts a run above every run of the cycle and below it
+    cycles = sorted(key for key, top in tops.items() if top == _IN_RUN_CYCLE)
+    inner += [invocation_key(s.trace_id, s.span_id) for s in [*map(known.__getitem__, cycles), *_below(conn, cycles)]]
+    affected.gone = _stored_invocations(conn, sorted(set(inner)))
+    affected.spans.extend(known[root] for root in roots)
+    return affected
+
+
+def _below(conn: Any, tops: Sequence[Key]) -> list[SpanRecord]:
+    """Every stored span below the spans ``tops`` (not them), read level by level."""
+    found: list[SpanRecord] = []
+    seen = set(tops)
+    frontier = list(tops)
+    while frontier:
+        below = [s for s in _spans_where(conn, tuple_(t.spans.c.trace_id, t.spans.c.parent_span_id), frontier)
+                 if (s.trace_id, s.span_id) not in seen]  # fmt: skip
+        seen.update((s.trace_id, s.span_id) for s in below)
+        found.extend(below)
+        frontier = sorted({(s.trace_id, s.span_id) for s in below})
+    return found
+
+
+_IN_RUN_CYCLE: Key = ("", "")
+"""What :func:`_outermost_run` says of a span whose parents go round a cycle that holds a run."""
+
+
+def _outermost_run(span: SpanRecord, known: dict[Key, SpanRecord], is_run: Callable[[SpanRecord], bool]) -> Key | None:
+    """The run at the top of ``span``'s chain of known ancestors, which has no run above it; ``None`` when there
+    is no run, :data:`_IN_RUN_CYCLE` when the chain ends in a cycle that holds one (every run has one above)."""
+    chain: list[SpanRecord] = []
+    on_chain: set[str] = set()
+    current: SpanRecord | None = span
+    while current is not None and current.span_id not in on_chain:
+        chain.append(current)
+        on_chain.add(current.span_id)
+        parent = current.parent_span_id
+        current = known.get((span.trace_id, parent)) if parent is not None else None
+    if current is not None:  # a cycle, from ``current`` up to the end of the chain
+        cycle = chain[[s.span_id for s in chain].index(current.span_id) :]
+        if any(is_run(s) for s in cycle):
+            return _IN_RUN_CYCLE
+    top = next((s for s in reversed(chain) if is_run(s)), None)
+    return (top.trace_id, top.span_id) if top is not None else None
+
+
+def _key(table: Any) -> Any:
+    return tuple_(table.c.trace_id, table.c.span_id)
+
+
+def _spans_where(conn: Any, column: Any, keys: Sequence[Key]) -> list[SpanRecord]:
+    found: list[SpanRecord] = []
+    for chunk in _chunks(keys):
+        found.extend(SpanRecord(**row._asdict()) for row in conn.execute(select(t.spans).where(column.in_(chunk))))
+    return found
+
+
+def _stored_invocations(conn: Any, invocation_ids: Sequence[str]) -> list[str]:
+    inv = t.invocations
+    return [
+        row.invocation_id
+        for chunk in _chunks(invocation_ids)
+        for row in conn.execute(select(inv.c.invocation_id).where(inv.c.invocation_id.in_(chunk)))
+    ]
 
 
 def forget_invocations(conn: Any, invocation_ids: Sequence[str]) -> None:
@@ -74,6 +231,6 @@ def refresh_sessions(conn: Any, session_ids: Iterable[str]) -> None:
             )
 
 
-def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
+def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
     for i in range(0, len(items), _IN_CHUNK):
         yield items[i : i + _IN_CHUNK]

@@ -84,6 +84,7 @@ spans = Table(
     Column("resource", Json, nullable=False),
     Column("scope", String(256)),
     Index("ix_spans_start", "start_time"),
+    Index("ix_spans_parent", "trace_id", "parent_span_id"),  # a run's spans, read from its root down
 )
 
 eval_runs = Table(

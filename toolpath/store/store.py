@@ -10,12 +10,12 @@ import contextlib
 import json
 import secrets
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
-from sqlalchemy import case, delete, func, select, text
+from sqlalchemy import case, delete, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DatabaseError, OperationalError
 
@@ -125,48 +125,19 @@ class Store:
         if self.on_invocations is not None:
             self.on_invocations(conn, invocations)
 
-    def ingest(self, spans: Sequence[SpanRecord], rebuild: Any, limits: Any = None) -> int:
-        """Store ``spans`` and, in the same transaction, the invocations of every trace they touch, as
-        ``rebuild(all spans of the trace)`` returns them now (replacing what was stored for those traces).
-        Returns the number of invocations written. Idempotent, and independent of arrival order. ``limits``
-        (:class:`~toolpath.collector.limits.Limits`) caps spans per trace and tool calls per invocation."""
-        trace_ids = sorted({s.trace_id for s in spans})
-        with self.engine.begin() as conn:
-            if self.dialect == "postgresql":  # several collectors may share the store: one writer per trace
-                for trace_id in trace_ids:  # in sorted order, so two writers cannot deadlock
-                    conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:trace_id))"), {"trace_id": trace_id})
-            # Only traces that already had spans stored need reading back; the rest rebuild from this batch.
-            seen: dict[tuple[str, str], SpanRecord] = {}
-            for chunk in _chunks(trace_ids):
-                earlier = conn.execute(select(t.spans).where(t.spans.c.trace_id.in_(chunk)))
-                for row in earlier:
-                    record = SpanRecord(**row._asdict())
-                    seen[(record.trace_id, record.span_id)] = record
-            new = list({(s.trace_id, s.span_id): s for s in spans if (s.trace_id, s.span_id) not in seen}.values())
-            if limits is not None:
-                new = limits.admit(Counter(trace_id for trace_id, _ in seen), new)
-            if new:
-                stmt = self.dialect_insert(t.spans).on_conflict_do_nothing(index_elements=["trace_id", "span_id"])
-                conn.execute(stmt, [s.to_row() for s in new])
-            known = [*seen.values(), *new]
-            invocations = rebuild(known)
-            if limits is not None:
-                invocations = limits.cap(invocations)
-            keep = {inv.invocation_id for inv in invocations}
-            inv = t.invocations
-            stored = {  # invocation -> session, as stored before this batch
-                row.invocation_id: row.session_id
-                for chunk in _chunks(trace_ids)
-                for row in conn.execute(select(inv.c.invocation_id, inv.c.session_id).where(inv.c.trace_id.in_(chunk)))
-            }
-            rebuild_effects.forget_invocations(conn, [i for i in stored if i not in keep])
-            if new:  # invocations scored before these spans came are scored again
-                rebuild_effects.rescore(conn, [i for i in stored if i in keep])
-            if invocations:
-                self._write_invocations(conn, invocations)
-            # whatever order the spans came in, sessions say what their invocations say now (none: no session)
-            rebuild_effects.refresh_sessions(conn, {*stored.values(), *(i.session_id for i in invocations)})
-        return len(invocations)
+    def ingest(
+        self,
+        spans: Sequence[SpanRecord],
+        rebuild: Callable[[list[SpanRecord]], list[Invocation]],
+        is_run: Callable[[SpanRecord], bool],
+        limits: Any = None,
+    ) -> int:
+        """Store ``spans`` and, in the same transaction, the invocations they change: ``rebuild(spans)`` of each
+        outermost run (``is_run``) above a new span, with every span below it (see :mod:`toolpath.store.rebuild`;
+        the work follows the new spans, not their traces' size). Returns the number of invocations written.
+        Idempotent, and independent of arrival order. ``limits`` (:class:`~toolpath.collector.limits.Limits`) caps
+        spans per trace and tool calls per invocation."""
+        return rebuild_effects.ingest(self, spans, rebuild, is_run, limits)
 
     def judge_replies(self, keys: list[str]) -> dict[str, dict[str, Any]]:
         """Cached judge replies by request key (the judge's cache; see :mod:`toolpath.evaluators.judge.client`)."""

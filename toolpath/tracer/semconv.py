@@ -112,6 +112,15 @@ TOOLPATH_TRUNCATED: Final = "toolpath.truncated"
 """Keys of attributes whose value was cut to the configured length."""
 
 TRUNCATION_MARKER: Final = "…[truncated {dropped} chars]"
+TOOLPATH_CLEANED: Final = "toolpath.cleaned"
+"""What the collector changed so that a span or invocation could be stored: attribute keys, and fields such as
+``name`` or ``start_time`` (NUL characters and lone surrogates replaced by U+FFFD, NaN and infinite numbers
+written as strings, values nested too deeply cut, times past the store's range clamped, ids and names over their
+column's length shortened)."""
+TOOLPATH_REBUILD_ERROR: Final = "toolpath.rebuild_error"
+"""Invocation attribute: the error that kept the collector from reading this run's spans (the invocation then
+holds only what its root span says)."""
+NESTING_MARKER: Final = "…[nested too deeply]"
 
 
 def agent_span_name(agent: str) -> str:

@@ -3,6 +3,7 @@ convention, and here the walk that finds each agent run's root, its tool calls, 
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -19,7 +20,7 @@ from toolpath.collector.reconstruct.genai import (
     reported_trajectory,
 )
 from toolpath.collector.reconstruct.order import in_model_order
-from toolpath.model import Invocation, ToolCall, ns_to_datetime
+from toolpath.model import Invocation, ToolCall, invocation_key, ns_to_datetime
 from toolpath.store.spanrecord import STATUS_ERROR, SpanRecord
 from toolpath.tracer import semconv as sc
 
@@ -27,12 +28,14 @@ __all__ = [
     "AGENT_SPAN_PREFIXES",
     "build_invocation",
     "build_invocations",
+    "invocation_of_run",
     "is_agent_span",
     "is_run_span",
     "is_tool_span",
 ]
 
 _TOOL_PREFIX = f"{sc.OP_EXECUTE_TOOL} "
+logger = logging.getLogger("toolpath.collector.reconstruct")
 
 
 def is_tool_span(attributes: Mapping[str, Any], name: str = "") -> bool:
@@ -66,7 +69,32 @@ def build_invocations(spans: Iterable[SpanRecord]) -> list[Invocation]:
             children[(span.trace_id, span.parent_span_id)].append(span)
     roots = [s for s in spans if is_run_span(s) and not _has_agent_ancestor(s, by_id)]
     roots.sort(key=order_key)
-    return [build_invocation(root, _descendants(root, children)) for root in roots]
+    return [invocation_of_run(root, _descendants(root, children)) for root in roots]
+
+
+def invocation_of_run(root: SpanRecord, descendants: list[SpanRecord]) -> Invocation:
+    """The run's invocation; when its spans cannot be read (a value no reader foresaw), the run still counts: an
+    invocation of what its root says, with the error (a rebuild is total: one bad span never stops a batch)."""
+    try:
+        return build_invocation(root, descendants)
+    except Exception as exc:  # RecursionError included
+        logger.warning("toolpath: rebuilding run %s/%s failed: %r", root.trace_id, root.span_id, exc)
+        conversation = root.attributes.get(sc.GEN_AI_CONVERSATION_ID)
+        return Invocation.model_construct(
+            invocation_id=invocation_key(root.trace_id, root.span_id),
+            session_id=conversation if isinstance(conversation, str) and conversation else root.trace_id,
+            agent_name=None,
+            prompt=None,
+            response=None,
+            tool_calls=[],
+            latency_seconds=None,
+            failure=1 if root.status_code == STATUS_ERROR else 0,
+            error=None,
+            trace_id=root.trace_id,
+            started_at=ns_to_datetime(root.start_time),
+            attributes={sc.TOOLPATH_REBUILD_ERROR: f"{type(exc).__name__}: {exc}"[:1000]},
+            intermediate_responses=[],
+        )
 
 
 def build_invocation(root: SpanRecord, descendants: Iterable[SpanRecord]) -> Invocation:
@@ -80,14 +108,19 @@ def build_invocation(root: SpanRecord, descendants: Iterable[SpanRecord]) -> Inv
         calls = openinference.with_requested_args(calls, tool_spans, descendants)
     calls, content_notes = merge_calls(attrs, tool_spans, calls, reported_trajectory(attrs))
     failed = root.status_code == STATUS_ERROR
+    cleaned = attrs.get(sc.TOOLPATH_CLEANED)
+    cleaned = cleaned if isinstance(cleaned, list) else []
     latency = None
     if not failed and root.end_time is not None and root.end_time >= root.start_time:
         latency = (root.end_time - root.start_time) / 1e9  # an end before the start (a bad clock) is unknown
+    if "start_time" in cleaned or "end_time" in cleaned:
+        latency = None  # a clamped time is not when the run started or ended
     invocation_attrs: dict[str, Any] = {}
     if service := root.resource.get(sc.SERVICE_NAME):
         invocation_attrs[sc.SERVICE_NAME] = service
-    if truncated := attrs.get(sc.TOOLPATH_TRUNCATED):
-        invocation_attrs[sc.TOOLPATH_TRUNCATED] = list(truncated)
+    for key in (sc.TOOLPATH_TRUNCATED, sc.TOOLPATH_CLEANED):  # what was changed in the root span, said again
+        if isinstance(changed := attrs.get(key), list) and changed:
+            invocation_attrs[key] = list(changed)
     invocation_attrs.update(content_notes)
     if attrs.get(sc.TOOLPATH_SIMULATED_USER):  # the prompt was a simulated user's
         invocation_attrs[sc.TOOLPATH_SIMULATED_USER] = True
@@ -95,7 +128,7 @@ def build_invocation(root: SpanRecord, descendants: Iterable[SpanRecord]) -> Inv
             invocation_attrs[sc.TOOLPATH_SIMULATED_TURN] = turn
     # model_construct: every field below is already well-formed, and validation would double the cost
     return Invocation.model_construct(
-        invocation_id=root.span_id,
+        invocation_id=invocation_key(root.trace_id, root.span_id),
         session_id=str(
             attrs.get(sc.GEN_AI_CONVERSATION_ID)
             or attrs.get(sc.SESSION_ID)

@@ -11,12 +11,13 @@ from toolpath.tracer import semconv as sc
 
 
 def parse_json(value: Any) -> Any:
-    """A JSON attribute's value; text that is not JSON (e.g. truncated) is kept as the string itself."""
+    """A JSON attribute's value; text that is not JSON (e.g. truncated, or nested too deeply to read) is kept as
+    the string itself."""
     if not isinstance(value, str):
         return value
     try:
         return json.loads(value)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return value
 
 

@@ -18,11 +18,17 @@ _MODEL_OPERATIONS = frozenset({sc.OP_CHAT, sc.OP_GENERATE_CONTENT, sc.OP_TEXT_CO
 
 
 def is_agent_span(attributes: Mapping[str, Any]) -> bool:
-    return attributes.get(sc.GEN_AI_OPERATION_NAME) in _AGENT_OPERATIONS
+    operation = attributes.get(sc.GEN_AI_OPERATION_NAME)
+    return isinstance(operation, str) and operation in _AGENT_OPERATIONS  # any OTLP value may come: a list too
 
 
 def model_spans(descendants: list[SpanRecord]) -> list[SpanRecord]:
-    return [s for s in descendants if s.attributes.get(sc.GEN_AI_OPERATION_NAME) in _MODEL_OPERATIONS]
+    return [s for s in descendants if _operation(s) in _MODEL_OPERATIONS]
+
+
+def _operation(span: SpanRecord) -> str | None:
+    operation = span.attributes.get(sc.GEN_AI_OPERATION_NAME)
+    return operation if isinstance(operation, str) else None
 
 
 def requested_calls(attributes: Mapping[str, Any]) -> list[tuple[str | None, str, Any]]:

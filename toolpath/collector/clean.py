@@ -1,0 +1,155 @@
+"""Spans and invocations made storable, whatever a sender put in them: what a database column cannot take is
+changed, never refused, and the record says what was changed (``toolpath.cleaned``, as ``toolpath.truncated``
+says what :mod:`.limits` cut), so one bad value never costs its neighbours.
+
+- NUL characters and lone surrogates (PostgreSQL's text and JSON refuse them; no UTF-8 encoder takes a
+  surrogate) become U+FFFD;
+- NaN and infinite numbers (not JSON) become the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``;
+- values nested deeper than :data:`MAX_DEPTH` are cut there, with a marker;
+- times past what a signed 64-bit column holds (OTLP's are unsigned) are clamped to :data:`MAX_TIME`;
+- names and ids longer than their column are shortened to fit, keeping a hash of the whole, so two long ids
+  that share a beginning stay two ids; a parent span id that is not 8 bytes is dropped (the span is a root).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from typing import Any
+
+from toolpath.model import Invocation, ToolCall
+from toolpath.store import schema as t
+from toolpath.store.spanrecord import SpanRecord
+from toolpath.tracer import semconv as sc
+
+MAX_DEPTH = 64
+"""Levels of nesting kept in an attribute, argument or result value."""
+MAX_TIME = 9_000_000_000_000_000_000
+"""Latest time stored, in ns since the epoch (year 2255; below 2**63 with room for rounding to microseconds)."""
+_BAD_CHARS = re.compile("[\x00\ud800-\udfff]")
+_SPAN_ID = re.compile(r"[0-9a-f]{16}")
+
+
+def _length(column: Any) -> int:
+    length = getattr(column.type, "length", None)
+    assert isinstance(length, int), column
+    return length
+
+
+_SPAN_NAME, _SCOPE = _length(t.spans.c.name), _length(t.spans.c.scope)
+_SESSION_ID, _AGENT_NAME = _length(t.invocations.c.session_id), _length(t.invocations.c.agent_name)
+_TOOL_NAME, _CALL_ID = _length(t.tool_calls.c.name), _length(t.tool_calls.c.call_id)
+
+
+def clean_value(value: Any, depth: int = 0) -> tuple[Any, bool]:
+    """``value`` as something every store takes, and whether that changed it (total: never raises)."""
+    if isinstance(value, str):
+        if ("\x00" not in value and value.isascii()) or not _BAD_CHARS.search(value):
+            return value, False
+        return _BAD_CHARS.sub("\ufffd", value), True
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value, False
+        return ("NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"), True
+    if isinstance(value, dict | list | tuple):
+        if depth >= MAX_DEPTH:
+            return sc.NESTING_MARKER, True
+        if isinstance(value, dict):
+            pairs = [(clean_value(k, depth + 1), clean_value(v, depth + 1)) for k, v in value.items()]
+            if not any(k[1] or v[1] for k, v in pairs):
+                return value, False
+            return {str(k[0]): v[0] for k, v in pairs}, True
+        items = [clean_value(item, depth + 1) for item in value]
+        changed = any(c for _, c in items)
+        return ([v for v, _ in items] if changed or isinstance(value, tuple) else value), changed
+    return value, False
+
+
+def clean_span(record: SpanRecord) -> bool:
+    """Make ``record`` storable (in place); whether anything had to change (listed in ``toolpath.cleaned``)."""
+    cleaned: list[str] = []
+    attributes: dict[str, Any] = {}
+    for key, value in record.attributes.items():
+        new_key, key_changed = clean_value(key)
+        new_value, value_changed = clean_value(value, 1)
+        attributes[new_key] = new_value
+        if key_changed or value_changed:
+            cleaned.append(new_key)
+    if cleaned:
+        record.attributes = attributes
+    for name, limit in (("name", _SPAN_NAME), ("status_message", None), ("scope", _SCOPE)):
+        value = getattr(record, name)
+        if value is not None and (new := _text(value, limit)) != value:
+            setattr(record, name, new)
+            cleaned.append(name)
+    for name in ("events", "resource"):
+        value, changed = clean_value(getattr(record, name))
+        if changed:
+            setattr(record, name, value)
+            cleaned.append(name)
+    if record.parent_span_id is not None and not _SPAN_ID.fullmatch(record.parent_span_id):
+        record.parent_span_id = None
+        cleaned.append("parent_span_id")
+    if record.start_time > MAX_TIME:
+        record.start_time = MAX_TIME
+        cleaned.append("start_time")
+    if record.end_time is not None and record.end_time > MAX_TIME:
+        record.end_time = MAX_TIME
+        cleaned.append("end_time")
+    if cleaned:
+        already = record.attributes.get(sc.TOOLPATH_CLEANED)
+        already = already if isinstance(already, list) else []
+        record.attributes[sc.TOOLPATH_CLEANED] = [*already, *(c for c in cleaned if c not in already)]
+    return bool(cleaned)
+
+
+def clean_invocation(inv: Invocation) -> Invocation:
+    """``inv`` with every field storable (a copy when something had to change, listed in ``toolpath.cleaned``)."""
+    update: dict[str, Any] = {}
+    for name, limit in (("session_id", _SESSION_ID), ("agent_name", _AGENT_NAME), ("prompt", None),
+                        ("response", None), ("error", None)):  # fmt: skip
+        value = getattr(inv, name)
+        if value is not None and (new := _text(value, limit)) != value:
+            update[name] = new
+    pairs, changed = clean_value(inv.intermediate_responses)
+    if changed:
+        update["intermediate_responses"] = [tuple(pair) for pair in pairs]
+    calls = [_clean_call(call) for call in inv.tool_calls]
+    if any(new is not old for new, old in zip(calls, inv.tool_calls, strict=True)):
+        update["tool_calls"] = calls
+    attributes, changed = clean_value(inv.attributes)
+    if not update and not changed:
+        return inv
+    already = attributes.get(sc.TOOLPATH_CLEANED)
+    already = already if isinstance(already, list) else []
+    fields = [*update, *(["attributes"] if changed else [])]
+    update["attributes"] = {**attributes, sc.TOOLPATH_CLEANED: [*already, *(f for f in fields if f not in already)]}
+    return inv.model_copy(update=update)
+
+
+def _clean_call(call: ToolCall) -> ToolCall:
+    update: dict[str, Any] = {}
+    for name, limit in (("name", _TOOL_NAME), ("call_id", _CALL_ID), ("error", None)):
+        value = getattr(call, name)
+        if value is not None and (new := _text(value, limit)) != value:
+            update[name] = new
+    for name in ("args", "result"):
+        value, changed = clean_value(getattr(call, name))
+        if changed:
+            update[name] = value
+    for name in ("start_time", "end_time"):
+        value = getattr(call, name)
+        if value is not None and value > MAX_TIME:
+            update[name] = MAX_TIME
+    return call.model_copy(update=update) if update else call
+
+
+def _text(value: Any, limit: int | None) -> str:
+    """``value`` as clean text of at most ``limit`` characters (a hash of the whole ends a shortened one)."""
+    text = value if isinstance(value, str) else str(value)
+    text, _ = clean_value(text)
+    if limit is not None and len(text) > limit:
+        digest = hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
+        text = f"{text[: limit - 18]}…#{digest}"
+    return text
