@@ -67,12 +67,9 @@ class ToolCall(_Record):
 
     @classmethod
     def from_item(cls, item: Any, *, where: str = "trajectory item") -> ToolCall:
-        """Build a call from a dataset trajectory item in the Vertex or ADK form.
-
-        A missing or null ``tool_input`` / ``args`` gives ``args=None`` (no arguments; a wildcard in a Vertex
-        reference). The item is checked here, field by field, rather than by pydantic: a dataset holds many
-        calls, and a bad one is a :class:`DatasetError` naming ``where`` and the field.
-        """
+        """Build a call from a dataset trajectory item in the Vertex or ADK form, checked here rather than by
+        pydantic (a bad item is a :class:`DatasetError` naming ``where`` and the field). A missing or null
+        ``tool_input`` / ``args`` gives ``args=None`` (no arguments; a wildcard in a Vertex reference)."""
         if item.__class__ is not dict:
             if isinstance(item, ToolCall):
                 return item
@@ -110,16 +107,7 @@ class ToolCall(_Record):
                 raise DatasetError(f"{where}: the id of {name!r} must be a string, got {_kind(call_id)}")
             result = item["tool_output"] if "tool_output" in item else item.get("result")
             error = None if item.get("error") is None else str(item["error"])
-        call = _new_object(cls)  # what model_construct builds, for a fraction of its cost
-        _set(
-            call,
-            "__dict__",
-            {"name": name, "args": args, "result": result, "call_id": call_id, "error": error} | _NO_TIMES,
-        )
-        _set(call, "__pydantic_fields_set__", _FROM_ITEM.copy())
-        _set(call, "__pydantic_extra__", None)
-        _set(call, "__pydantic_private__", None)
-        return call
+        return _construct(cls, name, args, result, call_id, error)
 
     @_cached
     def bool_paths(self) -> frozenset[tuple[Any, ...]]:
@@ -443,10 +431,18 @@ def parse_trajectory(value: Any, *, where: str = "trajectory") -> Trajectory:
         return value
     if value.__class__ is not list and (not isinstance(value, Sequence) or isinstance(value, str | bytes)):
         raise DatasetError(f"{where}: expected a list of tool calls, got {_kind(value)}")
-    from_item = ToolCall.from_item
+    from_item, calls = ToolCall.from_item, []
     try:
-        return Trajectory([from_item(item) for item in value])
-    except DatasetError:  # name the item: the first bad one raises again, with its place
+        for item in value:  # the usual item, {"tool_name": str, "tool_input": dict}, without a call to from_item
+            if item.__class__ is dict and len(item) == 2 and "tool_input" in item:
+                name, args = item.get("tool_name"), item["tool_input"]
+                # "".join raises TypeError for a key that is not a string: from_item names it below
+                if name.__class__ is str and name and args.__class__ is dict and "".join(args) is not None:
+                    calls.append(_construct(ToolCall, name, dict(args), None, None, None))
+                    continue
+            calls.append(from_item(item))
+        return Trajectory(calls)
+    except (DatasetError, TypeError):  # name the item: the first bad one raises again, with its place
         for i, item in enumerate(value):
             from_item(item, where=f"{where}[{i}]")
         raise
@@ -484,10 +480,18 @@ def _loads_or_none(text: str) -> Any:
     return value if isinstance(value, dict) else None
 
 
-_NO_TIMES = {"start_time": None, "end_time": None}
-_FROM_ITEM = {"name", "args", "result", "call_id", "error"}
+_TIMES = {"start_time": None, "end_time": None}
 _new_object = object.__new__
 _set = object.__setattr__
+
+
+def _construct(cls: type[ToolCall], name: str, args: Any, result: Any, call_id: Any, error: Any) -> ToolCall:
+    call = _new_object(cls)  # what model_construct builds from checked values, for a fraction of its cost
+    _set(call, "__dict__", {"name": name, "args": args, "result": result, "call_id": call_id, "error": error, **_TIMES})
+    _set(call, "__pydantic_fields_set__", {"name", "args", "result", "call_id", "error"})
+    _set(call, "__pydantic_extra__", None)
+    _set(call, "__pydantic_private__", None)
+    return call
 
 
 def _kind(value: Any) -> str:

@@ -111,7 +111,7 @@ def evaluate(
             (row, with_parsed_trajectories(row)) for row in rows
         )
     else:  # streamed: each row is scored as it is read, its trajectories parsed once
-        views = ((row, {**row, **parsed} if parsed else row) for row, parsed in parsed_rows)
+        views = ((row, {**row, **parsed}) for row, parsed in parsed_rows)
     table, summary, usage = score_views(views, resolved, judge=connected, cache=store, on_row=on_row)
     eval_result = EvalResult(summary, table, names, run_id, usage, pass_rules(resolved))
     if store is not None:

@@ -42,25 +42,25 @@ def score_views(
     on_row: Callable[[int, dict[str, Any]], None] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, int] | None]:
     """:func:`score_table` over ``(table row, view)`` pairs: each row's results are added to its table row, which
-    the caller gives up; metrics read the view (the row with its trajectory cells parsed). The pairs are taken
-    one at a time, so a stream of rows is scored as it is read — unless judge metrics ask for all rows at once."""
+    the caller gives up; metrics read the view (a mapping of its own: the row with its trajectory cells parsed).
+    The pairs are taken one at a time, so a stream of rows is scored as it is read — unless judge metrics ask
+    for all rows at once."""
     judge_metrics = [m for m in metrics if isinstance(m, JudgeMetric)]
     judged: dict[tuple[int, str], MetricResult] = {}
     usage = None
     if judge_metrics:
         items = list(items)
         judged, usage = judge_rows([view for _, view in items], judge_metrics, judge, cache)
-    plan = [(m, m.name, f"{m.name}/score", f"{m.name}/explanation", isinstance(m, JudgeMetric)) for m in metrics]
-    scores: list[list[float]] = [[] for _ in metrics]
+    plan: list[tuple[Metric, str, str, str, bool, list[float]]] = [
+        (m, m.name, f"{m.name}/score", f"{m.name}/explanation", isinstance(m, JudgeMetric), []) for m in metrics
+    ]
     table: list[dict[str, Any]] = []
     for index, (out, view) in enumerate(items):
-        results = []
-        for metric, name, _, _, by_judge in plan:
+        for metric, name, score_key, explanation_key, by_judge, kept in plan:
             try:  # score_row, inline
-                results.append(judged[index, name] if by_judge else metric.score(view))
+                result = judged[index, name] if by_judge else metric.score(view)
             except Exception as exc:
-                results.append(failed(metric, exc))
-        for (_, name, score_key, explanation_key, _), result, kept in zip(plan, results, scores, strict=True):
+                result = failed(metric, exc)
             score = out[score_key] = result.score
             if score is not None:
                 kept.append(score)
@@ -70,7 +70,7 @@ def score_views(
         table.append(out)
         if on_row is not None:
             on_row(index, out)
-    summary = summary_of(len(table), {m.name: kept for m, kept in zip(metrics, scores, strict=True)})
+    summary = summary_of(len(table), {name: kept for _, name, _, _, _, kept in plan})
     for metric in judge_metrics:
         if metric.pairwise:
             summary.update(win_rates(table, metric.name))

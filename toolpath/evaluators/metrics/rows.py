@@ -60,14 +60,15 @@ def invocation_row(invocation: Invocation) -> dict[str, Any]:
 
 
 def with_parsed_trajectories(row: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The row as metrics see it: trajectory cells parsed once, shared by every metric of the row."""
+    """The row as metrics see it, a dict of its own: trajectory cells parsed once, shared by every metric of the
+    row."""
     parsed: dict[str, Any] = {}
     for column in TRAJECTORY_COLUMNS:
         if row.get(column) is not None:
             # a bad cell is left as it is: each metric reports the problem in its own explanation
             with contextlib.suppress(DatasetError):
                 parsed[column] = parse_trajectory(row[column], where=column)
-    return {**row, **parsed} if parsed else row
+    return {**row, **parsed}
 
 
 def trajectory_column(row: Row, column: str) -> Trajectory:
