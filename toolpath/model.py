@@ -284,7 +284,13 @@ class Trajectory(tuple[ToolCall, ...]):
 
     @_cached
     def identities(self) -> tuple[tuple[str, Any], ...]:
-        return tuple([(call.name, python_identity(call.args)) for call in self])
+        frozen = []
+        for call in self:  # python_identity, its usual case inline
+            try:
+                frozen.append((call.name, frozenset(call.args.items())))  # type: ignore[union-attr]
+            except (AttributeError, TypeError):
+                frozen.append((call.name, python_identity(call.args)))
+        return tuple(frozen)
 
     @_cached
     def identity_counts(self) -> dict[tuple[str, Any], int]:
@@ -330,12 +336,6 @@ def python_identity(value: Any) -> Any:
     equal when they are equal: ``True == 1 == 1.0``). ``NaN`` equals ``NaN`` where ``==`` of containers has it
     so: when it is the same object, as every ``NaN`` the JSON decoder gives is (ADK compares decoded JSON). An
     unhashable value JSON cannot hold (a set, a tuple holding a list…) is wrapped to keep its own ``==``."""
-    if value is None:
-        return None
-    try:  # the usual arguments, an object of scalars, are frozen in C
-        return frozenset(value.items())
-    except TypeError:
-        pass
     try:
         return _frozen(value)
     except TypeError:  # unhashable, and not JSON
@@ -345,7 +345,10 @@ def python_identity(value: Any) -> Any:
 def _frozen(value: Any) -> Any:
     kind = value.__class__
     if kind is dict:
-        return frozenset([(k, v if v.__class__ in _SCALARS else _frozen(v)) for k, v in value.items()])
+        try:  # an object of hashable values (the usual arguments), frozen in C
+            return frozenset(value.items())
+        except TypeError:
+            return frozenset([(k, v if v.__class__ in _SCALARS else _frozen(v)) for k, v in value.items()])
     if kind is list:
         return _FrozenList([v if v.__class__ in _SCALARS else _frozen(v) for v in value])
     hash(value)  # a hashable value keeps its own == (and a tuple stays unequal to a list)
@@ -436,13 +439,12 @@ def parse_trajectory(value: Any, *, where: str = "trajectory") -> Trajectory:
         for item in value:  # the usual item, {"tool_name": str, "tool_input": dict}, without a call to from_item
             if item.__class__ is dict and len(item) == 2 and "tool_input" in item:
                 name, args = item.get("tool_name"), item["tool_input"]
-                # "".join raises TypeError for a key that is not a string: from_item names it below
                 if name.__class__ is str and name and args.__class__ is dict and "".join(args) is not None:
                     calls.append(_construct(ToolCall, name, dict(args), None, None, None))
                     continue
             calls.append(from_item(item))
         return Trajectory(calls)
-    except (DatasetError, TypeError):  # name the item: the first bad one raises again, with its place
+    except (DatasetError, TypeError):  # TypeError: "".join met a name that is not a string; from_item names it
         for i, item in enumerate(value):
             from_item(item, where=f"{where}[{i}]")
         raise
