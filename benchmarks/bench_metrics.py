@@ -231,16 +231,17 @@ def evaluate_rows(
         return [reused.score(ref, resp)["rouge1"].fmeasure for resp, ref in texts]
 
     fresh, plain = rate(plain_fresh, n, 1), rate(plain_reused, n, 1)
+    best = max(fresh, plain)
     table = toolpath.evaluate(text_rows, ["response_match_score"]).metrics_table
     same = [row["response_match_score/score"] for row in table] == plain_reused()
     return (
         [
             ("floor: the 5 kernels on parsed records", floor, "", "floor"),
             ("toolpath.evaluate, 5 trajectory metrics", through, f"{through / floor:.2f}x", ">= 100,000"),
-            ("response_match_score kernel", kernel, f"{kernel / plain:.1f}x", ""),
-            ("toolpath.evaluate, response_match_score", ours, f"{ours / plain:.1f}x", ">= 10x plain rouge_score"),
+            ("response_match_score kernel", kernel, f"{kernel / best:.1f}x", ""),
+            ("toolpath.evaluate, response_match_score", ours, f"{ours / best:.1f}x", ">= 10x plain rouge_score"),
             ("  plain rouge_score, scorer per pair (ADK)", fresh, "", "peer"),
-            ("  plain rouge_score, one scorer reused", plain, "1.0x", "peer"),
+            ("  plain rouge_score, one scorer reused", plain, "", "peer (the ratios: to the faster plain loop)"),
         ],
         same,
     )
