@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import functools
 import json
-from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -25,8 +24,25 @@ TRAJECTORY_COLUMNS = ("predicted_trajectory", "reference_trajectory")
 """The dataset columns that hold trajectories (SPEC §5)."""
 
 
+_T = TypeVar("_T")
+
+
+class _cached(functools.cached_property[_T], Generic[_T]):  # a decorator, named as one
+    """:func:`functools.cached_property` without Python 3.11's lock, which costs more than these values."""
+
+    @overload
+    def __get__(self, instance: None, owner: type[Any] | None = None) -> _cached[_T]: ...
+    @overload
+    def __get__(self, instance: object, owner: type[Any] | None = None) -> _T: ...
+    def __get__(self, instance: object | None, owner: type[Any] | None = None) -> _T | _cached[_T]:
+        if instance is None:
+            return self
+        value = instance.__dict__[self.attrname] = self.func(instance)  # type: ignore[index]
+        return value
+
+
 class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", ignored_types=(_cached,))
 
 
 class ToolCall(_Record):
@@ -51,66 +67,74 @@ class ToolCall(_Record):
 
     @classmethod
     def from_item(cls, item: Any, *, where: str = "trajectory item") -> ToolCall:
-        """Build a call from a dataset trajectory item in the Vertex or ADK form.
-
-        A missing or null ``tool_input`` / ``args`` gives ``args=None`` (no arguments; a wildcard in a Vertex
-        reference).
-        """
-        if isinstance(item, ToolCall):
-            return item
-        if not isinstance(item, Mapping):
-            raise DatasetError(f"{where}: expected an object with 'tool_name' or 'name', got {_kind(item)}")
+        """Build a call from a dataset trajectory item in the Vertex or ADK form, checked here rather than by
+        pydantic (a bad item is a :class:`DatasetError` naming ``where`` and the field). A missing or null
+        ``tool_input`` / ``args`` gives ``args=None`` (no arguments; a wildcard in a Vertex reference)."""
+        if item.__class__ is not dict:
+            if isinstance(item, ToolCall):
+                return item
+            if not isinstance(item, Mapping):
+                raise DatasetError(f"{where}: expected an object with 'tool_name' or 'name', got {_kind(item)}")
         if "tool_name" in item:
             name, args = item["tool_name"], item.get("tool_input")
         elif "name" in item:
             name, args = item["name"], item.get("args")
         else:
             raise DatasetError(f"{where}: has neither 'tool_name' nor 'name'")
-        if not isinstance(name, str) or not name:
-            raise DatasetError(f"{where}: tool name must be a non-empty string, got {name!r}")
-        if isinstance(args, str):
-            args = _loads_or_none(args)
-            if args is None:
-                raise DatasetError(f"{where}: arguments of {name!r} are a string that is not a JSON object")
-        if args is not None and not isinstance(args, Mapping):
-            raise DatasetError(f"{where}: arguments of {name!r} must be an object, got {_kind(args)}")
-        error = item.get("error")
-        return cls(
-            name=name,
-            args=dict(args) if args is not None else None,
-            result=item.get("tool_output", item.get("result")),
-            call_id=item.get("id", item.get("call_id")),
-            error=str(error) if error is not None else None,
-        )
+        if name.__class__ is not str or not name:
+            if not isinstance(name, str) or not name:
+                raise DatasetError(f"{where}: tool name must be a non-empty string, got {name!r}")
+            name = str(name)
+        if args.__class__ is dict:
+            args = dict(args)
+        elif args is not None:
+            if isinstance(args, str):
+                args = _loads_or_none(args)
+                if args is None:
+                    raise DatasetError(f"{where}: arguments of {name!r} are a string that is not a JSON object")
+            if not isinstance(args, Mapping):
+                raise DatasetError(f"{where}: arguments of {name!r} must be an object, got {_kind(args)}")
+            args = dict(args)
+        if args:
+            try:
+                "".join(args)  # every name a string, checked in C
+            except TypeError:
+                raise DatasetError(f"{where}: argument names of {name!r} must be strings, got {list(args)!r}") from None
+        call_id = result = error = None
+        if len(item) > 2 or (args is None and len(item) == 2):  # more than the name and arguments
+            call_id = item["id"] if "id" in item else item.get("call_id")
+            if call_id is not None and not isinstance(call_id, str):
+                raise DatasetError(f"{where}: the id of {name!r} must be a string, got {_kind(call_id)}")
+            result = item["tool_output"] if "tool_output" in item else item.get("result")
+            error = None if item.get("error") is None else str(item["error"])
+        return _construct(cls, name, args, result, call_id, error)
 
-    @functools.cached_property
+    @_cached
     def bool_paths(self) -> frozenset[tuple[Any, ...]]:
         """Where the arguments hold booleans. Two argument values are equal as JSON exactly when they are
         ``==`` in Python and hold booleans at the same places (``==`` alone has ``True == 1``). Cached:
         treat a record's ``args`` as read-only once compared."""
         return _bool_paths(self.args, ()) if self.args else _NO_PATHS
 
-    @functools.cached_property
+    @_cached
     def match_key(self) -> tuple[str, dict[str, JsonValue] | None]:
         """``(name, args)``: two calls are equal by ADK's rule (SPEC §4: ``==`` of the decoded values, so
         ``1 == 1.0 == True``, and absent arguments ``None`` differ from ``{}``) exactly when their keys are
         ``==``, which Python compares in C. Meaningless for a reference whose ``None`` is a wildcard."""
         return self.name, self.args
 
-    @functools.cached_property
+    @_cached
     def identity(self) -> tuple[str, Any]:
-        """A hashable form of :attr:`match_key`, equal exactly when the match keys are: the arguments as
-        canonical JSON text with booleans as numbers (as Python compares them); arguments JSON cannot hold
-        keep their own ``==``."""
+        """A hashable form of :attr:`match_key`, equal exactly when the match keys are (:func:`python_identity`)."""
         return self.name, python_identity(self.args)
 
-    @functools.cached_property
+    @_cached
     def json_match_key(self) -> tuple[str, dict[str, JsonValue] | None, frozenset[tuple[Any, ...]]]:
         """``(name, args, bool_paths)``: equal exactly when two calls are equal as JSON (``true != 1``;
         ``null != {}``)."""
         return self.name, self.args, self.bool_paths
 
-    @functools.cached_property
+    @_cached
     def json_identity(self) -> tuple[str, str]:
         """``(name, canonical JSON of args)``: hashable, equal exactly when :attr:`json_match_key` is."""
         return self.name, canonical_json(self.args)
@@ -232,6 +256,9 @@ class MetricResult:
         self._explanation = explanation
         self._details = details
 
+    def detail_items(self) -> Iterable[tuple[str, JsonValue]]:
+        return self._details.items() if self._details else ()
+
     @property
     def details(self) -> dict[str, JsonValue]:
         """Extra values the metric reports beside its score (e.g. per-invocation scores); empty by default."""
@@ -264,33 +291,39 @@ class MetricResult:
 class Trajectory(tuple[ToolCall, ...]):
     """An immutable trajectory, as datasets are parsed into; caches what the metrics compare."""
 
-    @functools.cached_property
+    @_cached
     def match_keys(self) -> tuple[tuple[str, dict[str, JsonValue] | None], ...]:
         return tuple(call.match_key for call in self)
 
-    @functools.cached_property
+    @_cached
     def has_wildcard(self) -> bool:
         return any(call.args is None for call in self)
 
-    @functools.cached_property
+    @_cached
     def identities(self) -> tuple[tuple[str, Any], ...]:
-        return tuple(call.identity for call in self)
+        frozen = []
+        for call in self:  # python_identity, its usual case inline
+            try:
+                frozen.append((call.name, frozenset(call.args.items())))  # type: ignore[union-attr]
+            except (AttributeError, TypeError):
+                frozen.append((call.name, python_identity(call.args)))
+        return tuple(frozen)
 
-    @functools.cached_property
+    @_cached
     def identity_counts(self) -> dict[tuple[str, Any], int]:
-        return dict(Counter(call.identity for call in self))
+        return _counts(self.identities)
 
-    @functools.cached_property
+    @_cached
     def json_match_keys(self) -> tuple[tuple[str, dict[str, JsonValue] | None, frozenset[tuple[Any, ...]]], ...]:
         return tuple(call.json_match_key for call in self)
 
-    @functools.cached_property
+    @_cached
     def json_identities(self) -> tuple[tuple[str, str], ...]:
         return tuple(call.json_identity for call in self)
 
-    @functools.cached_property
+    @_cached
     def json_identity_counts(self) -> dict[tuple[str, str], int]:
-        return dict(Counter(call.json_identity for call in self))
+        return _counts(self.json_identities)
 
 
 def match_keys(calls: Sequence[ToolCall], json_strict: bool = False) -> tuple[Any, ...]:
@@ -311,41 +344,49 @@ def identity_counts(calls: Sequence[ToolCall], json_strict: bool = False) -> dic
     """How many times each distinct call occurs (cached on a :class:`Trajectory`)."""
     if calls.__class__ is Trajectory:
         return calls.json_identity_counts if json_strict else calls.identity_counts
-    return dict(Counter(call.json_identity if json_strict else call.identity for call in calls))
+    return _counts(call.json_identity if json_strict else call.identity for call in calls)
 
 
 def python_identity(value: Any) -> Any:
-    """Hashable, and equal for two decoded JSON values exactly when they are ``==`` in Python: canonical JSON
-    text (keys sorted) where ``true`` / ``false`` and integral floats are written as the integers Python holds
-    them equal to (``True == 1 == 1.0``). ``NaN`` equals ``NaN`` here, as it does in ADK's comparison of decoded
-    JSON (the decoder gives one NaN object, and ``==`` of containers sees it is the same). A value JSON cannot
-    hold (a tuple, a subclass, a non-string key…) is wrapped to keep its own ``==`` instead."""
+    """Hashable, and equal for two decoded JSON values exactly when they are ``==`` in Python: objects as frozen
+    sets of their items, arrays as tuples of their own kind, other values as themselves (Python's numbers hash
+    equal when they are equal: ``True == 1 == 1.0``). ``NaN`` equals ``NaN`` where ``==`` of containers has it
+    so: when it is the same object, as every ``NaN`` the JSON decoder gives is (ADK compares decoded JSON). An
+    unhashable value JSON cannot hold (a set, a tuple holding a list…) is wrapped to keep its own ``==``."""
     try:
-        canonical = _python_canonical(value)
-    except _NotJson:
+        return _frozen(value)
+    except TypeError:  # unhashable, and not JSON
         return _ByEquality(value)
-    return json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-class _NotJson(Exception):
-    pass
-
-
-def _python_canonical(value: Any) -> Any:
+def _frozen(value: Any) -> Any:
     kind = value.__class__
-    if kind is str or kind is int or value is None:
-        return value
-    if kind is bool:
-        return int(value)
-    if kind is float:
-        return int(value) if value.is_integer() else value
     if kind is dict:
-        if not all(key.__class__ is str for key in value):
-            raise _NotJson
-        return {key: _python_canonical(item) for key, item in value.items()}
+        try:  # an object of hashable values (the usual arguments), frozen in C
+            return frozenset(value.items())
+        except TypeError:
+            return frozenset([(k, v if v.__class__ in _SCALARS else _frozen(v)) for k, v in value.items()])
     if kind is list:
-        return [_python_canonical(item) for item in value]
-    raise _NotJson
+        return _FrozenList([v if v.__class__ in _SCALARS else _frozen(v) for v in value])
+    hash(value)  # a hashable value keeps its own == (and a tuple stays unequal to a list)
+    return value
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+class _FrozenList(tuple[Any, ...]):
+    """A JSON array, frozen: equal only to another array (``[1] != (1,)`` in Python)."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return other.__class__ is _FrozenList and tuple.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = tuple.__hash__
 
 
 class _ByEquality:
@@ -381,12 +422,21 @@ def _canonical(value: Any) -> Any:
     return value
 
 
+def _counts(keys: Iterable[Any]) -> dict[Any, int]:  # collections.Counter costs more for a few keys
+    counts: dict[Any, int] = {}
+    for key in keys:
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
 def has_wildcard(calls: Sequence[ToolCall]) -> bool:
     return calls.has_wildcard if calls.__class__ is Trajectory else any(call.args is None for call in calls)
 
 
 def parse_trajectory(value: Any, *, where: str = "trajectory") -> Trajectory:
     """Parse a trajectory cell: a list of calls, or a JSON string holding one (SPEC §1)."""
+    if value.__class__ is Trajectory:
+        return value
     if isinstance(value, str):
         try:
             value = json.loads(value)
@@ -399,9 +449,22 @@ def parse_trajectory(value: Any, *, where: str = "trajectory") -> Trajectory:
         return Trajectory()
     if isinstance(value, Trajectory):
         return value
-    if not isinstance(value, Sequence) or isinstance(value, str | bytes):
+    if value.__class__ is not list and (not isinstance(value, Sequence) or isinstance(value, str | bytes)):
         raise DatasetError(f"{where}: expected a list of tool calls, got {_kind(value)}")
-    return Trajectory(ToolCall.from_item(item, where=f"{where}[{i}]") for i, item in enumerate(value))
+    from_item, calls = ToolCall.from_item, []
+    try:
+        for item in value:  # the usual item, {"tool_name": str, "tool_input": dict}, without a call to from_item
+            if item.__class__ is dict and len(item) == 2 and "tool_input" in item:
+                name, args = item.get("tool_name"), item["tool_input"]
+                if name.__class__ is str and name and args.__class__ is dict and "".join(args) is not None:
+                    calls.append(_construct(ToolCall, name, dict(args), None, None, None))
+                    continue
+            calls.append(from_item(item))
+        return Trajectory(calls)
+    except (DatasetError, TypeError):  # TypeError: "".join met a name that is not a string; from_item names it
+        for i, item in enumerate(value):
+            from_item(item, where=f"{where}[{i}]")
+        raise
 
 
 _NO_PATHS: frozenset[tuple[Any, ...]] = frozenset()
@@ -434,6 +497,20 @@ def _loads_or_none(text: str) -> Any:
     except json.JSONDecodeError:
         return None
     return value if isinstance(value, dict) else None
+
+
+_TIMES = {"start_time": None, "end_time": None}
+_new_object = object.__new__
+_set = object.__setattr__
+
+
+def _construct(cls: type[ToolCall], name: str, args: Any, result: Any, call_id: Any, error: Any) -> ToolCall:
+    call = _new_object(cls)  # what model_construct builds from checked values, for a fraction of its cost
+    _set(call, "__dict__", {"name": name, "args": args, "result": result, "call_id": call_id, "error": error, **_TIMES})
+    _set(call, "__pydantic_fields_set__", {"name", "args", "result", "call_id", "error"})
+    _set(call, "__pydantic_extra__", None)
+    _set(call, "__pydantic_private__", None)
+    return call
 
 
 def _kind(value: Any) -> str:

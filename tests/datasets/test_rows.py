@@ -7,8 +7,9 @@ import json
 
 import pytest
 
-from toolpath.datasets import load_rows
+from toolpath.datasets import load_rows, read_rows
 from toolpath.errors import DatasetError
+from toolpath.model import ToolCall
 
 CALL = {"tool_name": "get_weather", "tool_input": {"city": "Paris"}}
 
@@ -75,3 +76,74 @@ def test_rows_in_memory_are_checked_too():
         load_rows([])
     # a missing column is not malformed: the metrics that need it say so, row by row
     assert load_rows([{"prompt": "a"}]) == [{"prompt": "a"}]
+
+
+@pytest.mark.parametrize(
+    ("calls", "message"),
+    [
+        ([{"tool_name": "x", "tool_input": {1: "a"}}], r"\[0\]: argument names of 'x' must be strings, got \[1\]"),
+        ([CALL, {"tool_name": "y", "tool_input": {"a": 1, 2: 3}}], r"\[1\]: argument names of 'y' must be strings"),
+        ([{"name": "x", "args": {}, "id": 7}], r"\[0\]: the id of 'x' must be a string, got int"),
+        ([CALL, {"tool_name": "", "tool_input": {}}], r"\[1\]: tool name must be a non-empty string, got ''"),
+        ([{"tool_name": "x", "tool_input": "[1]"}], r"\[0\]: arguments of 'x' are a string that is not a JSON object"),
+    ],
+)
+def test_each_call_is_checked_field_by_field(calls, message):
+    with pytest.raises(DatasetError, match=r"^dataset row 1: reference_trajectory" + message):
+        load_rows([{"reference_trajectory": []}, {"reference_trajectory": calls}])
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        {"tool_name": "get_weather", "tool_input": {"city": "Paris", "days": [1, 2]}},
+        {"tool_name": "get_weather"},
+        {"tool_name": "get_weather", "tool_input": None, "tool_output": {"t": 20}, "error": ValueError("x")},
+        {"name": "get_weather", "args": {"city": "Paris"}, "id": "call-1", "result": [1]},
+        {"name": "get_weather", "args": '{"city": "Paris"}', "call_id": "c2"},
+    ],
+)
+def test_a_parsed_call_is_the_record_pydantic_builds(item):
+    """Parsing skips pydantic's validation; the record it builds is the one validation would build."""
+    parsed = ToolCall.from_item(item)
+    args = item.get("tool_input", item.get("args"))
+    validated = ToolCall(
+        name=item.get("tool_name", item.get("name")),
+        args=json.loads(args) if isinstance(args, str) else args,
+        result=item.get("tool_output", item.get("result")),
+        call_id=item.get("id", item.get("call_id")),
+        error=None if item.get("error") is None else str(item["error"]),
+    )
+    assert parsed == validated
+    assert parsed.model_dump() == validated.model_dump()
+    assert parsed.model_fields_set == validated.model_fields_set
+    assert repr(parsed) == repr(validated)
+    assert args is None or parsed.args is not args  # arguments are copied: the dataset's dicts are not shared
+    moved = parsed.model_copy(update={"start_time": 5})
+    assert moved.start_time == 5 and parsed.start_time is None
+
+
+def test_a_file_is_read_as_it_is_scored(tmp_path):
+    """read_rows streams: a bad line far down is reported when it is reached, with its line; errors about the
+    file itself come at once."""
+    good = json.dumps({"prompt": "a", "predicted_trajectory": [CALL]})
+    path = tmp_path / "rows.jsonl"
+    path.write_text(f"{good}\n{good}\n" + json.dumps({"predicted_trajectory": [{"tool": "x"}]}) + "\n")
+    rows = read_rows(path)
+    first = next(rows)
+    assert first[0]["prompt"] == "a" and first[1]["predicted_trajectory"][0].name == "get_weather"
+    assert next(rows)[0]["prompt"] == "a"
+    with pytest.raises(DatasetError, match=r"rows.jsonl:3: predicted_trajectory\[0\]: has neither"):
+        next(rows)
+    with pytest.raises(DatasetError, match="no such file"):
+        read_rows(tmp_path / "missing.csv")
+    (tmp_path / "empty.jsonl").write_text("\n")
+    with pytest.raises(DatasetError, match=r"empty\.jsonl: no rows"):
+        read_rows(tmp_path / "empty.jsonl")
+
+
+def test_rows_given_in_memory_are_left_as_they_are():
+    rows = [{"prompt": "a", "expected": [CALL]}]
+    loaded = load_rows(rows, {"reference_trajectory": "expected"})
+    assert loaded == [{"prompt": "a", "expected": [CALL], "reference_trajectory": [CALL]}]
+    assert rows == [{"prompt": "a", "expected": [CALL]}]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import statistics
 
 import pytest
@@ -138,6 +139,30 @@ def test_jsonl_errors_name_file_and_line(tmp_path):
         toolpath.evaluate(path, ["trajectory_exact_match"])
     with pytest.raises(DatasetError, match="no such file"):
         toolpath.evaluate(tmp_path / "missing.jsonl", ["trajectory_exact_match"])
+
+
+def test_a_file_is_streamed_and_scored_as_the_same_rows_in_memory(tmp_path):
+    """evaluate(path) reads and scores a row at a time; the table is the one the rows in memory give, and the
+    caller's rows are left as they were."""
+    rows = [
+        *ROWS,
+        {
+            "prompt": "p5",
+            "predicted_trajectory": [{"name": "a", "args": {"n": [1, {"on": True}]}}, {"name": "b", "args": None}],
+            "reference_trajectory": json.dumps([{"tool_name": "a", "tool_input": {"n": [1.0, {"on": 1}]}}]),
+        },
+    ]
+    before = json.loads(json.dumps(rows))
+    metrics = ["trajectory_exact_match", "trajectory_in_order_match", "trajectory_precision", "trajectory_recall"]
+    in_memory = toolpath.evaluate(rows, metrics)
+    assert rows == before
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    streamed = toolpath.evaluate(path, metrics)
+    assert streamed.metrics_table == in_memory.metrics_table
+    assert streamed.summary_metrics == in_memory.summary_metrics
+    assert in_memory.metrics_table[4]["trajectory_in_order_match/score"] == 1.0
+    assert in_memory.metrics_table[4]["trajectory_precision/score"] == 0.5
 
 
 @toolpath.tool

@@ -4,6 +4,7 @@ missing values."""
 from __future__ import annotations
 
 import csv
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,11 +12,11 @@ from toolpath.errors import DatasetError
 
 
 def read_csv(path: str | Path) -> list[dict[str, Any]]:
-    return [row for _, row in numbered_csv(path)]
+    return [row for _, row in iter_csv(path)]
 
 
-def numbered_csv(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
-    """Every row with the line it starts on (a quoted cell may span lines)."""
+def iter_csv(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Every row with the line it starts on, read as it is asked for."""
     path = Path(path)
     try:
         handle = path.open(encoding="utf-8-sig", newline="")
@@ -28,15 +29,13 @@ def numbered_csv(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
             reader = csv.DictReader(handle)
             if not reader.fieldnames:
                 raise DatasetError(f"{path}: empty file (a header row is needed)")
-            rows = []
             start = reader.line_num + 1
             for row in reader:
                 if None in row:
                     raise DatasetError(f"{path}:{start}: more cells than the header has columns")
-                rows.append((start, {key: (value if value != "" else None) for key, value in row.items()}))
+                yield start, {key: (value if value != "" else None) for key, value in row.items()}
                 start = reader.line_num + 1
         except csv.Error as exc:
             raise DatasetError(f"{path}:{reader.line_num}: {exc}") from None
         except UnicodeDecodeError as exc:
             raise DatasetError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    return rows

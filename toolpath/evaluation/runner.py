@@ -5,20 +5,21 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from toolpath.datasets import load_rows
+from toolpath.datasets import read_rows
 from toolpath.errors import ConfigError, DatasetError, MetricError
 from toolpath.evaluation.catalog import pass_rules, resolve_metric
 from toolpath.evaluation.inference import AgentOutcome, outcome_row, run_agent
-from toolpath.evaluation.scoring import prepare_judge, score_table
+from toolpath.evaluation.scoring import prepare_judge, score_views
 from toolpath.evaluation.targets import describe_target, resolve_target
 from toolpath.evaluators.judge.client import Judge, JudgeSettings
 from toolpath.evaluators.metrics.registry import Metric
+from toolpath.evaluators.metrics.rows import with_parsed_trajectories
 from toolpath.store.store import Store
 
 MEASURED = ("latency_in_seconds", "failure")
@@ -87,7 +88,9 @@ def evaluate(
     if concurrency < 1:
         raise ConfigError(f"concurrency must be at least 1, got {concurrency}")
     started_ns = time.time_ns()
-    rows = load_rows(dataset, metric_column_mapping)
+    parsed_rows = read_rows(dataset, metric_column_mapping)
+    if runnable is not None:
+        parsed_rows = iter(list(parsed_rows))  # every row is read and checked before any agent runs
     resolved = [resolve_metric(m) for m in metrics]
     run_id = uuid.uuid4().hex[:12]
     if runnable is not None:
@@ -95,13 +98,19 @@ def evaluate(
     names = check_names(resolved)
     connected = prepare_judge(resolved, judge, store)
     if runnable is not None:
+        rows = [row for row, _ in parsed_rows]
         with resolve_target(runnable) as target:
             _run_rows(rows, target, run_id, timeout, concurrency, on_agent_run)
-    table, summary, usage = score_table(rows, resolved, judge=connected, cache=store, on_row=on_row)
+        views: Iterable[tuple[dict[str, Any], Mapping[str, Any]]] = (
+            (row, with_parsed_trajectories(row)) for row in rows
+        )
+    else:  # streamed: each row is scored as it is read, its trajectories parsed once
+        views = ((row, {**row, **parsed}) for row, parsed in parsed_rows)
+    table, summary, usage = score_views(views, resolved, judge=connected, cache=store, on_row=on_row)
     eval_result = EvalResult(summary, table, names, run_id, usage, pass_rules(resolved))
     if store is not None:
         name = dataset_name or (
-            str(dataset) if isinstance(dataset, str | Path) else f"<{type(dataset).__name__} of {len(rows)} rows>"
+            str(dataset) if isinstance(dataset, str | Path) else f"<{type(dataset).__name__} of {len(table)} rows>"
         )
         save_dataset_run(
             store, eval_result, dataset=name, agent=describe_target(runnable), metrics=names, started_ns=started_ns

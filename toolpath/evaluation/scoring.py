@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from toolpath.evaluators.judge.client import Ask, Judge, JudgeSettings, settings_from
@@ -19,7 +19,7 @@ from toolpath.model import MetricResult
 
 
 def score_table(
-    rows: Sequence[Mapping[str, Any]],
+    rows: Iterable[Mapping[str, Any]],
     metrics: Sequence[Metric],
     *,
     judge: Judge | JudgeSettings | None = None,
@@ -28,24 +28,51 @@ def score_table(
 ) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, int] | None]:
     """The metrics table (each row with ``{metric}/score``, ``{metric}/explanation`` and details), the summary
     (SPEC §5) and the judge's usage (``None`` when no judge metric ran)."""
-    names = [m.name for m in metrics]
-    views = [with_parsed_trajectories(row) for row in rows]
-    judged, usage = judge_rows(views, [m for m in metrics if isinstance(m, JudgeMetric)], judge, cache)
+    return score_views(
+        ((dict(row), with_parsed_trajectories(row)) for row in rows), metrics, judge=judge, cache=cache, on_row=on_row
+    )
+
+
+def score_views(
+    items: Iterable[tuple[dict[str, Any], Mapping[str, Any]]],
+    metrics: Sequence[Metric],
+    *,
+    judge: Judge | JudgeSettings | None = None,
+    cache: Any = None,
+    on_row: Callable[[int, dict[str, Any]], None] | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, int] | None]:
+    """:func:`score_table` over ``(table row, view)`` pairs: each row's results are added to its table row, which
+    the caller gives up; metrics read the view (a mapping of its own: the row with its trajectory cells parsed).
+    The pairs are taken one at a time, so a stream of rows is scored as it is read — unless judge metrics ask
+    for all rows at once."""
+    judge_metrics = [m for m in metrics if isinstance(m, JudgeMetric)]
+    judged: dict[tuple[int, str], MetricResult] = {}
+    usage = None
+    if judge_metrics:
+        items = list(items)
+        judged, usage = judge_rows([view for _, view in items], judge_metrics, judge, cache)
+    plan: list[tuple[Metric, str, str, str, bool, list[float]]] = [
+        (m, m.name, f"{m.name}/score", f"{m.name}/explanation", isinstance(m, JudgeMetric), []) for m in metrics
+    ]
     table: list[dict[str, Any]] = []
-    for index, (row, view) in enumerate(zip(rows, views, strict=True)):
-        out = dict(row)
-        for metric in metrics:
-            result = judged[index, metric.name] if isinstance(metric, JudgeMetric) else score_row(metric, view)
-            out[f"{metric.name}/score"] = result.score
-            out[f"{metric.name}/explanation"] = result.explanation
-            for key, value in result.details.items():
-                out[f"{metric.name}/{key}"] = value
+    for index, (out, view) in enumerate(items):
+        for metric, name, score_key, explanation_key, by_judge, kept in plan:
+            try:  # score_row, inline
+                result = judged[index, name] if by_judge else metric.score(view)
+            except Exception as exc:
+                result = failed(metric, exc)
+            score = out[score_key] = result.score
+            if score is not None:
+                kept.append(score)
+            out[explanation_key] = result.explanation
+            for key, value in result.detail_items():
+                out[f"{name}/{key}"] = value
         table.append(out)
         if on_row is not None:
             on_row(index, out)
-    summary = summarize(table, names)
-    for metric in metrics:
-        if isinstance(metric, JudgeMetric) and metric.pairwise:
+    summary = summary_of(len(table), {name: kept for _, name, _, _, _, kept in plan})
+    for metric in judge_metrics:
+        if metric.pairwise:
             summary.update(win_rates(table, metric.name))
     return table, summary, usage
 
@@ -104,21 +131,32 @@ def score_row(metric: Metric, row: Mapping[str, Any]) -> MetricResult:
     """One metric on one row; a row it cannot score gets score null and the reason, never an exception."""
     try:
         return metric.score(row)
-    except MissingInput as exc:
+    except Exception as exc:
+        return failed(metric, exc)
+
+
+def failed(metric: Metric, exc: Exception) -> MetricResult:
+    """The result of a metric that raised: :class:`MissingInput` says what the row lacks; anything else is the
+    metric's own failure (a broken custom metric must not sink the whole run)."""
+    if isinstance(exc, MissingInput):
         return MetricResult.not_evaluated(str(exc))
-    except Exception as exc:  # a broken custom metric must not sink the whole run
-        return MetricResult.not_evaluated(f"{metric.name} failed: {type(exc).__name__}: {exc}")
+    return MetricResult.not_evaluated(f"{metric.name} failed: {type(exc).__name__}: {exc}")
 
 
 def summarize(table: Sequence[Mapping[str, Any]], names: Sequence[str]) -> dict[str, Any]:
     """``row_count`` and, per metric, the mean and sample standard deviation of the non-null scores."""
-    summary: dict[str, Any] = {"row_count": len(table)}
-    for name in names:
-        scores = [r[f"{name}/score"] for r in table if r.get(f"{name}/score") is not None]
-        mean = sum(scores) / len(scores) if scores else None
+    keys = {name: f"{name}/score" for name in names}
+    return summary_of(len(table), {name: [r[k] for r in table if r.get(k) is not None] for name, k in keys.items()})
+
+
+def summary_of(row_count: int, scores: Mapping[str, Sequence[float]]) -> dict[str, Any]:
+    """:func:`summarize` from each metric's non-null scores, in row order."""
+    summary: dict[str, Any] = {"row_count": row_count}
+    for name, kept in scores.items():
+        mean = sum(kept) / len(kept) if kept else None
         std = None
-        if len(scores) > 1 and mean is not None:
-            std = math.sqrt(sum((s - mean) ** 2 for s in scores) / (len(scores) - 1))
+        if len(kept) > 1 and mean is not None:
+            std = math.sqrt(sum((s - mean) ** 2 for s in kept) / (len(kept) - 1))
         summary[f"{name}/mean"] = mean
         summary[f"{name}/std"] = std
     return summary

@@ -6,7 +6,7 @@ import pytest
 
 from toolpath.evaluation.catalog import resolve_metric
 from toolpath.evaluators.metrics import trajectory as tj
-from toolpath.model import ToolCall
+from toolpath.model import ToolCall, Trajectory
 
 
 def call(name: str, args: dict | None = None, **kw) -> ToolCall:
@@ -79,6 +79,32 @@ class TestCallEquality:
         # values JSON cannot hold keep Python's own ==
         assert ToolCall(name="f", args={"t": [1]}).identity != ToolCall(name="f", args={"t": (1,)}).identity
         assert ToolCall(name="f", args={"t": (1,)}).identity == ToolCall(name="f", args={"t": (1.0,)}).identity
+
+    def test_identities_agree_with_the_rule_on_nested_and_odd_values(self):
+        """Identities are frozen sets and tuples of the values, so hashing must agree with ``==`` everywhere:
+        nested arrays and objects, a tuple against a list, a set (unhashable: it keeps its own ``==``), NaN."""
+        nan = float("nan")
+        cases = [
+            ({"x": [1, [2, {"a": True}]]}, {"x": [1.0, [2, {"a": 1}]]}),
+            ({"x": {"a": 1, "b": [True]}}, {"x": {"b": [1], "a": 1.0}}),
+            ({"x": [1, 2]}, {"x": (1, 2)}),
+            ({"x": {"a": [1]}}, {"x": {"a": (1,)}}),
+            ({"x": [[1]]}, {"x": [(1,)]}),
+            ({"x": []}, {"x": {}}),
+            ({"x": [1, 2]}, {"x": [2, 1]}),
+            ({"x": {1, 2}}, {"x": {2, 1}}),
+            ({"x": {1, 2}}, {"x": [1, 2]}),
+            ({"x": nan}, {"x": nan}),  # one NaN object, as the JSON decoder gives: == of containers holds
+            ({"x": [nan]}, {"x": [float("nan")]}),  # two NaN objects: unequal, as ==
+        ]
+        for a, b in cases:
+            p, r = ToolCall(name="f", args=a), ToolCall(name="f", args=b)
+            assert (p.identity == r.identity) == (p.match_key == r.match_key) == (a == b), (a, b)
+            if p.identity == r.identity:
+                assert hash(p.identity) == hash(r.identity), (a, b)
+            pair = Trajectory([p, r]), Trajectory([r, p])
+            assert tj.any_order_match(*pair).score == tj.exact_match(list(pair[0]), list(pair[0])).score == 1.0
+            assert tj.precision(Trajectory([p]), Trajectory([r])).score == (1.0 if a == b else 0.0), (a, b)
 
     def test_explanation_names_absent_arguments(self):
         result = tj.exact_match([call("get_time", {})], [wild("get_time")], null_args_wildcard=False)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -11,7 +12,7 @@ from toolpath.errors import MetricError
 from toolpath.evaluators.metrics import analytics, text, tool_calls, trajectory
 from toolpath.evaluators.metrics.registry import Metric, MissingInput, Row
 from toolpath.evaluators.metrics.rows import flag, text_column, trajectory_column
-from toolpath.model import MetricResult
+from toolpath.model import MetricResult, Trajectory
 
 
 @dataclass(frozen=True)
@@ -22,10 +23,16 @@ class ReferenceTrajectoryMetric(Metric):
     fn: Callable[..., MetricResult]
     options: tuple[tuple[str, Any], ...] = ()
 
+    @functools.cached_property
+    def kwargs(self) -> dict[str, Any]:
+        return dict(self.options)
+
     def score(self, row: Row) -> MetricResult:
-        predicted = trajectory_column(row, "predicted_trajectory")
-        reference = trajectory_column(row, "reference_trajectory")
-        return self.fn(predicted, reference, **dict(self.options))
+        predicted, reference = row.get("predicted_trajectory"), row.get("reference_trajectory")
+        if predicted.__class__ is not Trajectory or reference.__class__ is not Trajectory:  # not parsed yet
+            predicted = trajectory_column(row, "predicted_trajectory")
+            reference = trajectory_column(row, "reference_trajectory")
+        return self.fn(predicted, reference, **self.kwargs)
 
 
 def reference_metric(name: str, fn: Callable[..., MetricResult], *, has_order: bool = False) -> Callable[..., Metric]:

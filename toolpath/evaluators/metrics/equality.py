@@ -76,8 +76,8 @@ def describe_difference(predicted: ToolCall, reference: ToolCall, json_strict: b
     return f"{reference.name} " + "; ".join(parts)
 
 
-def _brief(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=repr)
+_brief = json.JSONEncoder(ensure_ascii=False, default=repr).encode
+"""A value as JSON text, for explanations (``json.dumps`` with these options, without a new encoder per call)."""
 
 
 MATCH_MODES = ("name", "name_and_args", "name_and_required_args")

@@ -11,7 +11,6 @@ behaviour metrics read it).
 from __future__ import annotations
 
 import contextlib
-from collections import ChainMap
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -61,22 +60,26 @@ def invocation_row(invocation: Invocation) -> dict[str, Any]:
 
 
 def with_parsed_trajectories(row: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The row as metrics see it: trajectory cells parsed once, shared by every metric of the row."""
+    """The row as metrics see it, a dict of its own: trajectory cells parsed once, shared by every metric of the
+    row."""
     parsed: dict[str, Any] = {}
     for column in TRAJECTORY_COLUMNS:
         if row.get(column) is not None:
             # a bad cell is left as it is: each metric reports the problem in its own explanation
             with contextlib.suppress(DatasetError):
                 parsed[column] = parse_trajectory(row[column], where=column)
-    return ChainMap(parsed, row) if parsed else row  # type: ignore[arg-type]  # read-only view
+    return {**row, **parsed}
 
 
 def trajectory_column(row: Row, column: str) -> Trajectory:
     """A parsed trajectory column; a missing column or a bad cell is :class:`MissingInput`."""
-    if column not in row or row[column] is None:
+    value = row.get(column)
+    if value.__class__ is Trajectory:  # parsed once for the row (with_parsed_trajectories)
+        return value
+    if value is None:
         raise MissingInput(f"row has no {column!r}")
     try:
-        return parse_trajectory(row[column], where=column)
+        return parse_trajectory(value, where=column)
     except DatasetError as exc:
         raise MissingInput(str(exc)) from None
 

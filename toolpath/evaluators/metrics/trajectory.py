@@ -289,7 +289,7 @@ def _recall_text(
     equality: tuple[bool, bool],
 ) -> str:
     text = f"{matched} of {len(reference)} reference call(s) matched"
-    if order == "any" and mode != "name_and_required_args":  # the greedy pairing names what is missing
+    if order == "any" and mode != "name_and_required_args" and matched < len(reference):  # name what is missing
         text += _names(_match(predicted, reference, mode == "name", *equality)[1])
     return text
 
