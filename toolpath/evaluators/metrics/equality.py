@@ -14,7 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 from toolpath.errors import MetricError
-from toolpath.model import ToolCall, canonical_json
+from toolpath.model import ToolCall
+from toolpath.values import canonical_json
 
 
 def canonical_args(args: Any) -> str:
