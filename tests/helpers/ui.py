@@ -24,6 +24,21 @@ from toolpath.store import schema as t
 from toolpath.store.store import Store
 
 DEMO_AGENT = "toolpath.demo.smart_home:smart_home_agent"
+EXITING_AGENT = "tests.helpers.ui:exiting_agent"
+SLOW_AGENT = "tests.helpers.ui:slow_agent"
+JOB_ENDED = "() => location.pathname.startsWith('/runs/') || (document.getElementById('job-error') || {}).textContent"
+"""True in a job page once the run's page opened or the job page shows why the run failed."""
+
+
+def exiting_agent(prompt: str) -> str:
+    """An agent whose code calls ``sys.exit``: SystemExit is no ``Exception``, and ends a thread silently."""
+    raise SystemExit(f"the agent gave up on {prompt!r}")
+
+
+def slow_agent(prompt: str) -> str:
+    """An agent that takes two seconds: its job page polls several times before the run ends."""
+    time.sleep(2.0)
+    return f"done: {prompt}"
 
 
 def demo_store(folder: Path) -> str:
