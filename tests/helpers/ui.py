@@ -24,7 +24,7 @@ from toolpath.store.store import Store
 
 DEMO_AGENT = "toolpath.demo.smart_home:smart_home_agent"
 EXITING_AGENT = "tests.helpers.ui:exiting_agent"
-SLOW_AGENT = "tests.helpers.ui:slow_agent"
+HELD_AGENT = "tests.helpers.ui:held_agent"
 JOB_ENDED = "() => location.pathname.startsWith('/runs/') || (document.getElementById('job-error') || {}).textContent"
 """True in a job page once the run's page opened or the job page shows why the run failed."""
 
@@ -34,9 +34,14 @@ def exiting_agent(prompt: str) -> str:
     raise SystemExit(f"the agent gave up on {prompt!r}")
 
 
-def slow_agent(prompt: str) -> str:
-    """An agent that takes two seconds: its job page polls several times before the run ends."""
-    time.sleep(2.0)
+GATE = threading.Event()
+"""Holds :func:`held_agent` (the UI runs it in this process) until a test opens it."""
+
+
+def held_agent(prompt: str) -> str:
+    """An agent that answers once ``GATE`` is open (at most a minute later): its run stays in progress for as long
+    as a test needs, whatever the machine's speed."""
+    GATE.wait(60)
     return f"done: {prompt}"
 
 

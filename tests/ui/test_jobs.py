@@ -5,13 +5,15 @@ a server that no longer knows the job."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
+import urllib.request
 from datetime import UTC, datetime
 
 import pytest
 
-from tests.helpers.ui import DEMO_AGENT, EXITING_AGENT, JOB_ENDED, SLOW_AGENT, Watched, browser, serve_ui
+from tests.helpers.ui import DEMO_AGENT, EXITING_AGENT, GATE, HELD_AGENT, JOB_ENDED, Watched, browser, serve_ui
 from toolpath.cli.common import load_agent
 from toolpath.datasets.adk import EvalConfig
 from toolpath.model import Invocation, ToolCall
@@ -118,7 +120,21 @@ def test_a_failed_run_shows_its_error(served, chromium):
     assert "SystemExit" in page.inner_text("#job-error")
 
 
-def test_the_page_keeps_asking_through_missed_polls(served, chromium):
+@pytest.fixture
+def gate():
+    """:data:`~tests.helpers.ui.GATE` closed for the test, open again after it (no run outlives its test)."""
+    GATE.clear()
+    yield GATE
+    GATE.set()
+
+
+def job_state(page) -> dict:
+    """The job of the job page ``page`` shows, as the server has it (not through the page's routes)."""
+    with urllib.request.urlopen(f"{page.url}.json", timeout=30) as reply:
+        return json.loads(reply.read())
+
+
+def test_the_page_keeps_asking_through_missed_polls(served, chromium, gate):
     url, _, _ = served
     watched = Watched(chromium.new_page())
     page = watched.page
@@ -132,17 +148,28 @@ def test_the_page_keeps_asking_through_missed_polls(served, chromium):
             route.continue_()
 
     page.route(JOB_JSON, fail_twice)
-    start_from_page(page, url, SLOW_AGENT)
+    start_from_page(page, url, HELD_AGENT)
+    page.wait_for_function("() => document.getElementById('job-contact').textContent.includes('503')")
+    while len(refused) < 2:
+        page.wait_for_timeout(50)  # route handlers run while Playwright waits
+    assert job_state(page)["state"] == "running" and not page.inner_text("#job-error")
+    gate.set()
     page.wait_for_function(JOB_ENDED, timeout=30_000)
-    assert len(refused) == 2 and "/runs/" in page.url, page.inner_text("main")
+    assert "/runs/" in page.url, page.inner_text("main")
     assert all("503" in e for e in watched.errors), watched.errors  # the browser logs the refused fetches
 
 
-def test_a_job_the_server_forgot_is_said_on_the_page(served, chromium):
+def test_a_job_the_server_forgot_is_said_on_the_page(served, chromium, gate):
     """A restarted server has no record of the job: the page says so instead of polling for ever."""
     url, _, _ = served
     page = Watched(chromium.new_page()).page
     page.route(JOB_JSON, lambda route: route.fulfill(status=404, body="no such evaluation job"))
-    start_from_page(page, url, SLOW_AGENT)
+    start_from_page(page, url, HELD_AGENT)
     page.wait_for_function(JOB_ENDED, timeout=30_000)
     assert "no longer knows this evaluation" in page.inner_text("#job-error")
+    assert job_state(page)["state"] == "running"  # it was the page's poll that failed, not the run
+    gate.set()
+    deadline = time.monotonic() + 30
+    while job_state(page)["state"] == "running" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert job_state(page)["state"] == "done"
