@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import shutil
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,26 @@ from toolpath.store import schema as t
 from toolpath.store.store import Store
 
 DEMO_AGENT = "toolpath.demo.smart_home:smart_home_agent"
+EXITING_AGENT = "tests.helpers.ui:exiting_agent"
+HELD_AGENT = "tests.helpers.ui:held_agent"
+JOB_ENDED = "() => location.pathname.startsWith('/runs/') || (document.getElementById('job-error') || {}).textContent"
+"""True in a job page once the run's page opened or the job page shows why the run failed."""
+
+
+def exiting_agent(prompt: str) -> str:
+    """An agent whose code calls ``sys.exit``: SystemExit is no ``Exception``, and ends a thread silently."""
+    raise SystemExit(f"the agent gave up on {prompt!r}")
+
+
+GATE = threading.Event()
+"""Holds :func:`held_agent` (the UI runs it in this process) until a test opens it."""
+
+
+def held_agent(prompt: str) -> str:
+    """An agent that answers once ``GATE`` is open (at most a minute later): its run stays in progress for as long
+    as a test needs, whatever the machine's speed."""
+    GATE.wait(60)
+    return f"done: {prompt}"
 
 
 def demo_store(folder: Path) -> str:
@@ -120,42 +139,59 @@ def screenshots(page: Any, folder: Path, name: str) -> list[Path]:
 
 def bulk_store(url: str, invocations: int, *, per_session: int = 5) -> Store:
     """A store of ``invocations`` invocations in sessions of ``per_session``, one tool call each, every tenth
-    failed, every fourth scored online; inserted with SQLAlchemy Core in one transaction."""
+    failed, every fourth scored online; inserted with the driver's executemany, one statement per table in one
+    transaction, the rows made as tuples (JSON columns written as their text) straight from generators."""
     store = Store(url)
-    start = 1_780_000_000 * 10**9
-    sessions, rows, calls, scores = [], [], [], []
-    for n in range(invocations):
-        session = n // per_session
-        at = start + n * 1_000_000_000
-        if n % per_session == 0:
-            sessions.append(
-                {"session_id": f"s{session:06d}", "agent_name": f"agent-{session % 3}", "first_started_at": at,
-                 "last_started_at": at + (per_session - 1) * 1_000_000_000}
-            )  # fmt: skip
-        rows.append(
-            {"invocation_id": f"i{n:07d}", "session_id": f"s{session:06d}", "trace_id": f"{n:032x}",
-             "agent_name": f"agent-{session % 3}", "prompt": f"request {n} about the {'kitchen' if n % 7 else 'garage'}",
-             "response": f"done {n}", "intermediate_responses": [], "latency_seconds": 0.5, "failure": int(n % 10 == 0),
-             "error": "ValueError: no" if n % 10 == 0 else None, "started_at": at, "attributes": {}}
-        )  # fmt: skip
-        calls.append(
-            {"invocation_id": f"i{n:07d}", "position": 0, "name": "lookup", "args": {"n": n}, "result": {"ok": True},
-             "call_id": f"c{n}", "error": None, "start_time": at, "end_time": at + 100_000_000}
-        )  # fmt: skip
-        if n % 4 == 0:
-            scores.append(
-            {"invocation_id": f"i{n:07d}", "metric": "trajectory_precision", "score": (n % 5) / 4,
-             "label": "pass" if n % 5 == 4 else "fail", "explanation": None, "worker": "w", "created_at": at}
-        )  # fmt: skip
-    with store.engine.begin() as conn:  # the driver's executemany: JSON columns given as their text
-        for table, rows_of in ((t.sessions, sessions), (t.invocations, rows), (t.tool_calls, calls),
-                               (t.online_results, scores)):  # fmt: skip
-            columns = list(rows_of[0])
+    start, second = 1_780_000_000 * 10**9, 10**9
+    span = (per_session - 1) * second
+
+    def session_of(n: int) -> str:
+        return f"s{n // per_session:06d}"
+
+    def agent_of(n: int) -> str:
+        return f"agent-{n // per_session % 3}"
+
+    tables: list[tuple[Any, tuple[str, ...], Iterable[tuple[Any, ...]]]] = [
+        (
+            t.sessions,
+            ("session_id", "agent_name", "first_started_at", "last_started_at"),
+            (
+                (session_of(n), agent_of(n), start + n * second, start + n * second + span)
+                for n in range(0, invocations, per_session)
+            ),
+        ),
+        (
+            t.invocations,
+            ("invocation_id", "session_id", "trace_id", "agent_name", "prompt", "response", "intermediate_responses",
+             "latency_seconds", "failure", "error", "started_at", "attributes"),
+            (
+                (f"i{n:07d}", session_of(n), f"{n:032x}", agent_of(n),
+                 f"request {n} about the {'kitchen' if n % 7 else 'garage'}", f"done {n}", "[]", 0.5,
+                 int(n % 10 == 0), "ValueError: no" if n % 10 == 0 else None, start + n * second, "{}")
+                for n in range(invocations)
+            ),
+        ),
+        (
+            t.tool_calls,
+            ("invocation_id", "position", "name", "args", "result", "call_id", "error", "start_time", "end_time"),
+            (
+                (f"i{n:07d}", 0, "lookup", f'{{"n": {n}}}', '{"ok": true}', f"c{n}", None, start + n * second,
+                 start + n * second + 100_000_000)
+                for n in range(invocations)
+            ),
+        ),
+        (
+            t.online_results,
+            ("invocation_id", "metric", "score", "label", "explanation", "worker", "created_at"),
+            (
+                (f"i{n:07d}", "trajectory_precision", (n % 5) / 4, "pass" if n % 5 == 4 else "fail", None, "w",
+                 start + n * second)
+                for n in range(0, invocations, 4)
+            ),
+        ),
+    ]  # fmt: skip
+    with store.engine.begin() as conn:
+        for table, columns, rows in tables:
             marks = ", ".join("?" for _ in columns)
-            values = [tuple(_column(row[c]) for c in columns) for row in rows_of]
-            conn.exec_driver_sql(f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({marks})", values)
+            conn.exec_driver_sql(f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({marks})", list(rows))
     return store
-
-
-def _column(value: Any) -> Any:
-    return json.dumps(value) if isinstance(value, dict | list) else value

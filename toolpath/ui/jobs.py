@@ -72,19 +72,21 @@ class Jobs:
                 job.failed += case.status == "FAILED"
 
         def run() -> None:
+            # Whatever happens, the job ends as done or failed: a page polling it never waits for ever.
+            state = "failed"
+            run_id: str | None = None
+            error: str | None = "the evaluation stopped without a result"
             try:
                 result = evaluate_eval_sets([eval_set], target, criteria=config, store=self.store, on_case=on_case)
+                state, run_id, error = "done", result.run_id, None
             except ToolpathError as exc:
+                error = str(exc)
+            except BaseException as exc:  # SystemExit from an agent's code too: it would end this thread silently
+                logger.error("evaluation %s failed", job.job_id, exc_info=True)
+                error = f"{type(exc).__name__}: {exc}"
+            finally:
                 with self._lock:
-                    job.state, job.error = "failed", str(exc)
-                return
-            except Exception as exc:  # the page says what went wrong; the server keeps serving
-                logger.exception("evaluation %s failed", job.job_id)
-                with self._lock:
-                    job.state, job.error = "failed", f"{type(exc).__name__}: {exc}"
-                return
-            with self._lock:
-                job.state, job.run_id = "done", result.run_id
+                    job.state, job.run_id, job.error = state, run_id, error
 
         threading.Thread(target=run, name=f"toolpath-ui-eval-{job.job_id}", daemon=True).start()
         return job

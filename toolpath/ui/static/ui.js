@@ -25,27 +25,63 @@ document.addEventListener("DOMContentLoaded", function () {
     window.setTimeout(function () { window.location.reload(); }, 30000);
   }
 
-  // A running evaluation: poll its progress, then open its run.
+  // An evaluation: follow it until it ends, then open its run or say why it failed. The job may have ended
+  // before this page loaded (a fast run): the state the page was rendered with is acted on as a polled one.
   var job = document.getElementById("job");
-  if (job && job.dataset.state === "running") {
-    var poll = function () {
-      fetch("/jobs/" + encodeURIComponent(job.dataset.job) + ".json", { credentials: "same-origin" })
-        .then(function (reply) { return reply.json(); })
-        .then(function (state) {
-          document.getElementById("job-progress").value = state.done;
-          document.getElementById("job-done").textContent = state.done;
-          document.getElementById("job-passed").textContent = state.passed;
-          document.getElementById("job-failed").textContent = state.failed;
-          job.dataset.state = state.state;
-          if (state.state === "done" && state.run_id) {
-            window.location.assign("/runs/" + encodeURIComponent(state.run_id));
-          } else if (state.state === "failed") {
-            document.getElementById("job-error").textContent = state.error || "the evaluation failed";
-          } else {
-            window.setTimeout(poll, 300);
-          }
-        });
-    };
-    poll();
+  if (job) {
+    followJob(job);
   }
 });
+
+var GONE = "gone";
+
+function followJob(job) {
+  var error = document.getElementById("job-error");
+  var contact = document.getElementById("job-contact");
+  var misses = 0;
+  var openRun = function (runId) { window.location.assign("/runs/" + encodeURIComponent(runId)); };
+  // true when the job has ended (its run opened, or its error shown)
+  var show = function (state) {
+    document.getElementById("job-progress").value = state.done;
+    document.getElementById("job-done").textContent = state.done;
+    document.getElementById("job-passed").textContent = state.passed;
+    document.getElementById("job-failed").textContent = state.failed;
+    job.dataset.state = state.state;
+    if (state.state === "running") return false;
+    if (state.state === "done" && state.run_id) {
+      openRun(state.run_id);
+    } else {
+      error.textContent = state.error || "the evaluation ended without a run";
+    }
+    return true;
+  };
+  var poll = function () {
+    fetch("/jobs/" + encodeURIComponent(job.dataset.job) + ".json", { credentials: "same-origin" })
+      .then(function (reply) {
+        if (reply.status === 404) throw new Error(GONE);
+        if (!reply.ok) throw new Error("the server answered " + reply.status);
+        return reply.json();
+      })
+      .then(function (state) {
+        misses = 0;
+        contact.textContent = "";
+        if (!show(state)) window.setTimeout(poll, 300);
+      })
+      .catch(function (err) {
+        if (err.message === GONE) {
+          job.dataset.state = "failed";
+          error.textContent = "the server no longer knows this evaluation (was toolpath ui restarted?): " +
+            "look for its run on the Runs page";
+          return;
+        }
+        misses += 1;  // the server is busy or restarting: keep asking, less often
+        contact.textContent = "no answer from the server (" + err.message + "); still trying";
+        window.setTimeout(poll, Math.min(5000, 300 * Math.pow(2, misses)));
+      });
+  };
+  if (job.dataset.state === "done" && job.dataset.run) {
+    openRun(job.dataset.run);
+  } else if (job.dataset.state === "running") {
+    poll();
+  }
+}
