@@ -18,6 +18,7 @@ from sqlalchemy import text
 import toolpath
 from tests.helpers import SPANS
 from tests.helpers.collector import Collector
+from tests.helpers.otlp_sink import OtlpSink
 from toolpath.redact import Redactor
 from toolpath.store.store import Store
 
@@ -240,28 +241,9 @@ def test_an_error_quoting_a_dict_repr_is_redacted_by_key(tmp_path, app_spans):
 def test_every_string_of_every_span_is_redacted_in_the_store_and_the_otlp_export(tmp_path, monkeypatch):
     """Another instrumentation's span in the same process (name, attribute keys and values, events) and what the
     application adds to toolpath's own spans: none of it reaches the store or the OTLP backend in clear."""
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
     from opentelemetry import trace
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-    received: list[str] = []
-
-    class Sink(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            request = ExportTraceServiceRequest()
-            request.ParseFromString(self.rfile.read(int(self.headers["Content-Length"])))
-            received.append(str(request))
-            self.send_response(200)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def log_message(self, *args) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Sink)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    sink = OtlpSink()
     other = trace.get_tracer("some.http.client")
 
     @toolpath.tool
@@ -278,20 +260,17 @@ def test_every_string_of_every_span_is_redacted_in_the_store_and_the_otlp_export
         return lookup("Paris")
 
     try:
-        setup = toolpath.init(
-            store=f"sqlite:///{tmp_path / 'r.db'}", otlp_endpoint=f"http://127.0.0.1:{server.server_port}"
-        )
+        setup = toolpath.init(store=f"sqlite:///{tmp_path / 'r.db'}", otlp_endpoint=sink.url)
         weather("Paris?")
         assert toolpath.flush(timeout=10)
         stored = everything_stored(setup.store)
-        exported = "\n".join(received)
+        exported = "\n".join(sink.received)
         assert "GET /users/" in stored and "GET /users/" in exported  # the spans are there…
         for where in (stored, exported):
             for secret in (EMAIL, "hunter2", "abcdefghijklmnop"):  # …their secrets are not
                 assert secret not in where, secret
     finally:
-        server.shutdown()
-        server.server_close()
+        sink.close()
 
 
 def test_ids_that_contain_digit_runs_are_not_card_numbers():

@@ -18,17 +18,15 @@ import re
 import subprocess
 import sys
 import textwrap
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from sqlalchemy import text
 
 from tests.helpers.cli import run_cli
 from tests.helpers.collector import Collector
+from tests.helpers.otlp_sink import OtlpSink
 from toolpath.store import schema
 from toolpath.store.store import Store
 
@@ -146,33 +144,6 @@ def other_instrumentation_export() -> bytes:
         "resourceSpans": [{"resource": resource, "scopeSpans": [{"scope": {"name": f"scope {EMAIL}"}, "spans": spans}]}]
     }
     return json.dumps(body).encode()
-
-
-class OtlpSink:
-    """An OTLP/HTTP receiver on 127.0.0.1 that keeps what it is sent, as text."""
-
-    def __init__(self) -> None:
-        received = self.received = []
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                request = ExportTraceServiceRequest()
-                request.ParseFromString(self.rfile.read(int(self.headers["Content-Length"])))
-                received.append(str(request))
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def everything_stored(store: Store) -> str:
