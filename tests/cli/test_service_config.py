@@ -56,7 +56,9 @@ def test_command_line_beats_environment_beats_file_and_logs_are_json(tmp_path):
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 30
-        while not listening(http_cli) and time.monotonic() < deadline and process.poll() is None:
+        while (
+            not (listening(http_cli) and listening(grpc_env)) and time.monotonic() < deadline and process.poll() is None
+        ):
             time.sleep(0.1)
         assert listening(http_cli) and not listening(http_file)
         assert listening(grpc_env) and not listening(grpc_file)
