@@ -164,7 +164,8 @@ def test_503_and_unavailable_while_writes_are_backed_up_then_nothing_lost(tmp_pa
     import grpc
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
 
-    collector = Collector(tmp_path, None, "--max-in-flight", "1").start()
+    # one process: --max-in-flight counts the exports of each worker
+    collector = Collector(tmp_path, None, "--max-in-flight", "1", "--workers", "1").start()
     body = (SPANS / "otel-genai-langchain.shared.otlp.pb").read_bytes()
     blocker = sqlite3.connect(collector.db, isolation_level=None)
     blocker.execute("BEGIN IMMEDIATE")  # another writer holds the database: the first export waits for it

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import JSON, delete
+from sqlalchemy import JSON, BigInteger, Float, Integer, String, Text, delete
 
 from toolpath.model import Invocation
 from toolpath.store import schema as t
@@ -29,39 +29,65 @@ def _columns(table: Any) -> tuple[list[str], set[str]]:
     return names, {c.name for c in table.columns if isinstance(c.type, JSON)}
 
 
-def _insert_sql(conn: Any, table: Any, conflict: str) -> str:
-    """``INSERT INTO table (…) VALUES (…) <conflict>`` in the driver's placeholder style; JSON columns cast on
-    PostgreSQL (the values are JSON text)."""
+def _write(conn: Any, table: Any, rows: Sequence[tuple[Any, ...]], conflict: str = "", *, new: bool = False) -> None:
+    """``INSERT INTO table … <conflict>`` of ``rows`` (tuples in the table's column order, JSON as text): on
+    SQLite an ``executemany``; on PostgreSQL ``COPY`` when the rows are ``new`` (no key of theirs is stored: the
+    caller holds the locks that make sure), else one statement whose parameters are one array per column
+    (``unnest``): a single round trip either way."""
+    if not rows:
+        return
     names, json_columns = _columns(table)
-    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
-    postgres = conn.dialect.name == "postgresql"
-    values = ", ".join(f"CAST({mark} AS jsonb)" if postgres and n in json_columns else mark for n in names)
-    return f"INSERT INTO {table.name} ({', '.join(names)}) VALUES ({values}) {conflict}".rstrip()
+    columns = ", ".join(names)
+    if conn.dialect.name == "postgresql" and new:
+        cursor = conn.connection.driver_connection.cursor()
+        with cursor.copy(f"COPY {table.name} ({columns}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+        return
+    if conn.dialect.name != "postgresql":
+        marks = ", ".join("?" if conn.dialect.paramstyle == "qmark" else "%s" for _ in names)
+        conn.exec_driver_sql(f"INSERT INTO {table.name} ({columns}) VALUES ({marks}) {conflict}".rstrip(), rows)
+        return
+    arrays = ", ".join(f"CAST(%s AS {_pg_type(c)}[])" for c in table.columns)
+    values = ", ".join(f"CAST(u.{n} AS jsonb)" if n in json_columns else f"u.{n}" for n in names)
+    sql = f"INSERT INTO {table.name} ({columns}) SELECT {values} FROM unnest({arrays}) AS u({columns}) {conflict}"
+    conn.exec_driver_sql(sql.rstrip(), tuple(list(column) for column in zip(*rows, strict=True)))
 
 
-def insert_spans(conn: Any, spans: Sequence[SpanRecord]) -> None:
-    """Raw spans; a span already stored (same trace and span id) is left as it is."""
+def _pg_type(column: Any) -> str:
+    if isinstance(column.type, JSON | Text | String):
+        return "text"
+    if isinstance(column.type, BigInteger):
+        return "bigint"
+    if isinstance(column.type, Integer):
+        return "integer"
+    if isinstance(column.type, Float):
+        return "double precision"
+    raise TypeError(f"no array type for {column}")
+
+
+def insert_spans(conn: Any, spans: Sequence[SpanRecord], *, new: bool = False) -> None:
+    """Raw spans; a span already stored (same trace and span id) is left as it is. ``new``: none is stored, and
+    this transaction holds the locks of their traces (:func:`toolpath.store.rebuild.lock_traces`)."""
     if not spans:
         return
-    sql = _insert_sql(conn, t.spans, "ON CONFLICT (trace_id, span_id) DO NOTHING")
     dumps = _dumps
     rows = [
         (s.trace_id, s.span_id, s.parent_span_id, s.name, s.kind, s.start_time, s.end_time, s.status_code,
          s.status_message, dumps(s.attributes), dumps(s.events), dumps(s.resource), s.scope)
         for s in spans
     ]  # fmt: skip
-    conn.exec_driver_sql(sql, rows)
+    _write(conn, t.spans, rows, "ON CONFLICT (trace_id, span_id) DO NOTHING", new=new)
 
 
 def write_invocations(conn: Any, invocations: Sequence[Invocation], existing: Iterable[str] | None = None) -> None:
     """Upsert invocations with their sessions and tool calls. ``existing``: the ids that may have tool calls
     stored already (they are replaced); ``None``: any of them may."""
-    sessions = _session_rows(invocations)
-    conn.exec_driver_sql(_session_upsert_sql(conn), sessions)
+    _write(conn, t.sessions, _session_rows(invocations), _SESSION_CONFLICT)
     conflict = "ON CONFLICT (invocation_id) DO UPDATE SET " + ", ".join(
         f"{c} = excluded.{c}" for c in _INVOCATION_COLUMNS if c != "invocation_id"
     )
-    conn.exec_driver_sql(_insert_sql(conn, t.invocations, conflict), [_invocation_row(inv) for inv in invocations])
+    _write(conn, t.invocations, [_invocation_row(inv) for inv in invocations], conflict)
     replaced = [inv.invocation_id for inv in invocations] if existing is None else sorted(existing)
     for i in range(0, len(replaced), _IN_CHUNK):
         conn.execute(delete(t.tool_calls).where(t.tool_calls.c.invocation_id.in_(replaced[i : i + _IN_CHUNK])))
@@ -71,26 +97,19 @@ def write_invocations(conn: Any, invocations: Sequence[Invocation], existing: It
         for inv in invocations
         for i, c in enumerate(inv.tool_calls)
     ]  # fmt: skip
-    if calls:
-        conn.exec_driver_sql(_insert_sql(conn, t.tool_calls, ""), calls)
+    _write(conn, t.tool_calls, calls, new=True)  # the invocations' calls were deleted above
 
 
 _INVOCATION_COLUMNS = [c.name for c in t.invocations.columns]
 
 
-def _session_upsert_sql(conn: Any) -> str:
-    """A new session's row, or the stored one widened to the new first and last start (its agent kept unless
-    there was none)."""
-    s = "sessions"
-    return _insert_sql(
-        conn,
-        t.sessions,
-        f"ON CONFLICT (session_id) DO UPDATE SET agent_name = COALESCE(excluded.agent_name, {s}.agent_name), "
-        f"first_started_at = CASE WHEN excluded.first_started_at < {s}.first_started_at "
-        f"THEN excluded.first_started_at ELSE {s}.first_started_at END, "
-        f"last_started_at = CASE WHEN excluded.last_started_at > {s}.last_started_at "
-        f"THEN excluded.last_started_at ELSE {s}.last_started_at END",
-    )
+_SESSION_CONFLICT = (  # a stored session widened to the new first and last start, its agent kept unless it had none
+    "ON CONFLICT (session_id) DO UPDATE SET agent_name = COALESCE(excluded.agent_name, sessions.agent_name), "
+    "first_started_at = CASE WHEN excluded.first_started_at < sessions.first_started_at "
+    "THEN excluded.first_started_at ELSE sessions.first_started_at END, "
+    "last_started_at = CASE WHEN excluded.last_started_at > sessions.last_started_at "
+    "THEN excluded.last_started_at ELSE sessions.last_started_at END"
+)
 
 
 def _session_rows(invocations: Iterable[Invocation]) -> list[tuple[Any, ...]]:
@@ -104,7 +123,7 @@ def _session_rows(invocations: Iterable[Invocation]) -> list[tuple[Any, ...]]:
         row[1] = row[1] or inv.agent_name
         row[2] = min(row[2], start)
         row[3] = max(row[3], start)
-    return [tuple(row) for row in rows.values()]
+    return [tuple(rows[session]) for session in sorted(rows)]  # row locks in one order: writers cannot deadlock
 
 
 def _invocation_row(inv: Invocation) -> tuple[Any, ...]:

@@ -71,7 +71,7 @@ def ingest(
             new = limits.admit(counts, new)
         if not new:
             return 0
-        insert_spans(conn, new)
+        insert_spans(conn, new, new=True)
         affected = affected_runs(conn, new, is_run, fresh={s.trace_id for s in new if s.trace_id not in counts})
         invocations = rebuild(affected.spans)
         if limits is not None:
@@ -246,6 +246,8 @@ def refresh_sessions(conn: Any, session_ids: Iterable[str]) -> None:
     mine = inv.c.session_id == sessions.c.session_id
     by_start = select(inv.c.started_at).where(mine)
     for chunk in _chunks(sorted(set(session_ids))):
+        if conn.dialect.name == "postgresql":  # a writer adding to them commits first: the queries below see it
+            conn.execute(select(sessions.c.session_id).where(sessions.c.session_id.in_(chunk)).with_for_update())
         conn.execute(
             delete(sessions).where(sessions.c.session_id.in_(chunk), ~select(inv.c.session_id).where(mine).exists())
         )
