@@ -27,6 +27,14 @@ def collector(tmp_path):
     running.stop()
 
 
+@pytest.fixture(params=["1", "3"], ids=["one-process", "three-workers"])
+def collectors(request, tmp_path):
+    """One collector process, or three workers on one port (each request may reach any of them)."""
+    running = Collector(tmp_path, None, "--workers", request.param).start()
+    yield running
+    running.stop()
+
+
 AGENT_SCRIPT = """
 import sys
 from opentelemetry import trace
@@ -125,7 +133,8 @@ def test_json_gzip_and_the_rejections(collector):
     assert [len(i.tool_calls) for i in invocations] == [2, 3]
 
 
-def test_spans_split_across_requests_in_any_order(collector):
+def test_spans_split_across_requests_in_any_order(collectors):
+    collector = collectors
     request = ExportTraceServiceRequest()
     request.ParseFromString((SPANS / "otel-genai-langchain.shared.otlp.pb").read_bytes())
     spans = [span for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans]
@@ -148,7 +157,8 @@ def test_spans_split_across_requests_in_any_order(collector):
     assert store.counts()["spans"] == len(spans)
 
 
-def test_kill_9_right_after_200_loses_nothing(collector):
+def test_kill_9_right_after_200_loses_nothing(collectors):
+    collector = collectors
     body = (SPANS / "otel-genai-langchain.shared.otlp.pb").read_bytes()
     assert collector.post(body)[0] == 200
     collector.stop(signal.SIGKILL)
