@@ -55,7 +55,19 @@ def _is_clean(value: Any, depth: int) -> bool:
     if depth >= MAX_DEPTH:
         return False
     if kind is dict:
-        return all(_is_clean(k, depth + 1) and _is_clean(v, depth + 1) for k, v in value.items())
+        for key, item in value.items():  # strings and numbers here, without a call each (most leaves are)
+            if key.__class__ is str:
+                if "\x00" in key or not (key.isascii() or not _BAD_CHARS.search(key)):
+                    return False
+            elif not _is_clean(key, depth + 1):
+                return False
+            leaf = item.__class__
+            if leaf is str:
+                if "\x00" in item or not (item.isascii() or not _BAD_CHARS.search(item)):
+                    return False
+            elif not (leaf is int or leaf is bool or item is None) and not _is_clean(item, depth + 1):
+                return False
+        return True
     if kind is list:
         return all(_is_clean(item, depth + 1) for item in value)
     return False

@@ -51,6 +51,8 @@ def ingest(
     """:meth:`toolpath.store.store.Store.ingest`."""
     trace_ids = sorted({s.trace_id for s in spans})
     sp = t.spans
+    # built before the write lock is taken: what other writers need not wait for (used if the trace is new)
+    prebuilt = prebuild(store, spans, rebuild, is_run)
     with store.engine.begin() as conn:
         if store.dialect == "sqlite":  # the write lock now: what is read below stays true until the commit
             conn.exec_driver_sql("BEGIN IMMEDIATE")
@@ -72,8 +74,9 @@ def ingest(
         if not new:
             return 0
         insert_spans(conn, new, new=True)
-        affected = affected_runs(conn, new, is_run, fresh={s.trace_id for s in new if s.trace_id not in counts})
-        invocations = rebuild(affected.spans)
+        fresh = {s.trace_id for s in new if s.trace_id not in counts}
+        affected = affected_runs(conn, new, is_run, fresh=fresh)
+        invocations = _rebuilt(affected.spans, rebuild, prebuilt, fresh)
         if limits is not None:
             invocations = limits.cap(invocations)
         inv = t.invocations
@@ -91,6 +94,62 @@ def ingest(
         # whatever order the spans came in, sessions say what their invocations say now (none: no session)
         refresh_sessions(conn, {*before.values(), *(i.session_id for i in invocations)})
     return len(invocations)
+
+
+Prebuilt = dict[str, tuple[frozenset[Key], list[Invocation]]]
+"""Trace id -> the spans of its runs and their invocations, as the spans offered alone make them."""
+
+
+def prebuild(
+    store: Any,
+    spans: Sequence[SpanRecord],
+    rebuild: Callable[[list[SpanRecord]], list[Invocation]],
+    is_run: Callable[[SpanRecord], bool],
+) -> Prebuilt:
+    """The invocations of each trace whose offered spans are whole (every parent among them), hold a run, and had
+    none of theirs stored a moment ago: what :func:`ingest` writes for such a trace if it is still new under the
+    lock (the usual case), built before the lock, so that other writers need not wait for it."""
+    traces: dict[str, dict[Key, SpanRecord]] = {}
+    for s in spans:  # the last of a key, as ingest takes it
+        traces.setdefault(s.trace_id, {})[(s.trace_id, s.span_id)] = s
+    whole: dict[str, tuple[dict[Key, SpanRecord], list[Key]]] = {}
+    for trace_id, known in traces.items():
+        if any(s.parent_span_id is not None and (trace_id, s.parent_span_id) not in known for s in known.values()):
+            continue  # its ancestors may be stored: read under the lock
+        tops = {_outermost_run(s, known, is_run) for s in known.values()}
+        roots = sorted(top for top in tops if top is not None and top != _IN_RUN_CYCLE)
+        if roots and _IN_RUN_CYCLE not in tops:
+            whole[trace_id] = (known, roots)
+    if not whole:
+        return {}
+    sp = t.spans
+    with store.engine.connect() as conn:
+        for chunk in _chunks(sorted(whole)):
+            for row in conn.execute(select(sp.c.trace_id).where(sp.c.trace_id.in_(chunk)).distinct()):
+                whole.pop(row.trace_id, None)
+    built: Prebuilt = {}
+    for trace_id, (known, roots) in whole.items():
+        runs = [*_Below(None, known, {trace_id})(roots), *(known[root] for root in roots)]
+        built[trace_id] = (frozenset((s.trace_id, s.span_id) for s in runs), rebuild(runs))
+    return built
+
+
+def _rebuilt(
+    spans: list[SpanRecord],
+    rebuild: Callable[[list[SpanRecord]], list[Invocation]],
+    prebuilt: Prebuilt,
+    fresh: set[str],
+) -> list[Invocation]:
+    """``rebuild(spans)``, taking a new trace's invocations from ``prebuilt`` when they were built from these very
+    spans."""
+    by_trace: dict[str, set[Key]] = {}
+    for s in spans:
+        by_trace.setdefault(s.trace_id, set()).add((s.trace_id, s.span_id))
+    ready = {
+        trace for trace, keys in by_trace.items() if trace in fresh and trace in prebuilt and prebuilt[trace][0] == keys
+    }
+    rest = [s for s in spans if s.trace_id not in ready]
+    return [inv for trace in sorted(ready) for inv in prebuilt[trace][1]] + rebuild(rest)
 
 
 def lock_traces(conn: Any, trace_ids: Sequence[str]) -> None:
