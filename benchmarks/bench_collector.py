@@ -6,8 +6,9 @@
 
 The OTLP/protobuf bodies are encoded once, before anything is timed: 51 traces of 10 spans each (an
 ``invoke_agent`` span and 9 ``execute_tool`` spans with JSON arguments and results, as ``@toolpath.tool`` records
-them), 510 spans a body. The sender (its own process, 4 keep-alive connections by default) only swaps an 8-byte
-counter into the trace ids of a body before posting it, so every body is new spans; it posts the next body as
+them), 510 spans a body, 5 sessions of 10 or 11 invocations. The sender (its own process, 4 keep-alive
+connections by default) only swaps a counter into the trace ids and session ids of a body before posting it, so
+every body is new spans of new sessions; it posts the next body as
 soon as the last one is acknowledged, and posts again a body answered 503 (busy). In the same run it feeds:
 
 1. a null receiver that reads each body and answers 200 (the ceiling: no collector can be timed faster with
@@ -55,6 +56,7 @@ import http.client, json, struct, sys, threading, time
 from itertools import count
 template_path, port, marker_hex, limit, seconds, connections = sys.argv[1:7]
 template, marker = open(template_path, "rb").read(), bytes.fromhex(marker_hex)
+session_marker = marker.hex().encode()
 limit, seconds, connections = int(limit), float(seconds), int(connections)
 numbers = count()
 acked, retries, failures, partial = [0], [0], [], [0]
@@ -69,7 +71,7 @@ def worker():
         n = next(numbers)
         if (limit and n >= limit) or (deadline and time.perf_counter() >= deadline):
             return
-        body = template.replace(marker, struct.pack(">Q", n + 1))
+        body = template.replace(marker, struct.pack(">Q", n + 1)).replace(session_marker, b"%016x" % (n + 1))
         while True:
             try:
                 conn.request("POST", "/v1/traces", body, headers)
@@ -198,7 +200,7 @@ def template_body() -> tuple[bytes, bytes]:
             attrs(
                 gen_ai__operation__name="invoke_agent",
                 gen_ai__agent__name="bench",
-                gen_ai__conversation__id=f"s-{t % 100}",
+                gen_ai__conversation__id=f"s-{marker.hex()}-{t % 5}",  # 5 sessions a body, new in each
                 gen_ai__input__messages=json.dumps(
                     [{"role": "user", "parts": [{"type": "text", "content": f"request {t}"}]}]
                 ),
@@ -223,6 +225,7 @@ def template_body() -> tuple[bytes, bytes]:
             )
     body = request.SerializeToString()
     assert body.count(marker) == SPANS_PER_BODY, "the marker must occur only in the trace ids"
+    assert body.count(marker.hex().encode()) == TRACES_PER_BODY, "and its hex only in the session ids"
     return body, marker
 
 
