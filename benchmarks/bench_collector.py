@@ -1,26 +1,131 @@
-"""End-to-end ingest rate of ``toolpath collect``: spans/s from the sender's first span until every invocation
-is queryable in the store.
+"""Ingest rate of ``toolpath collect``, measured against the ceiling of the sender that feeds it.
 
-    python benchmarks/bench_collector.py [--spans 100000] [--store sqlite|postgresql|both]
+    python benchmarks/bench_collector.py                      # CI-size: 50,000 spans per row
+    python benchmarks/bench_collector.py --spans 200000 --workers 1,2 --store both
+    python benchmarks/bench_collector.py --seconds 300 --store sqlite   # the long run: RSS printed as it goes
 
-A sender process makes traces of 10 spans (an ``invoke_agent`` span and 9 ``execute_tool`` spans with JSON
-arguments and results, as ``@toolpath.tool`` records them) and ships them with the real OTLP/HTTP protobuf
-exporter (BatchSpanProcessor, 512-span batches) to a collector process on 127.0.0.1. Goal:
->= 10,000 spans/s into SQLite on these 2-core machines.
+The OTLP/protobuf bodies are encoded once, before anything is timed: 51 traces of 10 spans each (an
+``invoke_agent`` span and 9 ``execute_tool`` spans with JSON arguments and results, as ``@toolpath.tool`` records
+them), 510 spans a body, 5 sessions of 10 or 11 invocations. The sender (its own process, 4 keep-alive
+connections by default) only swaps a counter into the trace ids and session ids of a body before posting it, so
+every body is new spans of new sessions; it posts the next body as
+soon as the last one is acknowledged, and posts again a body answered 503 (busy). In the same run it feeds:
+
+1. a null receiver that reads each body and answers 200 (the ceiling: no collector can be timed faster with
+   this sender; when a collector gets close to it, the sender is the bottleneck and the output says so);
+2. ``toolpath collect`` into SQLite, then into PostgreSQL (a throw-away local server, default durability:
+   fsync on), once per ``--workers`` value;
+3. end to end: the real OTel SDK exporter (BatchSpanProcessor, 512-span batches) into ``toolpath collect``
+   on SQLite, timed until every invocation is queryable.
+
+A 2xx means the spans and their invocations are committed, so the time to the last 2xx is the time to store
+them; the store is then counted (spans, invocations, tool calls) and must hold every one. Printed per row:
+spans/s, the ratio to the ceiling, the collector's CPU (its process and its workers, in cores) and the machine's
+busy share per core (from /proc/stat: other processes count too), and the collector's peak RSS (all its
+processes together).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
+import os
+import random
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
-SENDER = """
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+TRACES_PER_BODY = 51
+SPANS_PER_TRACE = 10
+SPANS_PER_BODY = TRACES_PER_BODY * SPANS_PER_TRACE
+
+FAST_SENDER = r"""
+import http.client, json, struct, sys, threading, time
+from itertools import count
+template_path, port, marker_hex, limit, seconds, connections = sys.argv[1:7]
+template, marker = open(template_path, "rb").read(), bytes.fromhex(marker_hex)
+session_marker = marker.hex().encode()
+limit, seconds, connections = int(limit), float(seconds), int(connections)
+numbers = count()
+acked, retries, failures, partial = [0], [0], [], [0]
+lock = threading.Lock()
+start = time.perf_counter()
+deadline = start + seconds if seconds else None
+
+def worker():
+    conn = http.client.HTTPConnection("127.0.0.1", int(port), timeout=120)
+    headers = {"Content-Type": "application/x-protobuf"}
+    while True:
+        n = next(numbers)
+        if (limit and n >= limit) or (deadline and time.perf_counter() >= deadline):
+            return
+        body = template.replace(marker, struct.pack(">Q", n + 1)).replace(session_marker, b"%016x" % (n + 1))
+        while True:
+            try:
+                conn.request("POST", "/v1/traces", body, headers)
+                reply = conn.getresponse()
+                data = reply.read()
+            except (OSError, http.client.HTTPException) as exc:
+                conn.close()
+                conn = http.client.HTTPConnection("127.0.0.1", int(port), timeout=120)
+                with lock:
+                    retries[0] += 1
+                continue
+            if reply.status == 503:
+                with lock:
+                    retries[0] += 1
+                time.sleep(0.01)
+                continue
+            if reply.status != 200:
+                failures.append(f"{reply.status}: {data[:200]!r}")
+                return
+            with lock:
+                acked[0] += 1
+                partial[0] += bool(data)
+            break
+
+threads = [threading.Thread(target=worker) for _ in range(connections)]
+for th in threads:
+    th.start()
+for th in threads:
+    th.join()
+print(json.dumps({"bodies": acked[0], "seconds": time.perf_counter() - start, "retries": retries[0],
+                  "failures": failures[:3], "partial": partial[0]}))
+"""
+
+NULL_RECEIVER = r"""
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+"""
+
+OTEL_SENDER = """
 import json, sys, time
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -55,41 +160,165 @@ provider.shutdown()
 """
 
 
-NULL_RECEIVER = """
-import sys
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self.send_response(200)
-        self.send_header("Content-Type", "application/x-protobuf")
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
-
-ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
-"""
+# --- the bodies ---------------------------------------------------------------------------------------------
 
 
-def sender_ceiling(spans: int) -> float:
-    """Spans/s the sender reaches against a receiver that stores nothing: no collector can be timed faster."""
-    port = free_port()
-    receiver = subprocess.Popen([sys.executable, "-c", NULL_RECEIVER, str(port)])
-    try:
-        time.sleep(1.0)
-        start = time.perf_counter()
-        subprocess.run(
-            [sys.executable, "-c", SENDER, f"http://127.0.0.1:{port}/v1/traces", str(spans // 10)], check=True
+def template_body() -> tuple[bytes, bytes]:
+    """One OTLP/protobuf body of 51 traces and the 8-byte marker that starts each of its trace ids (the sender
+    swaps a counter in)."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    from opentelemetry.proto.common.v1.common_pb2 import KeyValue
+
+    def attrs(**values: str) -> list[KeyValue]:
+        out = []
+        for key, value in values.items():
+            kv = KeyValue(key=key.replace("__", "."))
+            kv.value.string_value = value
+            out.append(kv)
+        return out
+
+    marker = random.Random(7).randbytes(8)
+    args = json.dumps({"device_id": "thermostat-living_room", "updates": {"brightness": 30, "color": {"hue": 30}}})
+    result = json.dumps({"device_id": "thermostat-living_room", "ok": True, "temperature": 21.5})
+    answer = {"role": "assistant", "parts": [{"type": "text", "content": "done"}], "finish_reason": "stop"}
+    output = json.dumps([answer])
+    request = ExportTraceServiceRequest()
+    resource_spans = request.resource_spans.add()
+    resource_spans.resource.attributes.extend(attrs(service__name="bench-agent"))
+    scope_spans = resource_spans.scope_spans.add()
+    scope_spans.scope.name = "bench"
+    start = time.time_ns()
+    for t in range(TRACES_PER_BODY):
+        trace_id = marker + struct.pack(">Q", t + 1)
+        root_id = struct.pack(">Q", (t + 1) << 8)
+        t0 = start + t * 10_000_000
+        root = scope_spans.spans.add(
+            trace_id=trace_id, span_id=root_id, name="invoke_agent bench", kind=1,
+            start_time_unix_nano=t0, end_time_unix_nano=t0 + 9_000_000,
+        )  # fmt: skip
+        root.attributes.extend(
+            attrs(
+                gen_ai__operation__name="invoke_agent",
+                gen_ai__agent__name="bench",
+                gen_ai__conversation__id=f"s-{marker.hex()}-{t % 5}",  # 5 sessions a body, new in each
+                gen_ai__input__messages=json.dumps(
+                    [{"role": "user", "parts": [{"type": "text", "content": f"request {t}"}]}]
+                ),
+                gen_ai__output__messages=output,
+            )
         )
-        return spans / (time.perf_counter() - start)
-    finally:
-        receiver.terminate()
-        receiver.wait(timeout=30)
+        for i in range(SPANS_PER_TRACE - 1):
+            tool = scope_spans.spans.add(
+                trace_id=trace_id, span_id=struct.pack(">Q", ((t + 1) << 8) + i + 1), parent_span_id=root_id,
+                name=f"execute_tool tool_{i}", kind=1,
+                start_time_unix_nano=t0 + (i + 1) * 500_000, end_time_unix_nano=t0 + (i + 1) * 500_000 + 400_000,
+            )  # fmt: skip
+            tool.attributes.extend(
+                attrs(
+                    gen_ai__operation__name="execute_tool",
+                    gen_ai__tool__name=f"tool_{i}",
+                    gen_ai__tool__type="function",
+                    gen_ai__tool__call__id=f"call_{t}_{i}",
+                    gen_ai__tool__call__arguments=args,
+                    gen_ai__tool__call__result=result,
+                )
+            )
+    body = request.SerializeToString()
+    assert body.count(marker) == SPANS_PER_BODY, "the marker must occur only in the trace ids"
+    assert body.count(marker.hex().encode()) == TRACES_PER_BODY, "and its hex only in the session ids"
+    return body, marker
+
+
+# --- the collector's process tree: CPU and memory from /proc ------------------------------------------------
+
+
+def tree(pid: int) -> list[int]:
+    """``pid`` and its descendants."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        with contextlib.suppress(OSError):
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    todo += [int(c) for c in f.read().split()]
+    return out
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    total = 0
+    for p in pids:
+        with contextlib.suppress(OSError), open(f"/proc/{p}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime (children's are their own entries)
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mb(pids: list[int]) -> float:
+    total = 0
+    for p in pids:
+        with contextlib.suppress(OSError), open(f"/proc/{p}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+    return total / 1024
+
+
+def core_times() -> list[tuple[int, int]]:
+    """(busy, total) jiffies per core."""
+    out = []
+    with open("/proc/stat") as f:
+        for line in f:
+            if line.startswith("cpu") and line[3].isdigit():
+                v = [int(x) for x in line.split()[1:]]
+                idle = v[3] + v[4]
+                out.append((sum(v[:8]) - idle, sum(v[:8])))
+    return out
+
+
+@dataclass
+class Watch:
+    """Samples a process tree's RSS and CPU while a run goes on."""
+
+    pid: int
+    every: float = 0.5
+    report_every: float | None = None
+    peak_mb: float = 0.0
+    timeline: list[tuple[float, float]] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    def __enter__(self) -> Watch:
+        self.cores0, self.cpu0, self.t0 = core_times(), cpu_seconds(tree(self.pid)), time.perf_counter()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        last_report = time.perf_counter()
+        while not self._stop.wait(self.every):
+            mb = rss_mb(tree(self.pid))
+            self.peak_mb = max(self.peak_mb, mb)
+            now = time.perf_counter()
+            self.timeline.append((now - self.t0, mb))
+            if self.report_every and now - last_report >= self.report_every:
+                last_report = now
+                print(f"    t={now - self.t0:6.0f} s  collector RSS {mb:6.0f} MB", flush=True)
+
+    def __exit__(self, *exc: object) -> None:
+        self.elapsed = time.perf_counter() - self.t0
+        self.cpu = cpu_seconds(tree(self.pid)) - self.cpu0
+        cores1 = core_times()
+        self.core_busy = [(b1 - b0) / max(t1 - t0, 1) for (b0, t0), (b1, t1) in zip(self.cores0, cores1, strict=True)]
+        self._stop.set()
+        self._thread.join()
+        self.peak_mb = max(self.peak_mb, rss_mb(tree(self.pid)))
+
+    def describe(self) -> str:
+        busy = " ".join(f"{b:.0%}" for b in self.core_busy)
+        return f"collector {self.cpu / self.elapsed:.2f} cores, machine per core {busy}, peak RSS {self.peak_mb:.0f} MB"
+
+
+# --- runs ---------------------------------------------------------------------------------------------------
 
 
 def free_port() -> int:
@@ -98,39 +327,120 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def measure(store_url: str, spans: int, *extra: str) -> tuple[float, int]:
+@dataclass
+class Sent:
+    spans: int
+    seconds: float
+    retries: int
+    watch: Watch
+
+    @property
+    def rate(self) -> float:
+        return self.spans / self.seconds
+
+
+def send(template: Path, marker: bytes, port: int, pid: int, args: argparse.Namespace) -> Sent:
+    bodies = 0 if args.seconds else -(-args.spans // SPANS_PER_BODY)
+    command = [sys.executable, "-c", FAST_SENDER, str(template), str(port), marker.hex(), str(bodies),
+               str(args.seconds or 0), str(args.connections)]  # fmt: skip
+    with Watch(pid, report_every=30.0 if args.seconds else None) as watch:
+        out = subprocess.run(command, check=True, capture_output=True, text=True)
+    result = json.loads(out.stdout)
+    if result["failures"] or result["partial"]:
+        raise RuntimeError(f"the collector refused spans: {result}")
+    return Sent(result["bodies"] * SPANS_PER_BODY, result["seconds"], result["retries"], watch)
+
+
+def wait_healthy(port: int, process: subprocess.Popen) -> None:
+    for _ in range(600):
+        if process.poll() is not None:
+            raise RuntimeError("the collector exited at start")
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1)
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError("the collector did not answer")
+
+
+@contextlib.contextmanager
+def collector(store_url: str, *extra: str) -> Iterator[tuple[int, subprocess.Popen]]:
+    port = free_port()
+    log = tempfile.TemporaryFile()  # noqa: SIM115 - closed below, after the collector stops
+    process = subprocess.Popen(
+        [sys.executable, "-m", "toolpath.cli", "collect", "--store", store_url, "--http-port", str(port),
+         "--grpc-port", "0", *extra],
+        stdout=subprocess.DEVNULL, stderr=log,  # a file, not a pipe nobody reads
+    )  # fmt: skip
+    try:
+        wait_healthy(port, process)
+        yield port, process
+    except BaseException:
+        log.seek(0)
+        print(log.read().decode(errors="replace")[-4000:], file=sys.stderr)
+        raise
+    finally:
+        process.terminate()
+        process.wait(timeout=120)
+        log.close()
+
+
+def ceiling(template: Path, marker: bytes, args: argparse.Namespace) -> Sent:
+    port = free_port()
+    receiver = subprocess.Popen([sys.executable, "-c", NULL_RECEIVER, str(port)])
+    try:
+        time.sleep(1.0)
+        return send(template, marker, port, receiver.pid, args)
+    finally:
+        receiver.terminate()
+        receiver.wait(timeout=30)
+
+
+def counted(store_url: str) -> dict[str, int]:
     from toolpath.store.store import Store
 
-    traces = spans // 10
-    port = free_port()
-    log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in the finally below, after the collector stops
-    collector = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "toolpath.cli",
-            "collect",
-            "--store",
-            store_url,
-            "--http-port",
-            str(port),
-            "--grpc-port",
-            "0",
-            *extra,
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=log,  # a file, not a pipe: a pipe nobody reads would block the collector once full
-    )
+    store = Store(store_url)
     try:
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
+        return store.counts()
+    finally:
+        store.close()
+
+
+def collect_row(label: str, store_url: str, template: Path, marker: bytes, args: argparse.Namespace,
+                top: Sent, *extra: str) -> None:  # fmt: skip
+    with collector(store_url, *extra) as (port, process):
+        sent = send(template, marker, port, process.pid, args)
+    counts = counted(store_url)
+    traces = sent.spans // SPANS_PER_TRACE
+    lost = ""
+    if (counts["spans"], counts["invocations"], counts["tool_calls"]) != (sent.spans, traces, traces * 9):
+        lost = f"   LOST: stored {counts} of {sent.spans} spans acknowledged"
+    ratio = sent.rate / top.rate
+    print(
+        f"{label:<26}{sent.rate:>9,.0f} spans/s  {ratio:5.1%} of the ceiling   {sent.watch.describe()}"
+        f"   ({sent.spans:,} spans, {sent.retries} busy retries){lost}",
+        flush=True,
+    )
+    if ratio > 0.5:
+        print(f"{'':26}the sender is near its ceiling: the collector may be faster than this", flush=True)
+    if args.seconds:
+        samples = [mb for _, mb in sent.watch.timeline]
+        tenth = max(len(samples) // 10, 1)
+        first, last = max(samples[tenth : 2 * tenth] or samples), max(samples[-tenth:])
+        print(f"{'':26}RSS over the run: {first:.0f} MB after the first tenth, {last:.0f} MB in the last tenth")
+
+
+def end_to_end(store_url: str, spans: int, *extra: str) -> tuple[float, int]:
+    """The real OTel exporter into ``toolpath collect``: spans/s until every invocation is queryable."""
+    from toolpath.store.store import Store
+
+    traces = spans // SPANS_PER_TRACE
+    with collector(store_url, *extra) as (port, _):
         store = Store(store_url)
         start = time.perf_counter()
-        sender = subprocess.Popen([sys.executable, "-c", SENDER, f"http://127.0.0.1:{port}/v1/traces", str(traces)])
+        sender = subprocess.Popen(
+            [sys.executable, "-c", OTEL_SENDER, f"http://127.0.0.1:{port}/v1/traces", str(traces)]
+        )
         stalled_since, last = time.monotonic(), -1
         while (done := store.counts()["invocations"]) < traces:
             time.sleep(0.05)
@@ -143,41 +453,52 @@ def measure(store_url: str, spans: int, *extra: str) -> tuple[float, int]:
         elapsed = time.perf_counter() - start
         sender.wait(timeout=60)
         return spans / elapsed, store.counts()["tool_calls"]
-    except RuntimeError:
-        log.seek(0)
-        print(log.read().decode(errors="replace")[-6000:], file=sys.stderr)
-        raise
-    finally:
-        collector.terminate()
-        collector.wait(timeout=60)
-        log.close()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--spans", type=int, default=100_000)
+    parser.add_argument("--spans", type=int, default=50_000, help="spans per row (rounded up to whole bodies)")
+    parser.add_argument("--seconds", type=float, default=0, help="send for this long instead (the RSS-flat check)")
     parser.add_argument("--store", choices=["sqlite", "postgresql", "both"], default="both")
-    parser.add_argument("--no-redact", action="store_true", help="also measure SQLite with redaction off")
+    parser.add_argument("--workers", default="", help="comma-separated --workers values to time (default: as is)")
+    parser.add_argument("--connections", type=int, default=4, help="the sender's keep-alive connections")
+    parser.add_argument("--no-redact", action="store_true", help="also time SQLite with redaction off")
+    parser.add_argument("--otel-spans", type=int, default=20_000, help="spans of the end-to-end row (0: skip it)")
     args = parser.parse_args()
-    print(f"sender alone  {sender_ceiling(args.spans):>8,.0f} spans/s to a receiver that stores nothing (the ceiling)")
-    with tempfile.TemporaryDirectory() as folder:
-        if args.store in ("sqlite", "both"):
-            rate, calls = measure(f"sqlite:///{Path(folder) / 'bench.db'}", args.spans)
-            print(f"SQLite        {rate:>8,.0f} spans/s end to end ({calls:,} tool calls stored)   goal >= 10,000")
-            if args.no_redact:
-                rate, calls = measure(f"sqlite:///{Path(folder) / 'plain.db'}", args.spans, "--no-redact")
-                print(f"  --no-redact {rate:>8,.0f} spans/s end to end ({calls:,} tool calls stored)")
-    if args.store in ("postgresql", "both"):
-        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-        from tests.pgserver import PostgresServer
+    worker_runs = [["--workers", w.strip()] for w in args.workers.split(",") if w.strip()] or [[]]
 
-        server = PostgresServer.find()
-        if server is None:
-            print("PostgreSQL    not installed here (apt-get install -y postgresql)")
-            return
-        with server.running() as url:
-            rate, calls = measure(url, args.spans)
-            print(f"PostgreSQL    {rate:>8,.0f} spans/s end to end ({calls:,} tool calls stored)")
+    with tempfile.TemporaryDirectory() as folder:
+        body, marker = template_body()
+        template = Path(folder) / "body.pb"
+        template.write_bytes(body)
+        print(f"bodies: {SPANS_PER_BODY} spans, {len(body):,} bytes; sender: {args.connections} connections")
+        top = ceiling(template, marker, args)
+        label = "null receiver (ceiling)"
+        print(f"{label:<26}{top.rate:>9,.0f} spans/s             {top.watch.describe()}", flush=True)
+        n = 0
+        if args.store in ("sqlite", "both"):
+            for extra in worker_runs:
+                n += 1
+                label = "SQLite " + " ".join(extra)
+                collect_row(label, f"sqlite:///{Path(folder) / f'bench{n}.db'}", template, marker, args, top, *extra)
+                if args.no_redact:
+                    n += 1
+                    url = f"sqlite:///{Path(folder) / f'bench{n}.db'}"
+                    collect_row(label + " --no-redact", url, template, marker, args, top, *extra, "--no-redact")
+        if args.store in ("postgresql", "both"):
+            from tests.helpers.pgserver import PostgresServer
+
+            server = PostgresServer.find()
+            if server is None:
+                print("PostgreSQL not installed here (apt-get install -y postgresql)")
+            else:
+                for extra in worker_runs:
+                    with server.running(durable=True) as url:
+                        collect_row("PostgreSQL " + " ".join(extra), url, template, marker, args, top, *extra)
+        if args.otel_spans and not args.seconds:
+            rate, calls = end_to_end(f"sqlite:///{Path(folder) / 'otel.db'}", args.otel_spans, *worker_runs[-1])
+            label = "OTel SDK exporter, SQLite"
+            print(f"{label:<26}{rate:>9,.0f} spans/s end to end, until queryable ({calls:,} tool calls stored)")
 
 
 if __name__ == "__main__":

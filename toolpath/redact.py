@@ -113,6 +113,7 @@ def _process_key() -> bytes:
     return configured.encode() if configured else secrets.token_bytes(32)
 
 
+_OTHER, _SECRET, _IDENTIFIER = 0, 1, 2
 _SHORTEST = 6
 """No default pattern matches fewer characters (the shortest e-mail address, ``a@b.cd``)."""
 _SCALARS = (int, float, bool, type(None))
@@ -128,7 +129,7 @@ _PREFILTERS: dict[str, Callable[[str], bool]] = {
     "api_key": lambda t: (
         "sk-" in t
         or "AIza" in t
-        or "gh" in t
+        or ("gh" in t and ("ghp_" in t or "gho_" in t or "ghu_" in t or "ghs_" in t or "ghr_" in t))
         or "github_pat_" in t
         or "k_live_" in t
         or "k_test_" in t
@@ -142,6 +143,30 @@ _PREFILTERS: dict[str, Callable[[str], bool]] = {
     "url_password": lambda t: "://" in t,
     "password_assignment": lambda t: _PASSWORD_WORD.search(t) is not None,
 }
+
+
+def _any_prefilter(t: str) -> bool:
+    """Whether any of :data:`_PREFILTERS` passes (the same tests, in one call)."""
+    return (
+        "@" in t
+        or "://" in t
+        or "eyJ" in t
+        or "earer" in t
+        or "EARER" in t
+        or "sk-" in t
+        or "AIza" in t
+        or "xox" in t
+        or "AKIA" in t
+        or "k_live_" in t
+        or "k_test_" in t
+        or "github_pat_" in t
+        or ("gh" in t and ("ghp_" in t or "gho_" in t or "ghu_" in t or "ghs_" in t or "ghr_" in t))
+        or _PASSWORD_WORD.search(t) is not None
+        or _DIGIT_RUN.search(t) is not None
+    )
+
+
+_CACHED_LENGTH, _CACHED_TEXTS = 64, 4096
 
 
 def _luhn(digits: str) -> bool:
@@ -169,10 +194,19 @@ class Redactor:
         self._keys_seen: dict[str, str] = {}
         self._clean_keys: set[str] = set()
         self.keys = frozenset(k.lower() for k in self.keys)
-        names = "|".join(re.escape(k) for k in sorted(self.keys | frozenset(SECRET_KEY_PARTS)))
-        self._key_names = re.compile(names) if names else None
         self._rules = [(name, _PREFILTERS.get(name) if pattern == DEFAULT_PATTERNS.get(name) else None,
                         re.compile(pattern)) for name, pattern in self.patterns.items()]  # fmt: skip
+        # every default rule has a cheap test: one call tells whether any of them can match
+        self._only_defaults = all(prefilter is not None for _, prefilter, _ in self._rules) and {
+            name for name, _, _ in self._rules
+        } <= set(_PREFILTERS)
+        # a name that holds another is found by finding that one: fewer substrings to look for
+        every = sorted(self.keys | frozenset(SECRET_KEY_PARTS))
+        self._key_parts = tuple(k for k in every if not any(o != k and o in k for o in every))
+        self._clean_texts: set[str] = set()
+        """Short values found clean (operation, tool and agent names repeat in every span): looked at once."""
+        self._key_kinds: dict[str, tuple[str, int]] = {}
+        self._last_resource: tuple[Any, dict[str, Any]] = (None, {})
 
     @classmethod
     def build(cls, keys: Iterable[str] | None = None, patterns: Mapping[str, str] | None = None) -> Redactor:
@@ -181,11 +215,16 @@ class Redactor:
 
     def text(self, text: str) -> str:
         """``text`` with every pattern match replaced; JSON text is redacted structurally."""
-        if len(text) < _SHORTEST:
+        if len(text) < _SHORTEST or text in self._clean_texts:
             return text
         # Most values hold nothing to redact: find out with the cheap tests and one search per pattern.
-        matching = [rule for rule in self._rules if (rule[1] is None or rule[1](text)) and rule[2].search(text)]
+        if self._only_defaults and not _any_prefilter(text):
+            matching = []
+        else:
+            matching = [rule for rule in self._rules if (rule[1] is None or rule[1](text)) and rule[2].search(text)]
         if not matching and not self._names_a_key(text):
+            if len(text) <= _CACHED_LENGTH and len(self._clean_texts) < _CACHED_TEXTS:
+                self._clean_texts.add(text)
             return text
         first = text[0] if not text[0].isspace() else text.lstrip()[:1]
         if first == "{" or first == "[":
@@ -221,11 +260,10 @@ class Redactor:
 
     def _names_a_key(self, text: str) -> bool:
         """Whether ``text`` may hold a secret key; it only matters inside JSON (or a dict's repr)."""
-        return (
-            self._key_names is not None
-            and ('"' in text or "'" in text)
-            and self._key_names.search(text.lower()) is not None
-        )
+        if '"' not in text and "'" not in text:
+            return False
+        lowered = text.lower()
+        return any(part in lowered for part in self._key_parts)
 
     def _replace(self, match: re.Match[str]) -> str:
         self.hits += 1
@@ -293,24 +331,41 @@ class Redactor:
         if record.scope:
             record.scope = self.text(record.scope)
         if record.resource:
-            record.resource = self.attributes(record.resource)
+            # the spans of one resource share its attributes: redacted once for a run of them
+            source, redacted = self._last_resource
+            if record.resource is not source:
+                source, redacted = record.resource, self.attributes(record.resource)
+                self._last_resource = (source, redacted)
+            record.resource = redacted
         return record
 
     def attributes(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
         """Span, event or resource attributes: a secret attribute name is replaced whole, values are scrubbed, and
         so are the names themselves (an instrumentation may put an address or a token in a key)."""
         out = {}
+        kinds = self._key_kinds
         for key, value in attributes.items():
-            leaf = key.rsplit(".", 1)[-1].lower()
-            name = self._key_text(key)
-            if (leaf in self.keys or key.lower() in self.keys or is_secret_key(leaf)) and value not in (None, ""):
+            known = kinds.get(key)
+            name, kind = known if known is not None else self._key_kind(key)
+            if kind == _SECRET and value not in (None, ""):
                 self.hits += 1
                 out[name] = self.replacement
-            elif value.__class__ is str and is_identifier_key(key):
-                out[name] = self.identifier(value)
+            elif value.__class__ is str:
+                out[name] = self.identifier(value) if kind == _IDENTIFIER else self.text(value)
             else:
                 out[name] = self.value(value)
         return out
+
+    def _key_kind(self, key: str) -> tuple[str, int]:
+        """An attribute name redacted, and whether its value is a secret, an identifier or other (cached: names
+        repeat)."""
+        leaf = key.rsplit(".", 1)[-1].lower()
+        secret = leaf in self.keys or key.lower() in self.keys or is_secret_key(leaf)
+        kind = _SECRET if secret else _IDENTIFIER if is_identifier_key(key) else _OTHER
+        found = (self._key_text(key), kind)
+        if len(self._key_kinds) < 4096:
+            self._key_kinds[key] = found
+        return found
 
     def _object_key(self, key: Any) -> Any:
         """An object key holding a secret (``{"jane@example.com": …}``) becomes its pseudonym: two such keys stay

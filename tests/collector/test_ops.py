@@ -15,7 +15,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.helpers.builders import otlp_json
-from tests.helpers.collector import free_port, http_get, serving
+from tests.helpers.collector import TOKEN as TOKEN_OF_COLLECTOR
+from tests.helpers.collector import Collector, free_port, http_get, serving
 from tests.helpers.pgserver import postgres_server
 from toolpath.collector.limits import Limits
 from toolpath.collector.otlp import _hex_ids_to_base64
@@ -43,7 +44,11 @@ def post(url: str, body: bytes, token: str | None = TOKEN) -> int:
 
 def scrape(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     """Every sample of ``GET /metrics``, by name and labels, as Prometheus's text parser reads it."""
-    status, body, headers = http_get(f"{url}/metrics", TOKEN)
+    return scrape_with(url, TOKEN)
+
+
+def scrape_with(url: str, token: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    status, body, headers = http_get(f"{url}/metrics", token)
     assert status == 200 and headers["Content-Type"].startswith("text/plain; version=0.0.4")
     return {
         (s.name, tuple(sorted(s.labels.items()))): s.value
@@ -99,6 +104,28 @@ def test_metrics_count_requests_spans_invocations_and_limits(tmp_path):
     assert value(samples, "toolpath_store_errors_total") == 0
     assert ("toolpath_online_jobs_done_total", ()) not in samples  # no online evaluation here
     store.close()
+
+
+def test_metrics_add_up_every_worker_whichever_answers(tmp_path):
+    collector = Collector(tmp_path, None, "--workers", "3", "--max-spans-per-trace", "4").start()
+    try:
+        statuses = [
+            collector.post(otlp_json(f"{n:032x}", tool_calls=5), "application/json")[0]  # 6 spans, 2 over the limit
+            for n in range(1, 13)
+        ]  # each on a new connection: the kernel spreads them over the workers
+        assert statuses == [200] * 12
+        scrapes = [scrape_with(collector.url, TOKEN_OF_COLLECTOR) for _ in range(9)]
+    finally:
+        collector.stop()
+    assert collector.process.returncode == 0
+    for samples in scrapes:  # the same totals from every worker that answered
+        assert value(samples, "toolpath_spans_received_total") == 12 * 6
+        assert value(samples, "toolpath_spans_stored_total") == 12 * 4
+        assert value(samples, "toolpath_limit_hits_total", limit="spans_over_trace_limit") == 12 * 2
+        assert value(samples, "toolpath_requests_total", protocol="http", code="200") == 12
+        assert value(samples, "toolpath_invocations_written_total") == 12
+        assert value(samples, "toolpath_exports_in_flight") == 0
+    assert "limits hit (spans over trace limit: 24)" in collector.process.stdout.read()  # every worker's, summed
 
 
 def test_online_scores_are_exposed_under_the_names_of_the_otlp_export(tmp_path):

@@ -27,6 +27,14 @@ def collector(tmp_path):
     running.stop()
 
 
+@pytest.fixture(params=["1", "3"], ids=["one-process", "three-workers"])
+def collectors(request, tmp_path):
+    """One collector process, or three workers on one port (each request may reach any of them)."""
+    running = Collector(tmp_path, None, "--workers", request.param).start()
+    yield running
+    running.stop()
+
+
 AGENT_SCRIPT = """
 import sys
 from opentelemetry import trace
@@ -125,7 +133,8 @@ def test_json_gzip_and_the_rejections(collector):
     assert [len(i.tool_calls) for i in invocations] == [2, 3]
 
 
-def test_spans_split_across_requests_in_any_order(collector):
+def test_spans_split_across_requests_in_any_order(collectors):
+    collector = collectors
     request = ExportTraceServiceRequest()
     request.ParseFromString((SPANS / "otel-genai-langchain.shared.otlp.pb").read_bytes())
     spans = [span for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans]
@@ -148,7 +157,8 @@ def test_spans_split_across_requests_in_any_order(collector):
     assert store.counts()["spans"] == len(spans)
 
 
-def test_kill_9_right_after_200_loses_nothing(collector):
+def test_kill_9_right_after_200_loses_nothing(collectors):
+    collector = collectors
     body = (SPANS / "otel-genai-langchain.shared.otlp.pb").read_bytes()
     assert collector.post(body)[0] == 200
     collector.stop(signal.SIGKILL)
@@ -164,7 +174,8 @@ def test_503_and_unavailable_while_writes_are_backed_up_then_nothing_lost(tmp_pa
     import grpc
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
 
-    collector = Collector(tmp_path, None, "--max-in-flight", "1").start()
+    # one process: --max-in-flight counts the exports of each worker
+    collector = Collector(tmp_path, None, "--max-in-flight", "1", "--workers", "1").start()
     body = (SPANS / "otel-genai-langchain.shared.otlp.pb").read_bytes()
     blocker = sqlite3.connect(collector.db, isolation_level=None)
     blocker.execute("BEGIN IMMEDIATE")  # another writer holds the database: the first export waits for it

@@ -41,24 +41,25 @@ class PostgresServer:
         return None
 
     @contextlib.contextmanager
-    def running(self) -> Iterator[str]:
-        with self.controlled() as cluster:
+    def running(self, *, durable: bool = False) -> Iterator[str]:
+        """A cluster's URL; ``durable``: with fsync on, as PostgreSQL runs by default (benchmarks), not off."""
+        with self.controlled(durable=durable) as cluster:
             yield cluster.url
 
     @contextlib.contextmanager
-    def controlled(self, password: str | None = None) -> Iterator[Cluster]:
+    def controlled(self, password: str | None = None, *, durable: bool = False) -> Iterator[Cluster]:
         """A cluster that trusts every connection, or with ``password`` one whose TCP connections need it (SCRAM):
         its URL then carries the password, and a wrong one is refused."""
         # Not under pytest's tmp dirs: those are private to root, and the server runs as `postgres`.
         workdir = Path(tempfile.mkdtemp(prefix="toolpath-pg-"))
         try:
-            with self._cluster(workdir, password) as cluster:
+            with self._cluster(workdir, password, durable) as cluster:
                 yield cluster
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 
     @contextlib.contextmanager
-    def _cluster(self, workdir: Path, password: str | None) -> Iterator[Cluster]:
+    def _cluster(self, workdir: Path, password: str | None, durable: bool) -> Iterator[Cluster]:
         data, sockets = workdir / "data", workdir / "sock"
         sockets.mkdir(parents=True, exist_ok=True)
         auth = ["-A", "trust"]
@@ -73,7 +74,7 @@ class PostgresServer:
                 os.chown(path, uid, gid)
         port = _free_port()
         self._run(user, "initdb", "-D", str(data), *auth, "-U", "postgres", "-E", "UTF8", "--no-sync")
-        options = f"-c listen_addresses=127.0.0.1 -p {port} -k {sockets} -c fsync=off"
+        options = f"-c listen_addresses=127.0.0.1 -p {port} -k {sockets}" + ("" if durable else " -c fsync=off")
         running = {"up": False}
 
         def start() -> None:

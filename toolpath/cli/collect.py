@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from toolpath.cli.collect_workers import WorkerSpec, default_workers, serve
 from toolpath.cli.common import console, store_option
 from toolpath.cli.service_config import log_format_option, service_logging, service_settings
 from toolpath.errors import ConfigError
@@ -72,6 +73,12 @@ if TYPE_CHECKING:
     default=None,
     help="online.toml: score stored invocations as they arrive (metrics, sample, filters, references).",
 )
+@click.option(
+    "--workers",
+    default=0,
+    type=click.IntRange(min=0),
+    help="Processes serving the ports (0: one per core; 1 with --online, whose scoring runs in one process).",
+)
 @log_format_option
 @click.option("--ui", "with_ui", is_flag=True, help="Also serve toolpath ui on the OTLP/HTTP port.")
 @click.option(
@@ -98,6 +105,7 @@ def collect(
     max_spans_per_trace: int,
     max_tool_calls: int,
     online_path: Path | None,
+    workers: int,
     log_format: str,
     with_ui: bool,
     retain_spans: str | None,
@@ -133,6 +141,21 @@ def collect(
     )
     redactor = None if no_redact else _redactor(redact_keys, redact_patterns)
     retention = _retention(the_store, retain_spans, retain_invocations, prune_every)
+    if workers == 0:
+        workers = 1 if online_path is not None else default_workers()
+    if workers > 1:
+        if online_path is not None:
+            raise ConfigError("--online scores in one process: use --workers 1 (or run more collectors)")
+        check_addresses(options)
+        the_store.upgrade()
+        spec = WorkerSpec(
+            store_url=the_store.engine.url.render_as_string(hide_password=False), host=host, http_port=http_port,
+            grpc_port=grpc_port, token=token, max_body_bytes=max_body_bytes, max_in_flight=max_in_flight,
+            limits=(max_attribute_length, max_spans_per_trace, max_tool_calls),
+            redact=None if no_redact else (redact_keys, redact_patterns), log_format=log_format, with_ui=with_ui,
+        )  # fmt: skip
+        _serve_workers(spec, workers, the_store.url, retention)
+        return
     online = None
     if online_path is not None:
         from toolpath.evaluation.online import OnlineEvaluator
@@ -166,6 +189,33 @@ def collect(
             scored, shed = online.stats.scored, online.queue.stats.shed
             say(f"online: {scored} invocation(s) scored, {shed} shed", scored=scored, shed=shed)
         say(service.summary(), spans_stored=service.ingestor.spans_stored, limits_hit=dict(options.limits.hits))
+
+
+def _serve_workers(spec: WorkerSpec, count: int, shown_url: str, retention: RetentionWorker | None) -> None:
+    from toolpath.collector.service import summary
+
+    with service_logging(spec.log_format) as log:
+
+        def say(line: str, **fields: object) -> None:
+            console.print(line) if log is None else log.info(line, extra=fields)
+
+        def ready() -> None:
+            kinds = (("OTLP/HTTP", spec.http_port), ("OTLP/gRPC", spec.grpc_port))
+            endpoints = ", ".join(f"{kind} on {spec.host}:{port}" for kind, port in kinds if port)
+            say(
+                f"toolpath collecting {endpoints} into {shown_url} with {count} workers"
+                + (" (token required)" if spec.token else ""),
+                endpoints=endpoints,
+                token_required=bool(spec.token),
+                workers=count,
+            )
+            if retention is not None:
+                retention.start()
+
+        stored, hits = serve(spec, count, ready)
+        if retention is not None:
+            retention.stop()
+        say(summary(stored, hits), spans_stored=stored, limits_hit=dict(hits))
 
 
 def _ui(store: Store, host: str, token: str | None) -> object:

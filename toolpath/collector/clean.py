@@ -42,8 +42,41 @@ _SESSION_ID, _AGENT_NAME = _length(t.invocations.c.session_id), _length(t.invoca
 _TOOL_NAME, _CALL_ID = _length(t.tool_calls.c.name), _length(t.tool_calls.c.call_id)
 
 
+def _is_clean(value: Any, depth: int) -> bool:
+    """Whether :func:`clean_value` would leave ``value`` as it is: a cheap walk that makes nothing (most values
+    are clean); ``False`` for anything it does not know (``clean_value`` decides those)."""
+    kind = value.__class__
+    if kind is str:
+        return "\x00" not in value and (value.isascii() or not _BAD_CHARS.search(value))
+    if kind is int or kind is bool or value is None:
+        return True
+    if kind is float:
+        return math.isfinite(value)
+    if depth >= MAX_DEPTH:
+        return False
+    if kind is dict:
+        for key, item in value.items():  # strings and numbers here, without a call each (most leaves are)
+            if key.__class__ is str:
+                if "\x00" in key or not (key.isascii() or not _BAD_CHARS.search(key)):
+                    return False
+            elif not _is_clean(key, depth + 1):
+                return False
+            leaf = item.__class__
+            if leaf is str:
+                if "\x00" in item or not (item.isascii() or not _BAD_CHARS.search(item)):
+                    return False
+            elif not (leaf is int or leaf is bool or item is None) and not _is_clean(item, depth + 1):
+                return False
+        return True
+    if kind is list:
+        return all(_is_clean(item, depth + 1) for item in value)
+    return False
+
+
 def clean_value(value: Any, depth: int = 0) -> tuple[Any, bool]:
     """``value`` as something every store takes, and whether that changed it (total: never raises)."""
+    if _is_clean(value, depth):
+        return value, False
     if isinstance(value, str):
         if ("\x00" not in value and value.isascii()) or not _BAD_CHARS.search(value):
             return value, False
@@ -69,15 +102,16 @@ def clean_value(value: Any, depth: int = 0) -> tuple[Any, bool]:
 def clean_span(record: SpanRecord) -> bool:
     """Make ``record`` storable (in place); whether anything had to change (listed in ``toolpath.cleaned``)."""
     cleaned: list[str] = []
-    attributes: dict[str, Any] = {}
-    for key, value in record.attributes.items():
-        new_key, key_changed = clean_value(key)
-        new_value, value_changed = clean_value(value, 1)
-        attributes[new_key] = new_value
-        if key_changed or value_changed:
-            cleaned.append(new_key)
-    if cleaned:
-        record.attributes = attributes
+    if not all(_is_clean(k, 0) and _is_clean(v, 1) for k, v in record.attributes.items()):
+        attributes: dict[str, Any] = {}
+        for key, value in record.attributes.items():
+            new_key, key_changed = clean_value(key)
+            new_value, value_changed = clean_value(value, 1)
+            attributes[new_key] = new_value
+            if key_changed or value_changed:
+                cleaned.append(new_key)
+        if cleaned:
+            record.attributes = attributes
     for name, limit in (("name", _SPAN_NAME), ("status_message", None), ("scope", _SCOPE)):
         value = getattr(record, name)
         if value is not None and (new := _text(value, limit)) != value:

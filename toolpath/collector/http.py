@@ -38,6 +38,7 @@ Send = Callable[[Message], Awaitable[None]]
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 READY_TIMEOUT = 5.0
+_BACKLOG = 2048
 Readiness = Callable[[], tuple[bool, dict[str, Any]]]
 
 
@@ -172,11 +173,13 @@ class HttpServer:
         ready: Readiness | None = None,
         log_to_root: bool = False,
         other: Any = None,
+        sock: socket.socket | None = None,
     ) -> None:
         import uvicorn
 
         logging: dict[str, Any] = {"log_config": None} if log_to_root else {}
-        self.socket = _bind(host, port)
+        self._shared = sock is not None  # bound by a parent for its workers: listened on from start()
+        self.socket = sock if sock is not None else bind(host, port)
         app = OtlpHttpApp(
             ingestor, loopback_only=_is_loopback_bind(host), read_timeout=read_timeout, ready=ready, other=other
         )
@@ -205,6 +208,8 @@ class HttpServer:
         asyncio.run(self.server.serve(sockets=[self.socket]))
 
     def start(self) -> HttpServer:
+        if self._shared:
+            self.socket.listen(_BACKLOG)
         self._thread.start()
         return self
 
@@ -215,13 +220,16 @@ class HttpServer:
         self.socket.close()
 
 
-def _bind(host: str, port: int) -> socket.socket:
+def bind(host: str, port: int, *, listen: bool = True) -> socket.socket:
+    """A non-blocking socket bound to ``host:port``, listening unless told not to (a parent binds the socket its
+    workers listen on once they serve); a :class:`ConfigError` when it cannot be had."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:
         sock = socket.socket(family, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
-        sock.listen(2048)
+        if listen:
+            sock.listen(_BACKLOG)
     except OSError as exc:
         raise ConfigError(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from None
     sock.setblocking(False)
@@ -237,4 +245,4 @@ def _is_loopback_bind(host: str) -> bool:
         return False
 
 
-__all__ = ["TRACES_PATH", "HttpServer", "OtlpHttpApp"]
+__all__ = ["TRACES_PATH", "HttpServer", "OtlpHttpApp", "bind"]

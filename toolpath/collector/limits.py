@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,11 +26,15 @@ class Limits:
     max_spans_per_trace: int | None = 10_000
     max_tool_calls: int | None = 1_000
     hits: Counter[str] = field(default_factory=Counter)
+    listener: Callable[[str, int], None] | None = field(default=None, repr=False)
+    """Told every hit too (the Prometheus counter of collectors that share a port)."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def count(self, what: str, n: int = 1) -> None:
         with self._lock:
             self.hits[what] += n
+        if self.listener is not None:
+            self.listener(what, n)
 
     def clip(self, record: SpanRecord) -> SpanRecord:
         """Cut string attribute values over the limit, with the marker, and list them (in place)."""

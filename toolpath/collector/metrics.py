@@ -33,6 +33,7 @@ RESULT_LABEL = sc.GEN_AI_EVALUATION_SCORE_LABEL.replace(".", "_")
 SCORE_BUCKETS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 2.0, 3.0, 4.0, 5.0, 10.0, 100.0)
 """Scores are mostly 0..1 (computation metrics) or 1..5 (judge rubrics); counts and latencies go higher."""
 SECONDS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+LIMIT_HITS_HELP = "Ingestion limits hit (values cut, spans, tool calls dropped)"
 LAG_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0)
 
 ONLINE_COUNTERS: dict[str, tuple[str, str]] = {  # an online evaluator's counters() key -> family, help
@@ -52,7 +53,10 @@ ONLINE_COUNTERS: dict[str, tuple[str, str]] = {  # an online evaluator's counter
 class ServiceMetrics:
     """The families of one collector service; ``expose()`` renders them in the Prometheus text format."""
 
-    def __init__(self) -> None:
+    def __init__(self, multiprocess_dir: str | None = None) -> None:
+        self.multiprocess_dir = multiprocess_dir
+        """Set: several processes serve one port and ``expose()`` adds up all of their values, kept in this folder
+        (prometheus-client's multiprocess mode, which ``PROMETHEUS_MULTIPROC_DIR`` turns on at its import)."""
         self.registry = CollectorRegistry()
         r = self.registry
         self.spans_received = Counter("toolpath_spans_received", "Spans decoded from OTLP exports", registry=r)
@@ -88,7 +92,10 @@ class ServiceMetrics:
             registry=r,
         )
         self.exports_in_flight = Gauge(
-            "toolpath_exports_in_flight", "Exports being written now (at most max_in_flight)", registry=r
+            "toolpath_exports_in_flight",
+            "Exports being written now (at most max_in_flight per process)",
+            registry=r,
+            multiprocess_mode="livesum",
         )
         self.exports_refused = Counter(
             "toolpath_exports_refused", "Exports refused (503) because max_in_flight writes were running", registry=r
@@ -111,6 +118,10 @@ class ServiceMetrics:
             "Online evaluation results by pass/fail",
             [METRIC_LABEL, AGENT_LABEL, RESULT_LABEL],
             registry=r,
+        )
+        # counted as they happen when processes share a port; read from the service's limits at scrape otherwise
+        self.limit_hits = (
+            Counter("toolpath_limit_hits", LIMIT_HITS_HELP, ["limit"], registry=r) if multiprocess_dir else None
         )
         self._limits: Callable[[], Mapping[str, int]] | None = None
         self._online: Any = None
@@ -149,8 +160,19 @@ class ServiceMetrics:
     def record_lag(self, seconds: float) -> None:
         self.scoring_lag.observe(max(seconds, 0.0))
 
+    def limit_hit(self, limit: str, n: int) -> None:
+        if self.limit_hits is not None:
+            self.limit_hits.labels(limit).inc(n)
+
     def expose(self) -> bytes:
-        return generate_latest(self.registry)
+        if self.multiprocess_dir is None:
+            return generate_latest(self.registry)
+        from prometheus_client.multiprocess import MultiProcessCollector
+
+        registry = CollectorRegistry()
+        MultiProcessCollector(registry, self.multiprocess_dir)
+        registry.register(_ReadAtScrape(self))
+        return generate_latest(registry)
 
 
 class _ReadAtScrape:
@@ -164,9 +186,7 @@ class _ReadAtScrape:
 
     def collect(self) -> Iterator[Metric]:
         if self.metrics._limits is not None:
-            hits = CounterMetricFamily(
-                "toolpath_limit_hits", "Ingestion limits hit (values cut, spans, tool calls dropped)", labels=["limit"]
-            )
+            hits = CounterMetricFamily("toolpath_limit_hits", LIMIT_HITS_HELP, labels=["limit"])
             for limit, n in sorted(self.metrics._limits().items()):
                 hits.add_metric([limit], n)
             yield hits

@@ -10,6 +10,7 @@ from __future__ import annotations
 import signal
 import socket
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +37,12 @@ class ServiceOptions:
     """uvicorn's error and access logs go to the root logger (``--log-format json``)."""
     other_app: Any = None
     """An ASGI app served on the OTLP/HTTP port for every path but OTLP's (``toolpath collect --ui``)."""
+    http_socket: socket.socket | None = None
+    """A listening socket to serve OTLP/HTTP on, bound by a parent process and shared by its workers
+    (``toolpath collect --workers``); ``None``: bind ``host:http_port`` here."""
+    metrics_dir: str | None = None
+    """Where the workers sharing a port keep their Prometheus values, so that ``/metrics`` says what all of them
+    did whichever one answers (prometheus-client's multiprocess mode); ``None``: this process alone."""
 
 
 def check_addresses(options: ServiceOptions) -> None:
@@ -72,8 +79,12 @@ class CollectorService:
         self.options = options
         self.online = online
         self.store = store
-        self.metrics = ServiceMetrics()
-        self.metrics.watch(limits=lambda: dict(options.limits.hits), online=online)
+        self.metrics = ServiceMetrics(options.metrics_dir)
+        if options.metrics_dir is None:
+            self.metrics.watch(limits=lambda: dict(options.limits.hits), online=online)
+        else:  # every hit counted where all workers' counts add up
+            options.limits.listener = self.metrics.limit_hit
+            self.metrics.watch(online=online)
         if online is not None:
             online.add_sink(self.metrics)
         self.ingestor = Ingestor(
@@ -108,7 +119,13 @@ class CollectorService:
         try:
             self._http = (
                 HttpServer(
-                    self.ingestor, o.host, o.http_port, ready=self.ready, log_to_root=o.log_to_root, other=o.other_app
+                    self.ingestor,
+                    o.host,
+                    o.http_port,
+                    ready=self.ready,
+                    log_to_root=o.log_to_root,
+                    other=o.other_app,
+                    sock=o.http_socket,
                 )
                 if o.http_port
                 else None
@@ -146,5 +163,10 @@ class CollectorService:
 
     def summary(self) -> str:
         """One line for the log at shutdown: spans stored and the ingestion limits hit."""
-        hits = ", ".join(f"{what.replace('_', ' ')}: {n}" for what, n in sorted(self.options.limits.hits.items()))
-        return f"stopped; {self.ingestor.spans_stored} span(s) stored" + (f"; limits hit ({hits})" if hits else "")
+        return summary(self.ingestor.spans_stored, self.options.limits.hits)
+
+
+def summary(spans_stored: int, limit_hits: Mapping[str, int]) -> str:
+    """``stopped; N span(s) stored`` and the ingestion limits hit, if any."""
+    hits = ", ".join(f"{what.replace('_', ' ')}: {n}" for what, n in sorted(limit_hits.items()))
+    return f"stopped; {spans_stored} span(s) stored" + (f"; limits hit ({hits})" if hits else "")

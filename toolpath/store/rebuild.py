@@ -22,6 +22,7 @@ from sqlalchemy import delete, func, select, text, tuple_, update
 
 from toolpath.model import Invocation, invocation_key
 from toolpath.store import schema as t
+from toolpath.store.bulk import insert_spans
 from toolpath.store.spanrecord import SpanRecord
 
 _IN_CHUNK = 500
@@ -50,29 +51,32 @@ def ingest(
     """:meth:`toolpath.store.store.Store.ingest`."""
     trace_ids = sorted({s.trace_id for s in spans})
     sp = t.spans
+    # built before the write lock is taken: what other writers need not wait for (used if the trace is new)
+    prebuilt = prebuild(store, spans, rebuild, is_run)
     with store.engine.begin() as conn:
-        if store.dialect == "postgresql":  # several collectors may share the store: one writer per trace
-            for trace_id in trace_ids:  # in sorted order, so two writers cannot deadlock
-                conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:trace_id))"), {"trace_id": trace_id})
+        if store.dialect == "sqlite":  # the write lock now: what is read below stays true until the commit
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        lock_traces(conn, trace_ids)
+        counts: Counter[str] = Counter()  # spans stored per trace; a trace with none is new, read nothing of it
+        for chunk in _chunks(trace_ids):
+            query = select(sp.c.trace_id, func.count()).where(sp.c.trace_id.in_(chunk)).group_by(sp.c.trace_id)
+            counts.update({trace: n for trace, n in conn.execute(query)})
         offered = {(s.trace_id, s.span_id): s for s in spans}
+        maybe_stored = sorted(key for key in offered if key[0] in counts)
         stored = {
             (row.trace_id, row.span_id)
-            for chunk in _chunks(sorted(offered))
+            for chunk in _chunks(maybe_stored)
             for row in conn.execute(select(sp.c.trace_id, sp.c.span_id).where(_key(sp).in_(chunk)))
         }
         new = [s for key, s in offered.items() if key not in stored]
         if limits is not None and limits.max_spans_per_trace is not None and new:
-            counts: Counter[str] = Counter()
-            for chunk in _chunks(sorted({s.trace_id for s in new})):
-                query = select(sp.c.trace_id, func.count()).where(sp.c.trace_id.in_(chunk)).group_by(sp.c.trace_id)
-                counts.update({trace: n for trace, n in conn.execute(query)})
             new = limits.admit(counts, new)
         if not new:
             return 0
-        stmt = store.dialect_insert(sp).on_conflict_do_nothing(index_elements=["trace_id", "span_id"])
-        conn.execute(stmt, [s.to_row() for s in new])
-        affected = affected_runs(conn, new, is_run)
-        invocations = rebuild(affected.spans)
+        insert_spans(conn, new, new=True)
+        fresh = {s.trace_id for s in new if s.trace_id not in counts}
+        affected = affected_runs(conn, new, is_run, fresh=fresh)
+        invocations = _rebuilt(affected.spans, rebuild, prebuilt, fresh)
         if limits is not None:
             invocations = limits.cap(invocations)
         inv = t.invocations
@@ -86,16 +90,89 @@ def ingest(
         forget_invocations(conn, gone)
         rescore(conn, [i for i in before if i in made])  # scored before these spans came: scored again
         if invocations:
-            store._write_invocations(conn, invocations)
+            store._write_invocations(conn, invocations, existing=[i for i in before if i in made])
         # whatever order the spans came in, sessions say what their invocations say now (none: no session)
         refresh_sessions(conn, {*before.values(), *(i.session_id for i in invocations)})
     return len(invocations)
 
 
-def affected_runs(conn: Any, new: Sequence[SpanRecord], is_run: Callable[[SpanRecord], bool]) -> Affected:
-    """The runs ``new`` spans (already stored) change, read from the store by ancestors and descendants only."""
+Prebuilt = dict[str, tuple[frozenset[Key], list[Invocation]]]
+"""Trace id -> the spans of its runs and their invocations, as the spans offered alone make them."""
+
+
+def prebuild(
+    store: Any,
+    spans: Sequence[SpanRecord],
+    rebuild: Callable[[list[SpanRecord]], list[Invocation]],
+    is_run: Callable[[SpanRecord], bool],
+) -> Prebuilt:
+    """The invocations of each trace whose offered spans are whole (every parent among them), hold a run, and had
+    none of theirs stored a moment ago: what :func:`ingest` writes for such a trace if it is still new under the
+    lock (the usual case), built before the lock, so that other writers need not wait for it."""
+    traces: dict[str, dict[Key, SpanRecord]] = {}
+    for s in spans:  # the last of a key, as ingest takes it
+        traces.setdefault(s.trace_id, {})[(s.trace_id, s.span_id)] = s
+    whole: dict[str, tuple[dict[Key, SpanRecord], list[Key]]] = {}
+    for trace_id, known in traces.items():
+        if any(s.parent_span_id is not None and (trace_id, s.parent_span_id) not in known for s in known.values()):
+            continue  # its ancestors may be stored: read under the lock
+        tops = {_outermost_run(s, known, is_run) for s in known.values()}
+        roots = sorted(top for top in tops if top is not None and top != _IN_RUN_CYCLE)
+        if roots and _IN_RUN_CYCLE not in tops:
+            whole[trace_id] = (known, roots)
+    if not whole:
+        return {}
+    sp = t.spans
+    with store.engine.connect() as conn:
+        for chunk in _chunks(sorted(whole)):
+            for row in conn.execute(select(sp.c.trace_id).where(sp.c.trace_id.in_(chunk)).distinct()):
+                whole.pop(row.trace_id, None)
+    built: Prebuilt = {}
+    for trace_id, (known, roots) in whole.items():
+        runs = [*_Below(None, known, {trace_id})(roots), *(known[root] for root in roots)]
+        built[trace_id] = (frozenset((s.trace_id, s.span_id) for s in runs), rebuild(runs))
+    return built
+
+
+def _rebuilt(
+    spans: list[SpanRecord],
+    rebuild: Callable[[list[SpanRecord]], list[Invocation]],
+    prebuilt: Prebuilt,
+    fresh: set[str],
+) -> list[Invocation]:
+    """``rebuild(spans)``, taking a new trace's invocations from ``prebuilt`` when they were built from these very
+    spans."""
+    by_trace: dict[str, set[Key]] = {}
+    for s in spans:
+        by_trace.setdefault(s.trace_id, set()).add((s.trace_id, s.span_id))
+    ready = {
+        trace for trace, keys in by_trace.items() if trace in fresh and trace in prebuilt and prebuilt[trace][0] == keys
+    }
+    rest = [s for s in spans if s.trace_id not in ready]
+    return [inv for trace in sorted(ready) for inv in prebuilt[trace][1]] + rebuild(rest)
+
+
+def lock_traces(conn: Any, trace_ids: Sequence[str]) -> None:
+    """On PostgreSQL, this transaction's lock on each trace (several collectors may share the store: one writer per
+    trace), taken in sorted order so that two writers cannot deadlock; one round trip: a function scan of the array
+    takes the locks in the array's order."""
+    if conn.dialect.name == "postgresql" and trace_ids:
+        conn.execute(
+            text("SELECT count(pg_advisory_xact_lock(hashtext(t))) FROM unnest(CAST(:ids AS text[])) AS t"),
+            {"ids": sorted(trace_ids)},
+        )
+
+
+def affected_runs(
+    conn: Any,
+    new: Sequence[SpanRecord],
+    is_run: Callable[[SpanRecord], bool],
+    fresh: set[str] | frozenset[str] = frozenset(),
+) -> Affected:
+    """The runs ``new`` spans (already stored) change, read from the store by ancestors and descendants only;
+    nothing is read of the ``fresh`` traces (no span of theirs was stored before ``new``: all they hold is here)."""
     known: dict[Key, SpanRecord] = {(s.trace_id, s.span_id): s for s in new}
-    wanted = {(s.trace_id, s.parent_span_id) for s in new if s.parent_span_id is not None}
+    wanted = {(s.trace_id, s.parent_span_id) for s in new if s.parent_span_id is not None and s.trace_id not in fresh}
     looked: set[Key] = set()
     while wanted := {key for key in wanted if key not in known and key not in looked}:
         looked |= wanted
@@ -104,28 +181,51 @@ def affected_runs(conn: Any, new: Sequence[SpanRecord], is_run: Callable[[SpanRe
         wanted = {(s.trace_id, s.parent_span_id) for s in found if s.parent_span_id is not None}
     tops = {(s.trace_id, s.span_id): _outermost_run(s, known, is_run) for s in new}
     roots = sorted({top for top in tops.values() if top not in (None, _IN_RUN_CYCLE)})
-    affected = Affected(roots=roots, spans=_below(conn, roots))
+    below = _Below(conn, known, fresh)
+    affected = Affected(roots=roots, spans=below(roots))
     inner = [invocation_key(s.trace_id, s.span_id) for s in affected.spans]
     # a span that closes a cycle of parents holding a run puts a run above every run of the cycle and below it
     cycles = sorted(key for key, top in tops.items() if top == _IN_RUN_CYCLE)
-    inner += [invocation_key(s.trace_id, s.span_id) for s in [*map(known.__getitem__, cycles), *_below(conn, cycles)]]
+    inner += [invocation_key(s.trace_id, s.span_id) for s in [*map(known.__getitem__, cycles), *below(cycles)]]
     affected.gone = _stored_invocations(conn, sorted(set(inner)))
     affected.spans.extend(known[root] for root in roots)
     return affected
 
 
-def _below(conn: Any, tops: Sequence[Key]) -> list[SpanRecord]:
-    """Every stored span below the spans ``tops`` (not them), read level by level."""
-    found: list[SpanRecord] = []
-    seen = set(tops)
-    frontier = list(tops)
-    while frontier:
-        below = [s for s in _spans_where(conn, tuple_(t.spans.c.trace_id, t.spans.c.parent_span_id), frontier)
-                 if (s.trace_id, s.span_id) not in seen]  # fmt: skip
-        seen.update((s.trace_id, s.span_id) for s in below)
-        found.extend(below)
-        frontier = sorted({(s.trace_id, s.span_id) for s in below})
-    return found
+class _Below:
+    """Every stored span below given spans (not them), read level by level: the children of a fresh trace's spans
+    from the new spans, the others' keys from the store and only the spans not at hand read whole."""
+
+    def __init__(self, conn: Any, known: dict[Key, SpanRecord], fresh: set[str] | frozenset[str]) -> None:
+        self.conn, self.known = conn, known
+        self.children: dict[Key, list[SpanRecord]] = {}
+        for s in known.values():
+            if s.trace_id in fresh and s.parent_span_id is not None:
+                self.children.setdefault((s.trace_id, s.parent_span_id), []).append(s)
+        self.fresh = fresh
+
+    def __call__(self, tops: Sequence[Key]) -> list[SpanRecord]:
+        found: list[SpanRecord] = []
+        seen = set(tops)
+        frontier = list(tops)
+        while frontier:
+            level = [s for key in frontier if key[0] in self.fresh for s in self.children.get(key, ())]
+            level += self._stored_children([key for key in frontier if key[0] not in self.fresh])
+            below = [s for s in level if (s.trace_id, s.span_id) not in seen]
+            seen.update((s.trace_id, s.span_id) for s in below)
+            found.extend(below)
+            frontier = sorted({(s.trace_id, s.span_id) for s in below})
+        return found
+
+    def _stored_children(self, parents: Sequence[Key]) -> list[SpanRecord]:
+        sp = t.spans
+        keys: list[Key] = []
+        for chunk in _chunks(parents):
+            query = select(sp.c.trace_id, sp.c.span_id).where(tuple_(sp.c.trace_id, sp.c.parent_span_id).in_(chunk))
+            keys.extend((row.trace_id, row.span_id) for row in self.conn.execute(query))
+        missing = sorted(key for key in keys if key not in self.known)
+        self.known.update(((s.trace_id, s.span_id), s) for s in _spans_where(self.conn, _key(sp), missing))
+        return [self.known[key] for key in keys if key in self.known]
 
 
 _IN_RUN_CYCLE: Key = ("", "")
@@ -199,36 +299,30 @@ def rescore(conn: Any, invocation_ids: Sequence[str]) -> None:
 
 def refresh_sessions(conn: Any, session_ids: Iterable[str]) -> None:
     """Each session's row from its invocations as stored now: first and last start, the agent of its latest
-    invocation that names one; a session left without invocations is deleted."""
+    invocation that names one; a session left without invocations is deleted. Two statements per 500 sessions
+    (each value an index seek on ``(session_id, started_at)``)."""
     inv, sessions = t.invocations, t.sessions
+    mine = inv.c.session_id == sessions.c.session_id
+    by_start = select(inv.c.started_at).where(mine)
     for chunk in _chunks(sorted(set(session_ids))):
-        spans = {
-            row.session_id: row
-            for row in conn.execute(
-                select(
-                    inv.c.session_id,
-                    func.min(inv.c.started_at).label("first"),
-                    func.max(inv.c.started_at).label("last"),
-                )
-                .where(inv.c.session_id.in_(chunk))
-                .group_by(inv.c.session_id)
-            )
-        }
-        gone = [s for s in chunk if s not in spans]
-        if gone:
-            conn.execute(delete(sessions).where(sessions.c.session_id.in_(gone)))
-        for session_id, row in spans.items():
-            agent = conn.execute(
-                select(inv.c.agent_name)
-                .where(inv.c.session_id == session_id, inv.c.agent_name.is_not(None))
+        if conn.dialect.name == "postgresql":  # a writer adding to them commits first: the queries below see it
+            conn.execute(select(sessions.c.session_id).where(sessions.c.session_id.in_(chunk)).with_for_update())
+        conn.execute(
+            delete(sessions).where(sessions.c.session_id.in_(chunk), ~select(inv.c.session_id).where(mine).exists())
+        )
+        conn.execute(
+            update(sessions)
+            .where(sessions.c.session_id.in_(chunk))
+            .values(
+                first_started_at=by_start.order_by(inv.c.started_at).limit(1).scalar_subquery(),
+                last_started_at=by_start.order_by(inv.c.started_at.desc()).limit(1).scalar_subquery(),
+                agent_name=select(inv.c.agent_name)
+                .where(mine, inv.c.agent_name.is_not(None))
                 .order_by(inv.c.started_at.desc(), inv.c.invocation_id.desc())
                 .limit(1)
-            ).scalar()
-            conn.execute(
-                update(sessions)
-                .where(sessions.c.session_id == session_id)
-                .values(first_started_at=row.first, last_started_at=row.last, agent_name=agent)
+                .scalar_subquery(),
             )
+        )
 
 
 def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:

@@ -178,12 +178,7 @@ class Pruner:
             )
 
     def _lock_traces(self, conn: Any, trace_ids: Sequence[str]) -> None:
-        if self.store.dialect == "postgresql":  # as Store.ingest does: one writer per trace, in sorted order
-            # one round trip: a function scan of the array takes the locks in the array's order
-            conn.execute(
-                text("SELECT count(pg_advisory_xact_lock(hashtext(t))) FROM unnest(CAST(:ids AS text[])) AS t"),
-                {"ids": sorted(trace_ids)},
-            )
+        rebuild_effects.lock_traces(conn, trace_ids)  # as Store.ingest does: one writer per trace
 
     @contextlib.contextmanager
     def _batch(self) -> Iterator[Any]:

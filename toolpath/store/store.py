@@ -12,17 +12,16 @@ import secrets
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
-from sqlalchemy import case, delete, func, select
+from sqlalchemy import func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DatabaseError, OperationalError
 
 from toolpath.errors import ConfigError
 from toolpath.model import Invocation, Session, ToolCall, ns_to_datetime
 from toolpath.redact import Redactor
-from toolpath.store import migrate
+from toolpath.store import bulk, migrate
 from toolpath.store import rebuild as rebuild_effects
 from toolpath.store import schema as t
 from toolpath.store.engine import (
@@ -37,7 +36,6 @@ from toolpath.store.spanrecord import SpanRecord
 
 __all__ = ["DEFAULT_STORE_URL", "STORE_ENV", "Store", "display_url", "resolve_store_url"]
 _IN_CHUNK = 500
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _T = TypeVar("_T")
 
 
@@ -104,24 +102,15 @@ class Store:
     def write(self, invocations: Sequence[Invocation] = (), spans: Sequence[SpanRecord] = ()) -> None:
         """Upsert invocations (with their sessions and tool calls) and raw spans in one transaction."""
         with self.engine.begin() as conn:
-            if spans:
-                stmt = self.dialect_insert(t.spans).on_conflict_do_nothing(index_elements=["trace_id", "span_id"])
-                conn.execute(stmt, [s.to_row() for s in spans])
+            bulk.insert_spans(conn, spans)
             if invocations:
                 self._write_invocations(conn, invocations)
 
-    def _write_invocations(self, conn: Any, invocations: Sequence[Invocation]) -> None:
-        conn.execute(self._session_upsert(), _session_rows(invocations))
-        rows = [_invocation_row(inv) for inv in invocations]
-        ins = self.dialect_insert(t.invocations)
-        updated = {c: ins.excluded[c] for c in rows[0] if c != "invocation_id"}
-        conn.execute(ins.on_conflict_do_update(index_elements=["invocation_id"], set_=updated), rows)
-        ids = [inv.invocation_id for inv in invocations]
-        for chunk in _chunks(ids):
-            conn.execute(delete(t.tool_calls).where(t.tool_calls.c.invocation_id.in_(chunk)))
-        calls = [_call_row(inv.invocation_id, i, c) for inv in invocations for i, c in enumerate(inv.tool_calls)]
-        if calls:
-            conn.execute(t.tool_calls.insert(), calls)
+    def _write_invocations(
+        self, conn: Any, invocations: Sequence[Invocation], existing: Iterable[str] | None = None
+    ) -> None:
+        """:func:`toolpath.store.bulk.write_invocations`, then the ``on_invocations`` hook."""
+        bulk.write_invocations(conn, invocations, existing)
         if self.on_invocations is not None:
             self.on_invocations(conn, invocations)
 
@@ -195,22 +184,6 @@ class Store:
     def dialect_insert(self, table: Any) -> Any:
         """An INSERT with the dialect's ``on_conflict_do_nothing`` / ``on_conflict_do_update``."""
         return (postgresql.insert if self.dialect == "postgresql" else sqlite.insert)(table)
-
-    def _session_upsert(self) -> Any:
-        ins = self.dialect_insert(t.sessions)
-        first, last = t.sessions.c.first_started_at, t.sessions.c.last_started_at
-        return ins.on_conflict_do_update(
-            index_elements=["session_id"],
-            set_={
-                "agent_name": func.coalesce(ins.excluded.agent_name, t.sessions.c.agent_name),
-                "first_started_at": case(
-                    (ins.excluded.first_started_at < first, ins.excluded.first_started_at), else_=first
-                ),
-                "last_started_at": case(
-                    (ins.excluded.last_started_at > last, ins.excluded.last_started_at), else_=last
-                ),
-            },
-        )
 
     # --- reads -----------------------------------------------------------------------------------------
 
@@ -356,56 +329,6 @@ def _json_safe(value: dict[str, Any]) -> dict[str, Any]:
     return json.loads(json.dumps(value, default=str), parse_constant=lambda _: None) if value else value
 
 
-def _session_rows(invocations: Iterable[Invocation]) -> list[dict[str, Any]]:
-    rows: dict[str, dict[str, Any]] = {}
-    for inv in invocations:
-        start = _ns(inv)
-        row = rows.setdefault(
-            inv.session_id,
-            {
-                "session_id": inv.session_id,
-                "agent_name": inv.agent_name,
-                "first_started_at": start,
-                "last_started_at": start,
-            },
-        )
-        row["first_started_at"] = min(row["first_started_at"], start)
-        row["last_started_at"] = max(row["last_started_at"], start)
-        row["agent_name"] = row["agent_name"] or inv.agent_name
-    return list(rows.values())
-
-
-def _invocation_row(inv: Invocation) -> dict[str, Any]:
-    return {
-        "invocation_id": inv.invocation_id,
-        "session_id": inv.session_id,
-        "trace_id": inv.trace_id or "",
-        "agent_name": inv.agent_name,
-        "prompt": inv.prompt,
-        "response": inv.response,
-        "intermediate_responses": [list(pair) for pair in inv.intermediate_responses],
-        "latency_seconds": inv.latency_seconds,
-        "failure": inv.failure,
-        "error": inv.error,
-        "started_at": _ns(inv),
-        "attributes": inv.attributes,
-    }
-
-
-def _call_row(invocation_id: str, position: int, call: ToolCall) -> dict[str, Any]:
-    return {
-        "invocation_id": invocation_id,
-        "position": position,
-        "name": call.name,
-        "args": call.args,
-        "result": call.result,
-        "call_id": call.call_id,
-        "error": call.error,
-        "start_time": call.start_time,
-        "end_time": call.end_time,
-    }
-
-
 def _invocation_from_row(r: Any, calls: list[ToolCall]) -> Invocation:
     return Invocation(
         invocation_id=r.invocation_id,
@@ -422,12 +345,6 @@ def _invocation_from_row(r: Any, calls: list[ToolCall]) -> Invocation:
         started_at=ns_to_datetime(r.started_at),
         attributes=r.attributes or {},
     )
-
-
-def _ns(inv: Invocation) -> int:
-    if inv.started_at is None:
-        return 0
-    return (inv.started_at - _EPOCH) // timedelta(microseconds=1) * 1000
 
 
 def _iso(ns: int | None) -> str | None:

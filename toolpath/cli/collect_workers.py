@@ -1,0 +1,168 @@
+"""``toolpath collect --workers N``: N worker processes serve one port, so that decoding, cleaning, redaction,
+rebuilding and the store's client work use every core.
+
+This process (the parent) binds the OTLP/HTTP socket and starts the workers (``spawn``: fresh interpreters, no
+threads or connections inherited); each is a whole :class:`~toolpath.collector.service.CollectorService` on the
+shared socket (the kernel hands each connection to one of them), and binds OTLP/gRPC with ``SO_REUSEPORT`` (gRPC's
+default on Linux). Every guarantee of one collector holds, as for several collectors on one store: a 2xx only once
+the spans and their invocations are committed; PostgreSQL takes a lock per trace, SQLite one write lock per
+transaction (``BEGIN IMMEDIATE``), so any arrival order across workers gives the same invocations.
+
+The parent restarts a worker that dies, stops them all (SIGTERM: each finishes its requests in flight) when it is
+told to stop, and they die with it if it is killed (``PR_SET_PDEATHSIG``). ``/metrics`` adds up every worker's
+values, whichever worker answers (prometheus-client's multiprocess mode, in a folder the parent removes at exit).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+import os
+import signal
+import socket
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from toolpath.errors import ConfigError
+
+logger = logging.getLogger("toolpath.collector.workers")
+_START_SECONDS = 120.0
+_PR_SET_PDEATHSIG = 1
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """What a worker needs to build its service (plain values: it crosses to a new process)."""
+
+    store_url: str
+    host: str
+    http_port: int
+    grpc_port: int
+    token: str | None
+    max_body_bytes: int
+    max_in_flight: int
+    limits: tuple[int, int, int]
+    redact: tuple[tuple[str, ...], tuple[str, ...]] | None
+    """Extra keys and patterns of the redactor, ``None``: no redaction."""
+    log_format: str
+    with_ui: bool
+    metrics_dir: str = ""
+
+
+def default_workers() -> int:
+    """One worker per core this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def serve(spec: WorkerSpec, count: int, ready: Callable[[], None]) -> tuple[int, Counter[str]]:
+    """Run ``count`` workers until SIGTERM / SIGINT; ``ready()`` once all of them serve. Returns the spans they
+    stored and the limits they hit (of the workers that stopped cleanly)."""
+    import multiprocessing
+
+    from prometheus_client.multiprocess import mark_process_dead
+
+    from toolpath.collector.http import bind
+
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    context = multiprocessing.get_context("spawn")
+    results: Any = context.Queue()
+    with tempfile.TemporaryDirectory(prefix="toolpath-metrics-") as metrics_dir:
+        spec = WorkerSpec(**{**spec.__dict__, "metrics_dir": metrics_dir})
+        sock = bind(spec.host, spec.http_port, listen=False) if spec.http_port else None  # each worker listens
+        # the workers import prometheus-client with this set: their values go to files every worker reads
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+
+        def start(index: int) -> tuple[Any, Any]:
+            started = context.Event()
+            process = context.Process(
+                target=_worker, args=(spec, sock, started, results, index, os.getpid()), name=f"toolpath-worker-{index}"
+            )
+            process.start()
+            return process, started
+
+        workers = [start(i) for i in range(count)]
+        try:
+            deadline = time.monotonic() + _START_SECONDS
+            while not all(started.is_set() for _, started in workers):  # told to stop meanwhile: once they serve
+                if any(not p.is_alive() for p, _ in workers) or time.monotonic() > deadline:
+                    raise ConfigError("a collector worker did not start (its error is above)")
+                time.sleep(0.02)
+            ready()
+            while not stop.wait(0.5):
+                for index, (process, _) in enumerate(workers):
+                    if not process.is_alive():
+                        logger.warning("toolpath: worker %d (pid %s) exited (%s); starting another", index,
+                                       process.pid, process.exitcode)  # fmt: skip
+                        mark_process_dead(process.pid, metrics_dir)
+                        workers[index] = start(index)
+        finally:
+            for process, _ in workers:
+                if process.is_alive():
+                    process.terminate()  # SIGTERM: finish the requests in flight
+            for process, _ in workers:
+                process.join(30)
+                if process.is_alive():
+                    process.kill()
+                    process.join()
+            if sock is not None:
+                sock.close()
+        stored, hits = 0, Counter[str]()
+        with contextlib.suppress(Exception):
+            while True:
+                _, spans, worker_hits = results.get(timeout=0.2)
+                stored += spans
+                hits.update(worker_hits)
+        return stored, hits
+
+
+def _worker(spec: WorkerSpec, sock: socket.socket | None, started: Any, results: Any, index: int, parent: int) -> None:
+    """One worker process: a collector service on the shared socket until SIGTERM."""
+    _die_with(parent)
+    from toolpath.cli.collect import _redactor, _ui
+    from toolpath.cli.service_config import service_logging
+    from toolpath.collector.limits import Limits
+    from toolpath.collector.service import CollectorService, ServiceOptions
+    from toolpath.store.store import Store
+
+    store = Store(spec.store_url, create=False)
+    options = ServiceOptions(
+        host=spec.host,
+        http_port=spec.http_port,
+        grpc_port=spec.grpc_port,
+        token=spec.token,
+        max_body_bytes=spec.max_body_bytes,
+        max_in_flight=spec.max_in_flight,
+        limits=Limits(*spec.limits),
+        log_to_root=spec.log_format == "json",
+        other_app=_ui(store, spec.host, spec.token) if spec.with_ui else None,
+        http_socket=sock,
+        metrics_dir=spec.metrics_dir,
+    )
+    redactor = None if spec.redact is None else _redactor(*spec.redact)
+    with service_logging(spec.log_format):
+        service = CollectorService(store, options, redactor=redactor).start()
+        started.set()
+        service.wait()
+    results.put((index, service.ingestor.spans_stored, dict(options.limits.hits)))
+    results.close()
+    results.join_thread()
+
+
+def _die_with(parent: int) -> None:
+    """Have the kernel kill this process when its parent dies (a parent killed with -9 leaves no worker serving)."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # it died before the line above
+        os._exit(1)

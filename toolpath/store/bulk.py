@@ -1,0 +1,150 @@
+"""The write path's bulk statements, through the driver's fast path: one ``executemany`` per table per batch, rows
+as plain tuples, each JSON value encoded once (with ``json.dumps``, as SQLAlchemy's JSON type does, ``None`` as
+JSON ``null`` too, so what is stored reads back the same), no per-row SQLAlchemy processing. On PostgreSQL
+psycopg pipelines an ``executemany``: one round trip per batch, not per row.
+
+Upserts are idempotent (``ON CONFLICT``), so a batch written twice leaves the same rows.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, Float, Integer, String, Text, delete
+
+from toolpath.model import Invocation
+from toolpath.store import schema as t
+from toolpath.store.spanrecord import SpanRecord
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_IN_CHUNK = 500
+_dumps = json.dumps
+
+
+def _columns(table: Any) -> tuple[list[str], set[str]]:
+    names = [c.name for c in table.columns]
+    return names, {c.name for c in table.columns if isinstance(c.type, JSON)}
+
+
+def _write(conn: Any, table: Any, rows: Sequence[tuple[Any, ...]], conflict: str = "", *, new: bool = False) -> None:
+    """``INSERT INTO table … <conflict>`` of ``rows`` (tuples in the table's column order, JSON as text): on
+    SQLite an ``executemany``; on PostgreSQL ``COPY`` when the rows are ``new`` (no key of theirs is stored: the
+    caller holds the locks that make sure), else one statement whose parameters are one array per column
+    (``unnest``): a single round trip either way."""
+    if not rows:
+        return
+    names, json_columns = _columns(table)
+    columns = ", ".join(names)
+    if conn.dialect.name == "postgresql" and new:
+        cursor = conn.connection.driver_connection.cursor()
+        with cursor.copy(f"COPY {table.name} ({columns}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+        return
+    if conn.dialect.name != "postgresql":
+        marks = ", ".join("?" if conn.dialect.paramstyle == "qmark" else "%s" for _ in names)
+        conn.exec_driver_sql(f"INSERT INTO {table.name} ({columns}) VALUES ({marks}) {conflict}".rstrip(), rows)
+        return
+    arrays = ", ".join(f"CAST(%s AS {_pg_type(c)}[])" for c in table.columns)
+    values = ", ".join(f"CAST(u.{n} AS jsonb)" if n in json_columns else f"u.{n}" for n in names)
+    sql = f"INSERT INTO {table.name} ({columns}) SELECT {values} FROM unnest({arrays}) AS u({columns}) {conflict}"
+    conn.exec_driver_sql(sql.rstrip(), tuple(list(column) for column in zip(*rows, strict=True)))
+
+
+def _pg_type(column: Any) -> str:
+    if isinstance(column.type, JSON | Text | String):
+        return "text"
+    if isinstance(column.type, BigInteger):
+        return "bigint"
+    if isinstance(column.type, Integer):
+        return "integer"
+    if isinstance(column.type, Float):
+        return "double precision"
+    raise TypeError(f"no array type for {column}")
+
+
+def insert_spans(conn: Any, spans: Sequence[SpanRecord], *, new: bool = False) -> None:
+    """Raw spans; a span already stored (same trace and span id) is left as it is. ``new``: none is stored, and
+    this transaction holds the locks of their traces (:func:`toolpath.store.rebuild.lock_traces`)."""
+    if not spans:
+        return
+    dumps = _dumps
+    rows = [
+        (s.trace_id, s.span_id, s.parent_span_id, s.name, s.kind, s.start_time, s.end_time, s.status_code,
+         s.status_message, dumps(s.attributes), dumps(s.events), dumps(s.resource), s.scope)
+        for s in spans
+    ]  # fmt: skip
+    _write(conn, t.spans, rows, "ON CONFLICT (trace_id, span_id) DO NOTHING", new=new)
+
+
+def write_invocations(conn: Any, invocations: Sequence[Invocation], existing: Iterable[str] | None = None) -> None:
+    """Upsert invocations with their sessions and tool calls. ``existing``: the ids that may have tool calls
+    stored already (they are replaced); ``None``: any of them may."""
+    _write(conn, t.sessions, _session_rows(invocations), _SESSION_CONFLICT)
+    conflict = "ON CONFLICT (invocation_id) DO UPDATE SET " + ", ".join(
+        f"{c} = excluded.{c}" for c in _INVOCATION_COLUMNS if c != "invocation_id"
+    )
+    _write(conn, t.invocations, [_invocation_row(inv) for inv in invocations], conflict)
+    replaced = [inv.invocation_id for inv in invocations] if existing is None else sorted(existing)
+    for i in range(0, len(replaced), _IN_CHUNK):
+        conn.execute(delete(t.tool_calls).where(t.tool_calls.c.invocation_id.in_(replaced[i : i + _IN_CHUNK])))
+    dumps = _dumps
+    calls = [
+        (inv.invocation_id, i, c.name, dumps(c.args), dumps(c.result), c.call_id, c.error, c.start_time, c.end_time)
+        for inv in invocations
+        for i, c in enumerate(inv.tool_calls)
+    ]  # fmt: skip
+    _write(conn, t.tool_calls, calls, new=True)  # the invocations' calls were deleted above
+
+
+_INVOCATION_COLUMNS = [c.name for c in t.invocations.columns]
+
+
+_SESSION_CONFLICT = (  # a stored session widened to the new first and last start, its agent kept unless it had none
+    "ON CONFLICT (session_id) DO UPDATE SET agent_name = COALESCE(excluded.agent_name, sessions.agent_name), "
+    "first_started_at = CASE WHEN excluded.first_started_at < sessions.first_started_at "
+    "THEN excluded.first_started_at ELSE sessions.first_started_at END, "
+    "last_started_at = CASE WHEN excluded.last_started_at > sessions.last_started_at "
+    "THEN excluded.last_started_at ELSE sessions.last_started_at END"
+)
+
+
+def _session_rows(invocations: Iterable[Invocation]) -> list[tuple[Any, ...]]:
+    rows: dict[str, list[Any]] = {}
+    for inv in invocations:
+        start = started_ns(inv)
+        row = rows.get(inv.session_id)
+        if row is None:
+            rows[inv.session_id] = [inv.session_id, inv.agent_name, start, start]
+            continue
+        row[1] = row[1] or inv.agent_name
+        row[2] = min(row[2], start)
+        row[3] = max(row[3], start)
+    return [tuple(rows[session]) for session in sorted(rows)]  # row locks in one order: writers cannot deadlock
+
+
+def _invocation_row(inv: Invocation) -> tuple[Any, ...]:
+    return (
+        inv.invocation_id,
+        inv.session_id,
+        inv.trace_id or "",
+        inv.agent_name,
+        inv.prompt,
+        inv.response,
+        _dumps([list(pair) for pair in inv.intermediate_responses]),
+        inv.latency_seconds,
+        inv.failure,
+        inv.error,
+        started_ns(inv),
+        _dumps(inv.attributes),
+    )
+
+
+def started_ns(inv: Invocation) -> int:
+    """The invocation's start in ns since the epoch (0 when unknown), as stored."""
+    if inv.started_at is None:
+        return 0
+    return (inv.started_at - _EPOCH) // timedelta(microseconds=1) * 1000
