@@ -339,11 +339,12 @@ class Sent:
         return self.spans / self.seconds
 
 
-def send(template: Path, marker: bytes, port: int, pid: int, args: argparse.Namespace) -> Sent:
-    bodies = 0 if args.seconds else -(-args.spans // SPANS_PER_BODY)
+def send(template: Path, marker: bytes, port: int, pid: int, args: argparse.Namespace, seconds: float = 0) -> Sent:
+    seconds = seconds or args.seconds
+    bodies = 0 if seconds else -(-args.spans // SPANS_PER_BODY)
     command = [sys.executable, "-c", FAST_SENDER, str(template), str(port), marker.hex(), str(bodies),
-               str(args.seconds or 0), str(args.connections)]  # fmt: skip
-    with Watch(pid, report_every=30.0 if args.seconds else None) as watch:
+               str(seconds), str(args.connections)]  # fmt: skip
+    with Watch(pid, report_every=30.0 if seconds > 60 else None) as watch:
         out = subprocess.run(command, check=True, capture_output=True, text=True)
     result = json.loads(out.stdout)
     if result["failures"] or result["partial"]:
@@ -390,7 +391,7 @@ def ceiling(template: Path, marker: bytes, args: argparse.Namespace) -> Sent:
     receiver = subprocess.Popen([sys.executable, "-c", NULL_RECEIVER, str(port)])
     try:
         time.sleep(1.0)
-        return send(template, marker, port, receiver.pid, args)
+        return send(template, marker, port, receiver.pid, args, min(args.seconds, 15.0))  # a long run's: 15 s
     finally:
         receiver.terminate()
         receiver.wait(timeout=30)
