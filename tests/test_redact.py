@@ -279,3 +279,9 @@ def test_ids_that_contain_digit_runs_are_not_card_numbers():
     for an_id in ("adk-ef0bcc20-0203-4632-9161-5d95bee5aa71", "call_0000000000000000abcd1234", "x1234-5678-9012-3456"):
         assert r.text(an_id) == an_id
     assert r.text("card 4111-1111-1111-1111, amex 3782 822463 10005") == "card [REDACTED], amex [REDACTED]"
+
+
+@pytest.mark.parametrize("text", ["Authorization: BeArEr abcdefghijklmnop", "BEARER abcdefghijklmnop"])
+def test_a_bearer_token_in_any_case_is_redacted(text: str) -> None:
+    assert "abcdefghijklmnop" not in Redactor().text(text)
+    assert "abcdefghijklmnop" not in Redactor().text(f"{text} and a.b@example.com")  # past the one-call prefilter too

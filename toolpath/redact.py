@@ -118,6 +118,7 @@ _SHORTEST = 6
 """No default pattern matches fewer characters (the shortest e-mail address, ``a@b.cd``)."""
 _SCALARS = (int, float, bool, type(None))
 _DIGIT_RUN = re.compile(r"\d[\d -]{13}")
+_ASCII_DIGIT_RUN = re.compile(r"[0-9][0-9 -]{13}")  # the same on ASCII text, faster
 _PASSWORD_WORD = re.compile(r"(?i)pass|pwd")
 # 'key': 'value' / "key": "value" / key='value' in text that is not JSON (a repr in an error message); bounded
 _QUOTED_PAIR = re.compile(
@@ -137,7 +138,7 @@ _PREFILTERS: dict[str, Callable[[str], bool]] = {
         or "AKIA" in t
     ),
     "jwt": lambda t: "eyJ" in t,
-    "bearer": lambda t: "earer" in t or "EARER" in t,
+    "bearer": lambda t: "earer" in t.lower(),  # any case: "BeArEr" is a bearer token too
     "email": lambda t: "@" in t,
     "card": lambda t: _DIGIT_RUN.search(t) is not None,
     "url_password": lambda t: "://" in t,
@@ -145,24 +146,28 @@ _PREFILTERS: dict[str, Callable[[str], bool]] = {
 }
 
 
-def _any_prefilter(t: str) -> bool:
-    """Whether any of :data:`_PREFILTERS` passes (the same tests, in one call)."""
+def _any_prefilter(t: str, low: str | None = None) -> bool:
+    """Whether any of :data:`_PREFILTERS` passes (the same tests or looser ones, in one call; ``low``: ``t``
+    lowercased, when the caller has it). Each is a substring test, so a text made of others joined passes if any
+    of them does."""
+    if low is None:
+        low = t.lower()
+    ascii_only = t.isascii()  # else: (?i) matches more than lowercase does ("ſ" is an "s"), and \d more digits
     return (
         "@" in t
         or "://" in t
-        or "eyJ" in t
-        or "earer" in t
-        or "EARER" in t
+        or "eyj" in low
+        or "earer" in low
         or "sk-" in t
-        or "AIza" in t
+        or "aiza" in low
         or "xox" in t
-        or "AKIA" in t
+        or "akia" in low
         or "k_live_" in t
         or "k_test_" in t
         or "github_pat_" in t
         or ("gh" in t and ("ghp_" in t or "gho_" in t or "ghu_" in t or "ghs_" in t or "ghr_" in t))
-        or _PASSWORD_WORD.search(t) is not None
-        or _DIGIT_RUN.search(t) is not None
+        or ("pass" in low or "pwd" in low if ascii_only else _PASSWORD_WORD.search(t) is not None)
+        or (_ASCII_DIGIT_RUN if ascii_only else _DIGIT_RUN).search(t) is not None
     )
 
 
@@ -241,6 +246,24 @@ class Redactor:
             text = _QUOTED_PAIR.sub(self._pair, text)
         return text
 
+    @property
+    def has_prefilters(self) -> bool:
+        """Whether every rule is a default one, with a cheap test (:meth:`finds_nothing` works only then)."""
+        return self._only_defaults
+
+    def finds_nothing(self, text: str) -> bool:
+        """Whether no default rule can change ``text`` nor any part of it, by the cheap tests alone (``False``:
+        maybe one can). Each test is a substring test, so texts joined into one pass if the whole does; only
+        meaningful when :attr:`has_prefilters`."""
+        low = text.lower()
+        return self._only_defaults and not _any_prefilter(text, low) and not self._names_a_key(text, low)
+
+    def plain_key(self, key: str) -> bool:
+        """Whether an attribute name is left as it is, and its value is not a secret as a whole."""
+        known = self._key_kinds.get(key)
+        name, kind = known if known is not None else self._key_kind(key)
+        return kind != _SECRET and name == key
+
     def identifier(self, value: str) -> str:
         """An id things are grouped by (a session id): unchanged if no rule touches it, else its pseudonym, so
         that two redacted ids stay two groups."""
@@ -258,11 +281,12 @@ class Redactor:
         self.hits += 1
         return f"{match.group('head')}{match.group('vq')}{self.replacement}{match.group('vq')}"
 
-    def _names_a_key(self, text: str) -> bool:
+    def _names_a_key(self, text: str, lowered: str | None = None) -> bool:
         """Whether ``text`` may hold a secret key; it only matters inside JSON (or a dict's repr)."""
         if '"' not in text and "'" not in text:
             return False
-        lowered = text.lower()
+        if lowered is None:
+            lowered = text.lower()
         return any(part in lowered for part in self._key_parts)
 
     def _replace(self, match: re.Match[str]) -> str:

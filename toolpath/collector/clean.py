@@ -42,6 +42,28 @@ _SESSION_ID, _AGENT_NAME = _length(t.invocations.c.session_id), _length(t.invoca
 _TOOL_NAME, _CALL_ID = _length(t.tool_calls.c.name), _length(t.tool_calls.c.call_id)
 
 
+def is_clean_text(text: str) -> bool:
+    """Whether :func:`clean_value` leaves ``text`` as it is (no NUL, no lone surrogate)."""
+    return "\x00" not in text and (text.isascii() or not _BAD_CHARS.search(text))
+
+
+def is_span_id(text: str) -> bool:
+    """Whether ``text`` is a span id as stored: 16 lowercase hex digits."""
+    return _SPAN_ID.fullmatch(text) is not None
+
+
+def span_text_fits(record: SpanRecord) -> bool:
+    """Whether the span's name, status message and scope are text that fits its column (their cleanliness is
+    the caller's to test)."""
+    name, message, scope = record.name, record.status_message, record.scope
+    return (
+        name.__class__ is str
+        and len(name) <= _SPAN_NAME
+        and (message is None or message.__class__ is str)
+        and (scope is None or (scope.__class__ is str and len(scope) <= _SCOPE))
+    )
+
+
 def _is_clean(value: Any, depth: int) -> bool:
     """Whether :func:`clean_value` would leave ``value`` as it is: a cheap walk that makes nothing (most values
     are clean); ``False`` for anything it does not know (``clean_value`` decides those)."""
@@ -122,7 +144,7 @@ def clean_span(record: SpanRecord) -> bool:
         if changed:
             setattr(record, name, value)
             cleaned.append(name)
-    if record.parent_span_id is not None and not _SPAN_ID.fullmatch(record.parent_span_id):
+    if record.parent_span_id is not None and not is_span_id(record.parent_span_id):
         record.parent_span_id = None
         cleaned.append("parent_span_id")
     if record.start_time > MAX_TIME:

@@ -36,9 +36,10 @@ from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeoutError
 
 from toolpath.collector import otlp
-from toolpath.collector.clean import clean_invocation, clean_span
+from toolpath.collector.clean import clean_invocation
 from toolpath.collector.limits import Limits
 from toolpath.collector.metrics import ServiceMetrics
+from toolpath.collector.prepare import SpanPreparer
 from toolpath.collector.reconstruct import build_invocations, is_run_span
 from toolpath.errors import ConfigError, ToolpathError
 from toolpath.model import Invocation
@@ -71,8 +72,6 @@ class Ingestor:
         self.store = store
         self.metrics = metrics or ServiceMetrics()
         self.limits = limits or Limits()
-        self.redactor = redactor
-        """Applied to every span before it is stored (``None``: no redaction)."""
         self.token = token
         self.max_body_bytes = max_body_bytes
         self._slots = threading.BoundedSemaphore(max_in_flight)
@@ -82,6 +81,12 @@ class Ingestor:
             threading.Lock() if store.dialect == "sqlite" else contextlib.nullcontext()
         )
         self.spans_stored = 0
+        self._preparer = SpanPreparer(redactor, self.limits)
+
+    @property
+    def redactor(self) -> Redactor | None:
+        """Applied to every span before it is stored (``None``: no redaction)."""
+        return self._preparer.redactor
 
     def authorized(self, header: str | None) -> bool:
         if not self.token:
@@ -103,8 +108,8 @@ class Ingestor:
             raise Busy("too many exports in flight")
         m.exports_in_flight.inc()
         try:
+            ready = self._preparer.prepare(records)  # before the lock: other threads' writes need not wait
             with self._write_lock:
-                ready = [r for r in map(self._prepare, records) if r is not None]
                 over_limit = self.limits.hits["spans_over_trace_limit"]
                 stored, written = self._ingest(ready)
                 over_limit = self.limits.hits["spans_over_trace_limit"] - over_limit
@@ -119,19 +124,6 @@ class Ingestor:
         finally:
             m.exports_in_flight.dec()
             self._slots.release()
-
-    def _prepare(self, record: SpanRecord) -> SpanRecord | None:
-        """The span cleaned, redacted and clipped; ``None`` (quarantined) if that fails."""
-        try:
-            if clean_span(record):
-                self.limits.count("spans_cleaned")
-            if self.redactor is not None:
-                record = self.redactor.span(record)
-            return self.limits.clip(record)
-        except Exception:  # never stored unredacted
-            logger.exception("toolpath: span %s/%s quarantined: it cannot be redacted", record.trace_id, record.span_id)
-            self.limits.count("spans_quarantined")
-            return None
 
     def _ingest(self, records: list[SpanRecord]) -> tuple[int, int]:
         """Store ``records`` in one transaction; if the store refuses a value, trace by trace, then span by span,
