@@ -1,0 +1,33 @@
+"""The store's JSON text reads back as the same values ``json.dumps`` would have written, orjson's refusals
+included."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from toolpath.jsontext import dumps
+
+VALUES = [
+    {"a": 1, "b": [1, 2.5, None, True, False], "c": {"d": "e"}},
+    {"é": "ü — 東京 🚀"},
+    {"big": 2**70, "negative": -(2**65)},  # past orjson's 64 bits
+    {1: "int key", None: "null key"},  # keys json turns into strings
+    "a\ud800b",  # a lone surrogate (cleaned away before the store, but never an error here)
+    [1.0000000000000002, -0.0, 1e308, 5e-324],
+    (1, 2),
+    None,
+    "",
+    {},
+]
+
+
+@pytest.mark.parametrize("value", VALUES, ids=range(len(VALUES)))
+def test_reads_back_as_json_dumps_would(value: object) -> None:
+    assert json.loads(dumps(value)) == json.loads(json.dumps(value))
+
+
+def test_what_neither_can_encode_is_json_s_error() -> None:
+    with pytest.raises(TypeError):
+        dumps({"x": object()})
