@@ -14,7 +14,8 @@ the whole trace makes.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +23,7 @@ from sqlalchemy import delete, func, select, text, tuple_, update
 
 from toolpath.model import Invocation, invocation_key
 from toolpath.store import schema as t
-from toolpath.store.bulk import insert_spans
+from toolpath.store.bulk import EncodedInvocations, insert_span_rows, span_rows
 from toolpath.store.spanrecord import SpanRecord
 
 _IN_CHUNK = 500
@@ -48,12 +49,30 @@ def ingest(
     is_run: Callable[[SpanRecord], bool],
     limits: Any = None,
 ) -> int:
-    """:meth:`toolpath.store.store.Store.ingest`."""
+    """:meth:`toolpath.store.store.Store.ingest`. What needs no lock is done before the write transaction (the
+    spans' rows encoded, a new trace's invocations built and encoded), so that other writers wait less."""
+    # an in-memory SQLite store has one connection: the reads below take it in turn with the writes too
+    outer, inner = (store.write_lock, nullcontext()) if store.one_connection else (nullcontext(), store.write_lock)
+    with outer:
+        return _ingest(store, spans, rebuild, is_run, limits, inner)
+
+
+def _ingest(
+    store: Any,
+    spans: Sequence[SpanRecord],
+    rebuild: Callable[[list[SpanRecord]], list[Invocation]],
+    is_run: Callable[[SpanRecord], bool],
+    limits: Any,
+    write_lock: AbstractContextManager[Any],
+) -> int:
     trace_ids = sorted({s.trace_id for s in spans})
     sp = t.spans
     # built before the write lock is taken: what other writers need not wait for (used if the trace is new)
     prebuilt = prebuild(store, spans, rebuild, is_run)
-    with store.engine.begin() as conn:
+    offered = {(s.trace_id, s.span_id): s for s in spans}
+    rows = dict(zip(offered, span_rows(list(offered.values())), strict=True))
+    encoded = EncodedInvocations(inv for _, built in prebuilt.values() for inv in built)
+    with write_lock, store.engine.begin() as conn:
         if store.dialect == "sqlite":  # the write lock now: what is read below stays true until the commit
             conn.exec_driver_sql("BEGIN IMMEDIATE")
         lock_traces(conn, trace_ids)
@@ -61,7 +80,6 @@ def ingest(
         for chunk in _chunks(trace_ids):
             query = select(sp.c.trace_id, func.count()).where(sp.c.trace_id.in_(chunk)).group_by(sp.c.trace_id)
             counts.update({trace: n for trace, n in conn.execute(query)})
-        offered = {(s.trace_id, s.span_id): s for s in spans}
         maybe_stored = sorted(key for key in offered if key[0] in counts)
         stored = {
             (row.trace_id, row.span_id)
@@ -73,7 +91,7 @@ def ingest(
             new = limits.admit(counts, new)
         if not new:
             return 0
-        insert_spans(conn, new, new=True)
+        insert_span_rows(conn, [rows[s.trace_id, s.span_id] for s in new], new=True)
         fresh = {s.trace_id for s in new if s.trace_id not in counts}
         affected = affected_runs(conn, new, is_run, fresh=fresh)
         invocations = _rebuilt(affected.spans, rebuild, prebuilt, fresh)
@@ -90,7 +108,7 @@ def ingest(
         forget_invocations(conn, gone)
         rescore(conn, [i for i in before if i in made])  # scored before these spans came: scored again
         if invocations:
-            store._write_invocations(conn, invocations, existing=[i for i in before if i in made])
+            store._write_invocations(conn, invocations, [i for i in before if i in made], encoded)
         # whatever order the spans came in, sessions say what their invocations say now (none: no session)
         refresh_sessions(conn, {*before.values(), *(i.session_id for i in invocations)})
     return len(invocations)
@@ -116,7 +134,7 @@ def prebuild(
     for trace_id, known in traces.items():
         if any(s.parent_span_id is not None and (trace_id, s.parent_span_id) not in known for s in known.values()):
             continue  # its ancestors may be stored: read under the lock
-        tops = {_outermost_run(s, known, is_run) for s in known.values()}
+        tops = set(_outermost_runs(known.values(), known, is_run).values())
         roots = sorted(top for top in tops if top is not None and top != _IN_RUN_CYCLE)
         if roots and _IN_RUN_CYCLE not in tops:
             whole[trace_id] = (known, roots)
@@ -179,7 +197,7 @@ def affected_runs(
         found = _spans_where(conn, _key(t.spans), sorted(wanted))
         known.update(((s.trace_id, s.span_id), s) for s in found)
         wanted = {(s.trace_id, s.parent_span_id) for s in found if s.parent_span_id is not None}
-    tops = {(s.trace_id, s.span_id): _outermost_run(s, known, is_run) for s in new}
+    tops = _outermost_runs(new, known, is_run)
     roots = sorted({top for top in tops.values() if top not in (None, _IN_RUN_CYCLE)})
     below = _Below(conn, known, fresh)
     affected = Affected(roots=roots, spans=below(roots))
@@ -218,6 +236,8 @@ class _Below:
         return found
 
     def _stored_children(self, parents: Sequence[Key]) -> list[SpanRecord]:
+        if not parents:
+            return []
         sp = t.spans
         keys: list[Key] = []
         for chunk in _chunks(parents):
@@ -230,6 +250,33 @@ class _Below:
 
 _IN_RUN_CYCLE: Key = ("", "")
 """What :func:`_outermost_run` says of a span whose parents go round a cycle that holds a run."""
+
+
+def _outermost_runs(
+    spans: Collection[SpanRecord], known: dict[Key, SpanRecord], is_run: Callable[[SpanRecord], bool]
+) -> dict[Key, Key | None]:
+    """:func:`_outermost_run` of each of ``spans`` (and of the known spans above them), each chain of parents
+    walked once: a span's outermost run is its parent's, else itself if it is a run."""
+    tops: dict[Key, Key | None] = {}
+    for span in spans:
+        chain: list[SpanRecord] = []
+        on_chain: set[str] = set()
+        current: SpanRecord | None = span
+        while current is not None and (key := (span.trace_id, current.span_id)) not in tops:
+            if current.span_id in on_chain:  # a cycle of parents (rare): each span of the chain walked alone
+                tops.update(((span.trace_id, s.span_id), _outermost_run(s, known, is_run)) for s in chain)
+                break
+            chain.append(current)
+            on_chain.add(current.span_id)
+            parent = current.parent_span_id
+            current = known.get((span.trace_id, parent)) if parent is not None else None
+        else:
+            above = tops[key] if current is not None else None
+            for s in reversed(chain):
+                if above is None and is_run(s):
+                    above = (s.trace_id, s.span_id)
+                tops[(span.trace_id, s.span_id)] = above
+    return {(s.trace_id, s.span_id): tops[(s.trace_id, s.span_id)] for s in spans}
 
 
 def _outermost_run(span: SpanRecord, known: dict[Key, SpanRecord], is_run: Callable[[SpanRecord], bool]) -> Key | None:
