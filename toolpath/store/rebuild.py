@@ -19,7 +19,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import delete, func, select, text, tuple_, update
+from sqlalchemy import delete, select, text, tuple_, update
 
 from toolpath.model import Invocation, invocation_key
 from toolpath.store import schema as t
@@ -77,9 +77,11 @@ def _ingest(
             conn.exec_driver_sql("BEGIN IMMEDIATE")
         lock_traces(conn, trace_ids)
         counts: Counter[str] = Counter()  # spans stored per trace; a trace with none is new, read nothing of it
-        for chunk in _chunks(trace_ids):
-            query = select(sp.c.trace_id, func.count()).where(sp.c.trace_id.in_(chunk)).group_by(sp.c.trace_id)
-            counts.update({trace: n for trace, n in conn.execute(query)})
+        counts.update(
+            dict(
+                _rows_in(conn, "SELECT trace_id, count(*) FROM spans WHERE trace_id {in} GROUP BY trace_id", trace_ids)
+            )
+        )
         maybe_stored = sorted(key for key in offered if key[0] in counts)
         stored = {
             (row.trace_id, row.span_id)
@@ -97,12 +99,9 @@ def _ingest(
         invocations = _rebuilt(affected.spans, rebuild, prebuilt, fresh)
         if limits is not None:
             invocations = limits.cap(invocations)
-        inv = t.invocations
-        before = {  # invocation -> session, as stored before these spans came
-            row.invocation_id: row.session_id
-            for chunk in _chunks([invocation_key(*root) for root in affected.roots] + affected.gone)
-            for row in conn.execute(select(inv.c.invocation_id, inv.c.session_id).where(inv.c.invocation_id.in_(chunk)))
-        }
+        ids = [invocation_key(*root) for root in affected.roots] + affected.gone
+        # invocation -> session, as stored before these spans came
+        before = dict(_rows_in(conn, "SELECT invocation_id, session_id FROM invocations WHERE invocation_id {in}", ids))
         made = {i.invocation_id for i in invocations}
         gone = [*affected.gone, *(i for i in before if i not in made and i not in affected.gone)]
         forget_invocations(conn, gone)
@@ -140,11 +139,9 @@ def prebuild(
             whole[trace_id] = (known, roots)
     if not whole:
         return {}
-    sp = t.spans
     with store.engine.connect() as conn:
-        for chunk in _chunks(sorted(whole)):
-            for row in conn.execute(select(sp.c.trace_id).where(sp.c.trace_id.in_(chunk)).distinct()):
-                whole.pop(row.trace_id, None)
+        for (trace_id,) in _rows_in(conn, "SELECT DISTINCT trace_id FROM spans WHERE trace_id {in}", sorted(whole)):
+            whole.pop(trace_id, None)
     built: Prebuilt = {}
     for trace_id, (known, roots) in whole.items():
         runs = [*_Below(None, known, {trace_id})(roots), *(known[root] for root in roots)]
@@ -201,10 +198,11 @@ def affected_runs(
     roots = sorted({top for top in tops.values() if top not in (None, _IN_RUN_CYCLE)})
     below = _Below(conn, known, fresh)
     affected = Affected(roots=roots, spans=below(roots))
-    inner = [invocation_key(s.trace_id, s.span_id) for s in affected.spans]
     # a span that closes a cycle of parents holding a run puts a run above every run of the cycle and below it
     cycles = sorted(key for key, top in tops.items() if top == _IN_RUN_CYCLE)
-    inner += [invocation_key(s.trace_id, s.span_id) for s in [*map(known.__getitem__, cycles), *below(cycles)]]
+    below_a_run = [*affected.spans, *map(known.__getitem__, cycles), *below(cycles)]
+    # only a run is ever an invocation (an outermost one): the others need not be looked for
+    inner = [invocation_key(s.trace_id, s.span_id) for s in below_a_run if is_run(s)]
     affected.gone = _stored_invocations(conn, sorted(set(inner)))
     affected.spans.extend(known[root] for root in roots)
     return affected
@@ -309,13 +307,30 @@ def _spans_where(conn: Any, column: Any, keys: Sequence[Key]) -> list[SpanRecord
     return found
 
 
-def _stored_invocations(conn: Any, invocation_ids: Sequence[str]) -> list[str]:
-    inv = t.invocations
-    return [
-        row.invocation_id
-        for chunk in _chunks(invocation_ids)
-        for row in conn.execute(select(inv.c.invocation_id).where(inv.c.invocation_id.in_(chunk)))
-    ]
+def _stored_invocations(conn: Any, ids: Sequence[str]) -> list[str]:
+    return [row[0] for row in _rows_in(conn, "SELECT invocation_id FROM invocations WHERE invocation_id {in}", ids)]
+
+
+_STORED_PER_TRACE = "SELECT trace_id, count(*) FROM spans WHERE trace_id {in} GROUP BY trace_id"
+
+
+def _rows_in(conn: Any, sql: str, values: Sequence[Any]) -> Iterator[Any]:
+    """The rows of ``sql`` whose ``{in}`` is "among ``values``" (see :func:`_execute_in`)."""
+    for result in _execute_in(conn, sql, values):
+        yield from result
+
+
+def _execute_in(conn: Any, sql: str, values: Sequence[Any]) -> list[Any]:
+    """Run ``sql`` whose ``{in}`` is "among ``values``", 500 at a time, through the driver (no statement to
+    compile): on SQLite an ``IN`` list, on PostgreSQL ``= ANY`` of one array (one parameter, one plan)."""
+    results = []
+    for chunk in _chunks(values):
+        if conn.dialect.name == "postgresql":
+            results.append(conn.exec_driver_sql(sql.format(**{"in": "= ANY(CAST(%s AS text[]))"}), (list(chunk),)))
+        else:
+            marks = ", ".join(("?" if conn.dialect.paramstyle == "qmark" else "%s") for _ in chunk)
+            results.append(conn.exec_driver_sql(sql.format(**{"in": f"IN ({marks})"}), tuple(chunk)))
+    return results
 
 
 def forget_invocations(conn: Any, invocation_ids: Sequence[str]) -> None:
@@ -348,28 +363,21 @@ def refresh_sessions(conn: Any, session_ids: Iterable[str]) -> None:
     """Each session's row from its invocations as stored now: first and last start, the agent of its latest
     invocation that names one; a session left without invocations is deleted. Two statements per 500 sessions
     (each value an index seek on ``(session_id, started_at)``)."""
-    inv, sessions = t.invocations, t.sessions
-    mine = inv.c.session_id == sessions.c.session_id
-    by_start = select(inv.c.started_at).where(mine)
-    for chunk in _chunks(sorted(set(session_ids))):
-        if conn.dialect.name == "postgresql":  # a writer adding to them commits first: the queries below see it
-            conn.execute(select(sessions.c.session_id).where(sessions.c.session_id.in_(chunk)).with_for_update())
-        conn.execute(
-            delete(sessions).where(sessions.c.session_id.in_(chunk), ~select(inv.c.session_id).where(mine).exists())
-        )
-        conn.execute(
-            update(sessions)
-            .where(sessions.c.session_id.in_(chunk))
-            .values(
-                first_started_at=by_start.order_by(inv.c.started_at).limit(1).scalar_subquery(),
-                last_started_at=by_start.order_by(inv.c.started_at.desc()).limit(1).scalar_subquery(),
-                agent_name=select(inv.c.agent_name)
-                .where(mine, inv.c.agent_name.is_not(None))
-                .order_by(inv.c.started_at.desc(), inv.c.invocation_id.desc())
-                .limit(1)
-                .scalar_subquery(),
-            )
-        )
+    ids = sorted(set(session_ids))
+    if conn.dialect.name == "postgresql":  # a writer adding to them commits first: the queries below see it
+        _execute_in(conn, "SELECT session_id FROM sessions WHERE session_id {in} FOR UPDATE", ids)
+    _execute_in(conn, _DELETE_EMPTY_SESSIONS, ids)
+    _execute_in(conn, _UPDATE_SESSIONS, ids)
+
+
+_MINE = "FROM invocations i WHERE i.session_id = sessions.session_id"
+_DELETE_EMPTY_SESSIONS = f"DELETE FROM sessions WHERE session_id {{in}} AND NOT EXISTS (SELECT 1 {_MINE})"
+_UPDATE_SESSIONS = (
+    f"UPDATE sessions SET first_started_at = (SELECT i.started_at {_MINE} ORDER BY i.started_at LIMIT 1), "
+    f"last_started_at = (SELECT i.started_at {_MINE} ORDER BY i.started_at DESC LIMIT 1), "
+    f"agent_name = (SELECT i.agent_name {_MINE} AND i.agent_name IS NOT NULL "
+    "ORDER BY i.started_at DESC, i.invocation_id DESC LIMIT 1) WHERE session_id {in}"
+)
 
 
 def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
