@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import delete, select, text, tuple_, update
 
@@ -71,17 +71,13 @@ def _ingest(
     prebuilt = prebuild(store, spans, rebuild, is_run)
     offered = {(s.trace_id, s.span_id): s for s in spans}
     rows = dict(zip(offered, span_rows(list(offered.values())), strict=True))
-    encoded = EncodedInvocations(inv for _, built in prebuilt.values() for inv in built)
+    encoded = EncodedInvocations(inv for built in prebuilt.values() for inv in built.invocations)
     with write_lock, store.engine.begin() as conn:
         if store.dialect == "sqlite":  # the write lock now: what is read below stays true until the commit
             conn.exec_driver_sql("BEGIN IMMEDIATE")
         lock_traces(conn, trace_ids)
         counts: Counter[str] = Counter()  # spans stored per trace; a trace with none is new, read nothing of it
-        counts.update(
-            dict(
-                _rows_in(conn, "SELECT trace_id, count(*) FROM spans WHERE trace_id {in} GROUP BY trace_id", trace_ids)
-            )
-        )
+        counts.update(dict(_rows_in(conn, _STORED_PER_TRACE, trace_ids)))
         maybe_stored = sorted(key for key in offered if key[0] in counts)
         stored = {
             (row.trace_id, row.span_id)
@@ -95,7 +91,11 @@ def _ingest(
             return 0
         insert_span_rows(conn, [rows[s.trace_id, s.span_id] for s in new], new=True)
         fresh = {s.trace_id for s in new if s.trace_id not in counts}
-        affected = affected_runs(conn, new, is_run, fresh=fresh)
+        # a new trace built before the lock from all the spans it took: its runs are known, nothing to walk
+        taken = Counter(s.trace_id for s in new)
+        ready = {trace for trace in fresh if trace in prebuilt and taken[trace] == len(prebuilt[trace].offered)}
+        affected = affected_runs(conn, [s for s in new if s.trace_id not in ready], is_run, fresh=fresh - ready)
+        _add_built(conn, affected, [prebuilt[trace] for trace in sorted(ready)], is_run)
         invocations = _rebuilt(affected.spans, rebuild, prebuilt, fresh)
         if limits is not None:
             invocations = limits.cap(invocations)
@@ -113,8 +113,20 @@ def _ingest(
     return len(invocations)
 
 
-Prebuilt = dict[str, tuple[frozenset[Key], list[Invocation]]]
-"""Trace id -> the spans of its runs and their invocations, as the spans offered alone make them."""
+class Built(NamedTuple):
+    """A new trace's runs and invocations, as the spans offered alone make them."""
+
+    keys: frozenset[Key]
+    """The spans of its runs."""
+    invocations: list[Invocation]
+    roots: list[Key]
+    runs: list[SpanRecord]
+    """Every span below the roots, then the roots."""
+    offered: frozenset[Key]
+    """Every span of the trace offered."""
+
+
+Prebuilt = dict[str, Built]
 
 
 def prebuild(
@@ -145,8 +157,23 @@ def prebuild(
     built: Prebuilt = {}
     for trace_id, (known, roots) in whole.items():
         runs = [*_Below(None, known, {trace_id})(roots), *(known[root] for root in roots)]
-        built[trace_id] = (frozenset((s.trace_id, s.span_id) for s in runs), rebuild(runs))
+        keys = frozenset((s.trace_id, s.span_id) for s in runs)
+        built[trace_id] = Built(keys, rebuild(runs), roots, runs, frozenset(known))
     return built
+
+
+def _add_built(conn: Any, affected: Affected, built: Sequence[Built], is_run: Callable[[SpanRecord], bool]) -> None:
+    """What :func:`affected_runs` finds of new traces :func:`prebuild` built, added to ``affected``: their roots,
+    their runs' spans, and the stored invocations of the runs below their roots."""
+    inner: set[str] = set()
+    for trace in built:
+        roots = set(trace.roots)
+        below = (s for s in trace.runs if (s.trace_id, s.span_id) not in roots and is_run(s))
+        inner.update(invocation_key(s.trace_id, s.span_id) for s in below)
+        affected.roots.extend(trace.roots)
+        affected.spans.extend(trace.runs)
+    affected.roots.sort()
+    affected.gone += _stored_invocations(conn, sorted(inner))
 
 
 def _rebuilt(
@@ -161,10 +188,12 @@ def _rebuilt(
     for s in spans:
         by_trace.setdefault(s.trace_id, set()).add((s.trace_id, s.span_id))
     ready = {
-        trace for trace, keys in by_trace.items() if trace in fresh and trace in prebuilt and prebuilt[trace][0] == keys
+        trace
+        for trace, keys in by_trace.items()
+        if trace in fresh and trace in prebuilt and prebuilt[trace].keys == keys
     }
     rest = [s for s in spans if s.trace_id not in ready]
-    return [inv for trace in sorted(ready) for inv in prebuilt[trace][1]] + rebuild(rest)
+    return [inv for trace in sorted(ready) for inv in prebuilt[trace].invocations] + rebuild(rest)
 
 
 def lock_traces(conn: Any, trace_ids: Sequence[str]) -> None:
