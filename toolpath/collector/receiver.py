@@ -16,7 +16,6 @@ specification asks:
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import hmac
 import io
@@ -24,7 +23,7 @@ import logging
 import threading
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent import futures
 from dataclasses import dataclass, field
 from typing import Any
@@ -75,11 +74,10 @@ class Ingestor:
         self.token = token
         self.max_body_bytes = max_body_bytes
         self._slots = threading.BoundedSemaphore(max_in_flight)
-        # SQLite: one writer in this process (the file has one write lock: waiting here beats polling for it);
-        # PostgreSQL: writes run side by side, a lock per trace making a trace's requests rebuild in turn
-        self._write_lock: contextlib.AbstractContextManager[Any] = (
-            threading.Lock() if store.dialect == "sqlite" else contextlib.nullcontext()
-        )
+        # writes run side by side up to their transaction (SQLite: the store's write lock then lets one in at a
+        # time; PostgreSQL: a lock per trace makes a trace's requests rebuild in turn), so that one request's
+        # cleaning, redaction and rebuilding overlap another's commit
+        self._counting = threading.Lock()
         self.spans_stored = 0
         self._preparer = SpanPreparer(redactor, self.limits)
 
@@ -108,11 +106,9 @@ class Ingestor:
             raise Busy("too many exports in flight")
         m.exports_in_flight.inc()
         try:
-            ready = self._preparer.prepare(records)  # before the lock: other threads' writes need not wait
-            with self._write_lock:
-                over_limit = self.limits.hits["spans_over_trace_limit"]
-                stored, written = self._ingest(ready)
-                over_limit = self.limits.hits["spans_over_trace_limit"] - over_limit
+            ready = self._preparer.prepare(records)
+            stored, written, over_limit = self._ingest(ready)
+            with self._counting:
                 self.spans_stored += stored
             m.spans_stored.inc(stored - over_limit)
             if over_limit:
@@ -125,14 +121,15 @@ class Ingestor:
             m.exports_in_flight.dec()
             self._slots.release()
 
-    def _ingest(self, records: list[SpanRecord]) -> tuple[int, int]:
+    def _ingest(self, records: list[SpanRecord]) -> tuple[int, int, int]:
         """Store ``records`` in one transaction; if the store refuses a value, trace by trace, then span by span,
-        so that only a span refused alone is lost (quarantined: logged and counted). Returns the spans stored and
-        the invocations written; raises when the store is unavailable (the client retries)."""
+        so that only a span refused alone is lost (quarantined: logged and counted). Returns the spans stored,
+        the invocations written and the spans the trace limit turned away (of those stored); raises when the
+        store is unavailable (the client retries)."""
         if not records:
-            return 0, 0
+            return 0, 0, 0
         try:
-            return len(records), self._write(records)
+            return len(records), *self._write(records)
         except Exception as exc:
             if store_unavailable(exc):
                 self.metrics.store_errors.inc()
@@ -145,16 +142,17 @@ class Ingestor:
         parts = list(traces.values()) if len(traces) > 1 else [[r] for r in records] if len(records) > 1 else None
         if parts is not None:
             done = [self._ingest(part) for part in parts]
-            return sum(d[0] for d in done), sum(d[1] for d in done)
+            return sum(d[0] for d in done), sum(d[1] for d in done), sum(d[2] for d in done)
         [record] = records
         logger.error("toolpath: span %s/%s quarantined: the store refuses it: %r", record.trace_id, record.span_id,
                      failure)  # fmt: skip
         self.limits.count("spans_quarantined")
-        return 0, 0
+        return 0, 0, 0
 
-    def _write(self, records: list[SpanRecord]) -> int:
+    def _write(self, records: list[SpanRecord]) -> tuple[int, int]:
         """``store.ingest``, tried again after a transient database error (a dropped connection, a locked SQLite
-        file): the write is idempotent and its transaction was rolled back. Returns the invocations written."""
+        file): the write is idempotent and its transaction was rolled back. Returns the invocations written and
+        the spans the trace limit turned away."""
         m = self.metrics
         spent: list[float] = []
 
@@ -167,8 +165,9 @@ class Ingestor:
 
         for attempt in range(_STORE_ATTEMPTS):
             spent.clear()
+            limits = _WriteLimits(self.limits)
             try:
-                written = self.store.ingest(records, timed_rebuild, is_run_span, self.limits)
+                written = self.store.ingest(records, timed_rebuild, is_run_span, limits)
             except Exception as exc:
                 if not store_unavailable(exc) or attempt + 1 == _STORE_ATTEMPTS:
                     raise
@@ -177,7 +176,7 @@ class Ingestor:
             else:
                 if spent:  # one export's rebuilding, before and in its transaction
                     m.rebuild_seconds.observe(sum(spent))
-                return written
+                return written, limits.turned_away
         raise AssertionError("unreachable")
 
     def handle_http(self, path: str, headers: Any, read_body: Callable[[int], bytes]) -> Reply:
@@ -255,6 +254,24 @@ class Ingestor:
             reasons = [*rejected[:3], *([f"{refused} span(s) the store refused were quarantined"] if refused else [])]
             reply.partial_success.error_message = "; ".join(reasons)
         return reply
+
+
+class _WriteLimits:
+    """The limits as one write applies them, counting the spans the trace limit turns away from it (other writes
+    run alongside: the shared counters cannot say whose they are)."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.max_spans_per_trace = limits.max_spans_per_trace
+        self.turned_away = 0
+
+    def admit(self, stored: dict[str, int], new: Sequence[SpanRecord]) -> list[SpanRecord]:
+        admitted = self.limits.admit(stored, new)
+        self.turned_away += len(new) - len(admitted)
+        return admitted
+
+    def cap(self, invocations: list[Invocation]) -> list[Invocation]:
+        return self.limits.cap(invocations)
 
 
 def rebuild(spans: list[SpanRecord]) -> list[Invocation]:

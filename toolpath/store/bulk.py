@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
+from json.encoder import encode_basestring_ascii
 from typing import Any
 
 from sqlalchemy import JSON, BigInteger, Float, Integer, String, Text, delete
@@ -21,7 +22,37 @@ from toolpath.store.spanrecord import SpanRecord
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _IN_CHUNK = 500
-_dumps = json.dumps
+SpanRow = tuple[Any, ...]
+"""A ``spans`` row as :func:`span_rows` encodes it."""
+
+
+def _c_encoder() -> Any:
+    try:
+        from json.encoder import c_make_encoder  # type: ignore[attr-defined]
+    except ImportError:  # pragma: no cover - CPython has it
+        return None
+    if c_make_encoder is None:  # pragma: no cover
+        return None
+    # json.dumps' own encoder with its defaults (ensure_ascii, allow_nan, ", " and ": "), made once; no circular
+    # check (its shared table of ids is not safe across threads): a cycle fails, and json.dumps says why
+    return c_make_encoder(
+        None, json.JSONEncoder().default, encode_basestring_ascii, None, ": ", ", ", False, False, True
+    )
+
+
+_ENCODE = _c_encoder()
+
+
+def _dumps(value: Any) -> str:
+    """``json.dumps(value)``, the very same text, without its per-call set-up (the bulk of encoding small values)."""
+    if not value and value.__class__ is list:
+        return "[]"
+    if _ENCODE is not None:
+        try:
+            return "".join(_ENCODE(value, 0))
+        except Exception:
+            pass
+    return json.dumps(value)
 
 
 def _columns(table: Any) -> tuple[list[str], set[str]]:
@@ -69,38 +100,80 @@ def _pg_type(column: Any) -> str:
 def insert_spans(conn: Any, spans: Sequence[SpanRecord], *, new: bool = False) -> None:
     """Raw spans; a span already stored (same trace and span id) is left as it is. ``new``: none is stored, and
     this transaction holds the locks of their traces (:func:`toolpath.store.rebuild.lock_traces`)."""
-    if not spans:
-        return
-    dumps = _dumps
-    rows = [
-        (s.trace_id, s.span_id, s.parent_span_id, s.name, s.kind, s.start_time, s.end_time, s.status_code,
-         s.status_message, dumps(s.attributes), dumps(s.events), dumps(s.resource), s.scope)
-        for s in spans
-    ]  # fmt: skip
+    insert_span_rows(conn, span_rows(spans), new=new)
+
+
+def insert_span_rows(conn: Any, rows: Sequence[SpanRow], *, new: bool = False) -> None:
+    """:func:`insert_spans` of rows :func:`span_rows` encoded (before the transaction, so that it is short)."""
     _write(conn, t.spans, rows, "ON CONFLICT (trace_id, span_id) DO NOTHING", new=new)
 
 
-def write_invocations(conn: Any, invocations: Sequence[Invocation], existing: Iterable[str] | None = None) -> None:
+def span_rows(spans: Sequence[SpanRecord]) -> list[SpanRow]:
+    """The ``spans`` rows of ``spans``, JSON encoded; a resource many spans share (one object per OTLP
+    ResourceSpans) is encoded once."""
+    dumps = _dumps
+    resources: dict[int, str] = {}  # by id: the spans hold every resource alive until the rows are made
+
+    def resource(value: Any) -> str:
+        key = id(value)
+        text = resources.get(key)
+        if text is None:
+            text = resources[key] = dumps(value)
+        return text
+
+    return [
+        (s.trace_id, s.span_id, s.parent_span_id, s.name, s.kind, s.start_time, s.end_time, s.status_code,
+         s.status_message, dumps(s.attributes), dumps(s.events), resource(s.resource), s.scope)
+        for s in spans
+    ]  # fmt: skip
+
+
+class EncodedInvocations:
+    """Invocations' ``invocations`` and ``tool_calls`` rows, encoded ahead (before the transaction that writes
+    them); :func:`write_invocations` takes an invocation's rows from here when it is the very object encoded."""
+
+    def __init__(self, invocations: Iterable[Invocation] = ()) -> None:
+        self._rows: dict[int, tuple[Invocation, tuple[Any, ...], list[tuple[Any, ...]]]] = {}
+        for inv in invocations:
+            self._rows[id(inv)] = (inv, _invocation_row(inv), _call_rows(inv))
+
+    def rows(self, inv: Invocation) -> tuple[tuple[Any, ...], list[tuple[Any, ...]]]:
+        found = self._rows.get(id(inv))
+        if found is not None and found[0] is inv:  # the object encoded (held here: its id is not reused)
+            return found[1], found[2]
+        return _invocation_row(inv), _call_rows(inv)
+
+
+def write_invocations(
+    conn: Any,
+    invocations: Sequence[Invocation],
+    existing: Iterable[str] | None = None,
+    encoded: EncodedInvocations | None = None,
+) -> None:
     """Upsert invocations with their sessions and tool calls. ``existing``: the ids that may have tool calls
-    stored already (they are replaced); ``None``: any of them may."""
+    stored already (they are replaced); ``None``: any of them may. ``encoded``: rows encoded ahead."""
+    encoded = encoded or EncodedInvocations()
+    rows = [encoded.rows(inv) for inv in invocations]
     _write(conn, t.sessions, _session_rows(invocations), _SESSION_CONFLICT)
-    conflict = "ON CONFLICT (invocation_id) DO UPDATE SET " + ", ".join(
-        f"{c} = excluded.{c}" for c in _INVOCATION_COLUMNS if c != "invocation_id"
-    )
-    _write(conn, t.invocations, [_invocation_row(inv) for inv in invocations], conflict)
+    _write(conn, t.invocations, [row for row, _ in rows], _INVOCATION_CONFLICT)
     replaced = [inv.invocation_id for inv in invocations] if existing is None else sorted(existing)
     for i in range(0, len(replaced), _IN_CHUNK):
         conn.execute(delete(t.tool_calls).where(t.tool_calls.c.invocation_id.in_(replaced[i : i + _IN_CHUNK])))
-    dumps = _dumps
-    calls = [
-        (inv.invocation_id, i, c.name, dumps(c.args), dumps(c.result), c.call_id, c.error, c.start_time, c.end_time)
-        for inv in invocations
+    _write(conn, t.tool_calls, [call for _, calls in rows for call in calls], new=True)  # deleted above
+
+
+def _call_rows(inv: Invocation) -> list[tuple[Any, ...]]:
+    dumps, invocation_id = _dumps, inv.invocation_id
+    return [
+        (invocation_id, i, c.name, dumps(c.args), dumps(c.result), c.call_id, c.error, c.start_time, c.end_time)
         for i, c in enumerate(inv.tool_calls)
     ]  # fmt: skip
-    _write(conn, t.tool_calls, calls, new=True)  # the invocations' calls were deleted above
 
 
 _INVOCATION_COLUMNS = [c.name for c in t.invocations.columns]
+_INVOCATION_CONFLICT = "ON CONFLICT (invocation_id) DO UPDATE SET " + ", ".join(
+    f"{c} = excluded.{c}" for c in _INVOCATION_COLUMNS if c != "invocation_id"
+)
 
 
 _SESSION_CONFLICT = (  # a stored session widened to the new first and last start, its agent kept unless it had none

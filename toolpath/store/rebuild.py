@@ -14,15 +14,16 @@ the whole trace makes.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
-from sqlalchemy import delete, func, select, text, tuple_, update
+from sqlalchemy import delete, select, text, tuple_, update
 
 from toolpath.model import Invocation, invocation_key
 from toolpath.store import schema as t
-from toolpath.store.bulk import insert_spans
+from toolpath.store.bulk import EncodedInvocations, insert_span_rows, span_rows
 from toolpath.store.spanrecord import SpanRecord
 
 _IN_CHUNK = 500
@@ -48,20 +49,35 @@ def ingest(
     is_run: Callable[[SpanRecord], bool],
     limits: Any = None,
 ) -> int:
-    """:meth:`toolpath.store.store.Store.ingest`."""
+    """:meth:`toolpath.store.store.Store.ingest`. What needs no lock is done before the write transaction (the
+    spans' rows encoded, a new trace's invocations built and encoded), so that other writers wait less."""
+    # an in-memory SQLite store has one connection: the reads below take it in turn with the writes too
+    outer, inner = (store.write_lock, nullcontext()) if store.one_connection else (nullcontext(), store.write_lock)
+    with outer:
+        return _ingest(store, spans, rebuild, is_run, limits, inner)
+
+
+def _ingest(
+    store: Any,
+    spans: Sequence[SpanRecord],
+    rebuild: Callable[[list[SpanRecord]], list[Invocation]],
+    is_run: Callable[[SpanRecord], bool],
+    limits: Any,
+    write_lock: AbstractContextManager[Any],
+) -> int:
     trace_ids = sorted({s.trace_id for s in spans})
     sp = t.spans
     # built before the write lock is taken: what other writers need not wait for (used if the trace is new)
     prebuilt = prebuild(store, spans, rebuild, is_run)
-    with store.engine.begin() as conn:
+    offered = {(s.trace_id, s.span_id): s for s in spans}
+    rows = dict(zip(offered, span_rows(list(offered.values())), strict=True))
+    encoded = EncodedInvocations(inv for built in prebuilt.values() for inv in built.invocations)
+    with write_lock, store.engine.begin() as conn:
         if store.dialect == "sqlite":  # the write lock now: what is read below stays true until the commit
             conn.exec_driver_sql("BEGIN IMMEDIATE")
         lock_traces(conn, trace_ids)
         counts: Counter[str] = Counter()  # spans stored per trace; a trace with none is new, read nothing of it
-        for chunk in _chunks(trace_ids):
-            query = select(sp.c.trace_id, func.count()).where(sp.c.trace_id.in_(chunk)).group_by(sp.c.trace_id)
-            counts.update({trace: n for trace, n in conn.execute(query)})
-        offered = {(s.trace_id, s.span_id): s for s in spans}
+        counts.update(dict(_rows_in(conn, _STORED_PER_TRACE, trace_ids)))
         maybe_stored = sorted(key for key in offered if key[0] in counts)
         stored = {
             (row.trace_id, row.span_id)
@@ -73,31 +89,44 @@ def ingest(
             new = limits.admit(counts, new)
         if not new:
             return 0
-        insert_spans(conn, new, new=True)
+        insert_span_rows(conn, [rows[s.trace_id, s.span_id] for s in new], new=True)
         fresh = {s.trace_id for s in new if s.trace_id not in counts}
-        affected = affected_runs(conn, new, is_run, fresh=fresh)
+        # a new trace built before the lock from all the spans it took: its runs are known, nothing to walk
+        taken = Counter(s.trace_id for s in new)
+        ready = {trace for trace in fresh if trace in prebuilt and taken[trace] == len(prebuilt[trace].offered)}
+        affected = affected_runs(conn, [s for s in new if s.trace_id not in ready], is_run, fresh=fresh - ready)
+        _add_built(conn, affected, [prebuilt[trace] for trace in sorted(ready)], is_run)
         invocations = _rebuilt(affected.spans, rebuild, prebuilt, fresh)
         if limits is not None:
             invocations = limits.cap(invocations)
-        inv = t.invocations
-        before = {  # invocation -> session, as stored before these spans came
-            row.invocation_id: row.session_id
-            for chunk in _chunks([invocation_key(*root) for root in affected.roots] + affected.gone)
-            for row in conn.execute(select(inv.c.invocation_id, inv.c.session_id).where(inv.c.invocation_id.in_(chunk)))
-        }
+        ids = [invocation_key(*root) for root in affected.roots] + affected.gone
+        # invocation -> session, as stored before these spans came
+        before = dict(_rows_in(conn, "SELECT invocation_id, session_id FROM invocations WHERE invocation_id {in}", ids))
         made = {i.invocation_id for i in invocations}
         gone = [*affected.gone, *(i for i in before if i not in made and i not in affected.gone)]
         forget_invocations(conn, gone)
         rescore(conn, [i for i in before if i in made])  # scored before these spans came: scored again
         if invocations:
-            store._write_invocations(conn, invocations, existing=[i for i in before if i in made])
+            store._write_invocations(conn, invocations, [i for i in before if i in made], encoded)
         # whatever order the spans came in, sessions say what their invocations say now (none: no session)
         refresh_sessions(conn, {*before.values(), *(i.session_id for i in invocations)})
     return len(invocations)
 
 
-Prebuilt = dict[str, tuple[frozenset[Key], list[Invocation]]]
-"""Trace id -> the spans of its runs and their invocations, as the spans offered alone make them."""
+class Built(NamedTuple):
+    """A new trace's runs and invocations, as the spans offered alone make them."""
+
+    keys: frozenset[Key]
+    """The spans of its runs."""
+    invocations: list[Invocation]
+    roots: list[Key]
+    runs: list[SpanRecord]
+    """Every span below the roots, then the roots."""
+    offered: frozenset[Key]
+    """Every span of the trace offered."""
+
+
+Prebuilt = dict[str, Built]
 
 
 def prebuild(
@@ -116,22 +145,35 @@ def prebuild(
     for trace_id, known in traces.items():
         if any(s.parent_span_id is not None and (trace_id, s.parent_span_id) not in known for s in known.values()):
             continue  # its ancestors may be stored: read under the lock
-        tops = {_outermost_run(s, known, is_run) for s in known.values()}
+        tops = set(_outermost_runs(known.values(), known, is_run).values())
         roots = sorted(top for top in tops if top is not None and top != _IN_RUN_CYCLE)
         if roots and _IN_RUN_CYCLE not in tops:
             whole[trace_id] = (known, roots)
     if not whole:
         return {}
-    sp = t.spans
     with store.engine.connect() as conn:
-        for chunk in _chunks(sorted(whole)):
-            for row in conn.execute(select(sp.c.trace_id).where(sp.c.trace_id.in_(chunk)).distinct()):
-                whole.pop(row.trace_id, None)
+        for (trace_id,) in _rows_in(conn, "SELECT DISTINCT trace_id FROM spans WHERE trace_id {in}", sorted(whole)):
+            whole.pop(trace_id, None)
     built: Prebuilt = {}
     for trace_id, (known, roots) in whole.items():
         runs = [*_Below(None, known, {trace_id})(roots), *(known[root] for root in roots)]
-        built[trace_id] = (frozenset((s.trace_id, s.span_id) for s in runs), rebuild(runs))
+        keys = frozenset((s.trace_id, s.span_id) for s in runs)
+        built[trace_id] = Built(keys, rebuild(runs), roots, runs, frozenset(known))
     return built
+
+
+def _add_built(conn: Any, affected: Affected, built: Sequence[Built], is_run: Callable[[SpanRecord], bool]) -> None:
+    """What :func:`affected_runs` finds of new traces :func:`prebuild` built, added to ``affected``: their roots,
+    their runs' spans, and the stored invocations of the runs below their roots."""
+    inner: set[str] = set()
+    for trace in built:
+        roots = set(trace.roots)
+        below = (s for s in trace.runs if (s.trace_id, s.span_id) not in roots and is_run(s))
+        inner.update(invocation_key(s.trace_id, s.span_id) for s in below)
+        affected.roots.extend(trace.roots)
+        affected.spans.extend(trace.runs)
+    affected.roots.sort()
+    affected.gone += _stored_invocations(conn, sorted(inner))
 
 
 def _rebuilt(
@@ -146,10 +188,12 @@ def _rebuilt(
     for s in spans:
         by_trace.setdefault(s.trace_id, set()).add((s.trace_id, s.span_id))
     ready = {
-        trace for trace, keys in by_trace.items() if trace in fresh and trace in prebuilt and prebuilt[trace][0] == keys
+        trace
+        for trace, keys in by_trace.items()
+        if trace in fresh and trace in prebuilt and prebuilt[trace].keys == keys
     }
     rest = [s for s in spans if s.trace_id not in ready]
-    return [inv for trace in sorted(ready) for inv in prebuilt[trace][1]] + rebuild(rest)
+    return [inv for trace in sorted(ready) for inv in prebuilt[trace].invocations] + rebuild(rest)
 
 
 def lock_traces(conn: Any, trace_ids: Sequence[str]) -> None:
@@ -179,14 +223,15 @@ def affected_runs(
         found = _spans_where(conn, _key(t.spans), sorted(wanted))
         known.update(((s.trace_id, s.span_id), s) for s in found)
         wanted = {(s.trace_id, s.parent_span_id) for s in found if s.parent_span_id is not None}
-    tops = {(s.trace_id, s.span_id): _outermost_run(s, known, is_run) for s in new}
+    tops = _outermost_runs(new, known, is_run)
     roots = sorted({top for top in tops.values() if top not in (None, _IN_RUN_CYCLE)})
     below = _Below(conn, known, fresh)
     affected = Affected(roots=roots, spans=below(roots))
-    inner = [invocation_key(s.trace_id, s.span_id) for s in affected.spans]
     # a span that closes a cycle of parents holding a run puts a run above every run of the cycle and below it
     cycles = sorted(key for key, top in tops.items() if top == _IN_RUN_CYCLE)
-    inner += [invocation_key(s.trace_id, s.span_id) for s in [*map(known.__getitem__, cycles), *below(cycles)]]
+    below_a_run = [*affected.spans, *map(known.__getitem__, cycles), *below(cycles)]
+    # only a run is ever an invocation (an outermost one): the others need not be looked for
+    inner = [invocation_key(s.trace_id, s.span_id) for s in below_a_run if is_run(s)]
     affected.gone = _stored_invocations(conn, sorted(set(inner)))
     affected.spans.extend(known[root] for root in roots)
     return affected
@@ -218,6 +263,8 @@ class _Below:
         return found
 
     def _stored_children(self, parents: Sequence[Key]) -> list[SpanRecord]:
+        if not parents:
+            return []
         sp = t.spans
         keys: list[Key] = []
         for chunk in _chunks(parents):
@@ -230,6 +277,33 @@ class _Below:
 
 _IN_RUN_CYCLE: Key = ("", "")
 """What :func:`_outermost_run` says of a span whose parents go round a cycle that holds a run."""
+
+
+def _outermost_runs(
+    spans: Collection[SpanRecord], known: dict[Key, SpanRecord], is_run: Callable[[SpanRecord], bool]
+) -> dict[Key, Key | None]:
+    """:func:`_outermost_run` of each of ``spans`` (and of the known spans above them), each chain of parents
+    walked once: a span's outermost run is its parent's, else itself if it is a run."""
+    tops: dict[Key, Key | None] = {}
+    for span in spans:
+        chain: list[SpanRecord] = []
+        on_chain: set[str] = set()
+        current: SpanRecord | None = span
+        while current is not None and (key := (span.trace_id, current.span_id)) not in tops:
+            if current.span_id in on_chain:  # a cycle of parents (rare): each span of the chain walked alone
+                tops.update(((span.trace_id, s.span_id), _outermost_run(s, known, is_run)) for s in chain)
+                break
+            chain.append(current)
+            on_chain.add(current.span_id)
+            parent = current.parent_span_id
+            current = known.get((span.trace_id, parent)) if parent is not None else None
+        else:
+            above = tops[key] if current is not None else None
+            for s in reversed(chain):
+                if above is None and is_run(s):
+                    above = (s.trace_id, s.span_id)
+                tops[(span.trace_id, s.span_id)] = above
+    return {(s.trace_id, s.span_id): tops[(s.trace_id, s.span_id)] for s in spans}
 
 
 def _outermost_run(span: SpanRecord, known: dict[Key, SpanRecord], is_run: Callable[[SpanRecord], bool]) -> Key | None:
@@ -262,13 +336,30 @@ def _spans_where(conn: Any, column: Any, keys: Sequence[Key]) -> list[SpanRecord
     return found
 
 
-def _stored_invocations(conn: Any, invocation_ids: Sequence[str]) -> list[str]:
-    inv = t.invocations
-    return [
-        row.invocation_id
-        for chunk in _chunks(invocation_ids)
-        for row in conn.execute(select(inv.c.invocation_id).where(inv.c.invocation_id.in_(chunk)))
-    ]
+def _stored_invocations(conn: Any, ids: Sequence[str]) -> list[str]:
+    return [row[0] for row in _rows_in(conn, "SELECT invocation_id FROM invocations WHERE invocation_id {in}", ids)]
+
+
+_STORED_PER_TRACE = "SELECT trace_id, count(*) FROM spans WHERE trace_id {in} GROUP BY trace_id"
+
+
+def _rows_in(conn: Any, sql: str, values: Sequence[Any]) -> Iterator[Any]:
+    """The rows of ``sql`` whose ``{in}`` is "among ``values``" (see :func:`_execute_in`)."""
+    for result in _execute_in(conn, sql, values):
+        yield from result
+
+
+def _execute_in(conn: Any, sql: str, values: Sequence[Any]) -> list[Any]:
+    """Run ``sql`` whose ``{in}`` is "among ``values``", 500 at a time, through the driver (no statement to
+    compile): on SQLite an ``IN`` list, on PostgreSQL ``= ANY`` of one array (one parameter, one plan)."""
+    results = []
+    for chunk in _chunks(values):
+        if conn.dialect.name == "postgresql":
+            results.append(conn.exec_driver_sql(sql.format(**{"in": "= ANY(CAST(%s AS text[]))"}), (list(chunk),)))
+        else:
+            marks = ", ".join(("?" if conn.dialect.paramstyle == "qmark" else "%s") for _ in chunk)
+            results.append(conn.exec_driver_sql(sql.format(**{"in": f"IN ({marks})"}), tuple(chunk)))
+    return results
 
 
 def forget_invocations(conn: Any, invocation_ids: Sequence[str]) -> None:
@@ -301,28 +392,21 @@ def refresh_sessions(conn: Any, session_ids: Iterable[str]) -> None:
     """Each session's row from its invocations as stored now: first and last start, the agent of its latest
     invocation that names one; a session left without invocations is deleted. Two statements per 500 sessions
     (each value an index seek on ``(session_id, started_at)``)."""
-    inv, sessions = t.invocations, t.sessions
-    mine = inv.c.session_id == sessions.c.session_id
-    by_start = select(inv.c.started_at).where(mine)
-    for chunk in _chunks(sorted(set(session_ids))):
-        if conn.dialect.name == "postgresql":  # a writer adding to them commits first: the queries below see it
-            conn.execute(select(sessions.c.session_id).where(sessions.c.session_id.in_(chunk)).with_for_update())
-        conn.execute(
-            delete(sessions).where(sessions.c.session_id.in_(chunk), ~select(inv.c.session_id).where(mine).exists())
-        )
-        conn.execute(
-            update(sessions)
-            .where(sessions.c.session_id.in_(chunk))
-            .values(
-                first_started_at=by_start.order_by(inv.c.started_at).limit(1).scalar_subquery(),
-                last_started_at=by_start.order_by(inv.c.started_at.desc()).limit(1).scalar_subquery(),
-                agent_name=select(inv.c.agent_name)
-                .where(mine, inv.c.agent_name.is_not(None))
-                .order_by(inv.c.started_at.desc(), inv.c.invocation_id.desc())
-                .limit(1)
-                .scalar_subquery(),
-            )
-        )
+    ids = sorted(set(session_ids))
+    if conn.dialect.name == "postgresql":  # a writer adding to them commits first: the queries below see it
+        _execute_in(conn, "SELECT session_id FROM sessions WHERE session_id {in} FOR UPDATE", ids)
+    _execute_in(conn, _DELETE_EMPTY_SESSIONS, ids)
+    _execute_in(conn, _UPDATE_SESSIONS, ids)
+
+
+_MINE = "FROM invocations i WHERE i.session_id = sessions.session_id"
+_DELETE_EMPTY_SESSIONS = f"DELETE FROM sessions WHERE session_id {{in}} AND NOT EXISTS (SELECT 1 {_MINE})"
+_UPDATE_SESSIONS = (
+    f"UPDATE sessions SET first_started_at = (SELECT i.started_at {_MINE} ORDER BY i.started_at LIMIT 1), "
+    f"last_started_at = (SELECT i.started_at {_MINE} ORDER BY i.started_at DESC LIMIT 1), "
+    f"agent_name = (SELECT i.agent_name {_MINE} AND i.agent_name IS NOT NULL "
+    "ORDER BY i.started_at DESC, i.invocation_id DESC LIMIT 1) WHERE session_id {in}"
+)
 
 
 def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:

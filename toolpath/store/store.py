@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import secrets
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -17,6 +18,7 @@ from typing import Any, TypeVar
 from sqlalchemy import func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DatabaseError, OperationalError
+from sqlalchemy.pool import StaticPool
 
 from toolpath.errors import ConfigError
 from toolpath.model import Invocation, Session, ToolCall, ns_to_datetime
@@ -47,6 +49,14 @@ class Store:
         self.url = display_url(resolved)
         """The URL as it may be shown: its password hidden (the engine holds the real one)."""
         self.engine = make_engine(resolved, echo=echo)
+        self.write_lock: contextlib.AbstractContextManager[Any] = (
+            threading.Lock() if self.engine.dialect.name == "sqlite" else contextlib.nullcontext()
+        )
+        """Held by :meth:`ingest` across its write transaction on SQLite: one writer in this process (the file has
+        one write lock, and waiting here beats polling for it); PostgreSQL's writers run side by side, a lock per
+        trace making a trace's writes take turns."""
+        self.one_connection = isinstance(self.engine.pool, StaticPool)
+        """An in-memory SQLite database: one connection that threads must take in turn, reads too."""
         self.on_invocations: Callable[[Any, Sequence[Invocation]], None] | None = None
         """Called with the connection and the invocations inside every transaction that writes invocations
         (the online evaluator's job queue enqueues there, so a stored invocation and its job commit together)."""
@@ -107,10 +117,14 @@ class Store:
                 self._write_invocations(conn, invocations)
 
     def _write_invocations(
-        self, conn: Any, invocations: Sequence[Invocation], existing: Iterable[str] | None = None
+        self,
+        conn: Any,
+        invocations: Sequence[Invocation],
+        existing: Iterable[str] | None = None,
+        encoded: bulk.EncodedInvocations | None = None,
     ) -> None:
         """:func:`toolpath.store.bulk.write_invocations`, then the ``on_invocations`` hook."""
-        bulk.write_invocations(conn, invocations, existing)
+        bulk.write_invocations(conn, invocations, existing, encoded)
         if self.on_invocations is not None:
             self.on_invocations(conn, invocations)
 
