@@ -18,11 +18,12 @@ from typing import Any
 import orjson
 
 _orjson_dumps = orjson.dumps
+_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS  # json's to refuse, as it does
 
 
 def dumps(value: Any) -> str:
     """``value`` as JSON text (``None`` as ``null``)."""
     try:
-        return _orjson_dumps(value).decode()
+        return _orjson_dumps(value, option=_OPTIONS).decode()
     except TypeError:  # orjson's refusal of a key, a number, a string or an object; json decides
         return json.dumps(value)

@@ -1,21 +1,20 @@
 """The write path's bulk statements, through the driver's fast path: one ``executemany`` per table per batch, rows
-as plain tuples, each JSON value encoded once (with ``json.dumps``, as SQLAlchemy's JSON type does, ``None`` as
-JSON ``null`` too, so what is stored reads back the same), no per-row SQLAlchemy processing. On PostgreSQL
-psycopg pipelines an ``executemany``: one round trip per batch, not per row.
+as plain tuples, each JSON value encoded once (:func:`toolpath.jsontext.dumps`: what it writes reads back as the values
+``json.dumps``, SQLAlchemy's JSON type, would have written; ``None`` as JSON ``null`` too), no per-row
+SQLAlchemy processing. On PostgreSQL psycopg pipelines an ``executemany``: one round trip per batch, not per row.
 
 Upserts are idempotent (``ON CONFLICT``), so a batch written twice leaves the same rows.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
-from json.encoder import encode_basestring_ascii
 from typing import Any
 
 from sqlalchemy import JSON, BigInteger, Float, Integer, String, Text, delete
 
+from toolpath.jsontext import dumps
 from toolpath.model import Invocation
 from toolpath.store import schema as t
 from toolpath.store.spanrecord import SpanRecord
@@ -26,33 +25,7 @@ SpanRow = tuple[Any, ...]
 """A ``spans`` row as :func:`span_rows` encodes it."""
 
 
-def _c_encoder() -> Any:
-    try:
-        from json.encoder import c_make_encoder  # type: ignore[attr-defined]
-    except ImportError:  # pragma: no cover - CPython has it
-        return None
-    if c_make_encoder is None:  # pragma: no cover
-        return None
-    # json.dumps' own encoder with its defaults (ensure_ascii, allow_nan, ", " and ": "), made once; no circular
-    # check (its shared table of ids is not safe across threads): a cycle fails, and json.dumps says why
-    return c_make_encoder(
-        None, json.JSONEncoder().default, encode_basestring_ascii, None, ": ", ", ", False, False, True
-    )
-
-
-_ENCODE = _c_encoder()
-
-
-def _dumps(value: Any) -> str:
-    """``json.dumps(value)``, the very same text, without its per-call set-up (the bulk of encoding small values)."""
-    if not value and value.__class__ is list:
-        return "[]"
-    if _ENCODE is not None:
-        try:
-            return "".join(_ENCODE(value, 0))
-        except Exception:
-            pass
-    return json.dumps(value)
+_dumps = dumps
 
 
 def _columns(table: Any) -> tuple[list[str], set[str]]:
