@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from operator import attrgetter
 from typing import Any
 
 from toolpath.store.spanrecord import SpanRecord
@@ -15,10 +16,21 @@ def parse_json(value: Any) -> Any:
     the string itself."""
     if not isinstance(value, str):
         return value
+    try:  # json.loads' own scanner, without the layers around it: text that is one JSON value, nothing around it
+        parsed, end = _scan(value, 0)
+        if end == len(value):
+            return parsed
+    except (StopIteration, json.JSONDecodeError):
+        pass  # json.loads says what it makes of it (leading space, a byte order mark, nothing but space)
+    except RecursionError:
+        return value
     try:
         return json.loads(value)
     except (json.JSONDecodeError, RecursionError):
         return value
+
+
+_scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
 def first(attrs: Mapping[str, Any], *keys: str) -> Any:
@@ -45,5 +57,5 @@ def error_text(span: SpanRecord) -> str:
     return str(message or kind or "error")
 
 
-def order_key(span: SpanRecord) -> tuple[int, str]:
-    return span.start_time, span.span_id
+order_key: Callable[[SpanRecord], tuple[int, str]] = attrgetter("start_time", "span_id")
+"""Start order (a span's start time, then its id)."""
