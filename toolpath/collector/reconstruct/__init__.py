@@ -8,9 +8,10 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from toolpath.collector.clean import mark_clean
 from toolpath.collector.reconstruct import adk, openinference, openllmetry
 from toolpath.collector.reconstruct.calls import merge_calls
-from toolpath.collector.reconstruct.common import error_text, first, order_key, parse_json, str_or_none
+from toolpath.collector.reconstruct.common import error_text, first, order_key, parse_clean_json, str_or_none
 from toolpath.collector.reconstruct.genai import (
     AGENT_SPAN_PREFIXES,
     intermediate_responses,
@@ -157,23 +158,30 @@ def tool_call_from_span(span: SpanRecord) -> ToolCall:
     attrs = span.attributes
     if attrs.get(sc.OPENINFERENCE_SPAN_KIND) == "TOOL":
         return openinference.tool_call(span)
-    args = parse_json(first(attrs, sc.GEN_AI_TOOL_CALL_ARGUMENTS, sc.ADK_TOOL_CALL_ARGS, sc.PYDANTIC_AI_TOOL_ARGUMENTS))
+    raw = attrs.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS)
+    args, args_clean = parse_clean_json(
+        raw if raw is not None else first(attrs, sc.ADK_TOOL_CALL_ARGS, sc.PYDANTIC_AI_TOOL_ARGUMENTS)
+    )
     if args is None:
         args = {}
     elif args.__class__ is not dict and not isinstance(args, dict):
         args = {"input": args}
-    result = parse_json(first(attrs, sc.GEN_AI_TOOL_CALL_RESULT, sc.ADK_TOOL_RESPONSE, sc.PYDANTIC_AI_TOOL_RESPONSE))
+    raw = attrs.get(sc.GEN_AI_TOOL_CALL_RESULT)
+    result, result_clean = parse_clean_json(
+        raw if raw is not None else first(attrs, sc.ADK_TOOL_RESPONSE, sc.PYDANTIC_AI_TOOL_RESPONSE)
+    )
     call_id = attrs.get(sc.GEN_AI_TOOL_CALL_ID)
     if call_id is not None and call_id.__class__ is not str:
         call_id = str(call_id)
-    if attrs.get(sc.TRACELOOP_SPAN_KIND) == "tool":
+    if attrs.get(sc.TRACELOOP_SPAN_KIND) == "tool":  # parses text inside the values again: no longer known clean
         args, result, call_id = openllmetry.unwrap_tool_io(args, result, call_id)
+        args_clean = result_clean = False
     error = error_text(span) if span.status_code == STATUS_ERROR else None
-    if span.scope == sc.ADK_SCOPE:
+    if span.scope == sc.ADK_SCOPE:  # the result, or a value inside it
         error = adk.tool_error(result) or error
         result, call_id = adk.tool_result(result), adk.tool_call_id(call_id)
     name = attrs.get(sc.GEN_AI_TOOL_NAME)
-    return constructed(
+    call = constructed(
         ToolCall,
         {
             "name": name if name and name.__class__ is str else str(name or span.name.removeprefix(_TOOL_PREFIX)),
@@ -185,6 +193,9 @@ def tool_call_from_span(span: SpanRecord) -> ToolCall:
             "end_time": span.end_time,
         },
     )
+    if args_clean or result_clean:
+        mark_clean(call, args_clean, result_clean)
+    return call
 
 
 def _agent_name(root: SpanRecord, descendants: list[SpanRecord]) -> str | None:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Callable, Mapping
 from operator import attrgetter
 from typing import Any
 
+from toolpath.collector.clean import MAX_DEPTH, is_clean_text
 from toolpath.store.spanrecord import SpanRecord
 from toolpath.tracer import semconv as sc
 
@@ -31,6 +34,46 @@ def parse_json(value: Any) -> Any:
 
 
 _scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+
+def parse_clean_json(value: Any) -> tuple[Any, bool]:
+    """:func:`parse_json` of an attribute's ``value``, and whether the text alone proves that the cleaning
+    (:func:`toolpath.collector.clean.clean_value`) leaves what it gives as it is, even wrapped in one more object:
+    no ``\\u0000`` or ``\\ud8..``-``\\udf..`` escape (NUL and surrogates), no NUL or lone surrogate in the text,
+    fewer brackets than the cleaning's ``MAX_DEPTH`` allows, and no number or constant that reads as NaN or
+    infinite (``NaN``, ``Infinity``, ``1e999``: the scanner refuses them). ``True`` only when certain; then
+    :func:`toolpath.collector.clean.mark_clean` spares the cleaning a walk through the value."""
+    if (
+        value.__class__ is not str
+        or ("\\u" in value and _BAD_ESCAPE.search(value))
+        or not is_clean_text(value)
+        or value.count("[") + value.count("{") >= MAX_DEPTH - 1
+    ):
+        return parse_json(value), False
+    try:
+        parsed, end = _scan_finite(value, 0)
+        if end == len(value):
+            return parsed, True
+    except (StopIteration, ValueError):  # not JSON alone, or a number that is not finite: parse_json decides
+        pass
+    return parse_json(value), False
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(text)
+    return number
+
+
+def _refuse(text: str) -> float:
+    raise ValueError(text)
+
+
+_scan_finite: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder(  # type: ignore[attr-defined]
+    parse_float=_finite, parse_constant=_refuse
+).scan_once
+_BAD_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
 
 
 def first(attrs: Mapping[str, Any], *keys: str) -> Any:
