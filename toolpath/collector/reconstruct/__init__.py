@@ -54,9 +54,12 @@ def is_tool_span(attributes: Mapping[str, Any], name: str = "") -> bool:
 def is_run_span(span: SpanRecord) -> bool:
     """An agent run: a GenAI agent or workflow span, an OpenInference AGENT span, or the trace root of an
     OpenInference trace (a LangGraph graph is a CHAIN, and its tools sit outside the AGENT node)."""
-    if is_agent_span(span.attributes):
+    attributes = span.attributes
+    if is_agent_span(attributes):
         return True
-    kind = span.attributes.get(sc.OPENINFERENCE_SPAN_KIND)
+    kind = attributes.get(sc.OPENINFERENCE_SPAN_KIND)
+    if kind is None:  # the usual span of no run: neither of OpenInference's, nor ADK's "invocation"
+        return span.name == "invocation" and adk.is_invocation_root(span)
     return kind == "AGENT" or (kind == "CHAIN" and span.parent_span_id is None) or adk.is_invocation_root(span)
 
 

@@ -47,7 +47,7 @@ def parse_clean_json(value: Any) -> tuple[Any, bool]:
         value.__class__ is not str
         or ("\\u" in value and _BAD_ESCAPE.search(value))
         or not is_clean_text(value)
-        or value.count("[") + value.count("{") >= MAX_DEPTH - 1
+        or (len(value) >= MAX_DEPTH - 1 and value.count("[") + value.count("{") >= MAX_DEPTH - 1)
     ):
         return parse_json(value), False
     try:
