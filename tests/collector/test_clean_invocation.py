@@ -31,6 +31,8 @@ UNCLEAN = [
     '{"lone": "\\ud800"}',
     '{"lone": "\\uDFFF at the end"}',
     '{"raw lone": "\ud800"}',
+    '{"raw nul": "a\x00b"}',  # not JSON (a control character in a string): kept as the text, NUL and all
+    '{"a": 1}\x00',
     '{"n": NaN}',
     '{"n": -Infinity}',
     "[Infinity]",

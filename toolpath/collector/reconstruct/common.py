@@ -44,18 +44,17 @@ def parse_clean_json(value: Any) -> tuple[Any, bool]:
     infinite (``NaN``, ``Infinity``, ``1e999``: the scanner refuses them). ``True`` only when certain; then
     :func:`toolpath.collector.clean.mark_clean` spares the cleaning a walk through the value."""
     if (
-        value.__class__ is not str
-        or ("\\u" in value and _BAD_ESCAPE.search(value))
-        or not is_clean_text(value)
-        or (len(value) >= MAX_DEPTH - 1 and value.count("[") + value.count("{") >= MAX_DEPTH - 1)
+        value.__class__ is str
+        and (value.isascii() or is_clean_text(value))  # in JSON that is read whole, a raw NUL cannot be
+        and ("\\u" not in value or not _BAD_ESCAPE.search(value))
+        and (len(value) < _DEPTH or value.count("[") + value.count("{") < _DEPTH)
     ):
-        return parse_json(value), False
-    try:
-        parsed, end = _scan_finite(value, 0)
-        if end == len(value):
-            return parsed, True
-    except (StopIteration, ValueError):  # not JSON alone, or a number that is not finite: parse_json decides
-        pass
+        try:
+            parsed, end = _scan_finite(value, 0)
+            if end == len(value):
+                return parsed, True
+        except (StopIteration, ValueError):  # not JSON alone, or a number that is not finite: parse_json decides
+            pass
     return parse_json(value), False
 
 
@@ -74,6 +73,8 @@ _scan_finite: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder(  # type:
     parse_float=_finite, parse_constant=_refuse
 ).scan_once
 _BAD_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
+_DEPTH = MAX_DEPTH - 1
+"""Fewer brackets than this: nothing nested as deep as the cleaning cuts, even inside one more object."""
 
 
 def first(attrs: Mapping[str, Any], *keys: str) -> Any:
