@@ -185,9 +185,36 @@ def test_remembered_pairs_are_bounded(monkeypatch):
     monkeypatch.setattr(otlp_values, "_known", {})
     pairs = [KeyValue(key=f"k{i}", value=AnyValue(string_value=f"v{i}")) for i in range(10)]
     body = body_with([pairs, pairs[::-1]])
-    assert rows(decode(body, "application/x-protobuf")) == rows(standard(body))
+    fast = otlp._fast_records(body, [])
+    assert fast is not None and rows(fast) == rows(standard(body))
     assert 0 < len(otlp_values._known) <= 4
     big = [KeyValue(key="big", value=AnyValue(string_value="x" * (otlp_values.MAX_KNOWN_BYTES + 1)))]
     monkeypatch.setattr(otlp_values, "_known", {})
-    decode(body_with([big]), "application/x-protobuf")
+    assert otlp._fast_records(body_with([big]), []) is not None
     assert otlp_values._known == {}
+
+
+def test_bodies_of_pairs_never_seen_are_read_the_standard_way_but_for_a_probe_now_and_then(monkeypatch):
+    monkeypatch.setattr(otlp_values, "_known", {})
+    monkeypatch.setattr(otlp_values, "_hit_rate", 1.0)
+    monkeypatch.setattr(otlp_values, "_skipped", 0)
+    fast_ones: list[bytes] = []
+    fast_records = otlp._fast_records
+
+    def spy(body: bytes, rejected: list[str] | None) -> Any:
+        fast_ones.append(body)
+        return fast_records(body, rejected)
+
+    monkeypatch.setattr(otlp, "_fast_records", spy)
+    fresh = [
+        body_with([[KeyValue(key="k", value=AnyValue(string_value=f"{n}-{i}")) for i in range(5)]])
+        for n in range(2 * otlp_values.PROBE_EVERY + 2)
+    ]
+    for body in fresh:
+        assert rows(decode(body, "application/x-protobuf")) == rows(standard(body))
+    assert fast_ones == [fresh[0], fresh[otlp_values.PROBE_EVERY], fresh[2 * otlp_values.PROBE_EVERY]]
+    probed = fresh[2 * otlp_values.PROBE_EVERY]
+    monkeypatch.setattr(otlp_values, "_skipped", otlp_values.PROBE_EVERY - 1)
+    for _ in range(3):  # the next probe finds every pair seen before: the fast way again, body after body
+        decode(probed, "application/x-protobuf")
+    assert fast_ones[-3:] == [probed] * 3

@@ -18,7 +18,7 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from toolpath.collector.otlp_values import FlatRequest, Undecodable, attributes, raw_attributes
+from toolpath.collector.otlp_values import FlatRequest, Undecodable, attributes, raw_attributes, worth_trying
 from toolpath.errors import ToolpathError
 from toolpath.store.spanrecord import SpanRecord
 from toolpath.tracer import semconv as sc
@@ -37,7 +37,7 @@ def decode(body: bytes, content_type: str, rejected: list[str] | None = None) ->
     kind = content_type.split(";", 1)[0].strip().lower()
     request = ExportTraceServiceRequest()
     if kind in ("application/x-protobuf", "application/protobuf"):
-        fast = _fast_records(body, rejected)
+        fast = _fast_records(body, rejected) if worth_trying() else None
         if fast is not None:
             return fast
         try:
@@ -83,11 +83,13 @@ def _fast_records(body: bytes, rejected: list[str] | None) -> list[SpanRecord] |
     """The records of a protobuf body by the fast path (:mod:`.otlp_values`), or ``None``: anything but a
     clean success (a body or span protobuf refuses, a span without valid ids) is left to the standard path, which
     says what is wrong exactly as it always has."""
-    request = FlatRequest()
+    request: Any = FlatRequest()
     before = len(rejected) if rejected is not None else 0
     try:
         request.ParseFromString(body)
-        return _records(request, rejected, raw_attributes)
+        spans = [span for resource in request.resource_spans for scope in resource.scope_spans for span in scope.spans]
+        decoded = iter(raw_attributes([list(span.attributes) for span in spans]))
+        return _records(request, rejected, lambda _: next(decoded))  # in the same order, span by span
     except (DecodeError, Undecodable, OtlpDecodeError):
         if rejected is not None:
             del rejected[before:]
@@ -104,6 +106,7 @@ def _records(
         for scope_spans in resource_spans.scope_spans:
             scope = scope_spans.scope.name or None
             for span in scope_spans.spans:
+                span_attrs = span_attributes(span.attributes)  # every span's, even one left out below
                 trace_id, span_id = span.trace_id, span.span_id
                 if len(trace_id) != 16 or len(span_id) != 8:
                     reason = f"span {span.name[:200]!r}: trace_id must be 16 bytes and span_id 8 bytes"
@@ -123,7 +126,7 @@ def _records(
                         end_time=span.end_time_unix_nano or None,
                         status_code=status.code,
                         status_message=status.message or None,
-                        attributes=span_attributes(span.attributes),
+                        attributes=span_attrs,
                         events=[
                             {
                                 "name": e.name,
