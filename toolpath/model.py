@@ -26,6 +26,7 @@ TRAJECTORY_COLUMNS = ("predicted_trajectory", "reference_trajectory")
 
 
 _T = TypeVar("_T")
+_R = TypeVar("_R", bound="_Record")
 
 
 class _cached(functools.cached_property[_T], Generic[_T]):  # a decorator, named as one
@@ -430,6 +431,17 @@ def _construct(cls: type[ToolCall], name: str, args: Any, result: Any, call_id: 
     _set(call, "__pydantic_extra__", None)
     _set(call, "__pydantic_private__", None)
     return call
+
+
+def constructed(cls: type[_R], values: dict[str, Any]) -> _R:
+    """What ``cls.model_construct(**values)`` builds when ``values`` names every field in order (checked
+    values: nothing is validated), for a fraction of its cost."""
+    record = _new_object(cls)
+    _set(record, "__dict__", values)
+    _set(record, "__pydantic_fields_set__", set(values))
+    _set(record, "__pydantic_extra__", None)
+    _set(record, "__pydantic_private__", None)
+    return record
 
 
 def _kind(value: Any) -> str:

@@ -12,6 +12,7 @@ import pytest
 from tests.helpers import SPANS
 from tests.helpers.builders import load_spans
 from toolpath.collector.reconstruct import build_invocations
+from toolpath.collector.reconstruct.common import parse_json
 from toolpath.store.spanrecord import SpanRecord
 
 
@@ -193,3 +194,33 @@ def test_an_event_trajectory_is_the_trajectory_and_spans_add_timings():
     # the events said there were no calls: there were none, whatever spans exist
     for inv in under_agent_span(spans, lambda trace: [], source="events"):
         assert inv.tool_calls == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"a": [1, 2.5, null]}', ' {"a": 1}', '{"a": 1} ', '{"a": 1} x', "", "   ", "\ufeff{}", "NaN", "-Infinity",
+     "1e999", '"text"', "plain text", '{"a": 1', "[" * 5000 + "]" * 5000, "12", "1" * 5000],
+)  # fmt: skip
+def test_json_attributes_parse_as_json_loads_reads_them(text):
+    """Text that is one JSON value is parsed, anything else is kept as the text; as ``json.loads`` decides."""
+    try:
+        expected = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        expected = text
+    except ValueError:  # an integer past Python's digit limit: json.loads' own error
+        with pytest.raises(ValueError):
+            parse_json(text)
+        return
+    assert repr(parse_json(text)) == repr(expected)
+
+
+def test_constructed_records_are_what_model_construct_builds():
+    spans = load_spans("adk-v2")
+    for invocation in build_invocations(spans):
+        for record in (invocation, *invocation.tool_calls):
+            values = {name: getattr(record, name) for name in type(record).model_fields}
+            built = type(record).model_construct(**values)
+            fields = [(key, value) for key, value in record.__dict__.items() if key in type(record).model_fields]
+            assert fields == list(built.__dict__.items())  # beside them, only what the cleaning may skip
+            assert record.model_fields_set == built.model_fields_set
+            assert record == built and record.model_dump() == built.model_dump()

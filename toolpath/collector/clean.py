@@ -163,11 +163,7 @@ def clean_span(record: SpanRecord) -> bool:
 def clean_invocation(inv: Invocation) -> Invocation:
     """``inv`` with every field storable (a copy when something had to change, listed in ``toolpath.cleaned``)."""
     update: dict[str, Any] = {}
-    for name, limit in (("session_id", _SESSION_ID), ("agent_name", _AGENT_NAME), ("prompt", None),
-                        ("response", None), ("error", None)):  # fmt: skip
-        value = getattr(inv, name)
-        if value is not None and (new := _text(value, limit)) != value:
-            update[name] = new
+    _clean_texts(inv, _INVOCATION_TEXTS, update)
     pairs, changed = clean_value(inv.intermediate_responses)
     if changed:
         update["intermediate_responses"] = [tuple(pair) for pair in pairs]
@@ -186,19 +182,43 @@ def clean_invocation(inv: Invocation) -> Invocation:
 
 def _clean_call(call: ToolCall) -> ToolCall:
     update: dict[str, Any] = {}
-    for name, limit in (("name", _TOOL_NAME), ("call_id", _CALL_ID), ("error", None)):
-        value = getattr(call, name)
-        if value is not None and (new := _text(value, limit)) != value:
-            update[name] = new
-    for name in ("args", "result"):
-        value, changed = clean_value(getattr(call, name))
+    _clean_texts(call, _CALL_TEXTS, update)
+    args, result = call.args, call.result
+    known_args, known_result = call.__dict__.get(_KNOWN_CLEAN, _NOTHING_KNOWN)
+    if args is not known_args:  # else parsed from text that cannot give anything to clean (see mark_clean)
+        args, changed = clean_value(args)
         if changed:
-            update[name] = value
+            update["args"] = args
+    if result is not known_result:
+        result, changed = clean_value(result)
+        if changed:
+            update["result"] = result
     for name in ("start_time", "end_time"):
         value = getattr(call, name)
         if value is not None and value > MAX_TIME:
             update[name] = MAX_TIME
     return call.model_copy(update=update) if update else call
+
+
+def _clean_texts(record: Invocation | ToolCall, texts: _Texts, update: dict[str, Any]) -> None:
+    """Put in ``update`` each text field of ``texts`` (name, longest) that :func:`_text` changes."""
+    for name, limit in texts:
+        value = getattr(record, name)
+        if value is None or (  # the usual short clean string, told without a call
+            value.__class__ is str
+            and (limit is None or len(value) <= limit)
+            and "\x00" not in value
+            and (value.isascii() or not _BAD_CHARS.search(value))
+        ):
+            continue
+        if (new := _text(value, limit)) != value:
+            update[name] = new
+
+
+_Texts = tuple[tuple[str, int | None], ...]
+_INVOCATION_TEXTS: _Texts = (("session_id", _SESSION_ID), ("agent_name", _AGENT_NAME), ("prompt", None),
+                              ("response", None), ("error", None))  # fmt: skip
+_CALL_TEXTS: _Texts = (("name", _TOOL_NAME), ("call_id", _CALL_ID), ("error", None))
 
 
 def _text(value: Any, limit: int | None) -> str:
@@ -209,3 +229,21 @@ def _text(value: Any, limit: int | None) -> str:
         digest = hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
         text = f"{text[: limit - 18]}…#{digest}"
     return text
+
+
+def is_clean_text(text: str) -> bool:
+    """Whether :func:`clean_value` leaves the string ``text`` as it is."""
+    return "\x00" not in text and (text.isascii() or not _BAD_CHARS.search(text))
+
+
+def mark_clean(call: ToolCall, args: bool, result: bool) -> None:
+    """Say that ``call``'s ``args`` / ``result`` (as they are now) are values :func:`clean_value` leaves as they
+    are; a value later replaced is walked again. Treat the values as read-only from here."""
+    call.__dict__[_KNOWN_CLEAN] = (call.args if args else _NOT_KNOWN, call.result if result else _NOT_KNOWN)
+
+
+_KNOWN_CLEAN = "_toolpath_clean_values"
+"""Where a tool call made from clean text keeps its known-clean values (beside pydantic's fields, as the cached
+properties of :mod:`toolpath.model` are kept)."""
+_NOT_KNOWN = object()
+_NOTHING_KNOWN = (_NOT_KNOWN, _NOT_KNOWN)

@@ -8,9 +8,10 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from toolpath.collector.clean import mark_clean
 from toolpath.collector.reconstruct import adk, openinference, openllmetry
 from toolpath.collector.reconstruct.calls import merge_calls
-from toolpath.collector.reconstruct.common import error_text, first, order_key, parse_json, str_or_none
+from toolpath.collector.reconstruct.common import error_text, first, order_key, parse_clean_json, str_or_none
 from toolpath.collector.reconstruct.genai import (
     AGENT_SPAN_PREFIXES,
     intermediate_responses,
@@ -20,7 +21,7 @@ from toolpath.collector.reconstruct.genai import (
     reported_trajectory,
 )
 from toolpath.collector.reconstruct.order import in_model_order
-from toolpath.model import Invocation, ToolCall, invocation_key, ns_to_datetime
+from toolpath.model import Invocation, ToolCall, constructed, invocation_key, ns_to_datetime
 from toolpath.store.spanrecord import STATUS_ERROR, SpanRecord
 from toolpath.tracer import semconv as sc
 
@@ -53,9 +54,12 @@ def is_tool_span(attributes: Mapping[str, Any], name: str = "") -> bool:
 def is_run_span(span: SpanRecord) -> bool:
     """An agent run: a GenAI agent or workflow span, an OpenInference AGENT span, or the trace root of an
     OpenInference trace (a LangGraph graph is a CHAIN, and its tools sit outside the AGENT node)."""
-    if is_agent_span(span.attributes):
+    attributes = span.attributes
+    if is_agent_span(attributes):
         return True
-    kind = span.attributes.get(sc.OPENINFERENCE_SPAN_KIND)
+    kind = attributes.get(sc.OPENINFERENCE_SPAN_KIND)
+    if kind is None:  # the usual span of no run: neither of OpenInference's, nor ADK's "invocation"
+        return span.name == "invocation" and adk.is_invocation_root(span)
     return kind == "AGENT" or (kind == "CHAIN" and span.parent_span_id is None) or adk.is_invocation_root(span)
 
 
@@ -102,7 +106,7 @@ def build_invocation(root: SpanRecord, descendants: Iterable[SpanRecord]) -> Inv
     attrs = root.attributes
     descendants = sorted(descendants, key=order_key)
     tool_spans = [s for s in descendants if is_tool_span(s.attributes, s.name)]
-    calls = [tool_call_from_span(s) for s in tool_spans]
+    calls = list(map(tool_call_from_span, tool_spans))
     calls, tool_spans = in_model_order(calls, tool_spans, descendants)  # parallel calls: the model's order
     if any(sc.OPENINFERENCE_SPAN_KIND in s.attributes for s in tool_spans):
         calls = openinference.with_requested_args(calls, tool_spans, descendants)
@@ -126,26 +130,30 @@ def build_invocation(root: SpanRecord, descendants: Iterable[SpanRecord]) -> Inv
         invocation_attrs[sc.TOOLPATH_SIMULATED_USER] = True
         if (turn := attrs.get(sc.TOOLPATH_SIMULATED_TURN)) is not None:
             invocation_attrs[sc.TOOLPATH_SIMULATED_TURN] = turn
-    # model_construct: every field below is already well-formed, and validation would double the cost
-    return Invocation.model_construct(
-        invocation_id=invocation_key(root.trace_id, root.span_id),
-        session_id=str(
-            attrs.get(sc.GEN_AI_CONVERSATION_ID)
-            or attrs.get(sc.SESSION_ID)
-            or (adk.session_id(descendants) if adk.is_invocation_root(root) else None)
-            or root.trace_id
-        ),
-        agent_name=_agent_name(root, descendants),
-        prompt=_prompt(root, descendants),
-        response=_response(root, descendants),
-        tool_calls=calls,
-        latency_seconds=latency,
-        failure=1 if failed else 0,
-        error=error_text(root) if failed else None,
-        trace_id=root.trace_id,
-        started_at=ns_to_datetime(root.start_time),
-        attributes=invocation_attrs,
-        intermediate_responses=intermediate_responses(attrs),
+    models = model_spans(descendants)
+    # constructed: every field below is already well-formed, and validation would double the cost
+    return constructed(
+        Invocation,
+        {
+            "invocation_id": invocation_key(root.trace_id, root.span_id),
+            "session_id": str(
+                attrs.get(sc.GEN_AI_CONVERSATION_ID)
+                or attrs.get(sc.SESSION_ID)
+                or (adk.session_id(descendants) if adk.is_invocation_root(root) else None)
+                or root.trace_id
+            ),
+            "agent_name": _agent_name(root, descendants),
+            "prompt": _prompt(root, descendants, models),
+            "response": _response(root, descendants, models),
+            "tool_calls": calls,
+            "intermediate_responses": intermediate_responses(attrs),
+            "latency_seconds": latency,
+            "failure": 1 if failed else 0,
+            "error": error_text(root) if failed else None,
+            "trace_id": root.trace_id,
+            "started_at": ns_to_datetime(root.start_time),
+            "attributes": invocation_attrs,
+        },
     )
 
 
@@ -153,28 +161,44 @@ def tool_call_from_span(span: SpanRecord) -> ToolCall:
     attrs = span.attributes
     if attrs.get(sc.OPENINFERENCE_SPAN_KIND) == "TOOL":
         return openinference.tool_call(span)
-    args = parse_json(first(attrs, sc.GEN_AI_TOOL_CALL_ARGUMENTS, sc.ADK_TOOL_CALL_ARGS, sc.PYDANTIC_AI_TOOL_ARGUMENTS))
+    raw = attrs.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS)
+    args, args_clean = parse_clean_json(
+        raw if raw is not None else first(attrs, sc.ADK_TOOL_CALL_ARGS, sc.PYDANTIC_AI_TOOL_ARGUMENTS)
+    )
     if args is None:
         args = {}
-    elif not isinstance(args, dict):
+    elif args.__class__ is not dict and not isinstance(args, dict):
         args = {"input": args}
-    result = parse_json(first(attrs, sc.GEN_AI_TOOL_CALL_RESULT, sc.ADK_TOOL_RESPONSE, sc.PYDANTIC_AI_TOOL_RESPONSE))
-    call_id = str_or_none(attrs.get(sc.GEN_AI_TOOL_CALL_ID))
-    if attrs.get(sc.TRACELOOP_SPAN_KIND) == "tool":
+    raw = attrs.get(sc.GEN_AI_TOOL_CALL_RESULT)
+    result, result_clean = parse_clean_json(
+        raw if raw is not None else first(attrs, sc.ADK_TOOL_RESPONSE, sc.PYDANTIC_AI_TOOL_RESPONSE)
+    )
+    call_id = attrs.get(sc.GEN_AI_TOOL_CALL_ID)
+    if call_id is not None and call_id.__class__ is not str:
+        call_id = str(call_id)
+    if attrs.get(sc.TRACELOOP_SPAN_KIND) == "tool":  # parses text inside the values again: no longer known clean
         args, result, call_id = openllmetry.unwrap_tool_io(args, result, call_id)
+        args_clean = result_clean = False
     error = error_text(span) if span.status_code == STATUS_ERROR else None
-    if span.scope == sc.ADK_SCOPE:
+    if span.scope == sc.ADK_SCOPE:  # the result, or a value inside it
         error = adk.tool_error(result) or error
         result, call_id = adk.tool_result(result), adk.tool_call_id(call_id)
-    return ToolCall.model_construct(
-        name=str(attrs.get(sc.GEN_AI_TOOL_NAME) or span.name.removeprefix(_TOOL_PREFIX)),
-        args=args,
-        result=result,
-        call_id=call_id,
-        error=error,
-        start_time=span.start_time,
-        end_time=span.end_time,
+    name = attrs.get(sc.GEN_AI_TOOL_NAME)
+    call = constructed(
+        ToolCall,
+        {
+            "name": name if name and name.__class__ is str else str(name or span.name.removeprefix(_TOOL_PREFIX)),
+            "args": args,
+            "result": result,
+            "call_id": call_id,
+            "error": error,
+            "start_time": span.start_time,
+            "end_time": span.end_time,
+        },
     )
+    if args_clean or result_clean:
+        mark_clean(call, args_clean, result_clean)
+    return call
 
 
 def _agent_name(root: SpanRecord, descendants: list[SpanRecord]) -> str | None:
@@ -186,23 +210,23 @@ def _agent_name(root: SpanRecord, descendants: list[SpanRecord]) -> str | None:
     return str_or_none(name)
 
 
-def _prompt(root: SpanRecord, descendants: list[SpanRecord]) -> str | None:
+def _prompt(root: SpanRecord, descendants: list[SpanRecord], models: list[SpanRecord]) -> str | None:
     """The user's text: on the agent span, else the last user message the first model call received."""
     text = last_text(root.attributes.get(sc.GEN_AI_INPUT_MESSAGES), "user") or openinference.langchain_messages_text(
         root.attributes.get(sc.OI_INPUT_VALUE), "human"
     )
-    for span in model_spans(descendants)[:1]:
+    for span in models[:1]:
         text = text or last_text(span.attributes.get(sc.GEN_AI_INPUT_MESSAGES), "user")
     text = text if text is not None else openinference.prompt_from_llm_spans(descendants)
     return text if text is not None else adk.prompt_from_requests(descendants)
 
 
-def _response(root: SpanRecord, descendants: list[SpanRecord]) -> str | None:
+def _response(root: SpanRecord, descendants: list[SpanRecord], models: list[SpanRecord]) -> str | None:
     """The final text: on the agent span, else the text of the last model call that answered with text."""
     text = last_text(root.attributes.get(sc.GEN_AI_OUTPUT_MESSAGES), None) or openinference.langchain_messages_text(
         root.attributes.get(sc.OI_OUTPUT_VALUE), None
     )
-    for span in reversed(model_spans(descendants)):
+    for span in reversed(models):
         if text is not None:
             break
         text = last_text(span.attributes.get(sc.GEN_AI_OUTPUT_MESSAGES), None)

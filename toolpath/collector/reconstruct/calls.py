@@ -21,12 +21,13 @@ from toolpath.model import ToolCall
 from toolpath.store.spanrecord import SpanRecord
 from toolpath.tracer import semconv as sc
 
-_ARGUMENT_KEYS = (sc.GEN_AI_TOOL_CALL_ARGUMENTS, sc.ADK_TOOL_CALL_ARGS, sc.OI_INPUT_VALUE)
+_ARGUMENTS, _ADK_ARGUMENTS, _OI_INPUT = sc.GEN_AI_TOOL_CALL_ARGUMENTS, sc.ADK_TOOL_CALL_ARGS, sc.OI_INPUT_VALUE
 
 
 def has_arguments(span: SpanRecord) -> bool:
     """Whether the tool span recorded its arguments (an empty object counts: that is a call without any)."""
-    return any(key in span.attributes for key in _ARGUMENT_KEYS)
+    attributes = span.attributes
+    return _ARGUMENTS in attributes or _ADK_ARGUMENTS in attributes or _OI_INPUT in attributes
 
 
 def merge_calls(

@@ -34,6 +34,11 @@ def tool_call(span: SpanRecord) -> ToolCall:
 
 def requested_calls(attributes: Mapping[str, Any]) -> list[tuple[str | None, str, Any]]:
     """The tool calls (id, name, arguments) of an LLM span's ``llm.output_messages.*``, in order."""
+    try:  # most spans have no such key: one look at all the keys at once says so
+        if sc.OI_OUTPUT_MESSAGES_PREFIX not in "\n".join(attributes):
+            return []
+    except TypeError:  # a key that is not a string: the loop below decides
+        pass
     found: dict[tuple[int, int], tuple[str | None, str, Any]] = {}
     for key, name in attributes.items():
         if not (key.startswith(sc.OI_OUTPUT_MESSAGES_PREFIX) and key.endswith(_NAME_SUFFIX)):
