@@ -285,3 +285,26 @@ def test_ids_that_contain_digit_runs_are_not_card_numbers():
 def test_a_bearer_token_in_any_case_is_redacted(text: str) -> None:
     assert "abcdefghijklmnop" not in Redactor().text(text)
     assert "abcdefghijklmnop" not in Redactor().text(f"{text} and a.b@example.com")  # past the one-call prefilter too
+
+
+def test_the_card_prefilter_passes_every_card_the_pattern_finds_and_skips_digit_ids() -> None:
+    import random
+    import re
+
+    from toolpath.redact import _ASCII_DIGIT_RUN, _DIGIT_RUN, DEFAULT_PATTERNS, _card_candidate
+
+    card = re.compile(DEFAULT_PATTERNS["card"])
+    rng = random.Random(1)
+    found = 0
+    for _ in range(40_000):  # digit-heavy strings with separators, word characters and non-ASCII digits
+        text = "".join(
+            rng.choice("0123456789 -_ax\n١٢٣é") if rng.random() < 0.3 else rng.choice("0123456789")
+            for _ in range(rng.randint(10, 40))
+        )
+        if card.search(text):
+            found += 1
+            assert _card_candidate(text, _ASCII_DIGIT_RUN if text.isascii() else _DIGIT_RUN), text
+    assert found > 500
+    assert not _card_candidate("session s-0000000000000023-3, call_17000000000001", _ASCII_DIGIT_RUN)
+    assert _card_candidate("x-1234 4111 1111 1111 1111", _ASCII_DIGIT_RUN)  # a card after the id's word
+    assert "4111" not in Redactor().text("x-1234 4111 1111 1111 1111")

@@ -119,6 +119,7 @@ _SHORTEST = 6
 _SCALARS = (int, float, bool, type(None))
 _DIGIT_RUN = re.compile(r"\d[\d -]{13}")
 _ASCII_DIGIT_RUN = re.compile(r"[0-9][0-9 -]{13}")  # the same on ASCII text, faster
+_WORD_RUN = re.compile(r"[\w-]*")
 _PASSWORD_WORD = re.compile(r"(?i)pass|pwd")
 # 'key': 'value' / "key": "value" / key='value' in text that is not JSON (a repr in an error message); bounded
 _QUOTED_PAIR = re.compile(
@@ -140,7 +141,7 @@ _PREFILTERS: dict[str, Callable[[str], bool]] = {
     "jwt": lambda t: "eyJ" in t,
     "bearer": lambda t: "earer" in t.lower(),  # any case: "BeArEr" is a bearer token too
     "email": lambda t: "@" in t,
-    "card": lambda t: _DIGIT_RUN.search(t) is not None,
+    "card": lambda t: _card_candidate(t, _DIGIT_RUN),
     "url_password": lambda t: "://" in t,
     "password_assignment": lambda t: _PASSWORD_WORD.search(t) is not None,
 }
@@ -167,8 +168,22 @@ def _any_prefilter(t: str, low: str | None = None) -> bool:
         or "github_pat_" in t
         or ("gh" in t and ("ghp_" in t or "gho_" in t or "ghu_" in t or "ghs_" in t or "ghr_" in t))
         or ("pass" in low or "pwd" in low if ascii_only else _PASSWORD_WORD.search(t) is not None)
-        or (_ASCII_DIGIT_RUN if ascii_only else _DIGIT_RUN).search(t) is not None
+        or _card_candidate(t, _ASCII_DIGIT_RUN if ascii_only else _DIGIT_RUN)
     )
+
+
+def _card_candidate(t: str, digit_run: re.Pattern[str]) -> bool:
+    r"""Whether a run of digits that may be a card number starts where a card number can (not inside a word: the
+    card pattern's ``(?<![\w-])``). Ids made of digits (``s-0000000000000023``, ``call_17000000000001``) are passed
+    over a word at a time."""
+    pos = 0
+    while (found := digit_run.search(t, pos)) is not None:
+        start = found.start()
+        before = t[start - 1] if start else " "
+        if not (before.isalnum() or before == "_" or before == "-"):
+            return True
+        pos = _WORD_RUN.match(t, start).end()  # type: ignore[union-attr]  # a card starts past this word
+    return False
 
 
 _CACHED_LENGTH, _CACHED_TEXTS = 64, 4096

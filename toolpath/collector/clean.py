@@ -231,11 +231,6 @@ def _text(value: Any, limit: int | None) -> str:
     return text
 
 
-def is_clean_text(text: str) -> bool:
-    """Whether :func:`clean_value` leaves the string ``text`` as it is."""
-    return "\x00" not in text and (text.isascii() or not _BAD_CHARS.search(text))
-
-
 def mark_clean(call: ToolCall, args: bool, result: bool) -> None:
     """Say that ``call``'s ``args`` / ``result`` (as they are now) are values :func:`clean_value` leaves as they
     are; a value later replaced is walked again. Treat the values as read-only from here."""
