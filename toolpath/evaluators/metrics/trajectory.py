@@ -29,9 +29,7 @@ from toolpath.evaluators.metrics.registry import invocation_mean
 from toolpath.model import (
     MetricResult,
     ToolCall,
-    Trajectory,
     has_wildcard,
-    identities,
     identity_counts,
     match_keys,
 )
@@ -51,23 +49,40 @@ def matched_pairs(
     return _pairs(predicted, reference, ignore_args, json_strict, null_args_wildcard)
 
 
+SMALL = 64
+"""Up to this many ``len(predicted) * len(reference)`` comparisons, pairs are counted by scanning the match keys
+(``==`` in C, nothing to compute first); above it, by counting hashable identities (linear)."""
+
+
 def _pairs(
     predicted: Sequence[ToolCall], reference: Sequence[ToolCall], ignore_args: bool, json_strict: bool, wildcard: bool
 ) -> int:
-    if predicted.__class__ is Trajectory and reference.__class__ is Trajectory and not json_strict:  # the hot path
-        if ignore_args or (wildcard and reference.has_wildcard):
-            return _match(predicted, reference, ignore_args, json_strict, wildcard)[0]
-        have, want = predicted.identity_counts, reference.identity_counts
-    elif ignore_args or (wildcard and has_wildcard(reference)):
+    if ignore_args or (wildcard and has_wildcard(reference)):
         return _match(predicted, reference, ignore_args, json_strict, wildcard)[0]
-    else:
-        have, want = identity_counts(predicted, json_strict), identity_counts(reference, json_strict)
-    if have == want:
+    if not json_strict and len(predicted) * len(reference) <= SMALL:  # the usual row: a few calls a side
+        have, want = match_keys(predicted), match_keys(reference)
+        if have == want:
+            return len(want)
+        return _scan(have, want)
+    counted, wanted = identity_counts(predicted, json_strict), identity_counts(reference, json_strict)
+    if counted == wanted:
         return len(reference)
     matched = 0
-    for identity, count in want.items():
-        found = have.get(identity, 0)
+    for identity, count in wanted.items():
+        found = counted.get(identity, 0)
         matched += count if found >= count else found
+    return matched
+
+
+def _scan(have: Sequence[Any], want: Sequence[Any]) -> int:
+    """How many of ``want`` pair one-to-one with an equal key of ``have`` (equality is an equivalence: taking any
+    equal partner is as good as another)."""
+    remaining = list(have)
+    matched = 0
+    for key in want:
+        if key in remaining:
+            remaining.remove(key)
+            matched += 1
     return matched
 
 
@@ -84,7 +99,7 @@ def _match(
     keys in C); wildcards then take any predicted call of their name that is left.
     """
     wild = null_args_wildcard and has_wildcard(reference)
-    if not ignore_args and not wild:
+    if not ignore_args and not wild and (json_strict or len(predicted) * len(reference) > SMALL):
         # a multiset intersection of hashable call identities (cached on Trajectory records)
         have, want = identity_counts(predicted, json_strict), identity_counts(reference, json_strict)
         if have == want:
@@ -103,11 +118,10 @@ def _match(
     matched = 0
     unmatched = []
     wildcards: list[str] = []
-    for ref in reference:
+    for ref, key in zip(reference, match_keys(reference, json_strict), strict=True):
         if ignore_args or (wild and ref.args is None):
             wildcards.append(ref.name)
             continue
-        key = ref.json_match_key if json_strict else ref.match_key
         if key in remaining:
             remaining.remove(key)
             matched += 1
@@ -157,7 +171,7 @@ def exact_match(
             for p, r in zip(predicted, reference, strict=True)
         ):
             return MetricResult(1.0, "every call matches in order")
-    elif identities(predicted, json_strict) == identities(reference, json_strict):  # texts compare fastest
+    elif match_keys(predicted, json_strict) == match_keys(reference, json_strict):  # compared in C
         return MetricResult(1.0, "every call matches in order")
     return MetricResult(
         0.0,
@@ -199,16 +213,15 @@ def in_order_match(
             position += 1
         return MetricResult(1.0, "reference calls appear in order")
     wild = null_args_wildcard and has_wildcard(reference)
-    if not ignore_args and not wild:
-        have = identities(predicted, json_strict)
-        position = 0
-        for identity in identities(reference, json_strict):
-            try:
-                position = have.index(identity, position) + 1
-            except ValueError:
-                return MetricResult(0.0, _not_found_in_order(identity[0]))
-        return MetricResult(1.0, "reference calls appear in order")
     keys = match_keys(predicted, json_strict)
+    if not ignore_args and not wild:
+        position = 0
+        for key in match_keys(reference, json_strict):
+            try:
+                position = keys.index(key, position) + 1
+            except ValueError:
+                return MetricResult(0.0, _not_found_in_order(key[0]))
+        return MetricResult(1.0, "reference calls appear in order")
     names = [key[0] for key in keys]
     position = 0
     for ref in reference:
@@ -237,10 +250,17 @@ def any_order_match(
         if pairs == len(reference):
             return MetricResult(1.0, "every reference call is matched")
         return MetricResult(0.0, lambda: f"{len(reference) - pairs} of {len(reference)} reference call(s) unmatched")
-    matched, missing = _match(predicted, reference, mode == "name", json_strict, null_args_wildcard)
-    if matched == len(reference):
+    if _pairs(predicted, reference, mode == "name", json_strict, null_args_wildcard) == len(reference):
         return MetricResult(1.0, "every reference call is matched")
-    return MetricResult(0.0, lambda: f"{len(missing)} of {len(reference)} reference call(s) unmatched{_names(missing)}")
+    equality = (json_strict, null_args_wildcard)
+    return MetricResult(0.0, lambda: _unmatched_text(predicted, reference, mode == "name", *equality))
+
+
+def _unmatched_text(
+    predicted: Sequence[ToolCall], reference: Sequence[ToolCall], ignore_args: bool, json_strict: bool, wildcard: bool
+) -> str:
+    missing = _match(predicted, reference, ignore_args, json_strict, wildcard)[1]
+    return f"{len(missing)} of {len(reference)} reference call(s) unmatched{_names(missing)}"
 
 
 def precision(
@@ -331,7 +351,7 @@ def tool_trajectory_avg_score(
         and len(expected) == 1
         and len(actual) == 1
     ):  # the usual row, one invocation: score it directly
-        score = 1.0 if identities(actual[0]) == identities(expected[0]) else 0.0
+        score = 1.0 if match_keys(actual[0]) == match_keys(expected[0]) else 0.0
         return MetricResult(
             score,
             lambda: (
@@ -351,9 +371,9 @@ def tool_trajectory_avg_score(
         return MetricResult.not_evaluated(f"{len(actual)} actual invocation(s) for {len(expected)} expected")
     options: dict[str, Any] = {"match": mode, "json_strict": json_strict, "null_args_wildcard": null_args_wildcard}
     if compare is exact_match and mode == "name_and_args" and not (null_args_wildcard and _any_wildcard(expected)):
-        # equal identity sequences are an exact match: score without a result object per invocation
+        # equal key sequences are an exact match: score without a result object per invocation
         scores = [
-            1.0 if identities(a, json_strict) == identities(e, json_strict) else 0.0
+            1.0 if match_keys(a, json_strict) == match_keys(e, json_strict) else 0.0
             for a, e in zip(actual, expected, strict=True)
         ]
     else:
