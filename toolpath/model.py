@@ -298,7 +298,7 @@ class Trajectory(tuple[ToolCall, ...]):
 
     @_cached
     def has_wildcard(self) -> bool:
-        return any(call.args is None for call in self)
+        return any([call.args is None for call in self])  # a list: no generator to start
 
     @_cached
     def identities(self) -> tuple[tuple[str, Any], ...]:
@@ -370,8 +370,7 @@ def parse_trajectory(value: Any, *, where: str = "trajectory") -> Trajectory:
         return value
     if value.__class__ is not list and (not isinstance(value, Sequence) or isinstance(value, str | bytes)):
         raise DatasetError(f"{where}: expected a list of tool calls, got {_kind(value)}")
-    from_item, calls, wildcard = ToolCall.from_item, [], False
-    keys: list[tuple[str, dict[str, JsonValue] | None]] = []
+    from_item, calls = ToolCall.from_item, []
     try:
         for item in value:  # the usual item, {"tool_name": str, "tool_input": dict}, built inline
             if item.__class__ is dict and len(item) == 2 and "tool_input" in item:
@@ -384,16 +383,9 @@ def parse_trajectory(value: Any, *, where: str = "trajectory") -> Trajectory:
                     _set_extra(call, None)
                     _set_private(call, None)
                     calls.append(call)
-                    keys.append((name, args))
                     continue
-            call = from_item(item)
-            calls.append(call)
-            keys.append((call.name, call.args))
-            wildcard = wildcard or call.args is None
-        trajectory = Trajectory(calls)
-        cache = trajectory.__dict__  # what the metrics read first, known now: no pass over the calls later
-        cache["match_keys"], cache["has_wildcard"] = tuple(keys), wildcard
-        return trajectory
+            calls.append(from_item(item))
+        return Trajectory(calls)  # its cached keys are built when first read, together (a compact block)
     except (DatasetError, TypeError):  # TypeError: "".join met a name that is not a string; from_item names it
         for i, item in enumerate(value):
             from_item(item, where=f"{where}[{i}]")

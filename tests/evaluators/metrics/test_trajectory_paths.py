@@ -7,11 +7,13 @@ import random
 
 import pytest
 
+from toolpath.evaluators.metrics import pairing
 from toolpath.evaluators.metrics import trajectory as tj
 from toolpath.evaluators.metrics.equality import call_predicate
 from toolpath.model import ToolCall, Trajectory, parse_trajectory
 
 # argument values that are == in Python but differ as JSON, or differ by nesting and list order
+METRICS = [tj.exact_match, tj.in_order_match, tj.any_order_match, tj.precision, tj.recall]
 VALUES = [1, 1.0, True, 0, False, 2, "1", [1, 2], [2, 1], [True, 2], {"a": 1}, {"a": True}, {"a": [1]}, None]
 
 
@@ -28,14 +30,14 @@ def random_calls(rng: random.Random, count: int, wildcards: bool = False) -> lis
 
 def searched(predicted: list[ToolCall], reference: list[ToolCall], json_strict: bool, wildcard: bool) -> int:
     """The maximum matching by augmenting paths over the call predicate: no shortcut of the fast paths."""
-    return tj._max_matching(predicted, reference, call_predicate("name_and_args", json_strict, wildcard))
+    return pairing.max_matching(predicted, reference, call_predicate("name_and_args", json_strict, wildcard))
 
 
 @pytest.mark.parametrize("sizes", [(0, 3), (3, 0), (4, 4), (5, 6), (8, 8), (9, 7), (20, 15)])
 @pytest.mark.parametrize("json_strict", [False, True])
 @pytest.mark.parametrize("wildcards", [False, True])
 def test_pairs_equal_a_searched_maximum_matching_on_both_sides_of_the_threshold(sizes, json_strict, wildcards):
-    assert sizes[0] * sizes[1] <= tj.SMALL or sizes in [(9, 7), (20, 15)]  # both paths are exercised
+    assert sizes[0] * sizes[1] <= pairing.SMALL or sizes in [(9, 7), (20, 15)]  # both paths are exercised
     rng = random.Random(hash((sizes, json_strict, wildcards)) & 0xFFFF)
     for _ in range(150):
         reference = random_calls(rng, sizes[1], wildcards)
@@ -50,10 +52,15 @@ def test_pairs_equal_a_searched_maximum_matching_on_both_sides_of_the_threshold(
                 assert tj.precision(p, r, **options).score == expected / len(predicted)
             if reference:
                 assert tj.recall(p, r, **options).score == expected / len(reference)
-        if not wildcards:
-            assert tj.matched_pairs(predicted, reference, null_args_wildcard=False, **options) == searched(
-                predicted, reference, json_strict, False
-            )
+        strict = searched(predicted, reference, json_strict, False)  # null arguments as a value
+        assert tj.matched_pairs(Trajectory(predicted), Trajectory(reference), null_args_wildcard=False, **options) == (
+            strict
+        )
+        for metric in METRICS:  # Trajectory records take the keyed path, plain lists the general one: same results
+            for wildcard in (True, False):
+                same = {"json_strict": json_strict, "null_args_wildcard": wildcard}
+                fast = metric(Trajectory(predicted), Trajectory(reference), **same)
+                assert fast == metric(list(predicted), list(reference), **same), (metric.__name__, same)
 
 
 def test_scan_and_counts_agree_on_large_trajectories_with_repeats():
@@ -61,10 +68,10 @@ def test_scan_and_counts_agree_on_large_trajectories_with_repeats():
     for _ in range(50):
         reference = random_calls(rng, 30)
         predicted = [*rng.sample(reference, 20), *random_calls(rng, 15)]
-        assert len(predicted) * len(reference) > tj.SMALL
+        assert len(predicted) * len(reference) > pairing.SMALL
         expected = searched(predicted, reference, False, True)
         assert tj.matched_pairs(Trajectory(predicted), Trajectory(reference)) == expected
-        assert tj._scan(Trajectory(predicted).match_keys, Trajectory(reference).match_keys) == expected
+        assert len(reference) - len(pairing.unmatched(Trajectory(predicted), Trajectory(reference))) == expected
 
 
 def test_missing_calls_are_named_in_reference_order_on_either_path():
