@@ -378,7 +378,7 @@ def parse_trajectory(value: Any, *, where: str = "trajectory") -> Trajectory:
                 if name.__class__ is str and name and args.__class__ is dict and "".join(args) is not None:
                     args = dict(args)
                     call = _new_object(ToolCall)  # as _construct, without a call
-                    _set(call, "__dict__", {"name": name, "args": args, **_EMPTY})
+                    _set_dict(call, {"name": name, "args": args, **_NO_DETAILS})
                     _set_fields(call, {"name", "args", "result", "call_id", "error"})
                     _set_extra(call, None)
                     _set_private(call, None)
@@ -425,17 +425,17 @@ def _loads_or_none(text: str) -> Any:
 
 
 _TIMES = {"start_time": None, "end_time": None}
-_EMPTY = {"result": None, "call_id": None, "error": None, **_TIMES}
 _new_object = object.__new__
-_set = object.__setattr__
-_set_fields = BaseModel.__dict__["__pydantic_fields_set__"].__set__  # the slots, set without a lookup
+_NO_DETAILS = {"result": None, "call_id": None, "error": None, **_TIMES}
+_set_dict = BaseModel.__dict__["__dict__"].__set__  # the slots, set without a lookup
+_set_fields = BaseModel.__dict__["__pydantic_fields_set__"].__set__
 _set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
 _set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
 def _construct(cls: type[ToolCall], name: str, args: Any, result: Any, call_id: Any, error: Any) -> ToolCall:
     call = _new_object(cls)  # what model_construct builds from checked values, for a fraction of its cost
-    _set(call, "__dict__", {"name": name, "args": args, "result": result, "call_id": call_id, "error": error, **_TIMES})
+    _set_dict(call, {"name": name, "args": args, "result": result, "call_id": call_id, "error": error, **_TIMES})
     _set_fields(call, {"name", "args", "result", "call_id", "error"})
     _set_extra(call, None)
     _set_private(call, None)
