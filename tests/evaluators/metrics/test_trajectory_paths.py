@@ -3,6 +3,7 @@ keys, large ones by counting hashable identities, and both must equal a maximum 
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -119,3 +120,29 @@ def test_parsed_trajectories_carry_the_keys_their_calls_give():
     assert parse_trajectory([{"tool_name": "a", "tool_input": source}])[0].args is not source
     assert inline[0].model_dump() == ToolCall(name="a", args={"x": {"deep": 1}}).model_dump()
     assert inline[0] == ToolCall(name="a", args={"x": {"deep": 1}})
+
+
+def test_metrics_pass_only_the_options_that_differ_from_the_function_defaults():
+    from toolpath.evaluation.catalog import resolve_metric
+
+    assert resolve_metric("trajectory_precision").call is tj.precision  # type: ignore[attr-defined]
+    strict = resolve_metric("trajectory_precision(json_strict=true, order=in_order)").call  # type: ignore[attr-defined]
+    assert strict.keywords == {"json_strict": True, "order": "in_order"}
+    row = {
+        "predicted_trajectory": [{"tool_name": "a", "tool_input": {"on": 1}}, {"tool_name": "b", "tool_input": {}}],
+        "reference_trajectory": [{"tool_name": "b", "tool_input": {}}, {"tool_name": "a", "tool_input": {"on": True}}],
+    }
+    assert resolve_metric("trajectory_precision").score(row).score == 1.0
+    assert resolve_metric("trajectory_precision(order=in_order)").score(row).score == 0.5
+    assert resolve_metric("trajectory_precision(json_strict=true)").score(row).score == 0.5
+
+
+def test_differences_name_values_as_json_writes_them():
+    from toolpath.evaluators.metrics.equality import describe_difference
+
+    for got, want in [(6, 5), (-(10**30), 2**70), (True, 1), (1.5, 2), ("é", "e"), ([1], {"a": None}), (None, 0)]:
+        p, r = ToolCall(name="f", args={"v": got}), ToolCall(name="f", args={"v": want})
+        text = describe_difference(p, r, json_strict=True)
+        assert (
+            text == f"f v: expected {json.dumps(want, ensure_ascii=False)}, got {json.dumps(got, ensure_ascii=False)}"
+        )
