@@ -370,21 +370,22 @@ def parse_trajectory(value: Any, *, where: str = "trajectory") -> Trajectory:
         return value
     if value.__class__ is not list and (not isinstance(value, Sequence) or isinstance(value, str | bytes)):
         raise DatasetError(f"{where}: expected a list of tool calls, got {_kind(value)}")
-    from_item, calls = ToolCall.from_item, []
+    from_item = ToolCall.from_item
+    calls: list[ToolCall] = []
+    append = calls.append
     try:
         for item in value:  # the usual item, {"tool_name": str, "tool_input": dict}, built inline
-            if item.__class__ is dict and len(item) == 2 and "tool_input" in item:
-                name, args = item.get("tool_name"), item["tool_input"]
-                if name.__class__ is str and name and args.__class__ is dict and "".join(args) is not None:
-                    args = dict(args)
+            if item.__class__ is dict and len(item) == 2:
+                name, args = item.get("tool_name"), item.get("tool_input")
+                if args.__class__ is dict and name.__class__ is str and name and "".join(args) is not None:
                     call = _new_object(ToolCall)  # as _construct, without a call
-                    _set_dict(call, {"name": name, "args": args, **_NO_DETAILS})
+                    _set_dict(call, {"name": name, "args": args.copy(), **_NO_DETAILS})
                     _set_fields(call, {"name", "args", "result", "call_id", "error"})
                     _set_extra(call, None)
                     _set_private(call, None)
-                    calls.append(call)
+                    append(call)
                     continue
-            calls.append(from_item(item))
+            append(from_item(item))
         return Trajectory(calls)  # its cached keys are built when first read, together (a compact block)
     except (DatasetError, TypeError):  # TypeError: "".join met a name that is not a string; from_item names it
         for i, item in enumerate(value):
