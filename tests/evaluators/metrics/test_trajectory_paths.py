@@ -146,3 +146,15 @@ def test_differences_name_values_as_json_writes_them():
         assert (
             text == f"f v: expected {json.dumps(want, ensure_ascii=False)}, got {json.dumps(got, ensure_ascii=False)}"
         )
+
+
+def test_the_metrics_of_one_row_share_the_pairing_and_nothing_leaks_to_the_next_pair():
+    a, b, c = (ToolCall(name=n, args={"v": 1}) for n in "abc")
+    first, second = (Trajectory([a]), Trajectory([a, b])), (Trajectory([a, c]), Trajectory([a, b]))
+    for _ in range(2):
+        assert pairing.unmatched(*first) == ("b",)
+        assert pairing.unmatched(*first) is pairing.unmatched(*first)  # asked again: the answer kept
+        assert pairing.unmatched(*second) == ("b",)
+        assert pairing.unmatched(second[1], first[0]) == ()
+        assert [tj.recall(*pair).score for pair in (first, second, first)] == [0.5, 0.5, 0.5]
+        assert tj.precision(*second).score == 0.5 and tj.precision(*first).score == 1.0

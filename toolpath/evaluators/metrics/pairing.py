@@ -47,20 +47,31 @@ def keyed(
     )
 
 
-def unmatched(predicted: Trajectory, reference: Trajectory) -> list[str]:
+_last: tuple[Trajectory | None, Trajectory | None, tuple[str, ...]] = (None, None, ())
+"""The last pair :func:`unmatched` saw and its answer: the metrics of one row (any-order, precision, recall) ask
+about the same pair one after another."""
+
+
+def unmatched(predicted: Trajectory, reference: Trajectory) -> tuple[str, ...]:
     """The names of the reference calls left without an equal predicted call, in reference order (:func:`keyed`
-    trajectories)."""
+    trajectories: immutable records, so the answer for the same two objects stays the answer)."""
+    global _last
+    last = _last
+    if last[0] is predicted and last[1] is reference:
+        return last[2]
     have, want = predicted.match_keys, reference.match_keys
     if len(have) * len(want) > SMALL:
-        return _unmatched_identities(predicted.identity_counts, reference.identities)
-    remaining = list(have)
-    missing = []
-    for key in want:
-        if key in remaining:
-            remaining.remove(key)
-        else:
-            missing.append(key[0])
-    return missing
+        missing = _unmatched_identities(predicted.identity_counts, reference.identities)
+    else:
+        remaining = list(have)
+        missing = []
+        for key in want:
+            if key in remaining:
+                remaining.remove(key)
+            else:
+                missing.append(key[0])
+    _last = (predicted, reference, answer := tuple(missing))
+    return answer
 
 
 def _unmatched_identities(available: dict[Any, int], wanted: Sequence[Any]) -> list[str]:

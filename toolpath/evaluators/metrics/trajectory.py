@@ -197,7 +197,7 @@ def any_order_match(
     )
 
 
-def _unmatched_text(missing: list[str], count: int) -> str:
+def _unmatched_text(missing: Sequence[str], count: int) -> str:
     return f"{len(missing)} of {count} reference call(s) unmatched{_names(missing)}"
 
 
@@ -351,7 +351,7 @@ def _result(ok: bool, explanation: str) -> MetricResult:
     return MetricResult(1.0 if ok else 0.0, explanation)
 
 
-def _names(missing: list[str]) -> str:
+def _names(missing: Sequence[str]) -> str:
     return f"; missing {', '.join(missing)}" if missing else ""
 
 
