@@ -295,11 +295,11 @@ class Trajectory(tuple[ToolCall, ...]):
 
     @_cached
     def match_keys(self) -> tuple[tuple[str, dict[str, JsonValue] | None], ...]:
-        return tuple(call.match_key for call in self)
+        return tuple([(call.name, call.args) for call in self])  # each call's match_key
 
     @_cached
     def has_wildcard(self) -> bool:
-        return any(call.args is None for call in self)
+        return any([call.args is None for call in self])  # a list: no generator to start
 
     @_cached
     def identities(self) -> tuple[tuple[str, Any], ...]:
@@ -371,16 +371,23 @@ def parse_trajectory(value: Any, *, where: str = "trajectory") -> Trajectory:
         return value
     if value.__class__ is not list and (not isinstance(value, Sequence) or isinstance(value, str | bytes)):
         raise DatasetError(f"{where}: expected a list of tool calls, got {_kind(value)}")
-    from_item, calls = ToolCall.from_item, []
+    from_item = ToolCall.from_item
+    calls: list[ToolCall] = []
+    append = calls.append
     try:
-        for item in value:  # the usual item, {"tool_name": str, "tool_input": dict}, without a call to from_item
-            if item.__class__ is dict and len(item) == 2 and "tool_input" in item:
-                name, args = item.get("tool_name"), item["tool_input"]
-                if name.__class__ is str and name and args.__class__ is dict and "".join(args) is not None:
-                    calls.append(_construct(ToolCall, name, dict(args), None, None, None))
+        for item in value:  # the usual item, {"tool_name": str, "tool_input": dict}, built inline
+            if item.__class__ is dict and len(item) == 2:
+                name, args = item.get("tool_name"), item.get("tool_input")
+                if args.__class__ is dict and name.__class__ is str and name and "".join(args) is not None:
+                    call = _new_object(ToolCall)  # as _construct, without a call
+                    _set_dict(call, {"name": name, "args": args.copy(), **_NO_DETAILS})
+                    _set_fields(call, {"name", "args", "result", "call_id", "error"})
+                    _set_extra(call, None)
+                    _set_private(call, None)
+                    append(call)
                     continue
-            calls.append(from_item(item))
-        return Trajectory(calls)
+            append(from_item(item))
+        return Trajectory(calls)  # its cached keys are built when first read, together (a compact block)
     except (DatasetError, TypeError):  # TypeError: "".join met a name that is not a string; from_item names it
         for i, item in enumerate(value):
             from_item(item, where=f"{where}[{i}]")
@@ -421,15 +428,19 @@ def _loads_or_none(text: str) -> Any:
 
 _TIMES = {"start_time": None, "end_time": None}
 _new_object = object.__new__
-_set = object.__setattr__
+_NO_DETAILS = {"result": None, "call_id": None, "error": None, **_TIMES}
+_set_dict = BaseModel.__dict__["__dict__"].__set__  # the slots, set without a lookup
+_set_fields = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
 def _construct(cls: type[ToolCall], name: str, args: Any, result: Any, call_id: Any, error: Any) -> ToolCall:
     call = _new_object(cls)  # what model_construct builds from checked values, for a fraction of its cost
-    _set(call, "__dict__", {"name": name, "args": args, "result": result, "call_id": call_id, "error": error, **_TIMES})
-    _set(call, "__pydantic_fields_set__", {"name", "args", "result", "call_id", "error"})
-    _set(call, "__pydantic_extra__", None)
-    _set(call, "__pydantic_private__", None)
+    _set_dict(call, {"name": name, "args": args, "result": result, "call_id": call_id, "error": error, **_TIMES})
+    _set_fields(call, {"name", "args", "result", "call_id", "error"})
+    _set_extra(call, None)
+    _set_private(call, None)
     return call
 
 

@@ -51,14 +51,15 @@ def score_views(
     if judge_metrics:
         items = list(items)
         judged, usage = judge_rows([view for _, view in items], judge_metrics, judge, cache)
-    plan: list[tuple[Metric, str, str, str, bool, list[float]]] = [
-        (m, m.name, f"{m.name}/score", f"{m.name}/explanation", isinstance(m, JudgeMetric), []) for m in metrics
+    plan: list[tuple[Metric, Callable[[Mapping[str, Any]], MetricResult], str, str, str, bool, list[float]]] = [
+        (m, m.score, m.name, f"{m.name}/score", f"{m.name}/explanation", isinstance(m, JudgeMetric), [])
+        for m in metrics
     ]
     table: list[dict[str, Any]] = []
     for index, (out, view) in enumerate(items):
-        for metric, name, score_key, explanation_key, by_judge, kept in plan:
+        for metric, score_of, name, score_key, explanation_key, by_judge, kept in plan:
             try:  # score_row, inline
-                result = judged[index, name] if by_judge else metric.score(view)
+                result = judged[index, name] if by_judge else score_of(view)
             except Exception as exc:
                 result = failed(metric, exc)
             score = out[score_key] = result.score
@@ -70,7 +71,7 @@ def score_views(
         table.append(out)
         if on_row is not None:
             on_row(index, out)
-    summary = summary_of(len(table), {name: kept for _, name, _, _, _, kept in plan})
+    summary = summary_of(len(table), {name: kept for _, _, name, _, _, _, kept in plan})
     for metric in judge_metrics:
         if metric.pairwise:
             summary.update(win_rates(table, metric.name))
@@ -156,7 +157,7 @@ def summary_of(row_count: int, scores: Mapping[str, Sequence[float]]) -> dict[st
         mean = sum(kept) / len(kept) if kept else None
         std = None
         if len(kept) > 1 and mean is not None:
-            std = math.sqrt(sum((s - mean) ** 2 for s in kept) / (len(kept) - 1))
+            std = math.sqrt(sum([(s - mean) ** 2 for s in kept]) / (len(kept) - 1))  # a list: summed faster
         summary[f"{name}/mean"] = mean
         summary[f"{name}/std"] = std
     return summary

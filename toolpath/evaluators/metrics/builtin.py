@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -24,15 +25,26 @@ class ReferenceTrajectoryMetric(Metric):
     options: tuple[tuple[str, Any], ...] = ()
 
     @functools.cached_property
-    def kwargs(self) -> dict[str, Any]:
-        return dict(self.options)
+    def call(self) -> Callable[..., MetricResult]:
+        """``fn`` with the options that differ from its own defaults (none, usually: no keywords to pass)."""
+        defaults = {
+            name: parameter.default
+            for name, parameter in inspect.signature(self.fn).parameters.items()
+            if parameter.default is not inspect.Parameter.empty
+        }
+        given = {
+            key: value
+            for key, value in self.options
+            if key not in defaults or value.__class__ is not defaults[key].__class__ or value != defaults[key]
+        }
+        return functools.partial(self.fn, **given) if given else self.fn
 
     def score(self, row: Row) -> MetricResult:
         predicted, reference = row.get("predicted_trajectory"), row.get("reference_trajectory")
         if predicted.__class__ is not Trajectory or reference.__class__ is not Trajectory:  # not parsed yet
             predicted = trajectory_column(row, "predicted_trajectory")
             reference = trajectory_column(row, "reference_trajectory")
-        return self.fn(predicted, reference, **self.kwargs)
+        return self.call(predicted, reference)
 
 
 def reference_metric(name: str, fn: Callable[..., MetricResult], *, has_order: bool = False) -> Callable[..., Metric]:

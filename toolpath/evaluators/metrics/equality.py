@@ -67,18 +67,23 @@ def describe_difference(predicted: ToolCall, reference: ToolCall, json_strict: b
         return f"{reference.name} arguments: expected {_brief(reference.args)}, got {_brief(predicted.args)}"
     expected, got = reference.args or {}, predicted.args or {}
     parts = []
-    for key in sorted(set(expected) | set(got)):
+    for key in sorted(expected.keys() | got.keys()):
         if key not in got:
             parts.append(f"{key} missing")
         elif key not in expected:
             parts.append(f"unexpected {key}={_brief(got[key])}")
-        elif not values_equal(got[key], expected[key], json_strict):
+        elif not (json_equal(got[key], expected[key]) if json_strict else got[key] == expected[key]):
             parts.append(f"{key}: expected {_brief(expected[key])}, got {_brief(got[key])}")
     return f"{reference.name} " + "; ".join(parts)
 
 
-_brief = json.JSONEncoder(ensure_ascii=False, default=repr).encode
-"""A value as JSON text, for explanations (``json.dumps`` with these options, without a new encoder per call)."""
+_encode = json.JSONEncoder(ensure_ascii=False, default=repr).encode
+
+
+def _brief(value: Any) -> str:
+    """A value as JSON text, for explanations (``json.dumps`` with these options, without a new encoder per call;
+    an integer written directly, as the encoder writes it)."""
+    return int.__repr__(value) if value.__class__ is int else _encode(value)
 
 
 MATCH_MODES = ("name", "name_and_args", "name_and_required_args")

@@ -4,12 +4,8 @@ Calls compare as :mod:`toolpath.evaluators.metrics.equality` says: ADK 2.x's rul
 for JSON equality; ``null_args_wildcard`` (on by default for Vertex's ``trajectory_*`` metrics, off for ADK's
 ``tool_trajectory_avg_score``) lets a reference call with ``None`` arguments match any arguments.
 
-One-to-one pairing (any-order, precision, recall) is a *maximum* matching. Because both equalities are
-equivalence relations, it is computed exactly without a graph search: reference calls with concrete
-arguments are paired greedily within their equality class first (any partner in the class is as good as
-another), then wildcard references take the predicted calls of the same name that are left — so a wildcard
-never steals the only partner of a stricter reference. (ADK's ANY_ORDER pairs greedily, which for an
-equivalence relation finds a complete pairing exactly when one exists.)
+Pairing calls one-to-one or in order is :mod:`toolpath.evaluators.metrics.pairing`'s; each metric takes its fast
+path first when both trajectories compare by their cached keys (:func:`~toolpath.evaluators.metrics.pairing.keyed`).
 """
 
 from __future__ import annotations
@@ -25,16 +21,16 @@ from toolpath.evaluators.metrics.equality import (
     check_mode,
     describe_difference,
 )
-from toolpath.evaluators.metrics.registry import invocation_mean
-from toolpath.model import (
-    MetricResult,
-    ToolCall,
-    Trajectory,
-    has_wildcard,
-    identities,
-    identity_counts,
-    match_keys,
+from toolpath.evaluators.metrics.pairing import (
+    count_pairs,
+    keyed,
+    lcs,
+    match_calls,
+    max_matching,
+    unmatched,
 )
+from toolpath.evaluators.metrics.registry import invocation_mean
+from toolpath.model import MetricResult, ToolCall, Trajectory, has_wildcard, match_keys
 
 ORDERS = ("any", "in_order")
 
@@ -48,80 +44,7 @@ def matched_pairs(
     null_args_wildcard: bool = True,
 ) -> int:
     """Size of a maximum one-to-one matching between predicted and reference calls."""
-    return _pairs(predicted, reference, ignore_args, json_strict, null_args_wildcard)
-
-
-def _pairs(
-    predicted: Sequence[ToolCall], reference: Sequence[ToolCall], ignore_args: bool, json_strict: bool, wildcard: bool
-) -> int:
-    if predicted.__class__ is Trajectory and reference.__class__ is Trajectory and not json_strict:  # the hot path
-        if ignore_args or (wildcard and reference.has_wildcard):
-            return _match(predicted, reference, ignore_args, json_strict, wildcard)[0]
-        have, want = predicted.identity_counts, reference.identity_counts
-    elif ignore_args or (wildcard and has_wildcard(reference)):
-        return _match(predicted, reference, ignore_args, json_strict, wildcard)[0]
-    else:
-        have, want = identity_counts(predicted, json_strict), identity_counts(reference, json_strict)
-    if have == want:
-        return len(reference)
-    matched = 0
-    for identity, count in want.items():
-        found = have.get(identity, 0)
-        matched += count if found >= count else found
-    return matched
-
-
-def _match(
-    predicted: Sequence[ToolCall],
-    reference: Sequence[ToolCall],
-    ignore_args: bool,
-    json_strict: bool = False,
-    null_args_wildcard: bool = True,
-) -> tuple[int, list[str]]:
-    """The maximum matching's size, and the names of reference calls left without a partner.
-
-    References with concrete arguments take an equal predicted call first (``list.remove`` compares the
-    keys in C); wildcards then take any predicted call of their name that is left.
-    """
-    wild = null_args_wildcard and has_wildcard(reference)
-    if not ignore_args and not wild:
-        # a multiset intersection of hashable call identities (cached on Trajectory records)
-        have, want = identity_counts(predicted, json_strict), identity_counts(reference, json_strict)
-        if have == want:
-            return len(reference), []
-        matched = 0
-        unmatched: list[str] = []
-        for identity, count in want.items():
-            found = have.get(identity, 0)
-            if found >= count:
-                matched += count
-            else:
-                matched += found
-                unmatched.extend([identity[0]] * (count - found))
-        return matched, unmatched
-    remaining = list(match_keys(predicted, json_strict))
-    matched = 0
-    unmatched = []
-    wildcards: list[str] = []
-    for ref in reference:
-        if ignore_args or (wild and ref.args is None):
-            wildcards.append(ref.name)
-            continue
-        key = ref.json_match_key if json_strict else ref.match_key
-        if key in remaining:
-            remaining.remove(key)
-            matched += 1
-        else:
-            unmatched.append(ref.name)
-    if wildcards:
-        names = [key[0] for key in remaining]
-        for name in wildcards:
-            if name in names:
-                names.remove(name)
-                matched += 1
-            else:
-                unmatched.append(name)
-    return matched, unmatched
+    return count_pairs(predicted, reference, ignore_args, json_strict, null_args_wildcard)
 
 
 def exact_match(
@@ -133,6 +56,10 @@ def exact_match(
     json_strict: bool = False,
     null_args_wildcard: bool = True,
 ) -> MetricResult:
+    if keyed(predicted, reference, match, ignore_args, json_strict, null_args_wildcard):  # the usual row
+        if predicted.match_keys == reference.match_keys:  # type: ignore[attr-defined]
+            return MetricResult(1.0, "every call matches in order")
+        return MetricResult(0.0, lambda: _keyed_difference(predicted, reference))  # type: ignore[arg-type]
     mode = check_mode(match, ignore_args)
     ignore_args = mode == "name"
     if mode == "name_and_required_args" and len(predicted) == len(reference):
@@ -148,7 +75,7 @@ def exact_match(
             0.0,
             lambda: (
                 f"predicted {len(predicted)} call(s), reference {len(reference)}"
-                f"{_names(_match(predicted, reference, ignore_args, json_strict, null_args_wildcard)[1])}"
+                f"{_names(match_calls(predicted, reference, ignore_args, json_strict, null_args_wildcard)[1])}"
             ),
         )
     if ignore_args or (null_args_wildcard and has_wildcard(reference)):
@@ -157,7 +84,7 @@ def exact_match(
             for p, r in zip(predicted, reference, strict=True)
         ):
             return MetricResult(1.0, "every call matches in order")
-    elif identities(predicted, json_strict) == identities(reference, json_strict):  # texts compare fastest
+    elif match_keys(predicted, json_strict) == match_keys(reference, json_strict):  # compared in C
         return MetricResult(1.0, "every call matches in order")
     return MetricResult(
         0.0,
@@ -165,6 +92,17 @@ def exact_match(
             predicted, reference, call_predicate(mode, json_strict, null_args_wildcard), json_strict
         ),
     )
+
+
+def _keyed_difference(predicted: Trajectory, reference: Trajectory) -> str:
+    """:func:`exact_match`'s explanation for two :func:`keyed` trajectories that differ."""
+    if len(predicted) != len(reference):
+        missing = _names(unmatched(predicted, reference))
+        return f"predicted {len(predicted)} call(s), reference {len(reference)}{missing}"
+    for i, (pred, ref) in enumerate(zip(predicted.match_keys, reference.match_keys, strict=True)):
+        if pred != ref:
+            return f"call {i + 1}: {describe_difference(predicted[i], reference[i])}"
+    return "every call matches in order"
 
 
 def _first_difference(
@@ -186,6 +124,14 @@ def in_order_match(
     null_args_wildcard: bool = True,
 ) -> MetricResult:
     """1 if the reference is a subsequence of the prediction (greedy earliest match is optimal)."""
+    if keyed(predicted, reference, match, ignore_args, json_strict, null_args_wildcard):  # the usual row
+        keys, position = predicted.match_keys, 0  # type: ignore[attr-defined]
+        for key in reference.match_keys:  # type: ignore[attr-defined]
+            try:
+                position = keys.index(key, position) + 1
+            except ValueError:
+                return MetricResult(0.0, _not_found_in_order(key[0]))
+        return MetricResult(1.0, "reference calls appear in order")
     mode = check_mode(match, ignore_args)
     ignore_args = mode == "name"
     if mode == "name_and_required_args":
@@ -199,16 +145,15 @@ def in_order_match(
             position += 1
         return MetricResult(1.0, "reference calls appear in order")
     wild = null_args_wildcard and has_wildcard(reference)
-    if not ignore_args and not wild:
-        have = identities(predicted, json_strict)
-        position = 0
-        for identity in identities(reference, json_strict):
-            try:
-                position = have.index(identity, position) + 1
-            except ValueError:
-                return MetricResult(0.0, _not_found_in_order(identity[0]))
-        return MetricResult(1.0, "reference calls appear in order")
     keys = match_keys(predicted, json_strict)
+    if not ignore_args and not wild:
+        position = 0
+        for key in match_keys(reference, json_strict):
+            try:
+                position = keys.index(key, position) + 1
+            except ValueError:
+                return MetricResult(0.0, _not_found_in_order(key[0]))
+        return MetricResult(1.0, "reference calls appear in order")
     names = [key[0] for key in keys]
     position = 0
     for ref in reference:
@@ -231,16 +176,29 @@ def any_order_match(
     json_strict: bool = False,
     null_args_wildcard: bool = True,
 ) -> MetricResult:
+    if keyed(predicted, reference, match, ignore_args, json_strict, null_args_wildcard):  # the usual row
+        if predicted.match_keys == reference.match_keys:  # type: ignore[attr-defined]
+            return MetricResult(1.0, "every reference call is matched")
+        missing = unmatched(predicted, reference)  # type: ignore[arg-type]
+        if not missing:
+            return MetricResult(1.0, "every reference call is matched")
+        return MetricResult(0.0, lambda: _unmatched_text(missing, len(reference)))
     mode = check_mode(match, ignore_args)
     if mode == "name_and_required_args":
-        pairs = _max_matching(predicted, reference, call_predicate(mode, json_strict, null_args_wildcard))
+        pairs = max_matching(predicted, reference, call_predicate(mode, json_strict, null_args_wildcard))
         if pairs == len(reference):
             return MetricResult(1.0, "every reference call is matched")
         return MetricResult(0.0, lambda: f"{len(reference) - pairs} of {len(reference)} reference call(s) unmatched")
-    matched, missing = _match(predicted, reference, mode == "name", json_strict, null_args_wildcard)
-    if matched == len(reference):
+    if count_pairs(predicted, reference, mode == "name", json_strict, null_args_wildcard) == len(reference):
         return MetricResult(1.0, "every reference call is matched")
-    return MetricResult(0.0, lambda: f"{len(missing)} of {len(reference)} reference call(s) unmatched{_names(missing)}")
+    equality = (json_strict, null_args_wildcard)
+    return MetricResult(
+        0.0, lambda: _unmatched_text(match_calls(predicted, reference, mode == "name", *equality)[1], len(reference))
+    )
+
+
+def _unmatched_text(missing: Sequence[str], count: int) -> str:
+    return f"{len(missing)} of {count} reference call(s) unmatched{_names(missing)}"
 
 
 def precision(
@@ -253,10 +211,16 @@ def precision(
     json_strict: bool = False,
     null_args_wildcard: bool = True,
 ) -> MetricResult:
-    mode = check_mode(match, ignore_args)
     if not predicted:
+        check_mode(match, ignore_args)
         return MetricResult(1.0 if not reference else 0.0, "no predicted calls")
-    matched = _count(predicted, reference, mode, order, json_strict, null_args_wildcard)
+    if order == "any" and keyed(predicted, reference, match, ignore_args, json_strict, null_args_wildcard):
+        if predicted.match_keys == reference.match_keys:  # type: ignore[attr-defined]
+            matched = len(reference)
+        else:
+            matched = len(reference) - len(unmatched(predicted, reference))  # type: ignore[arg-type]
+    else:
+        matched = _count(predicted, reference, check_mode(match, ignore_args), order, json_strict, null_args_wildcard)
     return MetricResult(matched / len(predicted), lambda: f"{matched} of {len(predicted)} predicted call(s) matched")
 
 
@@ -270,9 +234,17 @@ def recall(
     json_strict: bool = False,
     null_args_wildcard: bool = True,
 ) -> MetricResult:
-    mode = check_mode(match, ignore_args)
     if not reference:
+        check_mode(match, ignore_args)
         return MetricResult(1.0, "empty reference")
+    if order == "any" and keyed(predicted, reference, match, ignore_args, json_strict, null_args_wildcard):
+        count = len(reference)
+        if predicted.match_keys == reference.match_keys:  # type: ignore[attr-defined]
+            return MetricResult(1.0, lambda: f"{count} of {count} reference call(s) matched")
+        missing = unmatched(predicted, reference)  # type: ignore[arg-type]
+        matched = count - len(missing)
+        return MetricResult(matched / count, lambda: f"{matched} of {count} reference call(s) matched{_names(missing)}")
+    mode = check_mode(match, ignore_args)
     matched = _count(predicted, reference, mode, order, json_strict, null_args_wildcard)
     return MetricResult(
         matched / len(reference),
@@ -290,7 +262,7 @@ def _recall_text(
 ) -> str:
     text = f"{matched} of {len(reference)} reference call(s) matched"
     if order == "any" and mode != "name_and_required_args" and matched < len(reference):  # name what is missing
-        text += _names(_match(predicted, reference, mode == "name", *equality)[1])
+        text += _names(match_calls(predicted, reference, mode == "name", *equality)[1])
     return text
 
 
@@ -298,7 +270,7 @@ def _count(
     predicted: Sequence[ToolCall], reference: Sequence[ToolCall], mode: str, order: str, strict: bool, wildcard: bool
 ) -> int:
     if order == "any" and mode != "name_and_required_args":  # the common case, without a dispatch
-        return _pairs(predicted, reference, mode == "name", strict, wildcard)
+        return count_pairs(predicted, reference, mode == "name", strict, wildcard)
     return pair_count(predicted, reference, match=mode, order=order, json_strict=strict, null_args_wildcard=wildcard)
 
 
@@ -331,7 +303,7 @@ def tool_trajectory_avg_score(
         and len(expected) == 1
         and len(actual) == 1
     ):  # the usual row, one invocation: score it directly
-        score = 1.0 if identities(actual[0]) == identities(expected[0]) else 0.0
+        score = 1.0 if match_keys(actual[0]) == match_keys(expected[0]) else 0.0
         return MetricResult(
             score,
             lambda: (
@@ -351,9 +323,9 @@ def tool_trajectory_avg_score(
         return MetricResult.not_evaluated(f"{len(actual)} actual invocation(s) for {len(expected)} expected")
     options: dict[str, Any] = {"match": mode, "json_strict": json_strict, "null_args_wildcard": null_args_wildcard}
     if compare is exact_match and mode == "name_and_args" and not (null_args_wildcard and _any_wildcard(expected)):
-        # equal identity sequences are an exact match: score without a result object per invocation
+        # equal key sequences are an exact match: score without a result object per invocation
         scores = [
-            1.0 if identities(a, json_strict) == identities(e, json_strict) else 0.0
+            1.0 if match_keys(a, json_strict) == match_keys(e, json_strict) else 0.0
             for a, e in zip(actual, expected, strict=True)
         ]
     else:
@@ -379,7 +351,7 @@ def _result(ok: bool, explanation: str) -> MetricResult:
     return MetricResult(1.0 if ok else 0.0, explanation)
 
 
-def _names(missing: list[str]) -> str:
+def _names(missing: Sequence[str]) -> str:
     return f"; missing {', '.join(missing)}" if missing else ""
 
 
@@ -403,40 +375,11 @@ def pair_count(
     subsequence (``in_order``)."""
     if order == "any":
         if match == "name_and_args" or match == "name":  # the common case first: a multiset intersection
-            return _pairs(predicted, reference, match == "name", json_strict, null_args_wildcard)
-        return _max_matching(predicted, reference, call_predicate(match, json_strict, null_args_wildcard))
+            return count_pairs(predicted, reference, match == "name", json_strict, null_args_wildcard)
+        return max_matching(predicted, reference, call_predicate(match, json_strict, null_args_wildcard))
     if order != "in_order":
         raise MetricError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
-    return _lcs(predicted, reference, call_predicate(match, json_strict, null_args_wildcard))
-
-
-def _lcs(predicted: Sequence[ToolCall], reference: Sequence[ToolCall], same: CallPredicate) -> int:
-    previous = [0] * (len(reference) + 1)
-    for pred in predicted:
-        current = [0]
-        for j, ref in enumerate(reference):
-            current.append(previous[j] + 1 if same(pred, ref) else max(previous[j + 1], current[j]))
-        previous = current
-    return previous[-1]
-
-
-def _max_matching(predicted: Sequence[ToolCall], reference: Sequence[ToolCall], same: CallPredicate) -> int:
-    """Maximum bipartite matching by augmenting paths (Kuhn), for predicates that are not equivalences."""
-    partners = [[i for i, pred in enumerate(predicted) if same(pred, ref)] for ref in reference]
-    owner: list[int | None] = [None] * len(predicted)
-
-    def augment(ref_index: int, seen: set[int]) -> bool:
-        for pred_index in partners[ref_index]:
-            if pred_index in seen:
-                continue
-            seen.add(pred_index)
-            current = owner[pred_index]
-            if current is None or augment(current, seen):
-                owner[pred_index] = ref_index
-                return True
-        return False
-
-    return sum(augment(r, set()) for r in range(len(reference)))
+    return lcs(predicted, reference, call_predicate(match, json_strict, null_args_wildcard))
 
 
 def precision_recall_f1(
