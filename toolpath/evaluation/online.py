@@ -288,22 +288,29 @@ class OnlineEvaluator:
         invocations = self.store.invocations_by_id(ids)
         rows = [self.row(inv) for inv in invocations]
         table, _, _ = score_table(rows, self.metrics, judge=self.judge)
-        for inv, scored in zip(invocations, table, strict=True):
-            results = [self._result(m.name, scored) for m in self.metrics]
-            if not self.queue.complete(worker, inv.invocation_id, results):
-                continue  # another worker took this job over; its results count, not ours
-            with self._lock:
-                self.stats.scored += 1
-                self.stats.results += len(results)
+        results = {
+            inv.invocation_id: [self._result(m.name, scored) for m in self.metrics]
+            for inv, scored in zip(invocations, table, strict=True)
+        }
+        closed = self.queue.complete_batch(worker, results)  # one transaction for the batch
+        # a job another worker took over is not closed here: its results count, not ours
+        done = [inv for inv in invocations if inv.invocation_id in closed]
+        with self._lock:
+            self.stats.scored += len(done)
+            self.stats.results += sum(len(results[inv.invocation_id]) for inv in done)
+        if not self.sinks and self.exporter is None:
+            return
+        now = time.time()
+        for inv in done:
+            scored_results = results[inv.invocation_id]
             ended = inv.started_at.timestamp() + (inv.latency_seconds or 0.0) if inv.started_at else None
-            lag = time.time() - ended if ended is not None else None
             for sink in self.sinks:
-                for r in results:
+                for r in scored_results:
                     sink.record(trace_id=inv.trace_id, span_id=inv.invocation_id, agent_name=inv.agent_name, **r)
-                if lag is not None:
-                    sink.record_lag(lag)
+                if ended is not None:
+                    sink.record_lag(now - ended)
             if self.exporter is not None:
-                for r in results:
+                for r in scored_results:
                     self.exporter.record(
                         trace_id=inv.trace_id,
                         span_id=inv.span_id or inv.invocation_id,
