@@ -6,7 +6,7 @@ workers read for every batch they score, and what the store's other invocation r
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from toolpath.model import Invocation, ToolCall, _construct, ns_to_datetime
@@ -21,20 +21,19 @@ _CALL_COLUMNS = "invocation_id, name, args, result, call_id, error, start_time, 
 
 def invocations_by_id(conn: Any, invocation_ids: Sequence[str]) -> list[Invocation]:
     """The stored invocations among ``invocation_ids``, with their tool calls, in the order asked."""
-    loads = _json_loader(conn)
     found: dict[str, Any] = {}
     for chunk, marks in _chunks(conn, invocation_ids):
         sql = f"SELECT {_INVOCATION_COLUMNS} FROM invocations WHERE invocation_id IN ({marks})"
         for row in conn.exec_driver_sql(sql, tuple(chunk)):
             found[row[0]] = row
     calls = tool_calls(conn, list(found))
+    rows = [found[i] for i in invocation_ids if i in found]
+    decoded = _decode(conn, [value for row in rows for value in (row[6], row[11])])
     out = []
-    for invocation_id in invocation_ids:
-        row = found.get(invocation_id)
-        if row is None:
-            continue
-        (_, session_id, trace_id, agent_name, prompt, response, intermediate, latency, failure, error, started,
-         attributes) = row  # fmt: skip
+    for index, row in enumerate(rows):
+        (invocation_id, session_id, trace_id, agent_name, prompt, response, _, latency, failure, error, started,
+         _) = row  # fmt: skip
+        intermediate, attributes = decoded[2 * index], decoded[2 * index + 1]
         out.append(
             Invocation(
                 invocation_id=invocation_id,
@@ -43,13 +42,13 @@ def invocations_by_id(conn: Any, invocation_ids: Sequence[str]) -> list[Invocati
                 prompt=prompt,
                 response=response,
                 tool_calls=calls.get(invocation_id, []),
-                intermediate_responses=[tuple(pair) for pair in loads(intermediate) or []],
+                intermediate_responses=[tuple(pair) for pair in intermediate or []],
                 latency_seconds=latency,
                 failure=failure,
                 error=error,
                 trace_id=trace_id or None,
                 started_at=ns_to_datetime(started),
-                attributes=loads(attributes) or {},
+                attributes=attributes or {},
             )
         )
     return out
@@ -58,40 +57,37 @@ def invocations_by_id(conn: Any, invocation_ids: Sequence[str]) -> list[Invocati
 def tool_calls(conn: Any, invocation_ids: Sequence[str]) -> dict[str, list[ToolCall]]:
     """The tool calls of ``invocation_ids`` in call order, by invocation id (an invocation without calls is
     absent)."""
-    loads = _json_loader(conn)
-    found: dict[str, list[ToolCall]] = {}
+    rows: list[Any] = []
     for chunk, marks in _chunks(conn, invocation_ids):
         sql = (
             f"SELECT {_CALL_COLUMNS} FROM tool_calls WHERE invocation_id IN ({marks}) ORDER BY invocation_id, position"
         )
-        for invocation_id, name, args, result, call_id, error, start, end in conn.exec_driver_sql(sql, tuple(chunk)):
-            # the values were checked when they were written: built as ToolCall.from_item builds checked ones
-            call = _construct(ToolCall, name, loads(args), loads(result), call_id, error)
-            if start is not None or end is not None:
-                call.__dict__.update(start_time=start, end_time=end)
-                call.__pydantic_fields_set__.update(("start_time", "end_time"))
-            calls = found.get(invocation_id)
-            if calls is None:
-                found[invocation_id] = [call]
-            else:
-                calls.append(call)
+        rows += conn.exec_driver_sql(sql, tuple(chunk)).all()
+    decoded = _decode(conn, [value for row in rows for value in (row[2], row[3])])
+    found: dict[str, list[ToolCall]] = {}
+    for index, (invocation_id, name, _, _, call_id, error, start, end) in enumerate(rows):
+        # the values were checked when they were written: built as ToolCall.from_item builds checked ones
+        call = _construct(ToolCall, name, decoded[2 * index], decoded[2 * index + 1], call_id, error)
+        if start is not None or end is not None:
+            call.__dict__.update(start_time=start, end_time=end)
+            call.__pydantic_fields_set__.update(("start_time", "end_time"))
+        calls = found.get(invocation_id)
+        if calls is None:
+            found[invocation_id] = [call]
+        else:
+            calls.append(call)
     return found
 
 
-def _json_loader(conn: Any) -> Callable[[Any], Any]:
-    if conn.dialect.name == "postgresql":
-        return _decoded  # psycopg hands jsonb over decoded
-    return _loads
-
-
-def _loads(value: str | float | None) -> Any:
-    # a JSON column has numeric affinity in SQLite: a bare number ("20") comes back as a number, as it does
-    # through SQLAlchemy's JSON type
-    return json.loads(value) if value.__class__ is str else value
-
-
-def _decoded(value: Any) -> Any:
-    return value
+def _decode(conn: Any, values: list[Any]) -> list[Any]:
+    """Stored JSON column values, decoded. psycopg hands ``jsonb`` over decoded; SQLite gives text — or a number:
+    a JSON column has numeric affinity there, so a bare number ("20") comes back as one, as it does through
+    SQLAlchemy's JSON type —, all of which one ``json.loads`` of a JSON array decodes (a call per value costs
+    four times as much)."""
+    if conn.dialect.name == "postgresql" or not values:
+        return values
+    texts = [v if v.__class__ is str else "null" if v is None else json.dumps(v) for v in values]
+    return json.loads(f"[{','.join(texts)}]")
 
 
 def _chunks(conn: Any, items: Sequence[str]) -> list[tuple[Sequence[str], str]]:
