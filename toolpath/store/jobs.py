@@ -30,6 +30,11 @@ _IN_CHUNK = 500
 _INSERT_RESULTS = (  # plain tuples through the driver's executemany: no per-row SQLAlchemy processing
     "INSERT INTO online_results (invocation_id, metric, score, label, explanation, worker, created_at) VALUES ({marks})"
 )
+_INSERT_RESULTS_PG = (  # one statement, one array per column: one round trip for the batch
+    "INSERT INTO online_results (invocation_id, metric, score, label, explanation, worker, created_at) "
+    "SELECT * FROM unnest(CAST(%s AS text[]), CAST(%s AS text[]), CAST(%s AS double precision[]), "
+    "CAST(%s AS text[]), CAST(%s AS text[]), CAST(%s AS text[]), CAST(%s AS bigint[]))"
+)
 
 
 def sampled(invocation_id: str, rate: float) -> bool:
@@ -173,8 +178,11 @@ class JobQueue:
                 for r in results[i]
             ]
             if rows:
-                mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
-                conn.exec_driver_sql(_INSERT_RESULTS.format(marks=", ".join([mark] * 7)), rows)
+                if conn.dialect.name == "postgresql":
+                    conn.exec_driver_sql(_INSERT_RESULTS_PG, tuple(list(c) for c in zip(*rows, strict=True)))
+                else:
+                    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+                    conn.exec_driver_sql(_INSERT_RESULTS.format(marks=", ".join([mark] * 7)), rows)
         with self._lock:
             self.stats.completed += len(closed)
             self.stats.lost_claims += len(ids) - len(closed)

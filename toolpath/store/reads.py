@@ -13,17 +13,24 @@ from toolpath.model import Invocation, ToolCall, _construct, ns_to_datetime
 
 _IN_CHUNK = 500
 _INVOCATION_COLUMNS = (
-    "invocation_id, session_id, trace_id, agent_name, prompt, response, intermediate_responses, latency_seconds, "
-    "failure, error, started_at, attributes"
+    "invocation_id, session_id, trace_id, agent_name, prompt, response, {intermediate_responses}, latency_seconds, "
+    "failure, error, started_at, {attributes}"
 )
-_CALL_COLUMNS = "invocation_id, name, args, result, call_id, error, start_time, end_time"
+_CALL_COLUMNS = "invocation_id, name, {args}, {result}, call_id, error, start_time, end_time"
+
+
+def _columns(conn: Any, template: str, *json_columns: str) -> str:
+    """The column list, ``jsonb`` columns read as text on PostgreSQL (decoded in one go, as SQLite's text is)."""
+    text = conn.dialect.name == "postgresql"
+    return template.format(**{c: f"CAST({c} AS text)" if text else c for c in json_columns})
 
 
 def invocations_by_id(conn: Any, invocation_ids: Sequence[str]) -> list[Invocation]:
     """The stored invocations among ``invocation_ids``, with their tool calls, in the order asked."""
     found: dict[str, Any] = {}
     for chunk, marks in _chunks(conn, invocation_ids):
-        sql = f"SELECT {_INVOCATION_COLUMNS} FROM invocations WHERE invocation_id IN ({marks})"
+        columns = _columns(conn, _INVOCATION_COLUMNS, "intermediate_responses", "attributes")
+        sql = f"SELECT {columns} FROM invocations WHERE invocation_id IN ({marks})"
         for row in conn.exec_driver_sql(sql, tuple(chunk)):
             found[row[0]] = row
     calls = tool_calls(conn, list(found))
@@ -58,10 +65,9 @@ def tool_calls(conn: Any, invocation_ids: Sequence[str]) -> dict[str, list[ToolC
     """The tool calls of ``invocation_ids`` in call order, by invocation id (an invocation without calls is
     absent)."""
     rows: list[Any] = []
+    columns = _columns(conn, _CALL_COLUMNS, "args", "result")
     for chunk, marks in _chunks(conn, invocation_ids):
-        sql = (
-            f"SELECT {_CALL_COLUMNS} FROM tool_calls WHERE invocation_id IN ({marks}) ORDER BY invocation_id, position"
-        )
+        sql = f"SELECT {columns} FROM tool_calls WHERE invocation_id IN ({marks}) ORDER BY invocation_id, position"
         rows += conn.exec_driver_sql(sql, tuple(chunk)).all()
     decoded = _decode(conn, [value for row in rows for value in (row[2], row[3])])
     found: dict[str, list[ToolCall]] = {}
@@ -80,11 +86,11 @@ def tool_calls(conn: Any, invocation_ids: Sequence[str]) -> dict[str, list[ToolC
 
 
 def _decode(conn: Any, values: list[Any]) -> list[Any]:
-    """Stored JSON column values, decoded. psycopg hands ``jsonb`` over decoded; SQLite gives text — or a number:
+    """Stored JSON column values, decoded: text (``jsonb`` is read as text on PostgreSQL) — or, on SQLite, a number:
     a JSON column has numeric affinity there, so a bare number ("20") comes back as one, as it does through
     SQLAlchemy's JSON type —, all of which one ``json.loads`` of a JSON array decodes (a call per value costs
     four times as much)."""
-    if conn.dialect.name == "postgresql" or not values:
+    if not values:
         return values
     texts = [v if v.__class__ is str else "null" if v is None else json.dumps(v) for v in values]
     return json.loads(f"[{','.join(texts)}]")
