@@ -22,6 +22,7 @@ from toolpath.collector.limits import Limits
 from toolpath.collector.otlp import _hex_ids_to_base64
 from toolpath.evaluation.online import OnlineEvaluator
 from toolpath.store import migrate
+from toolpath.store import schema as t
 from toolpath.store.store import Store
 
 TOKEN = "t0k"
@@ -204,3 +205,47 @@ def test_readyz_goes_503_while_postgresql_is_stopped_and_store_errors_are_counte
     assert value(samples, "toolpath_store_retries_total") == 2
     assert value(samples, "toolpath_spans_rejected_total", reason="store_error") == 2
     store.close()
+
+
+def test_online_with_workers_scores_each_invocation_once_and_metrics_add_up_every_worker(tmp_path):
+    online = (
+        'metrics = ["tool_call_count"]\nthresholds = { tool_call_count = 2 }\nbatch_size = 1\npoll_seconds = 0.05\n'
+    )
+    (tmp_path / "online.toml").write_text(online)
+    collector = Collector(tmp_path, None, "--workers", "2", "--online", str(tmp_path / "online.toml")).start()
+    traces = 24
+    try:
+        statuses = [
+            collector.post(otlp_json(f"{n:032x}", tool_calls=1 + n % 3), "application/json")[0]
+            for n in range(1, traces + 1)
+        ]  # each on a new connection: the kernel spreads them over the workers, and each enqueues what it stores
+        assert statuses == [200] * traces
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # each worker tells its counts after every batch it scores
+            samples = scrape_with(collector.url, TOKEN_OF_COLLECTOR)
+            if value(samples, "toolpath_online_jobs_done_total") == traces:
+                break
+            time.sleep(0.1)
+        scrapes = [scrape_with(collector.url, TOKEN_OF_COLLECTOR) for _ in range(6)]
+    finally:
+        collector.stop()
+    assert collector.process.returncode == 0
+    labels = {"gen_ai_evaluation_name": "tool_call_count", "gen_ai_agent_name": "bot"}
+    for samples in scrapes:  # the same totals whichever worker answered
+        for family, expected in (("queued", traces), ("claimed", traces), ("done", traces), ("failed", 0)):
+            assert value(samples, f"toolpath_online_jobs_{family}_total") == expected
+        assert value(samples, "gen_ai_evaluation_results_total", **labels, gen_ai_evaluation_score_label="pass") == 16
+        assert value(samples, "gen_ai_evaluation_results_total", **labels, gen_ai_evaluation_score_label="fail") == 8
+        assert value(samples, "gen_ai_evaluation_score_sum", **labels) == sum(1 + n % 3 for n in range(1, 25))
+        assert value(samples, "toolpath_online_scoring_lag_seconds_count") == traces
+        assert value(samples, "toolpath_online_workers_alive") == value(samples, "toolpath_online_workers") == 4
+        assert value(samples, "toolpath_online_backlog", status="pending") == 0
+    store = collector.store()
+    with store.engine.connect() as conn:
+        jobs = conn.execute(t.eval_jobs.select()).all()
+        results = conn.execute(t.online_results.select()).all()
+    store.close()
+    assert len(jobs) == traces and {j.status for j in jobs} == {"done"}
+    assert len(results) == len({r.invocation_id for r in results}) == traces  # each scored once
+    assert len({r.worker.split("/")[0] for r in results}) == 2  # by both worker processes
+    assert f"online: {traces} invocation(s) scored, 0 shed" in collector.process.stdout.read()

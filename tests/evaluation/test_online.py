@@ -314,3 +314,25 @@ def test_killing_one_of_two_workers_on_postgresql_scores_everything_once(tmp_pat
     assert len(rows) == 60  # 30 invocations x 2 metrics, each exactly once (the key forbids a second)
     assert {r.invocation_id for r in rows} == {f"{i:016x}" for i in range(30)}
     assert {r.worker.split("/")[0] for r in rows} == {"a", "b"}
+
+
+def test_listeners_are_told_every_change_once_and_what_came_before(tmp_path):
+    store = Store(f"sqlite:///{tmp_path / 'l.db'}")
+    online = OnlineEvaluator(store, {"metrics": ["tool_call_count"], "poll_seconds": 0.02, "batch_size": 2})
+    online.queue.attach()
+    store.write([invocation(i) for i in range(3)])  # enqueued before anyone listens
+    early: dict[str, int] = {}
+    online.add_listener(lambda key, delta: early.__setitem__(key, early.get(key, 0) + delta))
+    assert early == {"jobs_queued": 3}
+    late: dict[str, int] = {}
+    online.start()
+    store.write([invocation(i) for i in range(3, 7)])
+    assert online.drain(20)
+    time.sleep(0.1)  # the workers tell after each batch
+    online.add_listener(lambda key, delta: late.__setitem__(key, late.get(key, 0) + delta))
+    online.stop()
+    store.close()
+    totals = {**online.counters(), "workers_alive": 0, "workers": 2}
+    told = {key: value for key, value in totals.items() if value}
+    assert {k: v for k, v in early.items() if v} == told == {k: v for k, v in late.items() if v}
+    assert told["jobs_queued"] == told["jobs_done"] == 7  # summed deltas: never a change told twice

@@ -71,3 +71,25 @@ def test_claims_are_exclusive_and_a_dead_workers_lease_runs_out(store):
         rows = conn.execute(t.online_results.select().where(t.online_results.c.invocation_id == dead[0])).all()
     assert [(r.worker, r.score) for r in rows] == [("w9", 1.0)]
     assert queue.stats.lost_claims == 1
+
+
+def test_a_batch_completes_only_the_jobs_its_worker_still_holds(store):
+    queue = JobQueue(store).attach()
+    store.write([invocation(i) for i in range(6)])
+    mine = queue.claim("w0", 6, lease_seconds=60)
+    time.sleep(0.05)
+    lost = queue.claim("w1", 2, lease_seconds=0.01)  # w0's lease ran out for these two; w1 took them over
+    assert len(lost) == 2 and set(lost) < set(mine)
+    result = [{"metric": "m", "score": 1.0, "label": "pass", "explanation": "same"}]
+    closed = queue.complete_batch("w0", {i: result for i in mine})
+    assert closed == set(mine) - set(lost)
+    assert queue.stats.completed == 4 and queue.stats.lost_claims == 2
+    assert queue.complete_batch("w1", {i: [] for i in lost}) == set(lost)  # no results: closed all the same
+    with store.engine.connect() as conn:
+        rows = conn.execute(t.online_results.select()).all()
+        statuses = {r.invocation_id: (r.status, r.claimed_by) for r in conn.execute(t.eval_jobs.select())}
+    assert sorted((r.invocation_id, r.worker, r.score, r.explanation) for r in rows) == sorted(
+        (i, "w0", 1.0, "same") for i in closed
+    )
+    assert statuses == {i: ("done", "w1" if i in lost else "w0") for i in mine}
+    assert queue.complete_batch("w0", {}) == set()

@@ -146,3 +146,26 @@ def test_sqlite_uses_wal(tmp_path):
     s = Store(f"sqlite:///{tmp_path / 'wal.db'}")
     with s.engine.connect() as conn:
         assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
+
+
+def test_bulk_reads_give_back_what_was_written_in_the_order_asked(store):
+    bare = ToolCall(name="ping", args=None, result=20)  # without arguments (not {}); a bare number as result
+    written = [
+        invocation("i1", "s", 1, CALLS, attributes={"service.name": "svc", "n": [1, {"b": False}]}),
+        invocation("i2", "s", 2, [bare, *CALLS[1:]], intermediate_responses=[("sub", "partial"), ("x", "")]),
+        invocation("i3", "t", 3, [], failure=1, error="E: boom"),
+        invocation("i4", "t", 4, [ToolCall(name="n", args={}, result=2.5), ToolCall(name="s", result="7")]),
+    ]
+    store.write(written)
+    got = store.invocations_by_id(["i3", "missing", "i1", "i2", "i4"])
+    assert got == [written[2], written[0], written[1], written[3]]
+    assert [c.result for c in got[3].tool_calls] == [2.5, "7"]
+    assert got[1].tool_calls[0].start_time == 1 and got[1].tool_calls[0].end_time == 2
+    assert got[2].tool_calls[0].args is None and got[2].tool_calls[2].args == {}
+    assert [c.result for c in got[2].tool_calls] == [20, "done", None]
+    assert got[2].intermediate_responses == [("sub", "partial"), ("x", "")]
+    assert got[0].tool_calls == [] and got[0].error == "E: boom"
+    assert store.invocations_by_id([]) == []
+    many = [invocation(f"m{n}", "u", n, CALLS[:1]) for n in range(1200)]  # more ids than one IN list holds
+    store.write(many)
+    assert store.invocations_by_id([inv.invocation_id for inv in reversed(many)]) == many[::-1]

@@ -16,6 +16,7 @@ from toolpath.redact import Redactor
 from toolpath.store.store import Store
 
 if TYPE_CHECKING:
+    from toolpath.evaluation.online import OnlineEvaluator
     from toolpath.store.retention import RetentionWorker
 
 
@@ -77,7 +78,7 @@ if TYPE_CHECKING:
     "--workers",
     default=0,
     type=click.IntRange(min=0),
-    help="Processes serving the ports (0: one per core; 1 with --online, whose scoring runs in one process).",
+    help="Processes serving the ports (0: one per core); with --online each also scores (jobs shared in the store).",
 )
 @log_format_option
 @click.option("--ui", "with_ui", is_flag=True, help="Also serve toolpath ui on the OTLP/HTTP port.")
@@ -141,11 +142,16 @@ def collect(
     )
     redactor = None if no_redact else _redactor(redact_keys, redact_patterns)
     retention = _retention(the_store, retain_spans, retain_invocations, prune_every)
+    online = None
+    if online_path is not None:
+        from toolpath.evaluation.online import OnlineEvaluator
+
+        online = OnlineEvaluator(the_store, online_path)  # metrics, references, judge credentials
     if workers == 0:
-        workers = 1 if online_path is not None else default_workers()
+        workers = default_workers()
     if workers > 1:
-        if online_path is not None:
-            raise ConfigError("--online scores in one process: use --workers 1 (or run more collectors)")
+        if online is not None and online.exporter is not None:
+            online.exporter.shutdown()  # checked here; each worker scores (and exports) with one of its own
         check_addresses(options)
         the_store.upgrade()
         spec = WorkerSpec(
@@ -153,14 +159,10 @@ def collect(
             grpc_port=grpc_port, token=token, max_body_bytes=max_body_bytes, max_in_flight=max_in_flight,
             limits=(max_attribute_length, max_spans_per_trace, max_tool_calls),
             redact=None if no_redact else (redact_keys, redact_patterns), log_format=log_format, with_ui=with_ui,
+            online=str(online_path.resolve()) if online_path is not None else None,
         )  # fmt: skip
-        _serve_workers(spec, workers, the_store.url, retention)
+        _serve_workers(spec, workers, the_store.url, retention, online)
         return
-    online = None
-    if online_path is not None:
-        from toolpath.evaluation.online import OnlineEvaluator
-
-        online = OnlineEvaluator(the_store, online_path)  # metrics, references, judge credentials
     service = CollectorService(the_store, options, redactor=redactor, online=online)
     check_addresses(options)
     the_store.upgrade()
@@ -191,7 +193,9 @@ def collect(
         say(service.summary(), spans_stored=service.ingestor.spans_stored, limits_hit=dict(options.limits.hits))
 
 
-def _serve_workers(spec: WorkerSpec, count: int, shown_url: str, retention: RetentionWorker | None) -> None:
+def _serve_workers(
+    spec: WorkerSpec, count: int, shown_url: str, retention: RetentionWorker | None, online: OnlineEvaluator | None
+) -> None:
     from toolpath.collector.service import summary
 
     with service_logging(spec.log_format) as log:
@@ -211,10 +215,16 @@ def _serve_workers(spec: WorkerSpec, count: int, shown_url: str, retention: Rete
             )
             if retention is not None:
                 retention.start()
+            if online is not None:
+                metrics, threads = online.config.metrics, online.config.workers
+                say(f"online evaluation: {', '.join(metrics)} on {count} x {threads} worker(s)", metrics=metrics,
+                    workers=count * threads)  # fmt: skip
 
-        stored, hits = serve(spec, count, ready)
+        stored, hits, scored = serve(spec, count, ready)
         if retention is not None:
             retention.stop()
+        if online is not None:
+            say(f"online: {scored['scored']} invocation(s) scored, {scored['shed']} shed", **scored)
         say(summary(stored, hits), spans_stored=stored, limits_hit=dict(hits))
 
 

@@ -8,6 +8,9 @@ default on Linux). Every guarantee of one collector holds, as for several collec
 the spans and their invocations are committed; PostgreSQL takes a lock per trace, SQLite one write lock per
 transaction (``BEGIN IMMEDIATE``), so any arrival order across workers gives the same invocations.
 
+With ``--online`` every worker also scores: its job queue enqueues in its own ingest transactions and its
+threads claim jobs from the store, with leases, as several collectors on one store do.
+
 The parent restarts a worker that dies, stops them all (SIGTERM: each finishes its requests in flight) when it is
 told to stop, and they die with it if it is killed (``PR_SET_PDEATHSIG``). ``/metrics`` adds up every worker's
 values, whichever worker answers (prometheus-client's multiprocess mode, in a folder the parent removes at exit).
@@ -52,6 +55,8 @@ class WorkerSpec:
     """Extra keys and patterns of the redactor, ``None``: no redaction."""
     log_format: str
     with_ui: bool
+    online: str | None = None
+    """The ``online.toml`` each worker scores with (jobs are shared through the store), ``None``: no scoring."""
     metrics_dir: str = ""
 
 
@@ -63,9 +68,10 @@ def default_workers() -> int:
         return os.cpu_count() or 1
 
 
-def serve(spec: WorkerSpec, count: int, ready: Callable[[], None]) -> tuple[int, Counter[str]]:
+def serve(spec: WorkerSpec, count: int, ready: Callable[[], None]) -> tuple[int, Counter[str], Counter[str]]:
     """Run ``count`` workers until SIGTERM / SIGINT; ``ready()`` once all of them serve. Returns the spans they
-    stored and the limits they hit (of the workers that stopped cleanly)."""
+    stored, the limits they hit, and the invocations they ``scored`` and jobs they ``shed`` online (of the
+    workers that stopped cleanly)."""
     import multiprocessing
 
     from prometheus_client.multiprocess import mark_process_dead
@@ -117,13 +123,14 @@ def serve(spec: WorkerSpec, count: int, ready: Callable[[], None]) -> tuple[int,
                     process.join()
             if sock is not None:
                 sock.close()
-        stored, hits = 0, Counter[str]()
+        stored, hits, online = 0, Counter[str](), Counter[str](scored=0, shed=0)
         with contextlib.suppress(Exception):
             while True:
-                _, spans, worker_hits = results.get(timeout=0.2)
+                _, spans, worker_hits, worker_online = results.get(timeout=0.2)
                 stored += spans
                 hits.update(worker_hits)
-        return stored, hits
+                online.update(worker_online)
+        return stored, hits, online
 
 
 def _worker(spec: WorkerSpec, sock: socket.socket | None, started: Any, results: Any, index: int, parent: int) -> None:
@@ -150,11 +157,20 @@ def _worker(spec: WorkerSpec, sock: socket.socket | None, started: Any, results:
         metrics_dir=spec.metrics_dir,
     )
     redactor = None if spec.redact is None else _redactor(*spec.redact)
+    online = None
+    if spec.online is not None:
+        from toolpath.evaluation.online import OnlineEvaluator
+
+        online = OnlineEvaluator(store, spec.online)
     with service_logging(spec.log_format):
-        service = CollectorService(store, options, redactor=redactor).start()
+        service = CollectorService(store, options, redactor=redactor, online=online)  # stops online at the end
+        if online is not None:
+            online.start()  # its queue enqueues in this worker's ingest transactions; its threads score
+        service.start()
         started.set()
         service.wait()
-    results.put((index, service.ingestor.spans_stored, dict(options.limits.hits)))
+    scored = {"scored": online.stats.scored, "shed": online.queue.stats.shed} if online is not None else {}
+    results.put((index, service.ingestor.spans_stored, dict(options.limits.hits), scored))
     results.close()
     results.join_thread()
 

@@ -11,7 +11,9 @@ Two kinds of families:
   Collector.
 
 Events are counted as they happen; totals that other parts already keep (limits, online job counters, judge
-usage) are read when Prometheus scrapes.
+usage, online workers) are read when Prometheus scrapes — or, when several processes serve one port, counted
+as they change in each process (prometheus-client's multiprocess mode), so that every family adds up all of
+them whichever process answers.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ SCORE_BUCKETS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 2.0, 3.0
 """Scores are mostly 0..1 (computation metrics) or 1..5 (judge rubrics); counts and latencies go higher."""
 SECONDS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 LIMIT_HITS_HELP = "Ingestion limits hit (values cut, spans, tool calls dropped)"
+TOKENS_HELP = "Judge tokens used"
+WORKERS_ALIVE_HELP = "Online worker threads running"
+WORKERS_HELP = "Online worker threads started"
 LAG_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0)
 
 ONLINE_COUNTERS: dict[str, tuple[str, str]] = {  # an online evaluator's counters() key -> family, help
@@ -125,15 +130,43 @@ class ServiceMetrics:
         )
         self._limits: Callable[[], Mapping[str, int]] | None = None
         self._online: Any = None
+        self._online_families: dict[str, tuple[Counter | Gauge, tuple[str, ...]]] = {}
         r.register(_ReadAtScrape(self))
 
     def watch(self, *, limits: Callable[[], Mapping[str, int]] | None = None, online: Any = None) -> None:
         """Read these at every scrape: ingestion limit hits, and an online evaluator's ``counters()`` /
-        ``workers_alive()`` / ``backlog()`` (it also reports each result through ``record`` and ``record_lag``)."""
+        ``workers_alive()`` / ``backlog()`` (it also reports each result through ``record`` and ``record_lag``).
+        When processes share the port, the online counters and workers are counted as they change instead
+        (the evaluator's ``add_listener``); the backlog, read from the store, is every process's already."""
         if limits is not None:
             self._limits = limits
-        if online is not None:
-            self._online = online
+        if online is None:
+            return
+        self._online = online
+        if self.multiprocess_dir is not None and not self._online_families:
+            r = self.registry
+            families: dict[str, tuple[Counter | Gauge, tuple[str, ...]]] = {
+                key: (Counter(family, description, registry=r), ())
+                for key, (family, description) in ONLINE_COUNTERS.items()
+            }
+            tokens = Counter("toolpath_judge_tokens", TOKENS_HELP, ["direction"], registry=r)
+            families["judge_input_tokens"] = (tokens, ("input",))
+            families["judge_output_tokens"] = (tokens, ("output",))
+            for key, name, description in (
+                ("workers_alive", "toolpath_online_workers_alive", WORKERS_ALIVE_HELP),
+                ("workers", "toolpath_online_workers", WORKERS_HELP),
+            ):
+                families[key] = (Gauge(name, description, registry=r, multiprocess_mode="livesum"), ())
+            self._online_families = families
+            online.add_listener(self.online_changed)
+
+    def online_changed(self, key: str, delta: int) -> None:
+        """An online evaluator's counter or worker count moved by ``delta`` (see :meth:`watch`)."""
+        family = self._online_families.get(key)
+        if family is None:
+            return
+        metric, labels = family
+        (metric.labels(*labels) if labels else metric).inc(delta)
 
     def request(self, protocol: str, code: int | str, started: float) -> None:
         self.requests.labels(protocol, str(code)).inc()
@@ -193,16 +226,8 @@ class _ReadAtScrape:
         online = self.metrics._online
         if online is None:
             return
-        counters = online.counters()
-        for key, (family, description) in ONLINE_COUNTERS.items():
-            yield CounterMetricFamily(family, description, value=counters.get(key, 0))
-        tokens = CounterMetricFamily("toolpath_judge_tokens", "Judge tokens used", labels=["direction"])
-        tokens.add_metric(["input"], counters.get("judge_input_tokens", 0))
-        tokens.add_metric(["output"], counters.get("judge_output_tokens", 0))
-        yield tokens
-        alive, total = online.workers_alive()
-        yield GaugeMetricFamily("toolpath_online_workers_alive", "Online worker threads running", value=alive)
-        yield GaugeMetricFamily("toolpath_online_workers", "Online worker threads started", value=total)
+        if not self.metrics._online_families:  # else counted as they change (several processes)
+            yield from self._online_totals(online)
         try:
             backlog = online.backlog()
         except Exception:  # the store is down: the other families still scrape; readyz says why
@@ -213,3 +238,16 @@ class _ReadAtScrape:
         for status in ("pending", "claimed"):
             jobs.add_metric([status], backlog.get(status, 0))
         yield jobs
+
+    @staticmethod
+    def _online_totals(online: Any) -> Iterator[Metric]:
+        counters = online.counters()
+        for key, (family, description) in ONLINE_COUNTERS.items():
+            yield CounterMetricFamily(family, description, value=counters.get(key, 0))
+        tokens = CounterMetricFamily("toolpath_judge_tokens", TOKENS_HELP, labels=["direction"])
+        tokens.add_metric(["input"], counters.get("judge_input_tokens", 0))
+        tokens.add_metric(["output"], counters.get("judge_output_tokens", 0))
+        yield tokens
+        alive, total = online.workers_alive()
+        yield GaugeMetricFamily("toolpath_online_workers_alive", WORKERS_ALIVE_HELP, value=alive)
+        yield GaugeMetricFamily("toolpath_online_workers", WORKERS_HELP, value=total)

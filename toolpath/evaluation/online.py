@@ -39,7 +39,7 @@ import time
 import tomllib
 import unicodedata
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Protocol
@@ -204,6 +204,10 @@ class OnlineEvaluator:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
+        self._listeners: list[Callable[[str, int], None]] = []
+        self._published: dict[str, int] = {}
+        self._running = 0
+        self._publishing = threading.Lock()
 
     def _exporter(self) -> Any:
         endpoint = self.config.otlp_endpoint
@@ -220,8 +224,10 @@ class OnlineEvaluator:
         for index in range(self.config.workers):
             thread = threading.Thread(target=self._work, args=(f"{self.name}/{index}",), daemon=True)
             thread.name = f"toolpath-online-{index}"
+            with self._lock:
+                self._threads.append(thread)
+                self._running += 1  # until its loop ends
             thread.start()
-            self._threads.append(thread)
         return self
 
     def stop(self, timeout: float = 30.0) -> None:
@@ -230,6 +236,7 @@ class OnlineEvaluator:
         self._stop.set()
         for thread in self._threads:
             thread.join(timeout)
+        self.publish()
         if self.exporter is not None:
             self.exporter.shutdown()
 
@@ -246,6 +253,32 @@ class OnlineEvaluator:
     def add_sink(self, sink: ResultSink) -> None:
         self.sinks.append(sink)
 
+    def add_listener(self, listener: Callable[[str, int], None]) -> None:
+        """Tell ``listener(key, delta)`` how :meth:`counters` and :meth:`workers_alive` (keys ``workers_alive``
+        and ``workers``) change: at once what they are now, then each change as the workers see it (after every
+        claim and batch, at least every ``poll_seconds`` while they run), so processes that serve one port can
+        add up their values as they go (the collector's ``/metrics`` with ``--workers``)."""
+        with self._publishing:
+            for key, value in self._published.items():
+                if value:
+                    listener(key, value)
+            self._listeners.append(listener)
+        self.publish()
+
+    def publish(self) -> None:
+        """Tell the listeners what changed since they were last told."""
+        if not self._listeners:
+            return
+        with self._publishing:  # one snapshot after another: a delta is never told twice, nor backwards
+            alive, started = self.workers_alive()
+            now = {**self.counters(), "workers_alive": alive, "workers": started}
+            for key, value in now.items():
+                delta = value - self._published.get(key, 0)
+                if delta:
+                    self._published[key] = value
+                    for listener in self._listeners:
+                        listener(key, delta)
+
     def counters(self) -> dict[str, int]:
         """This process's totals: jobs queued / claimed / done / failed / shed, scoring errors, judge usage."""
         q = self.queue.stats
@@ -261,49 +294,63 @@ class OnlineEvaluator:
 
     def workers_alive(self) -> tuple[int, int]:
         """Worker threads running, and started."""
-        return sum(t.is_alive() for t in self._threads), len(self._threads)
+        with self._lock:
+            return self._running, len(self._threads)
 
     def backlog(self) -> dict[str, int]:
         """Jobs in the store by status (every worker's, not only this process's)."""
         return self.queue.counts()
 
     def _work(self, worker: str) -> None:
-        while not self._stop.is_set():
-            try:
-                ids = self.queue.claim(worker, self.config.batch_size, self.config.lease_seconds)
-            except Exception:
-                logger.warning("toolpath: online worker could not claim jobs", exc_info=True)
-                ids = []
-            if not ids:
-                self._stop.wait(self.config.poll_seconds)
-                continue
-            try:
-                self._score(worker, ids)
-            except Exception:  # the jobs stay claimed; their lease runs out and they are tried again
-                with self._lock:
-                    self.stats.errors += 1
-                logger.exception("toolpath: online scoring failed for %d invocation(s)", len(ids))
+        try:
+            while not self._stop.is_set():
+                self.publish()
+                try:
+                    ids = self.queue.claim(worker, self.config.batch_size, self.config.lease_seconds)
+                except Exception:
+                    logger.warning("toolpath: online worker could not claim jobs", exc_info=True)
+                    ids = []
+                if not ids:
+                    self._stop.wait(self.config.poll_seconds)
+                    continue
+                try:
+                    self._score(worker, ids)
+                except Exception:  # the jobs stay claimed; their lease runs out and they are tried again
+                    with self._lock:
+                        self.stats.errors += 1
+                    logger.exception("toolpath: online scoring failed for %d invocation(s)", len(ids))
+        finally:
+            with self._lock:
+                self._running -= 1
+            self.publish()
 
     def _score(self, worker: str, ids: list[str]) -> None:
         invocations = self.store.invocations_by_id(ids)
         rows = [self.row(inv) for inv in invocations]
         table, _, _ = score_table(rows, self.metrics, judge=self.judge)
-        for inv, scored in zip(invocations, table, strict=True):
-            results = [self._result(m.name, scored) for m in self.metrics]
-            if not self.queue.complete(worker, inv.invocation_id, results):
-                continue  # another worker took this job over; its results count, not ours
-            with self._lock:
-                self.stats.scored += 1
-                self.stats.results += len(results)
+        results = {
+            inv.invocation_id: [self._result(m.name, scored) for m in self.metrics]
+            for inv, scored in zip(invocations, table, strict=True)
+        }
+        closed = self.queue.complete_batch(worker, results)  # one transaction for the batch
+        # a job another worker took over is not closed here: its results count, not ours
+        done = [inv for inv in invocations if inv.invocation_id in closed]
+        with self._lock:
+            self.stats.scored += len(done)
+            self.stats.results += sum(len(results[inv.invocation_id]) for inv in done)
+        if not self.sinks and self.exporter is None:
+            return
+        now = time.time()
+        for inv in done:
+            scored_results = results[inv.invocation_id]
             ended = inv.started_at.timestamp() + (inv.latency_seconds or 0.0) if inv.started_at else None
-            lag = time.time() - ended if ended is not None else None
             for sink in self.sinks:
-                for r in results:
+                for r in scored_results:
                     sink.record(trace_id=inv.trace_id, span_id=inv.invocation_id, agent_name=inv.agent_name, **r)
-                if lag is not None:
-                    sink.record_lag(lag)
+                if ended is not None:
+                    sink.record_lag(now - ended)
             if self.exporter is not None:
-                for r in results:
+                for r in scored_results:
                     self.exporter.record(
                         trace_id=inv.trace_id,
                         span_id=inv.span_id or inv.invocation_id,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +26,15 @@ from toolpath.store.store import Store
 
 PENDING, CLAIMED, DONE, SHED, FAILED = "pending", "claimed", "done", "shed", "failed"
 SHED_POLICIES = ("oldest", "newest")
+_IN_CHUNK = 500
+_INSERT_RESULTS = (  # plain tuples through the driver's executemany: no per-row SQLAlchemy processing
+    "INSERT INTO online_results (invocation_id, metric, score, label, explanation, worker, created_at) VALUES ({marks})"
+)
+_INSERT_RESULTS_PG = (  # one statement, one array per column: one round trip for the batch
+    "INSERT INTO online_results (invocation_id, metric, score, label, explanation, worker, created_at) "
+    "SELECT * FROM unnest(CAST(%s AS text[]), CAST(%s AS text[]), CAST(%s AS double precision[]), "
+    "CAST(%s AS text[]), CAST(%s AS text[]), CAST(%s AS text[]), CAST(%s AS bigint[]))"
+)
 
 
 def sampled(invocation_id: str, rate: float) -> bool:
@@ -139,29 +148,45 @@ class JobQueue:
 
     def complete(self, worker: str, invocation_id: str, results: list[dict[str, Any]]) -> bool:
         """Store ``results`` and close the job, if ``worker`` still holds it; False when it does not."""
+        return bool(self.complete_batch(worker, {invocation_id: results}))
+
+    def complete_batch(self, worker: str, results: Mapping[str, Sequence[Mapping[str, Any]]]) -> set[str]:
+        """Store the results of several jobs (by invocation id) and close them, in one transaction; only the jobs
+        ``worker`` still holds are closed and get their results (another worker took over the others after their
+        lease ran out: its results count, not these). Returns the ids closed."""
+        if not results:
+            return set()
         now = time.time_ns()
+        jobs = t.eval_jobs
+        ids = list(results)
+        closed: set[str] = set()
         with self.store.engine.begin() as conn:
-            closed = conn.execute(
-                update(t.eval_jobs)
-                .where(
-                    t.eval_jobs.c.invocation_id == invocation_id,
-                    t.eval_jobs.c.status == CLAIMED,
-                    t.eval_jobs.c.claimed_by == worker,
-                )
-                .values(status=DONE, finished_at=now)
-            ).rowcount
-            if closed != 1:
-                with self._lock:
-                    self.stats.lost_claims += 1
-                return False
-            if results:
-                conn.execute(
-                    t.online_results.insert(),
-                    [{**r, "invocation_id": invocation_id, "worker": worker, "created_at": now} for r in results],
-                )
+            for i in range(0, len(ids), _IN_CHUNK):
+                closed.update(
+                    conn.execute(
+                        update(jobs)
+                        .where(jobs.c.invocation_id.in_(ids[i : i + _IN_CHUNK]), jobs.c.status == CLAIMED,
+                               jobs.c.claimed_by == worker)
+                        .values(status=DONE, finished_at=now)
+                        .returning(jobs.c.invocation_id)
+                    ).scalars()
+                )  # fmt: skip
+            rows = [
+                (i, r["metric"], r["score"], r["label"], r["explanation"], worker, now)
+                for i in ids
+                if i in closed
+                for r in results[i]
+            ]
+            if rows:
+                if conn.dialect.name == "postgresql":
+                    conn.exec_driver_sql(_INSERT_RESULTS_PG, tuple(list(c) for c in zip(*rows, strict=True)))
+                else:
+                    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+                    conn.exec_driver_sql(_INSERT_RESULTS.format(marks=", ".join([mark] * 7)), rows)
         with self._lock:
-            self.stats.completed += 1
-        return True
+            self.stats.completed += len(closed)
+            self.stats.lost_claims += len(ids) - len(closed)
+        return closed
 
     def counts(self) -> dict[str, int]:
         jobs = t.eval_jobs

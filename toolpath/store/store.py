@@ -11,7 +11,6 @@ import json
 import secrets
 import threading
 import time
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -23,7 +22,7 @@ from sqlalchemy.pool import StaticPool
 from toolpath.errors import ConfigError
 from toolpath.model import Invocation, Session, ToolCall, ns_to_datetime
 from toolpath.redact import Redactor
-from toolpath.store import bulk, migrate
+from toolpath.store import bulk, migrate, reads
 from toolpath.store import rebuild as rebuild_effects
 from toolpath.store import schema as t
 from toolpath.store.engine import (
@@ -276,14 +275,10 @@ class Store:
         return [_invocation_from_row(r, calls.get(r.invocation_id, [])) for r in rows]
 
     def invocations_by_id(self, invocation_ids: Sequence[str]) -> list[Invocation]:
-        """The stored invocations among ``invocation_ids``, with their tool calls, in the order asked."""
-        found: dict[str, Any] = {}
+        """The stored invocations among ``invocation_ids``, with their tool calls, in the order asked (read in
+        bulk: :mod:`toolpath.store.reads`)."""
         with self.engine.connect() as conn:
-            for chunk in _chunks(invocation_ids):
-                for row in conn.execute(select(t.invocations).where(t.invocations.c.invocation_id.in_(chunk))):
-                    found[row.invocation_id] = row
-            calls = self._tool_calls(conn, list(found))
-        return [_invocation_from_row(found[i], calls.get(i, [])) for i in invocation_ids if i in found]
+            return reads.invocations_by_id(conn, invocation_ids)
 
     def get_invocation(self, invocation_id: str) -> Invocation | None:
         with self.engine.connect() as conn:
@@ -308,26 +303,7 @@ class Store:
 
     @staticmethod
     def _tool_calls(conn: Any, invocation_ids: Sequence[str]) -> dict[str, list[ToolCall]]:
-        found: dict[str, list[ToolCall]] = defaultdict(list)
-        for chunk in _chunks(invocation_ids):
-            query = (
-                select(t.tool_calls)
-                .where(t.tool_calls.c.invocation_id.in_(chunk))
-                .order_by(t.tool_calls.c.invocation_id, t.tool_calls.c.position)
-            )
-            for r in conn.execute(query):
-                found[r.invocation_id].append(
-                    ToolCall(
-                        name=r.name,
-                        args=r.args,  # None: a call made without args (ADK tells it from {})
-                        result=r.result,
-                        call_id=r.call_id,
-                        error=r.error,
-                        start_time=r.start_time,
-                        end_time=r.end_time,
-                    )
-                )
-        return found
+        return reads.tool_calls(conn, invocation_ids)
 
 
 def _run_dict(row: Any) -> dict[str, Any]:

@@ -135,6 +135,9 @@ class TestBehaviour:
         assert redundant.score == 2.0 and redundant.explanation == "repeated: a, b"
         assert row_score("tool_call_count", []).score == 0.0
         assert row_score("redundant_tool_calls", []).score == 0.0
+        absent = [ToolCall(name="f", args=None), ToolCall(name="f", args={}), ToolCall(name="f", args={"x": True})]
+        assert analytics.redundant_tool_calls(absent).score == 1.0  # absent arguments count as {}; true is not 1
+        assert analytics.redundant_tool_calls([*absent, ToolCall(name="f", args={"x": 1})]).score == 1.0
 
     def test_loops_of_one_call_and_of_cycles(self):
         a, b, c = call("a"), call("b"), call("c")

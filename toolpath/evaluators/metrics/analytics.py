@@ -114,7 +114,9 @@ def tool_argument_similarity(predicted: Sequence[ToolCall], reference: Sequence[
 
 
 def _identity(call: ToolCall) -> tuple[str, str]:
-    return call.name, canonical_args(call.args if call.args is not None else {})
+    """Name and canonical arguments, absent arguments as ``{}``; cached on the call (the behaviour metrics of a
+    row share it)."""
+    return call.json_identity if call.args is not None else (call.name, canonical_args({}))
 
 
 def tool_call_count(predicted: Sequence[ToolCall]) -> MetricResult:

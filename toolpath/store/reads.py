@@ -1,0 +1,104 @@
+"""Bulk reads of invocations and their tool calls through the driver: plain tuples, each JSON value decoded once
+(``json.loads`` on SQLite; psycopg decodes ``jsonb`` itself), no per-value SQLAlchemy processing. What the online
+workers read for every batch they score, and what the store's other invocation reads share.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from toolpath.model import Invocation, ToolCall, _construct, ns_to_datetime
+
+_IN_CHUNK = 500
+_INVOCATION_COLUMNS = (
+    "invocation_id, session_id, trace_id, agent_name, prompt, response, {intermediate_responses}, latency_seconds, "
+    "failure, error, started_at, {attributes}"
+)
+_CALL_COLUMNS = "invocation_id, name, {args}, {result}, call_id, error, start_time, end_time"
+
+
+def _columns(conn: Any, template: str, *json_columns: str) -> str:
+    """The column list, ``jsonb`` columns read as text on PostgreSQL (decoded in one go, as SQLite's text is)."""
+    text = conn.dialect.name == "postgresql"
+    return template.format(**{c: f"CAST({c} AS text)" if text else c for c in json_columns})
+
+
+def invocations_by_id(conn: Any, invocation_ids: Sequence[str]) -> list[Invocation]:
+    """The stored invocations among ``invocation_ids``, with their tool calls, in the order asked."""
+    found: dict[str, Any] = {}
+    for chunk, marks in _chunks(conn, invocation_ids):
+        columns = _columns(conn, _INVOCATION_COLUMNS, "intermediate_responses", "attributes")
+        sql = f"SELECT {columns} FROM invocations WHERE invocation_id IN ({marks})"
+        for row in conn.exec_driver_sql(sql, tuple(chunk)):
+            found[row[0]] = row
+    calls = tool_calls(conn, list(found))
+    rows = [found[i] for i in invocation_ids if i in found]
+    decoded = _decode(conn, [value for row in rows for value in (row[6], row[11])])
+    out = []
+    for index, row in enumerate(rows):
+        (invocation_id, session_id, trace_id, agent_name, prompt, response, _, latency, failure, error, started,
+         _) = row  # fmt: skip
+        intermediate, attributes = decoded[2 * index], decoded[2 * index + 1]
+        out.append(
+            Invocation(
+                invocation_id=invocation_id,
+                session_id=session_id,
+                agent_name=agent_name,
+                prompt=prompt,
+                response=response,
+                tool_calls=calls.get(invocation_id, []),
+                intermediate_responses=[tuple(pair) for pair in intermediate or []],
+                latency_seconds=latency,
+                failure=failure,
+                error=error,
+                trace_id=trace_id or None,
+                started_at=ns_to_datetime(started),
+                attributes=attributes or {},
+            )
+        )
+    return out
+
+
+def tool_calls(conn: Any, invocation_ids: Sequence[str]) -> dict[str, list[ToolCall]]:
+    """The tool calls of ``invocation_ids`` in call order, by invocation id (an invocation without calls is
+    absent)."""
+    rows: list[Any] = []
+    columns = _columns(conn, _CALL_COLUMNS, "args", "result")
+    for chunk, marks in _chunks(conn, invocation_ids):
+        sql = f"SELECT {columns} FROM tool_calls WHERE invocation_id IN ({marks}) ORDER BY invocation_id, position"
+        rows += conn.exec_driver_sql(sql, tuple(chunk)).all()
+    decoded = _decode(conn, [value for row in rows for value in (row[2], row[3])])
+    found: dict[str, list[ToolCall]] = {}
+    for index, (invocation_id, name, _, _, call_id, error, start, end) in enumerate(rows):
+        # the values were checked when they were written: built as ToolCall.from_item builds checked ones
+        call = _construct(ToolCall, name, decoded[2 * index], decoded[2 * index + 1], call_id, error)
+        if start is not None or end is not None:
+            call.__dict__.update(start_time=start, end_time=end)
+            call.__pydantic_fields_set__.update(("start_time", "end_time"))
+        calls = found.get(invocation_id)
+        if calls is None:
+            found[invocation_id] = [call]
+        else:
+            calls.append(call)
+    return found
+
+
+def _decode(conn: Any, values: list[Any]) -> list[Any]:
+    """Stored JSON column values, decoded: text (``jsonb`` is read as text on PostgreSQL) — or, on SQLite, a number:
+    a JSON column has numeric affinity there, so a bare number ("20") comes back as one, as it does through
+    SQLAlchemy's JSON type —, all of which one ``json.loads`` of a JSON array decodes (a call per value costs
+    four times as much)."""
+    if not values:
+        return values
+    texts = [v if v.__class__ is str else "null" if v is None else json.dumps(v) for v in values]
+    return json.loads(f"[{','.join(texts)}]")
+
+
+def _chunks(conn: Any, items: Sequence[str]) -> list[tuple[Sequence[str], str]]:
+    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+    return [
+        (items[i : i + _IN_CHUNK], ", ".join([mark] * len(items[i : i + _IN_CHUNK])))
+        for i in range(0, len(items), _IN_CHUNK)
+    ]
