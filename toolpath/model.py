@@ -448,10 +448,10 @@ def constructed(cls: type[_R], values: dict[str, Any]) -> _R:
     """What ``cls.model_construct(**values)`` builds when ``values`` names every field in order (checked
     values: nothing is validated), for a fraction of its cost."""
     record = _new_object(cls)
-    _set(record, "__dict__", values)
-    _set(record, "__pydantic_fields_set__", set(values))
-    _set(record, "__pydantic_extra__", None)
-    _set(record, "__pydantic_private__", None)
+    _set_dict(record, values)
+    _set_fields(record, set(values))
+    _set_extra(record, None)
+    _set_private(record, None)
     return record
 
 
