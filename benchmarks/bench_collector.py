@@ -32,6 +32,7 @@ import contextlib
 import json
 import os
 import random
+import shlex
 import socket
 import struct
 import subprocess
@@ -465,8 +466,10 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=4, help="the sender's keep-alive connections")
     parser.add_argument("--no-redact", action="store_true", help="also time SQLite with redaction off")
     parser.add_argument("--otel-spans", type=int, default=20_000, help="spans of the end-to-end row (0: skip it)")
+    parser.add_argument("--collect-args", default="", help="more `toolpath collect` flags for every row")
     args = parser.parse_args()
-    worker_runs = [["--workers", w.strip()] for w in args.workers.split(",") if w.strip()] or [[]]
+    more = shlex.split(args.collect_args)
+    worker_runs = [["--workers", w.strip(), *more] for w in args.workers.split(",") if w.strip()] or [more]
 
     with tempfile.TemporaryDirectory() as folder:
         body, marker = template_body()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import json
 import secrets
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
@@ -34,6 +33,7 @@ from toolpath.store.engine import (
     resolve_store_url,
 )
 from toolpath.store.spanrecord import SpanRecord
+from toolpath.store.writelock import WriteLock, sqlite_file
 
 __all__ = ["DEFAULT_STORE_URL", "STORE_ENV", "Store", "display_url", "resolve_store_url"]
 _IN_CHUNK = 500
@@ -49,11 +49,14 @@ class Store:
         """The URL as it may be shown: its password hidden (the engine holds the real one)."""
         self.engine = make_engine(resolved, echo=echo)
         self.write_lock: contextlib.AbstractContextManager[Any] = (
-            threading.Lock() if self.engine.dialect.name == "sqlite" else contextlib.nullcontext()
+            WriteLock(sqlite_file(self.engine.url.database))
+            if self.engine.dialect.name == "sqlite"
+            else contextlib.nullcontext()
         )
-        """Held by :meth:`ingest` across its write transaction on SQLite: one writer in this process (the file has
-        one write lock, and waiting here beats polling for it); PostgreSQL's writers run side by side, a lock per
-        trace making a trace's writes take turns."""
+        """Held by :meth:`ingest` across its write transaction on SQLite: one writer at a time in this process and
+        across processes (the file has one write lock, and queueing for it beats polling for it:
+        :mod:`toolpath.store.writelock`); PostgreSQL's writers run side by side, a lock per trace making a trace's
+        writes take turns."""
         self.one_connection = isinstance(self.engine.pool, StaticPool)
         """An in-memory SQLite database: one connection that threads must take in turn, reads too."""
         self.on_invocations: Callable[[Any, Sequence[Invocation]], None] | None = None

@@ -1,0 +1,60 @@
+"""The write lock of a SQLite store's ingest, shared by every process that writes the file.
+
+A SQLite file has one write lock; a writer that finds it taken polls for it (sleeping ever longer between tries),
+so two collector processes writing one file lose much of their time asleep. Ingest writers instead queue here,
+on an advisory lock of a file beside the database (``flock``: the kernel wakes the next waiter the moment the
+lock is let go), and in this process on a thread lock first, as ``flock`` is held per open file, not per thread.
+SQLite's own lock still decides who writes (other writers — pruning, online jobs — go straight to it); this only
+makes ingest writers take turns without sleeping.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from types import TracebackType
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not on Windows: the thread lock alone
+    fcntl = None  # type: ignore[assignment]
+
+LOCK_SUFFIX = "-toolpath-write.lock"
+
+
+class WriteLock:
+    """A context manager: this process's threads, then every process, one at a time."""
+
+    def __init__(self, database: str | None) -> None:
+        self._threads = threading.Lock()
+        self._path = f"{database}{LOCK_SUFFIX}" if database and fcntl is not None else None
+        self._fd: int | None = None
+
+    def __enter__(self) -> WriteLock:
+        self._threads.acquire()
+        try:
+            if self._path is not None:
+                if self._fd is None:
+                    self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o600)
+                fcntl.flock(self._fd, fcntl.LOCK_EX)
+        except OSError:  # a folder that refuses the lock file: SQLite's lock alone, as before
+            self._path = None
+        except BaseException:
+            self._threads.release()
+            raise
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        try:
+            if self._path is not None and self._fd is not None:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+        finally:
+            self._threads.release()
+
+
+def sqlite_file(database: str | None) -> str | None:
+    """The file of a SQLite URL's database part, or ``None`` for an in-memory one."""
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    return str(Path(database).resolve())
