@@ -10,25 +10,16 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 
 import click
 
 from tests.helpers.builders import otlp_json
-from tests.helpers.collector import free_port
+from tests.helpers.collector import free_port, post_traces
 from toolpath.cli.collect import collect
 
 
 def post(port: int, body: bytes, token: str) -> int:
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/traces", data=body, method="POST")
-    request.add_header("Content-Type", "application/json")
-    request.add_header("Authorization", f"Bearer {token}")
-    try:
-        with urllib.request.urlopen(request, timeout=30) as reply:
-            return reply.status
-    except urllib.error.HTTPError as error:
-        return error.code
+    return post_traces(f"http://127.0.0.1:{port}", body, "application/json", token)[0]
 
 
 def listening(port: int) -> bool:

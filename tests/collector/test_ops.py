@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.helpers.builders import otlp_json
 from tests.helpers.collector import TOKEN as TOKEN_OF_COLLECTOR
-from tests.helpers.collector import Collector, free_port, http_get, serving
+from tests.helpers.collector import Collector, free_port, http_get, post_traces, serving
 from tests.helpers.pgserver import postgres_server
 from toolpath.collector.limits import Limits
 from toolpath.collector.otlp import _hex_ids_to_base64
@@ -29,18 +29,7 @@ TOKEN = "t0k"
 
 
 def post(url: str, body: bytes, token: str | None = TOKEN) -> int:
-    import urllib.error
-    import urllib.request
-
-    request = urllib.request.Request(f"{url}/v1/traces", data=body, method="POST")
-    request.add_header("Content-Type", "application/json")
-    if token:
-        request.add_header("Authorization", f"Bearer {token}")
-    try:
-        with urllib.request.urlopen(request, timeout=30) as reply:
-            return reply.status
-    except urllib.error.HTTPError as error:
-        return error.code
+    return post_traces(url, body, "application/json", token)[0]
 
 
 def scrape(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

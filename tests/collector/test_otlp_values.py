@@ -11,6 +11,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
+from tests.helpers.builders import length_delimited
 from toolpath.collector import otlp, otlp_values
 from toolpath.collector.otlp import decode
 
@@ -40,20 +41,10 @@ def any_value(**kind: Any) -> AnyValue:
     return AnyValue(**kind)
 
 
-def field(number: int, payload: bytes) -> bytes:
-    """Protobuf field ``number`` holding ``payload`` (length-delimited)."""
-    size, out = len(payload), bytearray([number << 3 | 2])
-    while size >= 0x80:
-        out.append(size & 0x7F | 0x80)
-        size >>= 7
-    out.append(size)
-    return bytes(out) + payload
-
-
 def body_with(spans: list[list[KeyValue | bytes]], *, ids: bool = True) -> bytes:
     """A request of one resource (``service.name``) and one span per list of attributes, framed by hand (protobuf
     would refuse to copy values nested as deep as some tests need)."""
-    resource = field(1, KeyValue(key="service.name", value=AnyValue(string_value="svc")).SerializeToString())
+    resource = length_delimited(1, KeyValue(key="service.name", value=AnyValue(string_value="svc")).SerializeToString())
     scope_spans = b""
     for n, attributes in enumerate(spans, 1):
         span = Span(
@@ -63,8 +54,8 @@ def body_with(spans: list[list[KeyValue | bytes]], *, ids: bool = True) -> bytes
             start_time_unix_nano=n,
         ).SerializeToString()
         pairs = [pair if isinstance(pair, bytes) else pair.SerializeToString() for pair in attributes]
-        scope_spans += field(2, span + b"".join(field(9, pair) for pair in pairs))
-    return field(1, field(1, resource) + field(2, scope_spans))
+        scope_spans += length_delimited(2, span + b"".join(length_delimited(9, pair) for pair in pairs))
+    return length_delimited(1, length_delimited(1, resource) + length_delimited(2, scope_spans))
 
 
 def every_kind() -> list[KeyValue]:
@@ -153,8 +144,8 @@ def nested_array(depth: int) -> bytes:
     """A serialised ``KeyValue`` ``deep`` whose value is a string in ``depth`` arrays."""
     value = AnyValue(string_value="bottom").SerializeToString()
     for _ in range(depth):
-        value = field(5, field(1, value))  # AnyValue{array_value{values[value]}}
-    return field(1, b"deep") + field(2, value)
+        value = length_delimited(5, length_delimited(1, value))  # AnyValue{array_value{values[value]}}
+    return length_delimited(1, b"deep") + length_delimited(2, value)
 
 
 def outcome(body: bytes, monkeypatch: pytest.MonkeyPatch | None = None) -> Any:

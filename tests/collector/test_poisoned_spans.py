@@ -21,6 +21,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from sqlalchemy import text
 
+from tests.helpers.builders import length_delimited
 from tests.helpers.collector import free_port
 from toolpath.collector.http import HttpServer
 from toolpath.collector.limits import Limits
@@ -351,16 +352,6 @@ def test_a_span_without_valid_ids_is_rejected_alone(collector):
     assert ingestor.limits.hits["spans_rejected"] == 2
     assert [len(i.tool_calls) for i in store.list_invocations()] == [1]
     assert len(store.spans_of_trace(trace_id(2).hex())) == 2
-
-
-def length_delimited(number: int, payload: bytes) -> bytes:
-    """One protobuf field ``number`` holding ``payload``."""
-    size, out = len(payload), bytearray([number << 3 | 2])
-    while size >= 0x80:
-        out.append(size & 0x7F | 0x80)
-        size >>= 7
-    out.append(size)
-    return bytes(out) + payload
 
 
 def undecodable_body() -> bytes:

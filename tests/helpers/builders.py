@@ -131,3 +131,14 @@ def agent_run(n: int, start_ns: int, session: str, tool_calls: int = 2, late_chi
             SpanRecord(trace, f"{n:08x}{i + 1:08x}", root, f"execute_tool t{i}", 1, start, start + 500, attributes=tool)
         )
     return spans
+
+
+def length_delimited(number: int, payload: bytes) -> bytes:
+    """One protobuf field ``number`` holding ``payload`` (wire type 2), for bodies protobuf's classes will not
+    write (bytes that are not UTF-8, nesting past its limit)."""
+    size, out = len(payload), bytearray([number << 3 | 2])
+    while size >= 0x80:
+        out.append(size & 0x7F | 0x80)
+        size >>= 7
+    out.append(size)
+    return bytes(out) + payload

@@ -78,18 +78,8 @@ class Collector:
 
     def post(
         self, body: bytes, content_type: str = "application/x-protobuf", token: str | None = TOKEN, **headers: str
-    ):
-        request = urllib.request.Request(f"{self.url}/v1/traces", data=body, method="POST")
-        request.add_header("Content-Type", content_type)
-        if token:
-            request.add_header("Authorization", f"Bearer {token}")
-        for key, value in headers.items():
-            request.add_header(key.replace("_", "-"), value)
-        try:
-            with urllib.request.urlopen(request, timeout=30) as reply:
-                return reply.status, reply.read(), dict(reply.headers)
-        except urllib.error.HTTPError as error:
-            return error.code, error.read(), dict(error.headers)
+    ) -> tuple[int, bytes, dict[str, str]]:
+        return post_traces(self.url, body, content_type, token, **headers)
 
     def store(self) -> Store:
         return Store(self.store_url)
@@ -110,8 +100,22 @@ def serving(store: Store, online: Any = None, **options: Any) -> Iterator[Collec
         service.shutdown()
 
 
+def post_traces(
+    url: str, body: bytes, content_type: str = "application/x-protobuf", token: str | None = TOKEN, **headers: str
+) -> tuple[int, bytes, dict[str, str]]:
+    """``POST {url}/v1/traces``: status, body and headers of the reply (an error status too)."""
+    request = urllib.request.Request(f"{url}/v1/traces", data=body, method="POST")
+    request.add_header("Content-Type", content_type)
+    for key, value in headers.items():
+        request.add_header(key.replace("_", "-"), value)
+    return _exchange(request, token)
+
+
 def http_get(url: str, token: str | None = None) -> tuple[int, bytes, dict[str, str]]:
-    request = urllib.request.Request(url)
+    return _exchange(urllib.request.Request(url), token)
+
+
+def _exchange(request: urllib.request.Request, token: str | None) -> tuple[int, bytes, dict[str, str]]:
     if token:
         request.add_header("Authorization", f"Bearer {token}")
     try:
