@@ -108,6 +108,8 @@ class Store:
 
     def close(self) -> None:
         self.engine.dispose()
+        if isinstance(self.write_lock, WriteLock):
+            self.write_lock.close()
 
     # --- writes ----------------------------------------------------------------------------------------
 

@@ -53,6 +53,14 @@ class WriteLock:
             self._threads.release()
 
 
+    def close(self) -> None:
+        """Let go of the lock file (the lock itself is let go by every ``with``)."""
+        with self._threads:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+
 def sqlite_file(database: str | None) -> str | None:
     """The file of a SQLite URL's database part, or ``None`` for an in-memory one."""
     if not database or database == ":memory:" or database.startswith("file:"):
