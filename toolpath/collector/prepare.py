@@ -44,7 +44,10 @@ class SpanPreparer:
     def prepare(self, records: list[SpanRecord]) -> list[SpanRecord]:
         """``records`` ready for the store, in their order; a span that cannot be redacted is quarantined (logged,
         counted, left out), as nothing may be stored unredacted."""
-        texts = [self._texts_if_plain(record) for record in records]
+        if self.redactor is not None and not self.redactor.has_prefilters:  # custom rules: no cheap proof
+            texts: list[list[str] | None] = [None] * len(records)
+        else:
+            texts = [self._texts_if_plain(record) for record in records]
         candidates = [t for t in texts if t is not None]
         if candidates and self._text_unchanged([text for group in candidates for text in group]):
             unchanged = [t is not None for t in texts]
@@ -80,8 +83,7 @@ class SpanPreparer:
     def _texts_if_plain(self, record: SpanRecord) -> list[str] | None:
         """The texts of ``record`` if nothing but them can make cleaning, redaction or clipping change it (``None``:
         something else may)."""
-        redactor = self.redactor
-        if (redactor is not None and not redactor.has_prefilters) or record.events:
+        if record.events:
             return None
         if record.start_time > MAX_TIME or (record.end_time is not None and record.end_time > MAX_TIME):
             return None

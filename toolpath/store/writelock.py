@@ -52,7 +52,6 @@ class WriteLock:
         finally:
             self._threads.release()
 
-
     def close(self) -> None:
         """Let go of the lock file (the lock itself is let go by every ``with``)."""
         with self._threads:
