@@ -7,8 +7,8 @@ arguments (strings, numbers, booleans, a nested object), predicted = reference f
 perturbation otherwise (an argument changed, two calls swapped, one dropped, one added, a tool replaced);
 responses of 40 words.
 
-Kernels (pairs/s): each metric function on records as the runner passes them (``Trajectory`` tuples of
-``ToolCall``, as ``parse_trajectory`` returns; strings), built before timing; explanations are not read.
+Kernels (pairs/s): each metric function on records as the runner passes them (``Trajectory`` records, as
+``parse_trajectory`` returns them; strings), built before timing; explanations are not read.
 Goal: trajectory metrics >= 300,000 pairs/s; response_match_score >= 10,000 pairs/s.
 
 Through ``toolpath.evaluate`` (row-metrics/s): what a user runs, on the same pairs as plain dict rows with
@@ -40,7 +40,8 @@ from rouge_score import rouge_scorer
 
 import toolpath
 from toolpath.evaluators.metrics import text, trajectory
-from toolpath.model import ToolCall, Trajectory, parse_trajectory
+from toolpath.model import ToolCall
+from toolpath.trajectory import Trajectory, parse_trajectory
 
 TRAJECTORY_METRICS = [
     "trajectory_exact_match",

@@ -17,7 +17,14 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "toolpath"
 
 # Modules every room may use: they import nothing of toolpath's but each other.
-BASE = ("toolpath.errors", "toolpath.model", "toolpath.redact", "toolpath.values", "toolpath.jsontext")
+BASE = (
+    "toolpath.errors",
+    "toolpath.model",
+    "toolpath.trajectory",
+    "toolpath.redact",
+    "toolpath.values",
+    "toolpath.jsontext",
+)
 
 # room -> the rooms (module prefixes) it may import, beside itself and BASE.
 RULES: dict[str, tuple[str, ...]] = {

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolpath.errors import DatasetError
-from toolpath.values import canonical_json, counts, python_identity
+from toolpath.values import canonical_json, python_identity
 
 JsonValue = Any
 """Any value JSON can hold (object, array, string, number, boolean or null)."""
@@ -29,14 +29,14 @@ _T = TypeVar("_T")
 _R = TypeVar("_R", bound="_Record")
 
 
-class _cached(functools.cached_property[_T], Generic[_T]):  # a decorator, named as one
+class cached(functools.cached_property[_T], Generic[_T]):  # a decorator, named as one
     """:func:`functools.cached_property` without Python 3.11's lock, which costs more than these values."""
 
     @overload
-    def __get__(self, instance: None, owner: type[Any] | None = None) -> _cached[_T]: ...
+    def __get__(self, instance: None, owner: type[Any] | None = None) -> cached[_T]: ...
     @overload
     def __get__(self, instance: object, owner: type[Any] | None = None) -> _T: ...
-    def __get__(self, instance: object | None, owner: type[Any] | None = None) -> _T | _cached[_T]:
+    def __get__(self, instance: object | None, owner: type[Any] | None = None) -> _T | cached[_T]:
         if instance is None:
             return self
         value = instance.__dict__[self.attrname] = self.func(instance)  # type: ignore[index]
@@ -44,7 +44,7 @@ class _cached(functools.cached_property[_T], Generic[_T]):  # a decorator, named
 
 
 class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", ignored_types=(_cached,))
+    model_config = ConfigDict(extra="forbid", ignored_types=(cached,))
 
 
 class ToolCall(_Record):
@@ -76,7 +76,7 @@ class ToolCall(_Record):
             if isinstance(item, ToolCall):
                 return item
             if not isinstance(item, Mapping):
-                raise DatasetError(f"{where}: expected an object with 'tool_name' or 'name', got {_kind(item)}")
+                raise DatasetError(f"{where}: expected an object with 'tool_name' or 'name', got {kind_of(item)}")
         if "tool_name" in item:
             name, args = item["tool_name"], item.get("tool_input")
         elif "name" in item:
@@ -95,7 +95,7 @@ class ToolCall(_Record):
                 if args is None:
                     raise DatasetError(f"{where}: arguments of {name!r} are a string that is not a JSON object")
             if not isinstance(args, Mapping):
-                raise DatasetError(f"{where}: arguments of {name!r} must be an object, got {_kind(args)}")
+                raise DatasetError(f"{where}: arguments of {name!r} must be an object, got {kind_of(args)}")
             args = dict(args)
         if args:
             try:
@@ -106,37 +106,37 @@ class ToolCall(_Record):
         if len(item) > 2 or (args is None and len(item) == 2):  # more than the name and arguments
             call_id = item["id"] if "id" in item else item.get("call_id")
             if call_id is not None and not isinstance(call_id, str):
-                raise DatasetError(f"{where}: the id of {name!r} must be a string, got {_kind(call_id)}")
+                raise DatasetError(f"{where}: the id of {name!r} must be a string, got {kind_of(call_id)}")
             result = item["tool_output"] if "tool_output" in item else item.get("result")
             error = None if item.get("error") is None else str(item["error"])
-        return _construct(cls, name, args, result, call_id, error)
+        return call_record(cls, name, args, result, call_id, error)
 
-    @_cached
+    @cached
     def bool_paths(self) -> frozenset[tuple[Any, ...]]:
         """Where the arguments hold booleans. Two argument values are equal as JSON exactly when they are
         ``==`` in Python and hold booleans at the same places (``==`` alone has ``True == 1``). Cached:
         treat a record's ``args`` as read-only once compared."""
         return _bool_paths(self.args, ()) if self.args else _NO_PATHS
 
-    @_cached
+    @cached
     def match_key(self) -> tuple[str, dict[str, JsonValue] | None]:
         """``(name, args)``: two calls are equal by ADK's rule (SPEC §4: ``==`` of the decoded values, so
         ``1 == 1.0 == True``, and absent arguments ``None`` differ from ``{}``) exactly when their keys are
         ``==``, which Python compares in C. Meaningless for a reference whose ``None`` is a wildcard."""
         return self.name, self.args
 
-    @_cached
+    @cached
     def identity(self) -> tuple[str, Any]:
         """A hashable form of :attr:`match_key`, equal exactly when the match keys are (:func:`python_identity`)."""
         return self.name, python_identity(self.args)
 
-    @_cached
+    @cached
     def json_match_key(self) -> tuple[str, dict[str, JsonValue] | None, frozenset[tuple[Any, ...]]]:
         """``(name, args, bool_paths)``: equal exactly when two calls are equal as JSON (``true != 1``;
         ``null != {}``)."""
         return self.name, self.args, self.bool_paths
 
-    @_cached
+    @cached
     def json_identity(self) -> tuple[str, str]:
         """``(name, canonical JSON of args)``: hashable, equal exactly when :attr:`json_match_key` is."""
         return self.name, canonical_json(self.args)
@@ -290,110 +290,6 @@ class MetricResult:
         return f"MetricResult(score={self.score!r}, explanation={self.explanation!r}, details={self.details!r})"
 
 
-class Trajectory(tuple[ToolCall, ...]):
-    """An immutable trajectory, as datasets are parsed into; caches what the metrics compare."""
-
-    @_cached
-    def match_keys(self) -> tuple[tuple[str, dict[str, JsonValue] | None], ...]:
-        return tuple([(call.name, call.args) for call in self])  # each call's match_key
-
-    @_cached
-    def has_wildcard(self) -> bool:
-        return any([call.args is None for call in self])  # a list: no generator to start
-
-    @_cached
-    def identities(self) -> tuple[tuple[str, Any], ...]:
-        frozen = []
-        for call in self:  # python_identity, its usual case inline
-            try:
-                frozen.append((call.name, frozenset(call.args.items())))  # type: ignore[union-attr]
-            except (AttributeError, TypeError):
-                frozen.append((call.name, python_identity(call.args)))
-        return tuple(frozen)
-
-    @_cached
-    def identity_counts(self) -> dict[tuple[str, Any], int]:
-        return counts(self.identities)
-
-    @_cached
-    def json_match_keys(self) -> tuple[tuple[str, dict[str, JsonValue] | None, frozenset[tuple[Any, ...]]], ...]:
-        return tuple(call.json_match_key for call in self)
-
-    @_cached
-    def json_identities(self) -> tuple[tuple[str, str], ...]:
-        return tuple(call.json_identity for call in self)
-
-    @_cached
-    def json_identity_counts(self) -> dict[tuple[str, str], int]:
-        return counts(self.json_identities)
-
-
-def match_keys(calls: Sequence[ToolCall], json_strict: bool = False) -> tuple[Any, ...]:
-    """The calls' match keys (cached on a :class:`Trajectory`): ADK's rule, or JSON equality."""
-    if calls.__class__ is Trajectory:
-        return calls.json_match_keys if json_strict else calls.match_keys
-    return tuple(call.json_match_key if json_strict else call.match_key for call in calls)
-
-
-def identities(calls: Sequence[ToolCall], json_strict: bool = False) -> tuple[Any, ...]:
-    """The calls' hashable identities (cached on a :class:`Trajectory`)."""
-    if calls.__class__ is Trajectory:
-        return calls.json_identities if json_strict else calls.identities
-    return tuple(call.json_identity if json_strict else call.identity for call in calls)
-
-
-def identity_counts(calls: Sequence[ToolCall], json_strict: bool = False) -> dict[Any, int]:
-    """How many times each distinct call occurs (cached on a :class:`Trajectory`)."""
-    if calls.__class__ is Trajectory:
-        return calls.json_identity_counts if json_strict else calls.identity_counts
-    return counts(call.json_identity if json_strict else call.identity for call in calls)
-
-
-def has_wildcard(calls: Sequence[ToolCall]) -> bool:
-    return calls.has_wildcard if calls.__class__ is Trajectory else any(call.args is None for call in calls)
-
-
-def parse_trajectory(value: Any, *, where: str = "trajectory") -> Trajectory:
-    """Parse a trajectory cell: a list of calls, or a JSON string holding one (SPEC §1)."""
-    if value.__class__ is Trajectory:
-        return value
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(
-                f"{where}: not valid JSON ({exc.msg} at char {exc.pos}); expected a list of tool calls, "
-                'e.g. [{"tool_name": "get_weather", "tool_input": {"city": "Paris"}}]'
-            ) from None
-    if value is None:
-        return Trajectory()
-    if isinstance(value, Trajectory):
-        return value
-    if value.__class__ is not list and (not isinstance(value, Sequence) or isinstance(value, str | bytes)):
-        raise DatasetError(f"{where}: expected a list of tool calls, got {_kind(value)}")
-    from_item = ToolCall.from_item
-    calls: list[ToolCall] = []
-    append = calls.append
-    try:
-        for item in value:  # the usual item, {"tool_name": str, "tool_input": dict}, built inline
-            if item.__class__ is dict and len(item) == 2:
-                name, args = item.get("tool_name"), item.get("tool_input")
-                if args.__class__ is dict and name.__class__ is str and name and "".join(args) is not None:
-                    call = _new_object(ToolCall)  # as _construct, without a call
-                    _set_dict(call, {"name": name, "args": args.copy(), **_NO_DETAILS})
-                    _set_fields(call, {"name", "args", "result", "call_id", "error"})
-                    _set_extra(call, None)
-                    _set_private(call, None)
-                    append(call)
-                    continue
-            append(from_item(item))
-        return Trajectory(calls)  # its cached keys are built when first read, together (a compact block)
-    except (DatasetError, TypeError):  # TypeError: "".join met a name that is not a string; from_item names it
-        for i, item in enumerate(value):
-            from_item(item, where=f"{where}[{i}]")
-        raise
-
-
 _NO_PATHS: frozenset[tuple[Any, ...]] = frozenset()
 
 
@@ -428,15 +324,15 @@ def _loads_or_none(text: str) -> Any:
 
 _TIMES = {"start_time": None, "end_time": None}
 _new_object = object.__new__
-_NO_DETAILS = {"result": None, "call_id": None, "error": None, **_TIMES}
 _set_dict = BaseModel.__dict__["__dict__"].__set__  # the slots, set without a lookup
 _set_fields = BaseModel.__dict__["__pydantic_fields_set__"].__set__
 _set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
 _set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
-def _construct(cls: type[ToolCall], name: str, args: Any, result: Any, call_id: Any, error: Any) -> ToolCall:
-    call = _new_object(cls)  # what model_construct builds from checked values, for a fraction of its cost
+def call_record(cls: type[ToolCall], name: str, args: Any, result: Any, call_id: Any, error: Any) -> ToolCall:
+    """What ``cls.model_construct`` builds from these checked values (no times), for a fraction of its cost."""
+    call = _new_object(cls)
     _set_dict(call, {"name": name, "args": args, "result": result, "call_id": call_id, "error": error, **_TIMES})
     _set_fields(call, {"name", "args", "result", "call_id", "error"})
     _set_extra(call, None)
@@ -455,5 +351,6 @@ def constructed(cls: type[_R], values: dict[str, Any]) -> _R:
     return record
 
 
-def _kind(value: Any) -> str:
+def kind_of(value: Any) -> str:
+    """How an error message names a value's type (JSON's ``null`` for ``None``)."""
     return "null" if value is None else type(value).__name__

@@ -13,8 +13,9 @@ from rich.table import Table
 
 from toolpath.evaluation.verdicts import format_score
 from toolpath.evaluators.metrics.diff import Change, trajectory_diff
-from toolpath.model import Session, ToolCall, parse_trajectory
+from toolpath.model import Session, ToolCall
 from toolpath.tracer import semconv as sc
+from toolpath.trajectory import parse_trajectory
 
 
 def summary_table(

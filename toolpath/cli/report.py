@@ -21,7 +21,8 @@ from toolpath.cli.display import content_note
 from toolpath.evaluation.catalog import describe_rule
 from toolpath.evaluation.verdicts import row_status, run_metric_names, run_rules, verdicts
 from toolpath.evaluators.metrics.diff import argument_diff, trajectory_diff
-from toolpath.model import ToolCall, parse_trajectory
+from toolpath.model import ToolCall
+from toolpath.trajectory import parse_trajectory
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1f2328;background:#f6f8fa}

@@ -21,7 +21,8 @@ from toolpath.datasets.csvfile import iter_csv, read_csv
 from toolpath.datasets.jsonfile import read_json
 from toolpath.datasets.jsonl import iter_jsonl, read_jsonl
 from toolpath.errors import DatasetError
-from toolpath.model import TRAJECTORY_COLUMNS, Trajectory, parse_trajectory
+from toolpath.model import TRAJECTORY_COLUMNS
+from toolpath.trajectory import Trajectory, parse_trajectory
 
 __all__ = ["load_rows", "read_csv", "read_json", "read_jsonl", "read_rows"]
 

@@ -19,7 +19,8 @@ from typing import Any, ClassVar
 from toolpath.datasets.adk_content import invocation_json
 from toolpath.errors import MetricError
 from toolpath.evaluators.metrics.registry import CustomMetric, Row
-from toolpath.model import MetricResult, parse_trajectory
+from toolpath.model import MetricResult
+from toolpath.trajectory import parse_trajectory
 
 
 def adk_custom_metric(name: str, function_path: str, options: Mapping[str, Any], threshold: float) -> AdkCustomMetric:

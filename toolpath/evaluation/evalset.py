@@ -45,8 +45,9 @@ from toolpath.evaluators.judge.client import Judge, settings_from
 from toolpath.evaluators.judge.vertex import JudgeMetric
 from toolpath.evaluators.metrics.registry import Metric, invocation_mean
 from toolpath.evaluators.metrics.rows import with_parsed_trajectories
-from toolpath.model import EvalCase, MetricResult, Trajectory
+from toolpath.model import EvalCase, MetricResult
 from toolpath.store.store import Store
+from toolpath.trajectory import Trajectory
 
 __all__ = [
     "FAILED",

@@ -11,9 +11,10 @@ from typing import Any
 from toolpath import setup
 from toolpath.evaluation.targets import resolve_target
 from toolpath.evaluators.metrics.rows import turn_row
-from toolpath.model import Invocation, ToolCall, invocation_key, parse_trajectory
+from toolpath.model import Invocation, ToolCall, invocation_key
 from toolpath.tracer import semconv as sc
 from toolpath.tracer.spans import split_agent_result
+from toolpath.trajectory import parse_trajectory
 
 
 @dataclass

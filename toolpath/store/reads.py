@@ -9,7 +9,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from toolpath.model import Invocation, ToolCall, _construct, ns_to_datetime
+from toolpath.model import Invocation, ToolCall, call_record, ns_to_datetime
 
 _IN_CHUNK = 500
 _INVOCATION_COLUMNS = (
@@ -73,7 +73,7 @@ def tool_calls(conn: Any, invocation_ids: Sequence[str]) -> dict[str, list[ToolC
     found: dict[str, list[ToolCall]] = {}
     for index, (invocation_id, name, _, _, call_id, error, start, end) in enumerate(rows):
         # the values were checked when they were written: built as ToolCall.from_item builds checked ones
-        call = _construct(ToolCall, name, decoded[2 * index], decoded[2 * index + 1], call_id, error)
+        call = call_record(ToolCall, name, decoded[2 * index], decoded[2 * index + 1], call_id, error)
         if start is not None or end is not None:
             call.__dict__.update(start_time=start, end_time=end)
             call.__pydantic_fields_set__.update(("start_time", "end_time"))

@@ -14,10 +14,11 @@ from toolpath.evaluation.catalog import describe_rule
 from toolpath.evaluation.efficiency import spans_under
 from toolpath.evaluation.verdicts import row_status, run_metric_names, run_rules, verdicts
 from toolpath.evaluators.metrics.diff import argument_diff, trajectory_diff
-from toolpath.model import Invocation, ToolCall, parse_trajectory
+from toolpath.model import Invocation, ToolCall
 from toolpath.store.spanrecord import SpanRecord
 from toolpath.store.store import Store
 from toolpath.tracer import semconv as sc
+from toolpath.trajectory import parse_trajectory
 
 _AGENT_OPS = (sc.OP_INVOKE_AGENT, sc.OP_INVOKE_WORKFLOW)
 _MODEL_OPS = (sc.OP_CHAT, sc.OP_GENERATE_CONTENT, sc.OP_TEXT_COMPLETION)

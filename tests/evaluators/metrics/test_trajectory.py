@@ -6,7 +6,8 @@ import pytest
 
 from toolpath.evaluation.catalog import resolve_metric
 from toolpath.evaluators.metrics import trajectory as tj
-from toolpath.model import ToolCall, Trajectory
+from toolpath.model import ToolCall
+from toolpath.trajectory import Trajectory
 
 
 def call(name: str, args: dict | None = None, **kw) -> ToolCall:

@@ -11,7 +11,8 @@ import pytest
 from toolpath.evaluators.metrics import pairing
 from toolpath.evaluators.metrics import trajectory as tj
 from toolpath.evaluators.metrics.equality import call_predicate
-from toolpath.model import ToolCall, Trajectory, parse_trajectory
+from toolpath.model import ToolCall
+from toolpath.trajectory import Trajectory, parse_trajectory
 
 # argument values that are == in Python but differ as JSON, or differ by nesting and list order
 METRICS = [tj.exact_match, tj.in_order_match, tj.any_order_match, tj.precision, tj.recall]

@@ -24,7 +24,8 @@ from toolpath.evaluators.judge.client import DEFAULT_MODEL, Ask, JudgeReply
 from toolpath.evaluators.judge.parse import JudgeParseError, brief, parse_reply
 from toolpath.evaluators.judge.vertex import JudgeMetric, RubricVerdicts, _cell
 from toolpath.evaluators.metrics.registry import MissingInput, Row
-from toolpath.model import MetricResult, parse_trajectory
+from toolpath.model import MetricResult
+from toolpath.trajectory import parse_trajectory
 
 RUBRIC_REPLY = (
     'Reply with one JSON object: {"rubrics": [{"id": "<rubric id>", "verdict": "yes" | "no", "reason": "<why>"}]}'

@@ -28,7 +28,8 @@ from toolpath.evaluators.judge.adk import RUBRIC_REPLY, AdkJudgeMetric, _failed,
 from toolpath.evaluators.judge.client import Ask, JudgeRequest
 from toolpath.evaluators.judge.multi_turn_prompts import per_turn_prompt
 from toolpath.evaluators.metrics.registry import MissingInput, Row
-from toolpath.model import MetricResult, parse_trajectory
+from toolpath.model import MetricResult
+from toolpath.trajectory import parse_trajectory
 
 
 def conversation(row: Row) -> list[Row]:

@@ -22,7 +22,8 @@ from toolpath.errors import MetricError
 from toolpath.evaluators.judge.client import DEFAULT_MODEL, Ask, JudgeReply, JudgeRequest
 from toolpath.evaluators.judge.parse import JudgeParseError, brief, parse_reply
 from toolpath.evaluators.metrics.registry import Metric, MissingInput, Row
-from toolpath.model import MetricResult, parse_trajectory
+from toolpath.model import MetricResult
+from toolpath.trajectory import parse_trajectory
 
 
 class JudgeMetric(Metric):

@@ -13,7 +13,8 @@ from toolpath.errors import MetricError
 from toolpath.evaluators.metrics import analytics, text, tool_calls, trajectory
 from toolpath.evaluators.metrics.registry import Metric, MissingInput, Row
 from toolpath.evaluators.metrics.rows import flag, text_column, trajectory_column
-from toolpath.model import MetricResult, Trajectory
+from toolpath.model import MetricResult
+from toolpath.trajectory import Trajectory
 
 
 @dataclass(frozen=True)

@@ -61,11 +61,21 @@ def calls_match(
 
 def describe_difference(predicted: ToolCall, reference: ToolCall, json_strict: bool = False) -> str:
     """Why two calls differ, naming the arguments when the names agree."""
-    if predicted.name != reference.name:
-        return f"expected {reference.name}, got {predicted.name}"
-    if (predicted.args is None) != (reference.args is None):  # no arguments at all is not {}
-        return f"{reference.name} arguments: expected {_brief(reference.args)}, got {_brief(predicted.args)}"
-    expected, got = reference.args or {}, predicted.args or {}
+    return describe_key_difference((predicted.name, predicted.args), (reference.name, reference.args), json_strict)
+
+
+MatchKey = tuple[str, dict[str, Any] | None]
+"""A call's ``(name, args)``."""
+
+
+def describe_key_difference(predicted: MatchKey, reference: MatchKey, json_strict: bool = False) -> str:
+    """:func:`describe_difference` of two calls given as their match keys ``(name, args)``."""
+    (got_name, got_args), (name, expected_args) = predicted, reference
+    if got_name != name:
+        return f"expected {name}, got {got_name}"
+    if (got_args is None) != (expected_args is None):  # no arguments at all is not {}
+        return f"{name} arguments: expected {_brief(expected_args)}, got {_brief(got_args)}"
+    expected, got = expected_args or {}, got_args or {}
     parts = []
     for key in sorted(expected.keys() | got.keys()):
         if key not in got:
@@ -74,7 +84,7 @@ def describe_difference(predicted: ToolCall, reference: ToolCall, json_strict: b
             parts.append(f"unexpected {key}={_brief(got[key])}")
         elif not (json_equal(got[key], expected[key]) if json_strict else got[key] == expected[key]):
             parts.append(f"{key}: expected {_brief(expected[key])}, got {_brief(got[key])}")
-    return f"{reference.name} " + "; ".join(parts)
+    return f"{name} " + "; ".join(parts)
 
 
 _encode = json.JSONEncoder(ensure_ascii=False, default=repr).encode

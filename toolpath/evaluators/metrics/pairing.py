@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from toolpath.evaluators.metrics.equality import CallPredicate
-from toolpath.model import ToolCall, Trajectory, has_wildcard, identities, identity_counts, match_keys
+from toolpath.model import ToolCall
+from toolpath.trajectory import Trajectory, has_wildcard, identities, identity_counts, match_keys
 
 SMALL = 64
 """Up to this many ``len(predicted) * len(reference)`` comparisons, calls are paired by scanning their match keys

@@ -17,7 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from toolpath.errors import DatasetError, MetricError, ToolpathError
-from toolpath.model import TRAJECTORY_COLUMNS, MetricResult, parse_trajectory
+from toolpath.model import TRAJECTORY_COLUMNS, MetricResult
+from toolpath.trajectory import parse_trajectory
 
 Row = Mapping[str, Any]
 

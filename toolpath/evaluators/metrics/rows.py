@@ -16,7 +16,8 @@ from typing import Any
 
 from toolpath.errors import DatasetError, MetricError
 from toolpath.evaluators.metrics.registry import MissingInput, Row
-from toolpath.model import TRAJECTORY_COLUMNS, Invocation, ToolCall, Trajectory, parse_trajectory
+from toolpath.model import TRAJECTORY_COLUMNS, Invocation, ToolCall
+from toolpath.trajectory import Trajectory, parse_trajectory
 
 
 def turn_row(

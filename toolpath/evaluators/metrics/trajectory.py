@@ -20,6 +20,7 @@ from toolpath.evaluators.metrics.equality import (
     calls_match,
     check_mode,
     describe_difference,
+    describe_key_difference,
 )
 from toolpath.evaluators.metrics.pairing import (
     count_pairs,
@@ -30,7 +31,8 @@ from toolpath.evaluators.metrics.pairing import (
     unmatched,
 )
 from toolpath.evaluators.metrics.registry import invocation_mean
-from toolpath.model import MetricResult, ToolCall, Trajectory, has_wildcard, match_keys
+from toolpath.model import MetricResult, ToolCall
+from toolpath.trajectory import Trajectory, has_wildcard, match_keys
 
 ORDERS = ("any", "in_order")
 
@@ -101,7 +103,7 @@ def _keyed_difference(predicted: Trajectory, reference: Trajectory) -> str:
         return f"predicted {len(predicted)} call(s), reference {len(reference)}{missing}"
     for i, (pred, ref) in enumerate(zip(predicted.match_keys, reference.match_keys, strict=True)):
         if pred != ref:
-            return f"call {i + 1}: {describe_difference(predicted[i], reference[i])}"
+            return f"call {i + 1}: {describe_key_difference(pred, ref)}"
     return "every call matches in order"
 
 
