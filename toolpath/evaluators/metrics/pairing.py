@@ -48,6 +48,23 @@ def keyed(
     )
 
 
+_compared: tuple[Trajectory | None, Trajectory | None, bool] = (None, None, False)
+"""The last pair :func:`same_keys` compared and its answer."""
+
+
+def same_keys(predicted: Trajectory, reference: Trajectory) -> bool:
+    """Whether two :func:`keyed` trajectories hold equal calls in the same order. Most metrics of a row ask it of
+    the same pair, one after another, and comparing the arguments is most of their work: the answer for the last
+    pair is kept (immutable records: the answer for the same two objects stays the answer)."""
+    global _compared
+    last = _compared
+    if last[0] is predicted and last[1] is reference:
+        return last[2]
+    same = predicted.match_keys == reference.match_keys
+    _compared = (predicted, reference, same)
+    return same
+
+
 _last: tuple[Trajectory | None, Trajectory | None, tuple[str, ...]] = (None, None, ())
 """The last pair :func:`unmatched` saw and its answer: the metrics of one row (any-order, precision, recall) ask
 about the same pair one after another."""
@@ -61,7 +78,9 @@ def unmatched(predicted: Trajectory, reference: Trajectory) -> tuple[str, ...]:
     if last[0] is predicted and last[1] is reference:
         return last[2]
     have, want = predicted.match_keys, reference.match_keys
-    if len(have) * len(want) > SMALL:
+    if same_keys(predicted, reference):
+        missing: list[str] = []
+    elif len(have) * len(want) > SMALL:
         missing = _unmatched_identities(predicted.identity_counts, reference.identities)
     else:
         remaining = list(have)

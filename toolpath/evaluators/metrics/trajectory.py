@@ -28,6 +28,7 @@ from toolpath.evaluators.metrics.pairing import (
     lcs,
     match_calls,
     max_matching,
+    same_keys,
     unmatched,
 )
 from toolpath.evaluators.metrics.registry import invocation_mean
@@ -59,7 +60,7 @@ def exact_match(
     null_args_wildcard: bool = True,
 ) -> MetricResult:
     if keyed(predicted, reference, match, ignore_args, json_strict, null_args_wildcard):  # the usual row
-        if predicted.match_keys == reference.match_keys:  # type: ignore[attr-defined]
+        if same_keys(predicted, reference):  # type: ignore[arg-type]
             return MetricResult(1.0, "every call matches in order")
         return MetricResult(0.0, lambda: _keyed_difference(predicted, reference))  # type: ignore[arg-type]
     mode = check_mode(match, ignore_args)
@@ -179,7 +180,7 @@ def any_order_match(
     null_args_wildcard: bool = True,
 ) -> MetricResult:
     if keyed(predicted, reference, match, ignore_args, json_strict, null_args_wildcard):  # the usual row
-        if predicted.match_keys == reference.match_keys:  # type: ignore[attr-defined]
+        if same_keys(predicted, reference):  # type: ignore[arg-type]
             return MetricResult(1.0, "every reference call is matched")
         missing = unmatched(predicted, reference)  # type: ignore[arg-type]
         if not missing:
@@ -217,7 +218,7 @@ def precision(
         check_mode(match, ignore_args)
         return MetricResult(1.0 if not reference else 0.0, "no predicted calls")
     if order == "any" and keyed(predicted, reference, match, ignore_args, json_strict, null_args_wildcard):
-        if predicted.match_keys == reference.match_keys:  # type: ignore[attr-defined]
+        if same_keys(predicted, reference):  # type: ignore[arg-type]
             matched = len(reference)
         else:
             matched = len(reference) - len(unmatched(predicted, reference))  # type: ignore[arg-type]
@@ -241,7 +242,7 @@ def recall(
         return MetricResult(1.0, "empty reference")
     if order == "any" and keyed(predicted, reference, match, ignore_args, json_strict, null_args_wildcard):
         count = len(reference)
-        if predicted.match_keys == reference.match_keys:  # type: ignore[attr-defined]
+        if same_keys(predicted, reference):  # type: ignore[arg-type]
             return MetricResult(1.0, lambda: f"{count} of {count} reference call(s) matched")
         missing = unmatched(predicted, reference)  # type: ignore[arg-type]
         matched = count - len(missing)
