@@ -30,7 +30,7 @@ class Trajectory(Sequence[ToolCall]):
         """A trajectory of calls with only a name and arguments (a ``dict``: no wildcard), given as match keys."""
         trajectory = _new_object(cls)
         trajectory._calls = None
-        trajectory.__dict__.update(match_keys=tuple(keys), has_wildcard=False)
+        trajectory.__dict__ = {"match_keys": tuple(keys), "has_wildcard": False}
         return trajectory
 
     @property
@@ -126,22 +126,10 @@ def has_wildcard(calls: Sequence[ToolCall]) -> bool:
 
 def parse_trajectory(value: Any, *, where: str = "trajectory") -> Trajectory:
     """Parse a trajectory cell: a list of calls, or a JSON string holding one (SPEC §1)."""
-    if value.__class__ is Trajectory:
-        return value
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(
-                f"{where}: not valid JSON ({exc.msg} at char {exc.pos}); expected a list of tool calls, "
-                'e.g. [{"tool_name": "get_weather", "tool_input": {"city": "Paris"}}]'
-            ) from None
-    if value is None:
-        return Trajectory()
-    if isinstance(value, Trajectory):
-        return value
-    if value.__class__ is not list and (not isinstance(value, Sequence) or isinstance(value, str | bytes)):
-        raise DatasetError(f"{where}: expected a list of tool calls, got {kind_of(value)}")
+    if value.__class__ is not list:  # the usual cell is a list
+        value = _unusual_cell(value, where)
+        if isinstance(value, Trajectory):
+            return value
     keys: list[tuple[str, dict[str, JsonValue]]] = []
     append = keys.append
     try:
@@ -158,3 +146,23 @@ def parse_trajectory(value: Any, *, where: str = "trajectory") -> Trajectory:
         for i, item in enumerate(value):
             ToolCall.from_item(item, where=f"{where}[{i}]")
         raise
+
+
+def _unusual_cell(value: Any, where: str) -> Any:
+    """A cell that is not a list: a trajectory as it is, JSON text decoded, ``None`` as no calls, another
+    sequence as it is."""
+    if isinstance(value, Trajectory):
+        return value
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(
+                f"{where}: not valid JSON ({exc.msg} at char {exc.pos}); expected a list of tool calls, "
+                'e.g. [{"tool_name": "get_weather", "tool_input": {"city": "Paris"}}]'
+            ) from None
+    if value is None:
+        return Trajectory()
+    if value.__class__ is not list and (not isinstance(value, Sequence) or isinstance(value, str | bytes)):
+        raise DatasetError(f"{where}: expected a list of tool calls, got {kind_of(value)}")
+    return value
