@@ -1,9 +1,12 @@
 """Requests ingested side by side by one collector (its threads clean, redact and rebuild at once; only the store's
-transaction takes turns on SQLite) store what the same requests store one after another, and count exactly."""
+transaction takes turns on SQLite) store what the same requests store one after another, and count exactly; a
+collector process takes ``ingest_threads`` exports at once, whatever its callers' threads."""
 
 from __future__ import annotations
 
 import random
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -84,7 +87,7 @@ def test_requests_side_by_side_store_what_they_store_in_turn(stores, seed):
         with together.engine.begin() as conn:
             for table in reversed(t.metadata.sorted_tables):
                 conn.execute(table.delete())
-    ingestor = Ingestor(together, max_in_flight=len(bodies))
+    ingestor = Ingestor(together, max_in_flight=len(bodies), ingest_threads=4)
     _send(ingestor, bodies, threads=4)
     assert _state(together) == expected
     assert ingestor.spans_stored == span_count(BODY)
@@ -93,7 +96,7 @@ def test_requests_side_by_side_store_what_they_store_in_turn(stores, seed):
 def test_spans_over_the_trace_limit_are_counted_once_each_side_by_side(tmp_path):
     store = Store(f"sqlite:///{tmp_path / 'limit.db'}")
     limits = Limits(max_spans_per_trace=3)
-    ingestor = Ingestor(store, limits=limits, max_in_flight=64)
+    ingestor = Ingestor(store, limits=limits, max_in_flight=64, ingest_threads=4)
     _send(ingestor, _parts(3), threads=4)
     registry = ingestor.metrics.registry
     stored = registry.get_sample_value("toolpath_spans_stored_total")
@@ -101,4 +104,31 @@ def test_spans_over_the_trace_limit_are_counted_once_each_side_by_side(tmp_path)
     assert turned_away == limits.hits["spans_over_trace_limit"] > 0
     assert stored == store.counts()["spans"]
     assert stored + turned_away == span_count(BODY)
+    store.close()
+
+
+@pytest.mark.parametrize("ingest_threads", [None, 3])
+def test_a_process_stores_ingest_threads_exports_at_once_one_by_default_on_sqlite(tmp_path, ingest_threads):
+    store = Store(f"sqlite:///{tmp_path / 'turns.db'}")
+    ingestor = Ingestor(store, max_in_flight=8, ingest_threads=ingest_threads)
+    ingest, guard = store.ingest, threading.Lock()
+    running = most = 0
+
+    def counted(*args, **kwargs):
+        nonlocal running, most
+        with guard:
+            running += 1
+            most = max(most, running)
+        try:
+            time.sleep(0.05)  # long enough for the other callers to arrive
+            return ingest(*args, **kwargs)
+        finally:
+            with guard:
+                running -= 1
+
+    store.ingest = counted  # type: ignore[method-assign]
+    bodies = _parts(4)
+    _send(ingestor, bodies, threads=6)
+    assert most == (ingest_threads or 1)
+    assert ingestor.spans_stored == span_count(BODY)
     store.close()

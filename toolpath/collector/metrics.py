@@ -68,7 +68,7 @@ class ServiceMetrics:
         self.spans_stored = Counter("toolpath_spans_stored", "Spans committed to the store", registry=r)
         self.spans_rejected = Counter(
             "toolpath_spans_rejected",
-            "Decoded spans not stored: busy (max_in_flight reached, 503), store_error (503), trace_limit "
+            "Decoded spans not stored: store_error (503), trace_limit "
             "(over max_spans_per_trace), quarantined (refused by the store even alone; its neighbours are stored)",
             ["reason"],
             registry=r,
@@ -98,12 +98,14 @@ class ServiceMetrics:
         )
         self.exports_in_flight = Gauge(
             "toolpath_exports_in_flight",
-            "Exports being written now (at most max_in_flight per process)",
+            "Exports admitted now, being stored or waiting their turn (at most max_in_flight per process)",
             registry=r,
             multiprocess_mode="livesum",
         )
         self.exports_refused = Counter(
-            "toolpath_exports_refused", "Exports refused (503) because max_in_flight writes were running", registry=r
+            "toolpath_exports_refused",
+            "Exports refused (503, not decoded) because max_in_flight were admitted",
+            registry=r,
         )
         self.scoring_lag = Histogram(
             "toolpath_online_scoring_lag_seconds",

@@ -8,8 +8,8 @@ specification asks:
 - protobuf and JSON bodies, gzip-compressed or not; the reply uses the request's encoding;
 - a bad body is 400 / INVALID_ARGUMENT with a message, a body over the limit 413, a wrong or missing bearer
   token (when one is configured) 401 / UNAUTHENTICATED, and nothing is stored;
-- when ``max_in_flight`` writes are already running, or the store is unavailable, 503 with ``Retry-After`` /
-  UNAVAILABLE, which OTLP exporters retry;
+- when ``max_in_flight`` exports are already admitted (being stored or waiting their turn), or the store is
+  unavailable, 503 with ``Retry-After`` / UNAVAILABLE, which OTLP exporters retry;
 - a value the store cannot take is cleaned (:mod:`.clean`), never refused; a span the store still refuses is
   quarantined alone (logged and counted), and the rest of its request is stored.
 """
@@ -23,8 +23,9 @@ import logging
 import threading
 import time
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent import futures
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,17 +67,15 @@ class Ingestor:
     """Decodes, stores and rebuilds; shared by the HTTP and gRPC front ends."""
 
     def __init__(self, store: Store, *, token: str | None = None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-                 max_in_flight: int = 4, redactor: Redactor | None = None,
-                 limits: Limits | None = None, metrics: ServiceMetrics | None = None) -> None:  # fmt: skip
+                 max_in_flight: int = 4, redactor: Redactor | None = None, limits: Limits | None = None,
+                 metrics: ServiceMetrics | None = None, ingest_threads: int | None = None) -> None:  # fmt: skip
         self.store = store
         self.metrics = metrics or ServiceMetrics()
         self.limits = limits or Limits()
         self.token = token
         self.max_body_bytes = max_body_bytes
         self._slots = threading.BoundedSemaphore(max_in_flight)
-        # writes run side by side up to their transaction (SQLite: the store's write lock then lets one in at a
-        # time; PostgreSQL: a lock per trace makes a trace's requests rebuild in turn), so that one request's
-        # cleaning, redaction and rebuilding overlap another's commit
+        self._turns = threading.Semaphore(ingest_threads or default_ingest_threads(store))
         self._counting = threading.Lock()
         self.spans_stored = 0
         self._preparer = SpanPreparer(redactor, self.limits)
@@ -92,34 +91,43 @@ class Ingestor:
         expected = f"Bearer {self.token}"
         return header is not None and hmac.compare_digest(header.encode(), expected.encode())
 
+    @contextmanager
+    def admitted(self) -> Iterator[None]:
+        """An export's place: one of ``max_in_flight`` (``Busy`` when none is free, before its body is decoded),
+        then its turn to decode and store. Only ``ingest_threads`` exports of a process take their turn at once
+        (default: one on SQLite, whose writes take turns anyway; two on PostgreSQL, so that one export's round
+        trips overlap another's decoding): more threads would only contend for the interpreter, and the one
+        holding the store's write lock would wait for it longest."""
+        m = self.metrics
+        if not self._slots.acquire(blocking=False):
+            m.exports_refused.inc()
+            raise Busy("too many exports in flight")
+        m.exports_in_flight.inc()
+        try:
+            with self._turns:
+                yield
+        finally:
+            m.exports_in_flight.dec()
+            self._slots.release()
+
     def store_records(self, records: list[Any]) -> int:
-        """Write records and rebuild their traces; raises ``Busy`` when too many writes are running, and what the
-        store raised when it is unavailable. A span the store still refuses once cleaned is quarantined alone;
-        returns how many were."""
+        """Write records and rebuild their traces; raises what the store raised when it is unavailable. A span
+        the store still refuses once cleaned is quarantined alone; returns how many were."""
         if not records:
             return 0
         m = self.metrics
         m.spans_received.inc(len(records))
-        if not self._slots.acquire(blocking=False):
-            m.exports_refused.inc()
-            m.spans_rejected.labels("busy").inc(len(records))
-            raise Busy("too many exports in flight")
-        m.exports_in_flight.inc()
-        try:
-            ready = self._preparer.prepare(records)
-            stored, written, over_limit = self._ingest(ready)
-            with self._counting:
-                self.spans_stored += stored
-            m.spans_stored.inc(stored - over_limit)
-            if over_limit:
-                m.spans_rejected.labels("trace_limit").inc(over_limit)
-            if len(records) > stored:
-                m.spans_rejected.labels("quarantined").inc(len(records) - stored)
-            m.invocations_written.inc(written)
-            return len(records) - stored
-        finally:
-            m.exports_in_flight.dec()
-            self._slots.release()
+        ready = self._preparer.prepare(records)
+        stored, written, over_limit = self._ingest(ready)
+        with self._counting:
+            self.spans_stored += stored
+        m.spans_stored.inc(stored - over_limit)
+        if over_limit:
+            m.spans_rejected.labels("trace_limit").inc(over_limit)
+        if len(records) > stored:
+            m.spans_rejected.labels("quarantined").inc(len(records) - stored)
+        m.invocations_written.inc(written)
+        return len(records) - stored
 
     def _ingest(self, records: list[SpanRecord]) -> tuple[int, int, int]:
         """Store ``records`` in one transaction; if the store refuses a value, trace by trace, then span by span,
@@ -227,6 +235,13 @@ class Ingestor:
                 return error_reply(400, "body is not valid gzip", json_reply)
         elif encoding not in ("", "identity"):
             return error_reply(415, f"unsupported Content-Encoding {encoding!r}", json_reply)
+        try:
+            with self.admitted():
+                return self._decode_and_store(body, content_type, json_reply)
+        except Busy as exc:
+            return error_reply(503, str(exc), json_reply, retry_after=True)
+
+    def _decode_and_store(self, body: bytes, content_type: str, json_reply: bool) -> Reply:
         rejected: list[str] = []
         try:
             records = otlp.decode(body, content_type, rejected)
@@ -236,8 +251,6 @@ class Ingestor:
             return error_reply(400, rejected[0], json_reply)
         try:
             refused = self.store_records(records)
-        except Busy as exc:
-            return error_reply(503, str(exc), json_reply, retry_after=True)
         except Exception:
             logger.exception("toolpath: storing %d span(s) failed", len(records))
             return error_reply(503, "the store is unavailable", json_reply, retry_after=True)
@@ -272,6 +285,11 @@ class _WriteLimits:
 
     def cap(self, invocations: list[Invocation]) -> list[Invocation]:
         return self.limits.cap(invocations)
+
+
+def default_ingest_threads(store: Store) -> int:
+    """Exports a process decodes and stores at once unless told: see :meth:`Ingestor.admitted`."""
+    return 1 if store.dialect == "sqlite" else 2
 
 
 def rebuild(spans: list[SpanRecord]) -> list[Invocation]:
@@ -340,6 +358,14 @@ def make_grpc_server(ingestor: Ingestor, host: str, port: int) -> Any:
         metadata = dict(context.invocation_metadata())
         if not ingestor.authorized(metadata.get("authorization")):
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+        try:
+            with ingestor.admitted():
+                return _decode_and_store(body, context)
+        except Busy as exc:
+            context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+        raise AssertionError("unreachable: abort raises")
+
+    def _decode_and_store(body: bytes, context: Any) -> ExportTraceServiceResponse:
         rejected: list[str] = []
         try:
             records = otlp.decode(body, "application/x-protobuf", rejected)
@@ -349,8 +375,6 @@ def make_grpc_server(ingestor: Ingestor, host: str, port: int) -> Any:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, rejected[0])
         try:
             refused = ingestor.store_records(records)
-        except Busy as exc:
-            context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
         except Exception:
             logger.exception("toolpath: storing %d span(s) failed", len(records))
             context.abort(grpc.StatusCode.UNAVAILABLE, "the store is unavailable")
