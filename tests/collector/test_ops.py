@@ -102,7 +102,7 @@ def test_metrics_add_up_every_worker_whichever_answers(tmp_path):
         statuses = [
             collector.post(otlp_json(f"{n:032x}", tool_calls=5), "application/json")[0]  # 6 spans, 2 over the limit
             for n in range(1, 13)
-        ]  # each on a new connection: the kernel spreads them over the workers
+        ]  # each on a new connection: the parent deals them to the workers in turn
         assert statuses == [200] * 12
         scrapes = [scrape_with(collector.url, TOKEN_OF_COLLECTOR) for _ in range(9)]
     finally:
@@ -207,7 +207,7 @@ def test_online_with_workers_scores_each_invocation_once_and_metrics_add_up_ever
         statuses = [
             collector.post(otlp_json(f"{n:032x}", tool_calls=1 + n % 3), "application/json")[0]
             for n in range(1, traces + 1)
-        ]  # each on a new connection: the kernel spreads them over the workers, and each enqueues what it stores
+        ]  # each on a new connection: the parent deals them to the workers in turn, and each enqueues what it stores
         assert statuses == [200] * traces
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:  # each worker tells its counts after every batch it scores

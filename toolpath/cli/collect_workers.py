@@ -2,9 +2,10 @@
 rebuilding and the store's client work use every core.
 
 This process (the parent) binds the OTLP/HTTP socket and starts the workers (``spawn``: fresh interpreters, no
-threads or connections inherited); each is a whole :class:`~toolpath.collector.service.CollectorService` on the
-shared socket (the kernel hands each connection to one of them), and binds OTLP/gRPC with ``SO_REUSEPORT`` (gRPC's
-default on Linux). Every guarantee of one collector holds, as for several collectors on one store: a 2xx only once
+threads or connections inherited); each is a whole :class:`~toolpath.collector.service.CollectorService`, served the
+OTLP/HTTP connections the parent accepts and deals to the workers in turn (:mod:`toolpath.collector.handoff`), and
+binds OTLP/gRPC with ``SO_REUSEPORT`` (gRPC's default on Linux: the kernel hands each connection to one of them).
+Every guarantee of one collector holds, as for several collectors on one store: a 2xx only once
 the spans and their invocations are committed; PostgreSQL takes a lock per trace, SQLite one write lock per
 transaction (``BEGIN IMMEDIATE``), so any arrival order across workers gives the same invocations.
 
@@ -76,7 +77,8 @@ def serve(spec: WorkerSpec, count: int, ready: Callable[[], None]) -> tuple[int,
 
     from prometheus_client.multiprocess import mark_process_dead
 
-    from toolpath.collector.http import bind
+    from toolpath.collector.handoff import Dealer, channel_pair
+    from toolpath.collector.http import BACKLOG, bind
 
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -85,16 +87,26 @@ def serve(spec: WorkerSpec, count: int, ready: Callable[[], None]) -> tuple[int,
     results: Any = context.Queue()
     with tempfile.TemporaryDirectory(prefix="toolpath-metrics-") as metrics_dir:
         spec = WorkerSpec(**{**spec.__dict__, "metrics_dir": metrics_dir})
-        sock = bind(spec.host, spec.http_port, listen=False) if spec.http_port else None  # each worker listens
+        sock = bind(spec.host, spec.http_port, listen=False) if spec.http_port else None  # listened on once they serve
+        channels: list[socket.socket | None] = [None] * count  # the dealer's end of each worker's channel
+        dealer = Dealer(sock, channels) if sock is not None else None
         # the workers import prometheus-client with this set: their values go to files every worker reads
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
 
         def start(index: int) -> tuple[Any, Any]:
             started = context.Event()
+            ours, theirs = channel_pair() if sock is not None else (None, None)
             process = context.Process(
-                target=_worker, args=(spec, sock, started, results, index, os.getpid()), name=f"toolpath-worker-{index}"
+                target=_worker,
+                args=(spec, theirs, started, results, index, os.getpid()),
+                name=f"toolpath-worker-{index}",
             )
             process.start()
+            if theirs is not None:  # the worker has its own copy now: a dead worker's channel refuses connections
+                theirs.close()
+            old, channels[index] = channels[index], ours
+            if old is not None:
+                old.close()
             return process, started
 
         workers = [start(i) for i in range(count)]
@@ -104,6 +116,9 @@ def serve(spec: WorkerSpec, count: int, ready: Callable[[], None]) -> tuple[int,
                 if any(not p.is_alive() for p, _ in workers) or time.monotonic() > deadline:
                     raise ConfigError("a collector worker did not start (its error is above)")
                 time.sleep(0.02)
+            if sock is not None and dealer is not None:
+                sock.listen(BACKLOG)
+                dealer.start()
             ready()
             while not stop.wait(0.5):
                 for index, (process, _) in enumerate(workers):
@@ -113,6 +128,8 @@ def serve(spec: WorkerSpec, count: int, ready: Callable[[], None]) -> tuple[int,
                         mark_process_dead(process.pid, metrics_dir)
                         workers[index] = start(index)
         finally:
+            if dealer is not None and dealer.started:
+                dealer.stop()  # no new connections, then the workers finish what they were dealt
             for process, _ in workers:
                 if process.is_alive():
                     process.terminate()  # SIGTERM: finish the requests in flight
@@ -121,6 +138,9 @@ def serve(spec: WorkerSpec, count: int, ready: Callable[[], None]) -> tuple[int,
                 if process.is_alive():
                     process.kill()
                     process.join()
+            for channel in channels:
+                if channel is not None:
+                    channel.close()
             if sock is not None:
                 sock.close()
         stored, hits, online = 0, Counter[str](), Counter[str](scored=0, shed=0)
@@ -133,8 +153,10 @@ def serve(spec: WorkerSpec, count: int, ready: Callable[[], None]) -> tuple[int,
         return stored, hits, online
 
 
-def _worker(spec: WorkerSpec, sock: socket.socket | None, started: Any, results: Any, index: int, parent: int) -> None:
-    """One worker process: a collector service on the shared socket until SIGTERM."""
+def _worker(
+    spec: WorkerSpec, channel: socket.socket | None, started: Any, results: Any, index: int, parent: int
+) -> None:
+    """One worker process: a collector service, served the connections dealt on ``channel``, until SIGTERM."""
     _die_with(parent)
     from toolpath.cli.collect import _redactor, _ui
     from toolpath.cli.service_config import service_logging
@@ -153,7 +175,7 @@ def _worker(spec: WorkerSpec, sock: socket.socket | None, started: Any, results:
         limits=Limits(*spec.limits),
         log_to_root=spec.log_format == "json",
         other_app=_ui(store, spec.host, spec.token) if spec.with_ui else None,
-        http_socket=sock,
+        http_channel=channel,
         metrics_dir=spec.metrics_dir,
     )
     redactor = None if spec.redact is None else _redactor(*spec.redact)

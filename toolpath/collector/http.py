@@ -18,6 +18,7 @@ developer's machine need on top:
 from __future__ import annotations
 
 import asyncio
+import functools
 import ipaddress
 import json
 import socket
@@ -27,6 +28,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from toolpath.collector.handoff import take_connections
 from toolpath.collector.metrics import CONTENT_TYPE
 from toolpath.collector.receiver import TRACES_PATH, Ingestor, Reply, error_reply
 from toolpath.errors import ConfigError
@@ -38,7 +40,7 @@ Send = Callable[[Message], Awaitable[None]]
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 READY_TIMEOUT = 5.0
-_BACKLOG = 2048
+BACKLOG = 2048
 Readiness = Callable[[], tuple[bool, dict[str, Any]]]
 
 
@@ -173,13 +175,16 @@ class HttpServer:
         ready: Readiness | None = None,
         log_to_root: bool = False,
         other: Any = None,
-        sock: socket.socket | None = None,
+        channel: socket.socket | None = None,
     ) -> None:
         import uvicorn
 
         logging: dict[str, Any] = {"log_config": None} if log_to_root else {}
-        self._shared = sock is not None  # bound by a parent for its workers: listened on from start()
-        self.socket = sock if sock is not None else bind(host, port)
+        self._channel = channel
+        """Where a parent process deals this worker its connections (:mod:`toolpath.collector.handoff`); ``None``:
+        this server binds ``host:port`` and accepts its own."""
+        self.socket = bind(host, port) if channel is None else None
+        self._port = port
         app = OtlpHttpApp(
             ingestor, loopback_only=_is_loopback_bind(host), read_timeout=read_timeout, ready=ready, other=other
         )
@@ -202,14 +207,32 @@ class HttpServer:
 
     @property
     def port(self) -> int:
-        return int(self.socket.getsockname()[1])
+        return self._port if self.socket is None else int(self.socket.getsockname()[1])
 
     def _serve(self) -> None:
-        asyncio.run(self.server.serve(sockets=[self.socket]))
+        asyncio.run(self.server.serve(sockets=[self.socket]) if self.socket is not None else self._serve_dealt())
+
+    async def _serve_dealt(self) -> None:
+        """uvicorn with no socket of its own, serving each connection the parent deals (its protocol made as
+        uvicorn makes it for a socket it accepts on)."""
+        server = self.server
+        serving = asyncio.create_task(server.serve(sockets=[]))
+        while not server.started and not serving.done():
+            await asyncio.sleep(0.005)
+        if server.started and self._channel is not None:
+            config = server.config
+            make: Any = config.http_protocol_class  # uvicorn's protocol class, made as uvicorn makes it
+            protocol = functools.partial(make, config=config, server_state=server.server_state,
+                                         app_state=server.lifespan.state)  # fmt: skip
+            stop_taking = take_connections(asyncio.get_running_loop(), self._channel, protocol)
+            try:
+                await serving
+            finally:
+                stop_taking()
+        else:
+            await serving
 
     def start(self) -> HttpServer:
-        if self._shared:
-            self.socket.listen(_BACKLOG)
         self._thread.start()
         return self
 
@@ -217,19 +240,21 @@ class HttpServer:
         self.server.should_exit = True
         self._thread.join(timeout)
         self._app.pool.shutdown(wait=True)
-        self.socket.close()
+        for sock in (self.socket, self._channel):
+            if sock is not None:
+                sock.close()
 
 
 def bind(host: str, port: int, *, listen: bool = True) -> socket.socket:
-    """A non-blocking socket bound to ``host:port``, listening unless told not to (a parent binds the socket its
-    workers listen on once they serve); a :class:`ConfigError` when it cannot be had."""
+    """A non-blocking socket bound to ``host:port``, listening unless told not to (a parent binds the socket it
+    listens on once its workers serve); a :class:`ConfigError` when it cannot be had."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:
         sock = socket.socket(family, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
         if listen:
-            sock.listen(_BACKLOG)
+            sock.listen(BACKLOG)
     except OSError as exc:
         raise ConfigError(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from None
     sock.setblocking(False)
@@ -245,4 +270,4 @@ def _is_loopback_bind(host: str) -> bool:
         return False
 
 
-__all__ = ["TRACES_PATH", "HttpServer", "OtlpHttpApp", "bind"]
+__all__ = ["BACKLOG", "TRACES_PATH", "HttpServer", "OtlpHttpApp", "bind"]

@@ -37,9 +37,9 @@ class ServiceOptions:
     """uvicorn's error and access logs go to the root logger (``--log-format json``)."""
     other_app: Any = None
     """An ASGI app served on the OTLP/HTTP port for every path but OTLP's (``toolpath collect --ui``)."""
-    http_socket: socket.socket | None = None
-    """A listening socket to serve OTLP/HTTP on, bound by a parent process and shared by its workers
-    (``toolpath collect --workers``); ``None``: bind ``host:http_port`` here."""
+    http_channel: socket.socket | None = None
+    """Where a parent process that accepts OTLP/HTTP connections deals this worker its share
+    (``toolpath collect --workers``: :mod:`toolpath.collector.handoff`); ``None``: bind ``host:http_port`` here."""
     metrics_dir: str | None = None
     """Where the workers sharing a port keep their Prometheus values, so that ``/metrics`` says what all of them
     did whichever one answers (prometheus-client's multiprocess mode); ``None``: this process alone."""
@@ -125,7 +125,7 @@ class CollectorService:
                     ready=self.ready,
                     log_to_root=o.log_to_root,
                     other=o.other_app,
-                    sock=o.http_socket,
+                    channel=o.http_channel,
                 )
                 if o.http_port
                 else None
