@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolpath.errors import DatasetError
-from toolpath.values import canonical_json, python_identity
+from toolpath.values import json_identity, python_identity
 
 JsonValue = Any
 """Any value JSON can hold (object, array, string, number, boolean or null)."""
@@ -137,9 +137,10 @@ class ToolCall(_Record):
         return self.name, self.args, self.bool_paths
 
     @cached
-    def json_identity(self) -> tuple[str, str]:
-        """``(name, canonical JSON of args)``: hashable, equal exactly when :attr:`json_match_key` is."""
-        return self.name, canonical_json(self.args)
+    def json_identity(self) -> tuple[str, Hashable]:
+        """``(name, the arguments' JSON identity)``: hashable, equal exactly when :attr:`json_match_key` is
+        (:func:`toolpath.values.json_identity`)."""
+        return self.name, json_identity(self.args)
 
     def to_vertex(self) -> dict[str, JsonValue]:
         """The Vertex dataset form ``{"tool_name", "tool_input"}`` (``tool_input`` null when the call has no

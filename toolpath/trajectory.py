@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 from typing import Any, overload
 
 from toolpath.errors import DatasetError
@@ -91,11 +91,11 @@ class Trajectory(Sequence[ToolCall]):
         return tuple(call.json_match_key for call in self.calls)
 
     @cached
-    def json_identities(self) -> tuple[tuple[str, str], ...]:
+    def json_identities(self) -> tuple[tuple[str, Hashable], ...]:
         return tuple(call.json_identity for call in self.calls)
 
     @cached
-    def json_identity_counts(self) -> dict[tuple[str, str], int]:
+    def json_identity_counts(self) -> dict[tuple[str, Hashable], int]:
         return counts(self.json_identities)
 
 

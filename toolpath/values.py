@@ -4,7 +4,7 @@ canonical text. Pure functions over decoded JSON values; :mod:`toolpath.model` c
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from typing import Any
 
 
@@ -69,6 +69,30 @@ def canonical_json(value: Any) -> str:
     """Text equal for two values exactly when they are equal as JSON (key order ignored, ``1 == 1.0``,
     ``true != 1``)."""
     return json.dumps(_canonical(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
+
+
+def json_identity(value: Any) -> Hashable:
+    """Hashable, and equal for two values exactly when their :func:`canonical_json` texts are, without writing
+    them: objects as frozen sets of their (text key, identity) items, arrays as tuples, ``true`` / ``false`` apart
+    from numbers, numbers by value (``1 == 1.0``), every ``NaN`` alike, anything else JSON cannot hold as the
+    text of its ``repr`` (as :func:`canonical_json` writes it)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):  # before int: true != 1
+        return (_BOOLEAN, value)
+    if value is None or isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return value if value == value else _NAN
+    if isinstance(value, dict):
+        return frozenset({str(k): json_identity(v) for k, v in value.items()}.items())
+    if isinstance(value, list | tuple):
+        return tuple([json_identity(v) for v in value])
+    return repr(value)
+
+
+_BOOLEAN = object()
+_NAN = object()
 
 
 def _canonical(value: Any) -> Any:

@@ -75,7 +75,7 @@ class Ingestor:
         self.token = token
         self.max_body_bytes = max_body_bytes
         self._slots = threading.BoundedSemaphore(max_in_flight)
-        self._turns = threading.Semaphore(ingest_threads or default_ingest_threads(store))
+        self.turns = threading.Semaphore(ingest_threads or default_ingest_threads(store))
         self._counting = threading.Lock()
         self.spans_stored = 0
         self._preparer = SpanPreparer(redactor, self.limits)
@@ -104,7 +104,7 @@ class Ingestor:
             raise Busy("too many exports in flight")
         m.exports_in_flight.inc()
         try:
-            with self._turns:
+            with self.turns:
                 yield
         finally:
             m.exports_in_flight.dec()

@@ -96,6 +96,8 @@ class CollectorService:
             limits=options.limits,
             metrics=self.metrics,
         )
+        if online is not None:  # scoring takes this process's turns too
+            online.turns = self.ingestor.turns
         self._stop = threading.Event()
         self._http: Any = None
         self._grpc: Any = None

@@ -40,6 +40,7 @@ import tomllib
 import unicodedata
 import uuid
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Protocol
@@ -208,6 +209,10 @@ class OnlineEvaluator:
         self._published: dict[str, int] = {}
         self._running = 0
         self._publishing = threading.Lock()
+        self.turns: AbstractContextManager[Any] = nullcontext()
+        """Held while a batch is scored: a collector shares its ingest turns here, so that its process scores and
+        ingests in turn instead of contending for the interpreter (the thread holding the store's write lock
+        would wait for it longest)."""
 
     def _exporter(self) -> Any:
         endpoint = self.config.otlp_endpoint
@@ -325,6 +330,10 @@ class OnlineEvaluator:
             self.publish()
 
     def _score(self, worker: str, ids: list[str]) -> None:
+        with self.turns:
+            self._score_batch(worker, ids)
+
+    def _score_batch(self, worker: str, ids: list[str]) -> None:
         invocations = self.store.invocations_by_id(ids)
         rows = [self.row(inv) for inv in invocations]
         table, _, _ = score_table(rows, self.metrics, judge=self.judge)

@@ -96,7 +96,7 @@ def _ingest(
         ready = {trace for trace in fresh if trace in prebuilt and taken[trace] == len(prebuilt[trace].offered)}
         affected = affected_runs(conn, [s for s in new if s.trace_id not in ready], is_run, fresh=fresh - ready)
         _add_built(conn, affected, [prebuilt[trace] for trace in sorted(ready)], is_run)
-        invocations = _rebuilt(affected.spans, rebuild, prebuilt, fresh)
+        invocations = _rebuilt(affected.spans, rebuild, prebuilt, fresh, ready)
         if limits is not None:
             invocations = limits.cap(invocations)
         ids = [invocation_key(*root) for root in affected.roots] + affected.gone
@@ -181,19 +181,22 @@ def _rebuilt(
     rebuild: Callable[[list[SpanRecord]], list[Invocation]],
     prebuilt: Prebuilt,
     fresh: set[str],
+    ready: set[str],
 ) -> list[Invocation]:
     """``rebuild(spans)``, taking a new trace's invocations from ``prebuilt`` when they were built from these very
-    spans."""
+    spans: those of ``ready`` (known to be), and those of another new trace whose spans here are its prebuilt
+    ones."""
     by_trace: dict[str, set[Key]] = {}
     for s in spans:
-        by_trace.setdefault(s.trace_id, set()).add((s.trace_id, s.span_id))
-    ready = {
+        if s.trace_id not in ready:
+            by_trace.setdefault(s.trace_id, set()).add((s.trace_id, s.span_id))
+    built = ready | {
         trace
         for trace, keys in by_trace.items()
         if trace in fresh and trace in prebuilt and prebuilt[trace].keys == keys
     }
-    rest = [s for s in spans if s.trace_id not in ready]
-    return [inv for trace in sorted(ready) for inv in prebuilt[trace].invocations] + rebuild(rest)
+    rest = [s for s in spans if s.trace_id not in built]
+    return [inv for trace in sorted(built) for inv in prebuilt[trace].invocations] + rebuild(rest)
 
 
 def lock_traces(conn: Any, trace_ids: Sequence[str]) -> None:

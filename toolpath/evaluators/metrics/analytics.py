@@ -21,12 +21,12 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 from toolpath.errors import MetricError
-from toolpath.evaluators.metrics.equality import canonical_args
 from toolpath.model import MetricResult, ToolCall
+from toolpath.values import json_identity
 
 _PUNCTUATION = re.compile(r"[^\w\s]", re.UNICODE)
 
@@ -113,10 +113,13 @@ def tool_argument_similarity(predicted: Sequence[ToolCall], reference: Sequence[
 # --- reference-free behaviour ----------------------------------------------------------------------------
 
 
-def _identity(call: ToolCall) -> tuple[str, str]:
-    """Name and canonical arguments, absent arguments as ``{}``; cached on the call (the behaviour metrics of a
-    row share it)."""
-    return call.json_identity if call.args is not None else (call.name, canonical_args({}))
+def _identity(call: ToolCall) -> tuple[str, Hashable]:
+    """Name and the arguments' JSON identity, absent arguments as ``{}``; cached on the call (the behaviour
+    metrics of a row share it)."""
+    return call.json_identity if call.args is not None else (call.name, _NO_ARGUMENTS)
+
+
+_NO_ARGUMENTS = json_identity({})
 
 
 def tool_call_count(predicted: Sequence[ToolCall]) -> MetricResult:
@@ -124,7 +127,7 @@ def tool_call_count(predicted: Sequence[ToolCall]) -> MetricResult:
 
 
 def redundant_tool_calls(predicted: Sequence[ToolCall]) -> MetricResult:
-    seen: set[tuple[str, str]] = set()
+    seen: set[tuple[str, Hashable]] = set()
     repeats: list[str] = []
     for call in predicted:
         identity = _identity(call)
