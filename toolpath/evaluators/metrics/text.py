@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-
-from rouge_score import rouge_scorer
+from typing import TYPE_CHECKING
 
 from toolpath.errors import MetricError
 from toolpath.evaluators.metrics.registry import invocation_mean
-from toolpath.evaluators.metrics.tokenize import AdkTokenizer, RougeTokenizer
 from toolpath.model import MetricResult
+
+if TYPE_CHECKING:  # rouge-score, nltk and the numerical stack they pull in (~100 MB) load with the first scorer
+    from rouge_score import rouge_scorer
 
 ROUGE_TYPES = (*(f"rouge{n}" for n in range(1, 10)), "rougeL", "rougeLsum")
 
@@ -39,6 +40,10 @@ def bleu(response: str, reference: str, *, use_effective_order: bool = True) -> 
 def _scorer(rouge_type: str, use_stemmer: bool, split_summaries: bool) -> rouge_scorer.RougeScorer:
     if rouge_type not in ROUGE_TYPES:
         raise MetricError(f"rouge_type must be one of {', '.join(ROUGE_TYPES)}, got {rouge_type!r}")
+    from rouge_score import rouge_scorer
+
+    from toolpath.evaluators.metrics.tokenize import RougeTokenizer
+
     return rouge_scorer.RougeScorer(
         [rouge_type], use_stemmer=use_stemmer, split_summaries=split_summaries, tokenizer=RougeTokenizer(use_stemmer)
     )
@@ -63,6 +68,10 @@ def rouge(
 @functools.lru_cache(maxsize=1)
 def _adk_scorer() -> rouge_scorer.RougeScorer:
     """ADK's scorer: ROUGE-1 with its own tokenizer and the Porter stemmer."""
+    from rouge_score import rouge_scorer
+
+    from toolpath.evaluators.metrics.tokenize import AdkTokenizer
+
     return rouge_scorer.RougeScorer(["rouge1"], tokenizer=AdkTokenizer(use_stemmer=True))
 
 
