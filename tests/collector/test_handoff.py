@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import http.client
 import os
+import signal
 import socket
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -128,6 +130,41 @@ def test_a_collectors_keep_alive_connections_spread_evenly_over_its_workers(tmp_
         assert sorted(held.values()) == [2, 2]
         for conn in connections:
             conn.close()
+    finally:
+        collector.stop()
+    assert collector.store().counts()["spans"] == 13
+
+
+def _serving_workers(parent: int) -> set[int]:
+    """The parent's worker processes (not multiprocessing's resource tracker)."""
+    found = set()
+    for pid in _workers(parent):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"spawn_main" in command:
+            found.add(pid)
+    return found
+
+
+def test_a_killed_worker_is_replaced_and_every_connection_is_still_served(tmp_path):
+    collector = Collector(tmp_path, None, "--workers", "2").start()
+    body = (SPANS / "otel-genai-langchain.shared.otlp.pb").read_bytes()
+    try:
+        before = _serving_workers(collector.process.pid)
+        assert len(before) == 2
+        victim = min(before)
+        os.kill(victim, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            now = _serving_workers(collector.process.pid)
+            if victim not in now and len(now) == 2:
+                break
+            time.sleep(0.1)
+        assert victim not in now and len(now) == 2
+        # each on a new connection, dealt in turn: none goes to the dead worker's channel and hangs
+        assert [collector.post(body)[0] for _ in range(6)] == [200] * 6
     finally:
         collector.stop()
     assert collector.store().counts()["spans"] == 13

@@ -17,13 +17,15 @@ import time
 from collections.abc import Callable
 
 logger = logging.getLogger("toolpath.collector.handoff")
+_AT_ONCE = 16
 _ACCEPT_WAIT = 0.25
 """How often the dealer's accept looks up to see whether it is told to stop."""
 
 
 def channel_pair() -> tuple[socket.socket, socket.socket]:
-    """The dealer's end and a worker's end of a channel: one message per connection, its descriptor attached."""
-    return socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    """The dealer's end and a worker's end of a channel: a byte per connection, its descriptor attached (a stream
+    socket: sequenced packets are not on every Unix)."""
+    return socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
 
 
 class Dealer:
@@ -98,7 +100,8 @@ def take_connections(
     def take() -> None:
         while True:
             try:
-                message, descriptors, _, _ = socket.recv_fds(channel, 16, 16)
+                # at most 16 bytes, so at most 16 descriptors: none is cut off
+                message, descriptors, _, _ = socket.recv_fds(channel, _AT_ONCE, _AT_ONCE)
             except (BlockingIOError, InterruptedError):
                 return
             if not message and not descriptors:  # the dealer's end closed: no more will come
