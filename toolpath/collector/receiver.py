@@ -76,6 +76,8 @@ class Ingestor:
         self.max_body_bytes = max_body_bytes
         self._slots = threading.BoundedSemaphore(max_in_flight)
         self.turns = threading.Semaphore(ingest_threads or default_ingest_threads(store))
+        """Held while an export is decoded and stored (:meth:`admitted`); online scoring in the same process takes
+        them too."""
         self._counting = threading.Lock()
         self.spans_stored = 0
         self._preparer = SpanPreparer(redactor, self.limits)
