@@ -336,3 +336,39 @@ def test_listeners_are_told_every_change_once_and_what_came_before(tmp_path):
     told = {key: value for key, value in totals.items() if value}
     assert {k: v for k, v in early.items() if v} == told == {k: v for k, v in late.items() if v}
     assert told["jobs_queued"] == told["jobs_done"] == 7  # summed deltas: never a change told twice
+
+
+def test_computation_metrics_score_in_the_shared_turns_and_a_judge_does_not_wait_for_them(tmp_path, monkeypatch):
+    """A collector shares its ingest turns with its online workers: computation metrics take them (CPU work, in
+    turn with ingest); a judge waits on the network and must not hold up ingest, so it scores without them."""
+    turns = threading.Semaphore(1)
+    turns.acquire()  # an export is being ingested for as long as the test holds it
+    store = Store(f"sqlite:///{tmp_path / 't.db'}")
+    computed = OnlineEvaluator(store, {"metrics": ["tool_call_count"], "poll_seconds": 0.02})
+    computed.turns = turns
+    computed.start()
+    try:
+        store.write([invocation(i) for i in range(3)])
+        assert not computed.drain(1.0)  # waiting its turn
+        turns.release()
+        assert computed.drain(20)
+    finally:
+        computed.stop()
+    assert computed.queue.counts() == {"done": 3}
+
+    fake = FakeGemini(lambda prompt, seen: Reply(raw="<html><body>502 Bad Gateway</body></html>"))  # any answer
+    with fake.running():
+        monkeypatch.setenv("GOOGLE_API_KEY", "test-key")
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", fake.url)
+        judged_store = Store(f"sqlite:///{tmp_path / 'j.db'}")
+        judged = OnlineEvaluator(judged_store, {"metrics": ["fluency"], "poll_seconds": 0.02})
+        turns.acquire()
+        judged.turns = turns
+        judged.start()
+        try:
+            judged_store.write([invocation(i) for i in range(2)])
+            assert judged.drain(20)  # scored while the turns are held
+        finally:
+            judged.stop()
+            turns.release()
+    assert judged.queue.counts() == {"done": 2}
