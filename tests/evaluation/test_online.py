@@ -340,7 +340,8 @@ def test_listeners_are_told_every_change_once_and_what_came_before(tmp_path):
 
 def test_computation_metrics_score_in_the_shared_turns_and_a_judge_does_not_wait_for_them(tmp_path, monkeypatch):
     """A collector shares its ingest turns with its online workers: computation metrics take them (CPU work, in
-    turn with ingest); a judge waits on the network and must not hold up ingest, so it scores without them."""
+    turn with ingest); a judge waits on the network and must not hold up ingest, so it calls the model without
+    them and takes them only to write."""
     turns = threading.Semaphore(1)
     turns.acquire()  # an export is being ingested for as long as the test holds it
     store = Store(f"sqlite:///{tmp_path / 't.db'}")
@@ -367,8 +368,13 @@ def test_computation_metrics_score_in_the_shared_turns_and_a_judge_does_not_wait
         judged.start()
         try:
             judged_store.write([invocation(i) for i in range(2)])
-            assert judged.drain(20)  # scored while the turns are held
+            deadline = time.monotonic() + 20
+            while fake.requests < 2 and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert fake.requests >= 2  # judged while the turns are held
+            assert not judged.drain(0.5)  # its write waits its turn
+            turns.release()
+            assert judged.drain(20)
         finally:
             judged.stop()
-            turns.release()
     assert judged.queue.counts() == {"done": 2}

@@ -40,7 +40,7 @@ import tomllib
 import unicodedata
 import uuid
 from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Protocol
@@ -210,9 +210,9 @@ class OnlineEvaluator:
         self._running = 0
         self._publishing = threading.Lock()
         self.turns: AbstractContextManager[Any] = nullcontext()
-        """Held while a batch of computation metrics is read and scored: a collector shares its ingest turns here,
-        so that its process scores and ingests in turn instead of contending for the interpreter (the thread
-        holding the store's write lock would wait for it longest)."""
+        """Held while a batch is scored and written (a judge's calls excepted: they wait on the network): a
+        collector shares its ingest turns here, so that its process scores and ingests in turn instead of
+        contending for the interpreter (the thread holding the store's write lock would wait for it longest)."""
 
     def _exporter(self) -> Any:
         endpoint = self.config.otlp_endpoint
@@ -330,9 +330,9 @@ class OnlineEvaluator:
             self.publish()
 
     def _score(self, worker: str, ids: list[str]) -> None:
-        # reading and computing take the process's turn (CPU work); a judge waits on the network, and the
-        # batch's write on the store's lock, without it
-        with self.turns if self.judge is None else nullcontext():
+        with ExitStack() as held:
+            if self.judge is None:  # reading and computing: CPU work, in turn with ingest
+                held.enter_context(self.turns)
             invocations = self.store.invocations_by_id(ids)
             rows = [self.row(inv) for inv in invocations]
             table, _, _ = score_table(rows, self.metrics, judge=self.judge)
@@ -340,7 +340,9 @@ class OnlineEvaluator:
                 inv.invocation_id: [self._result(m.name, scored) for m in self.metrics]
                 for inv, scored in zip(invocations, table, strict=True)
             }
-        closed = self.queue.complete_batch(worker, results)  # one transaction for the batch
+            if self.judge is not None:  # a judge waited on the network without the turns; the write takes them
+                held.enter_context(self.turns)
+            closed = self.queue.complete_batch(worker, results)  # one transaction for the batch
         # a job another worker took over is not closed here: its results count, not ours
         done = [inv for inv in invocations if inv.invocation_id in closed]
         with self._lock:
