@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from toolpath.evaluation.catalog import resolve_metric
 from toolpath.evaluation.scoring import score_row
 from toolpath.evaluators.metrics import analytics, trajectory
 from toolpath.model import ToolCall
+from toolpath.values import canonical_json
 
 
 def call(name: str, args: dict | None = None, error: str | None = None) -> ToolCall:
@@ -183,3 +186,32 @@ class TestBehaviour:
     def test_error_recovery_without_failures_is_not_evaluated(self):
         result = row_score("error_recovery", [call("a")])
         assert result.score is None and result.explanation == "no failing tool call"
+
+
+def _by_identities(predicted, min_repeats=3, max_cycle=3):
+    """Both behaviour metrics as defined: every call's (name, canonical arguments) compared, nothing skipped."""
+    ids = [(c.name, canonical_json(c.args if c.args is not None else {})) for c in predicted]
+    redundant = sum(1 for i, key in enumerate(ids) if key in ids[:i])
+    for length in range(1, max_cycle + 1):
+        for start in range(len(ids) - length * min_repeats + 1):
+            cycle, repeats = ids[start : start + length], 1
+            while ids[start + repeats * length : start + (repeats + 1) * length] == cycle:
+                repeats += 1
+            if repeats >= min_repeats:
+                return redundant, 1.0
+    return redundant, 0.0
+
+
+CALLS = st.builds(
+    ToolCall,
+    name=st.sampled_from(["a", "b", "c"]),
+    args=st.one_of(st.none(), st.fixed_dictionaries({}, optional={"x": st.sampled_from([1, 1.0, True, "1", [1]])})),
+)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(CALLS, max_size=10), st.integers(2, 4), st.integers(1, 3))
+def test_the_shortcuts_on_names_give_what_comparing_every_call_gives(predicted, min_repeats, max_cycle):
+    redundant, loop = _by_identities(predicted, min_repeats, max_cycle)
+    assert analytics.redundant_tool_calls(predicted).score == redundant
+    assert analytics.tool_loop_detected(predicted, min_repeats=min_repeats, max_cycle=max_cycle).score == loop

@@ -26,7 +26,7 @@ from typing import Any
 
 from toolpath.errors import MetricError
 from toolpath.model import MetricResult, ToolCall
-from toolpath.values import json_identity
+from toolpath.values import counts, json_identity
 
 _PUNCTUATION = re.compile(r"[^\w\s]", re.UNICODE)
 
@@ -129,11 +129,12 @@ def tool_call_count(predicted: Sequence[ToolCall]) -> MetricResult:
 def redundant_tool_calls(predicted: Sequence[ToolCall]) -> MetricResult:
     seen: set[tuple[str, Hashable]] = set()
     repeats: list[str] = []
-    for call in predicted:
-        identity = _identity(call)
-        if identity in seen:
-            repeats.append(call.name)
-        seen.add(identity)
+    if len({call.name for call in predicted}) < len(predicted):  # else no name twice: no repeat, args unread
+        for call in predicted:
+            identity = _identity(call)
+            if identity in seen:
+                repeats.append(call.name)
+            seen.add(identity)
     return MetricResult(
         float(len(repeats)), f"repeated: {', '.join(repeats)}" if repeats else "no call repeats an earlier one"
     )
@@ -142,7 +143,9 @@ def redundant_tool_calls(predicted: Sequence[ToolCall]) -> MetricResult:
 def tool_loop_detected(predicted: Sequence[ToolCall], *, min_repeats: int = 3, max_cycle: int = 3) -> MetricResult:
     if min_repeats < 2 or max_cycle < 1:
         raise MetricError("min_repeats must be at least 2 and max_cycle at least 1")
-    ids = [_identity(call) for call in predicted]
+    # every call of a repeated cycle repeats with it: no name as often as min_repeats, no loop (args unread)
+    often = max(counts(call.name for call in predicted).values(), default=0) >= min_repeats
+    ids = [_identity(call) for call in predicted] if often else []
     for length in range(1, max_cycle + 1):
         for start in range(len(ids) - length * min_repeats + 1):
             cycle = ids[start : start + length]
