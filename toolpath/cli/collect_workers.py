@@ -116,8 +116,8 @@ def serve(spec: WorkerSpec, count: int, ready: Callable[[], None]) -> tuple[int,
                 if any(not p.is_alive() for p, _ in workers) or time.monotonic() > deadline:
                     raise ConfigError("a collector worker did not start (its error is above)")
                 time.sleep(0.02)
-            if sock is not None and dealer is not None:
-                sock.listen(BACKLOG)
+            if dealer is not None:
+                dealer.listener.listen(BACKLOG)
                 dealer.start()
             ready()
             while not stop.wait(0.5):

@@ -210,21 +210,24 @@ class HttpServer:
         return self._port if self.socket is None else int(self.socket.getsockname()[1])
 
     def _serve(self) -> None:
-        asyncio.run(self.server.serve(sockets=[self.socket]) if self.socket is not None else self._serve_dealt())
+        if self.socket is not None:
+            asyncio.run(self.server.serve(sockets=[self.socket]))
+        elif self._channel is not None:
+            asyncio.run(self._serve_dealt(self._channel))
 
-    async def _serve_dealt(self) -> None:
+    async def _serve_dealt(self, channel: socket.socket) -> None:
         """uvicorn with no socket of its own, serving each connection the parent deals (its protocol made as
         uvicorn makes it for a socket it accepts on)."""
         server = self.server
         serving = asyncio.create_task(server.serve(sockets=[]))
         while not server.started and not serving.done():
             await asyncio.sleep(0.005)
-        if server.started and self._channel is not None:
+        if server.started:
             config = server.config
             make: Any = config.http_protocol_class  # uvicorn's protocol class, made as uvicorn makes it
             protocol = functools.partial(make, config=config, server_state=server.server_state,
                                          app_state=server.lifespan.state)  # fmt: skip
-            stop_taking = take_connections(asyncio.get_running_loop(), self._channel, protocol)
+            stop_taking = take_connections(asyncio.get_running_loop(), channel, protocol)
             try:
                 await serving
             finally:

@@ -4,8 +4,8 @@ A SQLite file has one write lock; a writer that finds it taken polls for it (sle
 so two collector processes writing one file lose much of their time asleep. Ingest writers instead queue here,
 on an advisory lock of a file beside the database (``flock``: the kernel wakes the next waiter the moment the
 lock is let go), and in this process on a thread lock first, as ``flock`` is held per open file, not per thread.
-SQLite's own lock still decides who writes (other writers — pruning, online jobs — go straight to it); this only
-makes ingest writers take turns without sleeping.
+Online jobs' claims and results queue here too. SQLite's own lock still decides who writes (pruning goes straight
+to it); this only makes these writers take turns without sleeping.
 """
 
 from __future__ import annotations

@@ -218,10 +218,7 @@ def precision(
         check_mode(match, ignore_args)
         return MetricResult(1.0 if not reference else 0.0, "no predicted calls")
     if order == "any" and keyed(predicted, reference, match, ignore_args, json_strict, null_args_wildcard):
-        if same_keys(predicted, reference):  # type: ignore[arg-type]
-            matched = len(reference)
-        else:
-            matched = len(reference) - len(unmatched(predicted, reference))  # type: ignore[arg-type]
+        matched = len(reference) - len(unmatched(predicted, reference))  # type: ignore[arg-type]
     else:
         matched = _count(predicted, reference, check_mode(match, ignore_args), order, json_strict, null_args_wildcard)
     return MetricResult(matched / len(predicted), lambda: f"{matched} of {len(predicted)} predicted call(s) matched")
