@@ -93,3 +93,37 @@ def test_a_batch_completes_only_the_jobs_its_worker_still_holds(store):
     )
     assert statuses == {i: ("done", "w1" if i in lost else "w0") for i in mine}
     assert queue.complete_batch("w0", {}) == set()
+
+
+def _durability(conn) -> str:
+    setting = "synchronous" if conn.dialect.name == "sqlite" else "synchronous_commit"
+    return str(conn.exec_driver_sql(f"{'PRAGMA' if conn.dialect.name == 'sqlite' else 'SHOW'} {setting}").scalar())
+
+
+def test_online_writes_do_not_wait_for_the_disk_and_leave_every_other_write_durable(store):
+    """Claims and results are redone if a power cut loses them, so their commits skip the wait for the disk; the
+    connection goes back to the pool durable again (an ingest on it waits for the disk), after an error too."""
+    durable = _durability_of_pool(store)
+    assert durable in ("2", "on")  # FULL / on: what a 2xx promises
+    with store.redoable_write() as conn:
+        assert _durability(conn) in ("1", "off")  # NORMAL / off, for this transaction
+        conn.exec_driver_sql("INSERT INTO eval_jobs (invocation_id, status, enqueued_at, attempts) "
+                             "VALUES ('kept', 'pending', 1, 0)")  # fmt: skip
+    with pytest.raises(KeyError), store.redoable_write() as conn:
+        conn.exec_driver_sql("INSERT INTO eval_jobs (invocation_id, status, enqueued_at, attempts) "
+                             "VALUES ('rolled back', 'pending', 1, 0)")  # fmt: skip
+        raise KeyError
+    assert _durability_of_pool(store) == durable
+    assert JobQueue(store).counts() == {"pending": 1}
+
+
+def _durability_of_pool(store) -> str:
+    """Every pooled connection's setting, checked out at once: they must all agree."""
+    conns = [store.engine.connect() for _ in range(3)]
+    try:
+        found = {_durability(conn) for conn in conns}
+    finally:
+        for conn in conns:
+            conn.close()
+    assert len(found) == 1, found
+    return found.pop()

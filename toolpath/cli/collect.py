@@ -123,6 +123,7 @@ def collect(
     requests in flight. GET /metrics (Prometheus), /healthz and /readyz on the HTTP port. Every option also
     comes from --config FILE (TOML) and TOOLPATH_* variables; the command line wins, then the environment.
     """
+    from toolpath.collector.heap import settle_heap
     from toolpath.collector.limits import Limits
     from toolpath.collector.service import CollectorService, ServiceOptions, check_addresses
 
@@ -174,6 +175,7 @@ def collect(
         if online is not None:
             online.start()
         service.start()
+        settle_heap()
         if retention is not None:
             retention.start()
         say(

@@ -160,6 +160,7 @@ def _worker(
     _die_with(parent)
     from toolpath.cli.collect import _redactor, _ui
     from toolpath.cli.service_config import service_logging
+    from toolpath.collector.heap import settle_heap
     from toolpath.collector.limits import Limits
     from toolpath.collector.service import CollectorService, ServiceOptions
     from toolpath.store.store import Store
@@ -189,6 +190,7 @@ def _worker(
         if online is not None:
             online.start()  # its queue enqueues in this worker's ingest transactions; its threads score
         service.start()
+        settle_heap()
         started.set()
         service.wait()
     scored = {"scored": online.stats.scored, "shed": online.queue.stats.shed} if online is not None else {}

@@ -130,6 +130,7 @@ class ServiceMetrics:
         self.limit_hits = (
             Counter("toolpath_limit_hits", LIMIT_HITS_HELP, ["limit"], registry=r) if multiprocess_dir else None
         )
+        self._result_children: dict[tuple[str, str, str], tuple[Any, Any]] = {}
         self._limits: Callable[[], Mapping[str, int]] | None = None
         self._online: Any = None
         self._online_families: dict[str, tuple[Counter | Gauge, tuple[str, ...]]] = {}
@@ -187,10 +188,13 @@ class ServiceMetrics:
         label: str,
         explanation: str | None,
     ) -> None:
-        agent = agent_name or "unknown"
+        key = (metric, agent_name or "unknown", label)
+        children = self._result_children.get(key)
+        if children is None:  # labels() costs as much as the update: each series is looked up once
+            children = self._result_children[key] = (self.scores.labels(*key[:2]), self.results.labels(*key))
         if score is not None:
-            self.scores.labels(metric, agent).observe(float(score))
-        self.results.labels(metric, agent, label).inc()
+            children[0].observe(float(score))
+        children[1].inc()
 
     def record_lag(self, seconds: float) -> None:
         self.scoring_lag.observe(max(seconds, 0.0))

@@ -18,6 +18,9 @@ from toolpath.redact import hide_passwords
 DEFAULT_STORE_URL = "sqlite:///toolpath.db"
 STORE_ENV = "TOOLPATH_STORE"
 SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+SQLITE_SYNCHRONOUS = "FULL"
+"""Every commit waits for the disk (with WAL, NORMAL can lose the last commits in a power cut): a 2xx from the
+collector promises that what it acknowledged is stored."""
 STORE_EXAMPLES = "e.g. sqlite:///toolpath.db, ./toolpath.db or postgresql+psycopg://user@localhost:5432/toolpath"
 
 
@@ -93,8 +96,6 @@ def make_engine(real_url: str, *, echo: bool) -> Engine:
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
-    # FULL: with WAL, NORMAL can lose the last commits on power loss, and a 2xx from the collector promises that
-    # what it acknowledged is stored
-    cursor.execute("PRAGMA synchronous=FULL")
+    cursor.execute(f"PRAGMA synchronous={SQLITE_SYNCHRONOUS}")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()

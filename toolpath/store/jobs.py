@@ -132,7 +132,7 @@ class JobQueue:
             f"ORDER BY enqueued_at LIMIT :limit{skip_locked}) RETURNING invocation_id, attempts"
         )
         params = {"claimed": CLAIMED, "pending": PENDING, "worker": worker, "now": now, "stale": stale, "limit": limit}
-        with self.store.write_lock, self.store.engine.begin() as conn:  # queued with ingest (SQLite)
+        with self.store.redoable_write() as conn:  # queued with ingest (SQLite)
             rows = conn.execute(sql, params).all()
             worn = [r.invocation_id for r in rows if r.attempts > self.max_attempts]
             if worn:  # a job that keeps killing its workers is given up, not retried forever
@@ -160,7 +160,7 @@ class JobQueue:
         jobs = t.eval_jobs
         ids = list(results)
         closed: set[str] = set()
-        with self.store.write_lock, self.store.engine.begin() as conn:  # queued with ingest (SQLite)
+        with self.store.redoable_write() as conn:  # queued with ingest (SQLite)
             for i in range(0, len(ids), _IN_CHUNK):
                 closed.update(
                     conn.execute(

@@ -26,6 +26,7 @@ from toolpath.store import rebuild as rebuild_effects
 from toolpath.store import schema as t
 from toolpath.store.engine import (
     DEFAULT_STORE_URL,
+    SQLITE_SYNCHRONOUS,
     STORE_ENV,
     display_url,
     hide_store_password,
@@ -131,6 +132,35 @@ class Store:
         bulk.write_invocations(conn, invocations, existing, encoded)
         if self.on_invocations is not None:
             self.on_invocations(conn, invocations)
+
+    @contextlib.contextmanager
+    def redoable_write(self) -> Iterator[Any]:
+        """A write transaction (after the write lock) whose loss in a power cut costs a redo, not a promise: the
+        online queue's claims and results (a lost claim is claimed again, lost results are scored again). Its
+        commit does not wait for the disk (SQLite ``synchronous=NORMAL``, PostgreSQL ``synchronous_commit=off``,
+        for this transaction only): the log keeps commits in order, so the next durable commit (an ingest's,
+        which a 2xx waits for) makes it durable too, and a process that dies loses none of it."""
+        with self.write_lock, self.engine.connect() as conn:
+            if self.dialect == "postgresql":
+                with conn.begin():
+                    conn.exec_driver_sql("SET LOCAL synchronous_commit = off")
+                    yield conn
+                return
+            driver = conn.connection.driver_connection
+            if self.dialect != "sqlite" or driver is None:
+                with conn.begin():
+                    yield conn
+                return
+            driver.execute("PRAGMA synchronous=NORMAL")  # per connection: set back before it returns to the pool
+            try:
+                with conn.begin():
+                    yield conn
+            finally:
+                try:
+                    driver.execute(f"PRAGMA synchronous={SQLITE_SYNCHRONOUS}")
+                except Exception:
+                    conn.invalidate()  # never pooled again: an ingest on it would not wait for the disk
+                    raise
 
     def ingest(
         self,
