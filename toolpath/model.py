@@ -187,15 +187,20 @@ class Invocation(_Record):
     @property
     def span_id(self) -> str | None:
         """The agent span this invocation was rebuilt from, when its id is :func:`invocation_key`'s."""
-        if self.trace_id and self.invocation_id.startswith(f"{self.trace_id}-"):
-            return self.invocation_id[len(self.trace_id) + 1 :]
-        return None
+        return agent_span_id(self.invocation_id, self.trace_id)
 
 
 def invocation_key(trace_id: str, span_id: str) -> str:
     """The id of the invocation rebuilt from agent span ``span_id`` of trace ``trace_id``: both ids, since a span
     id is unique only within its trace (SPEC §3)."""
     return f"{trace_id}-{span_id}"
+
+
+def agent_span_id(invocation_id: str, trace_id: str | None) -> str | None:
+    """The agent span an invocation of ``trace_id`` was rebuilt from, when its id is :func:`invocation_key`'s."""
+    if trace_id and invocation_id.startswith(f"{trace_id}-"):
+        return invocation_id[len(trace_id) + 1 :]
+    return None
 
 
 class Session(_Record):

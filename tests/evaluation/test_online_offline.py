@@ -15,9 +15,11 @@ from toolpath.evaluation.recorded import rows_from_store
 from toolpath.evaluation.runner import evaluate
 from toolpath.evaluators.judge.client import JudgeReply, JudgeRequest
 from toolpath.evaluators.judge.vertex import JudgeMetric
+from toolpath.evaluators.metrics.rows import invocation_row, with_parsed_trajectories
 from toolpath.model import Invocation, ToolCall
 from toolpath.store.jobs import latest_scored
 from toolpath.store.store import Store
+from toolpath.trajectory import parse_trajectory
 
 PROMPT = "Book a table for two in Lyon tonight"
 GOLDEN = {
@@ -95,8 +97,8 @@ def test_every_computation_metric_scores_the_same_online_and_offline(store_with_
 def test_judge_metrics_see_the_same_prompt_online_and_offline(store_with_one_run):
     """Judge metrics are scored by a model: the same row renders the same judge request on both paths."""
     store, online, _ = store_with_one_run
-    (invocation,) = store.invocations_by_id(["00000000000000a1"])
-    online_row = online.row(invocation)
+    (turn,) = store.turns_by_id(["00000000000000a1"])
+    online_row, _ = online.row(turn)
     offline_row = dict(rows_from_store(store)[0], **{k: v for k, v in GOLDEN.items() if k != "prompt"})
     specs = [PARAMETERS.get(name, name) for name in catalog.metric_names()]
     judge_metrics = [m for m in map(catalog.resolve_metric, specs) if isinstance(m, JudgeMetric)]
@@ -122,3 +124,32 @@ def test_judge_metrics_see_the_same_prompt_online_and_offline(store_with_one_run
     online_prompts, offline_prompts = prompts(online_row), prompts(offline_row)
     assert online_prompts == offline_prompts
     assert any(PROMPT in p for p in online_prompts)
+
+
+@pytest.mark.parametrize(
+    "calls",
+    [
+        [],
+        [ToolCall(name="find_restaurant", args={"city": "Lyon", "filters": {"stars": [1, 2]}}, result="x")],
+        [ToolCall(name="find", args={}), ToolCall(name="book", args={"é": "ü"}, error="Timeout: no answer")],
+        [ToolCall(name="ping", args=None), ToolCall(name="ping", args={"n": 1.5, "ok": True, "none": None})],
+    ],
+    ids=["no calls", "one call", "a failed call", "no arguments"],
+)
+def test_online_reads_the_row_the_stored_invocation_makes(store, tmp_path, calls):
+    """Online scoring reads columns and (name, arguments, error) of each call, not records: the row and its
+    parsed trajectory are the ones the stored invocation's records make (invocation_row, parse_trajectory)."""
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text(json.dumps(GOLDEN) + "\n")
+    invocation = stored_invocation().model_copy(update={"tool_calls": calls})
+    store.write([invocation])
+    online = OnlineEvaluator(store, {"metrics": ["tool_call_count"], "reference_dataset": str(golden)})
+    (turn,) = store.turns_by_id(["missing", invocation.invocation_id])
+    row, view = online.row(turn)
+
+    (stored,) = store.invocations_by_id([invocation.invocation_id])
+    expected = dict(invocation_row(stored), **{k: v for k, v in GOLDEN.items() if k != "prompt"})
+    assert row == expected
+    assert view == dict(with_parsed_trajectories(expected))
+    assert view["predicted_trajectory"].match_keys == parse_trajectory(expected["predicted_trajectory"]).match_keys
+    assert (turn.trace_id, turn.started_at, turn.latency_seconds) == (stored.trace_id, stored.started_at, 1.25)

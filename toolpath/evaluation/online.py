@@ -47,12 +47,13 @@ from typing import Any, Protocol
 
 from toolpath.errors import ConfigError
 from toolpath.evaluation.catalog import pass_rules, passes, resolve_metric
-from toolpath.evaluation.scoring import prepare_judge, score_table
+from toolpath.evaluation.scoring import prepare_judge, score_views
 from toolpath.evaluators.judge.client import Judge, settings_from
 from toolpath.evaluators.metrics.registry import Metric
-from toolpath.evaluators.metrics.rows import invocation_row
-from toolpath.model import Invocation
+from toolpath.evaluators.metrics.rows import stored_row, with_parsed_trajectories
+from toolpath.model import Invocation, agent_span_id
 from toolpath.store.jobs import SHED_POLICIES, JobQueue, sampled
+from toolpath.store.reads import StoredTurn
 from toolpath.store.store import Store
 
 logger = logging.getLogger("toolpath.online")
@@ -333,38 +334,37 @@ class OnlineEvaluator:
         with ExitStack() as held:
             if self.judge is None:  # reading and computing: CPU work, in turn with ingest
                 held.enter_context(self.turns)
-            invocations = self.store.invocations_by_id(ids)
-            rows = [self.row(inv) for inv in invocations]
-            table, _, _ = score_table(rows, self.metrics, judge=self.judge)
+            turns = self.store.turns_by_id(ids)
+            table, _, _ = score_views(map(self.row, turns), self.metrics, judge=self.judge)
             results = {
-                inv.invocation_id: [self._result(m.name, scored) for m in self.metrics]
-                for inv, scored in zip(invocations, table, strict=True)
+                turn.invocation_id: [self._result(m.name, scored) for m in self.metrics]
+                for turn, scored in zip(turns, table, strict=True)
             }
             if self.judge is not None:  # a judge waited on the network without the turns; the write takes them
                 held.enter_context(self.turns)
             closed = self.queue.complete_batch(worker, results)  # one transaction for the batch
         # a job another worker took over is not closed here: its results count, not ours
-        done = [inv for inv in invocations if inv.invocation_id in closed]
+        done = [turn for turn in turns if turn.invocation_id in closed]
         with self._lock:
             self.stats.scored += len(done)
-            self.stats.results += sum(len(results[inv.invocation_id]) for inv in done)
+            self.stats.results += sum(len(results[turn.invocation_id]) for turn in done)
         if not self.sinks and self.exporter is None:
             return
         now = time.time()
-        for inv in done:
-            scored_results = results[inv.invocation_id]
-            ended = inv.started_at.timestamp() + (inv.latency_seconds or 0.0) if inv.started_at else None
+        for turn in done:
+            scored_results = results[turn.invocation_id]
+            ended = turn.started_at.timestamp() + (turn.latency_seconds or 0.0) if turn.started_at else None
             for sink in self.sinks:
                 for r in scored_results:
-                    sink.record(trace_id=inv.trace_id, span_id=inv.invocation_id, agent_name=inv.agent_name, **r)
+                    sink.record(trace_id=turn.trace_id, span_id=turn.invocation_id, agent_name=turn.agent_name, **r)
                 if ended is not None:
                     sink.record_lag(now - ended)
             if self.exporter is not None:
                 for r in scored_results:
                     self.exporter.record(
-                        trace_id=inv.trace_id,
-                        span_id=inv.span_id or inv.invocation_id,
-                        agent_name=inv.agent_name,
+                        trace_id=turn.trace_id,
+                        span_id=agent_span_id(turn.invocation_id, turn.trace_id) or turn.invocation_id,
+                        agent_name=turn.agent_name,
                         metric=r["metric"],
                         score=r["score"],
                         label=r["label"],
@@ -378,12 +378,22 @@ class OnlineEvaluator:
         explanation = scored.get(f"{metric}/explanation")
         return {"metric": metric, "score": score, "label": label, "explanation": explanation}
 
-    def row(self, invocation: Invocation) -> dict[str, Any]:
-        """The dataset row an invocation is scored as: what it did, plus the golden reference when found."""
-        row = invocation_row(invocation)
-        golden = self.references.find(invocation.prompt)
+    def row(self, turn: StoredTurn) -> tuple[dict[str, Any], Mapping[str, Any]]:
+        """The dataset row a stored invocation is scored as (what it did, plus the golden reference when found),
+        and the row as metrics read it (its trajectories parsed)."""
+        ids = {"invocation_id": turn.invocation_id, "session_id": turn.session_id, "agent_name": turn.agent_name}
+        row, predicted = stored_row(
+            ids,
+            prompt=turn.prompt,
+            response=turn.response,
+            calls=turn.calls,
+            latency_in_seconds=turn.latency_seconds,
+            failure=turn.failure,
+            intermediate_responses=turn.intermediate_responses,
+        )
+        golden = self.references.find(turn.prompt)
         if golden is not None:
             for key, value in golden.items():
                 if key not in ("prompt", "response", "predicted_trajectory"):
                     row[key] = value
-        return row
+        return row, with_parsed_trajectories(row, predicted)

@@ -1,13 +1,13 @@
 """Bulk reads of invocations and their tool calls through the driver: plain tuples, each JSON value decoded once
-(``json.loads`` on SQLite; psycopg decodes ``jsonb`` itself), no per-value SQLAlchemy processing. What the online
-workers read for every batch they score, and what the store's other invocation reads share.
-"""
+(``json.loads`` on SQLite; psycopg decodes ``jsonb`` itself), no per-value SQLAlchemy processing. The store's
+invocation reads share them; online workers read :func:`turns_by_id` for every batch they score."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from datetime import datetime
+from typing import Any, NamedTuple
 
 from toolpath.model import Invocation, ToolCall, call_record, ns_to_datetime
 
@@ -15,6 +15,10 @@ _IN_CHUNK = 500
 _INVOCATION_COLUMNS = (
     "invocation_id, session_id, trace_id, agent_name, prompt, response, {intermediate_responses}, latency_seconds, "
     "failure, error, started_at, {attributes}"
+)
+_TURN_COLUMNS = (
+    "invocation_id, session_id, trace_id, agent_name, prompt, response, {intermediate_responses}, latency_seconds, "
+    "failure, started_at"
 )
 _CALL_COLUMNS = "invocation_id, name, {args}, {result}, call_id, error, start_time, end_time"
 
@@ -61,14 +65,49 @@ def invocations_by_id(conn: Any, invocation_ids: Sequence[str]) -> list[Invocati
     return out
 
 
+class StoredTurn(NamedTuple):
+    """What online scoring reads of a stored invocation: the columns a metric row holds, and each call's name,
+    arguments and error (no results, times or attributes: no row holds them)."""
+
+    invocation_id: str
+    session_id: str
+    trace_id: str | None
+    agent_name: str | None
+    prompt: str | None
+    response: str | None
+    intermediate_responses: list[tuple[str, str]]
+    latency_seconds: float | None
+    failure: int
+    started_at: datetime | None
+    calls: list[tuple[str, Any, str | None]]
+
+
+def turns_by_id(conn: Any, invocation_ids: Sequence[str]) -> list[StoredTurn]:
+    """The stored invocations among ``invocation_ids`` as :class:`StoredTurn`, in the order asked."""
+    found: dict[str, Any] = {}
+    columns = _columns(conn, _TURN_COLUMNS, "intermediate_responses")
+    for chunk, marks in _chunks(conn, invocation_ids):
+        sql = f"SELECT {columns} FROM invocations WHERE invocation_id IN ({marks})"
+        for row in conn.exec_driver_sql(sql, tuple(chunk)):
+            found[row[0]] = row
+    calls: dict[str, list[tuple[str, Any, str | None]]] = {}
+    rows = _call_rows(conn, list(found), "invocation_id, name, {args}, error", "args")
+    for (invocation_id, name, _, error), args in zip(rows, _decode(conn, [row[2] for row in rows]), strict=True):
+        calls.setdefault(invocation_id, []).append((name, args, error))
+    ordered = [found[i] for i in invocation_ids if i in found]
+    turns = []
+    for row, intermediate in zip(ordered, _decode(conn, [row[6] for row in ordered]), strict=True):
+        invocation_id, session_id, trace_id, agent_name, prompt, response, _, latency, failure, started = row
+        pairs = [(author, text) for author, text in intermediate or []]
+        args = (invocation_id, session_id, trace_id or None, agent_name, prompt, response, pairs, latency, failure)
+        turns.append(StoredTurn(*args, ns_to_datetime(started), calls.get(invocation_id, [])))
+    return turns
+
+
 def tool_calls(conn: Any, invocation_ids: Sequence[str]) -> dict[str, list[ToolCall]]:
     """The tool calls of ``invocation_ids`` in call order, by invocation id (an invocation without calls is
     absent)."""
-    rows: list[Any] = []
-    columns = _columns(conn, _CALL_COLUMNS, "args", "result")
-    for chunk, marks in _chunks(conn, invocation_ids):
-        sql = f"SELECT {columns} FROM tool_calls WHERE invocation_id IN ({marks}) ORDER BY invocation_id, position"
-        rows += conn.exec_driver_sql(sql, tuple(chunk)).all()
+    rows = _call_rows(conn, invocation_ids, _CALL_COLUMNS, "args", "result")
     decoded = _decode(conn, [value for row in rows for value in (row[2], row[3])])
     found: dict[str, list[ToolCall]] = {}
     for index, (invocation_id, name, _, _, call_id, error, start, end) in enumerate(rows):
@@ -83,6 +122,16 @@ def tool_calls(conn: Any, invocation_ids: Sequence[str]) -> dict[str, list[ToolC
         else:
             calls.append(call)
     return found
+
+
+def _call_rows(conn: Any, invocation_ids: Sequence[str], template: str, *json_columns: str) -> list[Any]:
+    """Rows of ``tool_calls`` for ``invocation_ids``, by invocation id and then in call order."""
+    rows: list[Any] = []
+    columns = _columns(conn, template, *json_columns)
+    for chunk, marks in _chunks(conn, invocation_ids):
+        sql = f"SELECT {columns} FROM tool_calls WHERE invocation_id IN ({marks}) ORDER BY invocation_id, position"
+        rows += conn.exec_driver_sql(sql, tuple(chunk)).all()
+    return rows
 
 
 def _decode(conn: Any, values: list[Any]) -> list[Any]:

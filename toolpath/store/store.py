@@ -315,6 +315,11 @@ class Store:
         with self.engine.connect() as conn:
             return reads.invocations_by_id(conn, invocation_ids)
 
+    def turns_by_id(self, invocation_ids: Sequence[str]) -> list[reads.StoredTurn]:
+        """What online scoring reads of the stored invocations among ``invocation_ids``, in the order asked."""
+        with self.engine.connect() as conn:
+            return reads.turns_by_id(conn, invocation_ids)
+
     def get_invocation(self, invocation_id: str) -> Invocation | None:
         with self.engine.connect() as conn:
             row = conn.execute(select(t.invocations).where(t.invocations.c.invocation_id == invocation_id)).first()

@@ -19,6 +19,8 @@ from toolpath.evaluators.metrics.registry import MissingInput, Row
 from toolpath.model import TRAJECTORY_COLUMNS, Invocation, ToolCall
 from toolpath.trajectory import Trajectory, parse_trajectory
 
+_PREDICTED = TRAJECTORY_COLUMNS[0]
+
 
 def turn_row(
     *,
@@ -30,10 +32,23 @@ def turn_row(
     intermediate_responses: Iterable[tuple[str, str]] = (),
 ) -> dict[str, Any]:
     """The columns one agent turn gives every metric."""
+    return _turn_columns(
+        prompt, response, [call.to_item() for call in tool_calls], latency_in_seconds, failure, intermediate_responses
+    )
+
+
+def _turn_columns(
+    prompt: str | None,
+    response: str | None,
+    items: list[dict[str, Any]],
+    latency_in_seconds: float | None,
+    failure: int,
+    intermediate_responses: Iterable[tuple[str, str]],
+) -> dict[str, Any]:
     return {
         "prompt": prompt,
         "response": response,
-        "predicted_trajectory": [call.to_item() for call in tool_calls],
+        "predicted_trajectory": items,
         "latency_in_seconds": latency_in_seconds,
         "failure": failure,
         "intermediate_responses": [text for _, text in intermediate_responses],
@@ -60,12 +75,42 @@ def invocation_row(invocation: Invocation) -> dict[str, Any]:
     return row
 
 
-def with_parsed_trajectories(row: Mapping[str, Any]) -> Mapping[str, Any]:
+def stored_row(
+    ids: Mapping[str, Any],
+    *,
+    prompt: str | None,
+    response: str | None,
+    calls: Sequence[tuple[str, Any, str | None]],
+    latency_in_seconds: float | None,
+    failure: int,
+    intermediate_responses: Iterable[tuple[str, str]],
+) -> tuple[dict[str, Any], Trajectory]:
+    """:func:`invocation_row`'s row of a stored invocation read as its columns and its calls' ``(name, arguments,
+    error)``, and the row's predicted trajectory as :func:`parse_trajectory` parses it, made without the
+    :class:`ToolCall` records or a second pass over the cell (what online scoring reads for every batch)."""
+    items: list[dict[str, Any]] = []
+    keys: list[tuple[str, dict[str, Any]]] | None = []
+    for name, args, error in calls:
+        item = {"tool_name": name, "tool_input": args}
+        if error is not None:
+            item["error"] = error
+            keys = None
+        elif keys is not None and args.__class__ is dict and name.__class__ is str and name:
+            keys.append((name, args.copy()))  # parse_trajectory's usual item
+        else:
+            keys = None
+        items.append(item)
+    row = {**ids, **_turn_columns(prompt, response, items, latency_in_seconds, failure, intermediate_responses)}
+    trajectory = Trajectory.of_keys(keys) if keys is not None else parse_trajectory(items, where=_PREDICTED)
+    return row, trajectory
+
+
+def with_parsed_trajectories(row: Mapping[str, Any], predicted: Trajectory | None = None) -> Mapping[str, Any]:
     """The row as metrics see it, a dict of its own: trajectory cells parsed once, shared by every metric of the
-    row."""
-    parsed: dict[str, Any] = {}
+    row (``predicted``: its predicted trajectory, parsed already)."""
+    parsed: dict[str, Any] = {} if predicted is None else {_PREDICTED: predicted}
     for column in TRAJECTORY_COLUMNS:
-        if row.get(column) is not None:
+        if column not in parsed and row.get(column) is not None:
             # a bad cell is left as it is: each metric reports the problem in its own explanation
             with contextlib.suppress(DatasetError):
                 parsed[column] = parse_trajectory(row[column], where=column)
