@@ -19,7 +19,9 @@ them whichever process answers.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
+from bisect import bisect_left
+from collections import Counter as Counter_
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -130,7 +132,6 @@ class ServiceMetrics:
         self.limit_hits = (
             Counter("toolpath_limit_hits", LIMIT_HITS_HELP, ["limit"], registry=r) if multiprocess_dir else None
         )
-        self._result_children: dict[tuple[str, str, str], tuple[Any, Any]] = {}
         self._limits: Callable[[], Mapping[str, int]] | None = None
         self._online: Any = None
         self._online_families: dict[str, tuple[Counter | Gauge, tuple[str, ...]]] = {}
@@ -138,7 +139,7 @@ class ServiceMetrics:
 
     def watch(self, *, limits: Callable[[], Mapping[str, int]] | None = None, online: Any = None) -> None:
         """Read these at every scrape: ingestion limit hits, and an online evaluator's ``counters()`` /
-        ``workers_alive()`` / ``backlog()`` (it also reports each result through ``record`` and ``record_lag``).
+        ``workers_alive()`` / ``backlog()`` (it also reports each scored batch through ``record_batch``).
         When processes share the port, the online counters and workers are counted as they change instead
         (the evaluator's ``add_listener``); the backlog, read from the store, is every process's already."""
         if limits is not None:
@@ -177,27 +178,25 @@ class ServiceMetrics:
 
     # --- online evaluation results (an online evaluator's result sink) -------------------------------------
 
-    def record(
-        self,
-        *,
-        trace_id: str | None,
-        span_id: str,
-        agent_name: str | None,
-        metric: str,
-        score: float | None,
-        label: str,
-        explanation: str | None,
-    ) -> None:
-        key = (metric, agent_name or "unknown", label)
-        children = self._result_children.get(key)
-        if children is None:  # labels() costs as much as the update: each series is looked up once
-            children = self._result_children[key] = (self.scores.labels(*key[:2]), self.results.labels(*key))
-        if score is not None:
-            children[0].observe(float(score))
-        children[1].inc()
-
-    def record_lag(self, seconds: float) -> None:
-        self.scoring_lag.observe(max(seconds, 0.0))
+    def record_batch(self, results: Sequence[tuple[str | None, Mapping[str, Any]]], lags: Sequence[float]) -> None:
+        """A scored batch: each result (``metric``, ``score``, ``label``) with its invocation's agent name, and how
+        long after each run ended it was scored. Each series is updated once a batch: in multiprocess mode every
+        update writes a shared file (a lock, a pid check, a write), which one at a time cost online scoring as much
+        as its metrics did."""
+        counted: Counter_[tuple[str, str, str]] = Counter_()
+        scores: dict[tuple[str, str], list[float]] = {}
+        for agent_name, result in results:
+            agent = agent_name or "unknown"
+            metric = result["metric"]
+            counted[metric, agent, result["label"]] += 1
+            if result["score"] is not None:
+                scores.setdefault((metric, agent), []).append(float(result["score"]))
+        for key, n in counted.items():
+            self.results.labels(*key).inc(n)
+        for (metric, agent), values in scores.items():
+            observe_all(self.scores.labels(metric, agent), values)
+        if lags:
+            observe_all(self.scoring_lag, [max(lag, 0.0) for lag in lags])
 
     def limit_hit(self, limit: str, n: int) -> None:
         if self.limit_hits is not None:
@@ -257,3 +256,15 @@ class _ReadAtScrape:
         alive, total = online.workers_alive()
         yield GaugeMetricFamily("toolpath_online_workers_alive", WORKERS_ALIVE_HELP, value=alive)
         yield GaugeMetricFamily("toolpath_online_workers", WORKERS_HELP, value=total)
+
+
+def observe_all(histogram: Any, values: Sequence[float]) -> None:
+    """``histogram.observe(v)`` for each of ``values`` (a histogram without labels, or one series of one), its sum and
+    each bucket updated once. prometheus-client has no call for it: this does what ``observe`` does, on the same
+    parts (a test checks the two expose the same)."""
+    histogram._raise_if_not_observable()
+    histogram._sum.inc(sum(values))
+    bounds = histogram._upper_bounds
+    found: Counter_[int] = Counter_(bisect_left(bounds, v) for v in values if v == v)  # NaN: in the sum alone
+    for index, n in found.items():
+        histogram._buckets[index].inc(n)

@@ -39,7 +39,7 @@ import time
 import tomllib
 import unicodedata
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -165,10 +165,9 @@ class References:
 
 
 class ResultSink(Protocol):
-    def record(self, *, trace_id: str | None, span_id: str, agent_name: str | None, metric: str,
-               score: float | None, label: str, explanation: str | None) -> None: ...  # fmt: skip
-
-    def record_lag(self, seconds: float) -> None: ...
+    def record_batch(self, results: Sequence[tuple[str | None, Mapping[str, Any]]], lags: Sequence[float]) -> None:
+        """A scored batch: each result (``metric``, ``score``, ``label``, ``explanation``) with its invocation's
+        agent name, and how long after each run ended it was scored (seconds)."""
 
 
 @dataclass
@@ -348,28 +347,27 @@ class OnlineEvaluator:
         with self._lock:
             self.stats.scored += len(done)
             self.stats.results += sum(len(results[turn.invocation_id]) for turn in done)
-        if not self.sinks and self.exporter is None:
-            return
-        now = time.time()
-        for turn in done:
-            scored_results = results[turn.invocation_id]
-            ended = turn.started_at.timestamp() + (turn.latency_seconds or 0.0) if turn.started_at else None
+        if self.sinks:
+            now = time.time()
+            batch = [(turn.agent_name, r) for turn in done for r in results[turn.invocation_id]]
+            lags = [
+                now - turn.started_at.timestamp() - (turn.latency_seconds or 0.0) for turn in done if turn.started_at
+            ]
             for sink in self.sinks:
-                for r in scored_results:
-                    sink.record(trace_id=turn.trace_id, span_id=turn.invocation_id, agent_name=turn.agent_name, **r)
-                if ended is not None:
-                    sink.record_lag(now - ended)
-            if self.exporter is not None:
-                for r in scored_results:
-                    self.exporter.record(
-                        trace_id=turn.trace_id,
-                        span_id=agent_span_id(turn.invocation_id, turn.trace_id) or turn.invocation_id,
-                        agent_name=turn.agent_name,
-                        metric=r["metric"],
-                        score=r["score"],
-                        label=r["label"],
-                        explanation=r["explanation"],
-                    )
+                sink.record_batch(batch, lags)
+        if self.exporter is None:
+            return
+        for turn in done:
+            for r in results[turn.invocation_id]:
+                self.exporter.record(
+                    trace_id=turn.trace_id,
+                    span_id=agent_span_id(turn.invocation_id, turn.trace_id) or turn.invocation_id,
+                    agent_name=turn.agent_name,
+                    metric=r["metric"],
+                    score=r["score"],
+                    label=r["label"],
+                    explanation=r["explanation"],
+                )
 
     def _result(self, metric: str, scored: Mapping[str, Any]) -> dict[str, Any]:
         score = scored.get(f"{metric}/score")
