@@ -72,7 +72,7 @@ def _ingest(
     offered = {(s.trace_id, s.span_id): s for s in spans}
     rows = dict(zip(offered, span_rows(list(offered.values())), strict=True))
     encoded = EncodedInvocations(inv for built in prebuilt.values() for inv in built.invocations)
-    with write_lock, store.engine.begin() as conn:
+    with store.durable_write(write_lock) as conn:
         if store.dialect == "sqlite":  # the write lock now: what is read below stays true until the commit
             conn.exec_driver_sql("BEGIN IMMEDIATE")
         lock_traces(conn, trace_ids)

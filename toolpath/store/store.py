@@ -21,12 +21,11 @@ from sqlalchemy.pool import StaticPool
 from toolpath.errors import ConfigError
 from toolpath.model import Invocation, Session, ToolCall, ns_to_datetime
 from toolpath.redact import Redactor
-from toolpath.store import bulk, migrate, reads
+from toolpath.store import bulk, durability, migrate, reads
 from toolpath.store import rebuild as rebuild_effects
 from toolpath.store import schema as t
 from toolpath.store.engine import (
     DEFAULT_STORE_URL,
-    SQLITE_SYNCHRONOUS,
     STORE_ENV,
     display_url,
     hide_store_password,
@@ -58,6 +57,8 @@ class Store:
         across processes (the file has one write lock, and queueing for it beats polling for it:
         :mod:`toolpath.store.writelock`); PostgreSQL's writers run side by side, a lock per trace making a trace's
         writes take turns."""
+        self._log: str | None = None
+        self._log_known = False  # the WAL file, once looked up
         self.one_connection = isinstance(self.engine.pool, StaticPool)
         """An in-memory SQLite database: one connection that threads must take in turn, reads too."""
         self.on_invocations: Callable[[Any, Sequence[Invocation]], None] | None = None
@@ -138,29 +139,40 @@ class Store:
         """A write transaction (after the write lock) whose loss in a power cut costs a redo, not a promise: the
         online queue's claims and results (a lost claim is claimed again, lost results are scored again). Its
         commit does not wait for the disk (SQLite ``synchronous=NORMAL``, PostgreSQL ``synchronous_commit=off``,
-        for this transaction only): the log keeps commits in order, so the next durable commit (an ingest's,
-        which a 2xx waits for) makes it durable too, and a process that dies loses none of it."""
+        for this transaction only; see :mod:`toolpath.store.durability`)."""
         with self.write_lock, self.engine.connect() as conn:
             if self.dialect == "postgresql":
                 with conn.begin():
                     conn.exec_driver_sql("SET LOCAL synchronous_commit = off")
                     yield conn
-                return
-            driver = conn.connection.driver_connection
-            if self.dialect != "sqlite" or driver is None:
+            elif self._log_file() is not None:
+                with durability.relaxed(conn), conn.begin():
+                    yield conn
+            else:
                 with conn.begin():
                     yield conn
-                return
-            driver.execute("PRAGMA synchronous=NORMAL")  # per connection: set back before it returns to the pool
-            try:
-                with conn.begin():
-                    yield conn
-            finally:
-                try:
-                    driver.execute(f"PRAGMA synchronous={SQLITE_SYNCHRONOUS}")
-                except Exception:
-                    conn.invalidate()  # never pooled again: an ingest on it would not wait for the disk
-                    raise
+
+    @contextlib.contextmanager
+    def durable_write(self, lock: contextlib.AbstractContextManager[Any] | None = None) -> Iterator[Any]:
+        """A write transaction under ``lock`` (default: the write lock), on disk when the ``with`` ends. On a
+        SQLite file the wait for the disk comes after the lock is let go (:mod:`toolpath.store.durability`), so
+        the next writer does not wait for this one's disk flush."""
+        log = self._log_file()
+        with contextlib.ExitStack() as held:
+            held.enter_context(lock if lock is not None else self.write_lock)
+            conn = held.enter_context(self.engine.connect())
+            if log is not None:
+                held.enter_context(durability.relaxed(conn))
+            with conn.begin():
+                yield conn
+        if log is not None:
+            durability.sync_file(log)
+
+    def _log_file(self) -> str | None:
+        if not self._log_known:
+            file = sqlite_file(self.engine.url.database) if self.dialect == "sqlite" else None
+            self._log, self._log_known = durability.wal_file(self.engine, file), True
+        return self._log
 
     def ingest(
         self,

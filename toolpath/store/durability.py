@@ -1,0 +1,63 @@
+"""When a SQLite commit waits for the disk.
+
+A SQLite store commits with ``synchronous=FULL`` (:data:`~toolpath.store.engine.SQLITE_SYNCHRONOUS`): in WAL mode,
+each commit appends its pages to the log (``<file>-wal``) and syncs it before it lets the write lock go, so every
+other writer waits for that disk flush too — half of an ingest's time under the lock. Two kinds of write need less:
+
+- *durable after the lock* (ingest): committed with ``synchronous=NORMAL`` (pages appended, no sync), then the log
+  synced once the write lock is let go and before the caller returns. What was committed is on disk when the
+  caller answers, as with FULL; the next writer no longer waits for it, and writers syncing at once share a flush.
+- *redoable* (online claims and results): committed with ``NORMAL`` and not synced: a power cut may lose them, and
+  then the work is redone. The log keeps commits in order, so the next sync makes them durable too, and a
+  process that dies (``kill -9``) loses nothing: the pages are the kernel's once written.
+
+The connection is set back to FULL before it returns to the pool, or discarded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from toolpath.store.engine import SQLITE_SYNCHRONOUS
+
+RELAXED = "NORMAL"
+
+
+@contextlib.contextmanager
+def relaxed(conn: Any) -> Iterator[None]:
+    """``synchronous=NORMAL`` on this SQLite connection for the ``with``, outside any transaction."""
+    driver = conn.connection.driver_connection
+    driver.execute(f"PRAGMA synchronous={RELAXED}")
+    try:
+        yield
+    finally:
+        try:
+            driver.execute(f"PRAGMA synchronous={SQLITE_SYNCHRONOUS}")
+        except Exception:
+            conn.invalidate()  # never pooled again: a write on it would not wait for the disk
+            raise
+
+
+def wal_file(engine: Any, database_file: str | None) -> str | None:
+    """The log a SQLite file's commits append to, when it is in WAL mode (else ``None``: its commits sync as
+    they are)."""
+    if database_file is None:
+        return None
+    with engine.connect() as conn:
+        mode = conn.exec_driver_sql("PRAGMA journal_mode").scalar()
+    return f"{database_file}-wal" if str(mode).lower() == "wal" else None
+
+
+def sync_file(path: str) -> None:
+    """Flush ``path`` to disk. A log that is gone was checkpointed into the database, which SQLite synced first."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return
+    try:
+        (getattr(os, "fdatasync", None) or os.fsync)(fd)
+    finally:
+        os.close(fd)
