@@ -127,3 +127,21 @@ def _durability_of_pool(store) -> str:
             conn.close()
     assert len(found) == 1, found
     return found.pop()
+
+
+def test_a_batch_completes_and_the_next_is_claimed_in_one_transaction_and_a_stopping_worker_gives_it_back(store):
+    queue = JobQueue(store).attach()
+    store.write([invocation(i) for i in range(5)])
+    first = queue.claim("w0", 2, lease_seconds=60)
+    result = [{"metric": "m", "score": 1.0, "label": "pass", "explanation": None}]
+    closed, second = queue.complete_and_claim("w0", {i: result for i in first}, 2, 60)
+    assert closed == set(first) and len(second) == 2 and not set(second) & set(first)
+    assert queue.counts() == {"done": 2, "claimed": 2, "pending": 1}
+
+    queue.release("w0", second)  # stopping: waiting again at once, not after the lease, and no attempt counted
+    assert queue.counts() == {"done": 2, "pending": 3}
+    with store.engine.connect() as conn:
+        attempts = {r.invocation_id: r.attempts for r in conn.execute(t.eval_jobs.select())}
+    assert all(attempts[i] == 0 for i in second)
+    assert sorted(queue.claim("w1", 5, lease_seconds=60)) == sorted({*second, *(i for i in attempts if i not in first)})
+    assert queue.complete_and_claim("w1", {}, 0, 60) == (set(), [])

@@ -30,6 +30,7 @@ each over OTLP (:mod:`toolpath.evaluation.online_export`). The agent's thread do
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -307,29 +308,35 @@ class OnlineEvaluator:
         return self.queue.counts()
 
     def _work(self, worker: str) -> None:
+        ids: list[str] = []  # claimed: with the last batch's results, or on their own when there was none
         try:
             while not self._stop.is_set():
                 self.publish()
-                try:
-                    ids = self.queue.claim(worker, self.config.batch_size, self.config.lease_seconds)
-                except Exception:
-                    logger.warning("toolpath: online worker could not claim jobs", exc_info=True)
-                    ids = []
                 if not ids:
-                    self._stop.wait(self.config.poll_seconds)
-                    continue
+                    try:
+                        ids = self.queue.claim(worker, self.config.batch_size, self.config.lease_seconds)
+                    except Exception:
+                        logger.warning("toolpath: online worker could not claim jobs", exc_info=True)
+                    if not ids:
+                        self._stop.wait(self.config.poll_seconds)
+                        continue
                 try:
-                    self._score(worker, ids)
+                    ids = self._score(worker, ids)
                 except Exception:  # the jobs stay claimed; their lease runs out and they are tried again
                     with self._lock:
                         self.stats.errors += 1
                     logger.exception("toolpath: online scoring failed for %d invocation(s)", len(ids))
+                    ids = []
         finally:
+            if ids:  # claimed with the last results, as the worker was told to stop: waiting again at once
+                with contextlib.suppress(Exception):
+                    self.queue.release(worker, ids)
             with self._lock:
                 self._running -= 1
             self.publish()
 
-    def _score(self, worker: str, ids: list[str]) -> None:
+    def _score(self, worker: str, ids: list[str]) -> list[str]:
+        """Score the claimed jobs ``ids`` and store their results; returns the next batch, claimed with them."""
         with ExitStack() as held:
             if self.judge is None:  # reading and computing: CPU work, in turn with ingest
                 held.enter_context(self.turns)
@@ -341,7 +348,9 @@ class OnlineEvaluator:
             }
             if self.judge is not None:  # a judge waited on the network without the turns; the write takes them
                 held.enter_context(self.turns)
-            closed = self.queue.complete_batch(worker, results)  # one transaction for the batch
+            more = 0 if self._stop.is_set() else self.config.batch_size
+            # one transaction for the batch's results and the next batch's claim
+            closed, claimed = self.queue.complete_and_claim(worker, results, more, self.config.lease_seconds)
         # a job another worker took over is not closed here: its results count, not ours
         done = [turn for turn in turns if turn.invocation_id in closed]
         with self._lock:
@@ -356,7 +365,7 @@ class OnlineEvaluator:
             for sink in self.sinks:
                 sink.record_batch(batch, lags)
         if self.exporter is None:
-            return
+            return claimed
         for turn in done:
             for r in results[turn.invocation_id]:
                 self.exporter.record(
@@ -368,6 +377,7 @@ class OnlineEvaluator:
                     label=r["label"],
                     explanation=r["explanation"],
                 )
+        return claimed
 
     def _result(self, metric: str, scored: Mapping[str, Any]) -> dict[str, Any]:
         score = scored.get(f"{metric}/score")

@@ -122,6 +122,44 @@ class JobQueue:
 
     def claim(self, worker: str, limit: int, lease_seconds: float) -> list[str]:
         """Up to ``limit`` jobs for ``worker``: waiting ones, or claims whose lease ran out."""
+        with self.store.redoable_write() as conn:  # queued with ingest (SQLite)
+            return self._claim(conn, worker, limit, lease_seconds)
+
+    def complete(self, worker: str, invocation_id: str, results: list[dict[str, Any]]) -> bool:
+        """Store ``results`` and close the job, if ``worker`` still holds it; False when it does not."""
+        return bool(self.complete_batch(worker, {invocation_id: results}))
+
+    def complete_batch(self, worker: str, results: Mapping[str, Sequence[Mapping[str, Any]]]) -> set[str]:
+        """Store the results of several jobs (by invocation id) and close them, in one transaction; only the jobs
+        ``worker`` still holds are closed and get their results (another worker took over the others after their
+        lease ran out: its results count, not these). Returns the ids closed."""
+        return self.complete_and_claim(worker, results, 0, 0.0)[0]
+
+    def complete_and_claim(
+        self, worker: str, results: Mapping[str, Sequence[Mapping[str, Any]]], limit: int, lease_seconds: float
+    ) -> tuple[set[str], list[str]]:
+        """:meth:`complete_batch`, and :meth:`claim` of the next ``limit`` jobs in the same transaction (a worker
+        scoring batch after batch takes the store's write lock once a batch, not twice)."""
+        if not results and not limit:
+            return set(), []
+        with self.store.redoable_write() as conn:  # queued with ingest (SQLite)
+            closed = self._complete(conn, worker, results) if results else set()
+            return closed, self._claim(conn, worker, limit, lease_seconds) if limit else []
+
+    def release(self, worker: str, invocation_ids: Sequence[str]) -> None:
+        """Give back jobs ``worker`` claimed and will not score (it is stopping): waiting again, for any worker
+        now rather than after the lease, and the claim not counted as an attempt."""
+        jobs = t.eval_jobs
+        with self.store.redoable_write() as conn:
+            for i in range(0, len(invocation_ids), _IN_CHUNK):
+                conn.execute(
+                    update(jobs)
+                    .where(jobs.c.invocation_id.in_(invocation_ids[i : i + _IN_CHUNK]), jobs.c.status == CLAIMED,
+                           jobs.c.claimed_by == worker)
+                    .values(status=PENDING, claimed_by=None, claimed_at=None, attempts=jobs.c.attempts - 1)
+                )  # fmt: skip
+
+    def _claim(self, conn: Any, worker: str, limit: int, lease_seconds: float) -> list[str]:
         now = time.time_ns()
         stale = now - int(lease_seconds * 1e9)
         skip_locked = " FOR UPDATE SKIP LOCKED" if self.store.dialect == "postgresql" else ""
@@ -132,57 +170,44 @@ class JobQueue:
             f"ORDER BY enqueued_at LIMIT :limit{skip_locked}) RETURNING invocation_id, attempts"
         )
         params = {"claimed": CLAIMED, "pending": PENDING, "worker": worker, "now": now, "stale": stale, "limit": limit}
-        with self.store.redoable_write() as conn:  # queued with ingest (SQLite)
-            rows = conn.execute(sql, params).all()
-            worn = [r.invocation_id for r in rows if r.attempts > self.max_attempts]
-            if worn:  # a job that keeps killing its workers is given up, not retried forever
-                conn.execute(
-                    update(t.eval_jobs)
-                    .where(t.eval_jobs.c.invocation_id.in_(worn))
-                    .values(status=FAILED, finished_at=now)
-                )
+        rows = conn.execute(sql, params).all()
+        worn = [r.invocation_id for r in rows if r.attempts > self.max_attempts]
+        if worn:  # a job that keeps killing its workers is given up, not retried forever
+            conn.execute(
+                update(t.eval_jobs).where(t.eval_jobs.c.invocation_id.in_(worn)).values(status=FAILED, finished_at=now)
+            )
         with self._lock:
             self.stats.claimed += len(rows) - len(worn)
             self.stats.failed += len(worn)
         return [r.invocation_id for r in rows if r.attempts <= self.max_attempts]
 
-    def complete(self, worker: str, invocation_id: str, results: list[dict[str, Any]]) -> bool:
-        """Store ``results`` and close the job, if ``worker`` still holds it; False when it does not."""
-        return bool(self.complete_batch(worker, {invocation_id: results}))
-
-    def complete_batch(self, worker: str, results: Mapping[str, Sequence[Mapping[str, Any]]]) -> set[str]:
-        """Store the results of several jobs (by invocation id) and close them, in one transaction; only the jobs
-        ``worker`` still holds are closed and get their results (another worker took over the others after their
-        lease ran out: its results count, not these). Returns the ids closed."""
-        if not results:
-            return set()
+    def _complete(self, conn: Any, worker: str, results: Mapping[str, Sequence[Mapping[str, Any]]]) -> set[str]:
         now = time.time_ns()
         jobs = t.eval_jobs
         ids = list(results)
         closed: set[str] = set()
-        with self.store.redoable_write() as conn:  # queued with ingest (SQLite)
-            for i in range(0, len(ids), _IN_CHUNK):
-                closed.update(
-                    conn.execute(
-                        update(jobs)
-                        .where(jobs.c.invocation_id.in_(ids[i : i + _IN_CHUNK]), jobs.c.status == CLAIMED,
-                               jobs.c.claimed_by == worker)
-                        .values(status=DONE, finished_at=now)
-                        .returning(jobs.c.invocation_id)
-                    ).scalars()
-                )  # fmt: skip
-            rows = [
-                (i, r["metric"], r["score"], r["label"], r["explanation"], worker, now)
-                for i in ids
-                if i in closed
-                for r in results[i]
-            ]
-            if rows:
-                if conn.dialect.name == "postgresql":
-                    conn.exec_driver_sql(_INSERT_RESULTS_PG, tuple(list(c) for c in zip(*rows, strict=True)))
-                else:
-                    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
-                    conn.exec_driver_sql(_INSERT_RESULTS.format(marks=", ".join([mark] * 7)), rows)
+        for i in range(0, len(ids), _IN_CHUNK):
+            closed.update(
+                conn.execute(
+                    update(jobs)
+                    .where(jobs.c.invocation_id.in_(ids[i : i + _IN_CHUNK]), jobs.c.status == CLAIMED,
+                           jobs.c.claimed_by == worker)
+                    .values(status=DONE, finished_at=now)
+                    .returning(jobs.c.invocation_id)
+                ).scalars()
+            )  # fmt: skip
+        rows = [
+            (i, r["metric"], r["score"], r["label"], r["explanation"], worker, now)
+            for i in ids
+            if i in closed
+            for r in results[i]
+        ]
+        if rows:
+            if conn.dialect.name == "postgresql":
+                conn.exec_driver_sql(_INSERT_RESULTS_PG, tuple(list(c) for c in zip(*rows, strict=True)))
+            else:
+                mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+                conn.exec_driver_sql(_INSERT_RESULTS.format(marks=", ".join([mark] * 7)), rows)
         with self._lock:
             self.stats.completed += len(closed)
             self.stats.lost_claims += len(ids) - len(closed)
