@@ -36,6 +36,15 @@ _INSERT_RESULTS_PG = (  # one statement, one array per column: one round trip fo
     "CAST(%s AS text[]), CAST(%s AS text[]), CAST(%s AS text[]), CAST(%s AS bigint[]))"
 )
 
+_ENQUEUE = (  # in the ingest's write transaction: plain tuples through the driver, an existing job left as it is
+    "INSERT INTO eval_jobs (invocation_id, status, enqueued_at, attempts) VALUES ({mark}, {mark}, {mark}, 0) "
+    "ON CONFLICT (invocation_id) DO NOTHING"
+)
+_ENQUEUE_PG = (
+    "INSERT INTO eval_jobs (invocation_id, status, enqueued_at, attempts) "
+    "SELECT unnest(CAST(%s AS text[])), %s, %s, 0 ON CONFLICT (invocation_id) DO NOTHING"
+)
+
 
 def sampled(invocation_id: str, rate: float) -> bool:
     """Whether an invocation falls in a sample of ``rate``: a hash of its id, so every process agrees."""
@@ -93,11 +102,11 @@ class JobQueue:
         if not chosen:
             return
         now = time.time_ns()
-        insert = self.store.dialect_insert(t.eval_jobs).on_conflict_do_nothing(index_elements=["invocation_id"])
-        result = conn.execute(
-            insert,
-            [{"invocation_id": i, "status": PENDING, "enqueued_at": now, "attempts": 0} for i in chosen],
-        )
+        if conn.dialect.name == "postgresql":
+            result = conn.exec_driver_sql(_ENQUEUE_PG, (chosen, PENDING, now))
+        else:
+            mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+            result = conn.exec_driver_sql(_ENQUEUE.format(mark=mark), [(i, PENDING, now) for i in chosen])
         added = max(result.rowcount, 0)
         shed = self._shed(conn) if self.max_backlog is not None else 0
         with self._lock:
