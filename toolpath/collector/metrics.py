@@ -18,9 +18,9 @@ them whichever process answers.
 
 from __future__ import annotations
 
+import collections
 import time
 from bisect import bisect_left
-from collections import Counter as Counter_
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -183,7 +183,7 @@ class ServiceMetrics:
         long after each run ended it was scored. Each series is updated once a batch: in multiprocess mode every
         update writes a shared file (a lock, a pid check, a write), which one at a time cost online scoring as much
         as its metrics did."""
-        counted: Counter_[tuple[str, str, str]] = Counter_()
+        counted: collections.Counter[tuple[str, str, str]] = collections.Counter()
         scores: dict[tuple[str, str], list[float]] = {}
         for agent_name, result in results:
             agent = agent_name or "unknown"
@@ -265,6 +265,6 @@ def observe_all(histogram: Any, values: Sequence[float]) -> None:
     histogram._raise_if_not_observable()
     histogram._sum.inc(sum(values))
     bounds = histogram._upper_bounds
-    found: Counter_[int] = Counter_(bisect_left(bounds, v) for v in values if v == v)  # NaN: in the sum alone
+    found = collections.Counter(bisect_left(bounds, v) for v in values if v == v)  # NaN: in the sum alone
     for index, n in found.items():
         histogram._buckets[index].inc(n)

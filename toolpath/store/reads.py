@@ -99,8 +99,8 @@ def turns_by_id(conn: Any, invocation_ids: Sequence[str]) -> list[StoredTurn]:
     for row, intermediate in zip(ordered, _decode(conn, [row[6] for row in ordered]), strict=True):
         invocation_id, session_id, trace_id, agent_name, prompt, response, _, latency, failure, started = row
         pairs = [(author, text) for author, text in intermediate or []]
-        args = (invocation_id, session_id, trace_id or None, agent_name, prompt, response, pairs, latency, failure)
-        turns.append(StoredTurn(*args, ns_to_datetime(started), calls.get(invocation_id, [])))
+        known = (invocation_id, session_id, trace_id or None, agent_name, prompt, response, pairs, latency, failure)
+        turns.append(StoredTurn(*known, ns_to_datetime(started), calls.get(invocation_id, [])))
     return turns
 
 

@@ -7,6 +7,7 @@ written twice (a retry, a span re-sent) leaves the same rows.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import secrets
 import time
@@ -57,8 +58,6 @@ class Store:
         across processes (the file has one write lock, and queueing for it beats polling for it:
         :mod:`toolpath.store.writelock`); PostgreSQL's writers run side by side, a lock per trace making a trace's
         writes take turns."""
-        self._log: str | None = None
-        self._log_known = False  # the WAL file, once looked up
         self.one_connection = isinstance(self.engine.pool, StaticPool)
         """An in-memory SQLite database: one connection that threads must take in turn, reads too."""
         self.on_invocations: Callable[[Any, Sequence[Invocation]], None] | None = None
@@ -145,7 +144,7 @@ class Store:
                 with conn.begin():
                     conn.exec_driver_sql("SET LOCAL synchronous_commit = off")
                     yield conn
-            elif self._log_file() is not None:
+            elif self._log_file is not None:
                 with durability.relaxed(conn), conn.begin():
                     yield conn
             else:
@@ -157,7 +156,7 @@ class Store:
         """A write transaction under ``lock`` (default: the write lock), on disk when the ``with`` ends. On a
         SQLite file the wait for the disk comes after the lock is let go (:mod:`toolpath.store.durability`), so
         the next writer does not wait for this one's disk flush."""
-        log = self._log_file()
+        log = self._log_file
         with contextlib.ExitStack() as held:
             held.enter_context(lock if lock is not None else self.write_lock)
             conn = held.enter_context(self.engine.connect())
@@ -168,11 +167,11 @@ class Store:
         if log is not None:
             durability.sync_file(log)
 
+    @functools.cached_property
     def _log_file(self) -> str | None:
-        if not self._log_known:
-            file = sqlite_file(self.engine.url.database) if self.dialect == "sqlite" else None
-            self._log, self._log_known = durability.wal_file(self.engine, file), True
-        return self._log
+        """The SQLite WAL file commits append to (``None``: not a SQLite file in WAL mode)."""
+        file = sqlite_file(self.engine.url.database) if self.dialect == "sqlite" else None
+        return durability.wal_file(self.engine, file)
 
     def ingest(
         self,
