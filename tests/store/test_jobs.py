@@ -7,11 +7,14 @@ import threading
 import time
 
 import pytest
+from sqlalchemy import text
 
 from tests.helpers.builders import invocation
 from toolpath.evaluation.online import OnlineConfig
 from toolpath.store import schema as t
 from toolpath.store.jobs import JobQueue, sampled
+from toolpath.store.rebuild import rescore
+from toolpath.store.store import Store
 
 
 def test_sampling_and_filters_are_applied_when_stored(store):
@@ -145,3 +148,31 @@ def test_a_batch_completes_and_the_next_is_claimed_in_one_transaction_and_a_stop
     assert all(attempts[i] == 0 for i in second)
     assert sorted(queue.claim("w1", 5, lease_seconds=60)) == sorted({*second, *(i for i in attempts if i not in first)})
     assert queue.complete_and_claim("w1", {}, 0, 60) == (set(), [])
+
+
+def test_a_worker_never_waits_for_an_ingest_rebuilding_one_of_its_jobs(postgres_url):
+    """An ingest rebuilding an invocation locks its job (to wait it again) while it holds others; a worker
+    completing a batch that has this job leaves it out instead of waiting, so the two never deadlock."""
+    store = Store(postgres_url)
+    try:
+        with store.engine.begin() as conn:
+            conn.execute(text(f"TRUNCATE {', '.join(t.metadata.tables)}"))
+        queue = JobQueue(store).attach()
+        store.write([invocation(i) for i in range(2)])
+        first, second = sorted(queue.claim("w0", 2, lease_seconds=60))
+        result = [{"metric": "m", "score": 1.0, "label": "pass", "explanation": None}]
+        with store.engine.begin() as ingest:
+            rescore(ingest, [second])  # the ingest holds the second job's row
+            done: list[set[str]] = []
+            worker = threading.Thread(
+                target=lambda: done.append(queue.complete_batch("w0", {first: result, second: result}))
+            )
+            worker.start()
+            worker.join(10)
+            assert not worker.is_alive(), "the worker waited for the ingest's lock"
+            rescore(ingest, [first])  # then it takes the first: the worker has finished with it, no deadlock
+        assert done == [{first}]
+        assert queue.counts() == {"pending": 2}
+        assert queue.stats.lost_claims == 1
+    finally:
+        store.close()

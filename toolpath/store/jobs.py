@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select, text, update
+from sqlalchemy import ColumnElement, and_, func, select, text, update
 
 from toolpath.errors import ConfigError
 from toolpath.model import Invocation
@@ -163,10 +163,21 @@ class JobQueue:
             for i in range(0, len(invocation_ids), _IN_CHUNK):
                 conn.execute(
                     update(jobs)
-                    .where(jobs.c.invocation_id.in_(invocation_ids[i : i + _IN_CHUNK]), jobs.c.status == CLAIMED,
-                           jobs.c.claimed_by == worker)
+                    .where(self._held(worker, invocation_ids[i : i + _IN_CHUNK]))
                     .values(status=PENDING, claimed_by=None, claimed_at=None, attempts=jobs.c.attempts - 1)
-                )  # fmt: skip
+                )
+
+    def _held(self, worker: str, invocation_ids: Sequence[str]) -> ColumnElement[bool]:
+        """Which of ``invocation_ids`` ``worker`` holds, for an update. On PostgreSQL a job whose row another
+        transaction has locked is left out rather than waited for: only an ingest rebuilding its invocation locks
+        a claimed job (to wait it again, or to delete it), so the claim is lost all the same, and a worker that
+        waited while holding the other jobs of its batch could deadlock with that ingest."""
+        jobs = t.eval_jobs
+        held = and_(jobs.c.invocation_id.in_(invocation_ids), jobs.c.status == CLAIMED, jobs.c.claimed_by == worker)
+        if self.store.dialect != "postgresql":
+            return held  # one writer at a time: nothing to wait for
+        unlocked = select(jobs.c.invocation_id).where(held).with_for_update(skip_locked=True)
+        return jobs.c.invocation_id.in_(unlocked)
 
     def _claim(self, conn: Any, worker: str, limit: int, lease_seconds: float) -> list[str]:
         now = time.time_ns()
@@ -199,12 +210,11 @@ class JobQueue:
             closed.update(
                 conn.execute(
                     update(jobs)
-                    .where(jobs.c.invocation_id.in_(ids[i : i + _IN_CHUNK]), jobs.c.status == CLAIMED,
-                           jobs.c.claimed_by == worker)
+                    .where(self._held(worker, ids[i : i + _IN_CHUNK]))
                     .values(status=DONE, finished_at=now)
                     .returning(jobs.c.invocation_id)
                 ).scalars()
-            )  # fmt: skip
+            )
         rows = [
             (i, r["metric"], r["score"], r["label"], r["explanation"], worker, now)
             for i in ids
