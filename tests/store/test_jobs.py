@@ -12,7 +12,7 @@ from sqlalchemy import text
 from tests.helpers.builders import invocation
 from toolpath.evaluation.online import OnlineConfig
 from toolpath.store import schema as t
-from toolpath.store.jobs import JobQueue, sampled
+from toolpath.store.jobs import _STALE, _WAITING, JobQueue, sampled
 from toolpath.store.rebuild import rescore
 from toolpath.store.store import Store
 
@@ -74,6 +74,29 @@ def test_claims_are_exclusive_and_a_dead_workers_lease_runs_out(store):
         rows = conn.execute(t.online_results.select().where(t.online_results.c.invocation_id == dead[0])).all()
     assert [(r.worker, r.score) for r in rows] == [("w9", 1.0)]
     assert queue.stats.lost_claims == 1
+
+
+def test_a_claim_takes_run_out_leases_first_then_the_oldest_waiting_without_sorting_the_backlog(store):
+    queue = JobQueue(store).attach()
+    for i in range(8):
+        store.write([invocation(i)])  # enqueued one after another: 0 is the oldest
+    with store.engine.connect() as conn:
+        order = [r.invocation_id for r in conn.execute(t.eval_jobs.select().order_by(t.eval_jobs.c.enqueued_at))]
+    dead = queue.claim("w0", 2, lease_seconds=60)
+    assert set(dead) == set(order[:2])
+    time.sleep(0.05)
+    assert set(queue.claim("w1", 3, lease_seconds=0.01)) == {*dead, order[2]}  # the run-out leases, then the oldest
+    assert set(queue.claim("w1", 3, lease_seconds=60)) == set(order[3:6])
+    assert set(queue.claim("w1", 10, lease_seconds=60)) == set(order[6:])
+    if store.dialect == "sqlite":  # each part is an index range scan that stops at the limit, not a sort
+        with store.engine.connect() as conn:
+            for which in (_STALE, _WAITING):
+                plan = conn.execute(
+                    text(f"EXPLAIN QUERY PLAN {queue._claiming(which).text}"),
+                    {"claimed": "c", "pending": "p", "worker": "w", "now": 1, "stale": 0, "limit": 1},
+                )
+                details = " ".join(str(row[-1]) for row in plan)
+                assert "ix_eval_jobs_status" in details and "TEMP B-TREE" not in details, details
 
 
 def test_a_batch_completes_only_the_jobs_its_worker_still_holds(store):

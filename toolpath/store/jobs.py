@@ -36,6 +36,8 @@ _INSERT_RESULTS_PG = (  # one statement, one array per column: one round trip fo
     "CAST(%s AS text[]), CAST(%s AS text[]), CAST(%s AS text[]), CAST(%s AS bigint[]))"
 )
 
+_STALE = "status = :claimed AND claimed_at < :stale"
+_WAITING = "status = :pending"
 _ENQUEUE = (  # in the ingest's write transaction: plain tuples through the driver, an existing job left as it is
     "INSERT INTO eval_jobs (invocation_id, status, enqueued_at, attempts) VALUES ({mark}, {mark}, {mark}, 0) "
     "ON CONFLICT (invocation_id) DO NOTHING"
@@ -182,15 +184,12 @@ class JobQueue:
     def _claim(self, conn: Any, worker: str, limit: int, lease_seconds: float) -> list[str]:
         now = time.time_ns()
         stale = now - int(lease_seconds * 1e9)
-        skip_locked = " FOR UPDATE SKIP LOCKED" if self.store.dialect == "postgresql" else ""
-        sql = text(
-            "UPDATE eval_jobs SET status = :claimed, claimed_by = :worker, claimed_at = :now, attempts = attempts + 1 "
-            "WHERE invocation_id IN (SELECT invocation_id FROM eval_jobs "
-            "WHERE status = :pending OR (status = :claimed AND claimed_at < :stale) "
-            f"ORDER BY enqueued_at LIMIT :limit{skip_locked}) RETURNING invocation_id, attempts"
-        )
-        params = {"claimed": CLAIMED, "pending": PENDING, "worker": worker, "now": now, "stale": stale, "limit": limit}
-        rows = conn.execute(sql, params).all()
+        params = {"claimed": CLAIMED, "pending": PENDING, "worker": worker, "now": now, "stale": stale}
+        # claims whose lease ran out first (few), then waiting jobs, oldest first: two index range scans that stop
+        # at ``limit``; one query with an OR of both would sort every waiting job, however long the backlog
+        rows = conn.execute(self._claiming(_STALE), {**params, "limit": limit}).all()
+        if len(rows) < limit:
+            rows += conn.execute(self._claiming(_WAITING), {**params, "limit": limit - len(rows)}).all()
         worn = [r.invocation_id for r in rows if r.attempts > self.max_attempts]
         if worn:  # a job that keeps killing its workers is given up, not retried forever
             conn.execute(
@@ -200,6 +199,14 @@ class JobQueue:
             self.stats.claimed += len(rows) - len(worn)
             self.stats.failed += len(worn)
         return [r.invocation_id for r in rows if r.attempts <= self.max_attempts]
+
+    def _claiming(self, which: str) -> Any:
+        skip_locked = " FOR UPDATE SKIP LOCKED" if self.store.dialect == "postgresql" else ""
+        return text(
+            "UPDATE eval_jobs SET status = :claimed, claimed_by = :worker, claimed_at = :now, attempts = attempts + 1 "
+            f"WHERE invocation_id IN (SELECT invocation_id FROM eval_jobs WHERE {which} "
+            f"ORDER BY enqueued_at LIMIT :limit{skip_locked}) RETURNING invocation_id, attempts"
+        )
 
     def _complete(self, conn: Any, worker: str, results: Mapping[str, Sequence[Mapping[str, Any]]]) -> set[str]:
         now = time.time_ns()
