@@ -8,7 +8,10 @@ online evaluation of six computation metrics (every invocation sampled), while t
 backlog from the store every half second. Printed per row: ingest spans/s (to the last 2xx), invocations scored
 per second while the spans arrived and until the backlog was empty, and the backlog (pending jobs) over the run:
 *flat* when it ends no higher than it stood a quarter of the way in (plus one batch per worker), else *growing*.
-Every invocation must be scored exactly once.
+Every invocation must be scored exactly once. Printed first, with the same sender in the same run: the null
+receiver (the sender's ceiling) and, per store, the collector with online scoring off (what scoring costs ingest).
+The last lines compare each store's row with its target: 20,000 spans/s in on SQLite, 10,000 on PostgreSQL, the
+backlog flat.
 """
 
 from __future__ import annotations
@@ -19,11 +22,12 @@ import threading
 import time
 from pathlib import Path
 
-from bench_collector import SPANS_PER_TRACE, collector, send, template_body
+from bench_collector import SPANS_PER_TRACE, ceiling, collector, send, template_body
 
 METRICS = ["tool_error_rate", "tool_call_count", "latency_in_seconds", "failure", "redundant_tool_calls",
            "tool_loop_detected"]  # fmt: skip
 BATCH = 100
+TARGETS = {"SQLite": 20_000, "PostgreSQL": 10_000}
 
 
 class Backlog(threading.Thread):
@@ -52,7 +56,18 @@ class Backlog(threading.Thread):
             self.read()
 
 
-def row(label: str, store_url: str, online: Path, template: Path, marker: bytes, args: argparse.Namespace) -> None:
+def alone(label: str, store_url: str, template: Path, marker: bytes, args: argparse.Namespace, top: float) -> None:
+    """The same collector with online scoring off, into a store of its own."""
+    with collector(store_url, "--workers", str(args.workers)) as (port, process):
+        sent = send(template, marker, port, process.pid, args)
+    print(
+        f"{label + ', scoring off':<30}{sent.rate:>8,.0f} spans/s in   {sent.rate / top:5.1%} of the ceiling",
+        flush=True,
+    )
+
+
+def row(label: str, store_url: str, online: Path, template: Path, marker: bytes, args: argparse.Namespace,
+        top: float) -> tuple[float, str]:  # fmt: skip
     with collector(store_url, "--online", str(online), "--workers", str(args.workers)) as (port, process):
         backlog = Backlog(store_url)
         backlog.start()
@@ -74,12 +89,14 @@ def row(label: str, store_url: str, online: Path, template: Path, marker: bytes,
     shape = "flat" if end <= quarter + BATCH * args.workers * 2 else "growing"
     lost = "" if done == invocations else f"   SCORED {done:,} OF {invocations:,}"
     print(
-        f"{label:<30}{sent.rate:>8,.0f} spans/s in   {done_at_last_ack / ingest_seconds:>7,.0f} inv/s scored while "
-        f"ingesting, {done / drained:>7,.0f} inv/s until drained ({drained - ingest_seconds:.1f} s after the last 2xx)"
+        f"{label:<30}{sent.rate:>8,.0f} spans/s in   {sent.rate / top:5.1%} of the ceiling   "
+        f"{done_at_last_ack / ingest_seconds:>7,.0f} inv/s scored while ingesting, "
+        f"{done / drained:>7,.0f} inv/s until drained ({drained - ingest_seconds:.1f} s after the last 2xx)"
         f"   backlog {shape}: {quarter:,} pending at a quarter, {end:,} at the end, peak {peak:,}"
         f"   ({invocations:,} invocations){lost}",
         flush=True,
     )
+    return sent.rate, shape if not lost else "lost"
 
 
 def main() -> None:
@@ -88,6 +105,7 @@ def main() -> None:
     parser.add_argument("--store", choices=["sqlite", "postgresql", "both"], default="both")
     parser.add_argument("--workers", type=int, default=2, help="collector worker processes (each ingests and scores)")
     parser.add_argument("--connections", type=int, default=4, help="the sender's keep-alive connections")
+    parser.add_argument("--no-alone", action="store_true", help="skip the rows with online scoring off")
     args = parser.parse_args()
     args.seconds = 0  # send() sends --spans
     with tempfile.TemporaryDirectory() as tmp:
@@ -98,8 +116,13 @@ def main() -> None:
         online = folder / "online.toml"
         online.write_text(f"metrics = {METRICS!r}\nbatch_size = {BATCH}\npoll_seconds = 0.1\nmax_backlog = 1000000\n")
         print(f"toolpath collect --online ({', '.join(METRICS)}) --workers {args.workers}; {args.spans:,} spans a row")
+        top = ceiling(template, marker, args).rate
+        print(f"{'null receiver (ceiling)':<30}{top:>8,.0f} spans/s", flush=True)
+        reached: dict[str, tuple[float, str]] = {}
         if args.store in ("sqlite", "both"):
-            row("SQLite", f"sqlite:///{folder / 'online.db'}", online, template, marker, args)
+            if not args.no_alone:
+                alone("SQLite", f"sqlite:///{folder / 'alone.db'}", template, marker, args, top)
+            reached["SQLite"] = row("SQLite", f"sqlite:///{folder / 'online.db'}", online, template, marker, args, top)
         if args.store in ("postgresql", "both"):
             from tests.helpers.pgserver import PostgresServer
 
@@ -107,8 +130,14 @@ def main() -> None:
             if server is None:
                 print("PostgreSQL not installed here (apt-get install -y postgresql)")
             else:
+                if not args.no_alone:
+                    with server.running(durable=True) as url:
+                        alone("PostgreSQL", url, template, marker, args, top)
                 with server.running(durable=True) as url:
-                    row("PostgreSQL", url, online, template, marker, args)
+                    reached["PostgreSQL"] = row("PostgreSQL", url, online, template, marker, args, top)
+        for label, (rate, shape) in reached.items():
+            verdict = "reached" if rate >= TARGETS[label] and shape == "flat" else "NOT reached"
+            print(f"target {label}: >= {TARGETS[label]:,} spans/s in, backlog flat: {verdict} ({rate:,.0f}, {shape})")
 
 
 if __name__ == "__main__":
