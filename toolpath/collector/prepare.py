@@ -5,16 +5,18 @@ would change.
 The fast path proves a span unchanged with a few tests over all of its text at once instead of a walk per value:
 its attribute values are strings, small integers, booleans or finite floats (or flat lists of them); its keys were
 each found plain once (clean, not secret, no rule touches them); and the text of its values, name, status message
-and scope, joined by line breaks, has no NUL or lone surrogate, passes none of the redactor's cheap tests and no
-value is over the length limit. Each test holds for the joined text if it holds for a value in it (a substring
-test), so the joined text passing proves every value passes. Anything else — events, a resource not seen plain
-before, a custom redaction pattern, a suspicious string — takes the full path, which decides.
+and scope, joined by line breaks (each distinct text once), has no NUL or lone surrogate, passes none of the
+redactor's cheap tests and no value is over the length limit. Each test holds for the joined text if it holds for a
+value in it (a substring test), so the joined text passing proves every value passes. Anything else — events, a
+resource not seen plain before, a custom redaction pattern, a suspicious string — takes the full path, which
+decides.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Iterable
 from typing import Any
 
 from toolpath.collector.clean import MAX_TIME, clean_span, clean_value, is_clean_text, is_span_id, span_text_fits
@@ -49,7 +51,8 @@ class SpanPreparer:
         else:
             texts = [self._texts_if_plain(record) for record in records]
         candidates = [t for t in texts if t is not None]
-        if candidates and self._text_unchanged([text for group in candidates for text in group]):
+        # each distinct text once: spans repeat most of theirs (names, keys' values, a run's arguments)
+        if candidates and self._text_unchanged({text for group in candidates for text in group}):
             unchanged = [t is not None for t in texts]
         else:  # something somewhere may change: span by span
             unchanged = [t is not None and self._text_unchanged(t) for t in texts]
@@ -75,7 +78,7 @@ class SpanPreparer:
                 self.limits.count("spans_quarantined")
             return None
 
-    def _text_unchanged(self, texts: list[str]) -> bool:
+    def _text_unchanged(self, texts: Iterable[str]) -> bool:
         """Whether no text of ``texts`` needs cleaning or redacting (tested joined: see the module's doc)."""
         joined = "\n".join(texts)
         return is_clean_text(joined) and (self.redactor is None or self.redactor.finds_nothing(joined))
