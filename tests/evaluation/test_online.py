@@ -70,6 +70,37 @@ def test_in_process_online_scores_with_golden_references(tmp_path):
     assert tracing.online.stats.scored == 3
 
 
+def test_idle_workers_poll_the_queue_by_reading_without_the_write_lock(tmp_path):
+    """Online workers with nothing to score poll the queue by reads: the store's write lock, which ingest waits
+    for, is taken only when a job waits."""
+    store = Store(f"sqlite:///{tmp_path / 'idle.db'}")
+    held = []
+
+    class Counted:
+        def __init__(self, lock):
+            self.lock = lock
+
+        def __enter__(self):
+            held.append(time.monotonic())
+            return self.lock.__enter__()
+
+        def __exit__(self, *exc):
+            return self.lock.__exit__(*exc)
+
+    store.write_lock = Counted(store.write_lock)
+    online = OnlineEvaluator(store, {"metrics": ["tool_call_count"], "poll_seconds": 0.01, "workers": 2}).start()
+    try:
+        time.sleep(0.5)  # some fifty polls a worker
+        assert held == []
+        store.write([invocation(1)])
+        assert online.drain(10)
+        assert online.stats.scored == 1
+        assert len(held) >= 1  # the claim and the results
+    finally:
+        online.stop()
+        store.close()
+
+
 def test_config_errors_name_the_file_and_key(tmp_path):
     path = tmp_path / "online.toml"
     path.write_text('metrics = ["tool_call_count"]\nsampel_rate = 0.5\n')

@@ -99,6 +99,17 @@ def test_a_claim_takes_run_out_leases_first_then_the_oldest_waiting_without_sort
                 assert "ix_eval_jobs_status" in details and "TEMP B-TREE" not in details, details
 
 
+def test_has_work_says_whether_a_job_waits_or_a_lease_ran_out(store):
+    queue = JobQueue(store).attach()
+    assert not queue.has_work(lease_seconds=60)
+    store.write([invocation(1)])
+    assert queue.has_work(lease_seconds=60)
+    assert queue.claim("w0", 5, lease_seconds=60)
+    assert not queue.has_work(lease_seconds=60)  # claimed, its lease running
+    time.sleep(0.05)
+    assert queue.has_work(lease_seconds=0.01)  # its lease ran out
+
+
 def test_a_batch_completes_only_the_jobs_its_worker_still_holds(store):
     queue = JobQueue(store).attach()
     store.write([invocation(i) for i in range(6)])

@@ -314,7 +314,8 @@ class OnlineEvaluator:
                 self.publish()
                 if not ids:
                     try:
-                        ids = self.queue.claim(worker, self.config.batch_size, self.config.lease_seconds)
+                        if self.queue.has_work(self.config.lease_seconds):  # an empty queue is polled by reads
+                            ids = self.queue.claim(worker, self.config.batch_size, self.config.lease_seconds)
                     except Exception:
                         logger.warning("toolpath: online worker could not claim jobs", exc_info=True)
                     if not ids:
@@ -327,6 +328,8 @@ class OnlineEvaluator:
                         self.stats.errors += 1
                     logger.exception("toolpath: online scoring failed for %d invocation(s)", len(ids))
                     ids = []
+                if not ids:  # nothing waited as the batch closed: jobs gather for a poll, the next batch is fuller
+                    self._stop.wait(self.config.poll_seconds)
         finally:
             if ids:  # claimed with the last results, as the worker was told to stop: waiting again at once
                 with contextlib.suppress(Exception):

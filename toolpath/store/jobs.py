@@ -131,6 +131,16 @@ class JobQueue:
 
     # --- worker side -------------------------------------------------------------------------------------
 
+    def has_work(self, lease_seconds: float) -> bool:
+        """Whether a job waits, or a claim's lease ran out: a read, without the write lock, so that a worker
+        polling an empty queue writes nothing (the claim that follows decides)."""
+        params = {"claimed": CLAIMED, "pending": PENDING, "stale": time.time_ns() - int(lease_seconds * 1e9)}
+        with self.store.engine.connect() as conn:
+            return any(
+                conn.execute(text(f"SELECT 1 FROM eval_jobs WHERE {which} LIMIT 1"), params).first() is not None
+                for which in (_WAITING, _STALE)
+            )
+
     def claim(self, worker: str, limit: int, lease_seconds: float) -> list[str]:
         """Up to ``limit`` jobs for ``worker``: waiting ones, or claims whose lease ran out."""
         with self.store.redoable_write() as conn:  # queued with ingest (SQLite)
