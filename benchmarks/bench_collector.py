@@ -426,10 +426,15 @@ def collect_row(label: str, store_url: str, template: Path, marker: bytes, args:
     if ratio > 0.5:
         print(f"{'':26}the sender is near its ceiling: the collector may be faster than this", flush=True)
     if args.seconds:
-        samples = [mb for _, mb in sent.watch.timeline]
-        tenth = max(len(samples) // 10, 1)
-        first, last = max(samples[tenth : 2 * tenth] or samples), max(samples[-tenth:])
-        print(f"{'':26}RSS over the run: {first:.0f} MB after the first tenth, {last:.0f} MB in the last tenth")
+        print(f"{'':26}{rss_over_the_run(sent)}")
+
+
+def rss_over_the_run(sent: Sent) -> str:
+    """The collector's RSS after the first tenth of a timed run and in its last tenth (flat: about the same)."""
+    samples = [mb for _, mb in sent.watch.timeline]
+    tenth = max(len(samples) // 10, 1)
+    first, last = max(samples[tenth : 2 * tenth] or samples), max(samples[-tenth:])
+    return f"RSS over the run: {first:.0f} MB after the first tenth, {last:.0f} MB in the last tenth"
 
 
 def end_to_end(store_url: str, spans: int, *extra: str) -> tuple[float, int]:

@@ -2,6 +2,7 @@
 
     python benchmarks/bench_online_throughput.py                         # 100,000 spans, SQLite and PostgreSQL
     python benchmarks/bench_online_throughput.py --spans 300000 --store sqlite --workers 2
+    python benchmarks/bench_online_throughput.py --seconds 300 --store sqlite --no-alone   # RSS over 5 minutes
 
 bench_collector's sender (its bodies, its process, its keep-alive connections) feeds ``toolpath collect`` with
 online evaluation of six computation metrics (every invocation sampled), while this process reads the job
@@ -22,7 +23,7 @@ import threading
 import time
 from pathlib import Path
 
-from bench_collector import SPANS_PER_TRACE, ceiling, collector, send, template_body
+from bench_collector import SPANS_PER_TRACE, ceiling, collector, rss_over_the_run, send, template_body
 
 METRICS = ["tool_error_rate", "tool_call_count", "latency_in_seconds", "failure", "redundant_tool_calls",
            "tool_loop_detected"]  # fmt: skip
@@ -96,6 +97,9 @@ def row(label: str, store_url: str, online: Path, template: Path, marker: bytes,
         f"   ({invocations:,} invocations){lost}",
         flush=True,
     )
+    print(f"{'':30}{sent.watch.describe()}", flush=True)
+    if args.seconds:
+        print(f"{'':30}{rss_over_the_run(sent)}", flush=True)
     return sent.rate, shape if not lost else "lost"
 
 
@@ -106,8 +110,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="collector worker processes (each ingests and scores)")
     parser.add_argument("--connections", type=int, default=4, help="the sender's keep-alive connections")
     parser.add_argument("--no-alone", action="store_true", help="skip the rows with online scoring off")
+    parser.add_argument("--seconds", type=float, default=0, help="send for this long instead (the RSS-flat check)")
     args = parser.parse_args()
-    args.seconds = 0  # send() sends --spans
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         body, marker = template_body()
