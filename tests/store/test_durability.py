@@ -71,3 +71,40 @@ def test_an_in_memory_store_writes_as_before(monkeypatch):
         conn.exec_driver_sql(INSERT, ("c",))
     with store.engine.connect() as conn:
         assert conn.exec_driver_sql("SELECT count(*) FROM eval_jobs").scalar() == 1
+
+
+FILL = (  # about 100 pages of the log a commit
+    "INSERT INTO filler SELECT randomblob(4000) FROM "
+    "(WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100) SELECT i FROM n)"
+)
+
+
+def log_frames(store: Store) -> int:
+    """Pages in the log since it last started over (checkpointing them, which the next writer's start needs)."""
+    with store.engine.connect() as conn:
+        return conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)").one()[1]
+
+
+@pytest.mark.parametrize("write", ["durable", "redoable", "plain"])
+def test_the_collectors_writes_checkpoint_the_log_every_ten_thousand_pages_others_every_thousand(sqlite_store, write):
+    with sqlite_store.engine.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE filler (x)")
+    log_frames(sqlite_store)
+    for _ in range(15):  # some 1,500 pages
+        if write == "plain":
+            with sqlite_store.engine.begin() as conn:
+                conn.exec_driver_sql(FILL)
+        else:
+            with sqlite_store.durable_write() if write == "durable" else sqlite_store.redoable_write() as conn:
+                conn.exec_driver_sql(FILL)
+    frames = log_frames(sqlite_store)
+    if write == "plain":  # checkpointed once past 1,000 pages: the log started over
+        assert frames < durability.SQLITE_AUTOCHECKPOINT
+    else:
+        assert durability.SQLITE_AUTOCHECKPOINT < frames < durability.CHECKPOINT_PAGES
+    conns = [sqlite_store.engine.connect() for _ in range(3)]
+    try:
+        assert {c.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar() for c in conns} == {1000}
+    finally:
+        for c in conns:
+            c.close()

@@ -11,7 +11,15 @@ other writer waits for that disk flush too — half of an ingest's time under th
   then the work is redone. The log keeps commits in order, so the next sync makes them durable too, and a
   process that dies (``kill -9``) loses nothing: the pages are the kernel's once written.
 
-The connection is set back to FULL before it returns to the pool, or discarded.
+Both also checkpoint less often. A commit that leaves more than ``wal_autocheckpoint`` pages in the log copies them
+into the database file and syncs both files before it returns, with the write lock still held. At the collector's
+rates (an export of 512 spans appends some 850 pages: its rows and the index pages they land on) SQLite's 1,000
+pages meant a checkpoint every export or two, into a file growing past gigabytes, while every other writer waited:
+over 100-second runs with online scoring on, 16,400–16,900 spans/s. With 10,000 pages (a log of about 40 MB
+before a checkpoint), a page written many times between checkpoints is copied once and the files are synced a
+tenth as often: 19,100–21,200 spans/s in the same minutes (20,000 and 40,000 pages gained nothing more).
+
+The connection is set back to FULL and SQLite's checkpoint interval before it returns to the pool, or discarded.
 """
 
 from __future__ import annotations
@@ -21,21 +29,26 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from toolpath.store.engine import SQLITE_SYNCHRONOUS
+from toolpath.store.engine import SQLITE_AUTOCHECKPOINT, SQLITE_SYNCHRONOUS
 
 RELAXED = "NORMAL"
+CHECKPOINT_PAGES = 10_000
+"""The log's pages after which a relaxed commit checkpoints (see above)."""
 
 
 @contextlib.contextmanager
 def relaxed(conn: Any) -> Iterator[None]:
-    """``synchronous=NORMAL`` on this SQLite connection for the ``with``, outside any transaction."""
+    """``synchronous=NORMAL`` and a checkpoint every :data:`CHECKPOINT_PAGES` on this SQLite connection for the
+    ``with``, outside any transaction."""
     driver = conn.connection.driver_connection
     driver.execute(f"PRAGMA synchronous={RELAXED}")
+    driver.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_PAGES}")
     try:
         yield
     finally:
         try:
             driver.execute(f"PRAGMA synchronous={SQLITE_SYNCHRONOUS}")
+            driver.execute(f"PRAGMA wal_autocheckpoint={SQLITE_AUTOCHECKPOINT}")
         except Exception:
             conn.invalidate()  # never pooled again: a write on it would not wait for the disk
             raise

@@ -21,6 +21,9 @@ SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 SQLITE_SYNCHRONOUS = "FULL"
 """Every commit waits for the disk (with WAL, NORMAL can lose the last commits in a power cut): a 2xx from the
 collector promises that what it acknowledged is stored."""
+SQLITE_AUTOCHECKPOINT = 1000
+"""Pages in the log after which a commit copies them into the database (SQLite's default; the collector's writes
+wait longer: :mod:`toolpath.store.durability`)."""
 STORE_EXAMPLES = "e.g. sqlite:///toolpath.db, ./toolpath.db or postgresql+psycopg://user@localhost:5432/toolpath"
 
 
@@ -97,5 +100,6 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute(f"PRAGMA synchronous={SQLITE_SYNCHRONOUS}")
+    cursor.execute(f"PRAGMA wal_autocheckpoint={SQLITE_AUTOCHECKPOINT}")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
