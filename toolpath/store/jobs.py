@@ -181,9 +181,9 @@ class JobQueue:
 
     def _held(self, worker: str, invocation_ids: Sequence[str]) -> ColumnElement[bool]:
         """Which of ``invocation_ids`` ``worker`` holds, for an update. On PostgreSQL a job whose row another
-        transaction has locked is left out rather than waited for: only an ingest rebuilding its invocation locks
-        a claimed job (to wait it again, or to delete it), so the claim is lost all the same, and a worker that
-        waited while holding the other jobs of its batch could deadlock with that ingest."""
+        transaction has locked is left out rather than waited for: another transaction locks a claimed job only to
+        wait it again or to delete it (an ingest rebuilding its invocation, retention), so the claim is lost all
+        the same, and a worker that waited while holding the other jobs of its batch could deadlock with it."""
         jobs = t.eval_jobs
         held = and_(jobs.c.invocation_id.in_(invocation_ids), jobs.c.status == CLAIMED, jobs.c.claimed_by == worker)
         if self.store.dialect != "postgresql":
