@@ -23,7 +23,16 @@ import threading
 import time
 from pathlib import Path
 
-from bench_collector import SPANS_PER_TRACE, ceiling, collector, rss_over_the_run, send, template_body
+from bench_collector import (
+    SPANS_PER_TRACE,
+    Sent,
+    ceiling,
+    collect_row,
+    collector,
+    rss_over_the_run,
+    send,
+    template_body,
+)
 
 METRICS = ["tool_error_rate", "tool_call_count", "latency_in_seconds", "failure", "redundant_tool_calls",
            "tool_loop_detected"]  # fmt: skip
@@ -57,18 +66,14 @@ class Backlog(threading.Thread):
             self.read()
 
 
-def alone(label: str, store_url: str, template: Path, marker: bytes, args: argparse.Namespace, top: float) -> None:
-    """The same collector with online scoring off, into a store of its own."""
-    with collector(store_url, "--workers", str(args.workers)) as (port, process):
-        sent = send(template, marker, port, process.pid, args)
-    print(
-        f"{label + ', scoring off':<30}{sent.rate:>8,.0f} spans/s in   {sent.rate / top:5.1%} of the ceiling",
-        flush=True,
-    )
+def alone(label: str, store_url: str, template: Path, marker: bytes, args: argparse.Namespace, top: Sent) -> None:
+    """The same collector with online scoring off, into a store of its own (bench_collector's row: every span
+    counted in the store afterwards)."""
+    collect_row(f"{label}, scoring off", store_url, template, marker, args, top, "--workers", str(args.workers))
 
 
 def row(label: str, store_url: str, online: Path, template: Path, marker: bytes, args: argparse.Namespace,
-        top: float) -> tuple[float, str]:  # fmt: skip
+        top: Sent) -> tuple[float, str]:  # fmt: skip
     with collector(store_url, "--online", str(online), "--workers", str(args.workers)) as (port, process):
         backlog = Backlog(store_url)
         backlog.start()
@@ -90,7 +95,7 @@ def row(label: str, store_url: str, online: Path, template: Path, marker: bytes,
     shape = "flat" if end <= quarter + BATCH * args.workers * 2 else "growing"
     lost = "" if done == invocations else f"   SCORED {done:,} OF {invocations:,}"
     print(
-        f"{label:<30}{sent.rate:>8,.0f} spans/s in   {sent.rate / top:5.1%} of the ceiling   "
+        f"{label:<30}{sent.rate:>8,.0f} spans/s in   {sent.rate / top.rate:5.1%} of the ceiling   "
         f"{done_at_last_ack / ingest_seconds:>7,.0f} inv/s scored while ingesting, "
         f"{done / drained:>7,.0f} inv/s until drained ({drained - ingest_seconds:.1f} s after the last 2xx)"
         f"   backlog {shape}: {quarter:,} pending at a quarter, {end:,} at the end, peak {peak:,}"
@@ -120,8 +125,8 @@ def main() -> None:
         online = folder / "online.toml"
         online.write_text(f"metrics = {METRICS!r}\nbatch_size = {BATCH}\npoll_seconds = 0.1\nmax_backlog = 1000000\n")
         print(f"toolpath collect --online ({', '.join(METRICS)}) --workers {args.workers}; {args.spans:,} spans a row")
-        top = ceiling(template, marker, args).rate
-        print(f"{'null receiver (ceiling)':<30}{top:>8,.0f} spans/s", flush=True)
+        top = ceiling(template, marker, args)
+        print(f"{'null receiver (ceiling)':<30}{top.rate:>8,.0f} spans/s", flush=True)
         reached: dict[str, tuple[float, str]] = {}
         if args.store in ("sqlite", "both"):
             if not args.no_alone:

@@ -51,7 +51,7 @@ from toolpath.evaluation.catalog import pass_rules, passes, resolve_metric
 from toolpath.evaluation.scoring import prepare_judge, score_views
 from toolpath.evaluators.judge.client import Judge, settings_from
 from toolpath.evaluators.metrics.registry import Metric
-from toolpath.evaluators.metrics.rows import stored_row, with_parsed_trajectories
+from toolpath.evaluators.metrics.rows import row_ids, stored_row, with_parsed_trajectories
 from toolpath.model import Invocation, agent_span_id
 from toolpath.store.jobs import SHED_POLICIES, JobQueue, sampled
 from toolpath.store.reads import StoredTurn
@@ -392,9 +392,8 @@ class OnlineEvaluator:
     def row(self, turn: StoredTurn) -> tuple[dict[str, Any], Mapping[str, Any]]:
         """The dataset row a stored invocation is scored as (what it did, plus the golden reference when found),
         and the row as metrics read it (its trajectories parsed)."""
-        ids = {"invocation_id": turn.invocation_id, "session_id": turn.session_id, "agent_name": turn.agent_name}
         row, predicted = stored_row(
-            ids,
+            row_ids(turn),
             prompt=turn.prompt,
             response=turn.response,
             calls=turn.calls,

@@ -57,22 +57,23 @@ def _turn_columns(
 
 def invocation_row(invocation: Invocation) -> dict[str, Any]:
     """A stored invocation as a row, with the ids that link the row back to the store."""
-    row = {
-        "invocation_id": invocation.invocation_id,
-        "session_id": invocation.session_id,
-        "agent_name": invocation.agent_name,
-    }
-    row.update(
-        turn_row(
+    return {
+        **row_ids(invocation),
+        **turn_row(
             prompt=invocation.prompt,
             response=invocation.response,
             tool_calls=invocation.tool_calls,
             latency_in_seconds=invocation.latency_seconds,
             failure=invocation.failure,
             intermediate_responses=invocation.intermediate_responses,
-        )
-    )
-    return row
+        ),
+    }
+
+
+def row_ids(stored: Any) -> dict[str, Any]:
+    """The columns that link a row back to its stored invocation (of an :class:`Invocation` or what online scoring
+    reads of one)."""
+    return {"invocation_id": stored.invocation_id, "session_id": stored.session_id, "agent_name": stored.agent_name}
 
 
 def stored_row(
