@@ -67,7 +67,7 @@ def main() -> None:
         os.environ["GOOGLE_GEMINI_BASE_URL"] = f"http://127.0.0.1:{port}"
 
         from toolpath.evaluation.runner import evaluate
-        from toolpath.evaluators.judge.client import Judge, JudgeSettings
+        from toolpath.judges.client import Judge, JudgeSettings
 
         rows = [
             {

@@ -39,7 +39,7 @@ from pathlib import Path
 from rouge_score import rouge_scorer
 
 import toolpath
-from toolpath.evaluators.metrics import text, trajectory
+from toolpath.metrics import text, trajectory_match
 from toolpath.model import ToolCall
 from toolpath.trajectory import Trajectory, parse_trajectory
 
@@ -191,17 +191,17 @@ def kernel_rows(pairs: list, n: int, r: int) -> list[tuple[str, float, str]]:
         )
     ]
     for name, fn in [
-        ("trajectory_exact_match", trajectory.exact_match),
-        ("trajectory_in_order_match", trajectory.in_order_match),
-        ("trajectory_any_order_match", trajectory.any_order_match),
-        ("trajectory_precision", trajectory.precision),
-        ("trajectory_recall", trajectory.recall),
+        ("trajectory_exact_match", trajectory_match.exact_match),
+        ("trajectory_in_order_match", trajectory_match.in_order_match),
+        ("trajectory_any_order_match", trajectory_match.any_order_match),
+        ("trajectory_precision", trajectory_match.precision),
+        ("trajectory_recall", trajectory_match.recall),
     ]:
         rows.append((name, rate(lambda fn=fn: [fn(p, q) for p, q in pairs], n, r), ">= 300,000"))
     rows.append(
         (
             "tool_trajectory_avg_score",
-            rate(lambda: [trajectory.tool_trajectory_avg_score([p], [q]) for p, q in pairs], n, r),
+            rate(lambda: [trajectory_match.tool_trajectory_avg_score([p], [q]) for p, q in pairs], n, r),
             ">= 300,000",
         )
     )
@@ -326,7 +326,8 @@ def adk_rows(pairs: list, texts: list) -> list[tuple[str, float]]:
         lambda: [rouge.evaluate_invocations([a], [e]) for a, e in zip(resp_a, resp_e, strict=True)], len(texts), 1
     )
     same_trajectory = all(
-        evaluator.evaluate_invocations([a], [e]).overall_score == trajectory.tool_trajectory_avg_score([p], [q]).score
+        evaluator.evaluate_invocations([a], [e]).overall_score
+        == trajectory_match.tool_trajectory_avg_score([p], [q]).score
         for a, e, (p, q) in zip(actual, expected, pairs, strict=True)
     )
     same_rouge = all(

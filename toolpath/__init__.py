@@ -33,8 +33,8 @@ _LAZY = {
     "agent": "toolpath.adapters.function",
     "tool": "toolpath.adapters.function",
     "Store": "toolpath.store.store",
-    "CustomMetric": "toolpath.evaluators.metrics.registry",
-    "Metric": "toolpath.evaluators.metrics.registry",
+    "CustomMetric": "toolpath.metrics.base",
+    "Metric": "toolpath.metrics.base",
     "metric_names": "toolpath.evaluation.catalog",
     "register_metric": "toolpath.evaluation.catalog",
     "EvalResult": "toolpath.evaluation.runner",
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from toolpath.adapters.function import agent, tool
     from toolpath.evaluation.catalog import metric_names, register_metric
     from toolpath.evaluation.runner import EvalResult, evaluate
-    from toolpath.evaluators.metrics.registry import CustomMetric, Metric
+    from toolpath.metrics.base import CustomMetric, Metric
     from toolpath.model import Invocation, MetricResult, Session, ToolCall
     from toolpath.setup import flush, init, shutdown, stats
     from toolpath.store.store import Store

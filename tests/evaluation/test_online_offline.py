@@ -1,6 +1,6 @@
 """One stored invocation, every built-in metric: the same score online (the worker scores it as it is stored) and
 offline (``toolpath eval --from-store`` re-scores it later). Both build their rows through
-``toolpath.evaluators.metrics.rows``; a failed call's error must reach the behaviour metrics on both paths."""
+``toolpath.metrics.rows``; a failed call's error must reach the behaviour metrics on both paths."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from toolpath.evaluation import catalog
 from toolpath.evaluation.online import OnlineEvaluator
 from toolpath.evaluation.recorded import rows_from_store
 from toolpath.evaluation.runner import evaluate
-from toolpath.evaluators.judge.client import JudgeReply, JudgeRequest
-from toolpath.evaluators.judge.vertex import JudgeMetric
-from toolpath.evaluators.metrics.rows import invocation_row, with_parsed_trajectories
+from toolpath.judges.client import JudgeReply, JudgeRequest
+from toolpath.judges.vertex import JudgeMetric
+from toolpath.metrics.rows import invocation_row, with_parsed_trajectories
 from toolpath.model import Invocation, ToolCall
 from toolpath.store.jobs import latest_scored
 from toolpath.store.store import Store

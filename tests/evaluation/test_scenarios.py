@@ -14,7 +14,7 @@ from tests.helpers.fake_gemini import FakeGemini, Reply
 from toolpath.datasets.adk import load_eval_set
 from toolpath.errors import ConfigError
 from toolpath.evaluation.evalset import evaluate_eval_sets
-from toolpath.evaluators.judge.client import Judge, JudgeSettings
+from toolpath.judges.client import Judge, JudgeSettings
 from toolpath.store import schema
 from toolpath.store.store import Store
 from toolpath.tracer import semconv as sc

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from toolpath.evaluation.verdicts import format_score
-from toolpath.evaluators.metrics.diff import Change, trajectory_diff
+from toolpath.metrics.diff import Change, trajectory_diff
 from toolpath.model import Session, ToolCall
 from toolpath.tracer import semconv as sc
 from toolpath.trajectory import parse_trajectory
@@ -440,6 +440,6 @@ def replay_report(console: Console, result: Any, *, quiet: bool = False) -> None
 
 
 def _describe(change: Mapping[str, Any]) -> str:
-    from toolpath.evaluators.metrics.diff import Change
+    from toolpath.metrics.diff import Change
 
     return Change(**change).describe()

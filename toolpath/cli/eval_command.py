@@ -181,7 +181,7 @@ def _eval_recorded(
     from toolpath.evaluation.recorded import rows_from_store
     from toolpath.evaluation.runner import check_names, evaluate
     from toolpath.evaluation.scoring import prepare_judge
-    from toolpath.evaluators.metrics.registry import split_metric_list
+    from toolpath.metrics.base import split_metric_list
 
     metrics = [resolve_metric(spec) for spec in split_metric_list(metrics_text)]
     check_names(metrics)
@@ -209,7 +209,7 @@ def _eval_dataset(
     from toolpath.evaluation.catalog import resolve_metric
     from toolpath.evaluation.runner import check_names, evaluate
     from toolpath.evaluation.scoring import prepare_judge
-    from toolpath.evaluators.metrics.registry import split_metric_list
+    from toolpath.metrics.base import split_metric_list
 
     # everything that can be wrong is checked before the store is opened and any agent runs
     metrics = [resolve_metric(spec) for spec in split_metric_list(metrics_text)]
@@ -259,7 +259,7 @@ def _eval_sets(
 ) -> None:
     from toolpath.cli.display import eval_set_report
     from toolpath.evaluation.evalset import check_runnable, criteria_of, evaluate_eval_sets
-    from toolpath.evaluators.judge.client import Judge, settings_from
+    from toolpath.judges.client import Judge, settings_from
 
     if not agent_ref:
         raise ConfigError("--agent module:attr is required to run eval sets (or an ADK agent module or folder)")

@@ -63,7 +63,7 @@ def replay(
     from toolpath.cli.display import replay_report
     from toolpath.evaluation.replay import DEFAULT_METRICS, replay_sessions, save_replay_run
     from toolpath.evaluation.targets import describe_target
-    from toolpath.evaluators.metrics.registry import split_metric_list
+    from toolpath.metrics.base import split_metric_list
 
     writable(output, "--output")  # checked first: the replay is saved before the output is written
     limits = parse_thresholds(thresholds)

@@ -20,7 +20,7 @@ from typing import Any
 from toolpath.cli.display import content_note
 from toolpath.evaluation.catalog import describe_rule
 from toolpath.evaluation.verdicts import row_status, run_metric_names, run_rules, verdicts
-from toolpath.evaluators.metrics.diff import argument_diff, trajectory_diff
+from toolpath.metrics.diff import argument_diff, trajectory_diff
 from toolpath.model import ToolCall
 from toolpath.trajectory import parse_trajectory
 

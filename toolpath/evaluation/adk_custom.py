@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 from toolpath.datasets.adk_content import invocation_json
 from toolpath.errors import MetricError
-from toolpath.evaluators.metrics.registry import CustomMetric, Row
+from toolpath.metrics.base import CustomMetric, Row
 from toolpath.model import MetricResult
 from toolpath.trajectory import parse_trajectory
 

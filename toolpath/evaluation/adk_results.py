@@ -32,7 +32,7 @@ from toolpath.evaluation.evalset import (
     judge_case,
 )
 from toolpath.evaluation.inference import AgentOutcome
-from toolpath.evaluators.judge.client import Judge
+from toolpath.judges.client import Judge
 from toolpath.model import EvalCase, Invocation
 
 

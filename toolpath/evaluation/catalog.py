@@ -17,12 +17,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from toolpath.errors import MetricError
-from toolpath.evaluators.judge.adk import ADK_JUDGE_METRICS
-from toolpath.evaluators.judge.multi_turn import MULTI_TURN_METRICS
-from toolpath.evaluators.judge.vertex import BUILTIN_TEMPLATES, TemplateMetric, builtin_metric
-from toolpath.evaluators.metrics import analytics, builtin, text, tool_calls, trajectory
-from toolpath.evaluators.metrics.registry import CustomMetric, Metric, Row, import_callable, parse_spec
-from toolpath.evaluators.metrics.rows import flag
+from toolpath.judges.adk_criteria import ADK_JUDGE_METRICS
+from toolpath.judges.multi_turn import MULTI_TURN_METRICS
+from toolpath.judges.vertex import BUILTIN_TEMPLATES, TemplateMetric, builtin_metric
+from toolpath.metrics import analytics, builtin, text, tool_calls, trajectory_match
+from toolpath.metrics.base import CustomMetric, Metric, Row, import_callable, parse_spec
+from toolpath.metrics.rows import flag
 from toolpath.model import MetricResult
 
 Factory = Callable[..., Metric]
@@ -232,15 +232,15 @@ FRACTION = MetricInfo(TRAJECTORIES, threshold=1.0)
 
 _fn: Callable[..., MetricResult]
 for _name, _fn in (
-    ("trajectory_exact_match", trajectory.exact_match),
-    ("trajectory_in_order_match", trajectory.in_order_match),
-    ("trajectory_any_order_match", trajectory.any_order_match),
+    ("trajectory_exact_match", trajectory_match.exact_match),
+    ("trajectory_in_order_match", trajectory_match.in_order_match),
+    ("trajectory_any_order_match", trajectory_match.any_order_match),
 ):
     register_metric(_name, BINARY)(builtin.reference_metric(_name, _fn))
 for _name, _fn in (
-    ("trajectory_precision", trajectory.precision),
-    ("trajectory_recall", trajectory.recall),
-    ("trajectory_f1", trajectory.f1),
+    ("trajectory_precision", trajectory_match.precision),
+    ("trajectory_recall", trajectory_match.recall),
+    ("trajectory_f1", trajectory_match.f1),
 ):
     register_metric(_name, FRACTION)(builtin.reference_metric(_name, _fn, has_order=True))
 register_metric("trajectory_single_tool_use", MetricInfo(PREDICTED, binary=True, threshold=1.0))(

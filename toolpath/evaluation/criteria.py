@@ -20,7 +20,7 @@ from toolpath.datasets import adk_schema
 from toolpath.datasets.adk_config import canonical_criteria
 from toolpath.errors import ConfigError, MetricError
 from toolpath.evaluation import catalog
-from toolpath.evaluators.metrics.registry import Metric
+from toolpath.metrics.base import Metric
 
 TOOLPATH_OPTIONS: dict[str, tuple[str, ...]] = {"tool_trajectory_avg_score": ("match",)}
 """Options toolpath adds to ADK's criteria (``match``: SPEC §4 matching modes)."""

@@ -41,10 +41,10 @@ from toolpath.evaluation.inference import AgentOutcome, content_notes, outcome_r
 from toolpath.evaluation.scenarios import SimulatorJudge, check_scenario_case, run_scenario, simulated_turns
 from toolpath.evaluation.scoring import judge_rows, score_row, summarize
 from toolpath.evaluation.targets import Target, describe_target, resolve_target
-from toolpath.evaluators.judge.client import Judge, settings_from
-from toolpath.evaluators.judge.vertex import JudgeMetric
-from toolpath.evaluators.metrics.registry import Metric, invocation_mean
-from toolpath.evaluators.metrics.rows import with_parsed_trajectories
+from toolpath.judges.client import Judge, settings_from
+from toolpath.judges.vertex import JudgeMetric
+from toolpath.metrics.base import Metric, invocation_mean
+from toolpath.metrics.rows import with_parsed_trajectories
 from toolpath.model import EvalCase, MetricResult
 from toolpath.store.store import Store
 from toolpath.trajectory import Trajectory

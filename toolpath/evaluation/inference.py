@@ -10,7 +10,7 @@ from typing import Any
 
 from toolpath import setup
 from toolpath.evaluation.targets import resolve_target
-from toolpath.evaluators.metrics.rows import turn_row
+from toolpath.metrics.rows import turn_row
 from toolpath.model import Invocation, ToolCall, invocation_key
 from toolpath.tracer import semconv as sc
 from toolpath.tracer.spans import split_agent_result
@@ -33,7 +33,7 @@ class AgentOutcome:
 
 
 def outcome_row(outcome: AgentOutcome, prompt: str) -> dict[str, Any]:
-    """What one agent run gives every metric (:func:`toolpath.evaluators.metrics.rows.turn_row`), and
+    """What one agent run gives every metric (:func:`toolpath.metrics.rows.turn_row`), and
     :func:`content_notes` when its tool spans lacked content."""
     row = turn_row(
         prompt=prompt,

@@ -49,9 +49,9 @@ from typing import Any, Protocol
 from toolpath.errors import ConfigError
 from toolpath.evaluation.catalog import pass_rules, passes, resolve_metric
 from toolpath.evaluation.scoring import prepare_judge, score_views
-from toolpath.evaluators.judge.client import Judge, settings_from
-from toolpath.evaluators.metrics.registry import Metric
-from toolpath.evaluators.metrics.rows import row_ids, stored_row, with_parsed_trajectories
+from toolpath.judges.client import Judge, settings_from
+from toolpath.metrics.base import Metric
+from toolpath.metrics.rows import row_ids, stored_row, with_parsed_trajectories
 from toolpath.model import Invocation, agent_span_id
 from toolpath.store.jobs import SHED_POLICIES, JobQueue, sampled
 from toolpath.store.reads import StoredTurn

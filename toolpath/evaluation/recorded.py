@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from toolpath.evaluators.metrics.rows import invocation_row
+from toolpath.metrics.rows import invocation_row
 from toolpath.store.store import Store
 
 

@@ -3,7 +3,7 @@
 Each selected session is re-run turn by turn (the same user messages, in order) in a new session of its own,
 traced into the store like any run; the new invocations are scored with the recorded ones as references (the
 recorded tool calls as ``reference_trajectory``, the recorded answer as ``reference``), and each turn's
-trajectory is diffed against the recording (:mod:`toolpath.evaluators.metrics.diff`).
+trajectory is diffed against the recording (:mod:`toolpath.metrics.diff`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from toolpath.evaluation.inference import outcome_row, run_agent
 from toolpath.evaluation.runner import evaluate
 from toolpath.evaluation.scoring import prepare_judge
 from toolpath.evaluation.targets import Target, resolve_target
-from toolpath.evaluators.metrics.diff import trajectory_diff
+from toolpath.metrics.diff import trajectory_diff
 from toolpath.model import Session
 from toolpath.store.store import Store
 

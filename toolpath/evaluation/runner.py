@@ -17,9 +17,9 @@ from toolpath.evaluation.catalog import pass_rules, resolve_metric
 from toolpath.evaluation.inference import AgentOutcome, outcome_row, run_agent
 from toolpath.evaluation.scoring import prepare_judge, score_views
 from toolpath.evaluation.targets import describe_target, resolve_target
-from toolpath.evaluators.judge.client import Judge, JudgeSettings
-from toolpath.evaluators.metrics.registry import Metric
-from toolpath.evaluators.metrics.rows import with_parsed_trajectories
+from toolpath.judges.client import Judge, JudgeSettings
+from toolpath.metrics.base import Metric
+from toolpath.metrics.rows import with_parsed_trajectories
 from toolpath.store.store import Store
 
 MEASURED = ("latency_in_seconds", "failure")

@@ -22,7 +22,7 @@ from toolpath.evaluation.criteria import Criterion
 from toolpath.evaluation.inference import AgentOutcome, run_agent
 from toolpath.evaluation.simulator import Exchange, Scenario, SimulatorError, UserSimulator, simulator_config
 from toolpath.evaluation.targets import Target
-from toolpath.evaluators.judge.client import Judge, settings_from
+from toolpath.judges.client import Judge, settings_from
 from toolpath.model import EvalCase
 from toolpath.tracer import semconv as sc
 from toolpath.tracer import spans

@@ -11,10 +11,10 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from toolpath.evaluators.judge.client import Ask, Judge, JudgeSettings, settings_from
-from toolpath.evaluators.judge.vertex import JudgeMetric
-from toolpath.evaluators.metrics.registry import Metric, MissingInput
-from toolpath.evaluators.metrics.rows import with_parsed_trajectories
+from toolpath.judges.client import Ask, Judge, JudgeSettings, settings_from
+from toolpath.judges.vertex import JudgeMetric
+from toolpath.metrics.base import Metric, MissingInput
+from toolpath.metrics.rows import with_parsed_trajectories
 from toolpath.model import MetricResult
 
 

@@ -6,7 +6,7 @@ text as ``author: text``, tool calls and results only with ``include_function_ca
 the reply holds the stop signal ``</finished>`` (any case), or when ``max_allowed_invocations`` messages were sent
 (the starting prompt counts; ``-1``: no limit). A reply with no text is an error of the case, as in ADK.
 
-Every model call goes through a :class:`~toolpath.evaluators.judge.client.Judge` (its retries, budget and cache):
+Every model call goes through a :class:`~toolpath.judges.client.Judge` (its retries, budget and cache):
 the request is keyed by the model, its generation config, the prompt — which holds the conversation so far — and
 the run, so a re-run with an agent that answers the same replays the same user turns from the store's cache
 (``--fresh`` asks again). Each call is traced as a ``chat`` span of its own trace (never under the agent's),
@@ -23,7 +23,7 @@ from typing import Any
 from toolpath.datasets.adk_schema import STOP_SIGNAL, LlmBackedUserSimulatorConfig
 from toolpath.errors import ConfigError, ToolpathError
 from toolpath.evaluation.simulator_prompts import render_instructions
-from toolpath.evaluators.judge.client import EMPTY_REPLY, Ask, Judge, JudgeReply, JudgeRequest
+from toolpath.judges.client import EMPTY_REPLY, Ask, Judge, JudgeReply, JudgeRequest
 from toolpath.model import ToolCall
 from toolpath.tracer import spans
 

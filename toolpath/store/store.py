@@ -188,7 +188,7 @@ class Store:
         return rebuild_effects.ingest(self, spans, rebuild, is_run, limits)
 
     def judge_replies(self, keys: list[str]) -> dict[str, dict[str, Any]]:
-        """Cached judge replies by request key (the judge's cache; see :mod:`toolpath.evaluators.judge.client`)."""
+        """Cached judge replies by request key (the judge's cache; see :mod:`toolpath.judges.client`)."""
         jc = t.judge_cache
         with self.engine.connect() as conn:
             rows = conn.execute(

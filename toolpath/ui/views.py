@@ -13,7 +13,7 @@ from typing import Any
 from toolpath.evaluation.catalog import describe_rule
 from toolpath.evaluation.efficiency import spans_under
 from toolpath.evaluation.verdicts import row_status, run_metric_names, run_rules, verdicts
-from toolpath.evaluators.metrics.diff import argument_diff, trajectory_diff
+from toolpath.metrics.diff import argument_diff, trajectory_diff
 from toolpath.model import Invocation, ToolCall
 from toolpath.store.spanrecord import SpanRecord
 from toolpath.store.store import Store

@@ -20,10 +20,10 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolpath.evaluators.judge.client import DEFAULT_MODEL, Ask, JudgeReply
-from toolpath.evaluators.judge.parse import JudgeParseError, brief, parse_reply
-from toolpath.evaluators.judge.vertex import JudgeMetric, RubricVerdicts, _cell
-from toolpath.evaluators.metrics.registry import MissingInput, Row
+from toolpath.judges.client import DEFAULT_MODEL, Ask, JudgeReply
+from toolpath.judges.parse import JudgeParseError, brief, parse_reply
+from toolpath.judges.vertex import JudgeMetric, RubricVerdicts, _cell
+from toolpath.metrics.base import MissingInput, Row
 from toolpath.model import MetricResult
 from toolpath.trajectory import parse_trajectory
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from toolpath.evaluators.metrics.equality import CallPredicate
+from toolpath.metrics.equality import CallPredicate
 from toolpath.model import ToolCall
 from toolpath.trajectory import Trajectory, has_wildcard, identities, identity_counts, match_keys
 

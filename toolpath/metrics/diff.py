@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolpath.evaluators.metrics.equality import json_equal
+from toolpath.metrics.equality import json_equal
 from toolpath.model import ToolCall
 
 

@@ -1,7 +1,7 @@
 """Response metrics: exact match, BLEU, ROUGE and ADK's ``response_match_score`` (SPEC §4).
 
 Pure functions of strings. ROUGE uses ``rouge_score``'s own scoring code with a tokenizer of
-:mod:`toolpath.evaluators.metrics.tokenize`: ADK 2.x's, exactly, for ``response_match_score``; toolpath's for the
+:mod:`toolpath.metrics.tokenize`: ADK 2.x's, exactly, for ``response_match_score``; toolpath's for the
 ``rouge*`` metrics. English scores equal ``rouge_score``'s exactly either way; scorers are built once per
 configuration and reused.
 """
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from toolpath.errors import MetricError
-from toolpath.evaluators.metrics.registry import invocation_mean
+from toolpath.metrics.base import invocation_mean
 from toolpath.model import MetricResult
 
 if TYPE_CHECKING:  # rouge-score, nltk and the numerical stack they pull in (~100 MB) load with the first scorer
@@ -42,7 +42,7 @@ def _scorer(rouge_type: str, use_stemmer: bool, split_summaries: bool) -> rouge_
         raise MetricError(f"rouge_type must be one of {', '.join(ROUGE_TYPES)}, got {rouge_type!r}")
     from rouge_score import rouge_scorer
 
-    from toolpath.evaluators.metrics.tokenize import RougeTokenizer
+    from toolpath.metrics.tokenize import RougeTokenizer
 
     return rouge_scorer.RougeScorer(
         [rouge_type], use_stemmer=use_stemmer, split_summaries=split_summaries, tokenizer=RougeTokenizer(use_stemmer)
@@ -70,7 +70,7 @@ def _adk_scorer() -> rouge_scorer.RougeScorer:
     """ADK's scorer: ROUGE-1 with its own tokenizer and the Porter stemmer."""
     from rouge_score import rouge_scorer
 
-    from toolpath.evaluators.metrics.tokenize import AdkTokenizer
+    from toolpath.metrics.tokenize import AdkTokenizer
 
     return rouge_scorer.RougeScorer(["rouge1"], tokenizer=AdkTokenizer(use_stemmer=True))
 

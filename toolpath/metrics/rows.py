@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from toolpath.errors import DatasetError, MetricError
-from toolpath.evaluators.metrics.registry import MissingInput, Row
+from toolpath.metrics.base import MissingInput, Row
 from toolpath.model import TRAJECTORY_COLUMNS, Invocation, ToolCall
 from toolpath.trajectory import Trajectory, parse_trajectory
 

@@ -9,8 +9,8 @@ from rouge_score import rouge_scorer
 
 from toolpath.evaluation.catalog import resolve_metric
 from toolpath.evaluation.scoring import score_row
-from toolpath.evaluators.metrics import text
-from toolpath.evaluators.metrics.tokenize import rouge_score_tokens, tokenize
+from toolpath.metrics import text
+from toolpath.metrics.tokenize import rouge_score_tokens, tokenize
 
 
 def score(spec: str, response, reference) -> object:

@@ -1,11 +1,11 @@
 """Trajectory metrics, as pure functions over lists of :class:`ToolCall` (SPEC §4, §6).
 
-Calls compare as :mod:`toolpath.evaluators.metrics.equality` says: ADK 2.x's rule unless ``json_strict`` asks
+Calls compare as :mod:`toolpath.metrics.equality` says: ADK 2.x's rule unless ``json_strict`` asks
 for JSON equality; ``null_args_wildcard`` (on by default for Vertex's ``trajectory_*`` metrics, off for ADK's
 ``tool_trajectory_avg_score``) lets a reference call with ``None`` arguments match any arguments.
 
-Pairing calls one-to-one or in order is :mod:`toolpath.evaluators.metrics.pairing`'s; each metric takes its fast
-path first when both trajectories compare by their cached keys (:func:`~toolpath.evaluators.metrics.pairing.keyed`).
+Pairing calls one-to-one or in order is :mod:`toolpath.metrics.pairing`'s; each metric takes its fast
+path first when both trajectories compare by their cached keys (:func:`~toolpath.metrics.pairing.keyed`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from toolpath.errors import MetricError
-from toolpath.evaluators.metrics.equality import (
+from toolpath.metrics.base import invocation_mean
+from toolpath.metrics.equality import (
     CallPredicate,
     call_predicate,
     calls_match,
@@ -22,7 +23,7 @@ from toolpath.evaluators.metrics.equality import (
     describe_difference,
     describe_key_difference,
 )
-from toolpath.evaluators.metrics.pairing import (
+from toolpath.metrics.pairing import (
     count_pairs,
     keyed,
     lcs,
@@ -31,7 +32,6 @@ from toolpath.evaluators.metrics.pairing import (
     same_keys,
     unmatched,
 )
-from toolpath.evaluators.metrics.registry import invocation_mean
 from toolpath.model import MetricResult, ToolCall
 from toolpath.trajectory import Trajectory, has_wildcard, match_keys
 

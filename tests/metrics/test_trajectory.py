@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from toolpath.evaluation.catalog import resolve_metric
-from toolpath.evaluators.metrics import trajectory as tj
+from toolpath.metrics import trajectory_match as tj
 from toolpath.model import ToolCall
 from toolpath.trajectory import Trajectory
 

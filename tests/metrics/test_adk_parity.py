@@ -19,8 +19,8 @@ from tests.helpers.adk_eval import (
     toolpath_calls,
     trajectory_evaluator,
 )
-from toolpath.evaluators.metrics import text, trajectory
-from toolpath.evaluators.metrics.tokenize import adk_tokenize
+from toolpath.metrics import text, trajectory_match
+from toolpath.metrics.tokenize import adk_tokenize
 
 PARITY = settings(max_examples=250, deadline=None)
 
@@ -153,9 +153,9 @@ def cases(draw):
 
 
 VERTEX = {
-    "EXACT": trajectory.exact_match,
-    "IN_ORDER": trajectory.in_order_match,
-    "ANY_ORDER": trajectory.any_order_match,
+    "EXACT": trajectory_match.exact_match,
+    "IN_ORDER": trajectory_match.in_order_match,
+    "ANY_ORDER": trajectory_match.any_order_match,
 }
 
 
@@ -170,7 +170,7 @@ def test_trajectory_scores_equal_trajectory_evaluator(case, match_type, ignore_a
         [adk_invocation("q", None, a) for a in actual],
         [adk_invocation("q", None, e) for e in expected],
     )
-    ours = trajectory.tool_trajectory_avg_score(
+    ours = trajectory_match.tool_trajectory_avg_score(
         [toolpath_calls(a) for a in actual],
         [toolpath_calls(e) for e in expected],
         match_type=match_type,
@@ -198,4 +198,6 @@ def test_trajectory_scores_equal_trajectory_evaluator(case, match_type, ignore_a
 def test_call_equality_examples(actual, expected, score):
     adk = evaluate(trajectory_evaluator(), [adk_invocation("q", None, actual)], [adk_invocation("q", None, expected)])
     assert adk.overall_score == score
-    assert trajectory.tool_trajectory_avg_score([toolpath_calls(actual)], [toolpath_calls(expected)]).score == score
+    assert (
+        trajectory_match.tool_trajectory_avg_score([toolpath_calls(actual)], [toolpath_calls(expected)]).score == score
+    )

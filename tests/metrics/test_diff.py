@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from toolpath.evaluators.metrics.diff import trajectory_diff
+from toolpath.metrics.diff import trajectory_diff
 from toolpath.model import ToolCall
 
 

@@ -10,7 +10,7 @@ import pytest
 from tests.helpers.fake_gemini import FakeGemini, Reply, json_reply
 from toolpath.errors import ConfigError
 from toolpath.evaluation.runner import evaluate
-from toolpath.evaluators.judge.client import Judge, JudgeSettings
+from toolpath.judges.client import Judge, JudgeSettings
 from toolpath.store.store import Store
 
 ROWS = [

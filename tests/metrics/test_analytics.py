@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from toolpath.evaluation.catalog import resolve_metric
 from toolpath.evaluation.scoring import score_row
-from toolpath.evaluators.metrics import analytics, trajectory
+from toolpath.metrics import analytics, trajectory_match
 from toolpath.model import ToolCall
 from toolpath.values import canonical_json
 
@@ -49,9 +49,9 @@ class TestF1AndModes:
     def test_in_order_uses_longest_common_subsequence(self):
         a, b, c = call("a"), call("b"), call("c")
         pred, ref = [b, a, c], [a, b, c]
-        assert trajectory.precision_recall_f1(pred, ref, order="any")[3] == 3
+        assert trajectory_match.precision_recall_f1(pred, ref, order="any")[3] == 3
         # LCS of b,a,c and a,b,c is 2 (a,c or b,c)
-        p, r, f, pairs = trajectory.precision_recall_f1(pred, ref, order="in_order")
+        p, r, f, pairs = trajectory_match.precision_recall_f1(pred, ref, order="in_order")
         assert (pairs, p, r, f) == (2, pytest.approx(2 / 3), pytest.approx(2 / 3), pytest.approx(2 / 3))
         assert row_score("trajectory_recall(order=in_order)", pred, ref).score == pytest.approx(2 / 3)
 
@@ -60,7 +60,7 @@ class TestF1AndModes:
         # Greedy in reference order would give pred1 to ref1 and strand ref2; the maximum matching pairs both.
         pred = [call("f", {"x": 1, "y": 2}), call("f", {"x": 1})]
         ref = [call("f", {"x": 1}), call("f", {"x": 1, "y": 2})]
-        assert trajectory.pair_count(pred, ref, match="name_and_required_args") == 2
+        assert trajectory_match.pair_count(pred, ref, match="name_and_required_args") == 2
         assert row_score("trajectory_any_order_match(match=name_and_required_args)", pred, ref).score == 1.0
 
     def test_empty_trajectories(self):

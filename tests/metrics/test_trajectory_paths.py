@@ -8,9 +8,9 @@ import random
 
 import pytest
 
-from toolpath.evaluators.metrics import pairing
-from toolpath.evaluators.metrics import trajectory as tj
-from toolpath.evaluators.metrics.equality import call_predicate
+from toolpath.metrics import pairing
+from toolpath.metrics import trajectory_match as tj
+from toolpath.metrics.equality import call_predicate
 from toolpath.model import ToolCall
 from toolpath.trajectory import Trajectory, parse_trajectory
 
@@ -139,7 +139,7 @@ def test_metrics_pass_only_the_options_that_differ_from_the_function_defaults():
 
 
 def test_differences_name_values_as_json_writes_them():
-    from toolpath.evaluators.metrics.equality import describe_difference
+    from toolpath.metrics.equality import describe_difference
 
     for got, want in [(6, 5), (-(10**30), 2**70), (True, 1), (1.5, 2), ("é", "e"), ([1], {"a": None}), (None, 0)]:
         p, r = ToolCall(name="f", args={"v": got}), ToolCall(name="f", args={"v": want})

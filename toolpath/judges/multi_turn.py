@@ -24,10 +24,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from toolpath.evaluators.judge.adk import RUBRIC_REPLY, AdkJudgeMetric, _failed, _majority, _RubricMetric
-from toolpath.evaluators.judge.client import Ask, JudgeRequest
-from toolpath.evaluators.judge.multi_turn_prompts import per_turn_prompt
-from toolpath.evaluators.metrics.registry import MissingInput, Row
+from toolpath.judges.adk_criteria import RUBRIC_REPLY, AdkJudgeMetric, _failed, _majority, _RubricMetric
+from toolpath.judges.client import Ask, JudgeRequest
+from toolpath.judges.multi_turn_prompts import per_turn_prompt
+from toolpath.metrics.base import MissingInput, Row
 from toolpath.model import MetricResult
 from toolpath.trajectory import parse_trajectory
 

@@ -11,9 +11,9 @@ import pytest
 from google.adk.evaluation.simulation.per_turn_user_simulator_quality_v1 import _parse_llm_response
 
 from toolpath.evaluation.catalog import criterion_metric
-from toolpath.evaluators.judge.client import JudgeReply, JudgeRequest
-from toolpath.evaluators.judge.multi_turn import dialogue, is_valid_label
-from toolpath.evaluators.metrics.registry import MissingInput
+from toolpath.judges.client import JudgeReply, JudgeRequest
+from toolpath.judges.multi_turn import dialogue, is_valid_label
+from toolpath.metrics.base import MissingInput
 
 SCENARIO = {"starting_prompt": "I need a flight.", "conversation_plan": "Paris to Rome."}
 TURNS = [

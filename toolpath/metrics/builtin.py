@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from toolpath.errors import MetricError
-from toolpath.evaluators.metrics import analytics, text, tool_calls, trajectory
-from toolpath.evaluators.metrics.registry import Metric, MissingInput, Row
-from toolpath.evaluators.metrics.rows import flag, text_column, trajectory_column
+from toolpath.metrics import analytics, text, tool_calls, trajectory_match
+from toolpath.metrics.base import Metric, MissingInput, Row
+from toolpath.metrics.rows import flag, text_column, trajectory_column
 from toolpath.model import MetricResult
 from toolpath.trajectory import Trajectory
 
@@ -62,7 +62,7 @@ def reference_metric(name: str, fn: Callable[..., MetricResult], *, has_order: b
         **rest: Any,
     ) -> Metric:
         options: dict[str, Any] = {
-            "match": trajectory.check_mode(str(match), flag(ignore_args, "ignore_args")),
+            "match": trajectory_match.check_mode(str(match), flag(ignore_args, "ignore_args")),
             "json_strict": flag(json_strict, "json_strict"),
             "null_args_wildcard": flag(null_args_wildcard, "null_args_wildcard"),
         }
@@ -70,8 +70,8 @@ def reference_metric(name: str, fn: Callable[..., MetricResult], *, has_order: b
         if rest:
             raise MetricError(f"unknown parameter(s): {', '.join(rest)}")
         if has_order:
-            if order not in trajectory.ORDERS:
-                raise MetricError(f"order must be one of {', '.join(trajectory.ORDERS)}, got {order!r}")
+            if order not in trajectory_match.ORDERS:
+                raise MetricError(f"order must be one of {', '.join(trajectory_match.ORDERS)}, got {order!r}")
             options["order"] = order
         elif order != "any":
             raise MetricError("order applies to trajectory_precision, trajectory_recall and trajectory_f1")
@@ -124,7 +124,7 @@ class TrajectorySingleToolUse(Metric):
             raise MetricError("tool_name must be a non-empty string")
 
     def score(self, row: Row) -> MetricResult:
-        return trajectory.single_tool_use(trajectory_column(row, "predicted_trajectory"), self.tool_name)
+        return trajectory_match.single_tool_use(trajectory_column(row, "predicted_trajectory"), self.tool_name)
 
 
 @dataclass(frozen=True)
@@ -142,11 +142,13 @@ class ToolTrajectoryAvgScore(Metric):
     case_level: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
-        if str(self.match_type).upper() not in trajectory.MATCH_TYPES:
-            raise MetricError(f"match_type must be one of {', '.join(trajectory.MATCH_TYPES)}, got {self.match_type!r}")
+        if str(self.match_type).upper() not in trajectory_match.MATCH_TYPES:
+            raise MetricError(
+                f"match_type must be one of {', '.join(trajectory_match.MATCH_TYPES)}, got {self.match_type!r}"
+            )
         for option in ("ignore_args", "json_strict", "null_args_wildcard"):
             object.__setattr__(self, option, flag(getattr(self, option), option))
-        trajectory.check_mode(self.match)
+        trajectory_match.check_mode(self.match)
 
     def score(self, row: Row) -> MetricResult:
         turns = row.get("invocations")
@@ -156,7 +158,7 @@ class ToolTrajectoryAvgScore(Metric):
         else:
             actual = [trajectory_column(row, "predicted_trajectory")]
             expected = [trajectory_column(row, "reference_trajectory")]
-        return trajectory.tool_trajectory_avg_score(
+        return trajectory_match.tool_trajectory_avg_score(
             actual,
             expected,
             match_type=self.match_type,

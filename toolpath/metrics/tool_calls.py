@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from toolpath.errors import ToolpathError
-from toolpath.evaluators.metrics.equality import canonical_args
+from toolpath.metrics.equality import canonical_args
 from toolpath.model import MetricResult
 
 

@@ -1,7 +1,7 @@
 """Model-judged metrics: pointwise and pairwise prompt templates (Vertex AI's model-based metrics) and the
 trajectory judge ``response_follows_trajectory``.
 
-A :class:`JudgeMetric` does no I/O: the runner gives it an ``ask`` (see :mod:`toolpath.evaluators.judge.client`) and
+A :class:`JudgeMetric` does no I/O: the runner gives it an ``ask`` (see :mod:`toolpath.judges.client`) and
 awaits :meth:`JudgeMetric.judge` per row. Prompts render deterministically from the template and the row, so
 identical rows make identical requests (and hit the judge cache). With ``num_samples`` > 1 the same prompt is
 asked several times: a 0/1 scale takes the majority (a tie fails), a wider scale the mean; pairwise metrics
@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from toolpath.errors import MetricError
-from toolpath.evaluators.judge.client import DEFAULT_MODEL, Ask, JudgeReply, JudgeRequest
-from toolpath.evaluators.judge.parse import JudgeParseError, brief, parse_reply
-from toolpath.evaluators.metrics.registry import Metric, MissingInput, Row
+from toolpath.judges.client import DEFAULT_MODEL, Ask, JudgeReply, JudgeRequest
+from toolpath.judges.parse import JudgeParseError, brief, parse_reply
+from toolpath.metrics.base import Metric, MissingInput, Row
 from toolpath.model import MetricResult
 from toolpath.trajectory import parse_trajectory
 
