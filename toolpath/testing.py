@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from toolpath import setup
-from toolpath.datasets.adk import load_eval_sets
-from toolpath.evaluation.evalset import FAILED, EvalSetResult, evaluate_eval_sets
+from toolpath.evaluation.evalsets.evaluator import FAILED, EvalSetResult, evaluate_eval_sets
+from toolpath.evaluation.evalsets.files import load_eval_sets
 
 
 def assert_evalset(

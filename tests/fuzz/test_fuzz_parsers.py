@@ -17,8 +17,8 @@ from tests.helpers import SPANS
 from toolpath.collector import otlp
 from toolpath.collector.receiver import Ingestor
 from toolpath.datasets import load_rows
-from toolpath.datasets.adk import load_eval_set
 from toolpath.errors import DatasetError, ToolpathError
+from toolpath.evaluation.evalsets.files import load_eval_set
 from toolpath.store.store import Store
 
 VALID_PB = (SPANS / "otel-genai-langchain.shared.otlp.pb").read_bytes()

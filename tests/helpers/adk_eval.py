@@ -38,7 +38,7 @@ from google.adk.evaluation.local_eval_service import LocalEvalService
 from google.adk.evaluation.trajectory_evaluator import TrajectoryEvaluator
 from google.genai import types
 
-from toolpath.evaluation.inference import AgentOutcome
+from toolpath.evaluation.agent_runs import AgentOutcome
 from toolpath.model import ToolCall
 
 Call = tuple[str, dict[str, Any] | None]

@@ -15,7 +15,7 @@ import pytest
 
 from tests.helpers.ui import DEMO_AGENT, EXITING_AGENT, GATE, HELD_AGENT, JOB_ENDED, Watched, browser, serve_ui
 from toolpath.cli.common import load_agent
-from toolpath.datasets.adk import EvalConfig
+from toolpath.evaluation.evalsets.files import EvalConfig
 from toolpath.model import Invocation, ToolCall
 from toolpath.store.store import Store
 from toolpath.ui.evalsets import EvalSetFiles

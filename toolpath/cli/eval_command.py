@@ -107,7 +107,7 @@ def eval_command(
     exits 1 when a metric scored no row at all. Without a store (--store, $TOOLPATH_STORE, or --agent's
     default), nothing is kept.
     """
-    from toolpath.datasets.adk import EVALSET_SUFFIX, LEGACY_SUFFIX, split_selector
+    from toolpath.evaluation.evalsets.files import EVALSET_SUFFIX, LEGACY_SUFFIX, split_selector
 
     writable(output, "--output")
     if store is not None:
@@ -258,7 +258,7 @@ def _eval_sets(
     fresh: bool = False,
 ) -> None:
     from toolpath.cli.display import eval_set_report
-    from toolpath.evaluation.evalset import check_runnable, criteria_of, evaluate_eval_sets
+    from toolpath.evaluation.evalsets.evaluator import check_runnable, criteria_of, evaluate_eval_sets
     from toolpath.judges.client import Judge, settings_from
 
     if not agent_ref:
@@ -293,10 +293,10 @@ def _eval_from_results(
     store_url: str | None,
 ) -> None:
     from toolpath.cli.display import eval_set_report
-    from toolpath.datasets.adk import load_config
-    from toolpath.datasets.adk_results import load_results
-    from toolpath.evaluation.adk_results import score_recorded
-    from toolpath.evaluation.evalset import save_evalset_run
+    from toolpath.evaluation.evalsets.evaluator import save_evalset_run
+    from toolpath.evaluation.evalsets.files import load_config
+    from toolpath.evaluation.evalsets.history import score_recorded
+    from toolpath.evaluation.evalsets.result_files import load_results
 
     _importable_cwd()
     recorded = load_results(results_path)
@@ -321,7 +321,7 @@ def _eval_from_results(
 
 
 def _load_eval_sets(path: Path, config_path: Path | None) -> list[Any]:
-    from toolpath.datasets.adk import load_eval_sets
+    from toolpath.evaluation.evalsets.files import load_eval_sets
 
     return load_eval_sets(path, config_path)
 
@@ -336,7 +336,7 @@ def _write(result: Any, output: Path | None, adk_history: Path | None) -> None:
     if output is not None:
         output.write_text(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n")
     if adk_history is not None:
-        from toolpath.evaluation.adk_results import write_adk_history
+        from toolpath.evaluation.evalsets.history import write_adk_history
 
         for written in write_adk_history(result, adk_history):
             console.print(f"ADK eval history: {written}", markup=False, highlight=False)

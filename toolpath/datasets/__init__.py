@@ -1,6 +1,6 @@
 """Datasets: rows of columns as SPEC §5 (``prompt``, ``reference``, ``response``, ``predicted_trajectory``,
 ``reference_trajectory``, …), from a JSONL, CSV or JSON file, a list of dicts, or a pandas DataFrame. ADK eval
-sets are read by :mod:`toolpath.datasets.adk`.
+sets are read by :mod:`toolpath.evaluation.evalsets.files`.
 
 Whatever the source, a dataset is checked as it is loaded: no rows at all, or a trajectory cell that is not a
 list of tool calls (bad JSON, a plain string, a call without ``tool_name``), is a :class:`DatasetError` naming the

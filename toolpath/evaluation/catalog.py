@@ -209,7 +209,7 @@ def criterion_metric(
     ``custom_function`` (``module.function``) makes it an ADK custom metric of that name, which ADK's criterion
     is given with its ``threshold``."""
     if custom_function is not None:
-        from toolpath.evaluation.adk_custom import adk_custom_metric
+        from toolpath.evaluation.evalsets.custom_metrics import adk_custom_metric
 
         return adk_custom_metric(name, custom_function, options, 0.0 if threshold is None else threshold)
     factory = _CATALOG.get(name)

@@ -16,8 +16,8 @@ from datetime import datetime
 from typing import Any
 
 from toolpath.errors import MetricError
+from toolpath.evaluation.agent_runs import outcome_row, run_agent
 from toolpath.evaluation.catalog import pass_rules, passes, resolve_metric
-from toolpath.evaluation.inference import outcome_row, run_agent
 from toolpath.evaluation.runner import evaluate
 from toolpath.evaluation.scoring import prepare_judge
 from toolpath.evaluation.targets import Target, resolve_target

@@ -13,8 +13,8 @@ from typing import Any
 
 from toolpath.datasets import read_rows
 from toolpath.errors import ConfigError, DatasetError, MetricError
+from toolpath.evaluation.agent_runs import AgentOutcome, outcome_row, run_agent
 from toolpath.evaluation.catalog import pass_rules, resolve_metric
-from toolpath.evaluation.inference import AgentOutcome, outcome_row, run_agent
 from toolpath.evaluation.scoring import prepare_judge, score_views
 from toolpath.evaluation.targets import describe_target, resolve_target
 from toolpath.judges.client import Judge, JudgeSettings

@@ -6,7 +6,7 @@ custom-function dict); an object with ``.query(input=...)`` (Vertex ``Queryable`
 a LangChain ``Runnable`` (chat models, chains, ``AgentExecutor``, LangGraph graphs), whose input shape is read
 from its input schema and whose output is reduced to the final text; a Google ADK agent (``BaseAgent``: an
 ``LlmAgent``, a workflow agent, agents with sub-agents; or a workflow ``BaseNode``) or ``App``, run as ADK's own
-evaluation runs it (:mod:`toolpath.evaluation.adk_inference`); a module or package exposing ``root_agent`` (or
+evaluation runs it (:mod:`toolpath.evaluation.evalsets.inference`); a module or package exposing ``root_agent`` (or
 ``agent.root_agent``, or an ADK ``App`` as ``app``), as ``adk eval`` takes an agent folder; and an Agent Engine
 ``AdkApp``-style object (``async_stream_query`` / ``stream_query`` yielding ADK events).
 """
@@ -22,7 +22,7 @@ from typing import Any
 
 from toolpath.adapters.function import AgentSpec
 from toolpath.errors import ConfigError
-from toolpath.evaluation.adk_inference import AdkAgentRunner, AdkAppRunner, SessionInput
+from toolpath.evaluation.evalsets.inference import AdkAgentRunner, AdkAppRunner, SessionInput
 
 ACCEPTED = (
     "a function taking the prompt, an object with .query(), a LangChain Runnable, a Google ADK agent or App, "

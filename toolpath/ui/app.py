@@ -52,7 +52,7 @@ class UiState:
     store: Store
     evalsets: EvalSetFiles
     load_agent: Callable[[str], Any]
-    """``module:attr`` -> something :func:`~toolpath.evaluation.evalset.evaluate_eval_sets` runs (the CLI's
+    """``module:attr`` -> something :func:`~toolpath.evaluation.evalsets.evaluator.evaluate_eval_sets` runs (the CLI's
     ``--agent`` loader), raising a :class:`~toolpath.errors.ConfigError` for what it cannot load."""
     jobs: Jobs = field(init=False)
     default_agent: str = ""

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolpath.datasets.adk import EVALSET_SUFFIX, EvalSet, load_eval_set
 from toolpath.datasets.export import to_evalset
 from toolpath.errors import ConfigError, DatasetError
+from toolpath.evaluation.evalsets.files import EVALSET_SUFFIX, EvalSet, load_eval_set
 from toolpath.model import Session
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")

@@ -9,9 +9,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolpath.datasets.adk import EvalConfig, EvalSet
 from toolpath.errors import ToolpathError
-from toolpath.evaluation.evalset import CaseResult, evaluate_eval_sets
+from toolpath.evaluation.evalsets.evaluator import CaseResult, evaluate_eval_sets
+from toolpath.evaluation.evalsets.files import EvalConfig, EvalSet
 from toolpath.store.store import Store
 
 logger = logging.getLogger("toolpath.ui")

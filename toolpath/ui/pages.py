@@ -12,9 +12,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from toolpath.datasets.adk import EvalConfig, EvalSet
 from toolpath.errors import ConfigError
-from toolpath.evaluation.evalset import criteria_of
+from toolpath.evaluation.evalsets.evaluator import criteria_of
+from toolpath.evaluation.evalsets.files import EvalConfig, EvalSet
 from toolpath.store import browse
 from toolpath.ui import params
 from toolpath.ui.evalsets import EditedCall, EditedTurn, parse_args

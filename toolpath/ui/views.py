@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from toolpath.evaluation.catalog import describe_rule
-from toolpath.evaluation.efficiency import spans_under
+from toolpath.evaluation.evalsets.efficiency import spans_under
 from toolpath.evaluation.verdicts import row_status, run_metric_names, run_rules, verdicts
 from toolpath.metrics.diff import argument_diff, trajectory_diff
 from toolpath.model import Invocation, ToolCall

@@ -8,7 +8,7 @@ from typing import Any
 
 from google.genai import types as genai_types
 
-from toolpath.datasets import adk_schema as schema
+from toolpath.evaluation.evalsets import schema as schema
 from toolpath.model import ExpectedInvocation, ToolCall
 
 

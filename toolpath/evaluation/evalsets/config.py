@@ -5,8 +5,8 @@ criterion an object with camelCase or snake_case keys), then each criterion ADK 
 reads it with (``match_type`` as ``"IN_ORDER"``, ``"in-order"``, ``"In Order"`` or ``1``…). toolpath is stricter
 than ADK where ADK would silently evaluate nothing: an unknown key at the top level, an empty ``criteria``, and a
 threshold on one of ADK's efficiency metrics are errors here; an unknown criterion name, or an unknown key inside
-a criterion, is an error of :func:`toolpath.evaluation.criteria.resolve_criteria`, which knows toolpath's metrics
-(and their options) as well as ADK's.
+a criterion, is an error of :func:`toolpath.evaluation.evalsets.criteria.resolve_criteria`, which knows
+toolpath's metrics (and their options) as well as ADK's.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic.alias_generators import to_snake
 
-from toolpath.datasets import adk_schema as schema
-from toolpath.datasets.adk_errors import explain, json_kind, read_json
 from toolpath.errors import DatasetError
+from toolpath.evaluation.evalsets import schema as schema
+from toolpath.evaluation.evalsets.json_errors import explain, json_kind, read_json
 
 CONFIG_NAME = "test_config.json"
 DEFAULT_CRITERIA: dict[str, Any] = {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}
@@ -106,7 +106,7 @@ def _criterion(path: object, name: str, value: float | schema.BaseCriterion, cus
         if snake in model.model_fields:  # ADK's value, as ADK's criterion model read it
             item = getattr(typed, snake)
             item = item.name if isinstance(item, schema.MatchType) else _plain(item)
-        out[snake] = item  # a key ADK's model does not define: judged by toolpath.evaluation.criteria
+        out[snake] = item  # a key ADK's model does not define: judged by toolpath.evaluation.evalsets.criteria
     return out
 
 

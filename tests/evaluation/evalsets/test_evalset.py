@@ -14,9 +14,9 @@ from langchain_core.runnables import RunnableLambda
 import toolpath
 from tests.helpers import ADK_FIXTURES
 from tests.helpers.weather import get_weather, good_agent
-from toolpath.datasets.adk import load_eval_set, load_eval_sets
 from toolpath.errors import ConfigError
-from toolpath.evaluation.evalset import evaluate_eval_sets
+from toolpath.evaluation.evalsets.evaluator import evaluate_eval_sets
+from toolpath.evaluation.evalsets.files import load_eval_set, load_eval_sets
 from toolpath.store.store import Store
 from toolpath.testing import assert_evalset
 

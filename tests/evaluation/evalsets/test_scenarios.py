@@ -11,9 +11,9 @@ from sqlalchemy import select
 
 import toolpath
 from tests.helpers.fake_gemini import FakeGemini, Reply
-from toolpath.datasets.adk import load_eval_set
 from toolpath.errors import ConfigError
-from toolpath.evaluation.evalset import evaluate_eval_sets
+from toolpath.evaluation.evalsets.evaluator import evaluate_eval_sets
+from toolpath.evaluation.evalsets.files import load_eval_set
 from toolpath.judges.client import Judge, JudgeSettings
 from toolpath.store import schema
 from toolpath.store.store import Store

@@ -21,11 +21,11 @@ from tests.helpers.adk_records import (
     weather_turns,
 )
 from tests.helpers.weather import get_weather, good_agent
-from toolpath.datasets.adk import load_eval_set
-from toolpath.datasets.adk_results import load_results
 from toolpath.errors import DatasetError
-from toolpath.evaluation.adk_results import score_recorded, write_adk_history
-from toolpath.evaluation.evalset import evaluate_eval_sets
+from toolpath.evaluation.evalsets.evaluator import evaluate_eval_sets
+from toolpath.evaluation.evalsets.files import load_eval_set
+from toolpath.evaluation.evalsets.history import score_recorded, write_adk_history
+from toolpath.evaluation.evalsets.result_files import load_results
 
 pytest.importorskip("google.adk.evaluation.local_eval_set_results_manager")
 
@@ -235,7 +235,7 @@ class TestCustomMetrics:
         assert case.status == "FAILED"
 
     def test_on_recorded_results(self, history, config):
-        from toolpath.datasets.adk import load_config
+        from toolpath.evaluation.evalsets.files import load_config
 
         [paris, _] = score_recorded(load_results(history), config=load_config(config)).cases
         assert paris.metrics["short"].per_invocation == [0.0, 0.0]

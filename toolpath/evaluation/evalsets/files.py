@@ -1,7 +1,7 @@
 """Google ADK eval sets: ``*.evalset.json``, legacy ``*.test.json``, folders of them, ``file:case_a,case_b``.
 
 A file is accepted exactly when ADK 2.x accepts it: ``EvalSet`` files are validated with the mirror of ADK's own
-pydantic models (:mod:`toolpath.datasets.adk_schema`: camelCase or snake_case keys below the top level, unknown
+pydantic models (:mod:`toolpath.evaluation.evalsets.schema`: camelCase or snake_case keys below the top level, unknown
 keys rejected where ADK rejects them and kept where ADK keeps them, such as ``session_input.session_id``); a JSON
 list is one of ADK's older formats, converted as ADK converts it: in a ``*.test.json`` the turns of one
 conversation (``AgentEvaluator``), elsewhere a list of ``{"name", "data", "initial_session"}`` cases
@@ -9,7 +9,7 @@ conversation (``AgentEvaluator``), elsewhere a list of ``{"name", "data", "initi
 
 Where toolpath knowingly differs (documented in docs/evaluation.md): a legacy turn's expected tool calls may
 also be written ``{"name", "args"}`` (SPEC §1); a legacy list of turns may be judged by any criterion (ADK's
-``AgentEvaluator`` allows four); and criteria are checked more strictly (:mod:`toolpath.datasets.adk_config`).
+``AgentEvaluator`` allows four); and criteria are checked more strictly (:mod:`toolpath.evaluation.evalsets.config`).
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from toolpath.datasets import adk_schema as schema
-from toolpath.datasets.adk_config import CONFIG_NAME, DEFAULT_CRITERIA, EvalConfig, load_config, load_criteria
-from toolpath.datasets.adk_content import expected_invocation, tool_call
-from toolpath.datasets.adk_errors import explain, read_json
 from toolpath.errors import DatasetError
+from toolpath.evaluation.evalsets import schema as schema
+from toolpath.evaluation.evalsets.config import CONFIG_NAME, DEFAULT_CRITERIA, EvalConfig, load_config, load_criteria
+from toolpath.evaluation.evalsets.content import expected_invocation, tool_call
+from toolpath.evaluation.evalsets.json_errors import explain, read_json
 from toolpath.model import EvalCase, ExpectedInvocation, ToolCall
 
 __all__ = [

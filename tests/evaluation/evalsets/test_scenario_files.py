@@ -9,8 +9,8 @@ from google.adk.evaluation.eval_config import EvalConfig as AdkEvalConfig
 from google.adk.evaluation.eval_set import EvalSet as AdkEvalSet
 from pydantic import ValidationError
 
-from toolpath.datasets.adk import load_eval_set
 from toolpath.errors import DatasetError
+from toolpath.evaluation.evalsets.files import load_eval_set
 
 SCENARIO = {"startingPrompt": "I need a flight.", "conversationPlan": "From Paris to Rome, next Tuesday."}
 SIMULATORS = [

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from toolpath.datasets import adk_schema
-from toolpath.datasets.adk import load_config
 from toolpath.errors import ConfigError, DatasetError
-from toolpath.evaluation.criteria import resolve_criteria
+from toolpath.evaluation.evalsets import schema as adk_schema
+from toolpath.evaluation.evalsets.criteria import resolve_criteria
+from toolpath.evaluation.evalsets.files import load_config
 
 DEFAULTS = {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}
 

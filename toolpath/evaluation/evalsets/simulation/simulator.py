@@ -20,9 +20,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolpath.datasets.adk_schema import STOP_SIGNAL, LlmBackedUserSimulatorConfig
 from toolpath.errors import ConfigError, ToolpathError
-from toolpath.evaluation.simulator_prompts import render_instructions
+from toolpath.evaluation.evalsets.schema import STOP_SIGNAL, LlmBackedUserSimulatorConfig
+from toolpath.evaluation.evalsets.simulation.prompts import render_instructions
 from toolpath.judges.client import EMPTY_REPLY, Ask, Judge, JudgeReply, JudgeRequest
 from toolpath.model import ToolCall
 from toolpath.tracer import spans

@@ -3,14 +3,14 @@
 Each case's conversation is replayed turn by turn in one session (a fresh session per run, or the case's own
 ``session_input.session_id``; for agents that keep sessions, such as ADK agents, started from the case's
 ``session_input``), traced like any agent run, and scored per criterion as ADK scores it. The criteria are
-checked before anything runs (:mod:`toolpath.evaluation.criteria`: an unknown name or key is an error). In each
+checked before anything runs (:mod:`toolpath.evaluation.evalsets.criteria`: an unknown name or key is an error). In each
 run, each invocation gets a score and a status (PASSED when the score reaches the threshold, FAILED below it,
 NOT_EVALUATED without a score) and the criterion gets the evaluator's mean over the invocations (ADK's
 ``EvalCaseResult``; an ADK custom metric reports its own status). Over the runs, a criterion's score is the mean
 of every scored invocation of every run, and it passes when that reaches the threshold (ADK's
 ``AgentEvaluator`` with ``num_runs``). A case fails when any criterion failed, passes when one passed and none
 failed, and is NOT_EVALUATED when none could be scored — as a case with no invocations. Every case also gets
-ADK's informational efficiency figures (:mod:`toolpath.evaluation.efficiency`).
+ADK's informational efficiency figures (:mod:`toolpath.evaluation.evalsets.efficiency`).
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from toolpath import setup
-from toolpath.datasets.adk import EvalConfig, EvalSet
 from toolpath.errors import ConfigError, DatasetError
-from toolpath.evaluation.case_results import (
+from toolpath.evaluation.agent_runs import AgentOutcome, content_notes, outcome_row, run_agent
+from toolpath.evaluation.evalsets.case_results import (
     FAILED,
     NOT_EVALUATED,
     PASSED,
@@ -35,10 +35,15 @@ from toolpath.evaluation.case_results import (
     RunResult,
     eval_status,
 )
-from toolpath.evaluation.criteria import Criterion, resolve_criteria
-from toolpath.evaluation.efficiency import case_efficiency, spans_under, traced_efficiency
-from toolpath.evaluation.inference import AgentOutcome, content_notes, outcome_row, run_agent
-from toolpath.evaluation.scenarios import SimulatorJudge, check_scenario_case, run_scenario, simulated_turns
+from toolpath.evaluation.evalsets.criteria import Criterion, resolve_criteria
+from toolpath.evaluation.evalsets.efficiency import case_efficiency, spans_under, traced_efficiency
+from toolpath.evaluation.evalsets.files import EvalConfig, EvalSet
+from toolpath.evaluation.evalsets.simulation.scenarios import (
+    SimulatorJudge,
+    check_scenario_case,
+    run_scenario,
+    simulated_turns,
+)
 from toolpath.evaluation.scoring import judge_rows, score_row, summarize
 from toolpath.evaluation.targets import Target, describe_target, resolve_target
 from toolpath.judges.client import Judge, settings_from
@@ -82,7 +87,8 @@ def evaluate_eval_sets(
     checked first: an unknown name or key raises :class:`~toolpath.errors.ConfigError` before anything runs.
     With ``store``, the run and each case's result are saved there. Judge criteria (``final_response_match_v2``…)
     ask ``judge`` (by default one configured from the environment, caching replies in the store). Cases with a
-    ``conversation_scenario`` are played by a simulated user (:mod:`toolpath.evaluation.scenarios`) asking
+    ``conversation_scenario`` are played by a simulated user
+    (:mod:`toolpath.evaluation.evalsets.simulation.scenarios`) asking
     ``simulator_judge`` (by default as ``judge``); its replies are replayed from the store unless ``fresh``.
     """
     started_ns = time.time_ns()

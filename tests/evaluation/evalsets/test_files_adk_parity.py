@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from tests.helpers import ADK_FIXTURES
-from toolpath.datasets import adk_schema
-from toolpath.datasets.adk import load_eval_set
 from toolpath.errors import DatasetError
+from toolpath.evaluation.evalsets import schema as adk_schema
+from toolpath.evaluation.evalsets.files import load_eval_set
 
 pytest.importorskip("google.adk.evaluation.eval_set")
 

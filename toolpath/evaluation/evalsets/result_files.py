@@ -18,10 +18,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from toolpath.datasets import adk_schema as schema
-from toolpath.datasets.adk_content import content_text, efficiency, expected_invocation, intermediate
-from toolpath.datasets.adk_errors import explain, read_json
 from toolpath.errors import ConfigError, DatasetError
+from toolpath.evaluation.evalsets import schema as schema
+from toolpath.evaluation.evalsets.content import content_text, efficiency, expected_invocation, intermediate
+from toolpath.evaluation.evalsets.json_errors import explain, read_json
 from toolpath.model import ExpectedInvocation, ToolCall
 
 RESULT_SUFFIX = ".evalset_result.json"

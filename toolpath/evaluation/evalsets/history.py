@@ -14,13 +14,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from toolpath.datasets.adk import DEFAULT_CRITERIA, EvalConfig, EvalSet
-from toolpath.datasets.adk_content import invocation_json
-from toolpath.datasets.adk_results import RecordedCase, write_eval_set_result
-from toolpath.datasets.adk_schema import EFFICIENCY_METRICS, EvalStatus
 from toolpath.errors import DatasetError
-from toolpath.evaluation.criteria import Criterion, resolve_criteria
-from toolpath.evaluation.evalset import (
+from toolpath.evaluation.agent_runs import AgentOutcome
+from toolpath.evaluation.evalsets.content import invocation_json
+from toolpath.evaluation.evalsets.criteria import Criterion, resolve_criteria
+from toolpath.evaluation.evalsets.evaluator import (
     FAILED,
     NOT_EVALUATED,
     PASSED,
@@ -31,7 +29,9 @@ from toolpath.evaluation.evalset import (
     criteria_of,
     judge_case,
 )
-from toolpath.evaluation.inference import AgentOutcome
+from toolpath.evaluation.evalsets.files import DEFAULT_CRITERIA, EvalConfig, EvalSet
+from toolpath.evaluation.evalsets.result_files import RecordedCase, write_eval_set_result
+from toolpath.evaluation.evalsets.schema import EFFICIENCY_METRICS, EvalStatus
 from toolpath.judges.client import Judge
 from toolpath.model import EvalCase, Invocation
 

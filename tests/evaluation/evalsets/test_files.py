@@ -10,8 +10,14 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import ADK_FIXTURES
-from toolpath.datasets.adk import DEFAULT_CRITERIA, load_criteria, load_eval_set, load_eval_sets, split_selector
 from toolpath.errors import DatasetError
+from toolpath.evaluation.evalsets.files import (
+    DEFAULT_CRITERIA,
+    load_criteria,
+    load_eval_set,
+    load_eval_sets,
+    split_selector,
+)
 
 
 def write(tmp_path: Path, name: str, data) -> Path:
@@ -369,14 +375,14 @@ def test_the_loaders_stand_without_google_adk(tmp_path):
     code = f"""
 import sys
 sys.modules["google.adk"] = None  # any import of google.adk now fails
-from toolpath.datasets.adk import load_eval_sets
-from toolpath.datasets.adk_results import load_results
-from toolpath.evaluation.adk_results import score_recorded
+from toolpath.evaluation.evalsets.files import load_eval_sets
+from toolpath.evaluation.evalsets.result_files import load_results
+from toolpath.evaluation.evalsets.history import score_recorded
 [s] = load_eval_sets({str(ADK_FIXTURES / "weather.evalset.json")!r})
 [case] = load_results({str(history)!r})
 print(len(s.cases), score_recorded([case]).cases[0].status, "google.adk" in sys.modules and sys.modules["google.adk"])
 """
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).parents[2])
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).parents[3])
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["1", "PASSED", "None"]
 

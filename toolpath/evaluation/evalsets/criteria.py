@@ -16,10 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from toolpath.datasets import adk_schema
-from toolpath.datasets.adk_config import canonical_criteria
 from toolpath.errors import ConfigError, MetricError
 from toolpath.evaluation import catalog
+from toolpath.evaluation.evalsets import schema as adk_schema
+from toolpath.evaluation.evalsets.config import canonical_criteria
 from toolpath.metrics.base import Metric
 
 TOOLPATH_OPTIONS: dict[str, tuple[str, ...]] = {"tool_trajectory_avg_score": ("match",)}

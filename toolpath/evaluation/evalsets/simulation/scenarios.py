@@ -1,7 +1,7 @@
 """Eval cases with a ``conversation_scenario``: a simulated user talks with the agent, turn by turn, in one session.
 
-As ADK's ``EvaluationGenerator`` runs them: the simulator (:mod:`toolpath.evaluation.simulator`) writes each user
-message, the agent answers it as a traced invocation of the case's session (its spans marked
+As ADK's ``EvaluationGenerator`` runs them: the simulator (:mod:`toolpath.evaluation.evalsets.simulation.simulator`)
+writes each user message, the agent answers it as a traced invocation of the case's session (its spans marked
 ``toolpath.simulated_user``), until the simulator stops or reaches its limit. Where ADK's inference would fail, the
 run fails with the reason and keeps the turns made so far (stored like any traffic): the simulator's model gives
 no message, or the agent raises (the simulator would then talk to a failure).
@@ -17,10 +17,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolpath.errors import ConfigError
+from toolpath.evaluation.agent_runs import AgentOutcome, run_agent
 from toolpath.evaluation.catalog import metric_info
-from toolpath.evaluation.criteria import Criterion
-from toolpath.evaluation.inference import AgentOutcome, run_agent
-from toolpath.evaluation.simulator import Exchange, Scenario, SimulatorError, UserSimulator, simulator_config
+from toolpath.evaluation.evalsets.criteria import Criterion
+from toolpath.evaluation.evalsets.simulation.simulator import (
+    Exchange,
+    Scenario,
+    SimulatorError,
+    UserSimulator,
+    simulator_config,
+)
 from toolpath.evaluation.targets import Target
 from toolpath.judges.client import Judge, settings_from
 from toolpath.model import EvalCase

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolpath.evaluation.criteria import Criterion
-from toolpath.evaluation.inference import AgentOutcome
+from toolpath.evaluation.agent_runs import AgentOutcome
+from toolpath.evaluation.evalsets.criteria import Criterion
 from toolpath.model import EvalCase
 
 PASSED, FAILED, NOT_EVALUATED = "PASSED", "FAILED", "NOT_EVALUATED"

@@ -23,10 +23,10 @@ from google.adk.workflow import START, Workflow
 
 import toolpath
 from tests.helpers import adk_agent, adk_deviating
-from toolpath.datasets.adk import load_eval_sets
 from toolpath.errors import ConfigError
-from toolpath.evaluation.evalset import evaluate_eval_sets
-from toolpath.evaluation.inference import run_agent
+from toolpath.evaluation.agent_runs import run_agent
+from toolpath.evaluation.evalsets.evaluator import evaluate_eval_sets
+from toolpath.evaluation.evalsets.files import load_eval_sets
 from toolpath.evaluation.targets import resolve_target
 from toolpath.store.store import Store
 from toolpath.testing import assert_evalset

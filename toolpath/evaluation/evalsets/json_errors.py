@@ -70,7 +70,10 @@ def json_kind(value: Any) -> str:
 def explain(error: ValidationError, data: Any, model: type[BaseModel]) -> tuple[str, str]:
     """``(JSON path, message)`` of the failure to report."""
     details = error.errors()
-    chosen = next((e for e in details if _walk(model, e["loc"], data)[1]), details[0])
+    meant = [e for e in details if _walk(model, e["loc"], data)[1]] or details
+    # an unknown key is named before the required key it was probably meant to be (pydantic's order of the two
+    # errors changed between releases; the unknown key is what the user typed)
+    chosen = next((e for e in meant if e["type"] == "extra_forbidden"), meant[0])
     path, _, parent = _walk(model, chosen["loc"], data)
     if chosen["type"] == "missing" and isinstance(parent, type) and issubclass(parent, BaseModel):
         # a missing key is reported by its camelCase alias; the field's own name reads better

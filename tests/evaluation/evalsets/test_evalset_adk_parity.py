@@ -14,8 +14,8 @@ import pytest
 pytest.importorskip("google.adk.evaluation.trajectory_evaluator")
 
 from tests.helpers.adk_eval import adk_case_results, adk_verdict, outcome
-from toolpath.datasets.adk import load_eval_set
-from toolpath.evaluation.evalset import score_case
+from toolpath.evaluation.evalsets.evaluator import score_case
+from toolpath.evaluation.evalsets.files import load_eval_set
 
 
 def turn(prompt, response=None, calls=()):

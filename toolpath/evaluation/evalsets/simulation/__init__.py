@@ -1,0 +1,1 @@
+"""Eval cases with a ``conversation_scenario``: the simulated user, its prompts, and the conversation it plays."""
