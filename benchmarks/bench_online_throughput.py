@@ -53,7 +53,7 @@ class Backlog(threading.Thread):
         self.halt = threading.Event()
 
     def read(self) -> tuple[float, int, int, int]:
-        from toolpath.store.jobs import JobQueue
+        from toolpath.store.job_queue import JobQueue
 
         counts = JobQueue(self.store).counts()
         sample = (time.perf_counter() - self.start_time, counts.get("pending", 0), counts.get("claimed", 0),

@@ -5,7 +5,7 @@ brings, not the size of the trace.
 
     python benchmarks/bench_trace_growth.py [--store sqlite|postgresql-url] [--requests 20]
 
-The requests go through the collector's :class:`~toolpath.collector.receiver.Ingestor` (decode, clean, store,
+The requests go through the collector's :class:`~toolpath.collector.ingestor.Ingestor` (decode, clean, store,
 rebuild, commit), in-process, on a real SQLite file (or the PostgreSQL URL given).
 """
 
@@ -18,8 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from toolpath.collector.ingestor import Ingestor
 from toolpath.collector.limits import Limits
-from toolpath.collector.receiver import Ingestor
 from toolpath.store.spanrecord import SpanRecord
 from toolpath.store.store import Store
 

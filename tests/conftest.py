@@ -39,7 +39,7 @@ def store_url(tmp_path: Path) -> str:
 
 
 @pytest.fixture
-def tracing(store_url: str, app_spans: InMemorySpanExporter) -> Iterator[toolpath.setup.Tracing]:
+def tracing(store_url: str, app_spans: InMemorySpanExporter) -> Iterator[toolpath.tracing.Tracing]:
     """toolpath tracing into a fresh SQLite file; shut down after the test."""
     toolpath.shutdown()
     setup = toolpath.init(store=store_url)

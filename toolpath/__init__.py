@@ -43,10 +43,10 @@ _LAZY = {
     "MetricResult": "toolpath.model",
     "Session": "toolpath.model",
     "ToolCall": "toolpath.model",
-    "init": "toolpath.setup",
-    "flush": "toolpath.setup",
-    "shutdown": "toolpath.setup",
-    "stats": "toolpath.setup",
+    "init": "toolpath.tracing",
+    "flush": "toolpath.tracing",
+    "shutdown": "toolpath.tracing",
+    "stats": "toolpath.tracing",
 }
 
 if TYPE_CHECKING:
@@ -55,8 +55,8 @@ if TYPE_CHECKING:
     from toolpath.evaluation.runner import EvalResult, evaluate
     from toolpath.metrics.base import CustomMetric, Metric
     from toolpath.model import Invocation, MetricResult, Session, ToolCall
-    from toolpath.setup import flush, init, shutdown, stats
     from toolpath.store.store import Store
+    from toolpath.tracing import flush, init, shutdown, stats
 
 
 def __getattr__(name: str) -> Any:

@@ -1,4 +1,4 @@
-"""Core records shared by every part of toolpath (SPEC §1).
+"""Core records shared by every part of toolpath (docs/spec.md §1).
 
 Records that toolpath writes forbid unknown fields, so a typo is an error rather than silently dropped data.
 Trajectory items coming from datasets are accepted in both the Vertex form (``{"tool_name", "tool_input"}``)
@@ -22,7 +22,7 @@ JsonValue = Any
 """Any value JSON can hold (object, array, string, number, boolean or null)."""
 
 TRAJECTORY_COLUMNS = ("predicted_trajectory", "reference_trajectory")
-"""The dataset columns that hold trajectories (SPEC §5)."""
+"""The dataset columns that hold trajectories (docs/spec.md §5)."""
 
 
 _T = TypeVar("_T")
@@ -120,7 +120,7 @@ class ToolCall(_Record):
 
     @cached
     def match_key(self) -> tuple[str, dict[str, JsonValue] | None]:
-        """``(name, args)``: two calls are equal by ADK's rule (SPEC §4: ``==`` of the decoded values, so
+        """``(name, args)``: two calls are equal by ADK's rule (docs/spec.md §4: ``==`` of the decoded values, so
         ``1 == 1.0 == True``, and absent arguments ``None`` differ from ``{}``) exactly when their keys are
         ``==``, which Python compares in C. Meaningless for a reference whose ``None`` is a wildcard."""
         return self.name, self.args
@@ -192,7 +192,7 @@ class Invocation(_Record):
 
 def invocation_key(trace_id: str, span_id: str) -> str:
     """The id of the invocation rebuilt from agent span ``span_id`` of trace ``trace_id``: both ids, since a span
-    id is unique only within its trace (SPEC §3)."""
+    id is unique only within its trace (docs/spec.md §3)."""
     return f"{trace_id}-{span_id}"
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from toolpath import setup
+from toolpath import tracing
 from toolpath.evaluation.evalsets.evaluator import FAILED, EvalSetResult, evaluate_eval_sets
 from toolpath.evaluation.evalsets.files import load_eval_sets
 
@@ -29,7 +29,7 @@ def assert_evalset(
     Tracing is started without a store if the test has not started it. Returns the result when all pass.
     """
     eval_sets = load_eval_sets(path, config)
-    setup.current() or setup.init(store=False)
+    tracing.current() or tracing.init(store=False)
     result = evaluate_eval_sets(eval_sets, agent, runs=runs, timeout=timeout)
     failures = []
     for case in result.cases:

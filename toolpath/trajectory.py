@@ -1,4 +1,5 @@
-"""Trajectories as datasets are parsed into, and what the metrics compare of their calls, cached (SPEC §1, §4)."""
+"""Trajectories as datasets are parsed into, and what the metrics compare of their calls, cached
+(docs/spec.md §1, §4)."""
 
 from __future__ import annotations
 
@@ -125,7 +126,7 @@ def has_wildcard(calls: Sequence[ToolCall]) -> bool:
 
 
 def parse_trajectory(value: Any, *, where: str = "trajectory") -> Trajectory:
-    """Parse a trajectory cell: a list of calls, or a JSON string holding one (SPEC §1)."""
+    """Parse a trajectory cell: a list of calls, or a JSON string holding one (docs/spec.md §1)."""
     if value.__class__ is not list:  # the usual cell is a list
         value = _unusual_cell(value, where)
         if isinstance(value, Trajectory):

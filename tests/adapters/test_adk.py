@@ -16,7 +16,7 @@ from google.adk.sessions import InMemorySessionService
 from google.genai import types
 
 from tests.helpers import adk_agent
-from toolpath.adapters.adk import AdkTurn, EventReader
+from toolpath.adapters.adk_events import AdkTurn, EventReader
 
 
 def adk_view(events: list[Event]) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from tests.helpers.builders import otlp_json
 from tests.helpers.cli import run_cli
 from toolpath.cli.ui_command import build_ui
 from toolpath.collector.http import HttpServer
-from toolpath.collector.receiver import Ingestor
+from toolpath.collector.ingestor import Ingestor
 from toolpath.store.store import Store
 
 

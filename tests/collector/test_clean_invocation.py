@@ -10,8 +10,8 @@ import pytest
 
 from toolpath.collector import clean
 from toolpath.collector.clean import MAX_DEPTH, clean_invocation, clean_value, mark_clean
-from toolpath.collector.reconstruct import build_invocations, common
-from toolpath.collector.reconstruct.common import parse_clean_json, parse_json
+from toolpath.collector.reconstruct import build_invocations, span_values
+from toolpath.collector.reconstruct.span_values import parse_clean_json, parse_json
 from toolpath.model import Invocation, ToolCall
 from toolpath.store.spanrecord import SpanRecord
 from toolpath.tracer import semconv as sc
@@ -84,8 +84,8 @@ def test_invocations_are_cleaned_as_a_walk_through_every_value_cleans_them(monke
     spans = run(CLEAN + UNCLEAN + WALKED_ANYWAY + NOT_JSON)
     got = cleaned(spans)
     assert "tool_calls" in got[0]["attributes"][sc.TOOLPATH_CLEANED]
-    monkeypatch.setattr(common, "parse_clean_json", lambda value: (parse_json(value), False))
-    monkeypatch.setattr("toolpath.collector.reconstruct.parse_clean_json", common.parse_clean_json)
+    monkeypatch.setattr(span_values, "parse_clean_json", lambda value: (parse_json(value), False))
+    monkeypatch.setattr("toolpath.collector.reconstruct.parse_clean_json", span_values.parse_clean_json)
     assert got == cleaned(spans)  # nothing known clean: every value walked
 
 

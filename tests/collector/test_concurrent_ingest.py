@@ -14,8 +14,8 @@ from sqlalchemy import select
 
 from tests.helpers import SPANS
 from tests.helpers.builders import span_count, split_export
+from toolpath.collector.ingestor import Ingestor
 from toolpath.collector.limits import Limits
-from toolpath.collector.receiver import Ingestor
 from toolpath.store import schema as t
 from toolpath.store.store import Store
 

@@ -11,7 +11,7 @@ import pytest
 
 from tests.helpers.builders import otlp_json
 from toolpath.collector.http import HttpServer
-from toolpath.collector.receiver import Ingestor
+from toolpath.collector.ingestor import Ingestor
 from toolpath.errors import ConfigError
 from toolpath.store.store import Store
 

@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 from sqlalchemy import event
 
 from tests.helpers import SPANS
+from toolpath.collector.ingestor import Ingestor, rebuild
 from toolpath.collector.otlp import decode
-from toolpath.collector.receiver import Ingestor, rebuild
 from toolpath.collector.reconstruct import is_run_span
 from toolpath.model import invocation_key
-from toolpath.store import rebuild as store_rebuild
+from toolpath.store import ingest as store_rebuild
 from toolpath.store import schema as t
 from toolpath.store.spanrecord import SpanRecord
 from toolpath.store.store import Store

@@ -1,11 +1,11 @@
-"""Invocations are keyed by trace and span id (SPEC §3): a span id reused by another trace is another run."""
+"""Invocations are keyed by trace and span id (docs/spec.md §3): a span id reused by another trace is another run."""
 
 from __future__ import annotations
 
 import json
 
 from tests.helpers.builders import otlp_json
-from toolpath.collector.receiver import Ingestor
+from toolpath.collector.ingestor import Ingestor
 from toolpath.model import invocation_key
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from tests.helpers.builders import otlp_json
 from tests.helpers.collector import Collector
+from toolpath.collector.ingestor import Ingestor
 from toolpath.collector.limits import TOOL_CALLS_DROPPED, Limits
-from toolpath.collector.receiver import Ingestor
 from toolpath.store.store import Store
 
 

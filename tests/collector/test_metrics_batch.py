@@ -7,7 +7,7 @@ import math
 
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 
-from toolpath.collector.metrics import ServiceMetrics, observe_all
+from toolpath.collector.prometheus import ServiceMetrics, observe_all
 
 VALUES = [0.0, 0.05, 0.1, 0.1, 0.5, 1.0, 2.5, 7.0, 1e9, -3.0, math.nan, 0.1]
 

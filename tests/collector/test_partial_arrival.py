@@ -13,7 +13,7 @@ from sqlalchemy import select
 
 from tests.helpers import SPANS
 from tests.helpers.builders import span_count, split_export
-from toolpath.collector.receiver import Ingestor
+from toolpath.collector.ingestor import Ingestor
 from toolpath.evaluation.online import OnlineEvaluator
 from toolpath.store import schema as t
 from toolpath.store.spanrecord import SpanRecord

@@ -24,8 +24,8 @@ from sqlalchemy import text
 from tests.helpers.builders import length_delimited
 from tests.helpers.collector import free_port
 from toolpath.collector.http import HttpServer
+from toolpath.collector.ingestor import TRACE_SERVICE, Ingestor, make_grpc_server
 from toolpath.collector.limits import Limits
-from toolpath.collector.receiver import TRACE_SERVICE, Ingestor, make_grpc_server
 from toolpath.model import invocation_key
 from toolpath.store.store import Store
 from toolpath.tracer import semconv as sc

@@ -15,7 +15,7 @@ SCRIPT = textwrap.dedent(
     """
     import json, sys, threading, tracemalloc
     import toolpath
-    from toolpath.collector.processor import InProcessCollector
+    from toolpath.collector.in_process import InProcessCollector
 
     stuck = threading.Event()
     InProcessCollector._drain = lambda self: stuck.wait()  # the store's writer never gets through

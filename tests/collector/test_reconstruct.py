@@ -12,7 +12,7 @@ import pytest
 from tests.helpers import SPANS
 from tests.helpers.builders import load_spans
 from toolpath.collector.reconstruct import build_invocations
-from toolpath.collector.reconstruct.common import parse_json
+from toolpath.collector.reconstruct.span_values import parse_json
 from toolpath.store.spanrecord import SpanRecord
 
 

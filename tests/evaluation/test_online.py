@@ -24,7 +24,7 @@ from tests.helpers.fake_gemini import FakeGemini, Reply
 from tests.helpers.weather import bot
 from toolpath.errors import ConfigError
 from toolpath.evaluation.online import OnlineConfig, OnlineEvaluator, normalize_prompt
-from toolpath.store.jobs import JobQueue, latest_scored
+from toolpath.store.job_queue import JobQueue, latest_scored
 from toolpath.store.store import Store
 
 GOLDEN = [

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from tests.helpers import SPANS
 from toolpath.collector import otlp
-from toolpath.collector.receiver import Ingestor
+from toolpath.collector.ingestor import Ingestor
 from toolpath.datasets import load_rows
 from toolpath.errors import DatasetError, ToolpathError
 from toolpath.evaluation.evalsets.files import load_eval_set

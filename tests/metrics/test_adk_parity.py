@@ -1,6 +1,6 @@
 """toolpath's ADK metrics against ADK's own classes, on generated inputs: the tokenizer and
 ``response_match_score`` against ``_UnicodeAwareTokenizer`` and ``RougeEvaluator``, the trajectory matches
-against ``TrajectoryEvaluator`` (SPEC §4, §6)."""
+against ``TrajectoryEvaluator`` (docs/spec.md §4, §6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Trajectory metrics against SPEC §4 and §6, edge case by edge case."""
+"""Trajectory metrics against docs/spec.md §4 and §6, edge case by edge case."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ ALL_REFERENCE_METRICS = [tj.exact_match, tj.in_order_match, tj.any_order_match, 
 
 
 class TestCallEquality:
-    """ADK 2.x's rule (SPEC §4): ``==`` of the decoded values; JSON equality and wildcards only as options."""
+    """ADK 2.x's rule (docs/spec.md §4): ``==`` of the decoded values; JSON equality and wildcards only as options."""
 
     def test_key_order_is_ignored(self):
         assert tj.calls_match(call("f", {"a": 1, "b": 2}), call("f", {"b": 2, "a": 1}))

@@ -12,8 +12,8 @@ from sqlalchemy import text
 from tests.helpers.builders import invocation
 from toolpath.evaluation.online import OnlineConfig
 from toolpath.store import schema as t
-from toolpath.store.jobs import _STALE, _WAITING, JobQueue, sampled
-from toolpath.store.rebuild import rescore
+from toolpath.store.ingest import rescore
+from toolpath.store.job_queue import _STALE, _WAITING, JobQueue, sampled
 from toolpath.store.store import Store
 
 

@@ -13,7 +13,7 @@ from tests.helpers.builders import agent_run, run_key
 from toolpath.collector.reconstruct import build_invocations, is_run_span
 from toolpath.errors import ConfigError
 from toolpath.store import schema as t
-from toolpath.store.jobs import JobQueue
+from toolpath.store.job_queue import JobQueue
 from toolpath.store.retention import (
     PruneCounts,
     RetentionWorker,

@@ -11,7 +11,7 @@ import pytest
 
 from toolpath.model import Invocation, ToolCall
 from toolpath.store import bulk
-from toolpath.store.rebuild import _outermost_run, _outermost_runs
+from toolpath.store.ingest import _outermost_run, _outermost_runs
 from toolpath.store.spanrecord import SpanRecord
 
 VALUES = [

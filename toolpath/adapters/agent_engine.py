@@ -11,7 +11,7 @@ templates), toolpath's LangChain handler is added to ``config["callbacks"]``, so
 spans. When the app's tools are not traced, the trajectory is taken from what the app returns: the
 ``intermediate_steps`` of LangChain agents (``(AgentAction, observation)`` pairs, plain or in
 ``langchain_core.load.dumpd`` form). An ADK-style event stream (``AdkApp.stream_query``) is read as ADK's own
-evaluation reads it (:mod:`toolpath.adapters.adk`): its calls with their arguments and ids are the trajectory,
+evaluation reads it (:mod:`toolpath.adapters.adk_events`): its calls with their arguments and ids are the trajectory,
 whatever ADK's own spans recorded, and the final response is its text parts joined as ADK joins them. A stream's
 span ends when the stream is exhausted or closed.
 """
@@ -25,7 +25,7 @@ import logging
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
-from toolpath.adapters import adk
+from toolpath.adapters import adk_events
 from toolpath.tracer import spans
 
 logger = logging.getLogger("toolpath.adapters.agent_engine")
@@ -207,7 +207,7 @@ class _StreamState:
     updates (the last AI text; their tool calls are traced by the LangChain handler)."""
 
     def __init__(self) -> None:
-        self.events = adk.EventReader()
+        self.events = adk_events.EventReader()
         self.text: str | None = None
 
     def add(self, event: Any) -> None:
@@ -240,7 +240,7 @@ class _StreamState:
     def finish(self, span: Any) -> None:
         turn = self.events.turn()
         if turn.events:  # ADK events: the complete trajectory, kept over ADK's own (possibly content-less) spans
-            adk.record_turn(span, turn)
+            adk_events.record_turn(span, turn)
             spans.end_agent_span(span, turn.response)
         else:
             spans.end_agent_span(span, self.text)

@@ -11,14 +11,14 @@ import sys
 
 import click
 
-from toolpath import setup
+from toolpath import tracing
 from toolpath.cli import (
     collect,
     db,
     demo_command,
     eval_command,
     metrics_command,
-    replay,
+    replay_command,
     runs,
     sessions,
     ui_command,
@@ -41,8 +41,8 @@ for _command in (
     runs.report,
     sessions.sessions,
     sessions.watch,
-    replay.replay,
-    replay.export_command,
+    replay_command.replay,
+    replay_command.export_command,
     db.db,
     ui_command.ui_command,
 ):
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     finally:
-        setup.shutdown()
+        tracing.shutdown()
 
 
 if __name__ == "__main__":

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import re
+import socket
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from toolpath.cli.collect_workers import WorkerSpec, default_workers, serve
 from toolpath.cli.common import console, store_option
 from toolpath.cli.service_config import log_format_option, service_logging, service_settings
+from toolpath.collector.supervisor import WorkerSpec, WorkerTotals, default_workers, serve
 from toolpath.errors import ConfigError
 from toolpath.redact import Redactor
 from toolpath.store.store import Store
@@ -160,7 +162,7 @@ def collect(
             grpc_port=grpc_port, token=token, max_body_bytes=max_body_bytes, max_in_flight=max_in_flight,
             limits=(max_attribute_length, max_spans_per_trace, max_tool_calls),
             redact=None if no_redact else (redact_keys, redact_patterns), log_format=log_format, with_ui=with_ui,
-            online=str(online_path.resolve()) if online_path is not None else None,
+            online=str(online_path.resolve()) if online_path is not None else None, run=run_worker,
         )  # fmt: skip
         _serve_workers(spec, workers, the_store.url, retention, online)
         return
@@ -261,3 +263,39 @@ def _redactor(keys: tuple[str, ...], patterns: tuple[str, ...]) -> Redactor:
             raise ConfigError(f"--redact-pattern {name}: not a valid regular expression ({exc})") from None
         named[name.strip()] = regex
     return Redactor.build(keys, named)
+
+
+def run_worker(spec: WorkerSpec, channel: socket.socket | None, started: Callable[[], None]) -> WorkerTotals:
+    """One ``--workers`` process: a collector service built from ``spec``, served the connections dealt on
+    ``channel``, until SIGTERM."""
+    from toolpath.collector.heap import settle_heap
+    from toolpath.collector.limits import Limits
+    from toolpath.collector.service import CollectorService, ServiceOptions
+    from toolpath.evaluation.online import OnlineEvaluator
+
+    store = Store(spec.store_url, create=False)
+    options = ServiceOptions(
+        host=spec.host,
+        http_port=spec.http_port,
+        grpc_port=spec.grpc_port,
+        token=spec.token,
+        max_body_bytes=spec.max_body_bytes,
+        max_in_flight=spec.max_in_flight,
+        limits=Limits(*spec.limits),
+        log_to_root=spec.log_format == "json",
+        other_app=_ui(store, spec.host, spec.token) if spec.with_ui else None,
+        http_channel=channel,
+        metrics_dir=spec.metrics_dir,
+    )
+    redactor = None if spec.redact is None else _redactor(*spec.redact)
+    online = OnlineEvaluator(store, spec.online) if spec.online is not None else None
+    with service_logging(spec.log_format):
+        service = CollectorService(store, options, redactor=redactor, online=online)  # stops online at the end
+        if online is not None:
+            online.start()  # its queue enqueues in this worker's ingest transactions; its threads score
+        service.start()
+        settle_heap()
+        started()
+        service.wait()
+    scored = {"scored": online.stats.scored, "shed": online.queue.stats.shed} if online is not None else {}
+    return service.ingestor.spans_stored, dict(options.limits.hits), scored

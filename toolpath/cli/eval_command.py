@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from toolpath import setup
+from toolpath import tracing
 from toolpath.cli.common import (
     console,
     load_agent,
@@ -223,7 +223,7 @@ def _eval_dataset(
     if judge is not None and store is not None and not no_cache:
         judge.cache = store
     if runnable is not None:
-        setup.init(store=store)
+        tracing.init(store=store)
     with progress(len(rows), "running the agent" if runnable else "scoring rows", quiet) as bar:
 
         def scored(*_: Any) -> None:  # the agent's runs are done: the bar starts again for the scoring
@@ -240,7 +240,7 @@ def _eval_dataset(
             on_row=scored,
             dataset_name=str(dataset),
         )
-    setup.flush()
+    tracing.flush()
     title = f"{dataset} ({len(result.metrics_table)} rows)"
     _finish(result, output, quiet, title, stored=store is not None)
 
@@ -269,14 +269,14 @@ def _eval_sets(
         check_runnable(eval_set, criteria_of(eval_set))
     agent = load_agent(agent_ref)
     store = Store(store_url) if store_url else None
-    setup.init(store=store)
+    tracing.init(store=store)
     total = sum(len(eval_set.cases) for eval_set in eval_sets)
     judge = Judge(settings_from(None), cache=None) if no_cache else None  # default: the store caches replies
     with progress(total, "running eval cases", quiet) as bar:
         result = evaluate_eval_sets(
             eval_sets, agent, runs=runs, store=store, on_case=bar.advance, judge=judge, fresh=fresh
         )
-    setup.flush()
+    tracing.flush()
     _write(result, output, adk_history)
     eval_set_report(console, result, quiet=quiet)
     if not result.passed:

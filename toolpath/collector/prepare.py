@@ -24,7 +24,7 @@ from toolpath.collector.limits import Limits
 from toolpath.redact import Redactor
 from toolpath.store.spanrecord import SpanRecord
 
-logger = logging.getLogger("toolpath.collector.receiver")
+logger = logging.getLogger("toolpath.collector.ingestor")
 _PLAIN_KEYS_KEPT = 4096
 _ONLY_TEXT = frozenset({str})
 _SMALL_INT = 10**14

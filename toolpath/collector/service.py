@@ -16,9 +16,9 @@ from typing import Any
 
 from toolpath.collector.health import readiness
 from toolpath.collector.http import HttpServer
+from toolpath.collector.ingestor import Ingestor, make_grpc_server
 from toolpath.collector.limits import Limits
-from toolpath.collector.metrics import ServiceMetrics
-from toolpath.collector.receiver import Ingestor, make_grpc_server
+from toolpath.collector.prometheus import ServiceMetrics
 from toolpath.errors import ConfigError
 from toolpath.redact import Redactor
 from toolpath.store.store import Store

@@ -1,4 +1,4 @@
-"""Datasets: rows of columns as SPEC §5 (``prompt``, ``reference``, ``response``, ``predicted_trajectory``,
+"""Datasets: rows of columns as docs/spec.md §5 (``prompt``, ``reference``, ``response``, ``predicted_trajectory``,
 ``reference_trajectory``, …), from a JSONL, CSV or JSON file, a list of dicts, or a pandas DataFrame. ADK eval
 sets are read by :mod:`toolpath.evaluation.evalsets.files`.
 

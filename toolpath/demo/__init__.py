@@ -13,7 +13,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from toolpath import setup
+from toolpath import tracing
 from toolpath.cli.display import partial_credit_table, summary_table, worst_cases_table
 from toolpath.evaluation.runner import EvalResult, evaluate
 from toolpath.store.store import Store
@@ -39,13 +39,13 @@ def run_demo(store_url: str | None, console: Console, worst: int = 6) -> EvalRes
     from toolpath.demo.smart_home import smart_home_agent  # tools register on import; keep it out of CLI start-up
 
     store = Store(store_url)
-    setup.init(store=store, service_name="toolpath-demo")
+    tracing.init(store=store, service_name="toolpath-demo")
     console.print(f"Running [bold]smart_home_assistant[/] on {dataset_path().name} (traced into [bold]{store.url}[/])…")
     # concurrency=1: the demo's home is one shared object, like a real house
     result = evaluate(
         dataset_path(), DEMO_METRICS + BEHAVIOUR_METRICS, runnable=smart_home_agent, store=store, concurrency=1
     )
-    setup.flush()
+    tracing.flush()
     console.print(summary_table(result.summary_metrics, result.metric_names, title="Per-metric means"))
     console.print(worst_cases_table(result.metrics_table, DEMO_METRICS, worst))
     console.print(partial_credit_table(result.metrics_table))
@@ -53,13 +53,13 @@ def run_demo(store_url: str | None, console: Console, worst: int = 6) -> EvalRes
         if row.get("failure"):
             console.print(f"[red]Run failed[/] on {row.get('case_id')} ({row.get('prompt')!r}): {row.get('error')}")
     _other_wrappings(store, console, result)
-    setup.flush()
+    tracing.flush()
     counts = store.counts()
     console.print(
         f"The store now holds {counts['invocations']} invocations with {counts['tool_calls']} tool calls "
         f"in {counts['sessions']} sessions ({counts['spans']} raw spans)."
     )
-    stats = setup.stats()
+    stats = tracing.stats()
     if stats.get("spans_dropped") or stats.get("invocations_lost"):
         console.print(f"[yellow]Tracing lost data: {stats}[/]")
     console.print("See them with: [bold]toolpath sessions list[/]")

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from toolpath import setup
+from toolpath import tracing
 from toolpath.evaluation.targets import resolve_target
 from toolpath.metrics.rows import turn_row
 from toolpath.model import Invocation, ToolCall, invocation_key
@@ -70,7 +70,7 @@ def run_agent(
     :func:`~toolpath.evaluation.targets.resolve_target` accepts (resolve it once to run several turns of an agent
     that keeps sessions, such as an ADK agent). ``message`` is the user's message as ADK's ``Content`` JSON, when
     it is more than ``prompt`` as one text part: an ADK agent is sent it as it is; other agents get ``prompt``."""
-    tracing = setup.current() or setup.init(store=False)
+    active = tracing.current() or tracing.init(store=False)
     target = resolve_target(runnable)
     spec = target.spec
     kwargs: dict[str, Any] = {"session_id": session_id} if session_id is not None else {}
@@ -91,7 +91,7 @@ def run_agent(
     run = started[0] if started else None
     invocation = None
     if run is not None:
-        invocation = tracing.collector.wait_for_invocation(invocation_key(run.trace_id, run.span_id), timeout)
+        invocation = active.collector.wait_for_invocation(invocation_key(run.trace_id, run.span_id), timeout)
     if invocation is not None:
         return AgentOutcome(
             invocation.response,

@@ -4,7 +4,7 @@
     toolpath collect --online online.toml             # in the collector service (any number of them)
 
 The store enqueues a job for each invocation that passes the filters and the sample, in the transaction that
-writes it (:mod:`toolpath.store.jobs`). Workers of their own claim jobs, build a row per invocation (its
+writes it (:mod:`toolpath.store.job_queue`). Workers of their own claim jobs, build a row per invocation (its
 prompt, response, trajectory, latency and failure, plus the golden dataset's reference when the prompt is found
 there), score it with the configured metrics (computation and judge), store the scores with the job, and send
 each over OTLP (:mod:`toolpath.evaluation.online_export`). The agent's thread does none of this.
@@ -53,7 +53,7 @@ from toolpath.judges.client import Judge, settings_from
 from toolpath.metrics.base import Metric
 from toolpath.metrics.rows import row_ids, stored_row, with_parsed_trajectories
 from toolpath.model import Invocation, agent_span_id
-from toolpath.store.jobs import SHED_POLICIES, JobQueue, sampled
+from toolpath.store.job_queue import SHED_POLICIES, JobQueue, sampled
 from toolpath.store.reads import StoredTurn
 from toolpath.store.store import Store
 

@@ -28,7 +28,7 @@ MEASURED = ("latency_in_seconds", "failure")
 @dataclass
 class EvalResult:
     """``summary_metrics``: ``row_count``, ``{metric}/mean``, ``{metric}/std``; ``metrics_table``: one row per
-    instance with its input columns, ``{metric}/score`` and ``{metric}/explanation`` (SPEC §5)."""
+    instance with its input columns, ``{metric}/score`` and ``{metric}/explanation`` (docs/spec.md §5)."""
 
     summary_metrics: dict[str, Any]
     metrics_table: list[dict[str, Any]]

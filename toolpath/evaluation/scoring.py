@@ -27,7 +27,7 @@ def score_table(
     on_row: Callable[[int, dict[str, Any]], None] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, int] | None]:
     """The metrics table (each row with ``{metric}/score``, ``{metric}/explanation`` and details), the summary
-    (SPEC §5) and the judge's usage (``None`` when no judge metric ran)."""
+    (docs/spec.md §5) and the judge's usage (``None`` when no judge metric ran)."""
     return score_views(
         ((dict(row), with_parsed_trajectories(row)) for row in rows), metrics, judge=judge, cache=cache, on_row=on_row
     )

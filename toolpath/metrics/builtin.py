@@ -1,4 +1,4 @@
-"""The built-in metrics as :class:`Metric` objects over rows (columns as SPEC §5); the names they go by are
+"""The built-in metrics as :class:`Metric` objects over rows (columns as docs/spec.md §5); the names they go by are
 :mod:`toolpath.evaluation.catalog`'s."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""When two tool calls are equal (SPEC §4): ADK 2.x's rule by default, JSON-strict equality and wildcards as
+"""When two tool calls are equal (docs/spec.md §4): ADK 2.x's rule by default, JSON-strict equality and wildcards as
 options, and the match modes of the trajectory metrics.
 
 ADK's rule: same ``name`` and ``args == args`` as Python values after JSON decoding — key order ignored, list

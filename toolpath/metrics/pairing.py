@@ -1,5 +1,5 @@
 """Pairing predicted calls with reference calls: the one-to-one matchings and subsequences the trajectory metrics
-count (SPEC §4, §6).
+count (docs/spec.md §4, §6).
 
 One-to-one pairing (any-order, precision, recall) is a *maximum* matching. Because both equalities are
 equivalence relations, it is computed exactly without a graph search: reference calls with concrete

@@ -1,6 +1,6 @@
 """The one path from records to metric inputs.
 
-A metric reads a *row*: a mapping of the columns of SPEC §5 (``prompt``, ``response``, ``reference``,
+A metric reads a *row*: a mapping of the columns of docs/spec.md §5 (``prompt``, ``response``, ``reference``,
 ``predicted_trajectory``, ``reference_trajectory``, ``latency_in_seconds``, ``failure``,
 ``intermediate_responses``…). Every source of rows — a stored invocation scored online or with
 ``--from-store``, a replayed or evaluated agent run, an eval-set turn — goes through :func:`turn_row`, so the same

@@ -1,4 +1,4 @@
-"""Response metrics: exact match, BLEU, ROUGE and ADK's ``response_match_score`` (SPEC §4).
+"""Response metrics: exact match, BLEU, ROUGE and ADK's ``response_match_score`` (docs/spec.md §4).
 
 Pure functions of strings. ROUGE uses ``rouge_score``'s own scoring code with a tokenizer of
 :mod:`toolpath.metrics.tokenize`: ADK 2.x's, exactly, for ``response_match_score``; toolpath's for the

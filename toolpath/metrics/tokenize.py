@@ -1,4 +1,4 @@
-"""ROUGE tokenisation: ADK 2.x's tokenizer reproduced exactly, and toolpath's own (SPEC §6).
+"""ROUGE tokenisation: ADK 2.x's tokenizer reproduced exactly, and toolpath's own (docs/spec.md §6).
 
 ``rouge_score``'s tokenizer keeps only ``[a-z0-9]`` runs, so Chinese, Thai or Greek text scores 0 against
 itself. Two tokenizers fix that; both equal ``rouge_score``'s on ASCII text, bit for bit.

@@ -1,4 +1,4 @@
-"""Vertex AI's tool-call metrics over a single model response (SPEC §4).
+"""Vertex AI's tool-call metrics over a single model response (docs/spec.md §4).
 
 The response and the reference are JSON strings ``{"content": str, "tool_calls": [{"name", "arguments"}]}``;
 ``arguments`` may itself be a JSON string (the OpenAI habit). Calls are paired by position.

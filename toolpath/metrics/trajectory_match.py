@@ -1,4 +1,4 @@
-"""Trajectory metrics, as pure functions over lists of :class:`ToolCall` (SPEC §4, §6).
+"""Trajectory metrics, as pure functions over lists of :class:`ToolCall` (docs/spec.md §4, §6).
 
 Calls compare as :mod:`toolpath.metrics.equality` says: ADK 2.x's rule unless ``json_strict`` asks
 for JSON equality; ``null_args_wildcard`` (on by default for Vertex's ``trajectory_*`` metrics, off for ADK's
@@ -391,7 +391,7 @@ def precision_recall_f1(
     json_strict: bool = False,
     null_args_wildcard: bool = True,
 ) -> tuple[float, float, float, int]:
-    """(precision, recall, F1, pairs) with the empty-trajectory rules of SPEC §4; F1 of 0 and 0 is 0."""
+    """(precision, recall, F1, pairs) with the empty-trajectory rules of docs/spec.md §4; F1 of 0 and 0 is 0."""
     pairs = pair_count(
         predicted, reference, match=match, order=order, json_strict=json_strict, null_args_wildcard=null_args_wildcard
     )

@@ -72,7 +72,7 @@ def _pg_type(column: Any) -> str:
 
 def insert_spans(conn: Any, spans: Sequence[SpanRecord], *, new: bool = False) -> None:
     """Raw spans; a span already stored (same trace and span id) is left as it is. ``new``: none is stored, and
-    this transaction holds the locks of their traces (:func:`toolpath.store.rebuild.lock_traces`)."""
+    this transaction holds the locks of their traces (:func:`toolpath.store.ingest.lock_traces`)."""
     insert_span_rows(conn, span_rows(spans), new=new)
 
 

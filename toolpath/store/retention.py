@@ -28,7 +28,7 @@ from typing import Any
 from sqlalchemy import delete, func, select, text, tuple_
 
 from toolpath.errors import ConfigError
-from toolpath.store import rebuild as rebuild_effects
+from toolpath.store import ingest
 from toolpath.store import schema as t
 from toolpath.store.store import Store
 
@@ -155,13 +155,13 @@ class Pruner:
                 # counted inside the transaction, under the locks: what the deletes below remove
                 counts.add(_dependents(conn, ids))
                 counts.invocations += _count(conn, inv, inv.c.invocation_id.in_(ids))
-                rebuild_effects.forget_invocations(conn, ids)
+                ingest.forget_invocations(conn, ids)
                 if self.store.dialect == "postgresql":  # an ingest adding to one of them waits, or is seen
                     conn.execute(
                         select(t.sessions.c.session_id).where(t.sessions.c.session_id.in_(sessions)).with_for_update()
                     )
                 before = _count(conn, t.sessions, t.sessions.c.session_id.in_(sessions))
-                rebuild_effects.refresh_sessions(conn, sessions)
+                ingest.refresh_sessions(conn, sessions)
                 counts.sessions += before - _count(conn, t.sessions, t.sessions.c.session_id.in_(sessions))
         return counts
 
@@ -178,7 +178,7 @@ class Pruner:
             )
 
     def _lock_traces(self, conn: Any, trace_ids: Sequence[str]) -> None:
-        rebuild_effects.lock_traces(conn, trace_ids)  # as Store.ingest does: one writer per trace
+        ingest.lock_traces(conn, trace_ids)  # as Store.ingest does: one writer per trace
 
     @contextlib.contextmanager
     def _batch(self) -> Iterator[Any]:

@@ -22,8 +22,7 @@ from sqlalchemy.pool import StaticPool
 from toolpath.errors import ConfigError
 from toolpath.model import Invocation, Session, ToolCall, ns_to_datetime
 from toolpath.redact import Redactor
-from toolpath.store import bulk, durability, migrate, reads
-from toolpath.store import rebuild as rebuild_effects
+from toolpath.store import bulk, durability, ingest, migrate, reads
 from toolpath.store import schema as t
 from toolpath.store.engine import (
     DEFAULT_STORE_URL,
@@ -181,11 +180,11 @@ class Store:
         limits: Any = None,
     ) -> int:
         """Store ``spans`` and, in the same transaction, the invocations they change: ``rebuild(spans)`` of each
-        outermost run (``is_run``) above a new span, with every span below it (see :mod:`toolpath.store.rebuild`;
+        outermost run (``is_run``) above a new span, with every span below it (see :mod:`toolpath.store.ingest`;
         the work follows the new spans, not their traces' size). Returns the number of invocations written.
         Idempotent, and independent of arrival order. ``limits`` (:class:`~toolpath.collector.limits.Limits`) caps
         spans per trace and tool calls per invocation."""
-        return rebuild_effects.ingest(self, spans, rebuild, is_run, limits)
+        return ingest.ingest(self, spans, rebuild, is_run, limits)
 
     def judge_replies(self, keys: list[str]) -> dict[str, dict[str, Any]]:
         """Cached judge replies by request key (the judge's cache; see :mod:`toolpath.judges.client`)."""

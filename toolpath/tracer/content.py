@@ -1,4 +1,4 @@
-"""What content leaves the process: capture on/off, redacted keys, value length (SPEC §2).
+"""What content leaves the process: capture on/off, redacted keys, value length (docs/spec.md §2).
 
 Redaction and truncation happen here, before a value becomes a span attribute, so every processor and
 exporter sees the same cleaned value.

@@ -1,4 +1,4 @@
-"""Every span name and attribute key toolpath emits or reads, in one place (SPEC §2).
+"""Every span name and attribute key toolpath emits or reads, in one place (docs/spec.md §2).
 
 ``gen_ai.*`` names follow the OpenTelemetry GenAI semantic conventions (development status); ``toolpath.*``
 names are our own and incubating: they may change before 1.0.
@@ -43,7 +43,7 @@ SERVICE_NAME: Final = "service.name"
 
 GEN_AI_WORKFLOW_NAME: Final = "gen_ai.workflow.name"
 
-# Read from peers (collector input, SPEC §3)
+# Read from peers (collector input, docs/spec.md §3)
 ADK_SCOPE: Final = "gcp.vertex.agent"
 ADK_TOOL_CALL_ARGS: Final = "gcp.vertex.agent.tool_call_args"
 ADK_TOOL_RESPONSE: Final = "gcp.vertex.agent.tool_response"

@@ -180,8 +180,8 @@ def end_chat_span(
     tool_calls: Sequence[tuple[str | None, str, Any]] = (),
 ) -> None:
     """End a model span with its token usage and the tool calls (id, name, arguments) the model asked for, in its
-    order: the collector orders parallel calls by them (SPEC §3). Without content capture the calls keep their id
-    and name only."""
+    order: the collector orders parallel calls by them (docs/spec.md §3). Without content capture the calls keep
+    their id and name only."""
     if span.is_recording():
         if input_tokens is not None:
             span.set_attribute(sc.GEN_AI_USAGE_INPUT_TOKENS, int(input_tokens))

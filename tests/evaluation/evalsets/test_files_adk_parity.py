@@ -286,7 +286,7 @@ FILES: list[tuple[str, str, Any, bool, bool]] = [
     ("an EvalSet in a .test.json", "x.test.json", evalset(case(TURN)), True, True),
     ("an invalid EvalSet in a .test.json", "x.test.json", evalset({"eval_id": "a"}), False, False),
     (
-        "legacy tool calls as {name, args}: SPEC §1 lets every loader read both trajectory forms",
+        "legacy tool calls as {name, args}: docs/spec.md §1 lets every loader read both trajectory forms",
         "x.test.json",
         [{**LEGACY_TURN, "expected_tool_use": [{"name": "f", "args": {}}]}],
         False,

@@ -1,5 +1,5 @@
-"""Rebuild invocations (SPEC §1) from the spans of any convention toolpath understands (SPEC §3): one module per
-convention, and here the walk that finds each agent run's root, its tool calls, prompt and response."""
+"""Rebuild invocations (docs/spec.md §1) from the spans of any convention toolpath understands (docs/spec.md §3):
+one module per convention, and here the walk that finds each agent run's root, its tool calls, prompt and response."""
 
 from __future__ import annotations
 
@@ -9,9 +9,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from toolpath.collector.clean import mark_clean
-from toolpath.collector.reconstruct import adk, openinference, openllmetry
+from toolpath.collector.reconstruct import adk_spans, openinference, openllmetry
 from toolpath.collector.reconstruct.calls import merge_calls
-from toolpath.collector.reconstruct.common import error_text, first, order_key, parse_clean_json, str_or_none
 from toolpath.collector.reconstruct.genai import (
     AGENT_SPAN_PREFIXES,
     intermediate_responses,
@@ -21,6 +20,7 @@ from toolpath.collector.reconstruct.genai import (
     reported_trajectory,
 )
 from toolpath.collector.reconstruct.order import in_model_order
+from toolpath.collector.reconstruct.span_values import error_text, first, order_key, parse_clean_json, str_or_none
 from toolpath.model import Invocation, ToolCall, constructed, invocation_key, ns_to_datetime
 from toolpath.store.spanrecord import STATUS_ERROR, SpanRecord
 from toolpath.tracer import semconv as sc
@@ -59,8 +59,8 @@ def is_run_span(span: SpanRecord) -> bool:
         return True
     kind = attributes.get(sc.OPENINFERENCE_SPAN_KIND)
     if kind is None:  # the usual span of no run: neither of OpenInference's, nor ADK's "invocation"
-        return span.name == "invocation" and adk.is_invocation_root(span)
-    return kind == "AGENT" or (kind == "CHAIN" and span.parent_span_id is None) or adk.is_invocation_root(span)
+        return span.name == "invocation" and adk_spans.is_invocation_root(span)
+    return kind == "AGENT" or (kind == "CHAIN" and span.parent_span_id is None) or adk_spans.is_invocation_root(span)
 
 
 def build_invocations(spans: Iterable[SpanRecord]) -> list[Invocation]:
@@ -139,7 +139,7 @@ def build_invocation(root: SpanRecord, descendants: Iterable[SpanRecord]) -> Inv
             "session_id": str(
                 attrs.get(sc.GEN_AI_CONVERSATION_ID)
                 or attrs.get(sc.SESSION_ID)
-                or (adk.session_id(descendants) if adk.is_invocation_root(root) else None)
+                or (adk_spans.session_id(descendants) if adk_spans.is_invocation_root(root) else None)
                 or root.trace_id
             ),
             "agent_name": _agent_name(root, descendants),
@@ -181,8 +181,8 @@ def tool_call_from_span(span: SpanRecord) -> ToolCall:
         args_clean = result_clean = False
     error = error_text(span) if span.status_code == STATUS_ERROR else None
     if span.scope == sc.ADK_SCOPE:  # the result, or a value inside it
-        error = adk.tool_error(result) or error
-        result, call_id = adk.tool_result(result), adk.tool_call_id(call_id)
+        error = adk_spans.tool_error(result) or error
+        result, call_id = adk_spans.tool_result(result), adk_spans.tool_call_id(call_id)
     name = attrs.get(sc.GEN_AI_TOOL_NAME)
     call = constructed(
         ToolCall,
@@ -218,7 +218,7 @@ def _prompt(root: SpanRecord, descendants: list[SpanRecord], models: list[SpanRe
     for span in models[:1]:
         text = text or last_text(span.attributes.get(sc.GEN_AI_INPUT_MESSAGES), "user")
     text = text if text is not None else openinference.prompt_from_llm_spans(descendants)
-    return text if text is not None else adk.prompt_from_requests(descendants)
+    return text if text is not None else adk_spans.prompt_from_requests(descendants)
 
 
 def _response(root: SpanRecord, descendants: list[SpanRecord], models: list[SpanRecord]) -> str | None:
@@ -231,7 +231,7 @@ def _response(root: SpanRecord, descendants: list[SpanRecord], models: list[Span
             break
         text = last_text(span.attributes.get(sc.GEN_AI_OUTPUT_MESSAGES), None)
     text = text if text is not None else openinference.response_from_llm_spans(descendants)
-    return text if text is not None else adk.response_from_responses(descendants)
+    return text if text is not None else adk_spans.response_from_responses(descendants)
 
 
 def _has_agent_ancestor(span: SpanRecord, by_id: Mapping[tuple[str, str], SpanRecord]) -> bool:

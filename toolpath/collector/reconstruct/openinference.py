@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from toolpath.collector.reconstruct import requests
-from toolpath.collector.reconstruct.common import error_text, parse_json, str_or_none
+from toolpath.collector.reconstruct.span_values import error_text, parse_json, str_or_none
 from toolpath.model import ToolCall
 from toolpath.store.spanrecord import STATUS_ERROR, SpanRecord
 from toolpath.tracer import semconv as sc

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolpath.collector.reconstruct.common import parse_json, str_or_none
+from toolpath.collector.reconstruct.span_values import parse_json, str_or_none
 
 
 def unwrap_tool_io(args: dict[str, Any], result: Any, call_id: str | None) -> tuple[dict[str, Any], Any, str | None]:

@@ -1,4 +1,4 @@
-"""The order of a trajectory (SPEC §3): the calls one model turn asked for keep the order the model listed them
+"""The order of a trajectory (docs/spec.md §3): the calls one model turn asked for keep the order the model listed them
 in, whatever order they ran in; calls no model message accounts for keep their start order.
 
 Each convention's model spans say what the model asked for; :mod:`.requests` matches tool spans to those requests.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from toolpath.collector.reconstruct import adk, genai, openinference, requests
+from toolpath.collector.reconstruct import adk_spans, genai, openinference, requests
 from toolpath.model import ToolCall
 from toolpath.store.spanrecord import SpanRecord
 
@@ -26,7 +26,7 @@ def in_model_order(
             span,
             genai.requested_calls(span.attributes)
             or openinference.requested_calls(span.attributes)
-            or adk.requested_calls(span.attributes),
+            or adk_spans.requested_calls(span.attributes),
         )
         for span in spans
     )

@@ -1,4 +1,4 @@
-"""Tool calls a model asked for, and which tool span answers which (the model's order, SPEC §3, and argument
+"""Tool calls a model asked for, and which tool span answers which (the model's order, docs/spec.md §3, and argument
 repair read them): a tool span is matched with its call id, else to the latest model turn, begun before the tool
 started, that asked for a call of that name (the one with the same arguments first)."""
 

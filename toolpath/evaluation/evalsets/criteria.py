@@ -23,7 +23,7 @@ from toolpath.evaluation.evalsets.config import canonical_criteria
 from toolpath.metrics.base import Metric
 
 TOOLPATH_OPTIONS: dict[str, tuple[str, ...]] = {"tool_trajectory_avg_score": ("match",)}
-"""Options toolpath adds to ADK's criteria (``match``: SPEC §4 matching modes)."""
+"""Options toolpath adds to ADK's criteria (``match``: docs/spec.md §4 matching modes)."""
 _JUDGE_FINAL = ("final_response_match_v2", "rubric_based_final_response_quality_v1")
 _UNUSED_BY_TOOLPATH = ("include_intermediate_responses_in_final",)
 

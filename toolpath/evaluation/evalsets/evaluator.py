@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from toolpath import setup
+from toolpath import tracing
 from toolpath.errors import ConfigError, DatasetError
 from toolpath.evaluation.agent_runs import AgentOutcome, content_notes, outcome_row, run_agent
 from toolpath.evaluation.evalsets.case_results import (
@@ -104,8 +104,8 @@ def evaluate_eval_sets(
     users = SimulatorJudge(store, fresh, simulator_judge)
     if any(case.conversation_scenario is not None for eval_set in eval_sets for case in eval_set.cases):
         users.connect()  # no credentials: an error now, before any agent runs
-    tracing = setup.current()
-    spans_store = store if store is not None else tracing.store if tracing is not None else None
+    active = tracing.current()
+    spans_store = store if store is not None else active.store if active is not None else None
     with resolve_target(agent) as target:
         for (eval_set, plan), simulator in zip(plans, simulators, strict=True):
             for case in eval_set.cases:

@@ -8,7 +8,7 @@ conversation (``AgentEvaluator``), elsewhere a list of ``{"name", "data", "initi
 (``adk eval``). An invalid file is one error naming the file and the JSON path of the problem.
 
 Where toolpath knowingly differs (documented in docs/evaluation.md): a legacy turn's expected tool calls may
-also be written ``{"name", "args"}`` (SPEC §1); a legacy list of turns may be judged by any criterion (ADK's
+also be written ``{"name", "args"}`` (docs/spec.md §1); a legacy list of turns may be judged by any criterion (ADK's
 ``AgentEvaluator`` allows four); and criteria are checked more strictly (:mod:`toolpath.evaluation.evalsets.config`).
 """
 

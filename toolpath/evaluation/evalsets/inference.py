@@ -4,7 +4,7 @@ Each toolpath session is one ADK session, created from the eval case's ``session
 initial state; ADK's defaults ``EvaluationGenerator`` / ``test_user_id`` without one) with its own ``Runner``,
 artifact and memory services; each turn sends the user's message as a ``user`` ``Content`` in that session (an
 eval case's ``user_content`` as it is, several parts included, as ADK sends it; the turn's prompt is its text
-parts joined with newlines) and reads the events as :mod:`toolpath.adapters.adk` reads them. The turn runs inside
+parts joined with newlines) and reads the events as :mod:`toolpath.adapters.adk_events` reads them. The turn runs inside
 toolpath's ``invoke_agent`` span, so ADK's own spans nest under it, and the trajectory comes from the events, not
 from those spans.
 
@@ -27,7 +27,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from toolpath.adapters import adk
+from toolpath.adapters import adk_events
 
 DEFAULT_APP_NAME = "EvaluationGenerator"
 DEFAULT_USER_ID = "test_user_id"
@@ -101,9 +101,9 @@ def _run(coroutine: Coroutine[Any, Any, T]) -> T:
     return _shared_loop().run(coroutine, contextvars.copy_context())
 
 
-def _answer(turn: adk.AdkTurn) -> dict[str, Any]:
+def _answer(turn: adk_events.AdkTurn) -> dict[str, Any]:
     """What the turn gives back to toolpath's agent span (and to the run, should tracing not deliver)."""
-    adk.record_turn(None, turn)  # the agent span is current in the calling thread
+    adk_events.record_turn(None, turn)  # the agent span is current in the calling thread
     answer: dict[str, Any] = {"predicted_trajectory": turn.tool_calls}
     if turn.response is not None:
         answer["response"] = turn.response
@@ -137,11 +137,11 @@ class AdkAgentRunner:
         """One turn: ``message`` (the user's ``Content`` as JSON) sent as it is, else ``prompt`` as one text part."""
         return _answer(_run(self._turn(prompt, session_id or uuid.uuid4().hex, message)))
 
-    async def _turn(self, prompt: str, session_id: str, message: Mapping[str, Any] | None) -> adk.AdkTurn:
+    async def _turn(self, prompt: str, session_id: str, message: Mapping[str, Any] | None) -> adk_events.AdkTurn:
         from google.genai import types
 
         runner, user_id, adk_session_id = await self._session(session_id)
-        reader = adk.EventReader()
+        reader = adk_events.EventReader()
         content = (
             types.Content(role="user", parts=[types.Part(text=prompt)])
             if message is None
@@ -223,7 +223,7 @@ class AdkAppRunner:
         """One turn: ``message`` (the user's ``Content`` as JSON, which ``AdkApp`` takes as it is), else
         ``prompt``."""
         user_id, adk_session_id = self._session(session_id or uuid.uuid4().hex)
-        reader = adk.EventReader()
+        reader = adk_events.EventReader()
         sent: str | dict[str, Any] = prompt if message is None else dict(message)
         stream = getattr(self.app, "async_stream_query", None)
         if callable(stream):

@@ -38,8 +38,8 @@ from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeoutError
 from toolpath.collector import otlp
 from toolpath.collector.clean import clean_invocation
 from toolpath.collector.limits import Limits
-from toolpath.collector.metrics import ServiceMetrics
 from toolpath.collector.prepare import SpanPreparer
+from toolpath.collector.prometheus import ServiceMetrics
 from toolpath.collector.reconstruct import build_invocations, is_run_span
 from toolpath.errors import ConfigError, ToolpathError
 from toolpath.model import Invocation
@@ -47,7 +47,7 @@ from toolpath.redact import Redactor
 from toolpath.store.spanrecord import SpanRecord
 from toolpath.store.store import Store
 
-logger = logging.getLogger("toolpath.collector.receiver")
+logger = logging.getLogger("toolpath.collector.ingestor")
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 TRACES_PATH = "/v1/traces"
 _STORE_ATTEMPTS = 3

@@ -1,7 +1,7 @@
-"""Rebuilding the invocations new spans change, and what a rebuild must leave behind (SPEC §3: the stored state is
-the same whatever the arrival order): no session whose invocations all went, no job or online score of a deleted
-invocation, no score of an invocation's earlier, partial version, and session rows that say what their invocations
-say now.
+"""Rebuilding the invocations new spans change, and what a rebuild must leave behind (docs/spec.md §3: the stored
+state is the same whatever the arrival order): no session whose invocations all went, no job or online score of a
+deleted invocation, no score of an invocation's earlier, partial version, and session rows that say what their
+invocations say now.
 
 The work follows the new spans, not the size of their trace. An invocation is an outermost agent run (a run span
 with no run span above it) and every span below it, so new spans change only the runs they end up under: the

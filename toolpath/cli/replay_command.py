@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from toolpath import setup
+from toolpath import tracing
 from toolpath.cli.common import (
     console,
     load_agent,
@@ -71,11 +71,11 @@ def replay(
     agent = load_agent(agent_ref)
     the_store = open_existing_store(store)
     sessions = select_sessions(the_store, session_ids, since, agent_name, limit)
-    setup.init(store=the_store)
+    tracing.init(store=the_store)
     started = time.time_ns()
     with progress(len(sessions), "replaying sessions", quiet) as bar:
         result = replay_sessions(sessions, agent, metrics=metrics, thresholds=limits, on_session=bar.advance)
-    setup.flush()
+    tracing.flush()
     save_replay_run(the_store, result, agent=describe_target(agent_ref), started_ns=started)
     if output is not None:
         output.write_text(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n")

@@ -27,7 +27,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, Status
 
-from toolpath.collector.processor import InProcessCollector, use_store_pseudonyms
+from toolpath.collector.in_process import InProcessCollector, use_store_pseudonyms
 from toolpath.errors import ConfigError
 from toolpath.redact import Redactor
 from toolpath.store import migrate

@@ -40,6 +40,11 @@ _START_SECONDS = 120.0
 _PR_SET_PDEATHSIG = 1
 
 
+WorkerTotals = tuple[int, dict[str, int], dict[str, int]]
+"""What a worker did, returned when it stops: spans stored, limits hit, and the online ``scored`` / ``shed``."""
+WorkerRun = Callable[["WorkerSpec", "socket.socket | None", Callable[[], None]], WorkerTotals]
+
+
 @dataclass(frozen=True)
 class WorkerSpec:
     """What a worker needs to build its service (plain values: it crosses to a new process)."""
@@ -56,6 +61,10 @@ class WorkerSpec:
     """Extra keys and patterns of the redactor, ``None``: no redaction."""
     log_format: str
     with_ui: bool
+    run: WorkerRun
+    """What a worker process runs: builds its service from this spec, serves ``channel``, calls ``started()``
+    once it serves, and returns what it did. A module-level function (it crosses to the new process by name):
+    the command that starts the workers composes the service, so this module needs none of its parts."""
     online: str | None = None
     """The ``online.toml`` each worker scores with (jobs are shared through the store), ``None``: no scoring."""
     metrics_dir: str = ""
@@ -156,45 +165,10 @@ def serve(spec: WorkerSpec, count: int, ready: Callable[[], None]) -> tuple[int,
 def _worker(
     spec: WorkerSpec, channel: socket.socket | None, started: Any, results: Any, index: int, parent: int
 ) -> None:
-    """One worker process: a collector service, served the connections dealt on ``channel``, until SIGTERM."""
+    """One worker process: ``spec.run`` serves the connections dealt on ``channel`` until SIGTERM."""
     _die_with(parent)
-    from toolpath.cli.collect import _redactor, _ui
-    from toolpath.cli.service_config import service_logging
-    from toolpath.collector.heap import settle_heap
-    from toolpath.collector.limits import Limits
-    from toolpath.collector.service import CollectorService, ServiceOptions
-    from toolpath.store.store import Store
-
-    store = Store(spec.store_url, create=False)
-    options = ServiceOptions(
-        host=spec.host,
-        http_port=spec.http_port,
-        grpc_port=spec.grpc_port,
-        token=spec.token,
-        max_body_bytes=spec.max_body_bytes,
-        max_in_flight=spec.max_in_flight,
-        limits=Limits(*spec.limits),
-        log_to_root=spec.log_format == "json",
-        other_app=_ui(store, spec.host, spec.token) if spec.with_ui else None,
-        http_channel=channel,
-        metrics_dir=spec.metrics_dir,
-    )
-    redactor = None if spec.redact is None else _redactor(*spec.redact)
-    online = None
-    if spec.online is not None:
-        from toolpath.evaluation.online import OnlineEvaluator
-
-        online = OnlineEvaluator(store, spec.online)
-    with service_logging(spec.log_format):
-        service = CollectorService(store, options, redactor=redactor, online=online)  # stops online at the end
-        if online is not None:
-            online.start()  # its queue enqueues in this worker's ingest transactions; its threads score
-        service.start()
-        settle_heap()
-        started.set()
-        service.wait()
-    scored = {"scored": online.stats.scored, "shed": online.queue.stats.shed} if online is not None else {}
-    results.put((index, service.ingestor.spans_stored, dict(options.limits.hits), scored))
+    spans, hits, scored = spec.run(spec, channel, started.set)
+    results.put((index, spans, hits, scored))
     results.close()
     results.join_thread()
 

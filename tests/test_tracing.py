@@ -10,7 +10,7 @@ import time
 import pytest
 
 import toolpath
-from toolpath.collector import processor
+from toolpath.collector import in_process as processor
 
 
 @toolpath.agent(name="bot")

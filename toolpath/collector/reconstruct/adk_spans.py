@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolpath.collector.reconstruct.common import parse_json
+from toolpath.collector.reconstruct.span_values import parse_json
 from toolpath.store.spanrecord import SpanRecord
 from toolpath.tracer import semconv as sc
 
