@@ -228,3 +228,13 @@ def test_the_rules_see_real_imports() -> None:
     assert "toolpath.collector.in_process" in found and "toolpath.evaluation.online" in found
     top = dict(imports(MODULES["toolpath.tracing"], module_level_only=True))
     assert "toolpath.evaluation.online" not in top
+
+
+def test_no_two_modules_share_a_file_name() -> None:
+    """A file name says which module it is: no two modules of the package share one (``__init__.py`` aside)."""
+    seen: dict[str, list[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        if path.name != "__init__.py":
+            seen.setdefault(path.name, []).append(str(path.relative_to(PACKAGE.parent)))
+    shared = {name: paths for name, paths in seen.items() if len(paths) > 1}
+    assert not shared, shared

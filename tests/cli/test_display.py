@@ -10,9 +10,9 @@ import pytest
 from rich.console import Console
 
 from tests.helpers.cli import run_cli
-from toolpath.cli import common
-from toolpath.cli.common import format_rate
+from toolpath.cli import output
 from toolpath.cli.display import contrast, why
+from toolpath.cli.output import format_rate
 
 
 @pytest.mark.parametrize(
@@ -43,8 +43,8 @@ def test_why_names_the_differing_argument_values():
 
 def test_the_progress_bar_starts_again_for_the_scoring_phase(monkeypatch):
     out = io.StringIO()
-    monkeypatch.setattr(common, "console", Console(file=out, force_terminal=True, width=120))
-    with common.progress(3, "running the agent", quiet=False) as bar:
+    monkeypatch.setattr(output, "console", Console(file=out, force_terminal=True, width=120))
+    with output.progress(3, "running the agent", quiet=False) as bar:
         for _ in range(3):
             bar.advance()
         bar.phase("scoring rows", 3)

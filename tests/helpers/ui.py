@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.helpers.cli import run_process
-from toolpath.cli.common import load_agent
+from toolpath.cli.agents import load_agent
 from toolpath.store import schema as t
 from toolpath.store.store import Store
 

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import pytest
 from starlette.testclient import TestClient
 
-from toolpath.cli.common import load_agent
+from toolpath.cli.agents import load_agent
 from toolpath.model import Invocation, ToolCall
 from toolpath.store.store import Store
 from toolpath.ui import create_app

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 import pytest
 
 from tests.helpers.ui import DEMO_AGENT, EXITING_AGENT, GATE, HELD_AGENT, JOB_ENDED, Watched, browser, serve_ui
-from toolpath.cli.common import load_agent
+from toolpath.cli.agents import load_agent
 from toolpath.evaluation.evalsets.files import EvalConfig
 from toolpath.model import Invocation, ToolCall
 from toolpath.store.store import Store

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from toolpath.cli.common import console, store_option
+from toolpath.cli.options import store_option
+from toolpath.cli.output import console
 from toolpath.cli.service_config import log_format_option, service_logging, service_settings
 from toolpath.collector.supervisor import WorkerSpec, WorkerTotals, default_workers, serve
 from toolpath.errors import ConfigError

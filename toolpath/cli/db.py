@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from toolpath.cli.common import open_existing_store, store_option
+from toolpath.cli.options import open_existing_store, store_option
 from toolpath.store.store import Store
 
 

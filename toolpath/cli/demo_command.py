@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from toolpath.cli.common import console, store_option
+from toolpath.cli.options import store_option
+from toolpath.cli.output import console
 
 
 @click.command()

@@ -11,15 +11,9 @@ from typing import Any
 import click
 
 from toolpath import tracing
-from toolpath.cli.common import (
-    console,
-    load_agent,
-    open_existing_store,
-    print_run_line,
-    progress,
-    store_option,
-    writable,
-)
+from toolpath.cli.agents import load_agent
+from toolpath.cli.options import open_existing_store, store_option, writable
+from toolpath.cli.output import console, print_run_line, progress
 from toolpath.errors import ConfigError
 from toolpath.store.store import DEFAULT_STORE_URL, Store, resolve_store_url
 

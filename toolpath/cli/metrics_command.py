@@ -8,7 +8,7 @@ from typing import Any
 import click
 from rich.table import Table
 
-from toolpath.cli.common import emit
+from toolpath.cli.output import emit
 
 
 @click.command(name="metrics")

@@ -9,17 +9,16 @@ from typing import Any
 import click
 
 from toolpath import tracing
-from toolpath.cli.common import (
-    console,
-    load_agent,
+from toolpath.cli.agents import load_agent
+from toolpath.cli.options import (
     open_existing_store,
     parse_thresholds,
-    progress,
     select_sessions,
     selection_options,
     store_option,
     writable,
 )
+from toolpath.cli.output import console, progress
 
 
 @click.command()

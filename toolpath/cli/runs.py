@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from toolpath.cli.common import console, emit, open_existing_store, store_option, writable
+from toolpath.cli.options import open_existing_store, store_option, writable
+from toolpath.cli.output import console, emit
 from toolpath.errors import ConfigError
 
 

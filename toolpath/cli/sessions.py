@@ -6,7 +6,8 @@ import json
 
 import click
 
-from toolpath.cli.common import console, emit, open_existing_store, store_option
+from toolpath.cli.options import open_existing_store, store_option
+from toolpath.cli.output import console, emit
 from toolpath.errors import ConfigError
 
 

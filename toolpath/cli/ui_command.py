@@ -8,7 +8,9 @@ from typing import Any
 
 import click
 
-from toolpath.cli.common import console, load_agent, open_existing_store, store_option
+from toolpath.cli.agents import load_agent
+from toolpath.cli.options import open_existing_store, store_option
+from toolpath.cli.output import console
 from toolpath.errors import ConfigError
 
 UI_HINT = "pip install 'toolpath[ui]'"

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from toolpath.errors import ConfigError, DatasetError
-from toolpath.evaluation.evalsets import schema as adk_schema
+from toolpath.evaluation.evalsets import adk_models as adk_schema
 from toolpath.evaluation.evalsets.criteria import resolve_criteria
 from toolpath.evaluation.evalsets.files import load_config
 

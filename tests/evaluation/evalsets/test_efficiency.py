@@ -9,10 +9,10 @@ import pytest
 
 import toolpath
 from tests.helpers import ADK_FIXTURES
+from toolpath.evaluation.evalsets.adk_models import DurationDetails, TokenUsageDetails
 from toolpath.evaluation.evalsets.efficiency import case_efficiency, traced_efficiency
 from toolpath.evaluation.evalsets.evaluator import evaluate_eval_sets
 from toolpath.evaluation.evalsets.files import load_eval_set
-from toolpath.evaluation.evalsets.schema import DurationDetails, TokenUsageDetails
 from toolpath.model import Invocation, ToolCall
 from toolpath.store.spanrecord import SpanRecord
 from toolpath.store.store import Store

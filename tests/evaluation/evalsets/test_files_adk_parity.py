@@ -12,7 +12,7 @@ import pytest
 
 from tests.helpers import ADK_FIXTURES
 from toolpath.errors import DatasetError
-from toolpath.evaluation.evalsets import schema as adk_schema
+from toolpath.evaluation.evalsets import adk_models as adk_schema
 from toolpath.evaluation.evalsets.files import load_eval_set
 
 pytest.importorskip("google.adk.evaluation.eval_set")

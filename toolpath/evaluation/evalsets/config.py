@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.alias_generators import to_snake
 
 from toolpath.errors import DatasetError
-from toolpath.evaluation.evalsets import schema as schema
+from toolpath.evaluation.evalsets import adk_models as schema
 from toolpath.evaluation.evalsets.json_errors import explain, json_kind, read_json
 
 CONFIG_NAME = "test_config.json"

@@ -18,7 +18,7 @@ from typing import Any
 
 from toolpath.errors import ConfigError, MetricError
 from toolpath.evaluation import catalog
-from toolpath.evaluation.evalsets import schema as adk_schema
+from toolpath.evaluation.evalsets import adk_models as adk_schema
 from toolpath.evaluation.evalsets.config import canonical_criteria
 from toolpath.metrics.base import Metric
 

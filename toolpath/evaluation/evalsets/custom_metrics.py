@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from toolpath.errors import MetricError
-from toolpath.evaluation.evalsets.content import invocation_json
+from toolpath.evaluation.evalsets.conversions import invocation_json
 from toolpath.metrics.base import CustomMetric, Row
 from toolpath.model import MetricResult
 from toolpath.trajectory import parse_trajectory

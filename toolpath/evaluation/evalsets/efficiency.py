@@ -16,7 +16,7 @@ For a run toolpath traced they come from the stored invocation (its tool calls a
 under it (model calls: GenAI ``chat`` / ``generate_content`` / ``text_completion`` spans, OpenInference LLM spans,
 else ADK 1.x's ``call_llm``; tokens from their ``gen_ai.usage.*`` attributes); without the spans (a run traced
 without a store) the model figures are ``None``. For ADK's recorded results they are computed from the recorded
-invocations exactly as ADK computes them (:func:`toolpath.evaluation.evalsets.content.efficiency`).
+invocations exactly as ADK computes them (:func:`toolpath.evaluation.evalsets.conversions.efficiency`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolpath.evaluation.evalsets.schema import DurationDetails, TokenUsageDetails
+from toolpath.evaluation.evalsets.adk_models import DurationDetails, TokenUsageDetails
 from toolpath.model import Invocation
 from toolpath.store.spanrecord import SpanRecord
 from toolpath.tracer import semconv as sc

@@ -1,9 +1,9 @@
 """Google ADK eval sets: ``*.evalset.json``, legacy ``*.test.json``, folders of them, ``file:case_a,case_b``.
 
 A file is accepted exactly when ADK 2.x accepts it: ``EvalSet`` files are validated with the mirror of ADK's own
-pydantic models (:mod:`toolpath.evaluation.evalsets.schema`: camelCase or snake_case keys below the top level, unknown
-keys rejected where ADK rejects them and kept where ADK keeps them, such as ``session_input.session_id``); a JSON
-list is one of ADK's older formats, converted as ADK converts it: in a ``*.test.json`` the turns of one
+pydantic models (:mod:`toolpath.evaluation.evalsets.adk_models`: camelCase or snake_case keys below the top level,
+unknown keys rejected where ADK rejects them and kept where ADK keeps them, such as ``session_input.session_id``); a
+JSON list is one of ADK's older formats, converted as ADK converts it: in a ``*.test.json`` the turns of one
 conversation (``AgentEvaluator``), elsewhere a list of ``{"name", "data", "initial_session"}`` cases
 (``adk eval``). An invalid file is one error naming the file and the JSON path of the problem.
 
@@ -22,9 +22,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from toolpath.errors import DatasetError
-from toolpath.evaluation.evalsets import schema as schema
+from toolpath.evaluation.evalsets import adk_models as schema
 from toolpath.evaluation.evalsets.config import CONFIG_NAME, DEFAULT_CRITERIA, EvalConfig, load_config, load_criteria
-from toolpath.evaluation.evalsets.content import expected_invocation, tool_call
+from toolpath.evaluation.evalsets.conversions import expected_invocation, tool_call
 from toolpath.evaluation.evalsets.json_errors import explain, read_json
 from toolpath.model import EvalCase, ExpectedInvocation, ToolCall
 

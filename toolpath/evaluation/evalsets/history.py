@@ -16,7 +16,8 @@ from typing import Any
 
 from toolpath.errors import DatasetError
 from toolpath.evaluation.agent_runs import AgentOutcome
-from toolpath.evaluation.evalsets.content import invocation_json
+from toolpath.evaluation.evalsets.adk_models import EFFICIENCY_METRICS, EvalStatus
+from toolpath.evaluation.evalsets.conversions import invocation_json
 from toolpath.evaluation.evalsets.criteria import Criterion, resolve_criteria
 from toolpath.evaluation.evalsets.evaluator import (
     FAILED,
@@ -31,7 +32,6 @@ from toolpath.evaluation.evalsets.evaluator import (
 )
 from toolpath.evaluation.evalsets.files import DEFAULT_CRITERIA, EvalConfig, EvalSet
 from toolpath.evaluation.evalsets.result_files import RecordedCase, write_eval_set_result
-from toolpath.evaluation.evalsets.schema import EFFICIENCY_METRICS, EvalStatus
 from toolpath.judges.client import Judge
 from toolpath.model import EvalCase, Invocation
 

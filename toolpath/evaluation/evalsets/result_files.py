@@ -19,8 +19,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from toolpath.errors import ConfigError, DatasetError
-from toolpath.evaluation.evalsets import schema as schema
-from toolpath.evaluation.evalsets.content import content_text, efficiency, expected_invocation, intermediate
+from toolpath.evaluation.evalsets import adk_models as schema
+from toolpath.evaluation.evalsets.conversions import content_text, efficiency, expected_invocation, intermediate
 from toolpath.evaluation.evalsets.json_errors import explain, read_json
 from toolpath.model import ExpectedInvocation, ToolCall
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolpath.errors import ConfigError, ToolpathError
-from toolpath.evaluation.evalsets.schema import STOP_SIGNAL, LlmBackedUserSimulatorConfig
+from toolpath.evaluation.evalsets.adk_models import STOP_SIGNAL, LlmBackedUserSimulatorConfig
 from toolpath.evaluation.evalsets.simulation.prompts import render_instructions
 from toolpath.judges.client import EMPTY_REPLY, Ask, Judge, JudgeReply, JudgeRequest
 from toolpath.model import ToolCall

@@ -8,7 +8,7 @@ from typing import Any
 
 from google.genai import types as genai_types
 
-from toolpath.evaluation.evalsets import schema as schema
+from toolpath.evaluation.evalsets import adk_models as schema
 from toolpath.model import ExpectedInvocation, ToolCall
 
 

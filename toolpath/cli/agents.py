@@ -1,0 +1,48 @@
+"""``--agent``: the object a ``module:attribute`` reference names, and the agent toolpath runs from it."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+from typing import Any
+
+from toolpath.errors import ConfigError
+
+
+def load_object(reference: str) -> Any:
+    """Import ``module:attr`` (``attr`` may be dotted), or a whole module or package (``my_agent``,
+    ``my_agent.agent``, or the path of an agent folder, as ``adk eval`` takes it); the working directory is
+    importable."""
+    module_name, sep, attr = reference.partition(":")
+    if sep and (not module_name or not attr):
+        raise ConfigError(f"--agent {reference!r}: expected module:attribute, e.g. my_app.agent:answer")
+    if "" not in sys.path and str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
+    folder = Path(module_name)
+    if not sep and ("/" in module_name or module_name.endswith(".py")) and folder.exists():
+        folder = folder.resolve()
+        if str(folder.parent) not in sys.path:
+            sys.path.insert(0, str(folder.parent))
+        module_name = folder.name.removesuffix(".py")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(f"--agent {reference!r}: cannot import {module_name!r} ({exc})") from None
+    for part in attr.split(".") if attr else ():
+        if not hasattr(obj, part):
+            raise ConfigError(f"--agent {reference!r}: {module_name} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    return obj
+
+
+def load_agent(reference: str) -> Any:
+    """The :class:`~toolpath.evaluation.targets.Target` of ``--agent``: checked before anything is run or created,
+    so an object toolpath cannot run is one error line."""
+    from toolpath.evaluation.targets import resolve_target
+
+    obj = load_object(reference)
+    try:
+        return resolve_target(obj)
+    except ConfigError as exc:
+        raise ConfigError(f"--agent {reference!r}: {exc}") from None

@@ -1,0 +1,81 @@
+"""Options and checks the commands share: ``--store``, which recorded sessions, thresholds, writable paths."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+
+from toolpath.errors import ConfigError
+from toolpath.store.store import STORE_ENV, Store, resolve_store_url
+
+store_option = click.option(
+    "--store",
+    envvar=STORE_ENV,
+    default=None,
+    help=f"Database URL (default: ${STORE_ENV} or sqlite:///toolpath.db).",
+)
+
+
+def selection_options(fn: Any) -> Any:
+    """--session / --since / --agent-name / --limit: which recorded sessions a command works on."""
+    fn = click.option("--limit", type=click.IntRange(min=1), default=None, help="At most this many sessions.")(fn)
+    fn = click.option("--agent-name", default=None, help="Only sessions of this agent.")(fn)
+    fn = click.option(
+        "--since", type=click.DateTime(), default=None, help="Only sessions active since then (e.g. 2026-11-01)."
+    )(fn)
+    return click.option("--session", "session_ids", multiple=True, help="A recorded session id (repeatable).")(fn)
+
+
+def select_sessions(
+    store: Store, session_ids: tuple[str, ...], since: Any, agent_name: str | None, limit: int | None
+) -> list[Any]:
+    """The recorded sessions the selection options pick; none is an error."""
+    from datetime import UTC
+
+    from toolpath.evaluation.replay import recorded_sessions
+
+    since_utc = since.replace(tzinfo=UTC) if since is not None and since.tzinfo is None else since
+    sessions = recorded_sessions(store, session_ids=session_ids, agent_name=agent_name, since=since_utc, limit=limit)
+    if not sessions:
+        raise ConfigError(f"no recorded sessions in {store.url} match the selection")
+    return sessions
+
+
+def parse_thresholds(items: tuple[str, ...]) -> dict[str, float]:
+    out = {}
+    for item in items:
+        name, eq, value = item.partition("=")
+        try:
+            out[name.strip()] = float(value)
+        except ValueError:
+            raise ConfigError(f"--threshold {item!r}: expected metric=number") from None
+        if not eq or not name.strip():
+            raise ConfigError(f"--threshold {item!r}: expected metric=number")
+    return out
+
+
+def writable(path: Path | None, option: str) -> Path | None:
+    """``path`` if a file can be written there, checked before any work: a :class:`ConfigError` when it is a
+    folder, its folder does not exist, or it may not be written."""
+    if path is None:
+        return None
+    if path.is_dir():
+        raise ConfigError(f"{option} {path}: is a folder; give a file name")
+    folder = path.parent
+    if not folder.is_dir():
+        raise ConfigError(f"{option} {path}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise ConfigError(f"{option} {path}: not writable")
+    return path
+
+
+def open_existing_store(url: str | None, *, create: bool = True) -> Store:
+    resolved = resolve_store_url(url)
+    if resolved.startswith("sqlite:///") and not resolved.endswith(":memory:"):
+        path = Path(resolved.removeprefix("sqlite:///"))
+        if not path.exists():
+            raise ConfigError(f"store {path} does not exist (run `toolpath demo`, or set --store / ${STORE_ENV})")
+    return Store(resolved, create=create)
