@@ -52,6 +52,11 @@ def demo_store(folder: Path) -> str:
     return f"sqlite:///{folder / 'demo.db'}"
 
 
+def ui_agents() -> dict[str, object]:
+    """The agents the tests' UIs are started with (as ``toolpath ui --agent`` would load them)."""
+    return {name: load_agent(name) for name in (DEMO_AGENT, EXITING_AGENT, HELD_AGENT)}
+
+
 @contextlib.contextmanager
 def serve_ui(store: Store, evalsets: Path, *, token: str | None = None) -> Iterator[str]:
     """The UI over ``store`` on a free port of 127.0.0.1; yields its base URL."""
@@ -59,7 +64,7 @@ def serve_ui(store: Store, evalsets: Path, *, token: str | None = None) -> Itera
 
     from toolpath.ui import create_app
 
-    app = create_app(store, evalsets=evalsets, load_agent=load_agent, token=token)
+    app = create_app(store, evalsets=evalsets, agents=ui_agents(), token=token)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import pytest
 from starlette.testclient import TestClient
 
-from toolpath.cli.agents import load_agent
+from tests.helpers.ui import DEMO_AGENT, ui_agents
 from toolpath.model import Invocation, ToolCall
 from toolpath.store.store import Store
 from toolpath.ui import create_app
@@ -43,7 +43,7 @@ def store(tmp_path_factory):
 
 
 def client(store, tmp_path, *, token=None, base=BASE) -> TestClient:
-    app = create_app(store, evalsets=tmp_path / "evalsets", load_agent=load_agent, token=token)
+    app = create_app(store, evalsets=tmp_path / "evalsets", agents=ui_agents(), token=token)
     return TestClient(app, base_url=base, follow_redirects=False)
 
 
@@ -162,9 +162,9 @@ def test_bad_eval_set_input_is_a_400_and_leaves_the_file_as_it_was(store, tmp_pa
     assert reply.status_code == 400 and "must be a JSON object" in reply.text
     assert path.read_text() == before
     run = c.post("/evalsets/cases/run", data={"agent": "no_such_module:agent"}, headers=SAME_ORIGIN)
-    assert run.status_code == 400 and "cannot import" in run.text
+    assert run.status_code == 400 and "not an agent this UI was started with" in run.text
     run = c.post(
-        "/evalsets/cases/run", data={"agent": "x:y", "threshold-response_match_score": "high"}, headers=SAME_ORIGIN
+        "/evalsets/cases/run", data={"agent": DEMO_AGENT, "threshold-response_match_score": "high"}, headers=SAME_ORIGIN
     )
     assert run.status_code == 400 and "not a number" in run.text
     assert c.post("/evalsets/cases/run", data={}, headers=SAME_ORIGIN).status_code == 400

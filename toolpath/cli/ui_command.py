@@ -16,16 +16,18 @@ from toolpath.errors import ConfigError
 UI_HINT = "pip install 'toolpath[ui]'"
 
 
-def build_ui(store: Any, *, evalsets: Path, token: str | None, loopback_only: bool, agent: str = "") -> Any:
+def build_ui(
+    store: Any, *, evalsets: Path, token: str | None, loopback_only: bool, agents: tuple[str, ...] = ()
+) -> Any:
     """The UI's ASGI app (also mounted by ``toolpath collect --ui``); a :class:`ConfigError` naming the extra to
-    install when Starlette or Jinja2 is missing."""
+    install when Starlette or Jinja2 is missing. ``agents`` (``module:attr``) are loaded now, each checked: they
+    are the only agents the UI will run."""
     try:
         from toolpath.ui import create_app
     except ImportError as exc:
         raise ConfigError(f"toolpath ui needs {exc.name or exc} ({UI_HINT})") from None
-    return create_app(
-        store, evalsets=evalsets, load_agent=load_agent, token=token, loopback_only=loopback_only, default_agent=agent
-    )
+    loaded = {reference: load_agent(reference) for reference in agents}
+    return create_app(store, evalsets=evalsets, agents=loaded, token=token, loopback_only=loopback_only)
 
 
 def is_loopback(host: str) -> bool:
@@ -44,8 +46,15 @@ def is_loopback(host: str) -> bool:
     show_default=True,
     help="Folder of the *.evalset.json files the UI reads and writes.",
 )
-@click.option("--agent", default="", help="The agent (module:attr) the run form offers first.")
-def ui_command(store: str | None, host: str, port: int, token: str | None, evalsets: Path, agent: str) -> None:
+@click.option(
+    "--agent",
+    "agents",
+    multiple=True,
+    help="An agent (module:attr) the UI may run (repeatable); it runs no other, whatever a request names.",
+)
+def ui_command(
+    store: str | None, host: str, port: int, token: str | None, evalsets: Path, agents: tuple[str, ...]
+) -> None:
     """Browse sessions and trajectories, turn sessions into eval cases, run and compare evaluations.
 
     \b
@@ -57,7 +66,7 @@ def ui_command(store: str | None, host: str, port: int, token: str | None, evals
     loopback = is_loopback(host)
     if not loopback and not token:
         token = secrets.token_urlsafe(24)  # never an open app off this machine
-    app = build_ui(the_store, evalsets=evalsets, token=token, loopback_only=loopback, agent=agent)
+    app = build_ui(the_store, evalsets=evalsets, token=token, loopback_only=loopback, agents=agents)
     shown = f"[{host}]" if ":" in host else host
     link = f"http://{shown}:{port}/sessions" + (f"?token={token}" if token else "")
     console.print(f"toolpath ui on {link} over {the_store.url} (eval sets in {evalsets}); Ctrl-C stops it")

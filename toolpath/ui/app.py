@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,11 +51,10 @@ _LOOPBACK = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
 class UiState:
     store: Store
     evalsets: EvalSetFiles
-    load_agent: Callable[[str], Any]
-    """``module:attr`` -> something :func:`~toolpath.evaluation.evalsets.evaluator.evaluate_eval_sets` runs (the CLI's
-    ``--agent`` loader), raising a :class:`~toolpath.errors.ConfigError` for what it cannot load."""
+    agents: Mapping[str, Any]
+    """The only agents the UI runs: the ones the operator named when starting it (``toolpath ui --agent``), by
+    the name they were given, each already loaded. A request picks one of these names; it never names code."""
     jobs: Jobs = field(init=False)
-    default_agent: str = ""
 
     def __post_init__(self) -> None:
         self.jobs = Jobs(self.store)
@@ -65,12 +64,12 @@ def create_app(
     store: Store,
     *,
     evalsets: Path,
-    load_agent: Callable[[str], Any],
+    agents: Mapping[str, Any] | None = None,
     token: str | None = None,
     loopback_only: bool = True,
-    default_agent: str = "",
 ) -> Guard:
-    """The UI over ``store``; eval sets are read and written in the folder ``evalsets``."""
+    """The UI over ``store``; eval sets are read and written in the folder ``evalsets``. ``agents`` (name ->
+    loaded agent) are the agents its run form may run, and the only ones."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True, undefined=jinja2.StrictUndefined
     )
@@ -79,7 +78,7 @@ def create_app(
     env.filters["compact"] = compact
     env.globals["urlencode"] = urlencode
     templates = Jinja2Templates(env=env)
-    state = UiState(store, EvalSetFiles(evalsets), load_agent, default_agent=default_agent)
+    state = UiState(store, EvalSetFiles(evalsets), dict(agents or {}))
 
     async def bad_request(request: Request, exc: Exception) -> Response:
         return _error(templates, request, 400, str(exc))

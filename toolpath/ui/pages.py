@@ -12,7 +12,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from toolpath.errors import ConfigError
 from toolpath.evaluation.evalsets.evaluator import criteria_of
 from toolpath.evaluation.evalsets.files import EvalConfig, EvalSet
 from toolpath.store import browse
@@ -129,7 +128,7 @@ def evalset(request: Request) -> Response:
             "evalset": loaded,
             "path": str(ui.evalsets.path(name)),
             "criteria": criteria,
-            "agent": ui.default_agent,
+            "agents": list(ui.agents),
             "saved": request.query_params.get("saved"),
         },
     )
@@ -182,8 +181,10 @@ async def start_run(request: Request) -> Response:
     ui = _state(request)
     name = request.path_params["name"]
     agent = str(form.get("agent") or "").strip()
-    if not agent:
-        raise params.BadRequest("agent: give the agent to run as module:attr (e.g. my_app.agent:root_agent)")
+    target = ui.agents.get(agent)
+    if target is None:  # a request names one of the operator's agents, never code to import
+        offered = ", ".join(ui.agents) or "none (start it with toolpath ui --agent module:attr)"
+        raise params.BadRequest(f"agent {agent!r}: not an agent this UI was started with; it runs: {offered}")
     loaded = await run_in_threadpool(_load, request, name)
     if not loaded.cases:
         raise params.BadRequest(f"eval set {name!r} has no cases to run")
@@ -198,10 +199,6 @@ async def start_run(request: Request) -> Response:
             criteria[criterion] = threshold
     config = EvalConfig(criteria, dict(loaded.custom_metrics), loaded.config_path)
     criteria_of(loaded, config)  # a bad threshold or criterion is said now, not in the job
-    try:
-        target = await run_in_threadpool(ui.load_agent, agent)
-    except ConfigError as exc:
-        raise params.BadRequest(str(exc)) from None
     job = ui.jobs.start(name, loaded, target, agent, config)
     return _see(f"/jobs/{job.job_id}")
 
