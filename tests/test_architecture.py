@@ -18,6 +18,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "toolpath"
 
 # Modules every room may use: they import nothing of toolpath's but each other.
 BASE = (
+    "toolpath.config",
     "toolpath.errors",
     "toolpath.model",
     "toolpath.trajectory",

@@ -31,12 +31,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolpath.config import PSEUDONYM_KEY_ENV
+
 REDACTED = "[REDACTED]"
 """What a redacted value becomes."""
 PSEUDONYM_PREFIX = "[REDACTED:"
 """How a redacted identifier's pseudonym starts: ``[REDACTED:`` + 24 hex digits (96 bits) + ``]``."""
 _PSEUDONYM_HEX = 24
-PSEUDONYM_KEY_ENV = "TOOLPATH_PSEUDONYM_KEY"
 """The pseudonym key of a process with no store (every agent replica exporting to one backend should share it)."""
 
 DEFAULT_KEYS = frozenset(

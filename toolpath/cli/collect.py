@@ -14,6 +14,14 @@ from toolpath.cli.options import store_option
 from toolpath.cli.output import console
 from toolpath.cli.service_config import log_format_option, service_logging, service_settings
 from toolpath.collector.supervisor import WorkerSpec, WorkerTotals, default_workers, serve
+from toolpath.config import (
+    DEFAULT_MAX_ATTRIBUTE_LENGTH,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_IN_FLIGHT,
+    DEFAULT_MAX_SPANS_PER_TRACE,
+    DEFAULT_MAX_TOOL_CALLS,
+    TOKEN_ENV,
+)
 from toolpath.errors import ConfigError
 from toolpath.redact import Redactor
 from toolpath.store.store import Store
@@ -29,17 +37,17 @@ if TYPE_CHECKING:
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback by default).")
 @click.option("--http-port", default=4318, show_default=True, type=int, help="OTLP/HTTP port (0: off).")
 @click.option("--grpc-port", default=4317, show_default=True, type=int, help="OTLP/gRPC port (0: off).")
-@click.option("--token", envvar="TOOLPATH_TOKEN", default=None, help="Require 'Authorization: Bearer <token>'.")
+@click.option("--token", envvar=TOKEN_ENV, default=None, help="Require 'Authorization: Bearer <token>'.")
 @click.option(
     "--max-body-bytes",
-    default=16 * 1024 * 1024,
+    default=DEFAULT_MAX_BODY_BYTES,
     show_default=True,
     type=click.IntRange(min=1),
     help="Largest request body.",
 )
 @click.option(
     "--max-in-flight",
-    default=4,
+    default=DEFAULT_MAX_IN_FLIGHT,
     show_default=True,
     type=click.IntRange(min=1),
     help="Exports being written at once; more get 503 / UNAVAILABLE so exporters retry later.",
@@ -51,21 +59,21 @@ if TYPE_CHECKING:
 @click.option("--no-redact", is_flag=True, help="Store spans as they come (no secret or personal-data redaction).")
 @click.option(
     "--max-attribute-length",
-    default=64 * 1024,
+    default=DEFAULT_MAX_ATTRIBUTE_LENGTH,
     show_default=True,
     type=click.IntRange(min=1),
     help="Longer values are cut, marked.",
 )
 @click.option(
     "--max-spans-per-trace",
-    default=10_000,
+    default=DEFAULT_MAX_SPANS_PER_TRACE,
     show_default=True,
     type=click.IntRange(min=1),
     help="More are dropped, counted.",
 )
 @click.option(
     "--max-tool-calls",
-    default=1_000,
+    default=DEFAULT_MAX_TOOL_CALLS,
     show_default=True,
     type=click.IntRange(min=1),
     help="Per invocation; more are dropped, marked.",

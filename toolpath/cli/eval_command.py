@@ -14,8 +14,9 @@ from toolpath import tracing
 from toolpath.cli.agents import load_agent
 from toolpath.cli.options import open_existing_store, store_option, writable
 from toolpath.cli.output import console, print_run_line, progress
+from toolpath.config import DEFAULT_STORE_URL
 from toolpath.errors import ConfigError
-from toolpath.store.store import DEFAULT_STORE_URL, Store, resolve_store_url
+from toolpath.store.store import Store, resolve_store_url
 
 
 @click.command(name="eval")

@@ -8,8 +8,9 @@ from typing import Any
 
 import click
 
+from toolpath.config import STORE_ENV
 from toolpath.errors import ConfigError
-from toolpath.store.store import STORE_ENV, Store, resolve_store_url
+from toolpath.store.store import Store, resolve_store_url
 
 store_option = click.option(
     "--store",

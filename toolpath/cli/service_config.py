@@ -20,9 +20,9 @@ from typing import Any, TypeVar
 
 import click
 
+from toolpath.config import ENV_PREFIX
 from toolpath.errors import ConfigError
 
-ENV_PREFIX = "TOOLPATH_"
 LOG_FORMATS = ("text", "json")
 _F = TypeVar("_F", bound=Callable[..., Any])
 

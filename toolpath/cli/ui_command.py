@@ -11,6 +11,7 @@ import click
 from toolpath.cli.agents import load_agent
 from toolpath.cli.options import open_existing_store, store_option
 from toolpath.cli.output import console
+from toolpath.config import TOKEN_ENV
 from toolpath.errors import ConfigError
 
 UI_HINT = "pip install 'toolpath[ui]'"
@@ -38,7 +39,7 @@ def is_loopback(host: str) -> bool:
 @store_option
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback by default).")
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="Port (0: any free one).")
-@click.option("--token", envvar="TOOLPATH_TOKEN", default=None, help="Require this token (off loopback: a new one).")
+@click.option("--token", envvar=TOKEN_ENV, default=None, help="Require this token (off loopback: a new one).")
 @click.option(
     "--evalsets",
     type=click.Path(path_type=Path, file_okay=False),

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolpath.config import DEFAULT_MAX_ATTRIBUTE_LENGTH, DEFAULT_MAX_SPANS_PER_TRACE, DEFAULT_MAX_TOOL_CALLS
 from toolpath.model import Invocation
 from toolpath.store.spanrecord import SpanRecord
 from toolpath.tracer import semconv as sc
@@ -22,9 +23,9 @@ TOOL_CALLS_DROPPED = "toolpath.tool_calls_dropped"
 
 @dataclass
 class Limits:
-    max_attribute_length: int | None = 64 * 1024
-    max_spans_per_trace: int | None = 10_000
-    max_tool_calls: int | None = 1_000
+    max_attribute_length: int | None = DEFAULT_MAX_ATTRIBUTE_LENGTH
+    max_spans_per_trace: int | None = DEFAULT_MAX_SPANS_PER_TRACE
+    max_tool_calls: int | None = DEFAULT_MAX_TOOL_CALLS
     hits: Counter[str] = field(default_factory=Counter)
     listener: Callable[[str, int], None] | None = field(default=None, repr=False)
     """Told every hit too (the Prometheus counter of collectors that share a port)."""

@@ -14,11 +14,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolpath.collector.grpc_server import make_grpc_server
 from toolpath.collector.health import readiness
 from toolpath.collector.http import HttpServer
-from toolpath.collector.ingestor import Ingestor, make_grpc_server
+from toolpath.collector.ingestor import Ingestor
 from toolpath.collector.limits import Limits
 from toolpath.collector.prometheus import ServiceMetrics
+from toolpath.config import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_IN_FLIGHT
 from toolpath.errors import ConfigError
 from toolpath.redact import Redactor
 from toolpath.store.store import Store
@@ -30,8 +32,8 @@ class ServiceOptions:
     http_port: int = 4318
     grpc_port: int = 4317
     token: str | None = None
-    max_body_bytes: int = 16 * 1024 * 1024
-    max_in_flight: int = 4
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
     limits: Limits = field(default_factory=Limits)
     log_to_root: bool = False
     """uvicorn's error and access logs go to the root logger (``--log-format json``)."""

@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from toolpath.config import JUDGE_CONCURRENCY_ENV, JUDGE_MAX_REQUESTS_ENV, JUDGE_MODEL_ENV
 from toolpath.errors import ConfigError, ToolpathError
 
 logger = logging.getLogger("toolpath.judge")
@@ -356,9 +357,9 @@ def settings_from(options: Mapping[str, Any] | None, base: JudgeSettings | None 
     """Settings from ``TOOLPATH_JUDGE_*`` environment variables, then ``options`` (keys as the fields)."""
     settings = base or JudgeSettings()
     env = {
-        "model": os.environ.get("TOOLPATH_JUDGE_MODEL"),
-        "concurrency": os.environ.get("TOOLPATH_JUDGE_CONCURRENCY"),
-        "max_requests": os.environ.get("TOOLPATH_JUDGE_MAX_REQUESTS"),
+        "model": os.environ.get(JUDGE_MODEL_ENV),
+        "concurrency": os.environ.get(JUDGE_CONCURRENCY_ENV),
+        "max_requests": os.environ.get(JUDGE_MAX_REQUESTS_ENV),
     }
     values = {k: v for k, v in env.items() if v is not None}
     values.update({k: v for k, v in (options or {}).items() if v is not None})

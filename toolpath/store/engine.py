@@ -12,11 +12,10 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 from sqlalchemy.pool import StaticPool
 
+from toolpath.config import DEFAULT_STORE_URL, STORE_ENV
 from toolpath.errors import ConfigError
 from toolpath.redact import hide_passwords
 
-DEFAULT_STORE_URL = "sqlite:///toolpath.db"
-STORE_ENV = "TOOLPATH_STORE"
 SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 SQLITE_SYNCHRONOUS = "FULL"
 """Every commit waits for the disk (with WAL, NORMAL can lose the last commits in a power cut): a 2xx from the

@@ -19,7 +19,7 @@ from typing import Any
 from toolpath.errors import ConfigError, MetricError
 from toolpath.evaluation import catalog
 from toolpath.evaluation.evalsets import adk_models as adk_schema
-from toolpath.evaluation.evalsets.config import canonical_criteria
+from toolpath.evaluation.evalsets.eval_config import canonical_criteria
 from toolpath.metrics.base import Metric
 
 TOOLPATH_OPTIONS: dict[str, tuple[str, ...]] = {"tool_trajectory_avg_score": ("match",)}

@@ -8,8 +8,9 @@ conversation (``AgentEvaluator``), elsewhere a list of ``{"name", "data", "initi
 (``adk eval``). An invalid file is one error naming the file and the JSON path of the problem.
 
 Where toolpath knowingly differs (documented in docs/evaluation.md): a legacy turn's expected tool calls may
-also be written ``{"name", "args"}`` (docs/spec.md §1); a legacy list of turns may be judged by any criterion (ADK's
-``AgentEvaluator`` allows four); and criteria are checked more strictly (:mod:`toolpath.evaluation.evalsets.config`).
+also be written ``{"name", "args"}`` (docs/spec.md §1); a legacy list of turns may be judged by any criterion
+(ADK's ``AgentEvaluator`` allows four); and criteria are checked more strictly
+(:mod:`toolpath.evaluation.evalsets.eval_config`).
 """
 
 from __future__ import annotations
@@ -23,8 +24,14 @@ from pydantic import ValidationError
 
 from toolpath.errors import DatasetError
 from toolpath.evaluation.evalsets import adk_models as schema
-from toolpath.evaluation.evalsets.config import CONFIG_NAME, DEFAULT_CRITERIA, EvalConfig, load_config, load_criteria
 from toolpath.evaluation.evalsets.conversions import expected_invocation, tool_call
+from toolpath.evaluation.evalsets.eval_config import (
+    CONFIG_NAME,
+    DEFAULT_CRITERIA,
+    EvalConfig,
+    load_config,
+    load_criteria,
+)
 from toolpath.evaluation.evalsets.json_errors import explain, read_json
 from toolpath.model import EvalCase, ExpectedInvocation, ToolCall
 
