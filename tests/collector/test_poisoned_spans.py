@@ -23,8 +23,9 @@ from sqlalchemy import text
 
 from tests.helpers.builders import length_delimited
 from tests.helpers.collector import free_port
+from toolpath.collector.grpc_server import TRACE_SERVICE, make_grpc_server
 from toolpath.collector.http import HttpServer
-from toolpath.collector.ingestor import TRACE_SERVICE, Ingestor, make_grpc_server
+from toolpath.collector.ingestor import Ingestor
 from toolpath.collector.limits import Limits
 from toolpath.model import invocation_key
 from toolpath.store.store import Store

@@ -29,7 +29,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from toolpath.collector.handoff import take_connections
-from toolpath.collector.ingestor import TRACES_PATH, Ingestor, Reply, error_reply
+from toolpath.collector.ingestor import TRACES_PATH, Ingestor
+from toolpath.collector.otlp_replies import Reply, error_reply
 from toolpath.collector.prometheus import CONTENT_TYPE
 from toolpath.errors import ConfigError
 

@@ -16,21 +16,15 @@ specification asks:
 
 from __future__ import annotations
 
-import gzip
 import hmac
-import io
 import logging
 import threading
 import time
 import zlib
 from collections.abc import Callable, Iterator, Sequence
-from concurrent import futures
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
-from google.protobuf import json_format
-from google.rpc.status_pb2 import Status
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeoutError
@@ -38,37 +32,30 @@ from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeoutError
 from toolpath.collector import otlp
 from toolpath.collector.clean import clean_invocation
 from toolpath.collector.limits import Limits
+from toolpath.collector.otlp_replies import Reply, TooLarge, encode_reply, error_reply, gunzip
 from toolpath.collector.prepare import SpanPreparer
 from toolpath.collector.prometheus import ServiceMetrics
 from toolpath.collector.reconstruct import build_invocations, is_run_span
-from toolpath.errors import ConfigError, ToolpathError
+from toolpath.config import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_IN_FLIGHT
+from toolpath.errors import ToolpathError
 from toolpath.model import Invocation
 from toolpath.redact import Redactor
 from toolpath.store.spanrecord import SpanRecord
 from toolpath.store.store import Store
 
 logger = logging.getLogger("toolpath.collector.ingestor")
-DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 TRACES_PATH = "/v1/traces"
 _STORE_ATTEMPTS = 3
 _RETRY_PAUSE = 0.1
-TRACE_SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
-
-
-@dataclass
-class Reply:
-    status: int
-    body: bytes = b""
-    content_type: str = "application/x-protobuf"
-    headers: dict[str, str] = field(default_factory=dict)
 
 
 class Ingestor:
     """Decodes, stores and rebuilds; shared by the HTTP and gRPC front ends."""
 
     def __init__(self, store: Store, *, token: str | None = None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-                 max_in_flight: int = 4, redactor: Redactor | None = None, limits: Limits | None = None,
-                 metrics: ServiceMetrics | None = None, ingest_threads: int | None = None) -> None:  # fmt: skip
+                 max_in_flight: int = DEFAULT_MAX_IN_FLIGHT, redactor: Redactor | None = None,
+                 limits: Limits | None = None, metrics: ServiceMetrics | None = None,
+                 ingest_threads: int | None = None) -> None:  # fmt: skip
         self.store = store
         self.metrics = metrics or ServiceMetrics()
         self.limits = limits or Limits()
@@ -230,8 +217,8 @@ class Ingestor:
         encoding = (headers.get("content-encoding") or "").strip().lower()
         if encoding == "gzip":
             try:
-                body = _gunzip(body, self.max_body_bytes)
-            except _TooLarge:
+                body = gunzip(body, self.max_body_bytes)
+            except TooLarge:
                 return error_reply(413, f"decompressed body is over the {self.max_body_bytes}-byte limit", json_reply)
             except (OSError, EOFError, zlib.error):
                 return error_reply(400, "body is not valid gzip", json_reply)
@@ -256,7 +243,7 @@ class Ingestor:
         except Exception:
             logger.exception("toolpath: storing %d span(s) failed", len(records))
             return error_reply(503, "the store is unavailable", json_reply, retry_after=True)
-        return _encode(self.outcome(rejected, refused), 200, json_reply)
+        return encode_reply(self.outcome(rejected, refused), 200, json_reply)
 
     def outcome(self, rejected: list[str], refused: int) -> ExportTraceServiceResponse:
         """The reply to a stored request: OTLP's partial success when spans were left out (not decodable, or
@@ -308,89 +295,3 @@ def store_unavailable(exc: BaseException) -> bool:
 
 class Busy(ToolpathError):
     """Too many writes in flight: the client should retry."""
-
-
-class _TooLarge(ToolpathError):
-    pass
-
-
-def _gunzip(body: bytes, limit: int) -> bytes:
-    """Decompress, reading at most one byte past ``limit`` (a small bomb cannot exhaust memory)."""
-    with gzip.GzipFile(fileobj=io.BytesIO(body)) as stream:
-        data = stream.read(limit + 1)
-    if len(data) > limit:
-        raise _TooLarge
-    return data
-
-
-def _encode(message: Any, status: int, as_json: bool, headers: dict[str, str] | None = None) -> Reply:
-    if as_json:
-        body = json_format.MessageToJson(message, indent=None).encode()
-        return Reply(status, body, "application/json", headers or {})
-    return Reply(status, message.SerializeToString(), "application/x-protobuf", headers or {})
-
-
-def error_reply(status: int, message: str, as_json: bool, *, retry_after: bool = False) -> Reply:
-    grpc_code = {400: 3, 401: 16, 403: 7, 404: 5, 408: 4, 413: 3, 415: 3, 503: 14}.get(status, 2)
-    return _encode(
-        Status(code=grpc_code, message=message), status, as_json, {"Retry-After": "1"} if retry_after else None
-    )
-
-
-# --- gRPC ------------------------------------------------------------------------------------------------
-
-
-def make_grpc_server(ingestor: Ingestor, host: str, port: int) -> Any:
-    import grpc
-
-    def export(body: bytes, context: Any) -> ExportTraceServiceResponse:
-        started = time.perf_counter()
-        try:
-            reply = _export(body, context)
-        except BaseException:  # context.abort raises, with the code set
-            code = context.code() if hasattr(context, "code") else None
-            ingestor.metrics.request("grpc", getattr(code, "name", "UNKNOWN"), started)
-            raise
-        ingestor.metrics.request("grpc", "OK", started)
-        return reply
-
-    def _export(body: bytes, context: Any) -> ExportTraceServiceResponse:
-        """``TraceService/Export``, its request read here (not by gRPC) so that one span protobuf cannot decode
-        is left out alone, as over HTTP."""
-        metadata = dict(context.invocation_metadata())
-        if not ingestor.authorized(metadata.get("authorization")):
-            context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
-        try:
-            with ingestor.admitted():
-                return _decode_and_store(body, context)
-        except Busy as exc:
-            context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
-        raise AssertionError("unreachable: abort raises")
-
-    def _decode_and_store(body: bytes, context: Any) -> ExportTraceServiceResponse:
-        rejected: list[str] = []
-        try:
-            records = otlp.decode(body, "application/x-protobuf", rejected)
-        except otlp.OtlpDecodeError as exc:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        if rejected and not records:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, rejected[0])
-        try:
-            refused = ingestor.store_records(records)
-        except Exception:
-            logger.exception("toolpath: storing %d span(s) failed", len(records))
-            context.abort(grpc.StatusCode.UNAVAILABLE, "the store is unavailable")
-        return ingestor.outcome(rejected, refused)
-
-    server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="toolpath-grpc"),
-        options=[("grpc.max_receive_message_length", ingestor.max_body_bytes)],
-    )
-    handler: Any = grpc.unary_unary_rpc_method_handler(
-        export, request_deserializer=None, response_serializer=ExportTraceServiceResponse.SerializeToString
-    )  # no deserializer: the raw body
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(TRACE_SERVICE, {"Export": handler}),))
-    bound = server.add_insecure_port(f"{host}:{port}")
-    if not bound:
-        raise ConfigError(f"cannot bind gRPC on {host}:{port}")
-    return server

@@ -1,0 +1,74 @@
+"""The collector's OTLP/gRPC front end: ``TraceService/Export`` served by grpcio, each request handed to the
+:class:`~toolpath.collector.ingestor.Ingestor` as the HTTP front end hands its own."""
+
+from __future__ import annotations
+
+import logging
+import time
+from concurrent import futures
+from typing import Any
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+from toolpath.collector import otlp
+from toolpath.collector.ingestor import Busy, Ingestor
+from toolpath.errors import ConfigError
+
+logger = logging.getLogger("toolpath.collector.ingestor")
+TRACE_SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+
+
+def make_grpc_server(ingestor: Ingestor, host: str, port: int) -> Any:
+    import grpc
+
+    def export(body: bytes, context: Any) -> ExportTraceServiceResponse:
+        started = time.perf_counter()
+        try:
+            reply = _export(body, context)
+        except BaseException:  # context.abort raises, with the code set
+            code = context.code() if hasattr(context, "code") else None
+            ingestor.metrics.request("grpc", getattr(code, "name", "UNKNOWN"), started)
+            raise
+        ingestor.metrics.request("grpc", "OK", started)
+        return reply
+
+    def _export(body: bytes, context: Any) -> ExportTraceServiceResponse:
+        """``TraceService/Export``, its request read here (not by gRPC) so that one span protobuf cannot decode
+        is left out alone, as over HTTP."""
+        metadata = dict(context.invocation_metadata())
+        if not ingestor.authorized(metadata.get("authorization")):
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+        try:
+            with ingestor.admitted():
+                return _decode_and_store(body, context)
+        except Busy as exc:
+            context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+        raise AssertionError("unreachable: abort raises")
+
+    def _decode_and_store(body: bytes, context: Any) -> ExportTraceServiceResponse:
+        rejected: list[str] = []
+        try:
+            records = otlp.decode(body, "application/x-protobuf", rejected)
+        except otlp.OtlpDecodeError as exc:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        if rejected and not records:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, rejected[0])
+        try:
+            refused = ingestor.store_records(records)
+        except Exception:
+            logger.exception("toolpath: storing %d span(s) failed", len(records))
+            context.abort(grpc.StatusCode.UNAVAILABLE, "the store is unavailable")
+        return ingestor.outcome(rejected, refused)
+
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="toolpath-grpc"),
+        options=[("grpc.max_receive_message_length", ingestor.max_body_bytes)],
+    )
+    handler: Any = grpc.unary_unary_rpc_method_handler(
+        export, request_deserializer=None, response_serializer=ExportTraceServiceResponse.SerializeToString
+    )  # no deserializer: the raw body
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(TRACE_SERVICE, {"Export": handler}),))
+    bound = server.add_insecure_port(f"{host}:{port}")
+    if not bound:
+        raise ConfigError(f"cannot bind gRPC on {host}:{port}")
+    return server

@@ -1,0 +1,76 @@
+"""OTLP replies: the export response or a ``google.rpc.Status`` error, in the request's encoding (protobuf or
+JSON), with the gRPC status code OTLP/HTTP pairs with each HTTP status; and a bounded gzip reader."""
+
+from __future__ import annotations
+
+import gzip
+import io
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any
+
+from google.protobuf import json_format
+from google.rpc.status_pb2 import Status
+
+from toolpath.errors import ToolpathError
+
+
+@dataclass
+class Reply:
+    """An HTTP answer: status, body, its content type and extra headers."""
+
+    status: int
+    body: bytes = b""
+    content_type: str = "application/x-protobuf"
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class GrpcCode(IntEnum):
+    """The gRPC status codes an OTLP error carries (``google.rpc.Code``)."""
+
+    UNKNOWN = 2
+    INVALID_ARGUMENT = 3
+    DEADLINE_EXCEEDED = 4
+    NOT_FOUND = 5
+    PERMISSION_DENIED = 7
+    UNAVAILABLE = 14
+    UNAUTHENTICATED = 16
+
+
+_GRPC_CODES = {
+    400: GrpcCode.INVALID_ARGUMENT,
+    401: GrpcCode.UNAUTHENTICATED,
+    403: GrpcCode.PERMISSION_DENIED,
+    404: GrpcCode.NOT_FOUND,
+    408: GrpcCode.DEADLINE_EXCEEDED,
+    413: GrpcCode.INVALID_ARGUMENT,
+    415: GrpcCode.INVALID_ARGUMENT,
+    503: GrpcCode.UNAVAILABLE,
+}
+
+
+class TooLarge(ToolpathError):
+    """A gzip body that decompresses past the limit."""
+
+
+def gunzip(body: bytes, limit: int) -> bytes:
+    """Decompress, reading at most one byte past ``limit`` (a small bomb cannot exhaust memory)."""
+    with gzip.GzipFile(fileobj=io.BytesIO(body)) as stream:
+        data = stream.read(limit + 1)
+    if len(data) > limit:
+        raise TooLarge
+    return data
+
+
+def encode_reply(message: Any, status: int, as_json: bool, headers: dict[str, str] | None = None) -> Reply:
+    if as_json:
+        body = json_format.MessageToJson(message, indent=None).encode()
+        return Reply(status, body, "application/json", headers or {})
+    return Reply(status, message.SerializeToString(), "application/x-protobuf", headers or {})
+
+
+def error_reply(status: int, message: str, as_json: bool, *, retry_after: bool = False) -> Reply:
+    grpc_code = _GRPC_CODES.get(status, GrpcCode.UNKNOWN)
+    return encode_reply(
+        Status(code=grpc_code, message=message), status, as_json, {"Retry-After": "1"} if retry_after else None
+    )
