@@ -275,13 +275,3 @@ def agent(fn: Callable[P, R] | None = None, /, *, name: str | None = None) -> An
         wrapper = sync_wrapper
     wrapper.__toolpath_agent__ = spec
     return wrapper
-
-
-def agent_spec(runnable: Any) -> AgentSpec:
-    """The :class:`AgentSpec` of an ``@agent`` function, or of a plain callable treated as one."""
-    spec = getattr(runnable, "__toolpath_agent__", None)
-    if isinstance(spec, AgentSpec):
-        return spec
-    if not callable(runnable):
-        raise TypeError(f"an agent must be callable, got {type(runnable).__name__}")
-    return AgentSpec.of(runnable, getattr(runnable, "__name__", None) or type(runnable).__name__)

@@ -106,11 +106,6 @@ def _resolve(target: Any) -> Target:
     raise ConfigError(f"cannot run {_kind(target)} as an agent: give {ACCEPTED}")
 
 
-def agent_spec_for(target: Any) -> AgentSpec:
-    """An :class:`AgentSpec` (how to call and trace) for any accepted kind of agent."""
-    return resolve_target(target).spec
-
-
 def _kind(target: Any) -> str:
     if isinstance(target, type):
         return f"the class {target.__qualname__}"
