@@ -37,7 +37,7 @@ from toolpath.collector.prepare import SpanPreparer
 from toolpath.collector.prometheus import ServiceMetrics
 from toolpath.collector.reconstruct import build_invocations, is_run_span
 from toolpath.config import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_IN_FLIGHT
-from toolpath.errors import ToolpathError
+from toolpath.errors import InternalSignal
 from toolpath.model import Invocation
 from toolpath.redact import Redactor
 from toolpath.store.spanrecord import SpanRecord
@@ -293,5 +293,5 @@ def store_unavailable(exc: BaseException) -> bool:
     )
 
 
-class Busy(ToolpathError):
+class Busy(InternalSignal):
     """Too many writes in flight: the client should retry."""

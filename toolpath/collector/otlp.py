@@ -19,7 +19,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from toolpath.collector.otlp_values import FlatRequest, Undecodable, attributes, raw_attributes, worth_trying
-from toolpath.errors import ToolpathError
+from toolpath.errors import InternalSignal
 from toolpath.store.spanrecord import SpanRecord
 from toolpath.tracer import semconv as sc
 
@@ -27,7 +27,7 @@ _HEX_ID = re.compile(r"^(?:[0-9a-fA-F]{32}|[0-9a-fA-F]{16})$")
 _ID_KEYS = {"traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id"}
 
 
-class OtlpDecodeError(ToolpathError, ValueError):
+class OtlpDecodeError(InternalSignal, ValueError):
     """The body is not an ExportTraceServiceRequest; the message says why."""
 
 

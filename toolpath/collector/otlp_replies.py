@@ -12,7 +12,7 @@ from typing import Any
 from google.protobuf import json_format
 from google.rpc.status_pb2 import Status
 
-from toolpath.errors import ToolpathError
+from toolpath.errors import InternalSignal
 
 
 @dataclass
@@ -49,7 +49,7 @@ _GRPC_CODES = {
 }
 
 
-class TooLarge(ToolpathError):
+class TooLarge(InternalSignal):
     """A gzip body that decompresses past the limit."""
 
 

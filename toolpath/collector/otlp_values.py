@@ -22,6 +22,8 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue, KeyValu
 from opentelemetry.proto.resource.v1 import resource_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 
+from toolpath.errors import InternalSignal
+
 
 def attributes(pairs: Iterable[KeyValue]) -> dict[str, Any]:
     return {kv.key: value(kv.value) for kv in pairs}
@@ -42,7 +44,7 @@ def value(any_value: AnyValue) -> Any:
     return getattr(any_value, kind)
 
 
-class Undecodable(Exception):
+class Undecodable(InternalSignal):
     """Something the fast path does not vouch for: decode the body the standard way."""
 
 

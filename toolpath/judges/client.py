@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from toolpath.config import JUDGE_CONCURRENCY_ENV, JUDGE_MAX_REQUESTS_ENV, JUDGE_MODEL_ENV
-from toolpath.errors import ConfigError, ToolpathError
+from toolpath.errors import ConfigError, InternalSignal
 
 logger = logging.getLogger("toolpath.judge")
 
@@ -115,7 +115,7 @@ class Backend(Protocol):
     async def generate(self, request: JudgeRequest, timeout: float) -> JudgeReply: ...
 
 
-class TransientError(ToolpathError):
+class TransientError(InternalSignal):
     """A failure worth retrying (429, 5xx, timeout); ``retry_after`` in seconds when the server said."""
 
     def __init__(self, message: str, retry_after: float | None = None) -> None:

@@ -6,12 +6,12 @@ import json
 import re
 from typing import Any
 
-from toolpath.errors import ToolpathError
+from toolpath.errors import InternalSignal
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
 
 
-class JudgeParseError(ToolpathError, ValueError):
+class JudgeParseError(InternalSignal, ValueError):
     """The reply holds no JSON object; ``raw`` keeps what the model said."""
 
     def __init__(self, message: str, raw: str) -> None:

@@ -16,7 +16,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from toolpath.errors import DatasetError, MetricError, ToolpathError
+from toolpath.errors import DatasetError, InternalSignal, MetricError
 from toolpath.model import TRAJECTORY_COLUMNS, MetricResult
 from toolpath.trajectory import parse_trajectory
 
@@ -35,7 +35,7 @@ class Metric(ABC):
     def score(self, row: Row) -> MetricResult: ...
 
 
-class MissingInput(ToolpathError):
+class MissingInput(InternalSignal):
     """A row lacks what a metric needs; the runner turns it into score null with this message."""
 
 

@@ -8,10 +8,11 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from toolpath.errors import ToolpathError
 from toolpath.store.browse import SessionFilter
 
 
-class BadRequest(Exception):
+class BadRequest(ToolpathError, ValueError):
     """A parameter the page cannot use; the message says which and why."""
 
 

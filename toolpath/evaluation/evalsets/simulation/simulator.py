@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolpath.errors import ConfigError, ToolpathError
+from toolpath.errors import ConfigError, InternalSignal
 from toolpath.evaluation.evalsets.adk_models import STOP_SIGNAL, LlmBackedUserSimulatorConfig
 from toolpath.evaluation.evalsets.simulation.prompts import render_instructions
 from toolpath.judges.client import EMPTY_REPLY, Ask, Judge, JudgeReply, JudgeRequest
@@ -33,7 +33,7 @@ CACHE_NAMESPACE = "usersim"
 """The simulated user's entries in the store's judge cache (``judge_cache`` keys ``usersim:…``)."""
 
 
-class SimulatorError(ToolpathError):
+class SimulatorError(InternalSignal):
     """The simulator's model gave no message (ADK raises ``RuntimeError``): the case's run fails with it."""
 
 
