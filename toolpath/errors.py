@@ -23,6 +23,8 @@ and never reaches the user as such (one that escapes is a bug, and shows as one,
 Telemetry paths (the tracer, the collector's worker) never raise either kind into the agent: they log and count.
 """
 
+__all__ = ["ConfigError", "DatasetError", "InternalSignal", "MetricError", "ToolpathError"]
+
 
 class ToolpathError(Exception):
     """Base class of toolpath's own errors."""

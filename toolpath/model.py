@@ -18,6 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from toolpath.errors import DatasetError
 from toolpath.values import json_identity, python_identity
 
+__all__ = ["Invocation", "MetricResult", "Session", "ToolCall"]
+
 JsonValue = Any
 """Any value JSON can hold (object, array, string, number, boolean or null)."""
 

@@ -33,6 +33,8 @@ from typing import Any
 
 from toolpath.config import PSEUDONYM_KEY_ENV
 
+__all__ = ["Redactor", "hide_passwords"]
+
 REDACTED = "[REDACTED]"
 """What a redacted value becomes."""
 PSEUDONYM_PREFIX = "[REDACTED:"

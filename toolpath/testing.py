@@ -20,6 +20,8 @@ from toolpath import tracing
 from toolpath.evaluation.evalsets.evaluator import FAILED, EvalSetResult, evaluate_eval_sets
 from toolpath.evaluation.evalsets.files import load_eval_sets
 
+__all__ = ["assert_evalset"]
+
 
 def assert_evalset(
     agent: Any, path: str | Path, config: str | Path | None = None, runs: int = 1, *, timeout: float = 30.0

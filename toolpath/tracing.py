@@ -33,6 +33,8 @@ from toolpath.store.store import Store, resolve_store_url
 from toolpath.tracer import content
 from toolpath.tracer.exporters import CountingExporter, otlp_exporter
 
+__all__ = ["Tracing", "flush", "init", "shutdown", "stats"]
+
 logger = logging.getLogger("toolpath.tracer")
 
 DEFAULT_SERVICE_NAME = "toolpath-agent"

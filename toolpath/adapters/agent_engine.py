@@ -28,6 +28,8 @@ from typing import Any
 from toolpath.adapters import adk_events
 from toolpath.tracer import spans
 
+__all__ = ["instrument_app"]
+
 logger = logging.getLogger("toolpath.adapters.agent_engine")
 METHODS = ("query", "stream_query", "async_query", "async_stream_query")
 

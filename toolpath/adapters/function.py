@@ -27,6 +27,8 @@ from opentelemetry.context import Context
 
 from toolpath.tracer import semconv, spans
 
+__all__ = ["AgentSpec", "agent", "tool"]
+
 P = ParamSpec("P")
 R = TypeVar("R")
 logger = logging.getLogger("toolpath.adapters.function")

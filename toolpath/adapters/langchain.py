@@ -36,6 +36,8 @@ from opentelemetry.context import Context
 
 from toolpath.tracer import spans
 
+__all__ = ["ToolpathCallbackHandler", "instrument", "uninstrument"]
+
 logger = logging.getLogger("toolpath.adapters.langchain")
 _SESSION_KEYS = ("thread_id", "session_id", "conversation_id")
 

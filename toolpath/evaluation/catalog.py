@@ -25,6 +25,8 @@ from toolpath.metrics.base import CustomMetric, Metric, Row, import_callable, pa
 from toolpath.metrics.rows import flag
 from toolpath.model import MetricResult
 
+__all__ = ["create_metric", "criterion_metric", "metric_names", "register_metric", "resolve_metric"]
+
 Factory = Callable[..., Metric]
 
 

@@ -57,6 +57,8 @@ from toolpath.store.job_queue import SHED_POLICIES, JobQueue, sampled
 from toolpath.store.reads import StoredTurn
 from toolpath.store.store import Store
 
+__all__ = ["OnlineConfig"]
+
 logger = logging.getLogger("toolpath.online")
 NO_THRESHOLD = "scored"
 """The label of a score with no pass mark (a metric that only measures, e.g. latency, and no threshold)."""

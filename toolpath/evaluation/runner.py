@@ -22,6 +22,8 @@ from toolpath.metrics.base import Metric
 from toolpath.metrics.rows import with_parsed_trajectories
 from toolpath.store.store import Store
 
+__all__ = ["EvalResult", "evaluate"]
+
 MEASURED = ("latency_in_seconds", "failure")
 
 

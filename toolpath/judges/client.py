@@ -27,6 +27,8 @@ from typing import Any, Protocol
 from toolpath.config import JUDGE_CONCURRENCY_ENV, JUDGE_MAX_REQUESTS_ENV, JUDGE_MODEL_ENV
 from toolpath.errors import ConfigError, InternalSignal
 
+__all__ = ["JudgeSettings"]
+
 logger = logging.getLogger("toolpath.judge")
 
 DEFAULT_MODEL = "gemini-2.5-flash"

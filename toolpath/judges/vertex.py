@@ -25,6 +25,8 @@ from toolpath.metrics.base import Metric, MissingInput, Row
 from toolpath.model import MetricResult
 from toolpath.trajectory import parse_trajectory
 
+__all__ = ["PairwiseMetric", "PairwiseMetricPromptTemplate", "PointwiseMetric", "PointwiseMetricPromptTemplate"]
+
 
 class JudgeMetric(Metric):
     """A metric scored by a judge model. ``score`` is not used: the runner awaits ``judge`` with an ``ask``."""

@@ -20,6 +20,8 @@ from toolpath.errors import DatasetError, InternalSignal, MetricError
 from toolpath.model import TRAJECTORY_COLUMNS, MetricResult
 from toolpath.trajectory import parse_trajectory
 
+__all__ = ["CustomMetric", "Metric", "MissingInput", "parse_spec"]
+
 Row = Mapping[str, Any]
 
 
