@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Float, Integer, String, Text, delete
+from sqlalchemy import JSON, BigInteger, Connection, Float, Integer, String, Text, delete
 
 from toolpath.jsontext import dumps
 from toolpath.model import Invocation
@@ -33,7 +33,9 @@ def _columns(table: Any) -> tuple[list[str], set[str]]:
     return names, {c.name for c in table.columns if isinstance(c.type, JSON)}
 
 
-def _write(conn: Any, table: Any, rows: Sequence[tuple[Any, ...]], conflict: str = "", *, new: bool = False) -> None:
+def _write(
+    conn: Connection, table: Any, rows: Sequence[tuple[Any, ...]], conflict: str = "", *, new: bool = False
+) -> None:
     """``INSERT INTO table … <conflict>`` of ``rows`` (tuples in the table's column order, JSON as text): on
     SQLite an ``executemany``; on PostgreSQL ``COPY`` when the rows are ``new`` (no key of theirs is stored: the
     caller holds the locks that make sure), else one statement whose parameters are one array per column
@@ -43,7 +45,9 @@ def _write(conn: Any, table: Any, rows: Sequence[tuple[Any, ...]], conflict: str
     names, json_columns = _columns(table)
     columns = ", ".join(names)
     if conn.dialect.name == "postgresql" and new:
-        cursor = conn.connection.driver_connection.cursor()
+        driver = conn.connection.driver_connection
+        assert driver is not None  # an open connection
+        cursor = driver.cursor()
         with cursor.copy(f"COPY {table.name} ({columns}) FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)
@@ -70,13 +74,13 @@ def _pg_type(column: Any) -> str:
     raise TypeError(f"no array type for {column}")
 
 
-def insert_spans(conn: Any, spans: Sequence[SpanRecord], *, new: bool = False) -> None:
+def insert_spans(conn: Connection, spans: Sequence[SpanRecord], *, new: bool = False) -> None:
     """Raw spans; a span already stored (same trace and span id) is left as it is. ``new``: none is stored, and
     this transaction holds the locks of their traces (:func:`toolpath.store.ingest.lock_traces`)."""
     insert_span_rows(conn, span_rows(spans), new=new)
 
 
-def insert_span_rows(conn: Any, rows: Sequence[SpanRow], *, new: bool = False) -> None:
+def insert_span_rows(conn: Connection, rows: Sequence[SpanRow], *, new: bool = False) -> None:
     """:func:`insert_spans` of rows :func:`span_rows` encoded (before the transaction, so that it is short)."""
     _write(conn, t.spans, rows, "ON CONFLICT (trace_id, span_id) DO NOTHING", new=new)
 
@@ -118,7 +122,7 @@ class EncodedInvocations:
 
 
 def write_invocations(
-    conn: Any,
+    conn: Connection,
     invocations: Sequence[Invocation],
     existing: Iterable[str] | None = None,
     encoded: EncodedInvocations | None = None,

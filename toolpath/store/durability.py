@@ -29,6 +29,8 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+from sqlalchemy import Connection
+
 from toolpath.store.engine import SQLITE_AUTOCHECKPOINT, SQLITE_SYNCHRONOUS
 
 RELAXED = "NORMAL"
@@ -37,10 +39,11 @@ CHECKPOINT_PAGES = 10_000
 
 
 @contextlib.contextmanager
-def relaxed(conn: Any) -> Iterator[None]:
+def relaxed(conn: Connection) -> Iterator[None]:
     """``synchronous=NORMAL`` and a checkpoint every :data:`CHECKPOINT_PAGES` on this SQLite connection for the
     ``with``, outside any transaction."""
     driver = conn.connection.driver_connection
+    assert driver is not None  # an open connection
     driver.execute(f"PRAGMA synchronous={RELAXED}")
     driver.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_PAGES}")
     try:

@@ -19,7 +19,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from sqlalchemy import delete, select, text, tuple_, update
+from sqlalchemy import Connection, delete, select, text, tuple_, update
 
 from toolpath.model import Invocation, invocation_key
 from toolpath.store import schema as t
@@ -162,7 +162,9 @@ def prebuild(
     return built
 
 
-def _add_built(conn: Any, affected: Affected, built: Sequence[Built], is_run: Callable[[SpanRecord], bool]) -> None:
+def _add_built(
+    conn: Connection, affected: Affected, built: Sequence[Built], is_run: Callable[[SpanRecord], bool]
+) -> None:
     """What :func:`affected_runs` finds of new traces :func:`prebuild` built, added to ``affected``: their roots,
     their runs' spans, and the stored invocations of the runs below their roots."""
     inner: set[str] = set()
@@ -199,7 +201,7 @@ def _rebuilt(
     return [inv for trace in sorted(built) for inv in prebuilt[trace].invocations] + rebuild(rest)
 
 
-def lock_traces(conn: Any, trace_ids: Sequence[str]) -> None:
+def lock_traces(conn: Connection, trace_ids: Sequence[str]) -> None:
     """On PostgreSQL, this transaction's lock on each trace (several collectors may share the store: one writer per
     trace), taken in sorted order so that two writers cannot deadlock; one round trip: a function scan of the array
     takes the locks in the array's order."""
@@ -211,7 +213,7 @@ def lock_traces(conn: Any, trace_ids: Sequence[str]) -> None:
 
 
 def affected_runs(
-    conn: Any,
+    conn: Connection,
     new: Sequence[SpanRecord],
     is_run: Callable[[SpanRecord], bool],
     fresh: set[str] | frozenset[str] = frozenset(),
@@ -244,7 +246,7 @@ class _Below:
     """Every stored span below given spans (not them), read level by level: the children of a fresh trace's spans
     from the new spans, the others' keys from the store and only the spans not at hand read whole."""
 
-    def __init__(self, conn: Any, known: dict[Key, SpanRecord], fresh: set[str] | frozenset[str]) -> None:
+    def __init__(self, conn: Connection | None, known: dict[Key, SpanRecord], fresh: set[str] | frozenset[str]) -> None:
         self.conn, self.known = conn, known
         self.children: dict[Key, list[SpanRecord]] = {}
         for s in known.values():
@@ -268,6 +270,7 @@ class _Below:
     def _stored_children(self, parents: Sequence[Key]) -> list[SpanRecord]:
         if not parents:
             return []
+        assert self.conn is not None, "without a connection every trace is fresh: nothing is read back"
         sp = t.spans
         keys: list[Key] = []
         for chunk in _chunks(parents):
@@ -332,27 +335,27 @@ def _key(table: Any) -> Any:
     return tuple_(table.c.trace_id, table.c.span_id)
 
 
-def _spans_where(conn: Any, column: Any, keys: Sequence[Key]) -> list[SpanRecord]:
+def _spans_where(conn: Connection, column: Any, keys: Sequence[Key]) -> list[SpanRecord]:
     found: list[SpanRecord] = []
     for chunk in _chunks(keys):
         found.extend(SpanRecord(**row._asdict()) for row in conn.execute(select(t.spans).where(column.in_(chunk))))
     return found
 
 
-def _stored_invocations(conn: Any, ids: Sequence[str]) -> list[str]:
+def _stored_invocations(conn: Connection, ids: Sequence[str]) -> list[str]:
     return [row[0] for row in _rows_in(conn, "SELECT invocation_id FROM invocations WHERE invocation_id {in}", ids)]
 
 
 _STORED_PER_TRACE = "SELECT trace_id, count(*) FROM spans WHERE trace_id {in} GROUP BY trace_id"
 
 
-def _rows_in(conn: Any, sql: str, values: Sequence[Any]) -> Iterator[Any]:
+def _rows_in(conn: Connection, sql: str, values: Sequence[Any]) -> Iterator[Any]:
     """The rows of ``sql`` whose ``{in}`` is "among ``values``" (see :func:`_execute_in`)."""
     for result in _execute_in(conn, sql, values):
         yield from result
 
 
-def _execute_in(conn: Any, sql: str, values: Sequence[Any]) -> list[Any]:
+def _execute_in(conn: Connection, sql: str, values: Sequence[Any]) -> list[Any]:
     """Run ``sql`` whose ``{in}`` is "among ``values``", 500 at a time, through the driver (no statement to
     compile): on SQLite an ``IN`` list, on PostgreSQL ``= ANY`` of one array (one parameter, one plan)."""
     results = []
@@ -365,7 +368,7 @@ def _execute_in(conn: Any, sql: str, values: Sequence[Any]) -> list[Any]:
     return results
 
 
-def forget_invocations(conn: Any, invocation_ids: Sequence[str]) -> None:
+def forget_invocations(conn: Connection, invocation_ids: Sequence[str]) -> None:
     """Delete invocations a rebuild no longer makes, with their tool calls, job and online scores (their sessions
     then go through :func:`refresh_sessions`)."""
     for chunk in _chunks(invocation_ids):
@@ -376,7 +379,7 @@ def forget_invocations(conn: Any, invocation_ids: Sequence[str]) -> None:
         conn.execute(delete(t.invocations).where(t.invocations.c.invocation_id.in_(chunk)))
 
 
-def rescore(conn: Any, invocation_ids: Sequence[str]) -> None:
+def rescore(conn: Connection, invocation_ids: Sequence[str]) -> None:
     """Invocations rebuilt with more spans than they were scored on: their scores go and their job waits again
     (a job that was shed stays shed)."""
     jobs = t.eval_jobs
@@ -391,7 +394,7 @@ def rescore(conn: Any, invocation_ids: Sequence[str]) -> None:
         conn.execute(delete(t.online_results).where(t.online_results.c.invocation_id.in_(chunk)))
 
 
-def refresh_sessions(conn: Any, session_ids: Iterable[str]) -> None:
+def refresh_sessions(conn: Connection, session_ids: Iterable[str]) -> None:
     """Each session's row from its invocations as stored now: first and last start, the agent of its latest
     invocation that names one; a session left without invocations is deleted. Two statements per 500 sessions
     (each value an index seek on ``(session_id, started_at)``)."""

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, func, select, text, update
+from sqlalchemy import ColumnElement, Connection, and_, func, select, text, update
 
 from toolpath.errors import ConfigError
 from toolpath.model import Invocation
@@ -99,7 +99,7 @@ class JobQueue:
 
     # --- producer side (inside the store's write transaction) --------------------------------------------
 
-    def enqueue(self, conn: Any, invocations: Sequence[Invocation]) -> None:
+    def enqueue(self, conn: Connection, invocations: Sequence[Invocation]) -> None:
         chosen = [inv.invocation_id for inv in invocations if self.accept(inv)]
         if not chosen:
             return
@@ -115,7 +115,7 @@ class JobQueue:
             self.stats.enqueued += added
             self.stats.shed += shed
 
-    def _shed(self, conn: Any) -> int:
+    def _shed(self, conn: Connection) -> int:
         jobs = t.eval_jobs
         waiting = conn.execute(select(func.count()).select_from(jobs).where(jobs.c.status == PENDING)).scalar_one()
         excess = waiting - (self.max_backlog or 0)
@@ -191,13 +191,13 @@ class JobQueue:
         unlocked = select(jobs.c.invocation_id).where(held).with_for_update(skip_locked=True)
         return jobs.c.invocation_id.in_(unlocked)
 
-    def _claim(self, conn: Any, worker: str, limit: int, lease_seconds: float) -> list[str]:
+    def _claim(self, conn: Connection, worker: str, limit: int, lease_seconds: float) -> list[str]:
         now = time.time_ns()
         stale = now - int(lease_seconds * 1e9)
         params = {"claimed": CLAIMED, "pending": PENDING, "worker": worker, "now": now, "stale": stale}
         # claims whose lease ran out first (few), then waiting jobs, oldest first: two index range scans that stop
         # at ``limit``; one query with an OR of both would sort every waiting job, however long the backlog
-        rows = conn.execute(self._claiming(_STALE), {**params, "limit": limit}).all()
+        rows = list(conn.execute(self._claiming(_STALE), {**params, "limit": limit}).all())
         if len(rows) < limit:
             rows += conn.execute(self._claiming(_WAITING), {**params, "limit": limit - len(rows)}).all()
         worn = [r.invocation_id for r in rows if r.attempts > self.max_attempts]
@@ -218,7 +218,7 @@ class JobQueue:
             f"ORDER BY enqueued_at LIMIT :limit{skip_locked}) RETURNING invocation_id, attempts"
         )
 
-    def _complete(self, conn: Any, worker: str, results: Mapping[str, Sequence[Mapping[str, Any]]]) -> set[str]:
+    def _complete(self, conn: Connection, worker: str, results: Mapping[str, Sequence[Mapping[str, Any]]]) -> set[str]:
         now = time.time_ns()
         jobs = t.eval_jobs
         ids = list(results)

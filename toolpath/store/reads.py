@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
+from sqlalchemy import Connection
+
 from toolpath.model import Invocation, ToolCall, call_record, ns_to_datetime
 
 _IN_CHUNK = 500
@@ -23,13 +25,13 @@ _TURN_COLUMNS = (
 _CALL_COLUMNS = "invocation_id, name, {args}, {result}, call_id, error, start_time, end_time"
 
 
-def _columns(conn: Any, template: str, *json_columns: str) -> str:
+def _columns(conn: Connection, template: str, *json_columns: str) -> str:
     """The column list, ``jsonb`` columns read as text on PostgreSQL (decoded in one go, as SQLite's text is)."""
     text = conn.dialect.name == "postgresql"
     return template.format(**{c: f"CAST({c} AS text)" if text else c for c in json_columns})
 
 
-def invocations_by_id(conn: Any, invocation_ids: Sequence[str]) -> list[Invocation]:
+def invocations_by_id(conn: Connection, invocation_ids: Sequence[str]) -> list[Invocation]:
     """The stored invocations among ``invocation_ids``, with their tool calls, in the order asked."""
     found: dict[str, Any] = {}
     for chunk, marks in _chunks(conn, invocation_ids):
@@ -82,7 +84,7 @@ class StoredTurn(NamedTuple):
     calls: list[tuple[str, Any, str | None]]
 
 
-def turns_by_id(conn: Any, invocation_ids: Sequence[str]) -> list[StoredTurn]:
+def turns_by_id(conn: Connection, invocation_ids: Sequence[str]) -> list[StoredTurn]:
     """The stored invocations among ``invocation_ids`` as :class:`StoredTurn`, in the order asked."""
     found: dict[str, Any] = {}
     columns = _columns(conn, _TURN_COLUMNS, "intermediate_responses")
@@ -104,7 +106,7 @@ def turns_by_id(conn: Any, invocation_ids: Sequence[str]) -> list[StoredTurn]:
     return turns
 
 
-def tool_calls(conn: Any, invocation_ids: Sequence[str]) -> dict[str, list[ToolCall]]:
+def tool_calls(conn: Connection, invocation_ids: Sequence[str]) -> dict[str, list[ToolCall]]:
     """The tool calls of ``invocation_ids`` in call order, by invocation id (an invocation without calls is
     absent)."""
     rows = _call_rows(conn, invocation_ids, _CALL_COLUMNS, "args", "result")
@@ -124,7 +126,7 @@ def tool_calls(conn: Any, invocation_ids: Sequence[str]) -> dict[str, list[ToolC
     return found
 
 
-def _call_rows(conn: Any, invocation_ids: Sequence[str], template: str, *json_columns: str) -> list[Any]:
+def _call_rows(conn: Connection, invocation_ids: Sequence[str], template: str, *json_columns: str) -> list[Any]:
     """Rows of ``tool_calls`` for ``invocation_ids``, by invocation id and then in call order."""
     rows: list[Any] = []
     columns = _columns(conn, template, *json_columns)
@@ -134,7 +136,7 @@ def _call_rows(conn: Any, invocation_ids: Sequence[str], template: str, *json_co
     return rows
 
 
-def _decode(conn: Any, values: list[Any]) -> list[Any]:
+def _decode(conn: Connection, values: list[Any]) -> list[Any]:
     """Stored JSON column values, decoded: text (``jsonb`` is read as text on PostgreSQL) — or, on SQLite, a number:
     a JSON column has numeric affinity there, so a bare number ("20") comes back as one, as it does through
     SQLAlchemy's JSON type —, all of which one ``json.loads`` of a JSON array decodes (a call per value costs
@@ -145,7 +147,7 @@ def _decode(conn: Any, values: list[Any]) -> list[Any]:
     return json.loads(f"[{','.join(texts)}]")
 
 
-def _chunks(conn: Any, items: Sequence[str]) -> list[tuple[Sequence[str], str]]:
+def _chunks(conn: Connection, items: Sequence[str]) -> list[tuple[Sequence[str], str]]:
     mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
     return [
         (items[i : i + _IN_CHUNK], ", ".join([mark] * len(items[i : i + _IN_CHUNK])))

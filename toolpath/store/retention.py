@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from sqlalchemy import delete, func, select, text, tuple_
+from sqlalchemy import Connection, delete, func, select, text, tuple_
 
 from toolpath.errors import ConfigError
 from toolpath.store import ingest
@@ -177,7 +177,7 @@ class Pruner:
                 sessions=_count(conn, sessions, sessions.c.last_started_at < cutoff_ns),
             )
 
-    def _lock_traces(self, conn: Any, trace_ids: Sequence[str]) -> None:
+    def _lock_traces(self, conn: Connection, trace_ids: Sequence[str]) -> None:
         ingest.lock_traces(conn, trace_ids)  # as Store.ingest does: one writer per trace
 
     @contextlib.contextmanager
@@ -192,11 +192,11 @@ class Pruner:
             time.sleep(min(max(self.pause, took), 1.0))
 
 
-def _count(conn: Any, table: Any, condition: Any) -> int:
+def _count(conn: Connection, table: Any, condition: Any) -> int:
     return int(conn.execute(select(func.count()).select_from(table).where(condition)).scalar_one())
 
 
-def _dependents(conn: Any, ids: Sequence[str]) -> PruneCounts:
+def _dependents(conn: Connection, ids: Sequence[str]) -> PruneCounts:
     return PruneCounts(
         tool_calls=_count(conn, t.tool_calls, t.tool_calls.c.invocation_id.in_(ids)),
         jobs=_count(conn, t.eval_jobs, t.eval_jobs.c.invocation_id.in_(ids)),
@@ -307,7 +307,7 @@ class _PruneTurn:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self._conn: Any = None
+        self._conn: Connection | None = None
 
     def __enter__(self) -> bool:
         if self.store.dialect != "postgresql":

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from sqlalchemy import func, select
+from sqlalchemy import Connection, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DatabaseError, OperationalError
 from sqlalchemy.pool import StaticPool
@@ -122,7 +122,7 @@ class Store:
 
     def _write_invocations(
         self,
-        conn: Any,
+        conn: Connection,
         invocations: Sequence[Invocation],
         existing: Iterable[str] | None = None,
         encoded: bulk.EncodedInvocations | None = None,
@@ -352,7 +352,7 @@ class Store:
             }
 
     @staticmethod
-    def _tool_calls(conn: Any, invocation_ids: Sequence[str]) -> dict[str, list[ToolCall]]:
+    def _tool_calls(conn: Connection, invocation_ids: Sequence[str]) -> dict[str, list[ToolCall]]:
         return reads.tool_calls(conn, invocation_ids)
 
 
