@@ -193,7 +193,9 @@ def test_runnable_fills_columns_from_what_was_traced(tracing, store_url):
     result = toolpath.evaluate(rows, ["trajectory_exact_match"], runnable=weather_agent)
     table = result.metrics_table
     assert table[0]["response"] == "20 degrees in Paris"
-    assert table[0]["predicted_trajectory"] == [{"tool_name": "lookup", "tool_input": {"city": "Paris"}}]
+    [call] = table[0]["predicted_trajectory"]
+    assert {k: call[k] for k in ("tool_name", "tool_input")} == {"tool_name": "lookup", "tool_input": {"city": "Paris"}}
+    assert "tool_output" in call  # what the tool returned reaches the row (judges check answers against it)
     assert [r["trajectory_exact_match/score"] for r in table] == [1.0, 0.0, 1.0]
     assert table[0]["latency_in_seconds"] > 0 and table[0]["failure"] == 0
     assert table[2]["failure"] == 1 and table[2]["latency_in_seconds"] is None

@@ -39,6 +39,8 @@ class FakeGemini:
         self.script = script
         self.prompts: list[str] = []
         self.models: list[str] = []
+        self.bodies: list[dict] = []
+        """Every request's JSON body, in arrival order."""
         self.statuses: Counter[int] = Counter()
         self._seen: Counter[str] = Counter()
         self._lock = threading.Lock()
@@ -67,6 +69,7 @@ class FakeGemini:
                     fake._seen[prompt] += 1
                     fake.prompts.append(prompt)
                     fake.models.append(model)
+                    fake.bodies.append(body)
                 reply = fake.script(prompt, seen)
                 with fake._lock:
                     fake.statuses[reply.status] += 1

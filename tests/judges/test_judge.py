@@ -10,6 +10,7 @@ import pytest
 from tests.helpers.fake_gemini import FakeGemini, Reply, json_reply
 from toolpath.errors import ConfigError
 from toolpath.evaluation.runner import evaluate
+from toolpath.judges import adk_bridge
 from toolpath.judges.client import Judge, JudgeSettings
 from toolpath.store.store import Store
 
@@ -38,6 +39,12 @@ def gemini(monkeypatch):
     yield start
     for context in started:
         context.__exit__(None, None, None)
+
+
+@pytest.fixture
+def toolpath_judge(monkeypatch):
+    """ADK's criteria judged by toolpath's own prompts, as without google-adk installed."""
+    monkeypatch.setattr(adk_bridge, "adk_installed", lambda: False)
 
 
 def quick(**overrides) -> JudgeSettings:
@@ -165,20 +172,21 @@ def test_missing_column_is_not_evaluated_without_asking(gemini):
     assert fake.requests == 0
 
 
-def test_final_response_match_v2_majority_of_five(gemini):
+def test_final_response_match_v2_majority_of_five(gemini, toolpath_judge):
     gemini(lambda prompt, seen: json_reply(is_the_agent_response_valid="valid" if seen < 3 else "invalid"))
     [row] = evaluate(ROWS[:1], ["final_response_match_v2"], judge=quick()).metrics_table
     assert row["final_response_match_v2/score"] == 1.0
-    assert row["final_response_match_v2/explanation"] == "3 of 5 sample(s) valid"
+    assert row["final_response_match_v2/explanation"] == "judge: toolpath; 3 of 5 sample(s) valid"
+    assert row["final_response_match_v2/judge"] == "toolpath"
 
 
-def test_final_response_match_v2_tie_is_invalid(gemini):
+def test_final_response_match_v2_tie_is_invalid(gemini, toolpath_judge):
     gemini(lambda prompt, seen: json_reply(is_the_agent_response_valid="valid" if seen % 2 else "invalid"))
     [row] = evaluate(ROWS[:1], ["final_response_match_v2(num_samples=4)"], judge=quick()).metrics_table
     assert row["final_response_match_v2/score"] == 0.0
 
 
-def test_rubric_based_quality_majority_per_rubric(gemini):
+def test_rubric_based_quality_majority_per_rubric(gemini, toolpath_judge):
     def script(prompt: str, seen: int) -> Reply:
         verdicts = [
             {"id": "concise", "verdict": "yes"},
@@ -214,7 +222,7 @@ RUBRICS = [
         {"rubrics": [{"id": "concise", "verdict": "yes"}, {"id": "units", "verdict": "maybe"}]},
     ],
 )
-def test_a_reply_missing_a_rubric_verdict_is_an_error_not_a_no(gemini, reply):
+def test_a_reply_missing_a_rubric_verdict_is_an_error_not_a_no(gemini, toolpath_judge, reply):
     gemini(lambda prompt, seen: json_reply(**reply))
     metric = f"rubric_based_final_response_quality_v1(rubrics={json.dumps(RUBRICS)})"
     [row] = evaluate(ROWS[:1], [metric], judge=quick()).metrics_table
@@ -223,7 +231,7 @@ def test_a_reply_missing_a_rubric_verdict_is_an_error_not_a_no(gemini, reply):
     assert "sample 1: no yes/no verdict for rubric(s)" in row[f"{key}/explanation"]
 
 
-def test_rubric_verdicts_keyed_rubric_id_count_and_a_bad_sample_is_left_out(gemini):
+def test_rubric_verdicts_keyed_rubric_id_count_and_a_bad_sample_is_left_out(gemini, toolpath_judge):
     def script(prompt: str, seen: int) -> Reply:
         if seen == 0:  # ADK's own key, rubric_id
             return json_reply(
@@ -253,7 +261,7 @@ def test_an_unreadable_reply_fails_that_judge_result_only(gemini):
     assert result.judge_usage["errors"] == 2
 
 
-def test_hallucinations_segments_then_validates(gemini):
+def test_hallucinations_segments_then_validates(gemini, toolpath_judge):
     def script(prompt: str, seen: int) -> Reply:
         if prompt.startswith("Split the following text"):
             return json_reply(sentences=["The office is at 22 °C.", "Paris is the capital of Italy.", "Anything else?"])
@@ -280,7 +288,7 @@ def test_no_credentials_is_a_clear_error(monkeypatch):
         evaluate(ROWS[:1], ["fluency"])
 
 
-def test_hallucinations_can_check_intermediate_responses(gemini):
+def test_hallucinations_can_check_intermediate_responses(gemini, toolpath_judge):
     def script(prompt: str, seen: int) -> Reply:
         if prompt.startswith("Split the following text"):
             return json_reply(sentences=["Checking the thermostat first.", "Set the office to 22.0 °C."])

@@ -4,9 +4,9 @@ ADK does.
 
 - ``multi_turn_task_success_v1`` / ``multi_turn_trajectory_quality_v1`` / ``multi_turn_tool_use_quality_v1``: ADK
   asks Vertex AI's adaptive-rubric metrics (``RubricMetric.MULTI_TURN_*``): rubrics written for the conversation,
-  then a yes/no verdict on each. toolpath asks the judge model for both in one reply; the score is the share of
-  rubrics met. The conversation is judged once, on its last turn: the earlier turns are NOT_EVALUATED (ADK's
-  ``_MultiTurnVertexiAiEvalFacade``).
+  then a yes/no verdict on each. toolpath asks the judge model for both in one reply, a stand-in of its own
+  labelled ``judge: toolpath`` in every result; the score is the share of rubrics met. The conversation is
+  judged once, on its last turn: the earlier turns are NOT_EVALUATED (ADK's ``_MultiTurnVertexiAiEvalFacade``).
 - ``rubric_based_multi_turn_trajectory_quality_v1``: the criterion's rubrics (``rubrics``) judged yes/no against
   the whole conversation, tool calls and results included; majority per rubric over the samples (a tie is no),
   score the share met; judged on the last turn (ADK's ``RubricBasedMultiTurnTrajectoryEvaluator``).
@@ -69,7 +69,7 @@ class _AdaptiveRubrics(AdkJudgeMetric):
     case_level: ClassVar[bool] = True
     intent: ClassVar[str]
 
-    async def judge(self, row: Row, ask: Ask) -> MetricResult:
+    async def judge_own(self, row: Row, ask: Ask) -> MetricResult:
         turns = conversation(row)
         prompt = (
             "You evaluate an AI agent's multi-turn conversation with a user. One turn is a user message and the "
@@ -145,7 +145,7 @@ class RubricMultiTurnTrajectoryQualityV1(_RubricMetric):
 
     async def judge(self, row: Row, ask: Ask) -> MetricResult:
         turns = conversation(row)
-        return on_last_turn(await super().judge(row, ask), len(turns))
+        return on_last_turn(await super().judge(row, ask), len(turns))  # judge: toolpath (not ADK's prompt)
 
 
 _IS_VALID = re.compile(r'"is_valid":\s*\[*[\n\s]*"*([^"\]]*)"*[\n\s]*\]*\s*[,\n\}]')

@@ -5,7 +5,7 @@ A metric reads a *row*: a mapping of the columns of docs/spec.md §5 (``prompt``
 ``intermediate_responses``…). Every source of rows — a stored invocation scored online or with
 ``--from-store``, a replayed or evaluated agent run, an eval-set turn — goes through :func:`turn_row`, so the same
 run gives every metric the same input wherever it is scored. Trajectory items keep each call's ``error`` (the
-behaviour metrics read it).
+behaviour metrics read it), its result (``tool_output``, what judges check the answer against) and its ``id``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 from toolpath.errors import DatasetError, MetricError
 from toolpath.metrics.base import MissingInput, Row
-from toolpath.model import TRAJECTORY_COLUMNS, Invocation, ToolCall
+from toolpath.model import TRAJECTORY_COLUMNS, Invocation, ToolCall, call_record
 from toolpath.trajectory import Trajectory, parse_trajectory
 
 _PREDICTED = TRAJECTORY_COLUMNS[0]
@@ -33,8 +33,19 @@ def turn_row(
 ) -> dict[str, Any]:
     """The columns one agent turn gives every metric."""
     return _turn_columns(
-        prompt, response, [call.to_item() for call in tool_calls], latency_in_seconds, failure, intermediate_responses
+        prompt, response, [call_item(call) for call in tool_calls], latency_in_seconds, failure, intermediate_responses
     )
+
+
+def call_item(call: ToolCall) -> dict[str, Any]:
+    """A call as a row's trajectory item: :meth:`ToolCall.to_item`, plus its result (``tool_output``) and ``id``
+    when it has them."""
+    item = call.to_item()
+    if call.result is not None:
+        item["tool_output"] = call.result
+    if call.call_id is not None:
+        item["id"] = call.call_id
+    return item
 
 
 def _turn_columns(
@@ -81,29 +92,42 @@ def stored_row(
     *,
     prompt: str | None,
     response: str | None,
-    calls: Sequence[tuple[str, Any, str | None]],
+    calls: Sequence[tuple[str, Any, str | None, Any, str | None]],
     latency_in_seconds: float | None,
     failure: int,
     intermediate_responses: Iterable[tuple[str, str]],
 ) -> tuple[dict[str, Any], Trajectory]:
     """:func:`invocation_row`'s row of a stored invocation read as its columns and its calls' ``(name, arguments,
-    error)``, and the row's predicted trajectory as :func:`parse_trajectory` parses it, made without the
-    :class:`ToolCall` records or a second pass over the cell (what online scoring reads for every batch)."""
+    error, result, call_id)``, and the row's predicted trajectory as :func:`parse_trajectory` parses it, made
+    without a second pass over the cell (what online scoring reads for every batch): match keys alone for calls
+    that have nothing but a name and arguments, else the records as the store builds checked ones."""
     items: list[dict[str, Any]] = []
-    keys: list[tuple[str, dict[str, Any]]] | None = []
-    for name, args, error in calls:
+    keys: list[tuple[str, dict[str, Any]]] = []
+    plain = True
+    for name, args, error, result, call_id in calls:
         item = {"tool_name": name, "tool_input": args}
         if error is not None:
             item["error"] = error
-            keys = None
-        elif keys is not None and args.__class__ is dict and name.__class__ is str and name:
+        if result is not None:
+            item["tool_output"] = result
+        if call_id is not None:
+            item["id"] = call_id
+        if len(item) > 2 or args.__class__ is not dict or name.__class__ is not str or not name:
+            plain = False
+        elif plain:
             keys.append((name, args.copy()))  # parse_trajectory's usual item
-        else:
-            keys = None
         items.append(item)
     row = {**ids, **_turn_columns(prompt, response, items, latency_in_seconds, failure, intermediate_responses)}
-    trajectory = Trajectory.of_keys(keys) if keys is not None else parse_trajectory(items, where=_PREDICTED)
-    return row, trajectory
+    if plain:
+        return row, Trajectory.of_keys(keys)
+    if all(name.__class__ is str and name and (args is None or args.__class__ is dict) for name, args, *_ in calls):
+        # the values were checked when they were written: records built as the store's reads build them
+        records = [
+            call_record(ToolCall, name, None if args is None else args.copy(), result, call_id, error)
+            for name, args, error, result, call_id in calls
+        ]
+        return row, Trajectory(records)
+    return row, parse_trajectory(items, where=_PREDICTED)
 
 
 def with_parsed_trajectories(row: Mapping[str, Any], predicted: Trajectory | None = None) -> Mapping[str, Any]:

@@ -120,7 +120,12 @@ def test_rows_run_concurrently_each_in_its_own_session(tracing, agent_package):
     table = result.metrics_table
     assert [r["trajectory_single_tool_use/score"] for r in table] == [1.0] * 6 + [0.0]
     assert all(r["response"] == "The hall light is on at 80%.\nThe living room is at 20.5 °C." for r in table[:6])
-    assert table[6]["predicted_trajectory"] == [{"tool_name": "get_home", "tool_input": {}}]
+    [call] = table[6]["predicted_trajectory"]
+    assert (call["tool_name"], call["tool_input"], call["tool_output"]) == (
+        "get_home",
+        {},
+        {"home": None, "owner": None},
+    )
     assert table[6]["response"] == "This is flat 7."
     sessions = {r["session"][2] for r in adk_agent.RECEIVED}
     assert len(sessions) == 7 and all(r["state"] == {} for r in adk_agent.RECEIVED)

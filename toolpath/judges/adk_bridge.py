@@ -1,0 +1,236 @@
+"""ADK's own judge for ADK's Gemini-judged criteria, run at run time from the installed google-adk.
+
+For ``final_response_match_v2``, ``rubric_based_final_response_quality_v1``, ``rubric_based_tool_use_quality_v1``
+and ``hallucinations_v1`` the evaluator is the one ADK's ``LocalEvalService`` would use — taken from ADK's metric
+registry, for the criterion as ADK's ``EvalConfig`` reads it (so ADK's defaults: 5 samples, ``gemini-2.5-flash``)
+— and it runs its own code: its prompt templates, sample counts, generation config, reply parsing and
+aggregation. Only its model is ours: a stand-in ``BaseLlm`` that sends each request through toolpath's judge
+client (cache, budgets, concurrency, retries). Nothing of ADK's text is kept here, so a new ADK release changes
+the prompts with it.
+
+A row becomes ADK's ``Invocation`` as ADK's inference records one (:func:`actual_invocation`): the user's text,
+the final response, and ``intermediate_data`` as invocation events — the intermediate texts first (a row does
+not keep their order relative to the calls), then per tool call a model event with the ``function_call`` and,
+when the call returned or failed, an event with its ``function_response`` (a non-object result as
+``{"result": …}``, an error as ``{"error": …}``, as ADK's tools report them).
+
+google-adk is the optional ``adk`` extra: it is imported here, inside functions, only when a criterion is judged.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import inspect
+import json
+import warnings
+from collections import Counter
+from collections.abc import AsyncGenerator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from toolpath.judges.client import EMPTY_REPLY, Ask, JudgeRequest
+from toolpath.metrics.base import MissingInput, Row
+from toolpath.model import MetricResult
+from toolpath.trajectory import parse_trajectory
+
+if TYPE_CHECKING:
+    from google.adk.evaluation.eval_case import Invocation
+    from google.adk.evaluation.evaluator import Evaluator
+
+ADK_PROMPTED = (
+    "final_response_match_v2",
+    "rubric_based_final_response_quality_v1",
+    "rubric_based_tool_use_quality_v1",
+    "hallucinations_v1",
+)
+"""The criteria ADK judges with a Gemini prompt of its own: under these names, ADK's judge when it is installed."""
+
+ADK_VERTEX_SERVICE = (
+    "safety_v1",
+    "multi_turn_task_success_v1",
+    "multi_turn_trajectory_quality_v1",
+    "multi_turn_tool_use_quality_v1",
+)
+"""The criteria ADK sends to Vertex AI's evaluation service: toolpath's own judge stands in, labelled as such."""
+
+EXPECTED_REQUIRED = ("final_response_match_v2",)
+_NO_WIRE = {"http_options", "automatic_function_calling"}
+"""Config fields that never reach the request body (client settings): our client sets its own."""
+
+
+def adk_installed() -> bool:
+    """Whether google-adk's evaluation package can be imported (found, not imported: ``import toolpath`` stays
+    light)."""
+    try:
+        return importlib.util.find_spec("google.adk") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def judge_of(name: str) -> str:
+    """Which judge scores criterion ``name``: ``adk`` (ADK's own prompts and reading, from the installed
+    google-adk) or ``toolpath`` (toolpath's prompts)."""
+    return "adk" if name in ADK_PROMPTED and adk_installed() else "toolpath"
+
+
+def adk_version() -> str:
+    from google.adk import version
+
+    return str(version.__version__)
+
+
+def adk_evaluator(name: str, criterion: Mapping[str, Any]) -> Evaluator:
+    """A new instance of ADK's evaluator of ``name`` for ``criterion`` (a ``test_config.json`` criterion object,
+    read by ADK's ``EvalConfig``), from ADK's metric registry as ``LocalEvalService`` gets it; a criterion ADK
+    rejects is a ``ValueError``."""
+    from google.adk.evaluation.eval_config import EvalConfig, get_eval_metrics_from_config
+    from google.adk.evaluation.metric_evaluator_registry import DEFAULT_METRIC_EVALUATOR_REGISTRY
+    from pydantic import ValidationError
+
+    try:
+        config = EvalConfig.model_validate({"criteria": {name: dict(criterion)}})
+    except ValidationError as exc:
+        raise ValueError(f"ADK rejects the criterion: {exc.errors()[0]['msg']}") from None
+    (metric,) = [m for m in get_eval_metrics_from_config(config) if m.metric_name == name]
+    with warnings.catch_warnings():  # ADK marks its evaluators experimental, once per instance
+        warnings.filterwarnings("ignore", message=r"\[EXPERIMENTAL\]")
+        evaluator = DEFAULT_METRIC_EVALUATOR_REGISTRY.get_evaluator(metric)
+    if not hasattr(evaluator, "_judge_model"):
+        raise ValueError(f"google-adk {adk_version()}: {type(evaluator).__name__} has no judge model to stand in for")
+    return evaluator
+
+
+def actual_invocation(row: Row) -> Invocation:
+    """The row as ADK's ``Invocation`` of what the agent did (see the module's docstring)."""
+    from google.adk.evaluation.eval_case import Invocation, InvocationEvent, InvocationEvents
+    from google.adk.evaluation.eval_rubrics import Rubric
+    from google.genai import types
+
+    author = str(row.get("agent_name") or "agent")
+    events = []
+    for text in row.get("intermediate_responses") or []:
+        if isinstance(text, list | tuple):  # (author, text)
+            text = text[1]
+        if text:
+            events.append(InvocationEvent(author=author, content=_content(str(text), "model")))
+    for call in parse_trajectory(row.get("predicted_trajectory"), where="predicted_trajectory"):
+        function_call = types.FunctionCall(id=call.call_id, name=call.name, args=call.args)
+        events.append(
+            InvocationEvent(
+                author=author, content=types.Content(role="model", parts=[types.Part(function_call=function_call)])
+            )
+        )
+        if call.result is not None or call.error is not None:
+            body = {"error": call.error} if call.error is not None else call.result
+            response = types.FunctionResponse(
+                id=call.call_id, name=call.name, response=body if isinstance(body, dict) else {"result": body}
+            )
+            part = types.Part(function_response=response)
+            events.append(InvocationEvent(author=author, content=types.Content(role="user", parts=[part])))
+    rubrics = row.get("rubrics")
+    invocation_rubrics = [Rubric.model_validate(r) for r in rubrics if isinstance(r, Mapping)] if rubrics else None
+    return Invocation(
+        user_content=_content(_text(row, "prompt"), "user"),
+        final_response=None if row.get("response") is None else _content(str(row["response"]), "model"),
+        intermediate_data=InvocationEvents(invocation_events=events),
+        rubrics=invocation_rubrics or None,
+    )
+
+
+def expected_invocation(row: Row) -> Invocation:
+    """The row's reference as ADK's expected ``Invocation``: the user's text and the reference response."""
+    from google.adk.evaluation.eval_case import Invocation
+
+    return Invocation(
+        user_content=_content(_text(row, "prompt"), "user"), final_response=_content(_text(row, "reference"), "model")
+    )
+
+
+def _text(row: Row, column: str) -> str:
+    value = row.get(column)
+    if value is None:
+        raise MissingInput(f"row has no {column!r}")
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _content(text: str, role: str) -> Any:
+    from google.genai import types
+
+    return types.Content(role=role, parts=[types.Part(text=text)])
+
+
+class JudgeUnavailable(RuntimeError):
+    """A judge request that got no reply (after the client's retries, or over budget): ADK's evaluators treat it
+    as their model's failure."""
+
+
+@functools.cache
+def _asking_llm_class() -> type[Any]:
+    """A ``BaseLlm`` that sends ADK's requests through toolpath's judge client."""
+    from google.adk.models.base_llm import BaseLlm
+    from google.adk.models.llm_request import LlmRequest
+    from google.adk.models.llm_response import LlmResponse
+    from google.genai import types
+    from pydantic import PrivateAttr
+
+    class AskingLlm(BaseLlm):
+        _ask: Ask | None = PrivateAttr(default=None)
+        _seen: Counter[str] = PrivateAttr(default_factory=Counter)
+        _errors: list[str] = PrivateAttr(default_factory=list)
+
+        async def generate_content_async(
+            self, llm_request: LlmRequest, stream: bool = False
+        ) -> AsyncGenerator[LlmResponse, None]:
+            assert self._ask is not None
+            prompt = "".join(
+                part.text or "" for content in llm_request.contents for part in content.parts or [] if part.text
+            )
+            config = llm_request.config or types.GenerateContentConfig()
+            wire = json.dumps(config.model_dump(mode="json", exclude_none=True, exclude=_NO_WIRE), sort_keys=True)
+            sample = self._seen[prompt]
+            self._seen[prompt] += 1
+            request = JudgeRequest(prompt, llm_request.model or self.model, sample=sample, config=wire)
+            reply = await self._ask(request)
+            if reply.error and reply.error != EMPTY_REPLY:
+                self._errors.append(reply.error)
+                raise JudgeUnavailable(reply.error)
+            yield LlmResponse(content=types.Content(role="model", parts=[types.Part(text=reply.text or "")]))
+
+    return AskingLlm
+
+
+async def judge_with_adk(name: str, criterion: Mapping[str, Any], row: Row, ask: Ask) -> MetricResult:
+    """One row (one invocation) judged by ADK's own evaluator of ``name``, its model asked through ``ask``:
+    the invocation's score and status as ADK gives them."""
+    evaluator = adk_evaluator(name, criterion)  # a fresh one per invocation: rubric evaluators keep state per call
+    actual = actual_invocation(row)
+    expected = [expected_invocation(row)] if name in EXPECTED_REQUIRED else None
+    model = getattr(evaluator, "_judge_model")  # noqa: B009 - ADK's attribute, checked in adk_evaluator
+    llm = _asking_llm_class()(model=model.model)
+    llm._ask = ask
+    evaluator._judge_model = llm  # type: ignore[attr-defined]
+    result = evaluator.evaluate_invocations([actual], expected)
+    if inspect.isawaitable(result):  # as LocalEvalService awaits it
+        result = await result
+    (per,) = result.per_invocation_results
+    details: dict[str, Any] = {"judge": "adk", "adk_version": adk_version()}
+    rubric_scores = {r.rubric_id: r.score for r in per.rubric_scores or []}
+    if rubric_scores:
+        details["rubric_scores"] = rubric_scores
+    if llm._errors:
+        details["judge_errors"] = list(llm._errors)
+    return MetricResult(per.score, _explanation(per.score, rubric_scores, llm._errors), details)
+
+
+def _explanation(score: float | None, rubric_scores: Mapping[str, float | None], errors: list[str]) -> str:
+    judge = f"judge: adk (google-adk {adk_version()})"
+    if score is None:
+        why = "; ".join(dict.fromkeys(errors)) or "ADK's evaluator read no verdict in the judge's replies"
+        return f"{judge}; not evaluated: {why}"
+    if rubric_scores:
+        missed = [rubric_id for rubric_id, s in rubric_scores.items() if s is not None and s < 1.0]
+        met = sum(1 for s in rubric_scores.values() if s == 1.0)
+        return f"{judge}; {met} of {len(rubric_scores)} rubric(s) met" + (
+            f"; not met: {', '.join(missed)}" if missed else ""
+        )
+    return f"{judge}; score {score:g}"
