@@ -59,3 +59,40 @@ def test_the_collector_serves_the_ui_beside_otlp(tmp_path):
     finally:
         server.shutdown()
         store.close()
+
+
+def test_with_the_ui_on_probes_and_scrapes_still_answer_and_no_log_line_holds_the_token(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.helpers.collector import free_port
+
+    token, port = "tok-" + "x7" * 12, free_port()
+    log = (tmp_path / "collector.log").open("w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "toolpath.cli", "collect", "--store", f"sqlite:///{tmp_path / 'c.db'}", "--ui",
+         "--http-port", str(port), "--grpc-port", "0", "--token", token, "--log-format", "json"],
+        stdout=log, stderr=log,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                assert urllib.request.urlopen(f"{base}/readyz", timeout=10).status == 200
+                break
+            except OSError:
+                assert time.monotonic() < deadline and process.poll() is None, (tmp_path / "collector.log").read_text()
+                time.sleep(0.1)
+        scrape = urllib.request.Request(f"{base}/metrics", headers={"Authorization": f"Bearer {token}"})
+        assert b"toolpath_" in urllib.request.urlopen(scrape, timeout=10).read()
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
+        page = opener.open(f"{base}/sessions?token={token}", timeout=10)  # the login link: 303, then the page
+        assert page.status == 200
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        log.close()
+    logged = (tmp_path / "collector.log").read_text()
+    assert "/sessions" in logged  # the access log is on, and says which page was asked for
+    assert token not in logged

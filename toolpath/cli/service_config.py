@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import re
 import sys
 import tomllib
 from collections.abc import Callable, Iterator
@@ -104,6 +105,15 @@ _STANDARD = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"me
 _ACCESS_FIELDS = ("client", "method", "path", "http_version", "status")
 
 
+_CREDENTIAL_PARAM = re.compile(r"(?i)([?&](?:token|access_token|api_key|apikey|key|password|secret)=)[^&#\s]*")
+
+
+def scrub_credentials(path: str) -> str:
+    """``path`` with the value of every credential query parameter (``?token=…``: the UI's login link) replaced:
+    no log line carries a credential."""
+    return _CREDENTIAL_PARAM.sub(r"\1[REDACTED]", path)
+
+
 class JsonFormatter(logging.Formatter):
     """``{"time", "level", "logger", "message", …fields}``: the fields are a record's ``extra`` values, uvicorn's
     access-log arguments by name, and the exception's traceback as ``exception``."""
@@ -116,7 +126,9 @@ class JsonFormatter(logging.Formatter):
             "message": record.getMessage(),
         }
         if record.name == "uvicorn.access" and isinstance(record.args, tuple) and len(record.args) == 5:
-            entry.update(zip(_ACCESS_FIELDS, record.args, strict=True))
+            args = (*record.args[:2], scrub_credentials(str(record.args[2])), *record.args[3:])
+            entry["message"] = record.msg % args if isinstance(record.msg, str) else entry["message"]
+            entry.update(zip(_ACCESS_FIELDS, args, strict=True))
         for key, value in record.__dict__.items():
             if key not in _STANDARD and not key.startswith("_") and key not in entry:
                 entry[key] = value

@@ -45,6 +45,10 @@ BACKLOG = 2048
 Readiness = Callable[[], tuple[bool, dict[str, Any]]]
 
 
+_OWN_PATHS = frozenset({TRACES_PATH, "/healthz", "/readyz", "/metrics"})
+"""What this app answers itself when another app (the UI) is mounted beside it."""
+
+
 class OtlpHttpApp:
     """``POST /v1/traces`` (protobuf or JSON, gzip or not), ``GET /healthz``, ``/readyz``, ``/metrics``; any other
     path goes to ``other`` when given (an ASGI app mounted beside OTLP: ``toolpath collect --ui``)."""
@@ -74,7 +78,7 @@ class OtlpHttpApp:
         if self.loopback_only and not _loopback_host(headers.get("host")):
             await _send(send, Reply(403, b"host not allowed", "text/plain"))
             return
-        if self.other is not None and path not in (TRACES_PATH, "/healthz"):
+        if self.other is not None and path not in _OWN_PATHS:  # probes and scrapes answer whatever else is mounted
             await self.other(scope, receive, send)
             return
         if scope["method"] == "GET":
