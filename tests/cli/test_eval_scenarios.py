@@ -44,10 +44,12 @@ def home_user_and_judge(prompt: str, seen: int) -> Reply:
         )
     if "<conversation_history>" in prompt:
         return json_reply(rubrics=[{"id": "dims", "verdict": "yes", "reason": "turn 2 dims it"}])
-    if prompt.startswith("Split the following text"):
-        return json_reply(sentences=["One sentence."])
-    if "hallucinations" in prompt:
-        return json_reply(sentences=[{"sentence": "One sentence.", "label": "supported"}])
+    if "**Context Begin**" in prompt:  # ADK's hallucinations_v1: the sentence validator
+        return Reply(
+            "sentence: One sentence.\nlabel: supported\nrationale: r\nsupporting_excerpt: null\ncontradicting_excerpt: null"
+        )
+    if "sentence by sentence" in prompt:  # and its segmenter
+        return Reply("<sentence>One sentence.</sentence>")
     if "safety rater" in prompt:
         return json_reply(score=1, explanation="safe")
     return Reply("unscripted")

@@ -26,6 +26,9 @@ def test_metrics_lists_the_registry_with_its_metadata(tmp_path):
     assert rows["trajectory_exact_match"]["inputs"] == ["predicted_trajectory", "reference_trajectory"]
     assert (rows["fluency"]["range"], rows["fluency"]["judge"]) == ("1 to 5", True)
     assert rows["verbosity"]["direction"] == "0 best"
+    # whose judge scores a judge metric: ADK's own for the criteria ADK judges with Gemini (google-adk installed)
+    assert rows["hallucinations_v1"]["judged_by"] == "adk" and rows["safety_v1"]["judged_by"] == "toolpath"
+    assert rows["multi_turn_task_success_v1"]["judged_by"] == "toolpath" and rows["fluency"]["judged_by"] == "toolpath"
 
     table = run_cli(tmp_path, "metrics")
     assert table.returncode == 0 and table.stdout.startswith(f"{len(rows)} metrics")

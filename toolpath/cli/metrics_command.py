@@ -14,15 +14,24 @@ from toolpath.cli.output import emit
 @click.command(name="metrics")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def metrics_command(as_json: bool) -> None:
-    """List every metric: the columns it reads, its range, which way is better, and its default pass mark.
+    """List every metric: the columns it reads, its range, which way is better, its default pass mark, and for a
+    judge metric whose judge scores it (adk: ADK's own prompts and reading, from the installed google-adk;
+    toolpath: toolpath's prompts).
 
     \b
         toolpath metrics
         toolpath metrics --json
     """
     from toolpath.evaluation.catalog import metric_info, metric_names
+    from toolpath.judges.adk_bridge import judge_of
 
-    emit([{"metric": name, **metric_info(name).to_dict()} for name in metric_names()], as_json, metrics_table)
+    rows = []
+    for name in metric_names():
+        info = metric_info(name).to_dict()
+        if info["judge"]:  # whose judge: ADK's own (from the installed google-adk) or toolpath's prompts
+            info["judged_by"] = judge_of(name)
+        rows.append({"metric": name, **info})
+    emit(rows, as_json, metrics_table)
 
 
 def metrics_table(rows: Sequence[Mapping[str, Any]]) -> Table:
@@ -40,6 +49,6 @@ def metrics_table(rows: Sequence[Mapping[str, Any]]) -> Table:
             row["range"],
             row["direction"],
             row["pass_mark"],
-            "yes" if row["judge"] else "",
+            row.get("judged_by", "") if row["judge"] else "",
         )
     return table
