@@ -63,9 +63,11 @@ DEFAULT_KEYS = frozenset(
 )
 
 DEFAULT_PATTERNS: dict[str, str] = {
-    "api_key": r"\b(?:sk-(?:proj-)?[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{35}|gh[pousr]_[A-Za-z0-9]{36,}"
+    # prefixes no word ends in match glued to a preceding word too (``id42ghp_…``); ``sk-`` and ``AKIA`` need a
+    # word boundary (``task-…``)
+    "api_key": r"(?:\bsk-(?:proj-)?[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{35}|gh[pousr]_[A-Za-z0-9]{36,}"
     r"|github_pat_[A-Za-z0-9_]{22,}|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"
-    r"|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})",
+    r"|xox[abprs]-[A-Za-z0-9-]{10,}|\bAKIA[0-9A-Z]{16})",
     # the password of a URL's user info (postgresql://me:s3cret@db/x): the user name stays
     "url_password": r"(?<=://)(?P<keep>[^\s:/@]{1,256}:)[^\s@/]{1,256}(?=@)",
     # starts only where a run of token characters starts: "sk-eyJ…" repeated would otherwise make every "eyJ" in one

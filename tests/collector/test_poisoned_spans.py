@@ -418,3 +418,28 @@ def test_a_store_that_is_down_still_gets_503(tmp_path):
     reply = ingestor.handle_http("/v1/traces", headers, lambda _n: body)
     assert reply.status == 503 and reply.headers["Retry-After"] == "1"
     assert ingestor.limits.hits["spans_quarantined"] == 0
+
+
+def test_a_rejected_spans_reason_is_redacted_then_cut_before_it_goes_back(store):
+    """A span refused for its ids has its name told back in the partial success, redacted first and only then
+    cut: a token at the cut, or an e-mail address, never reaches the sender's logs."""
+    from toolpath.redact import Redactor
+
+    token = "ghp_" + "Z" * 36
+    ingestor = Ingestor(store, limits=Limits(), redactor=Redactor())
+    server = HttpServer(ingestor, "127.0.0.1", 0).start()
+    try:
+        deadline = time.monotonic() + 10
+        while not server.server.started and time.monotonic() < deadline:
+            time.sleep(0.02)
+        request = ExportTraceServiceRequest()
+        agent_run(request, 1)
+        bad = request.resource_spans[0].scope_spans[0].spans[1]
+        bad.trace_id = b"\x01" * 8
+        bad.name = "x" * 190 + token + " for ops@example.com"  # the old 200-character cut fell inside the token
+        outcome = partial_success(server.port, request.SerializeToString())
+    finally:
+        server.shutdown(timeout=15)
+    assert outcome.rejected_spans == 1 and "trace_id must be 16 bytes" in outcome.error_message
+    assert "ghp_" not in outcome.error_message and "ZZZZZZ" not in outcome.error_message
+    assert "ops@example.com" not in outcome.error_message

@@ -133,3 +133,20 @@ def test_a_custom_pattern_takes_the_full_path() -> None:
 def test_every_recorded_instrumentations_spans_prepare_as_one_by_one(path: object) -> None:
     records = decode(path.read_bytes(), "application/x-protobuf")  # type: ignore[attr-defined]
     assert_same(records, max_attribute_length=200)
+
+
+@pytest.mark.parametrize("field", ["name", "scope"])
+@pytest.mark.parametrize("at", [-20, -4, 0, 3])
+def test_a_secret_across_the_columns_cut_is_redacted_before_it_is_cut(field, at):
+    """Names and scopes are shortened to their column only once redacted: a token straddling the cut (or glued
+    to the word before it) leaves no part of itself in what is stored."""
+    limit = 1024 if field == "name" else 256
+    token = "ghp_" + "Q" * 36
+    record = plain_span(7)
+    setattr(record, field, "n" * (limit + at - 2) + token + " tail")
+    [ready] = SpanPreparer(Redactor(pseudonym_key=KEY), Limits()).prepare([record])
+    value = getattr(ready, field)
+    assert len(value) <= limit
+    assert "ghp" not in value and "QQQQ" not in value
+    if at >= 0:  # still over the column once redacted: shortened, and marked so
+        assert field in ready.attributes["toolpath.cleaned"]

@@ -121,8 +121,10 @@ def clean_value(value: Any, depth: int = 0) -> tuple[Any, bool]:
     return value, False
 
 
-def clean_span(record: SpanRecord) -> bool:
-    """Make ``record`` storable (in place); whether anything had to change (listed in ``toolpath.cleaned``)."""
+def clean_span(record: SpanRecord, *, shorten: bool = True) -> bool:
+    """Make ``record`` storable (in place); whether anything had to change (listed in ``toolpath.cleaned``).
+    ``shorten=False`` leaves names and scope their length: a span about to be redacted is shortened after it
+    (:func:`fit_names`), since a secret cut in two is no longer found."""
     cleaned: list[str] = []
     if not all(_is_clean(k, 0) and _is_clean(v, 1) for k, v in record.attributes.items()):
         attributes: dict[str, Any] = {}
@@ -136,7 +138,7 @@ def clean_span(record: SpanRecord) -> bool:
             record.attributes = attributes
     for name, limit in (("name", _SPAN_NAME), ("status_message", None), ("scope", _SCOPE)):
         value = getattr(record, name)
-        if value is not None and (new := _text(value, limit)) != value:
+        if value is not None and (new := _text(value, limit if shorten else None)) != value:
             setattr(record, name, new)
             cleaned.append(name)
     for name in ("events", "resource"):
@@ -153,11 +155,27 @@ def clean_span(record: SpanRecord) -> bool:
     if record.end_time is not None and record.end_time > MAX_TIME:
         record.end_time = MAX_TIME
         cleaned.append("end_time")
+    _mark(record, cleaned)
+    return bool(cleaned)
+
+
+def fit_names(record: SpanRecord) -> bool:
+    """Shorten ``record``'s name and scope to their columns (in place, after redaction); whether one was."""
+    cut = []
+    for name, limit in (("name", _SPAN_NAME), ("scope", _SCOPE)):
+        value = getattr(record, name)
+        if value is not None and len(value) > limit:
+            setattr(record, name, _text(value, limit))
+            cut.append(name)
+    _mark(record, cut)
+    return bool(cut)
+
+
+def _mark(record: SpanRecord, cleaned: list[str]) -> None:
     if cleaned:
         already = record.attributes.get(sc.TOOLPATH_CLEANED)
         already = already if isinstance(already, list) else []
         record.attributes[sc.TOOLPATH_CLEANED] = [*already, *(c for c in cleaned if c not in already)]
-    return bool(cleaned)
 
 
 def clean_invocation(inv: Invocation) -> Invocation:

@@ -50,9 +50,9 @@ def make_grpc_server(ingestor: Ingestor, host: str, port: int) -> Any:
         try:
             records = otlp.decode(body, "application/x-protobuf", rejected)
         except otlp.OtlpDecodeError as exc:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, ingestor.said(str(exc)))
         if rejected and not records:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, rejected[0])
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, ingestor.said(rejected[0]))
         try:
             refused = ingestor.store_records(records)
         except Exception:

@@ -22,7 +22,7 @@ from typing import Any
 from opentelemetry import context
 from opentelemetry.sdk.trace import ReadableSpan, Span
 
-from toolpath.collector.clean import clean_invocation, clean_span
+from toolpath.collector.clean import clean_invocation, clean_span, fit_names
 from toolpath.collector.reconstruct import AGENT_SPAN_PREFIXES, invocation_of_run, is_agent_span
 from toolpath.model import Invocation
 from toolpath.redact import Redactor, hide_passwords
@@ -220,11 +220,12 @@ class InProcessCollector:
                     continue
                 span, is_root, nested = item
                 record = record_from_readable(span)
-                clean_span(record)  # what the store cannot take (NUL, NaN, times past 2262, …), marked
+                clean_span(record, shorten=False)  # what the store cannot take (NUL, NaN, times past 2262, …)
                 if self.redactor is not None:
                     # every span: other instrumentations' spans, and what the application added to ours (names,
                     # attributes, events, resource); values the tracer already cleaned pass the cheap tests fast
                     self.redactor.span(record)
+                fit_names(record)  # redacted, then shortened: a secret at the cut is still found
                 self.stats.spans_received += 1
                 trace = self._traces.pop(record.trace_id, None) or _Trace()
                 self._traces[record.trace_id] = trace  # re-insert: dict order = least recently touched first

@@ -47,6 +47,8 @@ logger = logging.getLogger("toolpath.collector.ingestor")
 TRACES_PATH = "/v1/traces"
 _STORE_ATTEMPTS = 3
 _RETRY_PAUSE = 0.1
+_SAID_CHARS = 1000
+"""The longest reason told back to a sender."""
 
 
 class Ingestor:
@@ -235,15 +237,22 @@ class Ingestor:
         try:
             records = otlp.decode(body, content_type, rejected)
         except otlp.OtlpDecodeError as exc:
-            return error_reply(400, str(exc), json_reply)
+            return error_reply(400, self.said(str(exc)), json_reply)
         if rejected and not records:
-            return error_reply(400, rejected[0], json_reply)
+            return error_reply(400, self.said(rejected[0]), json_reply)
         try:
             refused = self.store_records(records)
         except Exception:
             logger.exception("toolpath: storing %d span(s) failed", len(records))
             return error_reply(503, "the store is unavailable", json_reply, retry_after=True)
         return encode_reply(self.outcome(rejected, refused), 200, json_reply)
+
+    def said(self, message: str) -> str:
+        """``message`` as it may go back to the sender: redacted like what is stored (a refused span's name or
+        value can hold a secret, and the sender's logs would keep it)."""
+        redactor = self.redactor
+        clean = redactor.text(message) if redactor is not None else message
+        return clean if len(clean) <= _SAID_CHARS else clean[:_SAID_CHARS] + "…"  # redacted first, then cut
 
     def outcome(self, rejected: list[str], refused: int) -> ExportTraceServiceResponse:
         """The reply to a stored request: OTLP's partial success when spans were left out (not decodable, or
@@ -254,7 +263,7 @@ class Ingestor:
         if rejected or refused:
             reply.partial_success.rejected_spans = len(rejected) + refused
             reasons = [*rejected[:3], *([f"{refused} span(s) the store refused were quarantined"] if refused else [])]
-            reply.partial_success.error_message = "; ".join(reasons)
+            reply.partial_success.error_message = self.said("; ".join(reasons))
         return reply
 
 

@@ -109,7 +109,7 @@ def _records(
                 span_attrs = span_attributes(span.attributes)  # every span's, even one left out below
                 trace_id, span_id = span.trace_id, span.span_id
                 if len(trace_id) != 16 or len(span_id) != 8:
-                    reason = f"span {span.name[:200]!r}: trace_id must be 16 bytes and span_id 8 bytes"
+                    reason = f"span {span.name!r}: trace_id must be 16 bytes and span_id 8 bytes"  # cut once redacted
                     if rejected is None:
                         raise OtlpDecodeError(reason)
                     rejected.append(reason)

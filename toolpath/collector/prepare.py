@@ -19,7 +19,15 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from toolpath.collector.clean import MAX_TIME, clean_span, clean_value, is_clean_text, is_span_id, span_text_fits
+from toolpath.collector.clean import (
+    MAX_TIME,
+    clean_span,
+    clean_value,
+    fit_names,
+    is_clean_text,
+    is_span_id,
+    span_text_fits,
+)
 from toolpath.collector.limits import Limits
 from toolpath.redact import Redactor
 from toolpath.store.spanrecord import SpanRecord
@@ -67,10 +75,12 @@ class SpanPreparer:
 
     def _prepare_fully(self, record: SpanRecord) -> SpanRecord | None:
         try:
-            if clean_span(record) and self.limits is not None:
-                self.limits.count("spans_cleaned")
+            changed = clean_span(record, shorten=False)
             if self.redactor is not None:
                 record = self.redactor.span(record)
+            changed = fit_names(record) or changed  # redacted, then shortened: a secret at the cut is still found
+            if changed and self.limits is not None:
+                self.limits.count("spans_cleaned")
             return self.limits.clip(record) if self.limits is not None else record
         except Exception:  # never stored unredacted
             logger.exception("toolpath: span %s/%s quarantined: it cannot be redacted", record.trace_id, record.span_id)
