@@ -308,3 +308,25 @@ def test_the_card_prefilter_passes_every_card_the_pattern_finds_and_skips_digit_
     assert not _card_candidate("session s-0000000000000023-3, call_17000000000001", _ASCII_DIGIT_RUN)
     assert _card_candidate("x-1234 4111 1111 1111 1111", _ASCII_DIGIT_RUN)  # a card after the id's word
     assert "4111" not in Redactor().text("x-1234 4111 1111 1111 1111")
+
+
+@pytest.mark.parametrize(
+    "text, secret",
+    [
+        ("GET /v1/x?api_key=abc123SECRET&page=2", "abc123SECRET"),
+        ("config: token=tok_9f8e7d6c5b4a", "tok_9f8e7d6c5b4a"),
+        ("client_secret: s3cr3t-value", "s3cr3t-value"),
+        ("X-Api-Key: k-8c7b6a5", "k-8c7b6a5"),
+        ("your access_token = at.123.456", "at.123.456"),
+        ("private-key=MIIEvQIBADANBg", "MIIEvQIBADANBg"),
+    ],
+)
+def test_secret_keys_in_free_text_are_redacted_as_they_are_as_json_keys(text, secret):
+    redactor = Redactor(pseudonym_key=b"k" * 32)
+    out = redactor.text(text)
+    assert secret not in out and "[REDACTED" in out
+
+
+@pytest.mark.parametrize("text", ["max_tokens=512", "input_tokens: 12", "the key: value", "use_stemmer: true"])
+def test_counts_and_ordinary_keys_in_free_text_stay(text):
+    assert Redactor(pseudonym_key=b"k" * 32).text(text) == text
