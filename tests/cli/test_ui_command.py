@@ -96,3 +96,40 @@ def test_with_the_ui_on_probes_and_scrapes_still_answer_and_no_log_line_holds_th
     logged = (tmp_path / "collector.log").read_text()
     assert "/sessions" in logged  # the access log is on, and says which page was asked for
     assert token not in logged
+
+
+def test_collect_ui_without_a_token_makes_one_up_and_prints_its_login_link(tmp_path):
+    import re
+    import subprocess
+    import sys
+
+    from tests.helpers.collector import free_port
+
+    port = free_port()
+    out = (tmp_path / "out.log").open("w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "toolpath.cli", "collect", "--store", f"sqlite:///{tmp_path / 'c.db'}", "--ui",
+         "--http-port", str(port), "--grpc-port", "0"],
+        stdout=out, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while "toolpath ui on" not in (tmp_path / "out.log").read_text():
+            assert time.monotonic() < deadline and process.poll() is None, (tmp_path / "out.log").read_text()
+            time.sleep(0.1)
+        change = urllib.request.Request(
+            f"{base}/evalsets/add", b"session_id=s&new_evalset=x", {"Origin": base}, method="POST"
+        )
+        try:
+            urllib.request.urlopen(change, timeout=10)
+            raise AssertionError("a change was accepted without a credential")
+        except HTTPError as exc:
+            assert exc.code == 401
+        [link] = re.findall(r"toolpath ui on (\S+)", (tmp_path / "out.log").read_text())
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
+        assert opener.open(link, timeout=10).status == 200
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        out.close()

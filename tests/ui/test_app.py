@@ -115,7 +115,12 @@ def test_a_token_is_needed_by_header_or_by_the_cookie_a_link_sets(store, tmp_pat
     assert link.status_code == 303 and link.headers["location"] == "/sessions?q=light"  # the token leaves the URL
     cookie = link.headers["set-cookie"]
     assert "HttpOnly" in cookie and "SameSite=strict" in cookie
+    assert cookie.startswith("toolpath_ui_session_8765=")  # a name of this port's UI
+    assert "s3cret" not in cookie  # a session value, never the token: other ports of this host see cookies
     assert c.get("/sessions").status_code == 200  # the client keeps the cookie
+    stranger = client(store, tmp_path, token="s3cret")
+    stranger.cookies.set("toolpath_ui_session_8765", "s3cret")  # the raw token is no session
+    assert stranger.get("/sessions").status_code == 401
     assert client(store, tmp_path, token="s3cret").get("/static/ui.css").status_code == 401
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import secrets
 import socket
 from collections.abc import Callable
 from pathlib import Path
@@ -141,6 +142,10 @@ def collect(
     # Everything is checked before the store is opened (a new SQLite file is created then): a bad option
     # leaves nothing behind.
     the_store = Store(store, create=False)
+    if with_ui and not token and not _is_loopback(host):
+        raise ConfigError("--ui off loopback needs --token (the pages show recorded traffic)")
+    # the UI's changes always need a credential: --token, else one made up now (its login link is printed)
+    ui_token = (token or secrets.token_urlsafe(24)) if with_ui else None
     options = ServiceOptions(
         host=host,
         http_port=http_port,
@@ -150,7 +155,7 @@ def collect(
         max_in_flight=max_in_flight,
         limits=Limits(max_attribute_length, max_spans_per_trace, max_tool_calls),
         log_to_root=log_format == "json",
-        other_app=_ui(the_store, host, token) if with_ui else None,
+        other_app=_ui(the_store, host, ui_token) if ui_token else None,
     )
     redactor = None if no_redact else _redactor(redact_keys, redact_patterns)
     retention = _retention(the_store, retain_spans, retain_invocations, prune_every)
@@ -170,7 +175,7 @@ def collect(
             store_url=the_store.engine.url.render_as_string(hide_password=False), host=host, http_port=http_port,
             grpc_port=grpc_port, token=token, max_body_bytes=max_body_bytes, max_in_flight=max_in_flight,
             limits=(max_attribute_length, max_spans_per_trace, max_tool_calls),
-            redact=None if no_redact else (redact_keys, redact_patterns), log_format=log_format, with_ui=with_ui,
+            redact=None if no_redact else (redact_keys, redact_patterns), log_format=log_format, ui_token=ui_token,
             online=str(online_path.resolve()) if online_path is not None else None, run=run_worker,
         )  # fmt: skip
         _serve_workers(spec, workers, the_store.url, retention, online)
@@ -194,6 +199,7 @@ def collect(
             endpoints=service.endpoints,
             token_required=bool(token),
         )
+        _print_login(host, http_port, ui_token, given=bool(token))
         if online is not None:
             metrics, workers = online.config.metrics, online.config.workers
             say(f"online evaluation: {', '.join(metrics)} on {workers} worker(s)", metrics=metrics, workers=workers)
@@ -226,6 +232,7 @@ def _serve_workers(
                 token_required=bool(spec.token),
                 workers=count,
             )
+            _print_login(spec.host, spec.http_port, spec.ui_token, given=bool(spec.token))
             if retention is not None:
                 retention.start()
             if online is not None:
@@ -241,11 +248,9 @@ def _serve_workers(
         say(summary(stored, hits), spans_stored=stored, limits_hit=dict(hits))
 
 
-def _ui(store: Store, host: str, token: str | None) -> object:
+def _ui(store: Store, host: str, token: str) -> object:
     from toolpath.cli.ui_command import build_ui, is_loopback
 
-    if not is_loopback(host) and not token:
-        raise ConfigError("--ui off loopback needs --token (the pages show recorded traffic)")
     return build_ui(store, evalsets=Path("evalsets"), token=token, loopback_only=is_loopback(host))
 
 
@@ -292,7 +297,7 @@ def run_worker(spec: WorkerSpec, channel: socket.socket | None, started: Callabl
         max_in_flight=spec.max_in_flight,
         limits=Limits(*spec.limits),
         log_to_root=spec.log_format == "json",
-        other_app=_ui(store, spec.host, spec.token) if spec.with_ui else None,
+        other_app=_ui(store, spec.host, spec.ui_token) if spec.ui_token else None,
         http_channel=channel,
         metrics_dir=spec.metrics_dir,
     )
@@ -308,3 +313,17 @@ def run_worker(spec: WorkerSpec, channel: socket.socket | None, started: Callabl
         service.wait()
     scored = {"scored": online.stats.scored, "shed": online.queue.stats.shed} if online is not None else {}
     return service.ingestor.spans_stored, dict(options.limits.hits), scored
+
+
+def _is_loopback(host: str) -> bool:
+    from toolpath.cli.ui_command import is_loopback
+
+    return is_loopback(host)
+
+
+def _print_login(host: str, port: int, ui_token: str | None, *, given: bool) -> None:
+    """The UI's one-time login link, when this command made its token up (a given --token is the user's own):
+    on the terminal, never in a log line."""
+    if ui_token and not given:
+        shown = f"[{host}]" if ":" in host else host
+        click.echo(f"toolpath ui on http://{shown}:{port}/sessions?token={ui_token}")  # one line, never wrapped

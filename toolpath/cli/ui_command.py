@@ -39,7 +39,9 @@ def is_loopback(host: str) -> bool:
 @store_option
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback by default).")
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="Port (0: any free one).")
-@click.option("--token", envvar=TOKEN_ENV, default=None, help="Require this token (off loopback: a new one).")
+@click.option(
+    "--token", envvar=TOKEN_ENV, default=None, help="Require this token (default: a new one, in the printed link)."
+)
 @click.option(
     "--evalsets",
     type=click.Path(path_type=Path, file_okay=False),
@@ -65,8 +67,8 @@ def ui_command(
 
     the_store = open_existing_store(store)
     loopback = is_loopback(host)
-    if not loopback and not token:
-        token = secrets.token_urlsafe(24)  # never an open app off this machine
+    if not token:
+        token = secrets.token_urlsafe(24)  # every request needs a credential; the printed link logs in
     app = build_ui(the_store, evalsets=evalsets, token=token, loopback_only=loopback, agents=agents)
     shown = f"[{host}]" if ":" in host else host
     link = f"http://{shown}:{port}/sessions" + (f"?token={token}" if token else "")

@@ -60,7 +60,6 @@ class WorkerSpec:
     redact: tuple[tuple[str, ...], tuple[str, ...]] | None
     """Extra keys and patterns of the redactor, ``None``: no redaction."""
     log_format: str
-    with_ui: bool
     run: WorkerRun
     """What a worker process runs: builds its service from this spec, serves ``channel``, calls ``started()``
     once it serves, and returns what it did. A module-level function (it crosses to the new process by name):
@@ -68,6 +67,9 @@ class WorkerSpec:
     online: str | None = None
     """The ``online.toml`` each worker scores with (jobs are shared through the store), ``None``: no scoring."""
     metrics_dir: str = ""
+    ui_token: str | None = None
+    """The UI's token when the workers also serve ``toolpath ui`` (``None``: no UI); one for every worker, so a
+    login at one is a login at all."""
 
 
 def default_workers() -> int:

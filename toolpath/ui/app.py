@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import ipaddress
 from collections.abc import Mapping
@@ -39,7 +40,8 @@ from toolpath.ui.params import BadRequest
 from toolpath.ui.views import compact, ns_text
 
 HERE = Path(__file__).parent
-COOKIE = "toolpath_ui_token"
+COOKIE = "toolpath_ui_session"
+"""The session cookie's name; the port the UI answers on is appended (one UI per port, one cookie each)."""
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
@@ -109,6 +111,10 @@ class Guard:
     def __init__(self, app: ASGIApp, *, token: str | None, loopback_only: bool) -> None:
         self.app, self.token, self.loopback_only = app, token, loopback_only
         self.state = getattr(app, "state", None)
+        # The cookie holds a session value derived from the token, never the token itself: a server on another
+        # port of this host sees the cookie (cookies ignore ports) but not the token, which with collect --ui
+        # is also the ingestion token. Derived, not random, so every --workers process accepts it.
+        self._session = hmac.new(token.encode(), b"toolpath ui session", hashlib.sha256).hexdigest() if token else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -124,7 +130,7 @@ class Guard:
             # a link with ?token= : keep it in a cookie, and drop it from the address bar and history
             rest = urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "token"])
             response = RedirectResponse(request.url.path + (f"?{rest}" if rest else ""), status_code=303)
-            response.set_cookie(COOKIE, self.token, httponly=True, samesite="strict", path="/")
+            response.set_cookie(cookie_name(host), self._session or "", httponly=True, samesite="strict", path="/")
             await response(scope, receive, send)
             return
 
@@ -142,19 +148,28 @@ class Guard:
 
         await self.app(scope, receive, secured)
 
+    def _authenticated(self, request: Request, host: str, bearer: str | None) -> bool:
+        """The bearer token, the session cookie its login link set, or the login link's own ``?token=``."""
+        token, session = (self.token or "").encode(), (self._session or "").encode()
+        cookie = request.cookies.get(cookie_name(host))
+        link = request.query_params.get("token")
+        return (
+            (bearer is not None and hmac.compare_digest(bearer.encode(), token))
+            or (cookie is not None and hmac.compare_digest(cookie.encode(), session))
+            or (link is not None and hmac.compare_digest(link.encode(), token))
+        )
+
     def _refusal(self, request: Request, host: str) -> Response | None:
         if self.loopback_only and not _loopback(host):
             return PlainTextResponse("host not allowed", status_code=403)
         bearer = _bearer(request)
-        if self.token:
-            given = bearer or request.cookies.get(COOKIE) or request.query_params.get("token") or ""
-            if not hmac.compare_digest(given.encode(), self.token.encode()):
-                return PlainTextResponse(
-                    "a token is required: open the address toolpath ui printed (…?token=…), or send "
-                    "'Authorization: Bearer <token>'",
-                    status_code=401,
-                    headers={"WWW-Authenticate": "Bearer"},
-                )
+        if self.token and not self._authenticated(request, host, bearer):
+            return PlainTextResponse(
+                "a token is required: open the address toolpath ui printed (…?token=…), or send "
+                "'Authorization: Bearer <token>'",
+                status_code=401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
         if request.method not in ("GET", "HEAD", "OPTIONS"):
             if self.token and bearer and hmac.compare_digest(bearer.encode(), self.token.encode()):
                 return None
@@ -164,6 +179,12 @@ class Guard:
                     "cross-site request refused: changes must come from this app's own pages", status_code=403
                 )
         return None
+
+
+def cookie_name(host: str) -> str:
+    """The session cookie's name for the UI reached at ``host`` (``127.0.0.1:8765`` -> ``toolpath_ui_session_8765``)."""
+    port = host.rsplit(":", 1)[1] if ":" in host and not host.endswith("]") else ""
+    return f"{COOKIE}_{port}" if port.isdigit() else COOKIE
 
 
 def _bearer(request: Request) -> str | None:
