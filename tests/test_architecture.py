@@ -19,6 +19,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "toolpath"
 # Modules every room may use: they import nothing of toolpath's but each other.
 BASE = (
     "toolpath.config",
+    "toolpath.hosts",
     "toolpath.errors",
     "toolpath.model",
     "toolpath.trajectory",

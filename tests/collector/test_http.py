@@ -167,3 +167,20 @@ def test_a_port_in_use_is_a_configuration_error(served):
     server, store = served
     with pytest.raises(ConfigError, match="cannot listen"):
         HttpServer(Ingestor(store), "127.0.0.1", server.port)
+
+
+def test_content_length_beside_transfer_encoding_is_refused(served):
+    """Both framings on one request is how requests are smuggled past a proxy that reads the other one."""
+    server, store = served
+    body = otlp_json("5" * 32, tool_calls=1)
+    chunked = f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n\r\n"
+    headers = {"Transfer-Encoding": "chunked", "Content-Length": str(len(body))}
+    assert status(exchange(server.port, request(chunked, headers=headers))) == 400
+    assert store.spans_of_trace("5" * 32) == []
+
+
+def test_a_host_with_a_loopback_prefix_is_not_loopback(served):
+    server, store = served
+    reply = exchange(server.port, request(otlp_json("6" * 32, tool_calls=1), host=f"127.0.0.1:{server.port}@evil.test"))
+    assert status(reply) == 403
+    assert store.spans_of_trace("6" * 32) == []

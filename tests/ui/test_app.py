@@ -230,3 +230,29 @@ def test_online_pass_rates_and_failures_link_to_sessions(store, tmp_path):
     assert below.count('class="session') == 2 and "sess-1" in below and "sess-4" in below
     session = c.get("/session", params={"id": "sess-1"}).text
     assert "trajectory_recall" in session and "why 1" in session
+
+
+def test_an_eval_set_name_with_a_newline_is_refused_and_a_save_keeps_the_files_mode(store, tmp_path):
+    import os
+
+    c = client(store, tmp_path)
+    refused = c.post("/evalsets/add", data={"session_id": "sess-1", "new_evalset": "cases\nx"}, headers=SAME_ORIGIN)
+    assert refused.status_code == 400
+    sneaky = {"session_id": "sess-1", "new_evalset": "bad\n.evalset.json"}  # "$" matched before that newline
+    assert c.post("/evalsets/add", data=sneaky, headers=SAME_ORIGIN).status_code == 400
+    assert not (tmp_path / "evalsets").exists() or not list((tmp_path / "evalsets").iterdir())
+    added = c.post("/evalsets/add", data={"session_id": "sess-1", "new_evalset": "cases"}, headers=SAME_ORIGIN)
+    path = tmp_path / "evalsets" / "cases.evalset.json"
+    assert added.status_code == 303 and path.stat().st_mode & 0o777 == 0o666 & ~_umask()
+    os.chmod(path, 0o640)
+    again = c.post("/evalsets/add", data={"session_id": "sess-2", "evalset": "cases"}, headers=SAME_ORIGIN)
+    assert again.status_code == 303
+    assert path.stat().st_mode & 0o777 == 0o640
+
+
+def _umask() -> int:
+    import os
+
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

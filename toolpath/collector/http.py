@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import ipaddress
 import json
 import socket
 import threading
@@ -33,13 +32,13 @@ from toolpath.collector.ingestor import TRACES_PATH, Ingestor
 from toolpath.collector.otlp_replies import Reply, error_reply
 from toolpath.collector.prometheus import CONTENT_TYPE
 from toolpath.errors import ConfigError
+from toolpath.hosts import LOOPBACK_NAMES, is_loopback_host
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
-LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 READY_TIMEOUT = 5.0
 BACKLOG = 2048
 Readiness = Callable[[], tuple[bool, dict[str, Any]]]
@@ -93,6 +92,8 @@ class OtlpHttpApp:
         await _send(send, reply)
 
     async def _post(self, path: str, headers: dict[str, str], receive: Receive) -> Reply:
+        if "transfer-encoding" in headers and "content-length" in headers:  # RFC 9112 §6.1: a smuggling attempt
+            return Reply(400, b"Content-Length together with Transfer-Encoding", "text/plain")
         refusal = self.ingestor.check_request(path, headers)
         if refusal is not None:
             return refusal
@@ -143,15 +144,7 @@ class OtlpHttpApp:
 
 
 def _loopback_host(host: str | None) -> bool:
-    if not host:
-        return False
-    name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-    if name in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(name.strip("[]")).is_loopback
-    except ValueError:
-        return False
+    return is_loopback_host(host or "")
 
 
 async def _send(send: Send, reply: Reply) -> None:
@@ -270,12 +263,7 @@ def bind(host: str, port: int, *, listen: bool = True) -> socket.socket:
 
 
 def _is_loopback_bind(host: str) -> bool:
-    if host in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+    return host in LOOPBACK_NAMES or is_loopback_host(host)
 
 
 __all__ = ["BACKLOG", "TRACES_PATH", "HttpServer", "OtlpHttpApp", "bind"]

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +31,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolpath.errors import ToolpathError
 from toolpath.evaluation.verdicts import format_score
+from toolpath.hosts import is_loopback_host
 from toolpath.store.store import Store
 from toolpath.ui import pages
 from toolpath.ui.evalsets import EvalSetFiles
@@ -46,7 +46,6 @@ CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
 )
-_LOOPBACK = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
 
 
 @dataclass
@@ -193,10 +192,4 @@ def _bearer(request: Request) -> str | None:
 
 
 def _loopback(host: str) -> bool:
-    name = host if host.endswith("]") else host.rsplit(":", 1)[0]
-    if name.lower() in _LOOPBACK:
-        return True
-    try:
-        return ipaddress.ip_address(name.strip("[]")).is_loopback
-    except ValueError:
-        return False
+    return is_loopback_host(host)

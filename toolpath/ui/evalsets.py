@@ -22,7 +22,7 @@ from toolpath.errors import ConfigError, DatasetError
 from toolpath.evaluation.evalsets.files import EVALSET_SUFFIX, EvalSet, load_eval_set
 from toolpath.model import Session
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")  # whole names only: fullmatch (no "$" before a newline)
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class EvalSetFiles:
         """The file of ``name``; a name that is not a plain file name (``../x``, empty, odd characters) is a
         :class:`ConfigError`, never a path outside the folder."""
         name = name.strip().removesuffix(EVALSET_SUFFIX)
-        if not _NAME.match(name):
+        if not _NAME.fullmatch(name):
             raise ConfigError(f"eval set name {name!r}: use letters, digits, '_', '-' or '.' (at most 100)")
         return self.folder / f"{name}{EVALSET_SUFFIX}"
 
@@ -116,6 +116,9 @@ class EvalSetFiles:
             with os.fdopen(fd, "w", encoding="utf-8") as out:
                 out.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
             load_eval_set(temporary)
+            # mkstemp makes the file 0600: an edited eval set keeps its mode, a new one gets the umask's
+            mode = path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask()
+            os.chmod(temporary, mode)
             os.replace(temporary, path)
         finally:
             if os.path.exists(temporary):
@@ -153,3 +156,9 @@ def _same_call_id(before: Sequence[Any], index: int, name: str) -> Any:
     if index < len(before) and isinstance(before[index], Mapping) and before[index].get("name") == name:
         return before[index].get("id")
     return None
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
