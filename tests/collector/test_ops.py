@@ -238,3 +238,23 @@ def test_online_with_workers_scores_each_invocation_once_and_metrics_add_up_ever
     assert len(results) == len({r.invocation_id for r in results}) == traces  # each scored once
     assert len({r.worker.split("/")[0] for r in results}) == 2  # by both worker processes
     assert f"online: {traces} invocation(s) scored, 0 shed" in collector.process.stdout.read()
+
+
+def test_agent_names_from_traffic_cannot_flood_metrics():
+    """10,000 agent names make at most MAX_AGENT_LABELS series per family; the rest are 'other', counted."""
+    from toolpath.collector.prometheus import MAX_AGENT_LABELS, ServiceMetrics
+
+    metrics = ServiceMetrics()
+    results = [
+        (f"agent-{n}", {"metric": "trajectory_exact_match", "score": 1.0, "label": "pass"}) for n in range(10_000)
+    ]
+    metrics.record_batch(results, [])
+    exposition = metrics.expose().decode()
+    agents = {
+        line.split('gen_ai_agent_name="')[1].split('"')[0]
+        for line in exposition.splitlines()
+        if 'gen_ai_agent_name="' in line
+    }
+    assert len(agents) == MAX_AGENT_LABELS + 1 and "other" in agents
+    assert "toolpath_label_values_folded_total 9900.0" in exposition
+    assert len(exposition) < 1_000_000  # 56 MB before the cap

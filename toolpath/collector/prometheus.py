@@ -57,6 +57,11 @@ ONLINE_COUNTERS: dict[str, tuple[str, str]] = {  # an online evaluator's counter
 }
 
 
+MAX_AGENT_LABELS = 100
+"""Distinct agent names a collector process labels series with; the rest are ``other``."""
+OTHER_AGENTS = "other"
+
+
 class ServiceMetrics:
     """The families of one collector service; ``expose()`` renders them in the Prometheus text format."""
 
@@ -128,6 +133,13 @@ class ServiceMetrics:
             [METRIC_LABEL, AGENT_LABEL, RESULT_LABEL],
             registry=r,
         )
+        self.folded = Counter(
+            "toolpath_label_values_folded",
+            f"Series updates whose {AGENT_LABEL} label (from traffic) was folded into 'other': past the first "
+            f"{MAX_AGENT_LABELS} agent names this process saw",
+            registry=r,
+        )
+        self._agents: set[str] = set()
         # counted as they happen when processes share a port; read from the service's limits at scrape otherwise
         self.limit_hits = (
             Counter("toolpath_limit_hits", LIMIT_HITS_HELP, ["limit"], registry=r) if multiprocess_dir else None
@@ -185,8 +197,10 @@ class ServiceMetrics:
         as its metrics did."""
         counted: collections.Counter[tuple[str, str, str]] = collections.Counter()
         scores: dict[tuple[str, str], list[float]] = {}
+        folded = 0
         for agent_name, result in results:
-            agent = agent_name or "unknown"
+            agent = self._agent_label(agent_name or "unknown")
+            folded += agent == OTHER_AGENTS
             metric = result["metric"]
             counted[metric, agent, result["label"]] += 1
             if result["score"] is not None:
@@ -197,6 +211,18 @@ class ServiceMetrics:
             observe_all(self.scores.labels(metric, agent), values)
         if lags:
             observe_all(self.scoring_lag, [max(lag, 0.0) for lag in lags])
+        if folded:
+            self.folded.inc(folded)
+
+    def _agent_label(self, agent: str) -> str:
+        """``agent`` as a label value: agent names come from traffic, so past :data:`MAX_AGENT_LABELS` distinct
+        ones a process folds the rest into ``other`` (each series costs every scrape, for ever)."""
+        if agent in self._agents:
+            return agent
+        if len(self._agents) < MAX_AGENT_LABELS:
+            self._agents.add(agent)
+            return agent
+        return OTHER_AGENTS
 
     def limit_hit(self, limit: str, n: int) -> None:
         if self.limit_hits is not None:
