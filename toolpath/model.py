@@ -68,6 +68,10 @@ class ToolCall(_Record):
     """Start, in nanoseconds since the epoch."""
     end_time: int | None = None
     """End, in nanoseconds since the epoch."""
+    agent_name: str | None = None
+    """The agent that made the call (the nearest agent run enclosing it: a sub-agent's call names the sub-agent,
+    not the invocation's root agent); ``None`` when unknown. Never compared: two calls are equal whoever made
+    them (:attr:`match_key`)."""
 
     @classmethod
     def from_item(cls, item: Any, *, where: str = "trajectory item") -> ToolCall:
@@ -104,14 +108,21 @@ class ToolCall(_Record):
                 "".join(args)  # every name a string, checked in C
             except TypeError:
                 raise DatasetError(f"{where}: argument names of {name!r} must be strings, got {list(args)!r}") from None
-        call_id = result = error = None
+        call_id = result = error = agent = None
         if len(item) > 2 or (args is None and len(item) == 2):  # more than the name and arguments
             call_id = item["id"] if "id" in item else item.get("call_id")
             if call_id is not None and not isinstance(call_id, str):
                 raise DatasetError(f"{where}: the id of {name!r} must be a string, got {kind_of(call_id)}")
             result = item["tool_output"] if "tool_output" in item else item.get("result")
             error = None if item.get("error") is None else str(item["error"])
-        return call_record(cls, name, args, result, call_id, error)
+            agent = item["agent_name"] if "agent_name" in item else item.get("author")
+        call = call_record(cls, name, args, result, call_id, error)
+        if agent is not None:
+            if not isinstance(agent, str):
+                raise DatasetError(f"{where}: the agent of {name!r} must be a string, got {kind_of(agent)}")
+            call.__dict__["agent_name"] = agent
+            call.__pydantic_fields_set__.add("agent_name")
+        return call
 
     @cached
     def bool_paths(self) -> frozenset[tuple[Any, ...]]:
@@ -163,6 +174,7 @@ class Invocation(_Record):
     invocation_id: str
     session_id: str
     agent_name: str | None = None
+    """The agent the turn was sent to (the root agent of a multi-agent system)."""
     prompt: str | None = None
     """The user's text."""
     response: str | None = None
@@ -180,6 +192,9 @@ class Invocation(_Record):
     started_at: datetime | None = None
     """Start of the run, UTC."""
     attributes: dict[str, JsonValue] = Field(default_factory=dict)
+    answered_by: str | None = None
+    """The agent that gave the final response (the author of the last answer: a sub-agent the turn was
+    transferred to, say); ``None`` when unknown."""
 
     @property
     def predicted_trajectory(self) -> list[dict[str, JsonValue]]:
@@ -330,7 +345,7 @@ def _loads_or_none(text: str) -> Any:
     return value if isinstance(value, dict) else None
 
 
-_TIMES = {"start_time": None, "end_time": None}
+_TIMES = {"start_time": None, "end_time": None, "agent_name": None}
 _new_object = object.__new__
 _set_dict = BaseModel.__dict__["__dict__"].__set__  # the slots, set without a lookup
 _set_fields = BaseModel.__dict__["__pydantic_fields_set__"].__set__

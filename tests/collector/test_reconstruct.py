@@ -224,3 +224,32 @@ def test_constructed_records_are_what_model_construct_builds():
             assert fields == list(built.__dict__.items())  # beside them, only what the cleaning may skip
             assert record.model_fields_set == built.model_fields_set
             assert record == built and record.model_dump() == built.model_dump()
+
+
+def oi_span(span_id: str, parent: str | None, name: str, kind: str, start: int, **attrs) -> SpanRecord:
+    attributes = {"openinference.span.kind": kind, **attrs}
+    return SpanRecord("c" * 32, span_id.rjust(16, "0"), parent and parent.rjust(16, "0"), name, 1, start, start + 1,
+                      attributes=attributes)  # fmt: skip
+
+
+def test_openinference_agent_spans_name_the_agent_of_each_call_and_of_the_answer():
+    """openai-agents: a workflow AGENT root with no name, an AGENT span per agent (a handoff starts the next)."""
+    out = "llm.output_messages.0.message"
+    spans = [
+        oi_span("1", None, "support", "AGENT", 1),
+        oi_span("2", "1", "triage", "AGENT", 10, **{"agent.name": "triage"}),
+        oi_span("3", "2", "lookup", "TOOL", 11, **{"tool.name": "lookup", "input.value": "{}"}),
+        oi_span("4", "2", "transfer_to_billing", "TOOL", 12, **{"tool.name": "transfer_to_billing"}),
+        oi_span("5", "1", "billing", "AGENT", 20, **{"agent.name": "billing"}),
+        oi_span("6", "5", "turn", "CHAIN", 21),
+        oi_span("7", "6", "refund", "TOOL", 22, **{"tool.name": "refund", "input.value": "{}"}),
+        oi_span("8", "6", "response", "LLM", 23, **{f"{out}.role": "assistant", f"{out}.content": "Refunded."}),
+    ]
+    [invocation] = build_invocations(spans)
+    assert invocation.agent_name == "triage"  # the first agent names an unnamed workflow
+    assert [(c.name, c.agent_name) for c in invocation.tool_calls] == [
+        ("lookup", "triage"),
+        ("transfer_to_billing", "triage"),
+        ("refund", "billing"),
+    ]
+    assert invocation.answered_by == "billing"

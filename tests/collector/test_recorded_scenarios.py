@@ -145,3 +145,45 @@ def test_pydantic_ai_format_2_arguments_and_results_are_read():
     calls = [c for i in build_invocations(records) for c in i.tool_calls if not c.error]
     assert calls and all(c.args is not None and c.result is not None for c in calls)
     assert {"device_id": "light-kitchen"} in [c.args for c in calls]
+
+
+SUB_AGENTS = {  # the recording, the call made as a tool that runs a sub-agent, that sub-agent
+    "adk-v2": ("energy_advisor", "energy_advisor"),
+    "adk-v2-legacy": ("energy_advisor", "energy_advisor"),
+    "adk-v1": ("energy_advisor", "energy_advisor"),
+    "openinference-langchain": ("ask_energy_advisor", "energy_advisor"),
+    "openllmetry-langchain": ("ask_energy_advisor", "energy_advisor"),
+    "otel-genai-langchain": ("ask_energy_advisor", "energy_advisor"),
+}
+
+
+@pytest.mark.parametrize("source", SCENARIOS)
+def test_every_call_names_the_agent_that_made_it(source):
+    """The calls a sub-agent made (an ADK ``AgentTool``, a LangGraph graph run by a tool) are the sub-agent's, the
+    tool that ran it the root agent's; every other call, in every recording, is the root agent's."""
+    invocations = build_invocations(scenario_spans(source))
+    tool, sub_agent = SUB_AGENTS.get(source, (None, None))
+    seen = 0
+    for invocation in invocations:
+        names = [c.name for c in invocation.tool_calls]
+        for call in invocation.tool_calls:
+            inner = tool in names and call.name == "get_energy_price"
+            transferred = "transfer_to_agent" in names and call.name != "transfer_to_agent"
+            want = sub_agent if inner else "thermostat_expert" if transferred else invocation.agent_name
+            assert call.agent_name == want, (call.name, names)
+            seen += inner
+    assert seen == (2 if tool else 0)
+
+
+@pytest.mark.parametrize("source", ["adk-v2", "adk-v2-legacy", "adk-v1"])
+def test_a_transferred_turn_names_the_sub_agent_as_caller_and_answerer(source):
+    invocations = build_invocations(scenario_spans(source))
+    [transfer] = [i for i in invocations if i.prompt == "Let the thermostat expert set the office to 20 degrees."]
+    assert transfer.agent_name == "smart_home_assistant"
+    assert transfer.answered_by == "thermostat_expert"
+    assert [(c.name, c.agent_name) for c in transfer.tool_calls] == [
+        ("transfer_to_agent", "smart_home_assistant"),
+        ("set_temperature", "thermostat_expert"),
+    ]
+    others = [i for i in invocations if i is not transfer]
+    assert all(i.answered_by == i.agent_name for i in others)  # an AgentTool's answer is its caller's input

@@ -108,13 +108,15 @@ def test_the_revision_keying_invocations_by_trace_and_span_keeps_their_data(empt
                                          "name": "invoke_agent bot", "kind": 1, "start_time": 5, "end_time": 9,
                                          "status_code": 0, "status_message": None, "attributes": {}, "events": [],
                                          "resource": {}, "scope": None}])  # fmt: skip
-    store.write(
-        [
-            Invocation(invocation_id=span, session_id="s", trace_id=trace, tool_calls=[ToolCall(name="a", args={})]),
-            Invocation(invocation_id="from-a-dataset", session_id="s", trace_id=trace),
-        ]
-    )
-    with store.engine.begin() as conn:
+    with store.engine.begin() as conn:  # the columns of that revision (later ones add more)
+        conn.execute(text("INSERT INTO sessions VALUES ('s', NULL, 0, 0)"))
+        for invocation_id in (span, "from-a-dataset"):
+            conn.execute(text(
+                "INSERT INTO invocations (invocation_id, session_id, trace_id, intermediate_responses, failure, "
+                "started_at, attributes) VALUES (:id, 's', :trace, '[]', 0, 0, '{}')"
+            ), {"id": invocation_id, "trace": trace})  # fmt: skip
+        conn.execute(text("INSERT INTO tool_calls (invocation_id, position, name, args) VALUES (:id, 0, 'a', '{}')"),
+                     {"id": span})  # fmt: skip
         conn.execute(t.eval_jobs.insert(), [{"invocation_id": span, "status": "done", "enqueued_at": 1, "attempts": 1}])
         conn.execute(t.online_results.insert(), [{"invocation_id": span, "metric": "m", "score": 1.0, "worker": "w",
                                                    "created_at": 1}])  # fmt: skip
@@ -133,5 +135,35 @@ def test_the_revision_keying_invocations_by_trace_and_span_keeps_their_data(empt
 
     with upgraded.engine.begin() as conn:  # and back
         command.downgrade(migrate.alembic_config(conn), before)
-    assert {inv.invocation_id for inv in upgraded.list_invocations()} == {span, "from-a-dataset"}
+    with upgraded.engine.connect() as conn:  # read as that revision's columns (later ones add more)
+        assert {r[0] for r in conn.execute(text("SELECT invocation_id FROM invocations"))} == {span, "from-a-dataset"}
+    upgraded.close()
+
+
+def test_the_revision_adding_call_agents_keeps_stored_calls_with_their_agent_unknown(empty_url):
+    script = ScriptDirectory(str(migrate.MIGRATIONS))
+    added = next(r for r in script.walk_revisions() if r.path.endswith("_call_agents.py"))
+    store = Store(empty_url, create=False)
+    store.upgrade(added.down_revision)
+    with store.engine.begin() as conn:
+        conn.execute(text("INSERT INTO sessions VALUES ('s', 'bot', 1, 1)"))
+        conn.execute(text(
+            "INSERT INTO invocations (invocation_id, session_id, trace_id, agent_name, intermediate_responses, "
+            "failure, started_at, attributes) VALUES ('i', 's', '', 'bot', '[]', 0, 1, '{}')"
+        ))  # fmt: skip
+        conn.execute(text("INSERT INTO tool_calls (invocation_id, position, name, args) VALUES ('i', 0, 'a', '{}')"))
+    store.close()
+    upgraded = Store(empty_url)
+    [inv] = upgraded.list_invocations()
+    assert (inv.answered_by, [(c.name, c.agent_name) for c in inv.tool_calls]) == (None, [("a", None)])
+    upgraded.write(
+        [inv.model_copy(update={"answered_by": "sub", "tool_calls": [ToolCall(name="a", agent_name="sub")]})]
+    )
+    assert [c.agent_name for c in upgraded.get_invocation("i").tool_calls] == ["sub"]
+    from alembic import command
+
+    with upgraded.engine.begin() as conn:  # and back
+        command.downgrade(migrate.alembic_config(conn), added.down_revision)
+    with upgraded.engine.connect() as conn:
+        assert "agent_name" not in {c["name"] for c in inspect(conn).get_columns("tool_calls")}
     upgraded.close()

@@ -169,3 +169,19 @@ def test_bulk_reads_give_back_what_was_written_in_the_order_asked(store):
     many = [invocation(f"m{n}", "u", n, CALLS[:1]) for n in range(1200)]  # more ids than one IN list holds
     store.write(many)
     assert store.invocations_by_id([inv.invocation_id for inv in reversed(many)]) == many[::-1]
+
+
+def test_each_call_keeps_its_agent_and_each_turn_the_agent_that_answered(store):
+    """A turn the root agent transferred: its own call, the sub-agent's call, the sub-agent's answer; a call whose
+    agent is unknown stays unknown (not the root agent)."""
+    calls = [
+        ToolCall(name="transfer_to_agent", args={"agent_name": "billing_agent"}, agent_name="coordinator"),
+        ToolCall(name="refund", args={"order": 7}, call_id="c-2", agent_name="billing_agent"),
+        ToolCall(name="legacy", args={}),
+    ]
+    written = invocation("i1", "s", 1, calls, answered_by="billing_agent")
+    store.write([written])
+    for got in (store.get_invocation("i1"), *store.invocations_by_id(["i1"]), *store.list_invocations()):
+        assert got == written
+        assert [c.agent_name for c in got.tool_calls] == ["coordinator", "billing_agent", None]
+        assert (got.agent_name, got.answered_by) == ("bot", "billing_agent")

@@ -121,5 +121,5 @@ def test_rows_encoded_ahead_serve_only_the_invocation_encoded():
     assert row == bulk._invocation_row(inv) and calls == bulk._call_rows(inv)
     capped = inv.model_copy(update={"tool_calls": inv.tool_calls[:1], "attributes": {"capped": 2}})
     row, calls = encoded.rows(capped)  # another object (capped under the lock): encoded afresh
-    assert json.loads(row[-1]) == {"capped": 2}
+    assert json.loads(row[11]) == {"capped": 2}
     assert [c[2] for c in calls] == ["tool_0"]

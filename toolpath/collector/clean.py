@@ -40,6 +40,7 @@ def _length(column: Any) -> int:
 _SPAN_NAME, _SCOPE = _length(t.spans.c.name), _length(t.spans.c.scope)
 _SESSION_ID, _AGENT_NAME = _length(t.invocations.c.session_id), _length(t.invocations.c.agent_name)
 _TOOL_NAME, _CALL_ID = _length(t.tool_calls.c.name), _length(t.tool_calls.c.call_id)
+_CALL_AGENT, _ANSWERED_BY = _length(t.tool_calls.c.agent_name), _length(t.invocations.c.answered_by)
 
 
 def is_clean_text(text: str) -> bool:
@@ -235,8 +236,8 @@ def _clean_texts(record: Invocation | ToolCall, texts: _Texts, update: dict[str,
 
 _Texts = tuple[tuple[str, int | None], ...]
 _INVOCATION_TEXTS: _Texts = (("session_id", _SESSION_ID), ("agent_name", _AGENT_NAME), ("prompt", None),
-                              ("response", None), ("error", None))  # fmt: skip
-_CALL_TEXTS: _Texts = (("name", _TOOL_NAME), ("call_id", _CALL_ID), ("error", None))
+                              ("response", None), ("error", None), ("answered_by", _ANSWERED_BY))  # fmt: skip
+_CALL_TEXTS: _Texts = (("name", _TOOL_NAME), ("call_id", _CALL_ID), ("error", None), ("agent_name", _CALL_AGENT))
 
 
 def _text(value: Any, limit: int | None) -> str:

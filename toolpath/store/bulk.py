@@ -142,7 +142,8 @@ def write_invocations(
 def _call_rows(inv: Invocation) -> list[tuple[Any, ...]]:
     dumps, invocation_id = _dumps, inv.invocation_id
     return [
-        (invocation_id, i, c.name, dumps(c.args), dumps(c.result), c.call_id, c.error, c.start_time, c.end_time)
+        (invocation_id, i, c.name, dumps(c.args), dumps(c.result), c.call_id, c.error, c.start_time, c.end_time,
+         c.agent_name)
         for i, c in enumerate(inv.tool_calls)
     ]  # fmt: skip
 
@@ -190,6 +191,7 @@ def _invocation_row(inv: Invocation) -> tuple[Any, ...]:
         inv.error,
         started_ns(inv),
         _dumps(inv.attributes),
+        inv.answered_by,
     )
 
 

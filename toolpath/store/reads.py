@@ -16,13 +16,13 @@ from toolpath.model import Invocation, ToolCall, call_record, ns_to_datetime
 _IN_CHUNK = 500
 _INVOCATION_COLUMNS = (
     "invocation_id, session_id, trace_id, agent_name, prompt, response, {intermediate_responses}, latency_seconds, "
-    "failure, error, started_at, {attributes}"
+    "failure, error, started_at, {attributes}, answered_by"
 )
 _TURN_COLUMNS = (
     "invocation_id, session_id, trace_id, agent_name, prompt, response, {intermediate_responses}, latency_seconds, "
     "failure, started_at"
 )
-_CALL_COLUMNS = "invocation_id, name, {args}, {result}, call_id, error, start_time, end_time"
+_CALL_COLUMNS = "invocation_id, name, {args}, {result}, call_id, error, start_time, end_time, agent_name"
 
 
 def _columns(conn: Connection, template: str, *json_columns: str) -> str:
@@ -45,7 +45,7 @@ def invocations_by_id(conn: Connection, invocation_ids: Sequence[str]) -> list[I
     out = []
     for index, row in enumerate(rows):
         (invocation_id, session_id, trace_id, agent_name, prompt, response, _, latency, failure, error, started,
-         _) = row  # fmt: skip
+         _, answered_by) = row  # fmt: skip
         intermediate, attributes = decoded[2 * index], decoded[2 * index + 1]
         out.append(
             Invocation(
@@ -62,6 +62,7 @@ def invocations_by_id(conn: Connection, invocation_ids: Sequence[str]) -> list[I
                 trace_id=trace_id or None,
                 started_at=ns_to_datetime(started),
                 attributes=attributes or {},
+                answered_by=answered_by,
             )
         )
     return out
@@ -115,12 +116,15 @@ def tool_calls(conn: Connection, invocation_ids: Sequence[str]) -> dict[str, lis
     rows = _call_rows(conn, invocation_ids, _CALL_COLUMNS, "args", "result")
     decoded = _decode(conn, [value for row in rows for value in (row[2], row[3])])
     found: dict[str, list[ToolCall]] = {}
-    for index, (invocation_id, name, _, _, call_id, error, start, end) in enumerate(rows):
+    for index, (invocation_id, name, _, _, call_id, error, start, end, agent) in enumerate(rows):
         # the values were checked when they were written: built as ToolCall.from_item builds checked ones
         call = call_record(ToolCall, name, decoded[2 * index], decoded[2 * index + 1], call_id, error)
         if start is not None or end is not None:
             call.__dict__.update(start_time=start, end_time=end)
             call.__pydantic_fields_set__.update(("start_time", "end_time"))
+        if agent is not None:
+            call.__dict__["agent_name"] = agent
+            call.__pydantic_fields_set__.add("agent_name")
         calls = found.get(invocation_id)
         if calls is None:
             found[invocation_id] = [call]

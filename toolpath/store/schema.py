@@ -46,6 +46,7 @@ invocations = Table(
     Column("error", Text),
     Column("started_at", BigInteger, nullable=False),
     Column("attributes", Json, nullable=False),
+    Column("answered_by", String(256)),  # the agent that gave the final response (a sub-agent, say)
     Index("ix_invocations_session", "session_id", "started_at"),
     Index("ix_invocations_trace", "trace_id"),
     Index("ix_invocations_agent_started", "agent_name", "started_at"),
@@ -64,6 +65,7 @@ tool_calls = Table(
     Column("error", Text),
     Column("start_time", BigInteger),
     Column("end_time", BigInteger),
+    Column("agent_name", String(256)),  # the agent that made the call (a sub-agent's own calls name it)
     Index("ix_tool_calls_name", "name"),
 )
 

@@ -107,6 +107,11 @@ class Store:
         return self.engine.dialect.name
 
     def close(self) -> None:
+        if self.dialect == "sqlite":
+            # what the write-ahead log holds goes into the database file, and the log is emptied: a clean
+            # shutdown leaves no data (nor deleted data) behind in the -wal file
+            with contextlib.suppress(Exception), self.engine.connect() as conn:
+                conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
         self.engine.dispose()
         if isinstance(self.write_lock, WriteLock):
             self.write_lock.close()
@@ -384,6 +389,7 @@ def _invocation_from_row(r: Any, calls: list[ToolCall]) -> Invocation:
         trace_id=r.trace_id or None,
         started_at=ns_to_datetime(r.started_at),
         attributes=r.attributes or {},
+        answered_by=r.answered_by,
     )
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from toolpath.collector.clean import mark_clean
 from toolpath.collector.reconstruct import adk_spans, openinference, openllmetry
+from toolpath.collector.reconstruct.attribution import Agents
 from toolpath.collector.reconstruct.calls import merge_calls
 from toolpath.collector.reconstruct.genai import (
     AGENT_SPAN_PREFIXES,
@@ -110,7 +111,12 @@ def build_invocation(root: SpanRecord, descendants: Iterable[SpanRecord]) -> Inv
     calls, tool_spans = in_model_order(calls, tool_spans, descendants)  # parallel calls: the model's order
     if any(sc.OPENINFERENCE_SPAN_KIND in s.attributes for s in tool_spans):
         calls = openinference.with_requested_args(calls, tool_spans, descendants)
+    agent_name = _agent_name(root, descendants)
+    agents = Agents(root, descendants, agent_name)
+    calls = agents.attribute(calls, tool_spans)
     calls, content_notes = merge_calls(attrs, tool_spans, calls, reported_trajectory(attrs))
+    if agent_name is not None:  # a call no run encloses (or that the agent span reported): the root agent's
+        calls = [c if c.agent_name else c.model_copy(update={"agent_name": agent_name}) for c in calls]
     failed = root.status_code == STATUS_ERROR
     cleaned = attrs.get(sc.TOOLPATH_CLEANED)
     cleaned = cleaned if isinstance(cleaned, list) else []
@@ -142,7 +148,7 @@ def build_invocation(root: SpanRecord, descendants: Iterable[SpanRecord]) -> Inv
                 or (adk_spans.session_id(descendants) if adk_spans.is_invocation_root(root) else None)
                 or root.trace_id
             ),
-            "agent_name": _agent_name(root, descendants),
+            "agent_name": agent_name,
             "prompt": _prompt(root, descendants, models),
             "response": _response(root, descendants, models),
             "tool_calls": calls,
@@ -153,6 +159,7 @@ def build_invocation(root: SpanRecord, descendants: Iterable[SpanRecord]) -> Inv
             "trace_id": root.trace_id,
             "started_at": ns_to_datetime(root.start_time),
             "attributes": invocation_attrs,
+            "answered_by": str_or_none(attrs.get(sc.TOOLPATH_ANSWERED_BY)) or agents.answered_by(descendants),
         },
     )
 
@@ -194,6 +201,7 @@ def tool_call_from_span(span: SpanRecord) -> ToolCall:
             "error": error,
             "start_time": span.start_time,
             "end_time": span.end_time,
+            "agent_name": None,
         },
     )
     if args_clean or result_clean:

@@ -75,6 +75,8 @@ def _with_span_details(reported: list[ToolCall], span_calls: list[ToolCall]) -> 
         span_call = spans_by_id.get(call.call_id) if call.call_id else None
         if span_call is not None and span_call.name == call.name:
             update: dict[str, Any] = {"start_time": span_call.start_time, "end_time": span_call.end_time}
+            if call.agent_name is None and span_call.agent_name is not None:
+                update["agent_name"] = span_call.agent_name
             if call.result is None and span_call.result is not None:
                 update["result"] = span_call.result
             if call.error is None and span_call.error is not None:
