@@ -21,7 +21,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from sqlalchemy import text
 
-from tests.helpers.builders import length_delimited
+from tests.helpers.builders import length_delimited, otlp_json
 from tests.helpers.collector import free_port
 from toolpath.collector.grpc_server import TRACE_SERVICE, make_grpc_server
 from toolpath.collector.http import HttpServer
@@ -443,3 +443,58 @@ def test_a_rejected_spans_reason_is_redacted_then_cut_before_it_goes_back(store)
     assert outcome.rejected_spans == 1 and "trace_id must be 16 bytes" in outcome.error_message
     assert "ghp_" not in outcome.error_message and "ZZZZZZ" not in outcome.error_message
     assert "ops@example.com" not in outcome.error_message
+
+
+POISONED_JSON = {  # a value no OTLP/JSON decoding takes as it is, in an attribute or field of one span
+    "kvlist 300 deep": (
+        "attr",
+        '{"kvlistValue": {"values": [{"key": "k", "value": ' * 300 + '{"stringValue": "x"}' + "}]}}" * 300,
+    ),
+    "array 1000 deep": ("attr", '{"arrayValue": {"values": [' * 1000 + '{"stringValue": "x"}' + "]}}" * 1000),
+    "time past 2^64": ("field", ("startTimeUnixNano", str(2**64 + 10))),
+    "negative time": ("field", ("endTimeUnixNano", "-5")),
+    "integer of 2^70": ("attr", '{"intValue": "' + str(2**70) + '"}'),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(POISONED_JSON))
+def test_one_poisoned_json_span_costs_only_itself(collector, kind):
+    """A span holding one poisoned value, between good runs of the same request: every good run is stored, the
+    poisoned span is repaired or named in the partial success, never the whole request refused."""
+    server, _, store = collector
+    good = [json.loads(otlp_json(f"{n:032x}", 2)) for n in (1, 2, 3)]
+    bad = json.loads(otlp_json("ee" * 16, 1))
+    span = bad["resourceSpans"][0]["scopeSpans"][0]["spans"][1]
+    where, value = POISONED_JSON[kind]
+    if where == "attr":
+        span["attributes"].append({"key": "poison", "value": "POISON"})
+        text = json.dumps(
+            {
+                "resourceSpans": [
+                    *good[0]["resourceSpans"],
+                    *bad["resourceSpans"],
+                    *good[1]["resourceSpans"],
+                    *good[2]["resourceSpans"],
+                ]
+            }
+        )
+        text = text.replace('"POISON"', value)
+    else:
+        field, raw = value
+        span[field] = "POISON"
+        text = json.dumps(
+            {
+                "resourceSpans": [
+                    *good[0]["resourceSpans"],
+                    *bad["resourceSpans"],
+                    *good[1]["resourceSpans"],
+                    *good[2]["resourceSpans"],
+                ]
+            }
+        )
+        text = text.replace('"POISON"', raw if raw.startswith("-") else f'"{raw}"')
+    assert post(server.port, text.encode(), "application/json") == 200
+    for n in (1, 2, 3):
+        [inv] = [i for i in store.list_invocations() if i.trace_id == f"{n:032x}"]
+        assert len(inv.tool_calls) == 2
+    assert len(store.spans_of_trace("ee" * 16)) >= 1  # the poisoned span's agent run is stored too

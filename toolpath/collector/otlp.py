@@ -18,6 +18,7 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
+from toolpath.collector.otlp_json import flatten_deep, parse_span_by_span
 from toolpath.collector.otlp_values import FlatRequest, Undecodable, attributes, raw_attributes, worth_trying
 from toolpath.errors import InternalSignal
 from toolpath.store.spanrecord import SpanRecord
@@ -48,26 +49,24 @@ def decode(body: bytes, content_type: str, rejected: list[str] | None = None) ->
             if rejected is None or not _spans_one_by_one(body, request, rejected):
                 raise OtlpDecodeError(f"not an OTLP protobuf ExportTraceServiceRequest: {exc}") from None
     elif kind == "application/json":
-        try:
-            data = json.loads(body)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise OtlpDecodeError(f"not valid JSON: {exc}") from None
-        except RecursionError:
-            raise OtlpDecodeError("JSON nested too deeply") from None
-        if not isinstance(data, dict):
-            raise OtlpDecodeError(f"an ExportTraceServiceRequest is a JSON object, not {type(data).__name__}")
+        data = _json_object(body, deep_ok=rejected is not None)
         try:
             json_format.ParseDict(_hex_ids_to_base64(data), request, ignore_unknown_fields=True)
         except (json_format.ParseError, TypeError, ValueError, RecursionError) as exc:
             # JSON can hold what protobuf cannot (a lone surrogate "\\ud800", values nested past protobuf's
             # depth): such values are repaired in their span, which says so, rather than its whole request refused
-            if not _repair(data):
-                raise OtlpDecodeError(_json_error(exc)) from None
+            repaired = _repair(data)
             request.Clear()
             try:
+                if not repaired:
+                    raise exc
                 json_format.ParseDict(_hex_ids_to_base64(data), request, ignore_unknown_fields=True)
             except (json_format.ParseError, TypeError, ValueError, RecursionError) as again:
-                raise OtlpDecodeError(_json_error(again)) from None
+                if rejected is None:
+                    raise OtlpDecodeError(_json_error(again)) from None
+                # what no repair makes valid (a time past 2^64, an integer of 2^70) costs its own span only
+                request.Clear()
+                parse_span_by_span(data, request, rejected, _hex_ids_to_base64, _json_error)
     else:
         raise OtlpDecodeError(f"unsupported content type {content_type!r} (application/x-protobuf or application/json)")
     return records(request, rejected)
@@ -225,6 +224,25 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
             return value, pos
         shift += 7
     raise _WireError("varint too long")
+
+
+def _json_object(body: bytes, *, deep_ok: bool) -> dict[str, Any]:
+    """The JSON object of an OTLP/JSON body; with ``deep_ok``, values nested past what the parser recurses into
+    are replaced first (:func:`~toolpath.collector.otlp_json.flatten_deep`) rather than the body refused."""
+    try:
+        data = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise OtlpDecodeError(f"not valid JSON: {exc}") from None
+    except RecursionError:
+        if not deep_ok:
+            raise OtlpDecodeError("JSON nested too deeply") from None
+        try:
+            data = json.loads(flatten_deep(body.decode("utf-8")))
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+            raise OtlpDecodeError(f"not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise OtlpDecodeError(f"an ExportTraceServiceRequest is a JSON object, not {type(data).__name__}")
+    return data
 
 
 def _json_error(exc: Exception) -> str:
