@@ -35,7 +35,8 @@ class AdkTurn:
     """One invocation as ADK's evaluation sees it."""
 
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    """``{"name", "args", "id"}`` per ``function_call`` (``args`` ``None`` when the call has none), plus
+    """``{"name", "args", "id", "author"}`` per ``function_call`` (``args`` ``None`` when the call has none;
+    ``author``: the agent whose event asked for it), plus
     ``result`` (the ``function_response.response`` with the same id) and ``error`` (from an ``{"error": …}``
     response) when there is one."""
     tool_responses: list[dict[str, Any]] = field(default_factory=list)
@@ -46,6 +47,8 @@ class AdkTurn:
     """The final response's text parts joined with ``"\\n"``; ``None`` when no event was a final response."""
     events: int = 0
     """How many events carried content (0: the stream held no ADK events)."""
+    answered_by: str | None = None
+    """The author of the final response (a sub-agent the turn was transferred to, say)."""
 
 
 class EventReader:
@@ -93,6 +96,7 @@ class EventReader:
             for part in kept.parts:
                 call, response, text = _call(part), _response(part), _text(part)
                 if call is not None:
+                    call["author"] = kept.author
                     turn.tool_calls.append(call)
                 elif response is not None:
                     turn.tool_responses.append(response)
@@ -108,6 +112,7 @@ class EventReader:
                     call["error"] = error
         if self._final is not None:
             turn.response = "\n".join(t for t in (_text(p) for p in self._final.parts or ()) if t)
+            turn.answered_by = self._final.author
         return turn
 
 
@@ -121,7 +126,10 @@ def record_turn(span: Any, turn: AdkTurn) -> None:
     """Put ``turn``'s trajectory and intermediate responses on the agent span (``span``; the current one when
     ``None``); the final response is the caller's to record when it ends the span."""
     spans.set_event_record(
-        span if span is not None else spans.current_span(), turn.tool_calls, turn.intermediate_responses
+        span if span is not None else spans.current_span(),
+        turn.tool_calls,
+        turn.intermediate_responses,
+        turn.answered_by,
     )
 
 

@@ -125,10 +125,15 @@ def set_returned_trajectory(span: Span, trajectory: list[Any]) -> None:
         _set_json(span, sc.TOOLPATH_PREDICTED_TRAJECTORY, trajectory)
 
 
-def set_event_record(span: Span, trajectory: list[Any], intermediate_responses: list[tuple[str, str]]) -> None:
+def set_event_record(
+    span: Span, trajectory: list[Any], intermediate_responses: list[tuple[str, str]], answered_by: str | None = None
+) -> None:
     """Record what a framework's own event stream said about the run (ADK events): every tool call as
-    ``{"name", "args", "id", "result", "error"}``, and the ``(author, text)`` said before the final response. The
-    collector takes this trajectory over the tool spans, which may lack arguments, ids or calls."""
+    ``{"name", "args", "id", "result", "error", "author"}``, the ``(author, text)`` said before the final response,
+    and the author of the final response. The collector takes this trajectory over the tool spans, which may lack
+    arguments, ids or calls."""
+    if answered_by is not None and span.is_recording():  # a name, not content: recorded whatever the policy
+        span.set_attribute(sc.TOOLPATH_ANSWERED_BY, answered_by)
     if content._policy.capture and span.is_recording():
         _set_json(span, sc.TOOLPATH_PREDICTED_TRAJECTORY, trajectory)
         span.set_attribute(sc.TOOLPATH_TRAJECTORY_SOURCE, sc.TRAJECTORY_SOURCE_EVENTS)

@@ -5,12 +5,15 @@ the case, as the mean over its invocations — never passing or failing, ``None`
 zero:
 
 - ``tool_call_count_v1``: the invocation's tool calls.
-- ``inference_call_count_v1``: its model calls.
-- ``token_usage_v1``: input + output tokens over its model calls; ``token_usage_details`` breaks them down (a
+- ``inference_call_count_v1``: its model calls — its own agents' (a sub-agent it transferred to included), not
+  those made inside a tool (an ``AgentTool``'s agent runs an invocation of its own, whose events ADK does not
+  count as the turn's).
+- ``token_usage_v1``: input + output tokens over those model calls; ``token_usage_details`` breaks them down (a
   count no call reported is ``None``; the case mean counts an invocation that did not report it as 0, as ADK).
 - ``invocation_duration_v1``: its wall-clock seconds; ``duration_details`` splits them into model seconds (at
   least one model call in flight), tool seconds (inside a tool and not awaiting a model) and the rest, the
-  framework's (the case mean is over the timed invocations, rounded to milliseconds, as ADK).
+  framework's (the case mean is over the timed invocations, rounded to milliseconds, as ADK; a model call inside
+  a tool is model time, as ADK's ``model_duration`` counts it).
 
 For a run toolpath traced they come from the stored invocation (its tool calls and latency) and the stored spans
 under it (model calls: GenAI ``chat`` / ``generate_content`` / ``text_completion`` spans, OpenInference LLM spans,
@@ -74,9 +77,10 @@ def traced_efficiency(invocation: Invocation | None, spans: Sequence[SpanRecord]
         models = [s for s in spans if s.attributes.get(sc.GEN_AI_OPERATION_NAME) in _MODEL_OPERATIONS]
         models += [s for s in spans if s.attributes.get(sc.OPENINFERENCE_SPAN_KIND) == "LLM"]
         models = models or [s for s in spans if s.name == sc.ADK_CALL_LLM]
-        model_calls = float(len(models))
+        own = _outside_tools(models, spans)
+        model_calls = float(len(own))
         for key, attributes in _TOKENS:
-            for span in models:
+            for span in own:
                 count = next((span.attributes[a] for a in attributes if span.attributes.get(a) is not None), None)
                 if count is not None:
                     tokens[key] = (tokens[key] or 0) + _number(count)
@@ -142,6 +146,30 @@ def _number(value: Any) -> float:
         return float(value)
     except (TypeError, ValueError):
         return 0.0
+
+
+def _outside_tools(models: Sequence[SpanRecord], spans: Sequence[SpanRecord]) -> list[SpanRecord]:
+    """The model spans of ``models`` with no tool span above them in ``spans`` (the run's)."""
+    by_id = {s.span_id: s for s in spans}
+    inside: dict[str, bool] = {}
+
+    def under_tool(span: SpanRecord) -> bool:
+        path, found = [], False
+        parent = by_id.get(span.parent_span_id or "")
+        while parent is not None:
+            if parent.span_id in inside:
+                found = inside[parent.span_id]
+                break
+            path.append(parent.span_id)
+            if _is_tool(parent):
+                found = True
+                break
+            parent = by_id.get(parent.parent_span_id or "")
+        for span_id in path:
+            inside[span_id] = found or inside.get(span_id, False)
+        return found
+
+    return [s for s in models if not under_tool(s)]
 
 
 def _is_tool(span: SpanRecord) -> bool:
