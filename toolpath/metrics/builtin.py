@@ -24,6 +24,9 @@ class ReferenceTrajectoryMetric(Metric):
     name: str
     fn: Callable[..., MetricResult]
     options: tuple[tuple[str, Any], ...] = ()
+    agent: str | None = None
+    """Only this agent's calls are compared (``agent=billing_agent``): the predicted calls it made, and the
+    reference calls that name no agent or name it."""
 
     @functools.cached_property
     def call(self) -> Callable[..., MetricResult]:
@@ -45,6 +48,10 @@ class ReferenceTrajectoryMetric(Metric):
         if predicted.__class__ is not Trajectory or reference.__class__ is not Trajectory:  # not parsed yet
             predicted = trajectory_column(row, "predicted_trajectory")
             reference = trajectory_column(row, "reference_trajectory")
+        if self.agent is not None:
+            agent = self.agent
+            predicted = Trajectory([c for c in predicted if c.agent_name == agent])
+            reference = Trajectory([c for c in reference if c.agent_name in (None, agent)])
         return self.call(predicted, reference)
 
 
@@ -59,6 +66,7 @@ def reference_metric(name: str, fn: Callable[..., MetricResult], *, has_order: b
         match: str = "name_and_args",
         json_strict: Any = False,
         null_args_wildcard: Any = True,
+        agent: Any = None,
         **rest: Any,
     ) -> Metric:
         options: dict[str, Any] = {
@@ -75,7 +83,9 @@ def reference_metric(name: str, fn: Callable[..., MetricResult], *, has_order: b
             options["order"] = order
         elif order != "any":
             raise MetricError("order applies to trajectory_precision, trajectory_recall and trajectory_f1")
-        return ReferenceTrajectoryMetric(name, fn, tuple(options.items()))
+        if agent is not None and (not isinstance(agent, str) or not agent):
+            raise MetricError(f"agent must be an agent's name, got {agent!r}")
+        return ReferenceTrajectoryMetric(name, fn, tuple(options.items()), agent)
 
     def from_criterion(options: dict[str, Any]) -> Metric:
         return factory(**{"null_args_wildcard": False, **options})

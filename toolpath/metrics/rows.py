@@ -38,13 +38,15 @@ def turn_row(
 
 
 def call_item(call: ToolCall) -> dict[str, Any]:
-    """A call as a row's trajectory item: :meth:`ToolCall.to_item`, plus its result (``tool_output``) and ``id``
-    when it has them."""
+    """A call as a row's trajectory item: :meth:`ToolCall.to_item`, plus its result (``tool_output``), ``id`` and
+    the agent that made it (``agent_name``, what a metric's ``agent=`` selects by) when it has them."""
     item = call.to_item()
     if call.result is not None:
         item["tool_output"] = call.result
     if call.call_id is not None:
         item["id"] = call.call_id
+    if call.agent_name is not None:
+        item["agent_name"] = call.agent_name
     return item
 
 
