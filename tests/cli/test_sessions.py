@@ -51,3 +51,32 @@ def test_watch_once_prints_scored_invocations(tmp_path):
     result = run_cli(tmp_path, "watch", "--once", "--store", store_url)
     assert result.returncode == 0, result.stderr
     assert "Weather in Paris?" in result.stdout and "tool_call_count" in result.stdout and "1.00" in result.stdout
+
+
+def test_sessions_show_names_the_agent_of_each_call_and_answer(tmp_path):
+    """ADK's own spans of a multi-agent app (a transfer, an ``AgentTool``) posted to the collector: the sub-agents'
+    calls and the transferred turn's answer are theirs, in the JSON and in the table."""
+    from tests.helpers import SPANS
+    from tests.helpers.collector import TOKEN, post_traces, serving
+    from toolpath.store.store import Store
+
+    store = Store(f"sqlite:///{tmp_path / 'toolpath.db'}")
+    with serving(store, token=TOKEN) as service:
+        body = (SPANS / "adk-v2.scenarios.otlp.pb").read_bytes()
+        assert post_traces(f"http://127.0.0.1:{service.options.http_port}", body)[0] == 200
+    shown = run_cli(tmp_path, "sessions", "show", "home-session-0002", "--json")
+    assert shown.returncode == 0, shown.stderr
+    turns = {t["prompt"]: t for t in json.loads(shown.stdout)["invocations"]}
+    transfer = turns["Let the thermostat expert set the office to 20 degrees."]
+    assert (transfer["agent_name"], transfer["answered_by"]) == ("smart_home_assistant", "thermostat_expert")
+    assert [(c["name"], c["agent_name"]) for c in transfer["tool_calls"]] == [
+        ("transfer_to_agent", "smart_home_assistant"),
+        ("set_temperature", "thermostat_expert"),
+    ]
+    [advised] = [t for t in turns.values() if t["tool_calls"] and t["tool_calls"][0]["name"] == "energy_advisor"]
+    assert [c["agent_name"] for c in advised["tool_calls"]] == ["smart_home_assistant", *["energy_advisor"] * 2]
+    assert advised["answered_by"] == "smart_home_assistant"
+    table = run_cli(tmp_path, "sessions", "show", "home-session-0002")
+    assert "[thermostat_expert] set_temperature(" in table.stdout
+    assert "[thermostat_expert] The office is now set to 20" in table.stdout
+    assert "[smart_home_assistant]" not in table.stdout  # the turn's own agent goes without saying

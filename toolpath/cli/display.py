@@ -184,7 +184,10 @@ def session_table(session: Session) -> Table:
         table.add_column(column)
     notes = []
     for i, inv in enumerate(session.invocations, start=1):
-        calls = "\n".join(f"{c.name}({_args(c.args)}){' ✗ ' + c.error if c.error else ''}" for c in inv.tool_calls)
+        calls = "\n".join(
+            f"{_by(c.agent_name, inv.agent_name)}{c.name}({_args(c.args)}){' ✗ ' + c.error if c.error else ''}"
+            for c in inv.tool_calls
+        )
         note = content_note(
             bool(inv.attributes.get(sc.TOOLPATH_CONTENT_MISSING)), inv.attributes.get(sc.TOOLPATH_ARGUMENTS_UNKNOWN)
         )
@@ -196,13 +199,18 @@ def session_table(session: Session) -> Table:
             str(i),
             simulated + (inv.prompt or ""),
             calls,
-            inv.response or inv.error or "",
+            _by(inv.answered_by, inv.agent_name) + (inv.response or inv.error or ""),
             _num(inv.latency_seconds),
             str(inv.failure),
         )
     if notes:
         table.caption, table.caption_justify = "\n".join(notes), "left"
     return table
+
+
+def _by(agent: str | None, root: str | None) -> str:
+    """``"agent: "`` when another agent than the turn's own (a sub-agent) made the call or gave the answer."""
+    return escape(f"[{agent}] ") if agent and agent != root else ""
 
 
 def content_note(missing: bool, unknown: Any) -> str | None:
