@@ -184,3 +184,38 @@ def test_a_host_with_a_loopback_prefix_is_not_loopback(served):
     reply = exchange(server.port, request(otlp_json("6" * 32, tool_calls=1), host=f"127.0.0.1:{server.port}@evil.test"))
     assert status(reply) == 403
     assert store.spans_of_trace("6" * 32) == []
+
+
+def test_slowloris_connections_are_closed_and_real_requests_are_served_meanwhile(tmp_path):
+    """300 connections dribbling a request head: each is closed once the head deadline passes, and a real
+    export and /healthz are answered while they hang on."""
+    store = Store(f"sqlite:///{tmp_path / 's.db'}")
+    server = HttpServer(Ingestor(store, token="t0k"), "127.0.0.1", 0, header_seconds=1.5).start()
+    slow: list[socket.socket] = []
+    try:
+        deadline = time.monotonic() + 10
+        while not server.server.started and time.monotonic() < deadline:
+            time.sleep(0.02)
+        for _ in range(300):
+            conn = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+            conn.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            slow.append(conn)
+        assert status(exchange(server.port, request(otlp_json("7" * 32, tool_calls=1)))) == 200
+        health = exchange(server.port, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        assert status(health) == 200
+        time.sleep(2.5)
+        closed = 0
+        for conn in slow:
+            try:
+                conn.sendall(b"X-Slow: 1\r\n")
+                conn.settimeout(2)
+                closed += conn.recv(1) == b""
+            except OSError:
+                closed += 1
+        assert closed == len(slow)
+        assert len(store.spans_of_trace("7" * 32)) == 2
+    finally:
+        for conn in slow:
+            conn.close()
+        server.shutdown(timeout=15)
+        store.close()

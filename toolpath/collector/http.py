@@ -156,6 +156,57 @@ async def _send(send: Send, reply: Reply) -> None:
     await send({"type": "http.response.body", "body": reply.body})
 
 
+HEADER_SECONDS = 5.0
+"""How long a connection may take to send a whole request head (from connecting, or from its last response)."""
+
+
+@functools.cache
+def header_deadline_protocol(seconds: float) -> type:
+    """uvicorn's HTTP/1.1 protocol with a deadline on request heads: a connection that has not sent a complete
+    request line and headers ``seconds`` after connecting (or after its previous response) is closed, so slowly
+    dribbled headers (slowloris) hold no connection for long and real requests keep being served."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class HeaderDeadline(H11Protocol):
+        _head_timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._await_head()
+
+        def handle_events(self) -> None:
+            super().handle_events()
+            if self.conn.their_state not in (h11.IDLE, h11.DONE):  # a request head arrived
+                self._cancel_head()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing():
+                self._await_head()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._cancel_head()
+            super().connection_lost(exc)
+
+        def _await_head(self) -> None:
+            self._cancel_head()
+            self._head_timer = self.loop.call_later(seconds, self._head_too_slow)
+
+        def _cancel_head(self) -> None:
+            if self._head_timer is not None:
+                self._head_timer.cancel()
+                self._head_timer = None
+
+        def _head_too_slow(self) -> None:
+            self._head_timer = None
+            waiting = self.cycle is None or self.cycle.response_complete
+            if waiting and self.conn.their_state in (h11.IDLE, h11.DONE) and not self.transport.is_closing():
+                self.transport.close()
+
+    return HeaderDeadline
+
+
 class HttpServer:
     """uvicorn on a socket bound here (so a port in use is an error now, not a log line in a thread), served from
     a thread; ``shutdown`` stops accepting, closes idle keep-alive connections and finishes requests in flight."""
@@ -166,7 +217,8 @@ class HttpServer:
         host: str,
         port: int,
         *,
-        max_connections: int = 256,
+        max_connections: int = 1024,
+        header_seconds: float = HEADER_SECONDS,
         keep_alive_seconds: float = 5.0,
         graceful_seconds: float = 10.0,
         read_timeout: float = 10.0,
@@ -194,7 +246,7 @@ class HttpServer:
             log_level="info" if log_to_root else "warning",
             access_log=log_to_root,
             **logging,
-            http="h11",
+            http=header_deadline_protocol(header_seconds),
             timeout_keep_alive=int(keep_alive_seconds),
             limit_concurrency=max_connections,
             timeout_graceful_shutdown=int(graceful_seconds),
