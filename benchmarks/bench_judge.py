@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SERVER = """
 import json, sys, time
 sys.path.insert(0, {root!r})
-from tests.evaluators.fake_gemini import FakeGemini, Reply
+from tests.helpers.fake_gemini import FakeGemini, Reply
 
 delay = float(sys.argv[2])
 
