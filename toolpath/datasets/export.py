@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from toolpath.model import Invocation, Session
+from toolpath.model import Invocation, Session, ToolCall
 
 
 def to_evalset(sessions: Sequence[Session], eval_set_id: str) -> dict[str, Any]:
@@ -75,11 +75,20 @@ def to_jsonl_rows(sessions: Sequence[Session]) -> list[dict[str, Any]]:
             "session_id": session.session_id,
             "prompt": inv.prompt,
             "reference": inv.response,
-            "reference_trajectory": [call.to_vertex() for call in inv.tool_calls],
+            "reference_trajectory": [_item(call) for call in inv.tool_calls],
+            **({"answered_by": inv.answered_by} if inv.answered_by else {}),
         }
         for session in sessions
         for turn, inv in enumerate(session.invocations, start=1)
     ]
+
+
+def _item(call: ToolCall) -> dict[str, Any]:
+    """The Vertex form, plus the agent that made the call (what a metric's ``agent=`` selects by) when known."""
+    item = call.to_vertex()
+    if call.agent_name is not None:
+        item["agent_name"] = call.agent_name
+    return item
 
 
 def write_export(sessions: Sequence[Session], fmt: str, output: Path, *, eval_set_id: str | None = None) -> int:
