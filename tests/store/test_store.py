@@ -185,3 +185,19 @@ def test_each_call_keeps_its_agent_and_each_turn_the_agent_that_answered(store):
         assert got == written
         assert [c.agent_name for c in got.tool_calls] == ["coordinator", "billing_agent", None]
         assert (got.agent_name, got.answered_by) == ("bot", "billing_agent")
+
+
+def test_a_closed_sqlite_store_leaves_nothing_in_its_write_ahead_log(tmp_path):
+    """What the log held is in the database file after close(): no data (nor deleted data) stays in -wal."""
+    from toolpath.model import Invocation
+
+    path = tmp_path / "w.db"
+    store = Store(f"sqlite:///{path}")
+    store.write([Invocation(invocation_id="i1", session_id="s1", prompt="secret plan", response="ok")])
+    wal = path.with_name(path.name + "-wal")
+    assert wal.exists() and wal.stat().st_size > 0
+    store.close()
+    assert not wal.exists() or wal.stat().st_size == 0
+    again = Store(f"sqlite:///{path}")
+    assert again.get_session("s1") is not None
+    again.close()
