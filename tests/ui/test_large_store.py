@@ -52,3 +52,45 @@ def test_pages_of_a_large_store(ui, chromium, query):
         watched.page.click("#next-page")
         assert watched.page.locator("tr.session").first.get_attribute("data-session") == "s019949"
     assert watched.errors == []
+
+
+def test_a_session_of_20000_calls_is_a_small_page(tmp_path):
+    """20,000 tool calls (one turn of 5,000, then 75 turns of 200) were a 14.7 MB page: a page shows 10 turns,
+    100 calls a turn and 200 waterfall rows, and says how many more there are."""
+    from datetime import UTC, datetime
+
+    from starlette.testclient import TestClient
+
+    from toolpath.model import Invocation, ToolCall
+    from toolpath.store.store import Store
+    from toolpath.ui import create_app
+
+    store = Store(f"sqlite:///{tmp_path / 'big.db'}")
+    t0 = 1_780_000_000_000_000_000
+
+    def calls(n: int, turn: int) -> list[ToolCall]:
+        return [
+            ToolCall(name="lookup", args={"turn": turn, "n": i, "text": "x" * 200}, result={"ok": i},
+                     start_time=t0 + i * 1000, end_time=t0 + i * 1000 + 500)
+            for i in range(n)
+        ]  # fmt: skip
+
+    sizes = [5_000] + [200] * 75
+    store.write(
+        [
+            Invocation(invocation_id=f"i{k:03d}", session_id="huge", agent_name="bot", prompt=f"turn {k}",
+                       response="ok", tool_calls=calls(n, k), started_at=datetime(2026, 5, 1, 10, k // 60, k % 60, tzinfo=UTC))
+            for k, n in enumerate(sizes)
+        ]
+    )  # fmt: skip
+    assert sum(sizes) == 20_000
+    c = TestClient(create_app(store, evalsets=tmp_path / "e", agents={}), base_url="http://127.0.0.1:8765")
+    first = c.get("/session", params={"id": "huge"})
+    assert first.status_code == 200 and len(first.content) < 1_500_000
+    assert first.text.count('<li class="call') == 10 * 100
+    assert "and 4900 more tool call(s)" in first.text and "page 1 of 8" in first.text
+    assert "and 4800 more span(s) not drawn" in first.text
+    last = c.get("/session", params={"id": "huge", "page": 8})
+    assert last.status_code == 200 and 'id="turn-76"' in last.text and 'id="turn-71"' in last.text
+    assert c.get("/session", params={"id": "huge", "page": 9}).status_code == 400
+    store.close()

@@ -66,6 +66,10 @@ def sessions(request: Request) -> Response:
     )
 
 
+TURNS_PER_PAGE = 10
+"""Turns of a session one page shows (each with its calls and its waterfall)."""
+
+
 def session(request: Request) -> Response:
     ui = _state(request)
     session_id = params.text(dict(request.query_params), "id")
@@ -74,13 +78,19 @@ def session(request: Request) -> Response:
     found = ui.store.get_session(session_id)
     if found is None:
         raise HTTPException(404, f"no session {session_id!r} in the store")
-    scores = browse.online_scores(ui.store, [inv.invocation_id for inv in found.invocations])
-    turns = [turn_view(ui.store, inv, scores[inv.invocation_id]) for inv in found.invocations]
+    pages = max(1, -(-len(found.invocations) // TURNS_PER_PAGE))
+    page = params.integer(dict(request.query_params), "page", 1, low=1, high=pages)
+    first = (page - 1) * TURNS_PER_PAGE
+    shown = found.invocations[first : first + TURNS_PER_PAGE]  # a long session is read a page of turns at a time
+    scores = browse.online_scores(ui.store, [inv.invocation_id for inv in shown])
+    turns = [turn_view(ui.store, inv, scores[inv.invocation_id]) for inv in shown]
     return _render(
         request,
         "session.html",
-        {"session": found, "turns": turns, "evalsets": ui.evalsets.names(), "evalset_dir": str(ui.evalsets.folder)},
-    )
+        {"session": found, "turns": turns, "first": first, "page": page, "pages": pages, "per_page": TURNS_PER_PAGE,
+         "turn_count": len(found.invocations), "evalsets": ui.evalsets.names(),
+         "evalset_dir": str(ui.evalsets.folder)},
+    )  # fmt: skip
 
 
 def spans(request: Request) -> Response:

@@ -23,6 +23,10 @@ from toolpath.trajectory import parse_trajectory
 _AGENT_OPS = (sc.OP_INVOKE_AGENT, sc.OP_INVOKE_WORKFLOW)
 _MODEL_OPS = (sc.OP_CHAT, sc.OP_GENERATE_CONTENT, sc.OP_TEXT_COMPLETION)
 TIMELINE_WIDTH, TIMELINE_LABEL, ROW = 960, 300, 22
+TIMELINE_ROWS = 200
+"""Spans a turn's waterfall draws; the rest are counted under it (the trace's spans page lists them all)."""
+CALLS_SHOWN = 100
+"""Tool calls a turn lists on the session page; the rest are counted."""
 
 
 def pretty(value: Any) -> str:
@@ -47,8 +51,9 @@ def turn_view(store: Store, inv: Invocation, scores: Sequence[Mapping[str, Any]]
         "inv": inv,
         "calls": [
             {"call": c, "args": pretty(c.args), "result": pretty(c.result) if c.result is not None else None}
-            for c in inv.tool_calls
+            for c in inv.tool_calls[:CALLS_SHOWN]
         ],
+        "more_calls": max(0, len(inv.tool_calls) - CALLS_SHOWN),
         "scores": scores,
         "timeline": timeline(spans) if spans else timeline_of_calls(inv),
         "has_spans": bool(spans),
@@ -115,9 +120,11 @@ def timeline_of_calls(inv: Invocation) -> dict[str, Any]:
 
 def _layout(items: list[dict[str, Any]]) -> dict[str, Any]:
     if not items:
-        return {"rows": [], "height": 0, "width": TIMELINE_WIDTH, "total_ms": 0.0}
+        return {"rows": [], "height": 0, "width": TIMELINE_WIDTH, "total_ms": 0.0, "more": 0}
     first = min(i["start"] for i in items)
     last = max(i["end"] for i in items)
+    more = max(0, len(items) - TIMELINE_ROWS)  # the first rows drawn, the rest counted (a page stays small)
+    items = items[:TIMELINE_ROWS]
     span = max(last - first, 1)
     area = TIMELINE_WIDTH - TIMELINE_LABEL - 90
     rows = []
@@ -135,7 +142,7 @@ def _layout(items: list[dict[str, Any]]) -> dict[str, Any]:
                 "offset_ms": (item["start"] - first) / 1e6,
             }
         )
-    return {"rows": rows, "height": len(rows) * ROW + 8, "width": TIMELINE_WIDTH, "total_ms": span / 1e6}
+    return {"rows": rows, "height": len(rows) * ROW + 8, "width": TIMELINE_WIDTH, "total_ms": span / 1e6, "more": more}
 
 
 def run_view(run: Mapping[str, Any]) -> dict[str, Any]:
