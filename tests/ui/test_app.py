@@ -256,3 +256,15 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def test_a_store_that_is_down_is_a_503_page_not_a_bare_500(store, tmp_path, monkeypatch):
+    from sqlalchemy.exc import OperationalError
+
+    def down(*args, **kwargs):
+        raise OperationalError("SELECT 1", {}, Exception("connection to server at db.internal (10.0.0.5) failed"))
+
+    monkeypatch.setattr(store, "get_session", down)
+    reply = client(store, tmp_path).get("/session", params={"id": "sess-1"})
+    assert reply.status_code == 503 and reply.headers["retry-after"] == "5"
+    assert "the store is unavailable" in reply.text and "10.0.0.5" not in reply.text

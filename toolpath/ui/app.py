@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 import jinja2
+from sqlalchemy.exc import DBAPIError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -32,6 +34,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from toolpath.errors import ToolpathError
 from toolpath.evaluation.verdicts import format_score
 from toolpath.hosts import is_loopback_host
+from toolpath.redact import hide_passwords
 from toolpath.store.store import Store
 from toolpath.ui import pages
 from toolpath.ui.evalsets import EvalSetFiles
@@ -40,6 +43,7 @@ from toolpath.ui.params import BadRequest
 from toolpath.ui.views import compact, ns_text
 
 HERE = Path(__file__).parent
+logger = logging.getLogger("toolpath.ui")
 COOKIE = "toolpath_ui_session"
 """The session cookie's name; the port the UI answers on is appended (one UI per port, one cookie each)."""
 CSP = (
@@ -84,6 +88,13 @@ def create_app(
     async def bad_request(request: Request, exc: Exception) -> Response:
         return _error(templates, request, 400, str(exc))
 
+    async def store_down(request: Request, exc: Exception) -> Response:
+        # the database's own message can name hosts and users: the page says what happened, the log the rest
+        logger.warning("toolpath ui: the store failed: %s", hide_passwords(str(exc).splitlines()[0]))
+        response = _error(templates, request, 503, "the store is unavailable now; try again in a moment")
+        response.headers["Retry-After"] = "5"
+        return response
+
     async def not_found(request: Request, exc: Exception) -> Response:
         status = exc.status_code if isinstance(exc, HTTPException) else 404
         detail = exc.detail if isinstance(exc, HTTPException) else "not found"
@@ -91,7 +102,12 @@ def create_app(
 
     app = Starlette(
         routes=[*pages.routes(), Mount("/static", StaticFiles(directory=HERE / "static"), name="static")],
-        exception_handlers={BadRequest: bad_request, ToolpathError: bad_request, HTTPException: not_found},
+        exception_handlers={
+            BadRequest: bad_request,
+            ToolpathError: bad_request,
+            HTTPException: not_found,
+            DBAPIError: store_down,
+        },
     )
     app.state.ui = state
     app.state.templates = templates
