@@ -342,9 +342,11 @@ class TestRunner:
         result = toolpath.evaluate(rows, ["trajectory_exact_match"], runnable=agent)
         assert [r["trajectory_exact_match/score"] for r in result.metrics_table] == [1.0, 0.0]
         assert result.metrics_table[0]["response"] == "It is 20.7 degrees."
+        # the calls as the agent made them: with their result, id and the agent that made them
         assert result.metrics_table[0]["predicted_trajectory"] == [
-            {"tool_name": "get_temp", "tool_input": {"room": "kitchen"}}
-        ]
+            {"tool_name": "get_temp", "tool_input": {"room": "kitchen"}, "tool_output": 20.7, "id": "call_kitchen",
+             "agent_name": "rooms"}
+        ]  # fmt: skip
 
 
 def test_the_chat_span_records_the_requested_calls_and_without_content_only_their_ids(store_url, app_spans):
