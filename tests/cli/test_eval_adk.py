@@ -67,13 +67,13 @@ def test_report_and_replay_of_an_adk_run(agent_dir):
     replay = json.loads((agent_dir / "replay.json").read_text())
     assert replay["changed_sessions"] == []
     [turns] = [s["turns"] for s in replay["sessions"]]
-    assert [t["predicted_trajectory"] for t in turns] == [
-        [{"tool_name": "get_home", "tool_input": {}}],
-        [
-            {"tool_name": "transfer_to_agent", "tool_input": {"agent_name": "lights"}},
-            {"tool_name": "set_light", "tool_input": {"device_id": "light-hall", "brightness": 30}},
-        ],
+    assert [[(c["tool_name"], c["tool_input"]) for c in t["predicted_trajectory"]] for t in turns] == [
+        [("get_home", {})],
+        [("transfer_to_agent", {"agent_name": "lights"}), ("set_light", {"device_id": "light-hall", "brightness": 30})],
     ]
+    # each call as the agent made it: its result, its id, and the agent that made it (a transfer hands over)
+    assert [[c["agent_name"] for c in t["predicted_trajectory"]] for t in turns] == [["home"], ["home", "lights"]]
+    assert all(c["id"] for t in turns for c in t["predicted_trajectory"])
 
 
 def test_sessions_show_flags_a_content_less_trace(tmp_path):

@@ -146,7 +146,7 @@ def test_exported_eval_set_scores_one_against_the_same_agent(recorded):
     rows = run_cli(recorded, "export", "--format", "jsonl", *store, "--output", "traffic.jsonl")
     assert rows.returncode == 0
     first = json.loads((recorded / "traffic.jsonl").read_text().splitlines()[0])
-    assert set(first) == {"case_id", "session_id", "prompt", "reference", "reference_trajectory"}
+    assert set(first) == {"case_id", "session_id", "prompt", "reference", "reference_trajectory", "answered_by"}
     scored = run_cli(recorded, "eval", "traffic.jsonl", "--agent", "agents:v1", "--metrics", "trajectory_exact_match",
                  "--output", "rows.json")  # fmt: skip
     assert scored.returncode == 0, scored.stderr
