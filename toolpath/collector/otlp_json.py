@@ -5,7 +5,7 @@ what a JSON parser recurses into is replaced before parsing, and a span protobuf
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from google.protobuf import json_format
@@ -22,33 +22,36 @@ def flatten_deep(text: str, limit: int = MAX_JSON_DEPTH) -> str:
     :data:`TOO_DEEP`, in one pass: a body no parser would recurse through becomes one it can, and only the span
     holding the deep value is affected."""
     out: list[str] = []
-    depth, start, i, in_string = 0, 0, 0, False
-    while (m := _SPECIAL.search(text, i)) is not None:
-        c, j = m.group(), m.start()
-        i = j + 1
-        if in_string:
-            if c == "\\":
-                i = j + 2
-            elif c == '"':
-                in_string = False
-        elif c == '"':
-            in_string = True
-        elif c in "[{":
-            depth += 1
-            if depth > limit:
-                end = _after_close(text, j)
-                out += [text[start:j], f'"{TOO_DEEP}"']
-                start = i = end
-                depth -= 1
-        elif c in "]}":
+    depth, done = 0, 0
+    brackets = _brackets(text, 0)
+    while (bracket := next(brackets, None)) is not None:
+        c, j = bracket
+        if c in "]}":
             depth -= 1
-    out.append(text[start:])
+            continue
+        depth += 1
+        if depth > limit:
+            end = _after_close(text, j)
+            out += [text[done:j], f'"{TOO_DEEP}"']
+            done, depth = end, depth - 1
+            brackets = _brackets(text, end)  # on after the replaced value
+    out.append(text[done:])
     return "".join(out)
 
 
 def _after_close(text: str, opened: int) -> int:
     """The index just past the bracket that closes the one at ``opened`` (the end of ``text`` if none does)."""
-    depth, i, in_string = 0, opened, False
+    depth = 0
+    for c, j in _brackets(text, opened):
+        depth += 1 if c in "[{" else -1
+        if depth == 0:
+            return j + 1
+    return len(text)
+
+
+def _brackets(text: str, i: int) -> Iterator[tuple[str, int]]:
+    """Each bracket of ``text`` from ``i`` on that is not inside a string, with its index."""
+    in_string = False
     while (m := _SPECIAL.search(text, i)) is not None:
         c, j = m.group(), m.start()
         i = j + 1
@@ -59,13 +62,8 @@ def _after_close(text: str, opened: int) -> int:
                 in_string = False
         elif c == '"':
             in_string = True
-        elif c in "[{":
-            depth += 1
-        elif c in "]}":
-            depth -= 1
-            if depth == 0:
-                return i
-    return len(text)
+        elif c != "\\":
+            yield c, j
 
 
 def parse_span_by_span(
