@@ -27,11 +27,16 @@ class Trajectory(Sequence[ToolCall]):
         self._calls: tuple[ToolCall, ...] | None = tuple(calls)
 
     @classmethod
-    def of_keys(cls, keys: list[tuple[str, dict[str, JsonValue]]]) -> Trajectory:
-        """A trajectory of calls with only a name and arguments (a ``dict``: no wildcard), given as match keys."""
+    def of_keys(
+        cls, keys: list[tuple[str, dict[str, JsonValue]]], agents: Sequence[str | None] | None = None
+    ) -> Trajectory:
+        """A trajectory of calls with only a name and arguments (a ``dict``: no wildcard), given as match keys, and
+        the agent that made each call (``agents``, one per key, when the calls name theirs)."""
         trajectory = _new_object(cls)
         trajectory._calls = None
         trajectory.__dict__ = {"match_keys": tuple(keys), "has_wildcard": False}
+        if agents is not None:
+            trajectory.__dict__["_agents"] = tuple(agents)
         return trajectory
 
     @property
@@ -39,7 +44,12 @@ class Trajectory(Sequence[ToolCall]):
         """The call records, built from the match keys when first read."""
         calls = self._calls
         if calls is None:
-            calls = self._calls = tuple([call_record(ToolCall, n, a, None, None, None) for n, a in self.match_keys])
+            calls = tuple([call_record(ToolCall, n, a, None, None, None) for n, a in self.match_keys])
+            for call, agent in zip(calls, self.__dict__.get("_agents", ()), strict=False):
+                if agent is not None:
+                    call.__dict__["agent_name"] = agent
+                    call.__pydantic_fields_set__.add("agent_name")
+            self._calls = calls
         return calls
 
     def __len__(self) -> int:

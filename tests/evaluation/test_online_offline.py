@@ -133,8 +133,10 @@ def test_judge_metrics_see_the_same_prompt_online_and_offline(store_with_one_run
         [ToolCall(name="find_restaurant", args={"city": "Lyon", "filters": {"stars": [1, 2]}}, result="x")],
         [ToolCall(name="find", args={}), ToolCall(name="book", args={"é": "ü"}, error="Timeout: no answer")],
         [ToolCall(name="ping", args=None), ToolCall(name="ping", args={"n": 1.5, "ok": True, "none": None})],
+        [ToolCall(name="find", args={}, agent_name="concierge"), ToolCall(name="book", args={}, agent_name="booker")],
+        [ToolCall(name="find", args={}, agent_name="concierge", result=1), ToolCall(name="book", args={})],
     ],
-    ids=["no calls", "one call", "a failed call", "no arguments"],
+    ids=["no calls", "one call", "a failed call", "no arguments", "two agents", "two agents, a result"],
 )
 def test_online_reads_the_row_the_stored_invocation_makes(store, tmp_path, calls):
     """Online scoring reads columns and (name, arguments, error) of each call, not records: the row and its

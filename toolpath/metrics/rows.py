@@ -94,19 +94,21 @@ def stored_row(
     *,
     prompt: str | None,
     response: str | None,
-    calls: Sequence[tuple[str, Any, str | None, Any, str | None]],
+    calls: Sequence[tuple[str, Any, str | None, Any, str | None, str | None]],
     latency_in_seconds: float | None,
     failure: int,
     intermediate_responses: Iterable[tuple[str, str]],
 ) -> tuple[dict[str, Any], Trajectory]:
     """:func:`invocation_row`'s row of a stored invocation read as its columns and its calls' ``(name, arguments,
-    error, result, call_id)``, and the row's predicted trajectory as :func:`parse_trajectory` parses it, made
-    without a second pass over the cell (what online scoring reads for every batch): match keys alone for calls
-    that have nothing but a name and arguments, else the records as the store builds checked ones."""
+    error, result, call_id, agent_name)``, and the row's predicted trajectory as :func:`parse_trajectory` parses
+    it, made without a second pass over the cell (what online scoring reads for every batch): match keys alone (and
+    each call's agent) for calls that have nothing but a name and arguments, else the records as the store builds
+    checked ones."""
     items: list[dict[str, Any]] = []
     keys: list[tuple[str, dict[str, Any]]] = []
+    agents: list[str | None] = []
     plain = True
-    for name, args, error, result, call_id in calls:
+    for name, args, error, result, call_id, agent in calls:
         item = {"tool_name": name, "tool_input": args}
         if error is not None:
             item["error"] = error
@@ -118,16 +120,22 @@ def stored_row(
             plain = False
         elif plain:
             keys.append((name, args.copy()))  # parse_trajectory's usual item
+        if agent is not None:
+            item["agent_name"] = agent
+        agents.append(agent)
         items.append(item)
     row = {**ids, **_turn_columns(prompt, response, items, latency_in_seconds, failure, intermediate_responses)}
     if plain:
-        return row, Trajectory.of_keys(keys)
+        return row, Trajectory.of_keys(keys, agents if any(agents) else None)
     if all(name.__class__ is str and name and (args is None or args.__class__ is dict) for name, args, *_ in calls):
         # the values were checked when they were written: records built as the store's reads build them
-        records = [
-            call_record(ToolCall, name, None if args is None else args.copy(), result, call_id, error)
-            for name, args, error, result, call_id in calls
-        ]
+        records = []
+        for name, args, error, result, call_id, agent in calls:
+            record = call_record(ToolCall, name, None if args is None else args.copy(), result, call_id, error)
+            if agent is not None:
+                record.__dict__["agent_name"] = agent
+                record.__pydantic_fields_set__.add("agent_name")
+            records.append(record)
         return row, Trajectory(records)
     return row, parse_trajectory(items, where=_PREDICTED)
 

@@ -70,7 +70,7 @@ def invocations_by_id(conn: Connection, invocation_ids: Sequence[str]) -> list[I
 
 class StoredTurn(NamedTuple):
     """What online scoring reads of a stored invocation: the columns a metric row holds, and each call's name,
-    arguments, error, result and id (no times or attributes: no row holds them)."""
+    arguments, error, result, id and agent (no times or attributes: no row holds them)."""
 
     invocation_id: str
     session_id: str
@@ -82,8 +82,8 @@ class StoredTurn(NamedTuple):
     latency_seconds: float | None
     failure: int
     started_at: datetime | None
-    calls: list[tuple[str, Any, str | None, Any, str | None]]
-    """``(name, arguments, error, result, call_id)`` in call order."""
+    calls: list[tuple[str, Any, str | None, Any, str | None, str | None]]
+    """``(name, arguments, error, result, call_id, agent_name)`` in call order."""
 
 
 def turns_by_id(conn: Connection, invocation_ids: Sequence[str]) -> list[StoredTurn]:
@@ -94,11 +94,12 @@ def turns_by_id(conn: Connection, invocation_ids: Sequence[str]) -> list[StoredT
         sql = f"SELECT {columns} FROM invocations WHERE invocation_id IN ({marks})"
         for row in conn.exec_driver_sql(sql, tuple(chunk)):
             found[row[0]] = row
-    calls: dict[str, list[tuple[str, Any, str | None, Any, str | None]]] = {}
-    rows = _call_rows(conn, list(found), "invocation_id, name, {args}, error, {result}, call_id", "args", "result")
+    calls: dict[str, list[tuple[str, Any, str | None, Any, str | None, str | None]]] = {}
+    template = "invocation_id, name, {args}, error, {result}, call_id, agent_name"
+    rows = _call_rows(conn, list(found), template, "args", "result")
     decoded = _decode(conn, [value for row in rows for value in (row[2], row[4])])
-    for index, (invocation_id, name, _, error, _, call_id) in enumerate(rows):
-        call = (name, decoded[2 * index], error, decoded[2 * index + 1], call_id)
+    for index, (invocation_id, name, _, error, _, call_id, agent) in enumerate(rows):
+        call = (name, decoded[2 * index], error, decoded[2 * index + 1], call_id, agent)
         calls.setdefault(invocation_id, []).append(call)
     ordered = [found[i] for i in invocation_ids if i in found]
     turns = []
