@@ -12,11 +12,14 @@
 The outermost run becomes ``invoke_agent {name}`` (prompt: the last user message; response: the last AI
 message; session: ``thread_id`` / ``session_id`` / ``conversation_id`` from the run's metadata), every tool
 run an ``execute_tool`` span (arguments as the tool received them, the model's ``tool_call_id``, the result,
-errors), and every chat-model run a ``chat {model}`` span with token usage. Runs in between (chains, graph
-nodes) make no span; their children attach to the nearest traced ancestor through ``run_id`` /
-``parent_run_id``, so the tree is right under threads and asyncio alike. A tool span is current while the
-tool runs, so spans made inside a tool nest under it. The handler runs inline and never raises: a failure
-inside it is logged with the run id and the run goes on untraced.
+errors), and every chat-model run a ``chat {model}`` span with token usage. A named LangGraph graph run inside
+the outermost one — a sub-agent (``create_react_agent(..., name="billing")``) added as a node or called from a
+tool — becomes ``invoke_agent {name}`` too, so each call is attributed to the sub-agent that made it: a graph run
+is known by its nodes, whose ``langgraph_checkpoint_ns`` is one level deeper than the run's own, and its span
+starts when the run did. Runs in between (chains, graph nodes) make no span; their children attach to the nearest
+traced ancestor through ``run_id`` / ``parent_run_id``, so the tree is right under threads and asyncio alike.
+A tool span is current while the tool runs, so spans made inside a tool nest under it. The handler runs inline
+and never raises: a failure inside it is logged with the run id and the run goes on untraced.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from contextvars import Token
 from dataclasses import dataclass
@@ -40,6 +44,9 @@ __all__ = ["ToolpathCallbackHandler", "instrument", "uninstrument"]
 
 logger = logging.getLogger("toolpath.adapters.langchain")
 _SESSION_KEYS = ("thread_id", "session_id", "conversation_id")
+_DEFAULT_GRAPH_NAME = "LangGraph"
+"""What LangGraph names a graph given no name: no agent's name, so its run is no sub-agent's."""
+_NAMESPACE = "langgraph_checkpoint_ns"
 
 
 @dataclass(slots=True)
@@ -50,6 +57,12 @@ class _Run:
     """The context (holding the span) children of this run start in."""
     root: bool = False
     token: Token[Context] | None = None
+    depth: int = -1
+    """How deep the run's LangGraph checkpoint namespace is (``|``-separated levels less one; -1: none)."""
+    name: str | None = None
+    inputs: Any = None
+    started: int = 0
+    """When the run started (ns): the start of its agent span, if it turns out to be a sub-agent's run."""
 
 
 class ToolpathCallbackHandler(BaseCallbackHandler):
@@ -63,6 +76,7 @@ class ToolpathCallbackHandler(BaseCallbackHandler):
         # Runs by id. Single dict operations (get, set, pop) are atomic, so threads share it without a lock;
         # each run id is written by one start and removed by one end.
         self._runs: dict[UUID, _Run] = {}
+        self._opening = threading.Lock()  # a sub-agent's span is opened once, whichever of its nodes starts first
 
     # --- bookkeeping -----------------------------------------------------------------------------------
 
@@ -98,19 +112,38 @@ class ToolpathCallbackHandler(BaseCallbackHandler):
         **kwargs: Any,
     ) -> None:
         try:
+            namespace = metadata.get(_NAMESPACE) if metadata else None
+            depth = namespace.count("|") if namespace.__class__ is str else -1
+            if depth >= 0 and parent_run_id is not None:
+                owner = self._runs.get(parent_run_id)
+                if owner is not None and owner.span is None and depth > owner.depth:
+                    self._open_sub_agent(owner)  # a node of a graph run inside the outermost run
             parent, is_root = self._parent_of(parent_run_id)
             if not is_root:
-                self._put(run_id, _Run(None, parent))
+                self._put(run_id, _Run(None, parent, False, None, depth, kwargs.get("name"), inputs, time.time_ns()))
                 return
             name = kwargs.get("name") or _serialized_name(serialized) or "agent"
             span = spans.start_agent_span(str(name), prompt_text(inputs), _session(metadata), None)
-            self._put(run_id, _Run(span, spans.context_of(span), root=True))
+            self._put(run_id, _Run(span, spans.context_of(span), root=True, depth=depth))
         except Exception:
             self._guard("on_chain_start", run_id)
 
+    def _open_sub_agent(self, run: _Run) -> None:
+        """Make ``run``, a named graph run that is not the outermost, an ``invoke_agent`` span its children start
+        in, begun when the run began."""
+        name = run.name
+        if not name or name == _DEFAULT_GRAPH_NAME:
+            return
+        with self._opening:
+            if run.span is None:
+                span = spans.start_agent_span(str(name), prompt_text(run.inputs), None, run.parent, run.started)
+                run.parent = spans.context_of(span)
+                run.span = span
+        run.inputs = None
+
     def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
         run = self._pop(run_id)
-        if run is None or not run.root:
+        if run is None or run.span is None:
             return
         try:
             spans.end_agent_span(run.span, response_text(outputs))
@@ -119,7 +152,7 @@ class ToolpathCallbackHandler(BaseCallbackHandler):
 
     def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         run = self._pop(run_id)
-        if run is None or not run.root:
+        if run is None or run.span is None:
             return
         try:
             spans.record_failure(run.span, error)

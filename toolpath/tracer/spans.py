@@ -99,15 +99,18 @@ def record_failure(span: Span, exc: BaseException) -> None:
 # --- spans with an explicit parent, not made current (callback-driven adapters) --------------------------
 
 
-def start_agent_span(agent_name: str, prompt: Any, session_id: str | None, parent: Context | None) -> Span:
-    """An ``invoke_agent`` span in ``parent`` (a context from :func:`context_of`; the current one when ``None``)."""
+def start_agent_span(
+    agent_name: str, prompt: Any, session_id: str | None, parent: Context | None, start_time: int | None = None
+) -> Span:
+    """An ``invoke_agent`` span in ``parent`` (a context from :func:`context_of`; the current one when ``None``),
+    started now or at ``start_time`` (ns since the epoch: a run known to be an agent's only once it has begun)."""
     attrs: dict[str, Any] = {sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT, sc.GEN_AI_AGENT_NAME: agent_name}
     attrs.update(_run_attributes.get())
     if session_id is not None:
         attrs[sc.GEN_AI_CONVERSATION_ID] = content.identifier(session_id)
     if content._policy.capture and prompt is not None:
         _put_json(attrs, sc.GEN_AI_INPUT_MESSAGES, [_text_message("user", prompt)])
-    return _tracer.start_span(sc.agent_span_name(agent_name), parent, SpanKind.INTERNAL, attrs)
+    return _tracer.start_span(sc.agent_span_name(agent_name), parent, SpanKind.INTERNAL, attrs, start_time=start_time)
 
 
 def end_agent_span(span: Span, response: Any) -> None:
