@@ -6,7 +6,8 @@
         assert_evalset(my_agent, "tests/weather.evalset.json")
 
 The ADK ``AgentEvaluator.evaluate`` habit: run an eval set (file, ``file.evalset.json:case_a,case_b``, or
-folder) against the agent and fail the test, naming every failing case, criterion, threshold and score. A
+folder) against the agent and fail the test, naming every failing case, criterion, threshold and score, and every
+case whose agent raised (that run is not scored: the case fails, as in ADK). A
 criterion toolpath does not know (a typo in ``test_config.json``) raises :class:`~toolpath.errors.ConfigError`
 listing the known ones, before anything runs.
 """
@@ -37,6 +38,8 @@ def assert_evalset(
     for case in result.cases:
         if case.status != FAILED:
             continue
+        if case.error is not None:  # a run that raised: failed with no scores, as ADK's failed inference
+            failures.append(f"{case.eval_set_id}/{case.eval_id}: {case.error}")
         for name, metric in case.metrics.items():
             if metric.status == FAILED:
                 reason = f": {metric.explanation}" if metric.explanation else ""

@@ -68,11 +68,18 @@ def merge_calls(
 
 
 def _with_span_details(reported: list[ToolCall], span_calls: list[ToolCall]) -> list[ToolCall]:
-    """The reported calls, each with the timings (and a result or error it lacks) of the span of its call id."""
+    """The reported calls, each with the timings (and a result or error it lacks) of the span of its call id; a
+    span without an id (ADK's span of a tool that raised has none) goes with the first call of its name that no
+    span has, in order."""
     spans_by_id = {call.call_id: call for call in span_calls if call.call_id}
+    without_id = [call for call in span_calls if not call.call_id]
     merged = []
     for call in reported:
         span_call = spans_by_id.get(call.call_id) if call.call_id else None
+        if span_call is None:
+            span_call = next((c for c in without_id if c.name == call.name), None)
+            if span_call is not None:
+                without_id.remove(span_call)
         if span_call is not None and span_call.name == call.name:
             update: dict[str, Any] = {"start_time": span_call.start_time, "end_time": span_call.end_time}
             if call.agent_name is None and span_call.agent_name is not None:

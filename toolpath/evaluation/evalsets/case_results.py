@@ -101,7 +101,14 @@ class CaseResult:
     criteria: Mapping[str, Criterion] = field(default_factory=dict)
     """What the case was judged with, and the runs' outcomes (not serialised: for ADK's eval history)."""
     error: str | None = None
-    """Why a run of the case could not be completed (a simulated conversation's simulator or agent failed)."""
+    """Why a run of the case could not be completed (a turn raised; a simulated conversation's simulator or agent
+    failed): such a run is not judged, and the case is FAILED, as ADK's failed inference."""
+    run_errors: list[str | None] = field(default_factory=list)
+    """Per run, why it could not be completed (``None``: it was); empty when every run was."""
+
+    def run_error(self, run: int) -> str | None:
+        """Why run ``run`` (from 0) could not be completed, or ``None``."""
+        return self.run_errors[run] if run < len(self.run_errors) else None
 
     @property
     def simulated(self) -> bool:

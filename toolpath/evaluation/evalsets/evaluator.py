@@ -24,7 +24,7 @@ from typing import Any
 
 from toolpath import tracing
 from toolpath.errors import ConfigError, DatasetError
-from toolpath.evaluation.agent_runs import AgentOutcome, content_notes, outcome_row, run_agent
+from toolpath.evaluation.agent_runs import AgentOutcome, compared_rows, content_notes, outcome_row
 from toolpath.evaluation.evalsets.case_results import (
     FAILED,
     NOT_EVALUATED,
@@ -38,18 +38,19 @@ from toolpath.evaluation.evalsets.case_results import (
 from toolpath.evaluation.evalsets.criteria import Criterion, resolve_criteria
 from toolpath.evaluation.evalsets.efficiency import case_efficiency, spans_under, traced_efficiency
 from toolpath.evaluation.evalsets.files import EvalConfig, EvalSet
+from toolpath.evaluation.evalsets.scripted_runs import run_conversation
 from toolpath.evaluation.evalsets.simulation.scenarios import (
     SimulatorJudge,
     check_scenario_case,
     run_scenario,
     simulated_turns,
 )
+from toolpath.evaluation.like_with_like import scrubbed
 from toolpath.evaluation.scoring import judge_rows, score_row, summarize
 from toolpath.evaluation.targets import Target, describe_target, resolve_target
 from toolpath.judges.client import Judge, settings_from
 from toolpath.judges.vertex import JudgeMetric
 from toolpath.metrics.base import Metric, invocation_mean
-from toolpath.metrics.rows import with_parsed_trajectories
 from toolpath.model import EvalCase, MetricResult
 from toolpath.store.store import Store
 from toolpath.trajectory import Trajectory
@@ -217,14 +218,13 @@ def _run_case(
             )
             outcomes, error = played.outcomes, played.error
         else:
-            outcomes = [
-                run_agent(agent, inv.prompt, session_id=session_id, timeout=play.timeout, message=inv.user_content)
-                for inv in case.invocations
-            ]
-            error = None
+            scripted = run_conversation(agent, case, session_id=session_id, timeout=play.timeout)
+            outcomes, error = scripted.outcomes, scripted.error
         per_run.append(outcomes)
         errors.append(error)
-        efficiency.append([traced_efficiency(o.invocation, spans_under(spans_store, o.invocation)) for o in outcomes])
+        # a run that failed has no metric results in ADK, its efficiency figures included
+        traced = [] if error else outcomes
+        efficiency.append([traced_efficiency(o.invocation, spans_under(spans_store, o.invocation)) for o in traced])
     return judge_case(case, plan, per_run, judges, sessions=sessions, efficiency=efficiency, errors=errors)
 
 
@@ -259,12 +259,14 @@ def judge_case(
 ) -> CaseResult:
     """A case judged by ``plan`` from its runs' outcomes (one list of turns per run) and the runs' per-invocation
     efficiency figures. A case with no invocations is NOT_EVALUATED, as in ADK. A run that failed (``errors``: a
-    simulated conversation that could not go on) is not judged, and fails the case, as ADK's failed inference."""
+    turn that raised, a simulated conversation that could not go on) is not judged, and fails the case, as ADK's
+    failed inference; the other runs are judged as usual (ADK's ``AgentEvaluator`` with ``num_runs``)."""
     failed_runs = [f"run {i + 1}: {e}" if len(per_run) > 1 else e for i, e in enumerate(errors) if e]
     if failed_runs:
         judged_runs = [outcomes if not errors[i] else [] for i, outcomes in enumerate(per_run)]
         case_result = judge_case(case, plan, judged_runs, judges, sessions=sessions, efficiency=efficiency)
         case_result.status, case_result.error = FAILED, "; ".join(failed_runs)
+        case_result.run_errors = list(errors)
         case_result.outcomes, case_result.turns = per_run, _turns(case, per_run)
         for metric in case_result.metrics.values():
             metric.explanation = metric.explanation if metric.score is not None else case_result.error
@@ -307,16 +309,18 @@ def judge_case(
 
 
 def _turns(case: EvalCase, per_run: list[list[AgentOutcome]]) -> list[list[dict[str, Any]]]:
-    references = case.invocations if len(case.invocations) == len(per_run[0] if per_run else []) else None
+    # a run that ended in a raising turn has fewer turns than the case: its turns keep their own references
+    scripted = case.conversation_scenario is None and all(len(o) <= len(case.invocations) for o in per_run)
+    references = case.invocations if scripted else []
     turns = [
         [
             {
                 "prompt": outcome_prompt(case, i, outcome),
                 "response": outcome.response,
-                "reference": references[i].reference if references else None,
+                "reference": references[i].reference if i < len(references) else None,
                 "predicted_trajectory": [c.to_item() for c in outcome.tool_calls],
                 "reference_trajectory": [c.to_vertex() for c in references[i].reference_trajectory]
-                if references
+                if i < len(references)
                 else None,
                 "failure": outcome.failure,
                 "error": outcome.error,
@@ -411,18 +415,19 @@ def _verdict(score: float | None, threshold: float) -> str:
 def _score_run(metric: Metric, case: EvalCase, outcomes: Sequence[AgentOutcome], judges: LazyJudge) -> MetricResult:
     """One run of a case: a case-level metric scores all its invocations at once; any other metric (judge
     metrics included) scores each invocation, and the case gets the mean (ADK's per-invocation averaging)."""
-    rows = [with_parsed_trajectories(row) for row in _invocation_rows(case, outcomes)]
+    # computed metrics: what the agent did, in memory; a judge: the redacted values and references (like_with_like)
+    rows, redactor = compared_rows(_invocation_rows(case, outcomes), outcomes, not isinstance(metric, JudgeMetric))
     if metric.case_level and isinstance(metric, JudgeMetric):  # a multi-turn judge: the whole conversation at once
         if not rows:
             return MetricResult.not_evaluated("no invocations")
         whole = {"invocations": rows, "conversation_scenario": case.conversation_scenario}
         return judge_rows([whole], [metric], judges.get(), None)[0][0, metric.name]
     if metric.case_level:
-        return score_row(metric, {"invocations": rows})
+        return scrubbed(score_row(metric, {"invocations": rows}), redactor)
     if isinstance(metric, JudgeMetric):
         judged = judge_rows(rows, [metric], judges.get(), None)[0]
         return _mean_over_invocations([judged[i, metric.name] for i in range(len(rows))])
-    return _mean_over_invocations([score_row(metric, row) for row in rows])
+    return _mean_over_invocations([scrubbed(score_row(metric, row), redactor) for row in rows])
 
 
 def _invocation_rows(case: EvalCase, outcomes: Sequence[AgentOutcome]) -> list[dict[str, Any]]:

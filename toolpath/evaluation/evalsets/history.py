@@ -109,6 +109,9 @@ def _case_results(case: CaseResult, user_id: str) -> list[dict[str, Any]]:
     expected = case.case.invocations if case.case is not None else []
     out = []
     for run, outcomes in enumerate(case.outcomes or [[]]):
+        if case.run_error(run) is not None:  # ADK's failed inference: FAILED, with no metric results
+            out.append(_failed_run(case, run, user_id))
+            continue
         efficiency = case.run_efficiency[run] if run < len(case.run_efficiency) else {}
         figures = efficiency.get("per_invocation") or []
         overall = [_metric(c, m.run_scores[run], m.run_status[run]) for c, m in _pairs(case) if run < len(m.run_status)]
@@ -152,6 +155,19 @@ def _case_results(case: CaseResult, user_id: str) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def _failed_run(case: CaseResult, run: int, user_id: str) -> dict[str, Any]:
+    return {
+        "eval_set_file": case.eval_set_id,
+        "eval_set_id": case.eval_set_id,
+        "eval_id": case.eval_id,
+        "final_eval_status": EvalStatus.FAILED.value,
+        "overall_eval_metric_results": [],
+        "eval_metric_result_per_invocation": [],
+        "session_id": case.sessions[run] if run < len(case.sessions) else "",
+        "user_id": (case.case.user_id if case.case is not None else None) or user_id,
+    }
 
 
 def _pairs(case: CaseResult) -> list[tuple[Criterion, Any]]:

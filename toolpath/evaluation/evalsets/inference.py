@@ -135,13 +135,20 @@ class AdkAgentRunner:
         self, prompt: str, session_id: str | None = None, message: Mapping[str, Any] | None = None
     ) -> dict[str, Any]:
         """One turn: ``message`` (the user's ``Content`` as JSON) sent as it is, else ``prompt`` as one text part."""
-        return _answer(_run(self._turn(prompt, session_id or uuid.uuid4().hex, message)))
+        reader = adk_events.EventReader()
+        try:
+            _run(self._turn(reader, prompt, session_id or uuid.uuid4().hex, message))
+        except Exception:
+            _answer(reader.turn())  # the calls made before the turn raised, with their arguments
+            raise
+        return _answer(reader.turn())
 
-    async def _turn(self, prompt: str, session_id: str, message: Mapping[str, Any] | None) -> adk_events.AdkTurn:
+    async def _turn(
+        self, reader: adk_events.EventReader, prompt: str, session_id: str, message: Mapping[str, Any] | None
+    ) -> None:
         from google.genai import types
 
         runner, user_id, adk_session_id = await self._session(session_id)
-        reader = adk_events.EventReader()
         content = (
             types.Content(role="user", parts=[types.Part(text=prompt)])
             if message is None
@@ -151,7 +158,6 @@ class AdkAgentRunner:
         async with contextlib.aclosing(events):
             async for event in events:
                 reader.add(event)
-        return reader.turn()
 
     async def _session(self, session_id: str) -> tuple[Any, str, str]:
         if session_id in self._sessions:
@@ -226,16 +232,20 @@ class AdkAppRunner:
         reader = adk_events.EventReader()
         sent: str | dict[str, Any] = prompt if message is None else dict(message)
         stream = getattr(self.app, "async_stream_query", None)
-        if callable(stream):
+        try:
+            if callable(stream):
 
-            async def collect() -> None:
-                async for event in stream(message=sent, user_id=user_id, session_id=adk_session_id):
+                async def collect() -> None:
+                    async for event in stream(message=sent, user_id=user_id, session_id=adk_session_id):
+                        reader.add(event)
+
+                _run(collect())
+            else:
+                for event in self.app.stream_query(message=sent, user_id=user_id, session_id=adk_session_id):
                     reader.add(event)
-
-            _run(collect())
-        else:
-            for event in self.app.stream_query(message=sent, user_id=user_id, session_id=adk_session_id):
-                reader.add(event)
+        except Exception:
+            _answer(reader.turn())  # the calls made before the stream raised, with their arguments
+            raise
         return _answer(reader.turn())
 
     def _session(self, session_id: str) -> tuple[str, str | None]:
