@@ -188,7 +188,7 @@ def _start_online(tracing: Tracing, online: Any) -> None:
         raise ConfigError("online evaluation needs a store (init(store=False) keeps none)")
     from toolpath.evaluation.online import OnlineEvaluator
 
-    tracing.online = OnlineEvaluator(tracing.store, online).start()
+    tracing.online = OnlineEvaluator(tracing.store, online, redactor=content.policy().redactor).start()
 
 
 def current() -> Tracing | None:

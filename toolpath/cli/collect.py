@@ -163,7 +163,7 @@ def collect(
     if online_path is not None:
         from toolpath.evaluation.online import OnlineEvaluator
 
-        online = OnlineEvaluator(the_store, online_path)  # metrics, references, judge credentials
+        online = OnlineEvaluator(the_store, online_path, redactor=redactor)  # metrics, references, judge
     if workers == 0:
         workers = default_workers()
     if workers > 1:
@@ -302,7 +302,7 @@ def run_worker(spec: WorkerSpec, channel: socket.socket | None, started: Callabl
         metrics_dir=spec.metrics_dir,
     )
     redactor = None if spec.redact is None else _redactor(*spec.redact)
-    online = OnlineEvaluator(store, spec.online) if spec.online is not None else None
+    online = OnlineEvaluator(store, spec.online, redactor=redactor) if spec.online is not None else None
     with service_logging(spec.log_format):
         service = CollectorService(store, options, redactor=redactor, online=online)  # stops online at the end
         if online is not None:

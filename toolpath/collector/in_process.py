@@ -23,6 +23,7 @@ from opentelemetry import context
 from opentelemetry.sdk.trace import ReadableSpan, Span
 
 from toolpath.collector.clean import clean_invocation, clean_span, fit_names
+from toolpath.collector.evaluated_runs import EvaluatedRuns
 from toolpath.collector.reconstruct import AGENT_SPAN_PREFIXES, invocation_of_run, is_agent_span
 from toolpath.model import Invocation
 from toolpath.redact import Redactor, hide_passwords
@@ -103,6 +104,8 @@ class InProcessCollector:
         self._buffered = 0
         self._waiters: dict[str, Future[Invocation]] = {}
         self._recent: OrderedDict[str, Invocation] = OrderedDict()
+        self.evaluated = EvaluatedRuns()
+        """Runs an evaluation waits for, rebuilt from the agent's own values too (never stored)."""
         self._last_drop_log = 0.0
         self._worker = threading.Thread(target=self._run, name="toolpath-collector", daemon=True)
         self._worker.start()
@@ -220,6 +223,8 @@ class InProcessCollector:
                     continue
                 span, is_root, nested = item
                 record = record_from_readable(span)
+                if self.evaluated:  # an evaluation waits for this run: a copy with the agent's values, kept here
+                    self.evaluated.keep(record)
                 clean_span(record, shorten=False)  # what the store cannot take (NUL, NaN, times past 2262, …)
                 if self.redactor is not None:
                     # every span: other instrumentations' spans, and what the application added to ours (names,
@@ -274,6 +279,8 @@ class InProcessCollector:
                 continue  # inside a run built already
             subtree = _take_subtree(trace, run)
             self._buffered -= len(subtree) + 1
+            if self.evaluated:
+                self.evaluated.build(run, subtree)
             invocations.append(clean_invocation(invocation_of_run(run, subtree)))
             spans.append(run)
             spans.extend(subtree)
@@ -334,6 +341,8 @@ class InProcessCollector:
                 runs, trace.deferred = trace.deferred, []
                 self._build(trace, runs, orphans, late)
             del self._traces[trace_id]
+            if self.evaluated:
+                self.evaluated.drop(trace_id)
             self._buffered -= len(trace.spans)
             if trace.written:
                 late.extend(trace.spans.values())

@@ -5,13 +5,16 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from toolpath import tracing
+from toolpath.evaluation.like_with_like import redact_references, tracer_redactor
 from toolpath.evaluation.targets import resolve_target
-from toolpath.metrics.rows import turn_row
+from toolpath.metrics.rows import turn_row, with_parsed_trajectories
 from toolpath.model import Invocation, ToolCall, invocation_key
+from toolpath.redact import Redactor
+from toolpath.tracer import originals
 from toolpath.tracer import semconv as sc
 from toolpath.tracer.spans import split_agent_result
 from toolpath.trajectory import parse_trajectory
@@ -30,6 +33,12 @@ class AgentOutcome:
     """The invocation as traced and stored; ``None`` if tracing could not deliver it in time."""
     prompt: str | None = None
     """The user's text, when it is not the eval case's own (a simulated user wrote it)."""
+    produced: Invocation | None = field(default=None, repr=False)
+    """The same run rebuilt from the values the agent produced, before redaction: what computed metrics score
+    (:func:`scored_row`). It lives in this process's memory only: never store, write, log or show it."""
+    adk_invocation: dict[str, Any] | None = field(default=None, repr=False)
+    """ADK's own ``Invocation`` of this turn (JSON, as ADK's inference records it: app details, events in order),
+    when ADK ran or recorded it; for ADK's judges (:mod:`toolpath.evaluation.evalsets.adk_invocations`)."""
 
 
 def outcome_row(outcome: AgentOutcome, prompt: str) -> dict[str, Any]:
@@ -45,6 +54,42 @@ def outcome_row(outcome: AgentOutcome, prompt: str) -> dict[str, Any]:
     )
     row.update(content_notes(outcome.invocation))
     return row
+
+
+def scored_row(outcome: AgentOutcome, prompt: str) -> dict[str, Any]:
+    """:func:`outcome_row` of what the agent produced, before redaction (:attr:`AgentOutcome.produced`), for the
+    computed metrics to score in memory; the stored row when there is no such copy. Keep it out of anything
+    stored, written, shown or sent (a judge's request): those take :func:`outcome_row`."""
+    produced = outcome.produced
+    if produced is None:
+        return outcome_row(outcome, prompt)
+    row = turn_row(
+        prompt=prompt,
+        response=produced.response,
+        tool_calls=produced.tool_calls,
+        latency_in_seconds=outcome.latency_in_seconds,
+        failure=outcome.failure,
+        intermediate_responses=produced.intermediate_responses,
+    )
+    row.update(content_notes(outcome.invocation))
+    return row
+
+
+def compared_rows(
+    rows: Sequence[Mapping[str, Any]], outcomes: Sequence[AgentOutcome], computed: bool
+) -> tuple[list[Mapping[str, Any]], Redactor | None]:
+    """Each turn's row (as stored, one per outcome) as a metric reads it, and the redactor its results go through
+    (``None``: nothing of the agent's unredacted values in them). A computed metric reads what the agent produced
+    (:func:`~toolpath.evaluation.agent_runs.scored_row`); a judge the stored row, references redacted alike."""
+    redactor = tracer_redactor() if any(o.produced is not None for o in outcomes) else None
+    views: list[Mapping[str, Any]] = []
+    for row, outcome in zip(rows, outcomes, strict=True):
+        if computed and outcome.produced is not None:
+            view = {**row, **scored_row(outcome, row.get("prompt") or "")}
+        else:
+            view = dict(row) if computed else redact_references(row, redactor)
+        views.append(with_parsed_trajectories(view))
+    return views, redactor
 
 
 def content_notes(invocation: Invocation | None) -> dict[str, Any]:
@@ -79,19 +124,25 @@ def run_agent(
     started: list[Any] = []
     error: BaseException | None = None
     result: Any = None
-    began = time.perf_counter()
+    kept = originals.Originals()  # what the agent produces, before redaction: scored, never stored
+    active.collector.evaluated.watch(kept)
     try:
-        if spec.is_async:
-            result = asyncio.run(spec.acall((prompt,), kwargs, started))
-        else:
-            result = spec.call((prompt,), kwargs, started)
-    except Exception as exc:  # the agent failing is a measurement, not a runner error
-        error = exc
-    wall = time.perf_counter() - began
-    run = started[0] if started else None
-    invocation = None
-    if run is not None:
-        invocation = active.collector.wait_for_invocation(invocation_key(run.trace_id, run.span_id), timeout)
+        began = time.perf_counter()
+        try:
+            with originals.watching(kept):
+                if spec.is_async:
+                    result = asyncio.run(spec.acall((prompt,), kwargs, started))
+                else:
+                    result = spec.call((prompt,), kwargs, started)
+        except Exception as exc:  # the agent failing is a measurement, not a runner error
+            error = exc
+        wall = time.perf_counter() - began
+        run = started[0] if started else None
+        invocation = None
+        if run is not None:
+            invocation = active.collector.wait_for_invocation(invocation_key(run.trace_id, run.span_id), timeout)
+    finally:
+        active.collector.evaluated.unwatch(kept)
     if invocation is not None:
         return AgentOutcome(
             invocation.response,
@@ -100,6 +151,7 @@ def run_agent(
             invocation.failure,
             invocation.error,
             invocation,
+            produced=kept.invocations.get(invocation.invocation_id),
         )
     # Tracing did not deliver (queue full, collector down): fall back to what the call itself returned.
     response, trajectory = split_agent_result(result)

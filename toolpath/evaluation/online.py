@@ -48,11 +48,13 @@ from typing import Any, Protocol
 
 from toolpath.errors import ConfigError
 from toolpath.evaluation.catalog import pass_rules, passes, resolve_metric
+from toolpath.evaluation.like_with_like import redact_references, store_redactor
 from toolpath.evaluation.scoring import prepare_judge, score_views
 from toolpath.judges.client import Judge, settings_from
 from toolpath.metrics.base import Metric
 from toolpath.metrics.rows import row_ids, stored_row, with_parsed_trajectories
 from toolpath.model import Invocation, agent_span_id
+from toolpath.redact import Redactor
 from toolpath.store.job_queue import SHED_POLICIES, JobQueue, sampled
 from toolpath.store.reads import StoredTurn
 from toolpath.store.store import Store
@@ -150,9 +152,14 @@ def normalize_prompt(text: str) -> str:
 class References:
     """Golden rows by prompt (exact or normalised)."""
 
-    def __init__(self, dataset: str | None, match: str) -> None:
+    def __init__(self, dataset: str | None, match: str, rules: Redactor | None = None, store: Any = None) -> None:
+        """``rules``: the store's redaction rules; each reference is redacted by them (with ``store``'s pseudonym
+        key, read when first needed) to be compared with stored values."""
         self.match = match
         self.by_prompt: dict[str, Mapping[str, Any]] = {}
+        self._rules, self._store = rules, store
+        self._redactor: Redactor | None = None
+        self._redacted: dict[str, Mapping[str, Any]] = {}
         if dataset:
             from toolpath.datasets import load_rows
 
@@ -164,7 +171,16 @@ class References:
         return normalize_prompt(prompt) if self.match == "normalized" else prompt
 
     def find(self, prompt: str | None) -> Mapping[str, Any] | None:
-        return self.by_prompt.get(self._key(prompt)) if prompt else None
+        """The golden row of ``prompt``, its references redacted by the store's rules."""
+        key = self._key(prompt) if prompt else None
+        row = self.by_prompt.get(key) if key is not None else None
+        if row is None or key is None or self._rules is None:
+            return row
+        if key not in self._redacted:
+            if self._redactor is None:
+                self._redactor = store_redactor(self._store, self._rules)
+            self._redacted[key] = redact_references(row, self._redactor)
+        return self._redacted[key]
 
 
 class ResultSink(Protocol):
@@ -186,7 +202,16 @@ class OnlineStats:
 class OnlineEvaluator:
     """Workers that score the store's online jobs; ``start()`` / ``stop()``."""
 
-    def __init__(self, store: Store, config: OnlineConfig | str | Path | Mapping[str, Any], *, name: str | None = None):
+    def __init__(
+        self,
+        store: Store,
+        config: OnlineConfig | str | Path | Mapping[str, Any],
+        *,
+        name: str | None = None,
+        redactor: Redactor | bool | None = True,
+    ):
+        """``redactor``: the rules the store's values went through (``True``: the defaults, ``False`` or ``None``:
+        none); golden references are redacted by them, with the store's pseudonym key, before they are compared."""
         self.store = store
         self.config = OnlineConfig.load(config)
         self.metrics: list[Metric] = [resolve_metric(m) for m in self.config.metrics]
@@ -196,7 +221,8 @@ class OnlineEvaluator:
         unknown = sorted(set(self.config.thresholds) - set(self.rules))
         if unknown:
             raise ConfigError(f"online: thresholds for {', '.join(unknown)}, which 'metrics' does not name")
-        self.references = References(self.config.reference_dataset, self.config.match)
+        rules = Redactor.build() if redactor is True else redactor or None
+        self.references = References(self.config.reference_dataset, self.config.match, rules, store)
         self.queue = JobQueue(
             store, accept=self.config.accepts, max_backlog=self.config.max_backlog, shed=self.config.shed
         )

@@ -13,14 +13,15 @@ from typing import Any
 
 from toolpath.datasets import read_rows
 from toolpath.errors import ConfigError, DatasetError, MetricError
-from toolpath.evaluation.agent_runs import AgentOutcome, outcome_row, run_agent
+from toolpath.evaluation.agent_runs import AgentOutcome, outcome_row, run_agent, scored_row
 from toolpath.evaluation.catalog import pass_rules, resolve_metric
+from toolpath.evaluation.like_with_like import produced_views, store_redactor
 from toolpath.evaluation.scoring import prepare_judge, score_views
 from toolpath.evaluation.targets import describe_target, resolve_target
 from toolpath.judges.client import Judge, JudgeSettings
 from toolpath.metrics.base import Metric
-from toolpath.metrics.rows import with_parsed_trajectories
 from toolpath.store.store import Store
+from toolpath.tracer import content
 
 __all__ = ["EvalResult", "evaluate"]
 
@@ -101,11 +102,11 @@ def evaluate(
     connected = prepare_judge(resolved, judge, store)
     if runnable is not None:
         rows = [row for row, _ in parsed_rows]
+        produced: dict[int, dict[str, Any]] = {}  # the agent's values before redaction, by row: in memory only
         with resolve_target(runnable) as target:
-            _run_rows(rows, target, run_id, timeout, concurrency, on_agent_run)
-        views: Iterable[tuple[dict[str, Any], Mapping[str, Any]]] = (
-            (row, with_parsed_trajectories(row)) for row in rows
-        )
+            _run_rows(rows, target, run_id, timeout, concurrency, on_agent_run, produced)
+        redactor = store_redactor(None, content.policy().redactor)  # the tracer's rules and pseudonym key
+        views: Iterable[tuple[dict[str, Any], Mapping[str, Any]]] = produced_views(rows, produced, redactor)
     else:  # streamed: each row is scored as it is read, its trajectories parsed once
         views = ((row, {**row, **parsed}) for row, parsed in parsed_rows)
     table, summary, usage = score_views(views, resolved, judge=connected, cache=store, on_row=on_row)
@@ -139,6 +140,7 @@ def _run_rows(
     timeout: float,
     concurrency: int,
     on_done: Callable[[int], None] | None,
+    produced: dict[int, dict[str, Any]],
 ) -> None:
     """Run the agent on every row, ``concurrency`` at a time; each row gets its own measured, traced run.
     ``on_done(index)`` is called, from this thread, as each run ends."""
@@ -150,17 +152,21 @@ def _run_rows(
     done = on_done or (lambda _: None)
     if concurrency == 1 or len(rows) < 2:
         for index, row in enumerate(rows):
-            _fill_from_agent(row, runnable, index, run_id, timeout)
+            _fill_from_agent(row, runnable, index, run_id, timeout, produced)
             done(index)
         return
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="toolpath-eval") as pool:
-        futures = {pool.submit(_fill_from_agent, row, runnable, i, run_id, timeout): i for i, row in enumerate(rows)}
+        futures = {
+            pool.submit(_fill_from_agent, row, runnable, i, run_id, timeout, produced): i for i, row in enumerate(rows)
+        }
         for future in as_completed(futures):
             future.result()
             done(futures[future])
 
 
-def _fill_from_agent(row: dict[str, Any], runnable: Any, index: int, run_id: str, timeout: float) -> None:
+def _fill_from_agent(
+    row: dict[str, Any], runnable: Any, index: int, run_id: str, timeout: float, produced: dict[int, dict[str, Any]]
+) -> None:
     prompt = row.get("prompt")
     if not isinstance(prompt, str):
         raise DatasetError(
@@ -168,7 +174,9 @@ def _fill_from_agent(row: dict[str, Any], runnable: Any, index: int, run_id: str
         )
     session_id = str(row.get("session_id") or f"eval-{run_id}-{index}")
     outcome: AgentOutcome = run_agent(runnable, prompt, session_id=session_id, timeout=timeout)
-    row.update(outcome_row(outcome, prompt))
+    row.update(outcome_row(outcome, prompt))  # as stored: what the table, the store and a judge get
+    if outcome.produced is not None:  # what the agent did: what the computed metrics score
+        produced[index] = scored_row(outcome, prompt)
     if outcome.error:
         row["error"] = outcome.error
     if outcome.invocation is not None:

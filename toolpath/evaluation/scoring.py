@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from toolpath.evaluation.like_with_like import judged_view, scrubber
 from toolpath.judges.client import Ask, Judge, JudgeSettings, settings_from
 from toolpath.judges.vertex import JudgeMetric
 from toolpath.metrics.base import Metric, MissingInput
@@ -50,13 +51,15 @@ def score_views(
     usage = None
     if judge_metrics:
         items = list(items)
-        judged, usage = judge_rows([view for _, view in items], judge_metrics, judge, cache)
+        # a judge reads the redacted row: the agent's unredacted values never leave the process
+        judged, usage = judge_rows([judged_view(view) for _, view in items], judge_metrics, judge, cache)
     plan: list[tuple[Metric, Callable[[Mapping[str, Any]], MetricResult], str, str, str, bool, list[float]]] = [
         (m, m.score, m.name, f"{m.name}/score", f"{m.name}/explanation", isinstance(m, JudgeMetric), [])
         for m in metrics
     ]
     table: list[dict[str, Any]] = []
     for index, (out, view) in enumerate(items):
+        scrub = scrubber(view)  # what a metric says of the agent's unredacted values is redacted in the table
         for metric, score_of, name, score_key, explanation_key, by_judge, kept in plan:
             try:  # score_row, inline
                 result = judged[index, name] if by_judge else score_of(view)
@@ -65,9 +68,9 @@ def score_views(
             score = out[score_key] = result.score
             if score is not None:
                 kept.append(score)
-            out[explanation_key] = result.explanation
+            out[explanation_key] = result.explanation if scrub is None else scrub(result.explanation)
             for key, value in result.detail_items():
-                out[f"{name}/{key}"] = value
+                out[f"{name}/{key}"] = value if scrub is None else scrub(value)
         table.append(out)
         if on_row is not None:
             on_row(index, out)

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from toolpath.redact import Redactor
+from toolpath.tracer import originals
 from toolpath.tracer.semconv import TRUNCATION_MARKER
 
 DEFAULT_MAX_VALUE_LENGTH = 64 * 1024
@@ -59,10 +60,12 @@ def encode(value: Any) -> tuple[str, bool]:
     dropped = [0]
     bounded = _bounded(value, limit, [limit], dropped)
     text = to_json(bounded)
-    if len(text) <= limit and not dropped[0]:
-        return text, False
-    cut_here = max(len(text) - limit, 0)
-    return text[:limit] + TRUNCATION_MARKER.format(dropped=cut_here + dropped[0]), True
+    cut = len(text) > limit or dropped[0] > 0
+    if cut:
+        text = text[:limit] + TRUNCATION_MARKER.format(dropped=max(len(text) - limit, 0) + dropped[0])
+    if originals.open_count and _policy.redactor is not None and (kept := originals.current()) is not None:
+        kept.keep(text, bounded, limit, dropped[0])  # an evaluation waits for this run: the value before redaction
+    return text, cut
 
 
 def identifier(value: Any) -> str:

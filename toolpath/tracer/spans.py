@@ -20,7 +20,7 @@ from opentelemetry import context, trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from toolpath.tracer import content
+from toolpath.tracer import content, originals
 from toolpath.tracer import semconv as sc
 
 _tracer = trace.get_tracer(sc.TOOLPATH_SCOPE)
@@ -110,7 +110,9 @@ def start_agent_span(
         attrs[sc.GEN_AI_CONVERSATION_ID] = content.identifier(session_id)
     if content._policy.capture and prompt is not None:
         _put_json(attrs, sc.GEN_AI_INPUT_MESSAGES, [_text_message("user", prompt)])
-    return _tracer.start_span(sc.agent_span_name(agent_name), parent, SpanKind.INTERNAL, attrs, start_time=start_time)
+    span = _tracer.start_span(sc.agent_span_name(agent_name), parent, SpanKind.INTERNAL, attrs, start_time=start_time)
+    _note_run(span)
+    return span
 
 
 def end_agent_span(span: Span, response: Any) -> None:
@@ -281,6 +283,7 @@ class AgentRun:
         if content._policy.capture and prompt is not None:
             _put_json(attrs, sc.GEN_AI_INPUT_MESSAGES, [_text_message("user", prompt)])
         self.span = _tracer.start_span(sc.agent_span_name(agent_name), kind=SpanKind.INTERNAL, attributes=attrs)
+        _note_run(self.span)
         self.token = context.attach(trace.set_span_in_context(self.span))
 
     @property
@@ -309,6 +312,12 @@ class AgentRun:
 
     def fail(self, exc: BaseException) -> None:
         fail_span(self.span, self.token, exc)
+
+
+def _note_run(span: Span) -> None:
+    """An evaluation waiting in this context keeps what this run produces (:mod:`toolpath.tracer.originals`)."""
+    if originals.open_count and (kept := originals.current()) is not None:
+        kept.note_trace(span.get_span_context().trace_id)
 
 
 def split_agent_result(result: Any) -> tuple[str | None, list[Any] | None]:

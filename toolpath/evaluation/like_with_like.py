@@ -1,0 +1,120 @@
+"""Scores of what the agent did, whatever redaction kept (docs/evaluation.md, "Redaction and scores").
+
+Two rules:
+
+- **A run toolpath executes** (``eval --agent``, ``toolpath.evaluate(runnable=…)``, eval sets, simulated
+  conversations) is scored on the values the agent produced, rebuilt in memory before redaction
+  (:attr:`~toolpath.evaluation.agent_runs.AgentOutcome.produced`): the computed metrics read a
+  :class:`ProducedView`. Whatever leaves the process — the stored row, the JSON output, a judge's request — is
+  the redacted row, and a judge reads it with its references redacted too (:attr:`ProducedView.stored`).
+- **Where only the stored, redacted values exist** (online scoring, ``--from-store``, replay's recorded side),
+  references are redacted by the store's rules and keyed pseudonyms before they are compared
+  (:func:`redact_references`), so that like is compared with like.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from toolpath.metrics.rows import with_parsed_trajectories
+from toolpath.model import MetricResult, ToolCall
+from toolpath.redact import Redactor
+from toolpath.tracer import content
+from toolpath.trajectory import Trajectory
+
+REFERENCE_COLUMNS = ("reference", "reference_trajectory", "baseline_model_response")
+"""The columns a row's own values are compared with."""
+
+
+class ProducedView(dict[str, Any]):
+    """A row as the computed metrics read it: the values the agent produced, in memory only. :attr:`stored` is the
+    row as stored (redacted), with its references redacted the same way: what judges read."""
+
+    stored: Mapping[str, Any]
+    redactor: Redactor | None
+
+
+def scrubber(view: Mapping[str, Any]) -> Callable[[Any], Any] | None:
+    """How to redact what a metric says of ``view`` (an explanation may quote an argument) before it is kept:
+    ``None`` for a view of stored values."""
+    redactor = getattr(view, "redactor", None)
+    return None if redactor is None else redactor.value
+
+
+def store_redactor(store: Any, rules: Redactor | None) -> Redactor | None:
+    """A redactor with ``rules`` (keys and patterns) and the pseudonym key of ``store`` (``None``: the process's
+    own, as the tracer uses without a store): what the store's values went through. ``None`` without rules."""
+    if rules is None:
+        return None
+    key = store.pseudonym_key() if store is not None else rules.pseudonym_key
+    return Redactor(rules.keys, dict(rules.patterns), rules.replacement, pseudonym_key=key)
+
+
+def redact_references(row: Mapping[str, Any], redactor: Redactor | None) -> dict[str, Any]:
+    """``row`` with its reference columns redacted by ``redactor`` (the store's rules): compared with stored,
+    redacted values, equal values stay equal. Values replaced by ``[REDACTED]`` compare equal whatever they were;
+    identifiers and object keys holding a secret become keyed pseudonyms and stay distinct."""
+    out = dict(row)
+    if redactor is None:
+        return out
+    for column in REFERENCE_COLUMNS:
+        value = out.get(column)
+        if isinstance(value, Trajectory):  # parsed already: its calls redacted, a wildcard (null) kept
+            out[column] = Trajectory([_redacted_call(call, redactor) for call in value])
+        elif value is not None:
+            out[column] = redactor.value(value, convert=_plain)
+    return out
+
+
+def _redacted_call(call: ToolCall, redactor: Redactor) -> ToolCall:
+    args = None if call.args is None else redactor.value(call.args)
+    return call.model_copy(update={"args": args, "result": redactor.value(call.result)})
+
+
+def produced_view(row: Mapping[str, Any], produced: Mapping[str, Any] | None, redactor: Redactor | None) -> Any:
+    """The view the metrics read of ``row`` (as stored) when the agent's own values ``produced`` (the columns of
+    :func:`~toolpath.evaluation.agent_runs.scored_row`) are known: a :class:`ProducedView`; else the row's."""
+    if produced is None:
+        return with_parsed_trajectories(row)
+    view = ProducedView(with_parsed_trajectories({**row, **produced}))
+    view.stored = with_parsed_trajectories(redact_references(row, redactor))
+    view.redactor = redactor
+    return view
+
+
+def produced_views(
+    rows: list[dict[str, Any]], produced: dict[int, dict[str, Any]], redactor: Redactor | None
+) -> Iterator[tuple[dict[str, Any], Any]]:
+    """``(table row, view)`` for each of ``rows`` (as stored) of an agent's runs, ``produced`` the agent's own values
+    by row index (taken out as they are used): the view as :func:`produced_view`; the table row, which is kept and
+    shown, gets its references redacted as the agent's values were."""
+    for index, row in enumerate(rows):
+        view = produced_view(row, produced.pop(index, None), redactor)
+        if isinstance(view, ProducedView):
+            redacted = redact_references(row, redactor)
+            row.update({column: redacted[column] for column in REFERENCE_COLUMNS if column in row})
+        yield row, view
+
+
+def tracer_redactor() -> Redactor | None:
+    """The rules (and pseudonym key) the tracer redacted this process's runs with; ``None`` with redaction off."""
+    return store_redactor(None, content.policy().redactor)
+
+
+def scrubbed(result: MetricResult, redactor: Redactor | None) -> MetricResult:
+    """``result`` of the agent's unredacted values, its explanation and details redacted for keeping."""
+    if redactor is None:
+        return result
+    details = {key: redactor.value(value) for key, value in result.detail_items()}
+    return MetricResult(result.score, redactor.value(result.explanation), details or None)
+
+
+def judged_view(view: Mapping[str, Any]) -> Mapping[str, Any]:
+    """What a judge reads of ``view``: never the agent's unredacted values (they would leave the process)."""
+    return getattr(view, "stored", view)
+
+
+def _plain(value: Any) -> Any:
+    """A reference item that is not JSON (a call record) as plain values redaction can look into."""
+    return value.to_item() if isinstance(value, ToolCall) else str(value)
