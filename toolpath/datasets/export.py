@@ -1,5 +1,6 @@
 """Recorded traffic as eval data: an ADK ``*.evalset.json`` (one eval case per session, one conversation turn
-per invocation, the recorded tool calls as ``tool_uses`` and the recorded answers as final responses) or
+per invocation, the recorded tool calls as ``tool_uses`` — or, where more than one agent acted in a turn, as the
+``invocation_events`` of the agents that made them — and the recorded answers as final responses) or
 Vertex-style JSONL rows (``prompt``, ``reference``, ``reference_trajectory``). Both load back with
 :mod:`toolpath.datasets` and run with ``toolpath eval``.
 """
@@ -42,16 +43,53 @@ def _turn(inv: Invocation) -> dict[str, Any]:
         "invocation_id": inv.invocation_id,
         "user_content": {"role": "user", "parts": [{"text": inv.prompt or ""}]},
         "final_response": {"role": "model", "parts": [{"text": inv.response or ""}]},
-        "intermediate_data": {
-            "tool_uses": [{"id": call.call_id, "name": call.name, "args": call.args or {}} for call in inv.tool_calls],
-            "tool_responses": [
-                {"id": call.call_id, "name": call.name, "response": _response(call.result, call.error)}
-                for call in inv.tool_calls
-            ],
-            "intermediate_responses": [[author, [{"text": text}]] for author, text in inv.intermediate_responses],
-        },
+        "intermediate_data": _events(inv) if _agents(inv) - {inv.agent_name} else _tool_uses(inv),
         "creation_timestamp": _seconds(inv),
     }
+
+
+def _tool_uses(inv: Invocation) -> dict[str, Any]:
+    return {
+        "tool_uses": [_use(call) for call in inv.tool_calls],
+        "tool_responses": [_function_response(call) for call in inv.tool_calls],
+        "intermediate_responses": [[author, [{"text": text}]] for author, text in inv.intermediate_responses],
+    }
+
+
+def _agents(inv: Invocation) -> set[str | None]:
+    """The agents that made a call, answered or spoke in the turn (``None``: not known)."""
+    return {
+        *(call.agent_name for call in inv.tool_calls),
+        *(author for author, _ in inv.intermediate_responses),
+        inv.answered_by,
+    } - {None}
+
+
+def _events(inv: Invocation) -> dict[str, Any]:
+    """ADK's ``invocation_events`` form, which names each event's author: the intermediate responses, each call
+    and its response as events of the agent that made it, and the final response's event (its text is the
+    turn's ``final_response``, so it holds none, as ADK records it) of the agent that answered."""
+    agent = inv.agent_name or "agent"
+    events: list[dict[str, Any]] = [
+        {"author": author, "content": {"role": "model", "parts": [{"text": text}]}}
+        for author, text in inv.intermediate_responses
+    ]
+    for call in inv.tool_calls:
+        author = call.agent_name or agent
+        events.append({"author": author, "content": {"role": "model", "parts": [{"function_call": _use(call)}]}})
+        response = {"function_response": _function_response(call)}
+        events.append({"author": author, "content": {"role": "user", "parts": [response]}})
+    if inv.answered_by:
+        events.append({"author": inv.answered_by})
+    return {"invocation_events": events}
+
+
+def _use(call: ToolCall) -> dict[str, Any]:
+    return {"id": call.call_id, "name": call.name, "args": call.args or {}}
+
+
+def _function_response(call: ToolCall) -> dict[str, Any]:
+    return {"id": call.call_id, "name": call.name, "response": _response(call.result, call.error)}
 
 
 def _response(result: Any, error: str | None) -> dict[str, Any]:
