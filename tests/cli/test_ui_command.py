@@ -133,3 +133,37 @@ def test_collect_ui_without_a_token_makes_one_up_and_prints_its_login_link(tmp_p
         process.terminate()
         process.wait(timeout=30)
         out.close()
+
+
+def test_toolpath_ui_refuses_a_huge_request_head_and_still_serves(tmp_path):
+    import socket
+    import subprocess
+    import sys
+
+    from tests.helpers.collector import free_port
+
+    Store(f"sqlite:///{tmp_path / 'u.db'}").close()
+    port = free_port()
+    out = (tmp_path / "out.log").open("w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "toolpath.cli", "ui", "--store", f"sqlite:///{tmp_path / 'u.db'}", "--port", str(port)],
+        stdout=out, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while "toolpath ui on" not in (tmp_path / "out.log").read_text():
+            assert time.monotonic() < deadline and process.poll() is None, (tmp_path / "out.log").read_text()
+            time.sleep(0.1)
+        time.sleep(0.5)
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+            conn.sendall(b"GET /sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * 100 * 1024 + b"\r\n\r\n")
+            reply = conn.recv(1024)
+        assert reply == b"" or reply.split(b" ", 2)[1] in (b"400", b"431")
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/sessions", timeout=10)
+        except HTTPError as exc:
+            assert exc.code == 401  # still serving: the token is what it asks for
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        out.close()

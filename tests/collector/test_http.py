@@ -219,3 +219,11 @@ def test_slowloris_connections_are_closed_and_real_requests_are_served_meanwhile
             conn.close()
         server.shutdown(timeout=15)
         store.close()
+
+
+def test_a_huge_request_head_is_refused(served):
+    server, store = served
+    body = otlp_json("8" * 32, tool_calls=1)
+    headers = {"Content-Length": str(len(body)), "X-Big": "a" * 100 * 1024}
+    assert status(exchange(server.port, request(body, headers=headers))) == 431
+    assert store.spans_of_trace("8" * 32) == []

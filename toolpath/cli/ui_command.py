@@ -11,7 +11,7 @@ import click
 from toolpath.cli.agents import load_agent
 from toolpath.cli.options import open_existing_store, store_option
 from toolpath.cli.output import console
-from toolpath.config import TOKEN_ENV
+from toolpath.config import MAX_HEAD_BYTES, TOKEN_ENV
 from toolpath.errors import ConfigError
 
 UI_HINT = "pip install 'toolpath[ui]'"
@@ -73,4 +73,14 @@ def ui_command(
     shown = f"[{host}]" if ":" in host else host
     link = f"http://{shown}:{port}/sessions" + (f"?token={token}" if token else "")
     console.print(f"toolpath ui on {link} over {the_store.url} (eval sets in {evalsets}); Ctrl-C stops it")
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    from toolpath.collector.http import HEADER_SECONDS, header_deadline_protocol
+
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        http=header_deadline_protocol(HEADER_SECONDS),  # a slowly dribbled request head holds no connection
+        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+    )

@@ -31,6 +31,7 @@ from toolpath.collector.handoff import take_connections
 from toolpath.collector.ingestor import TRACES_PATH, Ingestor
 from toolpath.collector.otlp_replies import Reply, error_reply
 from toolpath.collector.prometheus import CONTENT_TYPE
+from toolpath.config import MAX_HEAD_BYTES
 from toolpath.errors import ConfigError
 from toolpath.hosts import LOOPBACK_NAMES, is_loopback_host
 
@@ -71,6 +72,9 @@ class OtlpHttpApp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
+            return
+        if sum(len(k) + len(v) + 4 for k, v in scope["headers"]) + len(scope.get("raw_path") or b"") > MAX_HEAD_BYTES:
+            await _send(send, Reply(431, b"request head too large", "text/plain"))
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         path = scope["path"]

@@ -31,6 +31,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from toolpath.config import MAX_HEAD_BYTES
 from toolpath.errors import ToolpathError
 from toolpath.evaluation.verdicts import format_score
 from toolpath.hosts import is_loopback_host
@@ -135,6 +136,9 @@ class Guard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        if head_bytes(scope) > MAX_HEAD_BYTES:
+            await PlainTextResponse("request head too large", status_code=431)(scope, receive, send)
+            return
         request = Request(scope)
         host = request.headers.get("host", "")
         refusal = self._refusal(request, host)
@@ -194,6 +198,15 @@ class Guard:
                     "cross-site request refused: changes must come from this app's own pages", status_code=403
                 )
         return None
+
+
+def head_bytes(scope: Scope) -> int:
+    """The size of a request's head as received: its target and every header."""
+    return (
+        len(scope.get("raw_path") or b"")
+        + len(scope.get("query_string") or b"")
+        + sum(len(name) + len(value) + 4 for name, value in scope["headers"])
+    )
 
 
 def cookie_name(host: str) -> str:
