@@ -25,6 +25,7 @@ from typing import Any
 from toolpath import tracing
 from toolpath.errors import ConfigError, DatasetError
 from toolpath.evaluation.agent_runs import AgentOutcome, compared_rows, content_notes, outcome_row
+from toolpath.evaluation.evalsets.adk_invocations import attach_recorded, judge_columns
 from toolpath.evaluation.evalsets.case_results import (
     FAILED,
     NOT_EVALUATED,
@@ -220,7 +221,7 @@ def _run_case(
         else:
             scripted = run_conversation(agent, case, session_id=session_id, timeout=play.timeout)
             outcomes, error = scripted.outcomes, scripted.error
-        per_run.append(outcomes)
+        per_run.append(attach_recorded(agent.host, session_id, outcomes))  # with ADK's invocations, for its judges
         errors.append(error)
         # a run that failed has no metric results in ADK, its efficiency figures included
         traced = [] if error else outcomes
@@ -437,6 +438,7 @@ def _invocation_rows(case: EvalCase, outcomes: Sequence[AgentOutcome]) -> list[d
     references = case.invocations if len(case.invocations) == len(outcomes) else None
     for i, outcome in enumerate(outcomes):
         row = outcome_row(outcome, outcome_prompt(case, i, outcome) or "")
+        row.update(judge_columns(case, i, outcome, expected=references is not None))  # what ADK's judges read
         if references is not None:
             row["reference"] = references[i].reference
             row["reference_trajectory"] = Trajectory(references[i].reference_trajectory)  # keeps wildcard (null) args
