@@ -37,12 +37,22 @@ GITHUB_PAT = "github_pat_11CANARY0000000000000000abcdef"
 EMAIL = "canary.person@example.org"
 BEARER = "bearerCanaryToken123456"
 CARD = "4111 1111 1111 1111"
-CANARIES = (PASSWORD, API_KEY, JWT, GITHUB_PAT, EMAIL, BEARER, CARD, CARD.replace(" ", ""), "canary.person")
+FREE_KEY = "fkCanaryFreeText8812"
+FREE_TOKEN = "ftCanaryFreeToken5530"
+GLUED = "ghp_" + "CanaryGlued" * 4
+"""A GitHub token glued to the word before it."""
+CANARIES = (
+    PASSWORD, API_KEY, JWT, GITHUB_PAT, EMAIL, BEARER, CARD, CARD.replace(" ", ""), "canary.person", FREE_KEY,
+    FREE_TOKEN, GLUED, "CanaryGluedCanary",
+)  # fmt: skip
 ALL = (
     f"key {API_KEY} jwt {JWT} pat {GITHUB_PAT} mail {EMAIL} Authorization: Bearer {BEARER} card {CARD} "
-    f"password={PASSWORD}"
+    f"password={PASSWORD} api_key={FREE_KEY} token: {FREE_TOKEN} id42{GLUED}"
 )
-"""One text holding every canary (the password as ``password=…``, as free text has it)."""
+"""One text holding every canary (the password as ``password=…``, keys as ``api_key=…`` and ``token: …``, as free
+text has them, and a token glued to a word)."""
+CUT_NAME = "n" * 1000 + GLUED + " tail"
+"""A span name whose token straddles the name column's cut (1,024 characters)."""
 SESSION = f"chat-{EMAIL}"
 
 AGENT = textwrap.dedent(
@@ -128,7 +138,7 @@ def other_instrumentation_export() -> bytes:
             "status": {"code": 2, "message": f"failed on {ALL}"},
         },
         {
-            "traceId": trace_id, "spanId": tool, "parentSpanId": root, "name": f"lookup {API_KEY}", "kind": 1,
+            "traceId": trace_id, "spanId": tool, "parentSpanId": root, "name": f"lookup {API_KEY} {CUT_NAME}", "kind": 1,
             "startTimeUnixNano": "2000", "endTimeUnixNano": "3000",
             "attributes": [attr("openinference.span.kind", "TOOL"), attr("tool.name", "lookup"),
                            attr("input.value", json.dumps({"query": ALL, "password": PASSWORD, EMAIL: {API_KEY: 1}})),
