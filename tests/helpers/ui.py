@@ -25,6 +25,7 @@ from toolpath.store.store import Store
 DEMO_AGENT = "toolpath.demo.smart_home:smart_home_agent"
 EXITING_AGENT = "tests.helpers.ui:exiting_agent"
 HELD_AGENT = "tests.helpers.ui:held_agent"
+CRASHING_AGENT = "tests.helpers.crashing:crashing_agent"
 JOB_ENDED = "() => location.pathname.startsWith('/runs/') || (document.getElementById('job-error') || {}).textContent"
 """True in a job page once the run's page opened or the job page shows why the run failed."""
 
@@ -54,7 +55,7 @@ def demo_store(folder: Path) -> str:
 
 def ui_agents() -> dict[str, object]:
     """The agents the tests' UIs are started with (as ``toolpath ui --agent`` would load them)."""
-    return {name: load_agent(name) for name in (DEMO_AGENT, EXITING_AGENT, HELD_AGENT)}
+    return {name: load_agent(name) for name in (DEMO_AGENT, EXITING_AGENT, HELD_AGENT, CRASHING_AGENT)}
 
 
 @contextlib.contextmanager

@@ -256,6 +256,9 @@ def eval_set_report(console: Console, result: Any, *, quiet: bool = False) -> No
             table.add_column(column)
         for column in _EFFICIENCY_COLUMNS:
             table.add_column(column, justify="right")
+        crashed = any(getattr(case, "error", None) for case in result.cases)
+        if crashed:  # a run whose agent raised: the case failed unscored, as ADK's failed inference
+            table.add_column("error", overflow="fold", max_width=60)
         for case in result.cases:
             cells = [
                 f"{case.metrics[n].score:.3f} / {case.metrics[n].threshold:g}{_spread(case.metrics[n].run_scores)}"
@@ -264,7 +267,10 @@ def eval_set_report(console: Console, result: Any, *, quiet: bool = False) -> No
                 for n in result.metric_names
             ]
             style = {"PASSED": "green", "FAILED": "red"}.get(case.status, "yellow")
-            table.add_row(case.eval_set_id, case.eval_id, f"[{style}]{case.status}[/]", *cells, *_efficiency(case))
+            error = [f"[red]{escape(case.error)}[/]" if getattr(case, "error", None) else ""] if crashed else []
+            table.add_row(
+                case.eval_set_id, case.eval_id, f"[{style}]{case.status}[/]", *cells, *_efficiency(case), *error
+            )
         console.print(table)
         for case in result.cases:
             if getattr(case, "simulated", False):
@@ -329,6 +335,11 @@ def _print_failure(console: Console, case: Any) -> None:
     console.print(f"[red]FAILED[/] {case.eval_set_id} / {case.eval_id}")
     if getattr(case, "error", None):
         console.print(f"  error: {case.error}", markup=False)
+        for run, turns in enumerate(case.turns if not getattr(case, "simulated", False) else []):
+            if getattr(case, "run_error", lambda _: None)(run) and turns:  # the turn that raised, as it was made
+                which = f"run {run + 1}, " if len(case.turns) > 1 else ""
+                console.print(f"    {which}turn {len(turns)}: {turns[-1]['prompt']!r}", markup=False)
+                console.print(f"      actual tools: {_calls(turns[-1]['predicted_trajectory'])}", markup=False)
     for name, metric in case.metrics.items():
         if metric.status != "FAILED":
             continue
@@ -357,9 +368,12 @@ def _calls(items: Sequence[Mapping[str, Any]] | None) -> str:
     ``name (without args)``."""
     return (
         ", ".join(
-            f"{c['tool_name']} (without args)"
-            if c.get("tool_input") is None
-            else f"{c['tool_name']}({_args(c['tool_input'])})"
+            (
+                f"{c['tool_name']} (without args)"
+                if c.get("tool_input") is None
+                else f"{c['tool_name']}({_args(c['tool_input'])})"
+            )
+            + (f" ✗ {c['error']}" if c.get("error") else "")
             for c in items or ()
         )
         or "—"

@@ -154,10 +154,17 @@ def _cases(
                 f"<td class='num {cells[n]}' data-metric='{html.escape(n)}'>{_num(scores.get(n))}</td>" for n in names
             )
             + f"</tr><tr class='case-detail' data-case='{case_id}' data-status='{ok}'>"
-            f"<td class='trajectories' colspan='{len(names) + 2}'>{_trajectories(result['row'])}</td></tr>"
+            f"<td class='trajectories' colspan='{len(names) + 2}'>{_case_error(result['row'])}"
+            f"{_trajectories(result['row'])}</td></tr>"
         )
     lines.append("</table></div></section>")
     return "".join(lines)
+
+
+def _case_error(row: Mapping[str, Any]) -> str:
+    """Why a run of the case could not be completed (its agent raised): the case failed unscored."""
+    error = row.get("error") if isinstance(row, Mapping) else None
+    return f"<p class='fail case-error'>error: {html.escape(str(error))}</p>" if error else ""
 
 
 def _breakable(name: str) -> str:

@@ -30,6 +30,8 @@ class Job:
     """``running``, ``done`` or ``failed`` (the run itself could not finish; ``error`` says why)."""
     run_id: str | None = None
     error: str | None = None
+    crashes: list[str] = field(default_factory=list)
+    """``case: error`` of each case whose agent raised (the case failed unscored)."""
     started: float = field(default_factory=time.time)
 
     def to_dict(self) -> dict[str, Any]:
@@ -44,6 +46,7 @@ class Job:
             "state": self.state,
             "run_id": self.run_id,
             "error": self.error,
+            "crashes": list(self.crashes),
         }
 
 
@@ -70,6 +73,8 @@ class Jobs:
                 job.done += 1
                 job.passed += case.status == "PASSED"
                 job.failed += case.status == "FAILED"
+                if case.error is not None:
+                    job.crashes.append(f"{case.eval_id}: {case.error}")
 
         def run() -> None:
             # Whatever happens, the job ends as done or failed: a page polling it never waits for ever.

@@ -163,6 +163,7 @@ def run_view(run: Mapping[str, Any]) -> dict[str, Any]:
                 "case_id": str(result.get("case_id") or result.get("position")),
                 "status": css,
                 "label": label,
+                "error": (result.get("row") or {}).get("error"),  # its agent raised: the case failed unscored
                 "cells": [
                     {"metric": n, "score": (result.get("scores") or {}).get(n), "verdict": cells[n],
                      "hover": hover if cells[n] == "fail" else ""}

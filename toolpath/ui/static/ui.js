@@ -46,6 +46,12 @@ function followJob(job) {
     document.getElementById("job-done").textContent = state.done;
     document.getElementById("job-passed").textContent = state.passed;
     document.getElementById("job-failed").textContent = state.failed;
+    var crashes = document.getElementById("job-crashes");  // cases whose agent raised: failed unscored
+    (state.crashes || []).slice(crashes.children.length).forEach(function (crash) {
+      var item = document.createElement("li");
+      item.textContent = crash;
+      crashes.appendChild(item);
+    });
     job.dataset.state = state.state;
     if (state.state === "running") return false;
     if (state.state === "done" && state.run_id) {
