@@ -67,6 +67,7 @@ def expected_invocation(invocation: schema.Invocation) -> ExpectedInvocation:
         reference_trajectory=[call.model_copy(update={"result": None}) for call in calls],
         tool_responses=responses,
         intermediate_responses=texts,
+        adk=invocation.model_dump(mode="json", exclude_none=True),
     )
 
 
@@ -131,6 +132,56 @@ def token_usage(reports: Sequence[genai_types.GenerateContentResponseUsageMetada
 # --- writing ADK's form --------------------------------------------------------------------------------------
 
 
+def function_call_json(call: ToolCall) -> dict[str, Any]:
+    """A call as a genai ``FunctionCall`` (its id when it has one; absent arguments stay absent)."""
+    use: dict[str, Any] = {"name": call.name}
+    if call.args is not None:
+        use["args"] = call.args
+    if call.call_id:
+        use["id"] = call.call_id
+    return use
+
+
+def function_response_json(call: ToolCall) -> dict[str, Any]:
+    """A call's result (or error) as the genai ``FunctionResponse`` that answers it, by the call's id."""
+    body = call.result if isinstance(call.result, dict) else {"result": call.result}
+    if call.error is not None:
+        body = {"error": call.error}
+    return {k: v for k, v in {"id": call.call_id, "name": call.name, "response": body}.items() if v}
+
+
+def session_events_json(
+    *,
+    invocation_id: str,
+    prompt: str,
+    response: str | None,
+    tool_calls: Iterable[ToolCall],
+    intermediate_responses: Iterable[tuple[str, str]],
+    agent: str,
+    answered_by: str | None,
+    timestamp: float,
+) -> list[dict[str, Any]]:
+    """One turn as the events of an ADK ``Session`` (a result's ``session_details``): the user's message, the
+    intermediate responses, each call and its response as events of the agent that made it (the call's id on
+    both), and the final response as the event of the agent that answered (``agent``, the turn's own, when no
+    call or answer names another)."""
+    events: list[dict[str, Any]] = [{"author": "user", "content": content_json(prompt, "user")}]
+    events += [{"author": author, "content": content_json(text, "model")} for author, text in intermediate_responses]
+    for call in tool_calls:
+        author = call.agent_name or agent
+        events.append(
+            {"author": author, "content": {"role": "model", "parts": [{"function_call": function_call_json(call)}]}}
+        )
+        reply = {"function_response": function_response_json(call)}
+        events.append({"author": author, "content": {"role": "user", "parts": [reply]}})
+    if response is not None:
+        events.append({"author": answered_by or agent, "content": content_json(response, "model")})
+    return [
+        {"id": f"{invocation_id}-{n}", "invocation_id": invocation_id, "timestamp": timestamp, **event}
+        for n, event in enumerate(events)
+    ]
+
+
 def content_json(text: str | None, role: str) -> dict[str, Any] | None:
     return None if text is None else {"parts": [{"text": text}], "role": role}
 
@@ -148,19 +199,8 @@ def invocation_json(
     """An ADK ``Invocation`` as JSON (``intermediate_data`` in the ``tool_uses`` shape, each tool's result as a
     ``FunctionResponse`` keyed by the call's id)."""
     calls = list(tool_calls)
-    uses, results = [], []
-    for call in calls:
-        use: dict[str, Any] = {"name": call.name}
-        if call.args is not None:
-            use["args"] = call.args
-        if call.call_id:
-            use["id"] = call.call_id
-        uses.append(use)
-        if call.result is not None or call.error is not None:
-            body = call.result if isinstance(call.result, dict) else {"result": call.result}
-            if call.error is not None:
-                body = {"error": call.error}
-            results.append({k: v for k, v in {"id": call.call_id, "name": call.name, "response": body}.items() if v})
+    uses = [function_call_json(call) for call in calls]
+    results = [function_response_json(call) for call in calls if call.result is not None or call.error is not None]
     return {
         "invocation_id": invocation_id or "",
         "user_content": content_json(prompt, "user"),

@@ -3,7 +3,8 @@
 ``score_recorded`` judges the invocations ADK recorded (``*.evalset_result.json``) against the expected ones —
 the eval set's, when it is given, else those recorded beside them — with the criteria of a ``test_config.json``
 or the defaults, without running anything. ``write_adk_history`` saves an :class:`EvalSetResult` as ADK's
-``EvalSetResult`` files (one per eval set, one case result per case and run), so ``adk web`` lists toolpath's runs
+``EvalSetResult`` files (one per eval set, one case result per case and run, with the run's session as ADK's
+``session_details``: its events name the agent behind each call and answer), so ``adk web`` lists toolpath's runs
 next to its own.
 """
 
@@ -17,7 +18,7 @@ from typing import Any
 from toolpath.errors import DatasetError
 from toolpath.evaluation.agent_runs import AgentOutcome
 from toolpath.evaluation.evalsets.adk_models import EFFICIENCY_METRICS, EvalStatus
-from toolpath.evaluation.evalsets.conversions import invocation_json
+from toolpath.evaluation.evalsets.conversions import invocation_json, session_events_json
 from toolpath.evaluation.evalsets.criteria import Criterion, resolve_criteria
 from toolpath.evaluation.evalsets.evaluator import (
     FAILED,
@@ -101,11 +102,11 @@ def write_adk_history(result: EvalSetResult, app_dir: str | Path, *, user_id: st
     """One ADK ``EvalSetResult`` file per eval set of ``result`` in ``app_dir/.adk/eval_history/``."""
     by_set: dict[str, list[dict[str, Any]]] = {}
     for case in result.cases:
-        by_set.setdefault(case.eval_set_id, []).extend(_case_results(case, user_id))
+        by_set.setdefault(case.eval_set_id, []).extend(_case_results(case, user_id, Path(app_dir).resolve().name))
     return [write_eval_set_result(app_dir, set_id, results) for set_id, results in by_set.items()]
 
 
-def _case_results(case: CaseResult, user_id: str) -> list[dict[str, Any]]:
+def _case_results(case: CaseResult, user_id: str, app_name: str) -> list[dict[str, Any]]:
     expected = case.case.invocations if case.case is not None else []
     out = []
     for run, outcomes in enumerate(case.outcomes or [[]]):
@@ -117,9 +118,11 @@ def _case_results(case: CaseResult, user_id: str) -> list[dict[str, Any]]:
         overall = [_metric(c, m.run_scores[run], m.run_status[run]) for c, m in _pairs(case) if run < len(m.run_status)]
         overall += _efficiency_metrics(efficiency)
         per_invocation = []
+        events: list[dict[str, Any]] = []
         for i, outcome in enumerate(outcomes):
             figure = figures[i] if i < len(figures) else {}
             invocation = outcome.invocation
+            events += _events(outcome, i, case, app_name)
             per_invocation.append(
                 {
                     "actual_invocation": invocation_json(
@@ -142,6 +145,16 @@ def _case_results(case: CaseResult, user_id: str) -> list[dict[str, Any]]:
         final = FAILED if FAILED in statuses else PASSED if PASSED in statuses else NOT_EVALUATED
         if not outcomes and expected:
             final = FAILED
+        session_id = case.sessions[run] if run < len(case.sessions) else ""
+        case_user = (case.case.user_id if case.case is not None else None) or user_id
+        session: dict[str, Any] = {
+            "id": session_id,
+            "app_name": app_name,
+            "user_id": case_user,
+            "state": {},
+            "events": events,
+        }
+        session["last_update_time"] = max((event["timestamp"] for event in events), default=0.0)
         out.append(
             {
                 "eval_set_file": case.eval_set_id,
@@ -150,11 +163,27 @@ def _case_results(case: CaseResult, user_id: str) -> list[dict[str, Any]]:
                 "final_eval_status": EvalStatus[final].value,
                 "overall_eval_metric_results": overall,
                 "eval_metric_result_per_invocation": per_invocation,
-                "session_id": case.sessions[run] if run < len(case.sessions) else "",
-                "user_id": (case.case.user_id if case.case is not None else None) or user_id,
+                "session_id": session_id,
+                "session_details": session,
+                "user_id": case_user,
             }
         )
     return out
+
+
+def _events(outcome: AgentOutcome, index: int, case: CaseResult, app_name: str) -> list[dict[str, Any]]:
+    """One turn of a run as its session's events, each call's and the answer's of the agent that made it."""
+    invocation = outcome.invocation
+    return session_events_json(
+        invocation_id=(invocation.invocation_id if invocation else None) or f"{case.eval_id}-{index + 1}",
+        prompt=invocation.prompt if invocation and invocation.prompt is not None else _prompt(case, index),
+        response=outcome.response,
+        tool_calls=outcome.tool_calls,
+        intermediate_responses=invocation.intermediate_responses if invocation else (),
+        agent=(invocation.agent_name if invocation else None) or app_name,
+        answered_by=invocation.answered_by if invocation else None,
+        timestamp=invocation.started_at.timestamp() if invocation and invocation.started_at else 0.0,
+    )
 
 
 def _failed_run(case: CaseResult, run: int, user_id: str) -> dict[str, Any]:
