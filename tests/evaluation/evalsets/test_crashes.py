@@ -79,3 +79,21 @@ def test_adk_history_records_the_crashed_run_as_adk_does(tracing, tmp_path):
     assert written["final_eval_status"] == 2  # ADK's EvalStatus.FAILED
     assert (written["overall_eval_metric_results"], written["eval_metric_result_per_invocation"]) == ([], [])
     assert written["session_id"] == result.cases[0].sessions[0]
+
+
+def test_the_verdict_equals_adks_local_eval_service(tracing, tmp_path):
+    pytest.importorskip("google.adk.evaluation.local_eval_service")
+    from google.adk.evaluation.eval_config import EvalConfig as AdkEvalConfig
+    from google.adk.evaluation.eval_result import EvalStatus
+    from google.adk.evaluation.eval_set import EvalSet as AdkEvalSet
+
+    from tests.helpers.adk_eval import adk_eval_run
+
+    path = crashing.crash_evalset(tmp_path)
+    adk_set = AdkEvalSet.model_validate_json(path.read_text())
+    adk = adk_eval_run(crashing.crashing_adk_agent(), adk_set, AdkEvalConfig(criteria=crashing.CRITERIA))
+    [case] = evaluate_eval_sets([load_eval_set(path)], crashing.build("adk")).cases
+    theirs = adk["crash_then_hello"]
+    assert (theirs.final_eval_status, theirs.overall_eval_metric_results) == (EvalStatus.FAILED, [])
+    assert theirs.eval_metric_result_per_invocation == []
+    assert case.status == "FAILED" and all(m.score is None for m in case.metrics.values())
