@@ -273,3 +273,20 @@ def test_a_failed_replay_saves_no_run(tmp_path, demo_dir):
     assert json.loads(run_cli(tmp_path, "runs", "list", "--json").stdout) == runs
     sessions = json.loads(run_cli(tmp_path, "sessions", "list", "--json", "--limit", "500").stdout)
     assert not any(s["session_id"].startswith("replay-") for s in sessions)  # no agent ran either
+
+
+@pytest.mark.parametrize(
+    "reference", ["planted.py", "./planted.py", "sub/planted", "sub/planted:agent", "sub\\planted"]
+)
+def test_a_file_path_is_never_imported_as_an_agent(tmp_path, reference):
+    """--agent takes a module; a path is refused before anything runs, and the file's top-level code never runs."""
+    marker = tmp_path / "ran"
+    code = f"open({str(marker)!r}, 'w').close()\ndef agent(prompt):\n    return prompt\n"
+    (tmp_path / "planted.py").write_text(code)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "planted.py").write_text(code)
+    (tmp_path / "cases.jsonl").write_text('{"prompt": "hi", "reference": "hi"}\n')
+    result = run_cli(tmp_path, "eval", "cases.jsonl", "--metrics", "exact_match", "--agent", reference)
+    assert result.returncode == 2 and result.stderr.startswith("error: --agent")
+    assert "not a file path" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not marker.exists()

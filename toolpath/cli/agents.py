@@ -12,19 +12,20 @@ from toolpath.errors import ConfigError
 
 def load_object(reference: str) -> Any:
     """Import ``module:attr`` (``attr`` may be dotted), or a whole module or package (``my_agent``,
-    ``my_agent.agent``, or the path of an agent folder, as ``adk eval`` takes it); the working directory is
-    importable."""
+    ``my_agent.agent``: an agent folder by its name, run from the folder that holds it); the working directory is
+    importable. A file path is refused, never imported."""
     module_name, sep, attr = reference.partition(":")
     if sep and (not module_name or not attr):
         raise ConfigError(f"--agent {reference!r}: expected module:attribute, e.g. my_app.agent:answer")
     if "" not in sys.path and str(Path.cwd()) not in sys.path:
         sys.path.insert(0, str(Path.cwd()))
-    folder = Path(module_name)
-    if not sep and ("/" in module_name or module_name.endswith(".py")) and folder.exists():
-        folder = folder.resolve()
-        if str(folder.parent) not in sys.path:
-            sys.path.insert(0, str(folder.parent))
-        module_name = folder.name.removesuffix(".py")
+    if "/" in module_name or "\\" in module_name or module_name.endswith(".py"):
+        # a path is never imported: importing a file runs its top-level code, whatever it is
+        hint = Path(module_name).name.removesuffix(".py") or "my_agent"
+        raise ConfigError(
+            f"--agent {reference!r}: give a module (module or module:attribute), not a file path; from the folder "
+            f"that holds it, --agent {hint}"
+        )
     try:
         obj: Any = importlib.import_module(module_name)
     except ImportError as exc:
