@@ -221,3 +221,29 @@ def test_replay_compares_the_new_run_with_the_recording_like_with_like(tmp_path:
         assert not result.sessions[0].changed
         assert in_clear(db) == []
     assert summaries[True] == summaries[False] == dict.fromkeys(METRICS[:4], 1.0)
+
+
+def fallback_agent(prompt: str) -> dict[str, Any]:
+    """An agent that reports its own answer and trajectory (what the runner falls back to without tracing)."""
+    row = expected(_values, _card[0])
+    return {"response": row["reference"], "predicted_trajectory": row["reference_trajectory"]}
+
+
+def test_a_run_tracing_did_not_deliver_is_scored_clean_and_kept_redacted(tmp_path: Path, monkeypatch: Any) -> None:
+    """When tracing cannot deliver the run in time, the runner scores what the agent returned: in memory as it is,
+    and in the store redacted like a delivered run."""
+    from toolpath.collector.in_process import InProcessCollector
+
+    monkeypatch.setattr(InProcessCollector, "wait_for_invocation", lambda self, key, timeout: None)
+    results = {}
+    for secret in (False, True):
+        db = tmp_path / f"fallback-{secret}.db"
+        toolpath.init(store=f"sqlite:///{db}")
+        row = use(secret)
+        metrics = ["trajectory_exact_match", "response_match_score", "exact_match"]
+        results[secret] = toolpath.evaluate([row], metrics, runnable=fallback_agent, store=Store(f"sqlite:///{db}"))
+        assert in_clear(db) == []
+    for metric in ("trajectory_exact_match", "response_match_score", "exact_match"):
+        assert (
+            results[True].summary_metrics[f"{metric}/mean"] == results[False].summary_metrics[f"{metric}/mean"] == 1.0
+        )

@@ -153,15 +153,28 @@ def run_agent(
             invocation,
             produced=kept.invocations.get(invocation.invocation_id),
         )
-    # Tracing did not deliver (queue full, collector down): fall back to what the call itself returned.
+    # Tracing did not deliver (queue full, collector down): fall back to what the call itself returned, scored as
+    # it is and kept (in the row that may be stored) redacted by the tracer's rules, as a delivered run would be.
     response, trajectory = split_agent_result(result)
-    calls = parse_trajectory(trajectory) if trajectory else []
+    calls = list(parse_trajectory(trajectory)) if trajectory else []
     failed = error is not None
-    return AgentOutcome(
-        response,
-        calls,
-        None if failed else wall,
-        int(failed),
-        f"{type(error).__name__}: {error}" if failed else None,
-        None,
+    failed_with = f"{type(error).__name__}: {error}" if failed else None
+    produced = Invocation(
+        invocation_id="", session_id=session_id or "", prompt=prompt, response=response, tool_calls=calls
+    )
+    redactor = tracer_redactor()
+    if redactor is not None:
+        response = redactor.text(response) if response is not None else None
+        failed_with = redactor.text(failed_with) if failed_with is not None else None
+        calls = [_redacted_call(call, redactor) for call in calls]
+    return AgentOutcome(response, calls, None if failed else wall, int(failed), failed_with, None, produced=produced)
+
+
+def _redacted_call(call: ToolCall, redactor: Redactor) -> ToolCall:
+    return call.model_copy(
+        update={
+            "args": redactor.value(call.args),
+            "result": redactor.value(call.result),
+            "error": redactor.text(call.error) if call.error is not None else None,
+        }
     )
