@@ -6,10 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 
 import pytest
-from google.adk.evaluation.simulation.per_turn_user_simulator_quality_v1 import _parse_llm_response
+from google.adk.evaluation.eval_case import Invocation
+from google.adk.evaluation.simulation.per_turn_user_simulator_quality_prompts import (
+    get_per_turn_user_simulator_quality_prompt,
+)
+from google.adk.evaluation.simulation.per_turn_user_simulator_quality_v1 import (
+    _format_conversation_history,
+    _parse_llm_response,
+)
+from google.genai import types
 
+from toolpath.errors import ConfigError
 from toolpath.evaluation.catalog import criterion_metric
 from toolpath.judges.client import JudgeReply, JudgeRequest
 from toolpath.judges.multi_turn import dialogue, is_valid_label
@@ -99,6 +109,34 @@ def test_a_custom_stop_signal_and_no_scenario():
     assert result.score == 1.0 and asked[-1].prompt.endswith("[END]")
     with pytest.raises(MissingInput, match="needs the case's conversation_scenario"):
         judged(per_turn(), {"invocations": TURNS}, lambda r: "")
+
+
+def adk_invocation(turn: dict) -> Invocation:
+    return Invocation(
+        user_content=types.Content(role="user", parts=[types.Part(text=turn["prompt"])]),
+        final_response=types.Content(role="model", parts=[types.Part(text=turn["response"])]),
+    )
+
+
+def test_each_turns_prompt_is_the_one_adk_renders():
+    _, asked = judged(per_turn(), {"invocations": TURNS, "conversation_scenario": SCENARIO}, lambda r: "")
+    history = [adk_invocation(turn) for turn in TURNS]
+    expected = [
+        get_per_turn_user_simulator_quality_prompt(
+            conversation_plan=SCENARIO["conversation_plan"],
+            conversation_history=_format_conversation_history(history[:i]),
+            generated_user_response=response,
+            stop_signal="</finished>",
+        )
+        for i, response in ((1, TURNS[1]["prompt"]), (2, TURNS[2]["prompt"]), (3, "</finished>"))
+    ]
+    assert [request.prompt for request in asked[::3]] == expected
+
+
+def test_without_google_adk_the_criterion_is_one_config_error_naming_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "google.adk.evaluation.simulation.per_turn_user_simulator_quality_prompts", None)
+    with pytest.raises(ConfigError, match=r"per_turn_user_simulator_quality_v1 .*pip install 'toolpath\[adk\]'"):
+        per_turn()
 
 
 def test_conversation_level_criteria_are_judged_once_on_the_last_turn():

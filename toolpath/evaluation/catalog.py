@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from toolpath.errors import MetricError
+from toolpath.errors import ConfigError, MetricError
 from toolpath.judges.adk_criteria import ADK_JUDGE_METRICS
 from toolpath.judges.multi_turn import MULTI_TURN_METRICS
 from toolpath.judges.vertex import BUILTIN_TEMPLATES, TemplateMetric, builtin_metric
@@ -170,6 +170,8 @@ def create_metric(name: str, /, **params: Any) -> Metric:
     new_name = params.pop("name", None)
     try:
         metric = factory(**params)
+    except ConfigError:  # what the metric needs is missing (an extra): said as it is
+        raise
     except (TypeError, ValueError) as exc:
         raise MetricError(f"metric {name!r}: {exc}") from None
     return metric if new_name is None else renamed(metric, new_name, name)
@@ -220,6 +222,8 @@ def criterion_metric(
         return create_metric(name, **options)
     try:
         return from_criterion(dict(options))
+    except ConfigError:
+        raise
     except (TypeError, ValueError) as exc:
         raise MetricError(f"metric {name!r}: {exc}") from None
 

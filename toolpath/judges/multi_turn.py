@@ -14,19 +14,21 @@ ADK does.
   ``starting_prompt``; each later user turn is judged against the plan and the conversation before it with ADK's
   prompt (majority over samples, a tie invalid), and so is the end (the ``stop_signal`` after the last turn: if
   it should not have ended there, the last turn fails). The score is the share of valid turns (ADK's
-  ``PerTurnUserSimulatorQualityV1``).
+  ``PerTurnUserSimulatorQualityV1``). The prompt is rendered by the installed google-adk's own
+  ``get_per_turn_user_simulator_quality_prompt`` at run time (none of ADK's text is kept in toolpath): without
+  google-adk (the ``adk`` extra) the criterion is a :class:`~toolpath.errors.ConfigError` when it is configured.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
-from typing import ClassVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
 
+from toolpath.errors import ConfigError
 from toolpath.judges.adk_criteria import RUBRIC_REPLY, AdkJudgeMetric, _failed, _majority, _RubricMetric
 from toolpath.judges.client import Ask, JudgeRequest
-from toolpath.judges.multi_turn_prompts import per_turn_prompt
 from toolpath.metrics.base import MissingInput, Row
 from toolpath.model import MetricResult
 from toolpath.trajectory import parse_trajectory
@@ -164,10 +166,42 @@ def is_valid_label(reply: str) -> bool | None:
     return True if label in ("valid", "true") else None
 
 
+def _adk_per_turn_renderer() -> Callable[..., str]:
+    try:
+        import jinja2.sandbox  # noqa: F401 - ADK renders with it, and imports it only when it renders
+        from google.adk.evaluation.simulation.per_turn_user_simulator_quality_prompts import (
+            get_per_turn_user_simulator_quality_prompt,
+        )
+    except ImportError as exc:
+        raise ConfigError(
+            "per_turn_user_simulator_quality_v1 judges with google-adk's prompt, read from the installed google-adk, "
+            f"which cannot be imported ({exc}): pip install 'toolpath[adk]'"
+        ) from None
+    return get_per_turn_user_simulator_quality_prompt
+
+
+def per_turn_prompt(
+    conversation_plan: str, conversation_history: str, generated_user_response: str, stop_signal: str
+) -> str:
+    """ADK's ``per_turn_user_simulator_quality_v1`` prompt for one user turn, as the installed google-adk renders
+    it (its template in jinja2's sandbox)."""
+    render = _adk_per_turn_renderer()
+    return render(
+        conversation_plan=conversation_plan,
+        conversation_history=conversation_history,
+        generated_user_response=generated_user_response,
+        stop_signal=stop_signal,
+    )
+
+
 class PerTurnUserSimulatorQualityV1(AdkJudgeMetric):
     name = "per_turn_user_simulator_quality_v1"
     case_level: ClassVar[bool] = True
     default_samples = 5
+
+    def __init__(self, **kwargs: Any) -> None:
+        _adk_per_turn_renderer()  # no google-adk, no prompt: said when the criterion is configured, not mid-run
+        super().__init__(**kwargs)
 
     def request(self, prompt: str, sample: int) -> JudgeRequest:
         return JudgeRequest(prompt, self.model, self.temperature, sample, json_output=False)  # ADK asks for text

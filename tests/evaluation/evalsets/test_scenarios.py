@@ -4,17 +4,22 @@ server, playing the user from the conversation so far) talks with an agent that 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
+from google.adk.evaluation.simulation.llm_backed_user_simulator_prompts import get_llm_backed_user_simulator_prompt
 from sqlalchemy import select
 
 import toolpath
 from tests.helpers.fake_gemini import FakeGemini, Reply
 from toolpath.errors import ConfigError
+from toolpath.evaluation.evalsets.adk_models import STOP_SIGNAL, LlmBackedUserSimulatorConfig
 from toolpath.evaluation.evalsets.evaluator import evaluate_eval_sets
 from toolpath.evaluation.evalsets.files import load_eval_set
+from toolpath.evaluation.evalsets.simulation.simulator import Exchange, Scenario, UserSimulator, conversation_history
 from toolpath.judges.client import Judge, JudgeSettings
+from toolpath.model import ToolCall
 from toolpath.store import schema
 from toolpath.store.store import Store
 from toolpath.tracer import semconv as sc
@@ -239,3 +244,39 @@ def test_the_audio_simulator_and_personas_are_refused(tmp_path):
     path = write_scenario(tmp_path, simulator={"type": "llm_audio"})
     with pytest.raises(ConfigError, match="type 'llm_audio' is not supported"):
         evaluate_eval_sets([load_eval_set(path)], FlightAgent())
+
+
+@pytest.mark.parametrize(
+    "custom",
+    [
+        None,
+        "Plan: {{ conversation_plan | upper }}\n{% for line in conversation_history.split('\\n\\n') %}> {{ line }}\n"
+        "{% endfor %}Say {{ stop_signal }} when done.\n",
+    ],
+)
+def test_the_simulators_prompt_is_the_one_adk_renders(custom):
+    exchanges = [
+        Exchange(START, "flights", "Where do you fly from?"),
+        Exchange(
+            "From Paris.",
+            "flights",
+            "Booked.",
+            [("flights", "Booking now.")],
+            [ToolCall(name="book", args={"to": "Rome"}, result={"ok": True})],
+        ),
+    ]
+    config = LlmBackedUserSimulatorConfig(custom_instructions=custom, include_function_calls=True)
+    user = UserSimulator(config, Scenario(START, PLAN), judge=None)  # type: ignore[arg-type] - no model asked
+    history = conversation_history(exchanges, include_function_calls=True)
+    assert user.request(exchanges).prompt == get_llm_backed_user_simulator_prompt(
+        conversation_plan=PLAN, conversation_history=history, stop_signal=STOP_SIGNAL, custom_instructions=custom
+    )
+
+
+def test_without_google_adk_a_scenario_is_one_config_error_naming_the_extra(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "google.adk.evaluation.simulation.llm_backed_user_simulator_prompts", None)
+    path = write_scenario(tmp_path)
+    calls: list[str] = []
+    with pytest.raises(ConfigError, match=r"eval case 'book': .*simulated user.*pip install 'toolpath\[adk\]'"):
+        evaluate_eval_sets([load_eval_set(path)], calls.append)
+    assert calls == []

@@ -123,7 +123,10 @@ class EvalCase(_EvalModel):
     @model_validator(mode="after")
     def _conversation_xor_scenario(self) -> EvalCase:
         if (self.conversation is None) == (self.conversation_scenario is None):
-            raise ValueError("Exactly one of conversation and conversation_scenario must be provided in an EvalCase.")
+            raise ValueError(
+                "Exactly one of conversation and conversation_scenario is needed: the case's turns, or the scenario "
+                "a simulated user plays"
+            )
         return self
 
 

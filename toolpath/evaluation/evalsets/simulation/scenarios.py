@@ -7,7 +7,8 @@ run fails with the reason and keeps the turns made so far (stored like any traff
 no message, or the agent raises (the simulator would then talk to a failure).
 
 The criteria are checked first: those that need expected tool use or responses, which a scenario does not have
-(ADK raises ``expected_invocations is needed by this metric`` for them), are refused before anything runs.
+(ADK raises ``expected_invocations is needed by this metric`` for them), are refused before anything runs; so is every
+scenario when google-adk (the ``adk`` extra), which gives the simulated user its prompt, cannot be imported.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from toolpath.errors import ConfigError
 from toolpath.evaluation.agent_runs import AgentOutcome, run_agent
 from toolpath.evaluation.catalog import metric_info
 from toolpath.evaluation.evalsets.criteria import Criterion
+from toolpath.evaluation.evalsets.simulation.prompts import require_simulator_prompt
 from toolpath.evaluation.evalsets.simulation.simulator import (
     Exchange,
     Scenario,
@@ -53,6 +55,7 @@ def check_scenario_case(where: str, case: EvalCase, plan: Mapping[str, Criterion
         raise ConfigError(f"{where}: conversation_scenario.user_persona is not supported by toolpath's simulator")
     try:
         simulator_config(simulator)
+        require_simulator_prompt()
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None
     for name, criterion in (plan or {}).items():
