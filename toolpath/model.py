@@ -242,6 +242,9 @@ class ExpectedInvocation(_Record):
     reference_trajectory: list[ToolCall] = Field(default_factory=list)
     tool_responses: list[JsonValue] = Field(default_factory=list)
     intermediate_responses: list[tuple[str, str]] = Field(default_factory=list)
+    adk: dict[str, JsonValue] | None = Field(default=None, repr=False)
+    """The turn as the eval set gives it (ADK's ``Invocation`` as JSON: its rubrics, intermediate data, app
+    details), for ADK's own judges; ``None`` when it does not come from an ADK eval set."""
 
 
 class EvalCase(_Record):
@@ -259,6 +262,8 @@ class EvalCase(_Record):
     """ADK's simulated-user scenario, when the case gives one instead of a conversation (a simulated user plays it)."""
     source: str | None = None
     """The file the case was read from."""
+    rubrics: list[dict[str, JsonValue]] = Field(default_factory=list)
+    """ADK's rubrics of the whole case (``Rubric`` as JSON): ADK's judges apply them to every invocation."""
 
 
 class MetricResult:

@@ -8,7 +8,10 @@ aggregation. Only its model is ours: a stand-in ``BaseLlm`` that sends each requ
 client (cache, budgets, concurrency, retries). Nothing of ADK's text is kept here, so a new ADK release changes
 the prompts with it.
 
-A row becomes ADK's ``Invocation`` as ADK's inference records one (:func:`actual_invocation`): the user's text,
+A row that carries ADK's own invocations (``adk_invocation``: an ADK agent toolpath ran, or ADK's recorded results;
+``adk_expected_invocation``: the eval set's turn) is judged on them as they are, so ADK's prompts see the agents'
+instructions and tool declarations, the events in their order and the rubrics. Otherwise a row becomes ADK's
+``Invocation`` as ADK's inference records one (:func:`actual_invocation`): the user's text,
 the final response, and ``intermediate_data`` as invocation events — the intermediate texts first (a row does
 not keep their order relative to the calls), then per tool call a model event with the ``function_call`` and,
 when the call returned or failed, an event with its ``function_response`` (a non-object result as
@@ -101,7 +104,11 @@ def adk_evaluator(name: str, criterion: Mapping[str, Any]) -> Evaluator:
 
 
 def actual_invocation(row: Row) -> Invocation:
-    """The row as ADK's ``Invocation`` of what the agent did (see the module's docstring)."""
+    """The row as ADK's ``Invocation`` of what the agent did: ADK's own, as recorded, when the row carries it
+    (``adk_invocation``), else rebuilt from the row (see the module's docstring)."""
+    recorded = row.get("adk_invocation")
+    if isinstance(recorded, Mapping):
+        return adk_invocation(recorded)
     from google.adk.evaluation.eval_case import Invocation, InvocationEvent, InvocationEvents
     from google.adk.evaluation.eval_rubrics import Rubric
     from google.genai import types
@@ -138,12 +145,31 @@ def actual_invocation(row: Row) -> Invocation:
 
 
 def expected_invocation(row: Row) -> Invocation:
-    """The row's reference as ADK's expected ``Invocation``: the user's text and the reference response."""
+    """The row's reference as ADK's expected ``Invocation``: the eval set's own when the row carries it
+    (``adk_expected_invocation``), else the user's text and the reference response."""
+    recorded = row.get("adk_expected_invocation")
+    if isinstance(recorded, Mapping):
+        return adk_invocation(recorded)
     from google.adk.evaluation.eval_case import Invocation
 
     return Invocation(
         user_content=_content(_text(row, "prompt"), "user"), final_response=_content(_text(row, "reference"), "model")
     )
+
+
+def adk_invocation(data: Mapping[str, Any]) -> Invocation:
+    """ADK's ``Invocation`` from its JSON, as ADK's inference holds it in memory: the tool declarations of its
+    ``app_details`` as genai ``Tool`` objects (JSON keeps them as plain objects, which ADK's prompts would render
+    otherwise)."""
+    from google.adk.evaluation.eval_case import Invocation
+    from google.genai import types
+
+    invocation = Invocation.model_validate(dict(data))
+    for details in invocation.app_details.agent_details.values() if invocation.app_details else []:
+        details.tool_declarations = [
+            types.Tool.model_validate(tool) if isinstance(tool, Mapping) else tool for tool in details.tool_declarations
+        ]
+    return invocation
 
 
 def _text(row: Row, column: str) -> str:
@@ -204,7 +230,10 @@ async def judge_with_adk(name: str, criterion: Mapping[str, Any], row: Row, ask:
     the invocation's score and status as ADK gives them."""
     evaluator = adk_evaluator(name, criterion)  # a fresh one per invocation: rubric evaluators keep state per call
     actual = actual_invocation(row)
-    expected = [expected_invocation(row)] if name in EXPECTED_REQUIRED else None
+    # the eval set's expected invocation goes to every criterion, as LocalEvalService gives it; a row's reference
+    # only to the criteria that need one
+    given = isinstance(row.get("adk_expected_invocation"), Mapping)
+    expected = [expected_invocation(row)] if given or name in EXPECTED_REQUIRED else None
     model = getattr(evaluator, "_judge_model")  # noqa: B009 - ADK's attribute, checked in adk_evaluator
     llm = _asking_llm_class()(model=model.model)
     llm._ask = ask

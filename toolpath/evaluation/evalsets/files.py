@@ -166,6 +166,7 @@ def _evalset(path: Path, data: Any, text: str) -> EvalSet:
                 if case.conversation_scenario
                 else None,
                 source=str(path),
+                rubrics=[r.model_dump(mode="json", exclude_none=True) for r in case.rubrics or []],
             )
         )
     return EvalSet(parsed.eval_set_id, cases, parsed.name, parsed.description, path)

@@ -92,7 +92,7 @@ def _outcome(rc: RecordedCase, index: int) -> AgentOutcome:
         intermediate_responses=actual.intermediate_responses,
         latency_seconds=seconds,
     )
-    return AgentOutcome(actual.response, actual.tool_calls, seconds, 0, None, invocation)
+    return AgentOutcome(actual.response, actual.tool_calls, seconds, 0, None, invocation, adk_invocation=actual.adk)
 
 
 # --- writing ADK's eval history ------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from toolpath.adapters import adk_events
+from toolpath.evaluation.evalsets import adk_invocations
 
 DEFAULT_APP_NAME = "EvaluationGenerator"
 DEFAULT_USER_ID = "test_user_id"
@@ -120,6 +121,9 @@ class AdkAgentRunner:
         self._inputs: dict[str, SessionInput] = {}
         self._sessions: dict[str, tuple[Any, str, str]] = {}
         """toolpath session id -> (runner, user id, ADK session id)."""
+        self._recorders: dict[str, Any] = {}
+        self._recorded: dict[str, list[dict[str, Any]]] = {}
+        """toolpath session id -> ADK's invocation of each turn (:mod:`.adk_invocations`), until taken."""
         self._lock = threading.Lock()
         self._creating: asyncio.Lock | None = None
 
@@ -130,6 +134,7 @@ class AdkAgentRunner:
             self._reset()
         with self._lock:
             self._inputs[session_id] = given
+            self._recorded[session_id] = []  # an eval case's run: its turns' ADK invocations are kept
 
     def __call__(
         self, prompt: str, session_id: str | None = None, message: Mapping[str, Any] | None = None
@@ -155,9 +160,20 @@ class AdkAgentRunner:
             else types.Content.model_validate(dict(message))
         )
         events = runner.run_async(user_id=user_id, session_id=adk_session_id, new_message=content)
+        seen = []
         async with contextlib.aclosing(events):
             async for event in events:
                 reader.add(event)
+                seen.append(event)
+        recorder = self._recorders[session_id]
+        if session_id in self._recorded:  # an eval case's run
+            self._recorded[session_id].extend(adk_invocations.turn_invocations(seen, content, recorder))
+        recorder.forget()
+
+    def adk_invocations(self, session_id: str) -> list[dict[str, Any]]:
+        """ADK's invocations (JSON) of the turns run in ``session_id`` since last asked, as ADK's inference
+        records them."""
+        return self._recorded.pop(session_id, [])
 
     async def _session(self, session_id: str) -> tuple[Any, str, str]:
         if session_id in self._sessions:
@@ -171,7 +187,7 @@ class AdkAgentRunner:
         return self._sessions[session_id]
 
     async def _open(self, session_id: str, given: SessionInput) -> tuple[Any, str, str]:
-        from google.adk.agents.base_agent import BaseAgent
+        from google.adk.apps.app import App
         from google.adk.artifacts.in_memory_artifact_service import InMemoryArtifactService
         from google.adk.memory.in_memory_memory_service import InMemoryMemoryService
         from google.adk.runners import Runner
@@ -186,18 +202,21 @@ class AdkAgentRunner:
         session = await services["session_service"].create_session(
             app_name=app_name, user_id=user_id, state=copy.deepcopy(dict(given.state)), session_id=session_id
         )
-        if self.app is not None:
-            runner = Runner(app=self.app, app_name=app_name, **services)
-        elif isinstance(self.root, BaseAgent):
-            runner = Runner(app_name=app_name, agent=self.root, **services)
-        else:
-            runner = Runner(app_name=app_name, node=self.root, **services)
+        recorder = self._recorders[session_id] = adk_invocations.request_recorder()
+        if self.app is not None:  # the app's plugins, then the recorder, as ADK's inference adds its own
+            app = self.app.model_copy(update={"plugins": [*self.app.plugins, recorder]})
+            runner = Runner(app=app, app_name=app_name, **services)
+        else:  # what Runner(agent=…) / Runner(node=…) make, with the recorder as a plugin
+            app = App.model_construct(name=app_name, root_agent=self.root, plugins=[recorder])
+            runner = Runner(app=app, app_name=app_name, **services)
         return runner, user_id, session.id
 
     def close(self) -> None:
         """Close every session's runner (its toolsets and plugins)."""
         runners = [runner for runner, _, _ in self._sessions.values()]
         self._sessions.clear()
+        self._recorders.clear()
+        self._recorded.clear()
         if runners:
 
             async def close_all() -> None:

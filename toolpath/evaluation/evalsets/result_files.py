@@ -38,6 +38,9 @@ class RecordedInvocation:
     tool_calls: list[ToolCall]
     intermediate_responses: list[tuple[str, str]]
     efficiency: dict[str, Any]
+    adk: dict[str, Any] | None = None
+    """The invocation as ADK recorded it (its JSON: app details, events in order, rubrics): what ADK's judges
+    read."""
 
 
 @dataclass
@@ -120,6 +123,7 @@ def _recorded(invocation: schema.Invocation) -> RecordedInvocation:
         tool_calls=calls,
         intermediate_responses=texts,
         efficiency=efficiency(invocation),
+        adk=invocation.model_dump(mode="json", exclude_none=True),
     )
 
 
