@@ -50,9 +50,10 @@ def adk_eval_set(path: Path):
 
 
 def expected_args(path: Path) -> dict:
+    from google.adk.evaluation.eval_case import get_all_tool_calls
+
     case = adk_eval_set(path).eval_cases[0]
-    uses = case.conversation[0].intermediate_data.tool_uses
-    return uses[0].args
+    return get_all_tool_calls(case.conversation[0].intermediate_data)[0].args
 
 
 def run_and_land(page, agent: str = DEMO_AGENT) -> str:

@@ -1,9 +1,10 @@
 """The ADK eval-set files the UI reads and writes: ``*.evalset.json`` in one folder.
 
 A recorded session (or some of its turns) becomes a case as ``toolpath export`` makes one (the recorded tool calls
-as the expected ``tool_uses``, the recorded answer as the expected final response); a case's expected calls and
-responses can be edited. Every write is checked by loading the new file as toolpath loads an eval set (the mirror
-of ADK's own models) before it replaces the old one, so the file stays one ADK accepts.
+as the expected ``tool_uses``, or as ``invocation_events`` by their agents where several acted; the recorded answer
+as the expected final response); a case's expected calls and responses can be edited, in either form. Every write
+is checked by loading the new file as toolpath loads an eval set (the mirror of ADK's own models) before it
+replaces the old one, so the file stays one ADK accepts.
 """
 
 from __future__ import annotations
@@ -100,6 +101,9 @@ class EvalSetFiles:
             data_key = _key(turn, "intermediate_data")
             intermediate = turn.setdefault(data_key, {}) or {}
             turn[data_key] = intermediate
+            if _key(intermediate, "invocation_events") in intermediate:
+                _edit_events(intermediate, edited.calls)
+                continue
             uses_key = _key(intermediate, "tool_uses")
             before = intermediate.get(uses_key) or []
             intermediate[uses_key] = [
@@ -150,6 +154,46 @@ def _key(obj: Mapping[str, Any], snake: str) -> str:
     head, *rest = snake.split("_")
     camel = head + "".join(part.title() for part in rest)
     return camel if camel in obj and snake not in obj else snake
+
+
+def _edit_events(intermediate: dict[str, Any], calls: Sequence[Any]) -> None:
+    """The expected calls ``calls`` in the ``invocation_events`` form: the n-th ``function_call`` part becomes the
+    n-th call (its id kept when the name is the same), in its event, by its author; calls left over are dropped
+    (and an event left with no part), and calls added are events of the last call's author after it."""
+    key = _key(intermediate, "invocation_events")
+    out: list[Any] = []
+    index, author, after = 0, None, 0
+    for event in intermediate.get(key) or []:
+        content = event.get("content") if isinstance(event, Mapping) else None
+        if not isinstance(content, Mapping) or not isinstance(content.get("parts"), list):
+            out.append(event)
+            continue
+        kept, had_call = [], False
+        for part in content["parts"]:
+            call_key = _key(part, "function_call") if isinstance(part, Mapping) else ""
+            if not call_key or call_key not in part:
+                kept.append(part)
+                continue
+            had_call, author = True, event.get("author")
+            if index < len(calls):
+                call, before = calls[index], part[call_key]
+                same = isinstance(before, Mapping) and before.get("name") == call.name
+                kept.append({call_key: _use(call, before.get("id") if same else None)})
+                index += 1
+        if had_call and not kept:
+            continue
+        out.append({**event, "content": {**content, "parts": kept}})
+        if had_call:
+            after = len(out)
+    new = [{"author": author or "agent", "content": {"role": "model", "parts": [{"function_call": _use(c, None)}]}}
+           for c in calls[index:]]  # fmt: skip
+    out[after:after] = new
+    intermediate[key] = out
+
+
+def _use(call: Any, call_id: Any) -> dict[str, Any]:
+    use = {"name": call.name, "args": call.args}
+    return use if call_id is None else {"id": call_id, **use}
 
 
 def _same_call_id(before: Sequence[Any], index: int, name: str) -> Any:
