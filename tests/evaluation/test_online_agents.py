@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from toolpath.errors import ConfigError
 from toolpath.evaluation.online import OnlineEvaluator
 from toolpath.metrics.rows import stored_row
 from toolpath.model import Invocation, ToolCall
@@ -75,3 +78,14 @@ def test_the_fast_path_keeps_each_calls_agent():
     assert "_agents" in predicted.__dict__ and predicted._calls is None
     assert [call.agent_name for call in predicted] == ["concierge", None]
     assert predicted.match_keys == (("find", {}), ("book", {"n": 2}))
+
+
+def test_two_variants_of_one_name_are_refused_before_scoring(tmp_path):
+    """Results are stored per invocation and metric name: two variants under one name would fail every batch."""
+    store = Store(f"sqlite:///{tmp_path / 'traffic.db'}")
+    try:
+        metrics = ["trajectory_exact_match(agent=billing_agent)", "trajectory_exact_match"]
+        with pytest.raises(ConfigError, match="listed twice: trajectory_exact_match"):
+            OnlineEvaluator(store, {"metrics": metrics})
+    finally:
+        store.close()

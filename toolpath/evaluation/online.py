@@ -215,6 +215,12 @@ class OnlineEvaluator:
         self.store = store
         self.config = OnlineConfig.load(config)
         self.metrics: list[Metric] = [resolve_metric(m) for m in self.config.metrics]
+        names = [m.name for m in self.metrics]
+        if twice := sorted({n for n in names if names.count(n) > 1}):  # one result row per invocation and name
+            raise ConfigError(
+                f"online: metric(s) listed twice: {', '.join(twice)} (give each variant a name of its own: "
+                "trajectory_exact_match(agent=billing_agent, name=billing_exact))"
+            )
         # judge metrics without credentials: refuse to start, rather than score nothing batch after batch
         self.judge: Judge | None = prepare_judge(self.metrics, settings_from(self.config.judge), cache=store)
         self.rules = pass_rules(self.metrics, self.config.thresholds)
