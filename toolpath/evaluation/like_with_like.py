@@ -102,6 +102,20 @@ def tracer_redactor() -> Redactor | None:
     return store_redactor(None, content.policy().redactor)
 
 
+KEPT_REDACTED = ("prompt", "reference", "reference_trajectory")
+"""The columns of a case's stored turn that come from the eval set, not from the (already redacted) run."""
+
+
+def kept_turns(turns: list[list[dict[str, Any]]]) -> list[list[dict[str, Any]]]:
+    """A case's ``turns`` (per run, per turn) as the store keeps them: the prompts and references redacted by the
+    tracer's rules, as the run's own values were (an eval set's e-mail address or token is no more kept in clear than
+    the agent's)."""
+    redactor = tracer_redactor()
+    if redactor is None:
+        return turns
+    return [[{k: redactor.value(v) if k in KEPT_REDACTED else v for k, v in t.items()} for t in run] for run in turns]
+
+
 def scrubbed(result: MetricResult, redactor: Redactor | None) -> MetricResult:
     """``result`` of the agent's unredacted values, its explanation and details redacted for keeping."""
     if redactor is None:

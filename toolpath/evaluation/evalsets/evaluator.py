@@ -46,7 +46,7 @@ from toolpath.evaluation.evalsets.simulation.scenarios import (
     run_scenario,
     simulated_turns,
 )
-from toolpath.evaluation.like_with_like import scrubbed
+from toolpath.evaluation.like_with_like import kept_turns, scrubbed
 from toolpath.evaluation.scoring import judge_rows, score_row, summarize
 from toolpath.evaluation.targets import Target, describe_target, resolve_target
 from toolpath.judges.client import Judge, settings_from
@@ -493,7 +493,7 @@ def save_evalset_run(
                 "invocation_id": None,
                 "status": case.status,
                 "scores": {name: m.score for name, m in case.metrics.items()},
-                "row": {**case.to_dict(), "turns": case.turns},
+                "row": {**case.to_dict(), "turns": kept_turns(case.turns)},
             }
             for i, case in enumerate(result.cases)
         ],
