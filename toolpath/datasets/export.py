@@ -43,7 +43,8 @@ def _turn(inv: Invocation) -> dict[str, Any]:
         "invocation_id": inv.invocation_id,
         "user_content": {"role": "user", "parts": [{"text": inv.prompt or ""}]},
         "final_response": {"role": "model", "parts": [{"text": inv.response or ""}]},
-        "intermediate_data": _events(inv) if _agents(inv) - {inv.agent_name} else _tool_uses(inv),
+        # the events form only where it says more than tool_uses can: two agents or more acted in the turn
+        "intermediate_data": _events(inv) if len(_agents(inv)) > 1 else _tool_uses(inv),
         "creation_timestamp": _seconds(inv),
     }
 
