@@ -14,7 +14,8 @@ Two rules:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from toolpath.metrics.rows import with_parsed_trajectories
@@ -116,12 +117,41 @@ def kept_turns(turns: list[list[dict[str, Any]]]) -> list[list[dict[str, Any]]]:
     return [[{k: redactor.value(v) if k in KEPT_REDACTED else v for k, v in t.items()} for t in run] for run in turns]
 
 
-def scrubbed(result: MetricResult, redactor: Redactor | None) -> MetricResult:
-    """``result`` of the agent's unredacted values, its explanation and details redacted for keeping."""
+def scrubbed(result: MetricResult, redactor: Redactor | None, rows: Sequence[Mapping[str, Any]] = ()) -> MetricResult:
+    """``result`` of the agent's unredacted values, its explanation and details redacted for keeping. An
+    explanation quotes values out of their place (``token: expected "…", got "…"``), where no rule knows a secret
+    key any more: the values ``rows`` hold under secret keys are replaced wherever they are quoted."""
     if redactor is None:
         return result
-    details = {key: redactor.value(value) for key, value in result.detail_items()}
-    return MetricResult(result.score, redactor.value(result.explanation), details or None)
+    secrets = sorted({v for row in rows for v in _secret_values(row, redactor)}, key=len, reverse=True)
+
+    def clean(value: Any) -> Any:
+        value = redactor.value(value)
+        if isinstance(value, str):
+            for secret in secrets:
+                value = value.replace(secret, "[REDACTED]")
+        elif isinstance(value, dict | list) and secrets:
+            text = json.dumps(value, ensure_ascii=False)
+            if any(secret in text for secret in secrets):
+                value = json.loads(clean(text))
+        return value
+
+    details = {key: clean(value) for key, value in result.detail_items()}
+    return MetricResult(result.score, clean(result.explanation), details or None)
+
+
+def _secret_values(value: Any, redactor: Redactor, secret: bool = False) -> Iterator[str]:
+    """Every scalar of ``value`` (a row, a call, arguments, at any depth) held under a key the rules keep secret."""
+    if isinstance(value, ToolCall):
+        value = value.to_item()
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _secret_values(item, redactor, secret or not redactor.plain_key(str(key)))
+    elif isinstance(value, list | tuple | Trajectory):
+        for item in value:
+            yield from _secret_values(item, redactor, secret)
+    elif secret and isinstance(value, str | int | float) and not isinstance(value, bool) and len(str(value)) >= 4:
+        yield str(value)
 
 
 def judged_view(view: Mapping[str, Any]) -> Mapping[str, Any]:

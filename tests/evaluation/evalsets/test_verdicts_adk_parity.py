@@ -215,13 +215,6 @@ def test_the_store_holds_no_secret_in_clear(ours):
     assert "[REDACTED]" in json.dumps([cell for table, cell in cells if table == "eval_results"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="toolpath differs: a trajectory mismatch's explanation quotes the values of an argument under a secret key "
-    '(`authenticate token: expected "tok_…", got "tok_…"`, toolpath/metrics/equality.py); scrubbed() '
-    "(evaluation/like_with_like.py) redacts it as free text, which knows no key, so the agent's token and the "
-    "reference's are kept in clear in eval_results.row",
-)
 def test_a_kept_explanation_quotes_no_secret(ours):
     explanations = kept_explanations(ours["store"])
     assert any("authenticate token" in e for e in explanations)

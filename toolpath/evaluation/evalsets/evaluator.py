@@ -424,11 +424,11 @@ def _score_run(metric: Metric, case: EvalCase, outcomes: Sequence[AgentOutcome],
         whole = {"invocations": rows, "conversation_scenario": case.conversation_scenario}
         return judge_rows([whole], [metric], judges.get(), None)[0][0, metric.name]
     if metric.case_level:
-        return scrubbed(score_row(metric, {"invocations": rows}), redactor)
+        return scrubbed(score_row(metric, {"invocations": rows}), redactor, rows)
     if isinstance(metric, JudgeMetric):
         judged = judge_rows(rows, [metric], judges.get(), None)[0]
         return _mean_over_invocations([judged[i, metric.name] for i in range(len(rows))])
-    return _mean_over_invocations([scrubbed(score_row(metric, row), redactor) for row in rows])
+    return _mean_over_invocations([scrubbed(score_row(metric, row), redactor, [row]) for row in rows])
 
 
 def _invocation_rows(case: EvalCase, outcomes: Sequence[AgentOutcome]) -> list[dict[str, Any]]:
