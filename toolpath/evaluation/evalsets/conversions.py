@@ -27,28 +27,33 @@ def tool_call(name: str | None, args: Any, call_id: str | None = None, result: A
 def intermediate(
     data: schema.IntermediateData | schema.InvocationEvents | None,
 ) -> tuple[list[ToolCall], list[Any], list[tuple[str, str]]]:
-    """The tool calls (each with its response, matched by call id as ADK does), the tool responses, and the
-    ``(author, text)`` intermediate responses of an invocation, from either shape of ``intermediate_data``."""
+    """The tool calls (each with its response, matched by call id as ADK does, and in the ``invocation_events``
+    shape the author of its event as its ``agent_name``), the tool responses, and the ``(author, text)``
+    intermediate responses of an invocation, from either shape of ``intermediate_data``."""
     calls: list[genai_types.FunctionCall] = []
+    authors: list[str | None] = []
     responses: list[genai_types.FunctionResponse] = []
     texts: list[tuple[str, str]] = []
     if isinstance(data, schema.IntermediateData):
         calls, responses = list(data.tool_uses), list(data.tool_responses)
+        authors = [None] * len(calls)
         texts = [(author, part.text) for author, parts in data.intermediate_responses for part in parts if part.text]
     elif isinstance(data, schema.InvocationEvents):
         for event in data.invocation_events:
             for part in (event.content.parts if event.content else None) or []:
                 if part.function_call:
                     calls.append(part.function_call)
+                    authors.append(event.author)
                 elif part.function_response:
                     responses.append(part.function_response)
                 elif part.text and event.author != "user":
                     texts.append((event.author, part.text))
     by_id = {response.id: response for response in responses}
     records = []
-    for call in calls:
+    for call, author in zip(calls, authors, strict=True):
         response = by_id.get(call.id)
-        records.append(tool_call(call.name, call.args, call.id, response.response if response else None))
+        record = tool_call(call.name, call.args, call.id, response.response if response else None)
+        records.append(record if author is None else record.model_copy(update={"agent_name": author}))
     dumped = [response.model_dump(mode="json", exclude_none=True) for response in responses]
     return records, dumped, texts
 
