@@ -22,7 +22,7 @@ from google.adk.evaluation.eval_config import EvalConfig
 from google.adk.evaluation.eval_set import EvalSet as AdkEvalSet
 from google.adk.evaluation.local_eval_set_results_manager import LocalEvalSetResultsManager
 
-from tests.helpers.adk_agent import ScriptedModel, answer, call, calls
+from tests.helpers.adk_agent import ScriptedModel, StreamingAdkApp, answer, call, calls
 from tests.helpers.adk_eval import adk_eval_run
 from tests.helpers.fake_gemini import FakeGemini, Reply
 from toolpath.evaluation.evalsets.evaluator import evaluate_eval_sets
@@ -269,3 +269,21 @@ def test_agent_run_and_recorded_results_send_adks_requests(fake, tmp_path):
     again = score_recorded(recorded, eval_sets=sets)
     assert canonical(fake.bodies) == canonical(adk_bodies)
     assert toolpath_scores(again) == adk_scores
+
+
+@pytest.mark.parametrize("sync_only", [False, True], ids=["async_stream_query", "stream_query"])
+def test_adk_app_style_agent_sends_adks_requests(fake, tmp_path, sync_only):
+    """The same agent as an Agent Engine ``AdkApp`` (events streamed as dicts, no plugin attached): its turns
+    become ADK's invocations too, so the judges see what ADK's ``LocalEvalService`` shows them of the agent."""
+    adk_scores, _, _ = adk_side(tmp_path)
+    adk_bodies = list(fake.bodies)
+    fake.bodies.clear()
+
+    app = StreamingAdkApp(build_agent(), sync_only=sync_only)
+    ours = evaluate_eval_sets(load_eval_sets(write_set(tmp_path / "sets")), app)
+    our_bodies = list(fake.bodies)
+
+    assert adk_bodies and len(our_bodies) == len(adk_bodies)
+    for name in CRITERIA:
+        assert canonical(judged(our_bodies, name), ids=False) == canonical(judged(adk_bodies, name), ids=False), name
+    assert toolpath_scores(ours) == adk_scores == EXPECTED

@@ -10,6 +10,9 @@ the case and its invocations, and the expected invocation's intermediate data. S
   (``convert_events_to_eval_invocations``, ``_get_app_details_by_invocation_id``), the model requests read by a
   :func:`request_recorder` plugin. Unlike ADK's ``_RequestIntercepterPlugin`` it keeps the request id out of the
   session state, so the agent's tools see the state they would see outside an evaluation.
+- **Agent Engine ``AdkApp``-style apps** (:class:`~toolpath.evaluation.evalsets.inference.AdkAppRunner`): the
+  event dumps they stream, read back as ADK ``Event`` models, go through the same helpers; each agent's request is
+  made from the app's agent as ADK's live inference makes it (:func:`stream_invocations`).
 - **ADK's recorded results** (``--from-results``): the recorded invocation as it is.
 
 :func:`judge_columns` gives a judge row ADK's actual invocation (``adk_invocation``, redacted by the tracer's rules
@@ -94,6 +97,117 @@ def turn_invocations(events: Sequence[Any], user_content: Any, recorder: Any) ->
         return []
     finally:
         recorder.forget()
+
+
+def app_agent(app: Any) -> Any:
+    """The ADK agent an Agent Engine ``AdkApp``-style app runs: its runner's (``_tmpl_attrs["runner"]`` once set
+    up, a ``runner`` / ``_runner`` attribute), else the one it was made with (``_tmpl_attrs["app"].root_agent``,
+    ``_tmpl_attrs["agent"]``, ``root_agent`` / ``agent``). None when it shows no ``BaseAgent``."""
+    from google.adk.agents.base_agent import BaseAgent
+
+    attrs = getattr(app, "_tmpl_attrs", None)
+    attrs = attrs if isinstance(attrs, Mapping) else {}
+    runner = attrs.get("runner") or getattr(app, "runner", None) or getattr(app, "_runner", None)
+    made = attrs.get("app")
+    for found in (
+        getattr(runner, "agent", None),
+        getattr(made, "root_agent", None),
+        attrs.get("agent"),
+        getattr(app, "root_agent", None),
+        getattr(app, "agent", None),
+    ):
+        if isinstance(found, BaseAgent):
+            return found
+    return None
+
+
+def apply_state_delta(state: dict[str, Any], events: Sequence[Any], *, keep_temp: bool) -> None:
+    """``state`` updated in place by the events' ``actions.state_delta``, as the session applies them (``temp:``
+    keys kept only within the invocation that set them, ``keep_temp``)."""
+    for event in events:
+        delta = getattr(getattr(event, "actions", None), "state_delta", None) or {}
+        state.update({k: v for k, v in delta.items() if keep_temp or not str(k).startswith("temp:")})
+
+
+async def stream_invocations(
+    dumps: Sequence[Mapping[str, Any]],
+    user_content: Any,
+    agent: Any,
+    session: tuple[str, str, str],
+    state: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """ADK's invocations (JSON) of one turn of an ``AdkApp``-style app, from the event dumps it streamed, as
+    :func:`turn_invocations` makes them of an agent run by toolpath. No plugin sees the app's model requests, so
+    each agent's request is made as ADK's live inference makes one for an agent whose requests no plugin sees
+    (``_LiveSession._record_app_details_for_agent``): the agent's request processors run in a context of the
+    session as it stood before the agent's first event of the turn (``session``: app name, user id, session id;
+    ``state``: the session's state when the turn began, updated in place to its state after). Nothing when the turn
+    had no events or ADK cannot read them."""
+    from google.adk.events.event import Event
+
+    try:
+        events = [Event.model_validate(dict(dump)) for dump in dumps]
+    except ValueError:  # pydantic's ValidationError: not ADK's events
+        return []
+    if not events:
+        return []
+    requests: dict[str, Any] = {}
+    running = dict(state)
+    for index, event in enumerate(events):
+        if event.author != "user" and event.author not in requests:
+            requests[event.author] = await _agent_request(agent, event, events[:index], user_content, session, running)
+        apply_state_delta(running, [event], keep_temp=True)
+    apply_state_delta(state, events, keep_temp=False)
+    return turn_invocations(events, user_content, _RequestsByAuthor(requests))
+
+
+class _RequestsByAuthor:
+    """What ADK's helpers ask of a request intercepter: the model request behind an agent's event."""
+
+    def __init__(self, requests: dict[str, Any]) -> None:
+        self.requests = requests
+
+    def get_model_request(self, event: Any) -> Any:
+        return self.requests.get(event.author)
+
+    def forget(self) -> None:
+        self.requests.clear()
+
+
+async def _agent_request(
+    root: Any, event: Any, before: Sequence[Any], user_content: Any, session: tuple[str, str, str], state: Any
+) -> Any:
+    """The model request ADK's ``_LiveSession._record_app_details_for_agent`` makes for the agent that wrote
+    ``event`` (None for an agent that is no ``LlmAgent``, or whose request cannot be made outside its run)."""
+    from google.adk.agents.invocation_context import InvocationContext
+    from google.adk.agents.llm_agent import LlmAgent
+    from google.adk.agents.run_config import RunConfig
+    from google.adk.artifacts.in_memory_artifact_service import InMemoryArtifactService
+    from google.adk.evaluation import evaluation_generator
+    from google.adk.plugins.plugin_manager import PluginManager
+    from google.adk.sessions.in_memory_session_service import InMemorySessionService
+    from google.adk.sessions.session import Session
+
+    agent = root.find_agent(event.author)
+    if not isinstance(agent, LlmAgent):
+        return None
+    recorder = request_recorder()
+    app_name, user_id, session_id = session
+    context = InvocationContext(
+        session_service=InMemorySessionService(),
+        artifact_service=InMemoryArtifactService(),
+        invocation_id=event.invocation_id,
+        agent=agent,
+        user_content=user_content,
+        session=Session(id=session_id, app_name=app_name, user_id=user_id, state=dict(state), events=list(before)),
+        plugin_manager=PluginManager(plugins=[recorder]),
+        run_config=RunConfig(),
+    )
+    try:  # ADK's live inference (``_LiveSession``) makes an agent's request this way: no plugin sees it there either
+        await evaluation_generator._LiveSession._record_app_details_for_agent(context)
+    except Exception:  # an ADK without the helper, processors failing outside the run: no details, as ADK's
+        return None
+    return next(iter(recorder.requests.values()), None)
 
 
 def attach_recorded(host: Any, session_id: str, outcomes: list[AgentOutcome]) -> list[AgentOutcome]:

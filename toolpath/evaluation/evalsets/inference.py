@@ -229,18 +229,28 @@ class AdkAgentRunner:
 class AdkAppRunner:
     """Runs an Agent Engine ``AdkApp``-style object (``async_stream_query`` / ``stream_query`` yielding ADK
     events, ``async_create_session`` / ``create_session``) like :class:`AdkAgentRunner`; the app keeps its own
-    app name."""
+    app name. No plugin can be attached to the app, so ADK's invocation of a turn is made from the events it
+    streams and the app's agent (:func:`.adk_invocations.stream_invocations`)."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
         self.name = str(getattr(app, "name", None) or type(app).__name__)
         self._inputs: dict[str, SessionInput] = {}
         self._sessions: dict[str, tuple[str, str | None]] = {}
+        self._states: dict[str, dict[str, Any]] = {}
+        """toolpath session id -> the ADK session's state, as its events left it."""
+        self._recorded: dict[str, list[dict[str, Any]]] = {}
+        """toolpath session id -> ADK's invocation of each turn, until taken (as :class:`AdkAgentRunner`'s)."""
         self._lock = threading.Lock()
 
     def start_session(self, session_id: str, given: SessionInput) -> None:
         with self._lock:
             self._inputs[session_id] = given
+            self._recorded[session_id] = []  # an eval case's run: its turns' ADK invocations are kept
+
+    def adk_invocations(self, session_id: str) -> list[dict[str, Any]]:
+        """ADK's invocations (JSON) of the turns run in ``session_id`` since last asked."""
+        return self._recorded.pop(session_id, [])
 
     def __call__(
         self, prompt: str, session_id: str | None = None, message: Mapping[str, Any] | None = None
@@ -251,21 +261,43 @@ class AdkAppRunner:
         reader = adk_events.EventReader()
         sent: str | dict[str, Any] = prompt if message is None else dict(message)
         stream = getattr(self.app, "async_stream_query", None)
+        seen: list[Any] = []
         try:
             if callable(stream):
 
                 async def collect() -> None:
                     async for event in stream(message=sent, user_id=user_id, session_id=adk_session_id):
                         reader.add(event)
+                        seen.append(event)
 
                 _run(collect())
             else:
                 for event in self.app.stream_query(message=sent, user_id=user_id, session_id=adk_session_id):
                     reader.add(event)
+                    seen.append(event)
         except Exception:
             _answer(reader.turn())  # the calls made before the stream raised, with their arguments
             raise
+        self._record(session_id or "", sent, seen)
         return _answer(reader.turn())
+
+    def _record(self, session_id: str, sent: str | dict[str, Any], events: list[Any]) -> None:
+        """ADK's invocations of the turn that streamed ``events``, kept when ``session_id`` is an eval case's run."""
+        agent = adk_invocations.app_agent(self.app) if session_id in self._recorded else None
+        if agent is None or not all(isinstance(event, Mapping) for event in events):
+            return
+        from google.genai import types
+
+        content = (
+            types.Content(role="user", parts=[types.Part(text=sent)])
+            if isinstance(sent, str)
+            else types.Content.model_validate(sent)
+        )
+        user_id, adk_session_id = self._sessions[session_id]
+        state = self._states.setdefault(session_id, {})
+        session = (DEFAULT_APP_NAME, user_id, adk_session_id or session_id)
+        made = _run(adk_invocations.stream_invocations(events, content, agent, session, state))
+        self._recorded[session_id].extend(made)
 
     def _session(self, session_id: str) -> tuple[str, str | None]:
         with self._lock:
@@ -274,6 +306,7 @@ class AdkAppRunner:
             given = self._inputs.pop(session_id, SessionInput())
             user_id = given.user_id or DEFAULT_USER_ID
             state = copy.deepcopy(dict(given.state))
+            self._states[session_id] = copy.deepcopy(state)
             create_async = getattr(self.app, "async_create_session", None)
             create = getattr(self.app, "create_session", None)
             if callable(create_async):
@@ -288,3 +321,5 @@ class AdkAppRunner:
 
     def close(self) -> None:
         self._sessions.clear()
+        self._states.clear()
+        self._recorded.clear()
