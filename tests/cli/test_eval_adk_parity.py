@@ -7,10 +7,7 @@ user's message of two parts reaches the agent as two parts, as ADK sends it."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +19,7 @@ from google.adk.evaluation.eval_result import EvalCaseResult
 from google.adk.evaluation.eval_set import EvalSet
 
 from tests.helpers import adk_deviating
-from tests.helpers.adk_eval import adk_eval_run, adk_verdict
+from tests.helpers.adk_eval import adk_eval_run, adk_verdict, importable
 from tests.helpers.cli import run_cli
 from toolpath.store.store import Store
 
@@ -31,18 +28,6 @@ KINDS = list(adk_deviating.CONFIGS)
 CASES = list(adk_deviating.DEVIATIONS)
 NO_ENV = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": None}
 """What ADK's evaluation runs with: no variable set (its own tool spans carry no arguments)."""
-
-
-@contextlib.contextmanager
-def importable(folder: Path) -> Iterator[None]:
-    """``folder`` importable, as ``adk eval`` makes an agents folder; the modules imported from it forgotten after."""
-    sys.path.insert(0, str(folder))
-    try:
-        yield
-    finally:
-        sys.path.remove(str(folder))
-        for name in [m for m in sys.modules if m.split(".")[0] == AGENT]:
-            del sys.modules[name]
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +47,7 @@ def adk(suite) -> dict[str, Any]:
     """ADK's side: per eval set, the ``EvalCaseResult`` of each case from ``LocalEvalService`` inferring and
     evaluating; the text parts the agent's models were sent; and ``AgentEvaluator.evaluate``'s failure lines."""
     adk_deviating.USER_PARTS.clear()
-    with importable(suite):
+    with importable(suite, AGENT):
         from deviating_agent import agent  # the user's folder, as ADK imports it
 
         results = {

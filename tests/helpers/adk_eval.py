@@ -12,8 +12,11 @@ arguments at all, an actual turn is ``(response, calls)`` with ``response`` ``No
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import statistics
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from google.adk.agents import BaseAgent, LlmAgent
@@ -183,3 +186,16 @@ def adk_verdict(results: Sequence[EvalCaseResult]) -> dict[str, tuple[float | No
 def _prompt(invocation: Invocation) -> str:
     parts = invocation.user_content.parts or []
     return "\n".join(p.text for p in parts if p.text)
+
+
+@contextlib.contextmanager
+def importable(folder: Path, package: str) -> Iterator[None]:
+    """``folder`` importable, as ``adk eval`` makes an agents folder; the modules of ``package`` imported from it
+    are forgotten after."""
+    sys.path.insert(0, str(folder))
+    try:
+        yield
+    finally:
+        sys.path.remove(str(folder))
+        for name in [m for m in sys.modules if m.split(".")[0] == package]:
+            del sys.modules[name]

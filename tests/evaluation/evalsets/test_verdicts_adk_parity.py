@@ -11,8 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +23,7 @@ from google.adk.evaluation.eval_result import EvalCaseResult
 from google.adk.evaluation.eval_set import EvalSet
 
 from tests.helpers import adk_release
-from tests.helpers.adk_eval import adk_eval_run, adk_verdict
+from tests.helpers.adk_eval import adk_eval_run, adk_verdict, importable
 from tests.helpers.cli import run_cli
 from toolpath.store.store import Store
 
@@ -37,18 +35,6 @@ CASES = list(adk_release.CASES)
 FIGURES = ("tool_call_count_v1", "inference_call_count_v1", "token_usage_v1")
 """ADK's efficiency figures that do not depend on the clock (``invocation_duration_v1`` does)."""
 NO_ENV = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": None}
-
-
-@contextlib.contextmanager
-def importable(folder: Path) -> Iterator[None]:
-    """``folder`` importable, as ``adk eval`` makes an agents folder; the modules imported from it forgotten after."""
-    sys.path.insert(0, str(folder))
-    try:
-        yield
-    finally:
-        sys.path.remove(str(folder))
-        for name in [m for m in sys.modules if m.split(".")[0] == AGENT]:
-            del sys.modules[name]
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +50,7 @@ def evalset_file(suite: Path, kind: str) -> Path:
 
 def adk_run(suite: Path, kind: str) -> dict[str, EvalCaseResult]:
     path = evalset_file(suite, kind)
-    with importable(suite):
+    with importable(suite, AGENT):
         from shop_agent import agent  # the user's folder, as ADK imports it
 
         return adk_eval_run(
