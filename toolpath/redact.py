@@ -130,7 +130,9 @@ _DIGIT_RUN = re.compile(r"\d[\d -]{13}")
 _ASCII_DIGIT_RUN = re.compile(r"[0-9][0-9 -]{13}")  # the same on ASCII text, faster
 _WORD_RUN = re.compile(r"[\w-]*")
 _PASSWORD_WORD = re.compile(r"(?i)pass|pwd")
-_SECRET_WORD = re.compile(r"(?i)secret|key|token")
+_SECRET_ASSIGNMENT = re.compile(r"(?i)(?:secret|key|token)\s{0,4}[=:]")
+"""Where ``secret_assignment`` can match: a secret word right before ``=`` or ``:`` (a JSON key has a quote
+between them, and JSON is redacted by its keys)."""
 # 'key': 'value' / "key": "value" / key='value' in text that is not JSON (a repr in an error message); bounded
 _QUOTED_PAIR = re.compile(
     r"(?P<head>(?P<kq>['\"]?)(?P<key>[A-Za-z0-9_.-]{1,64})(?P=kq)\s{0,4}[:=]\s{0,4})"
@@ -154,7 +156,7 @@ _PREFILTERS: dict[str, Callable[[str], bool]] = {
     "card": lambda t: _card_candidate(t, _DIGIT_RUN),
     "url_password": lambda t: "://" in t,
     "password_assignment": lambda t: _PASSWORD_WORD.search(t) is not None,
-    "secret_assignment": lambda t: _SECRET_WORD.search(t) is not None,
+    "secret_assignment": lambda t: _SECRET_ASSIGNMENT.search(t) is not None,
 }
 
 
@@ -179,7 +181,7 @@ def _any_prefilter(t: str, low: str | None = None) -> bool:
         or "github_pat_" in t
         or ("gh" in t and ("ghp_" in t or "gho_" in t or "ghu_" in t or "ghs_" in t or "ghr_" in t))
         or ("pass" in low or "pwd" in low if ascii_only else _PASSWORD_WORD.search(t) is not None)
-        or (("secret" in low or "key" in low or "token" in low) if ascii_only else _SECRET_WORD.search(t) is not None)
+        or _SECRET_ASSIGNMENT.search(t) is not None
         or _card_candidate(t, _ASCII_DIGIT_RUN if ascii_only else _DIGIT_RUN)
     )
 
