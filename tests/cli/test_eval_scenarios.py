@@ -42,8 +42,8 @@ def home_user_and_judge(prompt: str, seen: int) -> Reply:
         return json_reply(
             rubrics=[{"rubric": "answers the status", "verdict": "yes"}, {"rubric": "dims", "verdict": "yes"}]
         )
-    if "<conversation_history>" in prompt:
-        return json_reply(rubrics=[{"id": "dims", "verdict": "yes", "reason": "turn 2 dims it"}])
+    if "<conversation_history>" in prompt:  # ADK's multi-turn trajectory rubrics: its plain-text verdicts
+        return Reply("ID: dims\nProperty: The agent dims the hall light.\nRationale: turn 2 dims it\nVerdict: yes")
     if "**Context Begin**" in prompt:  # ADK's hallucinations_v1: the sentence validator
         return Reply(
             "sentence: One sentence.\nlabel: supported\nrationale: r\nsupporting_excerpt: null\ncontradicting_excerpt: null"
@@ -92,6 +92,9 @@ def test_a_simulated_user_talks_with_an_adk_agent(tmp_path, fake_gemini):
     assert len(judged) == 6 and PLAN in judged[0]
     assert f"user: {adk_agent.STATUS}\n\nmodel: The hall light is on at 80%." in judged[0]
     assert sum(p.startswith("You are a Simulated User") for p in fake.prompts) == 2
+    # ADK's trajectory rubric prompt sees the ADK agents' tool declarations, from ADK's own invocations
+    trajectory = [p for p in fake.prompts if "<agent_tool_definitions>" in p]
+    assert len(trajectory) == 1 and "- set_light:" in trajectory[0]
 
     [session_id] = case["sessions"]
     stored = Store(f"sqlite:///{tmp_path / 'toolpath.db'}").get_session(session_id)

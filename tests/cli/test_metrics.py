@@ -29,6 +29,8 @@ def test_metrics_lists_the_registry_with_its_metadata(tmp_path):
     # whose judge scores a judge metric: ADK's own for the criteria ADK judges with Gemini (google-adk installed)
     assert rows["hallucinations_v1"]["judged_by"] == "adk" and rows["safety_v1"]["judged_by"] == "toolpath"
     assert rows["multi_turn_task_success_v1"]["judged_by"] == "toolpath" and rows["fluency"]["judged_by"] == "toolpath"
+    assert rows["rubric_based_multi_turn_trajectory_quality_v1"]["judged_by"] == "adk"
+    assert rows["per_turn_user_simulator_quality_v1"]["judged_by"] == "adk"
 
     table = run_cli(tmp_path, "metrics")
     assert table.returncode == 0 and table.stdout.startswith(f"{len(rows)} metrics")

@@ -1,6 +1,6 @@
 """ADK's multi-turn criteria over a conversation's rows: the per-turn user simulator quality's rules (turn 1 is the
-starting prompt, a majority per turn, a wrong end fails the last turn), ADK's label parsing, and the judged-once
-shape of the conversation-level criteria."""
+starting prompt, a majority per turn, a wrong end fails the last turn) as ADK's own evaluator applies them, and the
+judged-once shape of the conversation-level criteria."""
 
 from __future__ import annotations
 
@@ -13,16 +13,14 @@ from google.adk.evaluation.eval_case import Invocation
 from google.adk.evaluation.simulation.per_turn_user_simulator_quality_prompts import (
     get_per_turn_user_simulator_quality_prompt,
 )
-from google.adk.evaluation.simulation.per_turn_user_simulator_quality_v1 import (
-    _format_conversation_history,
-    _parse_llm_response,
-)
+from google.adk.evaluation.simulation.per_turn_user_simulator_quality_v1 import _format_conversation_history
 from google.genai import types
 
 from toolpath.errors import ConfigError
 from toolpath.evaluation.catalog import criterion_metric
+from toolpath.judges import adk_bridge
 from toolpath.judges.client import JudgeReply, JudgeRequest
-from toolpath.judges.multi_turn import dialogue, is_valid_label
+from toolpath.judges.multi_turn import dialogue
 from toolpath.metrics.base import MissingInput
 
 SCENARIO = {"starting_prompt": "I need a flight.", "conversation_plan": "Paris to Rome."}
@@ -55,29 +53,14 @@ def per_turn(**options):
     )
 
 
-@pytest.mark.parametrize(
-    "reply",
-    [
-        '{"is_valid": True}',
-        '"is_valid": "valid",',
-        '{"is_valid": False}',
-        '"is_valid": ["partially valid"]\n',
-        "no label",
-        '"is_valid": maybe}',
-    ],
-)
-def test_labels_read_as_adk_reads_them(reply):
-    expected = {"valid": True, "invalid": False}.get(_parse_llm_response(reply).value)
-    assert is_valid_label(reply) is expected
-
-
 def test_every_user_turn_valid_scores_one_and_each_turn_is_asked_with_the_history_before_it():
     result, asked = judged(
         per_turn(), {"invocations": TURNS, "conversation_scenario": SCENARIO}, lambda r: '{"is_valid": True}'
     )
     assert result.score == 1.0 and result.details["per_invocation_scores"] == [1.0, 1.0, 1.0]
     assert len(asked) == 9  # turns 2 and 3, and the end: 3 samples each
-    assert all(not r.json_output for r in asked)
+    assert result.details["judge"] == "adk"  # ADK's own evaluator read the replies
+    assert all("responseMimeType" not in (r.config or "") for r in asked)  # ADK asks for text
     second = asked[0].prompt
     assert "user: I need a flight.\n\nmodel: From where?\n\n# Generated User Response\nFrom Paris." in second
     end = asked[-1].prompt
@@ -96,8 +79,7 @@ def test_a_wrong_first_turn_a_split_vote_and_a_wrong_end():
     # turn 1 is not the starting prompt (0), turn 2 valid by majority (1), turn 3 failed by the wrong end (0)
     assert result.details["per_invocation_scores"] == [0.0, 1.0, 0.0]
     assert result.score == pytest.approx(1 / 3)
-    assert "turn 1 is not the starting prompt" in result.explanation
-    assert "should not have ended" in result.explanation
+    assert "not valid: turn(s) 1, 3" in result.explanation
 
 
 def test_a_custom_stop_signal_and_no_scenario():
@@ -151,9 +133,24 @@ def test_conversation_level_criteria_are_judged_once_on_the_last_turn():
         "rubric_based_multi_turn_trajectory_quality_v1",
         {"rubrics": [{"rubric_id": "r1", "rubric_content": {"text_property": "Books the flight."}}]},
     )
-    result, asked = judged(rubric, {"invocations": TURNS}, lambda r: '{"rubrics": [{"id": "r1", "verdict": "yes"}]}')
+    reply = "ID: r1\nProperty: Books the flight.\nRationale: it did.\nVerdict: yes"
+    result, asked = judged(rubric, {"invocations": TURNS}, lambda r: reply)
     assert (result.score, result.details["per_invocation_scores"]) == (1.0, [None, None, 1.0])
     assert len(asked) == 5  # ADK's default num_samples
+    assert result.details["judge"] == "adk" and 'TURN 3 (tool output): book -> {"ok": true}' in asked[0].prompt
+
+
+def test_without_google_adk_the_trajectory_rubrics_are_toolpaths_judge_labelled_as_such(monkeypatch):
+    monkeypatch.setattr(adk_bridge, "adk_installed", lambda: False)
+    rubric = criterion_metric(
+        "rubric_based_multi_turn_trajectory_quality_v1",
+        {"rubrics": [{"rubric_id": "r1", "rubric_content": {"text_property": "Books the flight."}}]},
+    )
+    reply = '{"rubrics": [{"id": "r1", "verdict": "yes"}]}'
+    result, asked = judged(rubric, {"invocations": TURNS}, lambda r: reply)
+    assert (result.score, result.details["per_invocation_scores"]) == (1.0, [None, None, 1.0])
+    assert result.details["judge"] == "toolpath" and result.explanation.startswith("judge: toolpath")
+    assert "<conversation_history>" in asked[0].prompt and asked[0].json_output
 
 
 def test_the_dialogue_shows_who_said_what():

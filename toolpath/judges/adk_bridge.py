@@ -1,12 +1,13 @@
 """ADK's own judge for ADK's Gemini-judged criteria, run at run time from the installed google-adk.
 
 For ``final_response_match_v2``, ``rubric_based_final_response_quality_v1``, ``rubric_based_tool_use_quality_v1``
-and ``hallucinations_v1`` the evaluator is the one ADK's ``LocalEvalService`` would use — taken from ADK's metric
-registry, for the criterion as ADK's ``EvalConfig`` reads it (so ADK's defaults: 5 samples, ``gemini-2.5-flash``)
-— and it runs its own code: its prompt templates, sample counts, generation config, reply parsing and
-aggregation. Only its model is ours: a stand-in ``BaseLlm`` that sends each request through toolpath's judge
-client (cache, budgets, concurrency, retries). Nothing of ADK's text is kept here, so a new ADK release changes
-the prompts with it.
+and ``hallucinations_v1`` (one invocation each), and ``rubric_based_multi_turn_trajectory_quality_v1`` and
+``per_turn_user_simulator_quality_v1`` (a whole conversation: :func:`judge_conversation_with_adk`), the evaluator
+is the one ADK's ``LocalEvalService`` would use — taken from ADK's metric registry, for the criterion as ADK's
+``EvalConfig`` reads it (so ADK's defaults: 5 samples, ``gemini-2.5-flash``) — and it runs its own code: its
+prompt templates, sample counts, generation config, reply parsing and aggregation. Only its model is ours: a
+stand-in ``BaseLlm`` that sends each request through toolpath's judge client (cache, budgets, concurrency,
+retries). Nothing of ADK's text is kept here, so a new ADK release changes the prompts with it.
 
 A row that carries ADK's own invocations (``adk_invocation``: an ADK agent toolpath ran, or ADK's recorded results;
 ``adk_expected_invocation``: the eval set's turn) is judged on them as they are, so ADK's prompts see the agents'
@@ -48,6 +49,10 @@ ADK_PROMPTED = (
 )
 """The criteria ADK judges with a Gemini prompt of its own: under these names, ADK's judge when it is installed."""
 
+ADK_CONVERSATION = ("rubric_based_multi_turn_trajectory_quality_v1", "per_turn_user_simulator_quality_v1")
+"""ADK's Gemini-judged criteria over a whole conversation (a case-level row's ``invocations``, and its
+``conversation_scenario``): ADK's judge too when it is installed (:func:`judge_conversation_with_adk`)."""
+
 ADK_VERTEX_SERVICE = (
     "safety_v1",
     "multi_turn_task_success_v1",
@@ -73,7 +78,7 @@ def adk_installed() -> bool:
 def judge_of(name: str) -> str:
     """Which judge scores criterion ``name``: ``adk`` (ADK's own prompts and reading, from the installed
     google-adk) or ``toolpath`` (toolpath's prompts)."""
-    return "adk" if name in ADK_PROMPTED and adk_installed() else "toolpath"
+    return "adk" if name in (*ADK_PROMPTED, *ADK_CONVERSATION) and adk_installed() else "toolpath"
 
 
 def adk_version() -> str:
@@ -98,9 +103,18 @@ def adk_evaluator(name: str, criterion: Mapping[str, Any]) -> Evaluator:
     with warnings.catch_warnings():  # ADK marks its evaluators experimental, once per instance
         warnings.filterwarnings("ignore", message=r"\[EXPERIMENTAL\]")
         evaluator = DEFAULT_METRIC_EVALUATOR_REGISTRY.get_evaluator(metric)
-    if not hasattr(evaluator, "_judge_model"):
+    if _judge_attribute(evaluator) is None:
         raise ValueError(f"google-adk {adk_version()}: {type(evaluator).__name__} has no judge model to stand in for")
     return evaluator
+
+
+_JUDGE_ATTRIBUTES = ("_judge_model", "_llm")
+"""Where ADK's evaluators keep their judge model: ``LlmAsJudge``'s ``_judge_model``; the user simulator
+quality's ``_llm``."""
+
+
+def _judge_attribute(evaluator: Evaluator) -> str | None:
+    return next((name for name in _JUDGE_ATTRIBUTES if hasattr(evaluator, name)), None)
 
 
 def actual_invocation(row: Row) -> Invocation:
@@ -228,27 +242,80 @@ def _asking_llm_class() -> type[Any]:
 async def judge_with_adk(name: str, criterion: Mapping[str, Any], row: Row, ask: Ask) -> MetricResult:
     """One row (one invocation) judged by ADK's own evaluator of ``name``, its model asked through ``ask``:
     the invocation's score and status as ADK gives them."""
-    evaluator = adk_evaluator(name, criterion)  # a fresh one per invocation: rubric evaluators keep state per call
     actual = actual_invocation(row)
     # the eval set's expected invocation goes to every criterion, as LocalEvalService gives it; a row's reference
     # only to the criteria that need one
     given = isinstance(row.get("adk_expected_invocation"), Mapping)
     expected = [expected_invocation(row)] if given or name in EXPECTED_REQUIRED else None
-    model = getattr(evaluator, "_judge_model")  # noqa: B009 - ADK's attribute, checked in adk_evaluator
-    llm = _asking_llm_class()(model=model.model)
+    result, errors = await _evaluate(name, criterion, ask, [actual], expected, None)
+    (per,) = result.per_invocation_results
+    rubric_scores = {r.rubric_id: r.score for r in per.rubric_scores or []}
+    return _result(per.score, rubric_scores, errors, {})
+
+
+async def judge_conversation_with_adk(name: str, criterion: Mapping[str, Any], row: Row, ask: Ask) -> MetricResult:
+    """A whole conversation (``row["invocations"]``, one row per turn, and ``row["conversation_scenario"]`` when a
+    simulated user played it) judged by ADK's own evaluator of ``name`` as ``LocalEvalService`` calls it: every
+    turn's actual invocation, the eval set's expected ones when every turn carries its own, and the scenario.
+    The score is ADK's overall score; ``per_invocation_scores`` its score of each turn."""
+    turns = row.get("invocations")
+    if not isinstance(turns, list) or not turns:
+        raise MissingInput(f"{name} needs the case's invocations (an eval set's case)")
+    actual = [actual_invocation(turn) for turn in turns]
+    given = all(isinstance(turn.get("adk_expected_invocation"), Mapping) for turn in turns)
+    expected = [expected_invocation(turn) for turn in turns] if given else None
+    scenario = row.get("conversation_scenario")
+    result, errors = await _evaluate(name, criterion, ask, actual, expected, scenario)
+    rubric_scores = {r.rubric_id: r.score for r in result.overall_rubric_scores or []}
+    per_invocation = [per.score for per in result.per_invocation_results]
+    return _result(result.overall_score, rubric_scores, errors, {"per_invocation_scores": per_invocation})
+
+
+async def _evaluate(
+    name: str,
+    criterion: Mapping[str, Any],
+    ask: Ask,
+    actual: list[Invocation],
+    expected: list[Invocation] | None,
+    scenario: Mapping[str, Any] | None,
+) -> tuple[Any, list[str]]:
+    """ADK's evaluator of ``name`` run on the invocations, its judge model asked through ``ask``: ADK's
+    ``EvaluationResult`` and the errors of the requests that got no reply."""
+    evaluator = adk_evaluator(name, criterion)  # a fresh one per call: rubric evaluators keep state per call
+    attribute = _judge_attribute(evaluator)
+    assert attribute is not None  # checked in adk_evaluator
+    llm = _asking_llm_class()(model=getattr(evaluator, attribute).model)
     llm._ask = ask
-    evaluator._judge_model = llm  # type: ignore[attr-defined]
-    result = evaluator.evaluate_invocations([actual], expected)
+    setattr(evaluator, attribute, llm)
+    if scenario is None:
+        result = evaluator.evaluate_invocations(actual, expected)
+    else:
+        from google.adk.evaluation.eval_case import ConversationScenario
+
+        result = evaluator.evaluate_invocations(
+            actual, expected, conversation_scenario=ConversationScenario.model_validate(dict(scenario))
+        )
     if inspect.isawaitable(result):  # as LocalEvalService awaits it
         result = await result
-    (per,) = result.per_invocation_results
-    details: dict[str, Any] = {"judge": "adk", "adk_version": adk_version()}
-    rubric_scores = {r.rubric_id: r.score for r in per.rubric_scores or []}
+    return result, list(llm._errors)
+
+
+def _result(
+    score: float | None, rubric_scores: dict[str, float | None], errors: list[str], extra: dict[str, Any]
+) -> MetricResult:
+    details: dict[str, Any] = {"judge": "adk", "adk_version": adk_version(), **extra}
     if rubric_scores:
         details["rubric_scores"] = rubric_scores
-    if llm._errors:
-        details["judge_errors"] = list(llm._errors)
-    return MetricResult(per.score, _explanation(per.score, rubric_scores, llm._errors), details)
+    if errors:
+        details["judge_errors"] = errors
+    explanation = _explanation(score, rubric_scores, errors)
+    per_invocation = extra.get("per_invocation_scores")
+    if per_invocation and not rubric_scores and score is not None:  # per turn: say which turns fell short
+        short = [str(n) for n, s in enumerate(per_invocation, start=1) if s is None or s < 1.0]
+        explanation += f"; {len(per_invocation) - len(short)} of {len(per_invocation)} turn(s) valid" + (
+            f"; not valid: turn(s) {', '.join(short)}" if short else ""
+        )
+    return MetricResult(score, explanation, details)
 
 
 def _explanation(score: float | None, rubric_scores: Mapping[str, float | None], errors: list[str]) -> str:

@@ -7,28 +7,29 @@ ADK does.
   then a yes/no verdict on each. toolpath asks the judge model for both in one reply, a stand-in of its own
   labelled ``judge: toolpath`` in every result; the score is the share of rubrics met. The conversation is
   judged once, on its last turn: the earlier turns are NOT_EVALUATED (ADK's ``_MultiTurnVertexiAiEvalFacade``).
-- ``rubric_based_multi_turn_trajectory_quality_v1``: the criterion's rubrics (``rubrics``) judged yes/no against
-  the whole conversation, tool calls and results included; majority per rubric over the samples (a tie is no),
-  score the share met; judged on the last turn (ADK's ``RubricBasedMultiTurnTrajectoryEvaluator``).
-- ``per_turn_user_simulator_quality_v1``: does the simulated user follow its scenario? Turn 1 must be the
-  ``starting_prompt``; each later user turn is judged against the plan and the conversation before it with ADK's
-  prompt (majority over samples, a tie invalid), and so is the end (the ``stop_signal`` after the last turn: if
-  it should not have ended there, the last turn fails). The score is the share of valid turns (ADK's
-  ``PerTurnUserSimulatorQualityV1``). The prompt is rendered by the installed google-adk's own
-  ``get_per_turn_user_simulator_quality_prompt`` at run time (none of ADK's text is kept in toolpath): without
-  google-adk (the ``adk`` extra) the criterion is a :class:`~toolpath.errors.ConfigError` when it is configured.
+- ``rubric_based_multi_turn_trajectory_quality_v1``: the criterion's rubrics judged yes/no against the whole
+  conversation, tool calls and results included, on its last turn. With google-adk installed (the ``adk``
+  extra) ADK's own ``RubricBasedMultiTurnTrajectoryEvaluator`` judges it (``judge: adk``, see
+  :func:`~toolpath.judges.adk_bridge.judge_conversation_with_adk`): ADK's prompt, samples, reply reading and
+  aggregation. Without it toolpath's prompt stands in (``judge: toolpath``): majority per rubric over the samples
+  (a tie is no), the score the share met.
+- ``per_turn_user_simulator_quality_v1``: does the simulated user follow its scenario? Judged by ADK's own
+  ``PerTurnUserSimulatorQualityV1`` from the installed google-adk (``judge: adk``): turn 1 must be the
+  ``starting_prompt``; each later user turn, and the end (the ``stop_signal`` after the last turn), is judged
+  against the plan and the conversation before it, by majority over the samples. toolpath keeps none of ADK's
+  text: without google-adk the criterion is a :class:`~toolpath.errors.ConfigError` when it is configured.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from toolpath.errors import ConfigError
-from toolpath.judges.adk_criteria import RUBRIC_REPLY, AdkJudgeMetric, _failed, _majority, _RubricMetric
-from toolpath.judges.client import Ask, JudgeRequest
+from toolpath.judges.adk_bridge import judge_conversation_with_adk
+from toolpath.judges.adk_criteria import RUBRIC_REPLY, AdkJudgeMetric, _failed, _RubricMetric
+from toolpath.judges.client import Ask
 from toolpath.metrics.base import MissingInput, Row
 from toolpath.model import MetricResult
 from toolpath.trajectory import parse_trajectory
@@ -147,23 +148,9 @@ class RubricMultiTurnTrajectoryQualityV1(_RubricMetric):
 
     async def judge(self, row: Row, ask: Ask) -> MetricResult:
         turns = conversation(row)
-        return on_last_turn(await super().judge(row, ask), len(turns))  # judge: toolpath (not ADK's prompt)
-
-
-_IS_VALID = re.compile(r'"is_valid":\s*\[*[\n\s]*"*([^"\]]*)"*[\n\s]*\]*\s*[,\n\}]')
-_INVALID = ("invalid", "almost", "false", "partially_valid", "partially valid", "partially")
-
-
-def is_valid_label(reply: str) -> bool | None:
-    """ADK's ``_parse_llm_response``: the ``"is_valid"`` label of the reply (True / False written Python's way
-    too), ``None`` when there is none."""
-    match = _IS_VALID.search(reply)
-    if match is None:
-        return None
-    label = match.group(1).strip("}").replace(",", "").strip().lower()
-    if label in _INVALID:
-        return False
-    return True if label in ("valid", "true") else None
+        if self.judge_name == "adk":  # ADK's RubricBasedMultiTurnTrajectoryEvaluator, from the installed google-adk
+            return await judge_conversation_with_adk(self.name, self._adk_criterion(), row, ask)
+        return on_last_turn(await super().judge(row, ask), len(turns))  # judge: toolpath
 
 
 def _adk_per_turn_renderer() -> Callable[..., str]:
@@ -180,20 +167,6 @@ def _adk_per_turn_renderer() -> Callable[..., str]:
     return get_per_turn_user_simulator_quality_prompt
 
 
-def per_turn_prompt(
-    conversation_plan: str, conversation_history: str, generated_user_response: str, stop_signal: str
-) -> str:
-    """ADK's ``per_turn_user_simulator_quality_v1`` prompt for one user turn, as the installed google-adk renders
-    it (its template in jinja2's sandbox)."""
-    render = _adk_per_turn_renderer()
-    return render(
-        conversation_plan=conversation_plan,
-        conversation_history=conversation_history,
-        generated_user_response=generated_user_response,
-        stop_signal=stop_signal,
-    )
-
-
 class PerTurnUserSimulatorQualityV1(AdkJudgeMetric):
     name = "per_turn_user_simulator_quality_v1"
     case_level: ClassVar[bool] = True
@@ -203,59 +176,12 @@ class PerTurnUserSimulatorQualityV1(AdkJudgeMetric):
         _adk_per_turn_renderer()  # no google-adk, no prompt: said when the criterion is configured, not mid-run
         super().__init__(**kwargs)
 
-    def request(self, prompt: str, sample: int) -> JudgeRequest:
-        return JudgeRequest(prompt, self.model, self.temperature, sample, json_output=False)  # ADK asks for text
-
     async def judge(self, row: Row, ask: Ask) -> MetricResult:
-        turns = conversation(row)
-        scenario = row.get("conversation_scenario")
-        if not isinstance(scenario, Mapping):
+        conversation(row)
+        if not isinstance(row.get("conversation_scenario"), Mapping):
             raise MissingInput(f"{self.name} judges a simulated user: it needs the case's conversation_scenario")
-        plan, stop_signal = str(scenario["conversation_plan"]), str(self.options.get("stop_signal", "</finished>"))
-        first = str(turns[0].get("prompt") or "").strip() == str(scenario["starting_prompt"]).strip()
-        scores: list[float | None] = [1.0 if first else 0.0]
-        notes = [] if first else ["turn 1 is not the starting prompt"]
-        for i in range(1, len(turns)):
-            score, note = await self._turn(plan, turns[:i], str(turns[i].get("prompt") or ""), stop_signal, ask)
-            scores.append(score)
-            notes += [f"turn {i + 1}: {note}"] if note else []
-        end, note = await self._turn(plan, turns, stop_signal, stop_signal, ask)
-        if end == 0.0:  # it should not have ended there: the last user turn fails
-            scores[-1] = 0.0
-            notes.append("the conversation should not have ended where it did")
-        elif note:
-            notes.append(f"the end: {note}")
-        score = sum(s for s in scores if s is not None) / len(scores)
-        valid = sum(s == 1.0 for s in scores)
-        explanation = f"{valid} of {len(scores)} user turn(s) valid" + (f"; {'; '.join(notes)}" if notes else "")
-        return MetricResult(score, explanation, {"per_invocation_scores": scores})
-
-    async def _turn(
-        self, plan: str, history: Sequence[Row], message: str, stop_signal: str, ask: Ask
-    ) -> tuple[float | None, str | None]:
-        """One user turn judged on its samples: 1 valid, 0 invalid (a tie too), ``None`` when no sample said."""
-        prompt = per_turn_prompt(plan, _history(history), message, stop_signal)
-        replies = await self.sample_replies([prompt] * self.num_samples, ask)
-        votes = []
-        for reply in replies:
-            label = is_valid_label(reply.text or "") if not reply.error else None
-            if label is not None:
-                votes.append(label)
-        if not votes:
-            reason = next((r.error for r in replies if r.error), None) or "no is_valid label in the judge's reply"
-            return None, reason
-        valid = _majority(votes)
-        return (1.0, None) if valid else (0.0, f"{votes.count(False)} of {len(votes)} sample(s) invalid")
-
-
-def _history(turns: Sequence[Row]) -> str:
-    """ADK's ``_format_conversation_history``: ``user: …`` and ``model: …`` (the final response's role)."""
-    lines = []
-    for turn in turns:
-        lines.append(f"user: {turn.get('prompt') or ''}")
-        if turn.get("response") is not None:
-            lines.append(f"model: {turn['response']}")
-    return "\n\n".join(lines)
+        # ADK's PerTurnUserSimulatorQualityV1 (google-adk is installed: __init__ checked it)
+        return await judge_conversation_with_adk(self.name, self._adk_criterion(), row, ask)
 
 
 MULTI_TURN_METRICS: dict[str, type[AdkJudgeMetric]] = {
