@@ -26,8 +26,8 @@ from google.adk.evaluation.eval_config import EvalConfig, get_eval_metrics_from_
 from google.adk.evaluation.metric_evaluator_registry import DEFAULT_METRIC_EVALUATOR_REGISTRY
 from google.genai import types
 
-from tests.evaluation.evalsets.test_scenarios import PLAN, START, FlightAgent, flight_user, write_scenario
 from tests.helpers.fake_gemini import FakeGemini, Reply
+from tests.helpers.flights import PLAN, START, FlightAgent, flight_user, write_scenario
 from toolpath.evaluation.catalog import criterion_metric
 from toolpath.evaluation.evalsets.evaluator import evaluate_eval_sets
 from toolpath.evaluation.evalsets.files import load_eval_set
