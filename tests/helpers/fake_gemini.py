@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 
 @dataclass
@@ -119,3 +120,16 @@ class FakeGemini:
 
 def json_reply(**values: object) -> Reply:
     return Reply(json.dumps(values))
+
+
+@contextmanager
+def serving_gemini(monkeypatch: Any, script: Callable[..., Reply]) -> Iterator[FakeGemini]:
+    """A :class:`FakeGemini` answering ``script`` on loopback, found by the google-genai SDK through the environment
+    only (an API key, the base URL; no Vertex AI or project settings left from the machine)."""
+    server = FakeGemini(script)
+    with server.running():
+        monkeypatch.setenv("GOOGLE_API_KEY", "test-key")
+        for var in ("GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_CLOUD_PROJECT"):
+            monkeypatch.delenv(var, raising=False)
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.url)
+        yield server

@@ -24,7 +24,7 @@ from google.adk.evaluation.local_eval_set_results_manager import LocalEvalSetRes
 
 from tests.helpers.adk_agent import ScriptedModel, StreamingAdkApp, answer, call, calls
 from tests.helpers.adk_eval import adk_eval_run
-from tests.helpers.fake_gemini import FakeGemini, Reply
+from tests.helpers.fake_gemini import Reply, serving_gemini
 from toolpath.evaluation.evalsets.evaluator import evaluate_eval_sets
 from toolpath.evaluation.evalsets.files import load_eval_sets
 from toolpath.evaluation.evalsets.history import score_recorded
@@ -162,12 +162,7 @@ def script(prompt: str, seen: int) -> Reply:
 
 @pytest.fixture
 def fake(monkeypatch):
-    server = FakeGemini(script)
-    with server.running():
-        monkeypatch.setenv("GOOGLE_API_KEY", "test-key")
-        for var in ("GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_CLOUD_PROJECT"):
-            monkeypatch.delenv(var, raising=False)
-        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.url)
+    with serving_gemini(monkeypatch, script) as server:
         yield server
 
 

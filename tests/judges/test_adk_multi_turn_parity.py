@@ -26,7 +26,7 @@ from google.adk.evaluation.eval_config import EvalConfig, get_eval_metrics_from_
 from google.adk.evaluation.metric_evaluator_registry import DEFAULT_METRIC_EVALUATOR_REGISTRY
 from google.genai import types
 
-from tests.helpers.fake_gemini import FakeGemini, Reply
+from tests.helpers.fake_gemini import FakeGemini, Reply, serving_gemini
 from tests.helpers.flights import PLAN, START, FlightAgent, flight_user, write_scenario
 from toolpath.evaluation.catalog import criterion_metric
 from toolpath.evaluation.evalsets.evaluator import evaluate_eval_sets
@@ -110,12 +110,7 @@ def script(prompt: str, seen: int) -> Reply:
 
 @pytest.fixture
 def fake(monkeypatch):
-    server = FakeGemini(script)
-    with server.running():
-        monkeypatch.setenv("GOOGLE_API_KEY", "test-key")
-        for var in ("GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_CLOUD_PROJECT"):
-            monkeypatch.delenv(var, raising=False)
-        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.url)
+    with serving_gemini(monkeypatch, script) as server:
         yield server
 
 
