@@ -269,3 +269,14 @@ def _content(message: str | dict[str, Any]) -> types.Content:
     if isinstance(message, dict):
         return types.Content.model_validate(message)
     return types.Content(role="user", parts=[types.Part(text=message)])
+
+
+def counting_model(agent: str, tokens: tuple[int, int], turns: dict[str, list[Any]]) -> ScriptedModel:
+    """A :class:`ScriptedModel` named for ``agent`` whose every response reports ``tokens`` (prompt, answer) of
+    usage, so ADK counts each as a model call with those tokens."""
+    prompt, output = tokens
+    usage = types.GenerateContentResponseUsageMetadata(
+        prompt_token_count=prompt, candidates_token_count=output, total_token_count=prompt + output
+    )
+    scripted = {key: [r.model_copy(update={"usage_metadata": usage}) for r in rs] for key, rs in turns.items()}
+    return ScriptedModel(model=f"scripted-{agent}", turns=scripted)

@@ -12,9 +12,8 @@ from typing import Any
 
 from google.adk.agents import LlmAgent
 from google.adk.tools.agent_tool import AgentTool
-from google.genai import types
 
-from tests.helpers.adk_agent import ScriptedModel, answer, call, calls
+from tests.helpers.adk_agent import ScriptedModel, answer, call, calls, counting_model
 
 WHERE = "Where is order 7?"
 REFUND = "Refund order 7, please."
@@ -33,12 +32,7 @@ def refund(order: int) -> dict[str, Any]:
 
 
 def _model(agent: str, turns: dict[str, list[Any]]) -> ScriptedModel:
-    prompt, output = TOKENS[agent]
-    usage = types.GenerateContentResponseUsageMetadata(
-        prompt_token_count=prompt, candidates_token_count=output, total_token_count=prompt + output
-    )
-    scripted = {key: [r.model_copy(update={"usage_metadata": usage}) for r in rs] for key, rs in turns.items()}
-    return ScriptedModel(model=f"scripted-{agent}", turns=scripted)
+    return counting_model(agent, TOKENS[agent], turns)
 
 
 def build_coordinator() -> LlmAgent:

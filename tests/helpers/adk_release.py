@@ -21,9 +21,8 @@ from typing import Any
 
 from google.adk.agents import LlmAgent, ParallelAgent, SequentialAgent
 from google.adk.tools.agent_tool import AgentTool
-from google.genai import types
 
-from tests.helpers.adk_agent import ScriptedModel, answer, call, calls
+from tests.helpers.adk_agent import ScriptedModel, answer, call, calls, counting_model
 
 EMAIL = "zoe.kowalska@example.com"
 OTHER_EMAIL = "zoe@example.org"
@@ -119,12 +118,7 @@ def handle_stock_error(tool: Any, args: dict[str, Any], tool_context: Any, error
 
 
 def _model(agent: str, turns: dict[str, list[Any]]) -> ScriptedModel:
-    prompt, output = TOKENS[agent]
-    usage = types.GenerateContentResponseUsageMetadata(
-        prompt_token_count=prompt, candidates_token_count=output, total_token_count=prompt + output
-    )
-    scripted = {key: [r.model_copy(update={"usage_metadata": usage}) for r in rs] for key, rs in turns.items()}
-    return ScriptedModel(model=f"scripted-{agent}", turns=scripted)
+    return counting_model(agent, TOKENS[agent], turns)
 
 
 def build_shop() -> LlmAgent:
