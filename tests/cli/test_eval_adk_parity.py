@@ -19,7 +19,7 @@ from google.adk.evaluation.eval_result import EvalCaseResult
 from google.adk.evaluation.eval_set import EvalSet
 
 from tests.helpers import adk_deviating
-from tests.helpers.adk_eval import adk_eval_run, adk_verdict, importable
+from tests.helpers.adk_eval import adk_eval_run, adk_metric_results, adk_verdict, importable
 from tests.helpers.cli import run_cli
 from toolpath.store.store import Store
 
@@ -88,22 +88,7 @@ def ours(suite) -> dict[str, Any]:
 def adk_metrics(result: EvalCaseResult) -> dict[str, Any]:
     """Per metric of a case's criteria (ADK's informational efficiency metrics left out): the score, status,
     per-invocation scores and statuses ADK recorded."""
-    per_invocation = result.eval_metric_result_per_invocation
-    return {
-        m.metric_name: {
-            "score": m.score,
-            "status": m.eval_status.name,
-            "per_invocation": [
-                next(r.score for r in i.eval_metric_results if r.metric_name == m.metric_name) for i in per_invocation
-            ],
-            "per_invocation_status": [
-                next(r.eval_status.name for r in i.eval_metric_results if r.metric_name == m.metric_name)
-                for i in per_invocation
-            ],
-        }
-        for m in result.overall_eval_metric_results
-        if m.eval_status.name != "INFORMATIONAL"
-    }
+    return adk_metric_results(result, informational=False)
 
 
 def test_adk_evaluator_and_toolpath_agree_on_a_deviating_agent(adk, ours):

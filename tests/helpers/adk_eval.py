@@ -199,3 +199,24 @@ def importable(folder: Path, package: str) -> Iterator[None]:
         sys.path.remove(str(folder))
         for name in [m for m in sys.modules if m.split(".")[0] == package]:
             del sys.modules[name]
+
+
+def adk_metric_results(result: Any, *, informational: bool = True) -> dict[str, Any]:
+    """Per metric ADK scored on a case (an ``EvalCaseResult``): score, status, per-invocation scores and statuses;
+    ``informational=False`` leaves out ADK's informational efficiency figures."""
+    per_invocation = result.eval_metric_result_per_invocation
+    return {
+        m.metric_name: {
+            "score": m.score,
+            "status": m.eval_status.name,
+            "per_invocation": [
+                next(r.score for r in i.eval_metric_results if r.metric_name == m.metric_name) for i in per_invocation
+            ],
+            "per_invocation_status": [
+                next(r.eval_status.name for r in i.eval_metric_results if r.metric_name == m.metric_name)
+                for i in per_invocation
+            ],
+        }
+        for m in result.overall_eval_metric_results
+        if informational or m.eval_status.name != "INFORMATIONAL"
+    }

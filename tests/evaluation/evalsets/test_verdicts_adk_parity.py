@@ -23,7 +23,7 @@ from google.adk.evaluation.eval_result import EvalCaseResult
 from google.adk.evaluation.eval_set import EvalSet
 
 from tests.helpers import adk_release
-from tests.helpers.adk_eval import adk_eval_run, adk_verdict, importable
+from tests.helpers.adk_eval import adk_eval_run, adk_metric_results, adk_verdict, importable
 from tests.helpers.cli import run_cli
 from toolpath.store.store import Store
 
@@ -79,21 +79,7 @@ def ours(suite) -> dict[str, Any]:
 def metric_results(result: EvalCaseResult) -> dict[str, Any]:
     """Per metric ADK scored on a case (criteria and efficiency figures): score, status, per-invocation scores
     and statuses."""
-    per_invocation = result.eval_metric_result_per_invocation
-    return {
-        m.metric_name: {
-            "score": m.score,
-            "status": m.eval_status.name,
-            "per_invocation": [
-                next(r.score for r in i.eval_metric_results if r.metric_name == m.metric_name) for i in per_invocation
-            ],
-            "per_invocation_status": [
-                next(r.eval_status.name for r in i.eval_metric_results if r.metric_name == m.metric_name)
-                for i in per_invocation
-            ],
-        }
-        for m in result.overall_eval_metric_results
-    }
+    return adk_metric_results(result)
 
 
 def calls_by_agent(result: EvalCaseResult) -> list[list[tuple[str, str]]]:
