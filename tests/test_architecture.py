@@ -46,6 +46,14 @@ RULES: dict[str, tuple[str, ...]] = {
         "toolpath.datasets",
         "toolpath.tracing",
     ),
+    "toolpath.vertex": (
+        "toolpath.evaluation",
+        "toolpath.metrics",
+        "toolpath.judges",
+        "toolpath.datasets",
+        "toolpath.store",
+        "toolpath.tracing",
+    ),
     "toolpath.ui": (
         "toolpath.store",
         "toolpath.evaluation",
