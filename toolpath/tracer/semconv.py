@@ -43,6 +43,25 @@ SERVICE_NAME: Final = "service.name"
 
 GEN_AI_WORKFLOW_NAME: Final = "gen_ai.workflow.name"
 
+# MCP (OpenTelemetry semantic conventions for the Model Context Protocol, development status)
+MCP_METHOD_NAME: Final = "mcp.method.name"
+"""The JSON-RPC method of an MCP request: ``tools/call``, ``tools/list``…"""
+MCP_SESSION_ID: Final = "mcp.session.id"
+MCP_PROTOCOL_VERSION: Final = "mcp.protocol.version"
+JSONRPC_REQUEST_ID: Final = "jsonrpc.request.id"
+NETWORK_TRANSPORT: Final = "network.transport"
+MCP_TOOLS_CALL: Final = "tools/call"
+MCP_TOOLS_LIST: Final = "tools/list"
+MCP_TOOL_ERROR: Final = "tool_error"
+"""``error.type`` of a tool call whose result says ``isError``."""
+MCP_META_KEYS: Final = ("traceparent", "tracestate", "baggage")
+"""The trace-context keys carried, unprefixed, in a request's ``params._meta``."""
+MCP_SERVER_NAME: Final = "toolpath.mcp.server"
+"""Our own: the name of the MCP server a ``tools/call`` span went to (or was served by), when known."""
+# A2A (read from peers)
+A2A_METHOD_NAME: Final = "a2a.method.name"
+A2A_TASK_ID: Final = "a2a.task.id"
+
 # Read from peers (collector input, docs/spec.md §3)
 ADK_SCOPE: Final = "gcp.vertex.agent"
 ADK_TOOL_CALL_ARGS: Final = "gcp.vertex.agent.tool_call_args"
@@ -55,6 +74,8 @@ PYDANTIC_AI_TOOL_ARGUMENTS: Final = "tool_arguments"
 PYDANTIC_AI_TOOL_RESPONSE: Final = "tool_response"
 TRACELOOP_SPAN_KIND: Final = "traceloop.span.kind"
 TRACELOOP_ENTITY_NAME: Final = "traceloop.entity.name"
+TRACELOOP_ENTITY_INPUT: Final = "traceloop.entity.input"
+TRACELOOP_ENTITY_OUTPUT: Final = "traceloop.entity.output"
 OPENINFERENCE_SPAN_KIND: Final = "openinference.span.kind"
 OI_TOOL_NAME: Final = "tool.name"
 OI_AGENT_NAME: Final = "agent.name"
