@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from toolpath.collector.clean import mark_clean
-from toolpath.collector.reconstruct import adk_spans, openinference, openllmetry
+from toolpath.collector.reconstruct import adk_spans, mcp_calls, openinference, openllmetry
 from toolpath.collector.reconstruct.attribution import Agents
 from toolpath.collector.reconstruct.calls import merge_calls
 from toolpath.collector.reconstruct.genai import (
@@ -48,6 +48,8 @@ def is_tool_span(attributes: Mapping[str, Any], name: str = "") -> bool:
     if attributes.get(sc.GEN_AI_OPERATION_NAME) == sc.OP_EXECUTE_TOOL:
         return True
     if attributes.get(sc.OPENINFERENCE_SPAN_KIND) == "TOOL":
+        return True
+    if sc.TRACELOOP_SPAN_KIND in attributes and mcp_calls.is_openllmetry_mcp_tool(attributes):
         return True
     return name.startswith(_TOOL_PREFIX) and sc.GEN_AI_TOOL_NAME in attributes
 
@@ -108,6 +110,11 @@ def build_invocation(root: SpanRecord, descendants: Iterable[SpanRecord]) -> Inv
     descendants = sorted(descendants, key=order_key)
     tool_spans = [s for s in descendants if is_tool_span(s.attributes, s.name)]
     calls = list(map(tool_call_from_span, tool_spans))
+    if any(mcp_calls.is_mcp_span(s.attributes) for s in tool_spans):  # one call, recorded by framework and MCP
+        by_id = {s.span_id: s for s in descendants}
+        calls, tool_spans = mcp_calls.fold_same_calls(
+            calls, tool_spans, lambda s: by_id.get(s.parent_span_id or ""), is_run_span
+        )
     calls, tool_spans = in_model_order(calls, tool_spans, descendants)  # parallel calls: the model's order
     if any(sc.OPENINFERENCE_SPAN_KIND in s.attributes for s in tool_spans):
         calls = openinference.with_requested_args(calls, tool_spans, descendants)
@@ -168,6 +175,8 @@ def tool_call_from_span(span: SpanRecord) -> ToolCall:
     attrs = span.attributes
     if attrs.get(sc.OPENINFERENCE_SPAN_KIND) == "TOOL":
         return openinference.tool_call(span)
+    if sc.TRACELOOP_SPAN_KIND in attrs and mcp_calls.is_openllmetry_mcp_tool(attrs):
+        return mcp_calls.openllmetry_tool_call(span)
     raw = attrs.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS)
     args, args_clean = parse_clean_json(
         raw if raw is not None else first(attrs, sc.ADK_TOOL_CALL_ARGS, sc.PYDANTIC_AI_TOOL_ARGUMENTS)
@@ -190,6 +199,9 @@ def tool_call_from_span(span: SpanRecord) -> ToolCall:
     if span.scope == sc.ADK_SCOPE:  # the result, or a value inside it
         error = adk_spans.tool_error(result) or error
         result, call_id = adk_spans.tool_result(result), adk_spans.tool_call_id(call_id)
+    if result.__class__ is dict and "content" in result:  # an MCP CallToolResult, as ADK records one
+        result, tool_error = mcp_calls.read_result(result)
+        error = error or tool_error
     name = attrs.get(sc.GEN_AI_TOOL_NAME)
     call = constructed(
         ToolCall,
