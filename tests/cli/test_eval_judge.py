@@ -27,7 +27,8 @@ def test_dataset_mixes_computation_and_judge_metrics(tmp_path):
             tmp_path, "eval", "data.jsonl", "--metrics", "exact_match,fluency(num_samples=3)", "--output", "out.json",
             "--store", "sqlite:///s.db", env=env,
         )  # fmt: skip
-        assert result.returncode == 0, result.stderr
+        assert result.returncode == 1, result.stderr  # exact_match's mean misses its pass mark
+        assert "FAILED exact_match: mean 0.500, needed ≥ 1 (its pass mark)" in result.stdout.splitlines()
         out = json.loads((tmp_path / "out.json").read_text())
         assert [r["exact_match/score"] for r in out["metrics_table"]] == [1.0, 0.0]
         assert [r["fluency/score"] for r in out["metrics_table"]] == [5.0, 5.0]

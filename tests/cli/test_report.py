@@ -85,7 +85,7 @@ def report(tmp_path_factory):
     (cwd / "cases.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     ran = run_cli(cwd, "eval", "cases.jsonl", "--agent", "agents:answer", "--metrics", ",".join(METRICS),
                   "--store", "s.db", "--quiet")  # fmt: skip
-    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert ran.returncode == 1, ran.stdout + ran.stderr  # some means miss their pass marks: what the report shows
     written = run_cli(cwd, "report", "--html", "report.html", "--store", "s.db")
     assert written.returncode == 0, written.stderr
     page = (cwd / "report.html").read_text()

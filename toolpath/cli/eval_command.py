@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.markup import escape
 
 from toolpath import tracing
 from toolpath.cli.agents import load_agent
-from toolpath.cli.options import open_existing_store, store_option, writable
+from toolpath.cli.options import open_existing_store, parse_thresholds, store_option, writable
 from toolpath.cli.output import console, print_run_line, progress
 from toolpath.config import DEFAULT_STORE_URL
 from toolpath.errors import ConfigError
@@ -63,6 +64,12 @@ from toolpath.store.store import Store, resolve_store_url
     default=None,
     help="Also save the eval-set results as ADK's eval history of this ADK app folder (APP/.adk/eval_history/).",
 )
+@click.option(
+    "--threshold",
+    "thresholds",
+    multiple=True,
+    help="metric=value: exit 1 when the metric's mean misses it (repeat); without one, a metric's own pass mark.",
+)
 @click.option("--output", type=click.Path(path_type=Path), default=None, help="Write results as JSON here.")
 @click.option("--no-cache", is_flag=True, help="Ask the judge model again: do not read or keep cached replies.")
 @click.option("--quiet", is_flag=True, help="Print only the summary line.")
@@ -80,6 +87,7 @@ def eval_command(
     fresh: bool,
     from_results: Path | None,
     adk_history: Path | None,
+    thresholds: tuple[str, ...],
     output: Path | None,
     no_cache: bool,
     quiet: bool,
@@ -89,6 +97,7 @@ def eval_command(
 
     \b
         toolpath eval cases.jsonl --metrics trajectory_exact_match,trajectory_recall
+        toolpath eval cases.jsonl --metrics trajectory_recall --threshold trajectory_recall=0.9
         toolpath eval cases.csv --metrics trajectory_precision --agent my_app.agent:answer
         toolpath eval tests/weather.evalset.json --agent my_app.agent:root_agent --runs 3
         toolpath eval home_agent/ --agent home_agent
@@ -99,12 +108,14 @@ def eval_command(
     Eval sets (*.evalset.json, legacy *.test.json, or a folder of them; FILE:case_a,case_b picks cases) are
     judged by the criteria of the test_config.json beside them (or --config); the command exits 1 when a case
     fails. A dataset's summary shows how many rows each metric scored and why the others were not; the command
-    exits 1 when a metric scored no row at all. Without a store (--store, $TOOLPATH_STORE, or --agent's
+    exits 1 when a metric scored no row at all, or when a metric's mean misses its --threshold (else its own
+    pass mark, as `toolpath metrics` lists it). Without a store (--store, $TOOLPATH_STORE, or --agent's
     default), nothing is kept.
     """
     from toolpath.evaluation.evalsets.files import EVALSET_SUFFIX, LEGACY_SUFFIX, split_selector
 
     writable(output, "--output")
+    limits = parse_thresholds(thresholds)
     if store is not None:
         resolve_store_url(store)  # a bad --store is an error now, not after the work
     if from_store:
@@ -112,12 +123,14 @@ def eval_command(
             raise ConfigError("--from-store scores recorded traffic: give no DATASET, --agent or --from-results")
         if not metrics_text:
             raise ConfigError("--metrics is required")
-        _eval_recorded(store, metrics_text, agent_name, session_id, limit, output, quiet, no_cache)
+        _eval_recorded(store, metrics_text, agent_name, session_id, limit, output, quiet, no_cache, limits)
         return
     base, case_ids = split_selector(dataset) if dataset is not None else ("", None)
     is_eval_set = dataset is not None and (Path(base).is_dir() or base.endswith((EVALSET_SUFFIX, LEGACY_SUFFIX)))
     if dataset is not None and not is_eval_set and case_ids is not None:
         raise ConfigError(f"{dataset}: a case selector (:case_a,case_b) picks cases of an eval set file")
+    if limits and (from_results is not None or is_eval_set):
+        raise ConfigError("--threshold gates a dataset's metrics; eval sets are judged by their criteria' thresholds")
     if from_results is not None:
         if agent_ref or metrics_text or runs != 1 or fresh:
             raise ConfigError("--from-results scores what ADK recorded: give no --agent, --metrics, --runs or --fresh")
@@ -139,13 +152,14 @@ def eval_command(
             raise ConfigError("--metrics is required for a dataset (JSONL, CSV or JSON)")
         if config_path is not None or runs != 1 or adk_history is not None:
             raise ConfigError("--config, --runs and --adk-history apply to eval sets (*.evalset.json, *.test.json)")
-        _eval_dataset(dataset, metrics_text, agent_ref, output, quiet, store_url, no_cache)
+        _eval_dataset(dataset, metrics_text, agent_ref, output, quiet, store_url, no_cache, limits)
 
 
-def _finish(result: Any, output: Path | None, quiet: bool, title: str, stored: bool) -> None:
+def _finish(result: Any, output: Path | None, quiet: bool, title: str, stored: bool, limits: dict[str, float]) -> None:
     """Write the results, print the summary (rows scored per metric, and why not), the run line; exit 1 when a
-    metric scored no row: nothing was checked."""
+    metric scored no row (nothing was checked) or a mean missed its threshold (the summary names which)."""
     from toolpath.cli.display import not_scored, print_summary
+    from toolpath.evaluation.gates import missed_gates
 
     if output is not None:
         result.write_json(output)
@@ -157,8 +171,12 @@ def _finish(result: Any, output: Path | None, quiet: bool, title: str, stored: b
     else:
         print_summary(console, result.summary_metrics, names, table, title)
     print_run_line(result, output, stored=stored)
+    missed = missed_gates(result.summary_metrics, names, result.rules, limits)
+    for gate in missed:
+        console.print(f"[red]FAILED[/] {escape(gate.describe())}")
     if empty:
         console.print(f"[red]FAILED[/] nothing scored by: {', '.join(empty)}")
+    if empty or missed:
         raise click.exceptions.Exit(1)
 
 
@@ -171,15 +189,17 @@ def _eval_recorded(
     output: Path | None,
     quiet: bool,
     no_cache: bool,
+    limits: dict[str, float],
 ) -> None:
     from toolpath.evaluation.catalog import resolve_metric
+    from toolpath.evaluation.gates import check_gate_names
     from toolpath.evaluation.recorded import rows_from_store
     from toolpath.evaluation.runner import check_names, evaluate
     from toolpath.evaluation.scoring import prepare_judge
     from toolpath.metrics.base import split_metric_list
 
     metrics = [resolve_metric(spec) for spec in split_metric_list(metrics_text)]
-    check_names(metrics)
+    check_gate_names(limits, check_names(metrics))
     judge = prepare_judge(metrics)  # no credentials: an error now, not after the work
     store = open_existing_store(store_url)
     rows = rows_from_store(store, session_id=session_id, agent_name=agent_name, limit=limit)
@@ -188,7 +208,7 @@ def _eval_recorded(
     if judge is not None and not no_cache:
         judge.cache = store
     result = evaluate(rows, metrics, store=store, judge=judge)
-    _finish(result, output, quiet, f"{len(rows)} recorded invocations", stored=True)
+    _finish(result, output, quiet, f"{len(rows)} recorded invocations", True, limits)
 
 
 def _eval_dataset(
@@ -199,10 +219,12 @@ def _eval_dataset(
     quiet: bool,
     store_url: str | None,
     no_cache: bool,
+    limits: dict[str, float],
 ) -> None:
     from toolpath.datasets import load_rows
     from toolpath.evaluation.catalog import resolve_metric
-    from toolpath.evaluation.runner import check_names, evaluate
+    from toolpath.evaluation.gates import check_gate_names
+    from toolpath.evaluation.runner import MEASURED, check_names, evaluate
     from toolpath.evaluation.scoring import prepare_judge
     from toolpath.metrics.base import split_metric_list
 
@@ -210,7 +232,8 @@ def _eval_dataset(
     metrics = [resolve_metric(spec) for spec in split_metric_list(metrics_text)]
     if not metrics:
         raise ConfigError("--metrics names no metric")
-    check_names(metrics)
+    names = check_names(metrics)
+    check_gate_names(limits, [*names, *(MEASURED if agent_ref else ())])
     rows = load_rows(dataset)
     runnable = load_agent(agent_ref) if agent_ref else None
     judge = prepare_judge(metrics)  # no credentials: an error now, not after the agent ran
@@ -237,7 +260,7 @@ def _eval_dataset(
         )
     tracing.flush()
     title = f"{dataset} ({len(result.metrics_table)} rows)"
-    _finish(result, output, quiet, title, stored=store is not None)
+    _finish(result, output, quiet, title, store is not None, limits)
 
 
 def _eval_sets(
