@@ -28,6 +28,7 @@ from toolpath.redact import Redactor
 from toolpath.store.store import Store
 
 if TYPE_CHECKING:
+    from toolpath.collector.routes import GrpcMethod, PostRoute
     from toolpath.evaluation.online import OnlineEvaluator
     from toolpath.store.retention import RetentionWorker
 
@@ -132,7 +133,8 @@ def collect(
         OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 python my_agent.py
 
     A success reply means the spans are committed. SIGTERM or Ctrl-C stops accepting and finishes the
-    requests in flight. GET /metrics (Prometheus), /healthz and /readyz on the HTTP port. Every option also
+    requests in flight. GET /metrics (Prometheus), /healthz and /readyz on the HTTP port; Vertex AI's
+    evaluateInstances on both ports (docs/vertex.md). Every option also
     comes from --config FILE (TOML) and TOOLPATH_* variables; the command line wins, then the environment.
     """
     from toolpath.collector.heap import settle_heap
@@ -157,6 +159,7 @@ def collect(
         log_to_root=log_format == "json",
         other_app=_ui(the_store, host, ui_token) if ui_token else None,
     )
+    options.routes, options.grpc_methods = _vertex_api(the_store)  # Vertex AI's evaluateInstances, on both ports
     redactor = None if no_redact else _redactor(redact_keys, redact_patterns)
     retention = _retention(the_store, retain_spans, retain_invocations, prune_every)
     online = None
@@ -254,6 +257,12 @@ def _ui(store: Store, host: str, token: str) -> object:
     return build_ui(store, evalsets=Path("evalsets"), token=token, loopback_only=is_loopback(host))
 
 
+def _vertex_api(store: Store) -> tuple[list[PostRoute], list[GrpcMethod]]:
+    from toolpath.cli.vertex_api import evaluate_instances_api
+
+    return evaluate_instances_api(store)
+
+
 def _retention(store: Store, spans: str | None, invocations: str | None, every: str) -> RetentionWorker | None:
     from toolpath.store.retention import RetentionWorker, parse_duration
 
@@ -301,6 +310,7 @@ def run_worker(spec: WorkerSpec, channel: socket.socket | None, started: Callabl
         http_channel=channel,
         metrics_dir=spec.metrics_dir,
     )
+    options.routes, options.grpc_methods = _vertex_api(store)
     redactor = None if spec.redact is None else _redactor(*spec.redact)
     online = OnlineEvaluator(store, spec.online, redactor=redactor) if spec.online is not None else None
     with service_logging(spec.log_format):

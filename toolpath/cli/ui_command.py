@@ -58,7 +58,8 @@ def is_loopback(host: str) -> bool:
 def ui_command(
     store: str | None, host: str, port: int, token: str | None, evalsets: Path, agents: tuple[str, ...]
 ) -> None:
-    """Browse sessions and trajectories, turn sessions into eval cases, run and compare evaluations.
+    """Browse sessions and trajectories, turn sessions into eval cases, run and compare evaluations. Also serves
+    Vertex AI's evaluateInstances API (docs/vertex.md).
 
     \b
         toolpath ui --store sqlite:///toolpath.db
@@ -70,6 +71,9 @@ def ui_command(
     if not token:
         token = secrets.token_urlsafe(24)  # every request needs a credential; the printed link logs in
     app = build_ui(the_store, evalsets=evalsets, token=token, loopback_only=loopback, agents=agents)
+    from toolpath.cli.vertex_api import with_evaluate_instances
+
+    app = with_evaluate_instances(app, the_store, token=token, loopback_only=loopback)  # Vertex AI's API
     shown = f"[{host}]" if ":" in host else host
     link = f"http://{shown}:{port}/sessions" + (f"?token={token}" if token else "")
     console.print(f"toolpath ui on {link} over {the_store.url} (eval sets in {evalsets}); Ctrl-C stops it")

@@ -1,10 +1,13 @@
 """The collector's OTLP/gRPC front end: ``TraceService/Export`` served by grpcio, each request handed to the
-:class:`~toolpath.collector.ingestor.Ingestor` as the HTTP front end hands its own."""
+:class:`~toolpath.collector.ingestor.Ingestor` as the HTTP front end hands its own; and the unary methods its
+command adds (:class:`~toolpath.collector.routes.GrpcMethod`), behind the same token and message size limit."""
 
 from __future__ import annotations
 
 import logging
 import time
+from collections import defaultdict
+from collections.abc import Sequence
 from concurrent import futures
 from typing import Any
 
@@ -12,13 +15,14 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from toolpath.collector import otlp
 from toolpath.collector.ingestor import Busy, Ingestor
+from toolpath.collector.routes import GrpcMethod, RpcError
 from toolpath.errors import ConfigError
 
 logger = logging.getLogger("toolpath.collector.ingestor")
 TRACE_SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 
 
-def make_grpc_server(ingestor: Ingestor, host: str, port: int) -> Any:
+def make_grpc_server(ingestor: Ingestor, host: str, port: int, methods: Sequence[GrpcMethod] = ()) -> Any:
     import grpc
 
     def export(body: bytes, context: Any) -> ExportTraceServiceResponse:
@@ -68,7 +72,35 @@ def make_grpc_server(ingestor: Ingestor, host: str, port: int) -> Any:
         export, request_deserializer=None, response_serializer=ExportTraceServiceResponse.SerializeToString
     )  # no deserializer: the raw body
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(TRACE_SERVICE, {"Export": handler}),))
+    services: dict[str, dict[str, Any]] = defaultdict(dict)
+    for method in methods:
+        services[method.service][method.method] = grpc.unary_unary_rpc_method_handler(
+            _served(method, ingestor), request_deserializer=None, response_serializer=None
+        )  # bytes in, bytes out: the method reads and writes its own messages
+    for service, handlers in services.items():
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))
     bound = server.add_insecure_port(f"{host}:{port}")
     if not bound:
         raise ConfigError(f"cannot bind gRPC on {host}:{port}")
     return server
+
+
+def _served(method: GrpcMethod, ingestor: Ingestor) -> Any:
+    """``method`` behind the token; an :class:`RpcError` is its status, any other failure INTERNAL (logged)."""
+    import grpc
+
+    def serve(body: bytes, context: Any) -> bytes:
+        metadata = dict(context.invocation_metadata())
+        if not ingestor.authorized(metadata.get("authorization")):
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+        try:
+            return method.call(body)
+        except RpcError as exc:
+            code = getattr(grpc.StatusCode, exc.code, grpc.StatusCode.UNKNOWN)
+            context.abort(code, exc.message)
+        except Exception:
+            logger.exception("toolpath: /%s/%s failed", method.service, method.method)
+            context.abort(grpc.StatusCode.INTERNAL, "internal error (logged by the server)")
+        raise AssertionError("unreachable: abort raises")
+
+    return serve

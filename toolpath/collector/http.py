@@ -10,6 +10,8 @@ developer's machine need on top:
   cross-origin request; and when the collector listens on loopback, a ``Host`` header that is not a loopback name
   is refused (403), which stops DNS rebinding;
 - decoding, storing and rebuilding run in a thread pool, so the event loop keeps serving;
+- the :class:`~toolpath.collector.routes.PostRoute` s its command adds are served with all of the above and the
+  token, their errors in their own shape;
 - ``GET /healthz`` (the process serves) and ``GET /readyz`` (store reachable, schema at head, online workers
   running; 503 with a JSON reason otherwise) need no token, as orchestrators probe them; ``GET /metrics``
   (Prometheus text format) is behind the token when one is set.
@@ -23,7 +25,7 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -31,6 +33,7 @@ from toolpath.collector.handoff import take_connections
 from toolpath.collector.ingestor import TRACES_PATH, Ingestor
 from toolpath.collector.otlp_replies import Reply, error_reply
 from toolpath.collector.prometheus import CONTENT_TYPE
+from toolpath.collector.routes import PostRoute, RouteServer, read_body, send_reply
 from toolpath.config import MAX_HEAD_BYTES
 from toolpath.errors import ConfigError
 from toolpath.hosts import LOOPBACK_NAMES, is_loopback_host
@@ -50,8 +53,9 @@ _OWN_PATHS = frozenset({TRACES_PATH, "/healthz", "/readyz", "/metrics"})
 
 
 class OtlpHttpApp:
-    """``POST /v1/traces`` (protobuf or JSON, gzip or not), ``GET /healthz``, ``/readyz``, ``/metrics``; any other
-    path goes to ``other`` when given (an ASGI app mounted beside OTLP: ``toolpath collect --ui``)."""
+    """``POST /v1/traces`` (protobuf or JSON, gzip or not), ``GET /healthz``, ``/readyz``, ``/metrics``, and the
+    ``routes`` given; any other path goes to ``other`` when given (an ASGI app mounted beside OTLP: ``toolpath
+    collect --ui``)."""
 
     def __init__(
         self,
@@ -62,6 +66,7 @@ class OtlpHttpApp:
         workers: int = 8,
         ready: Readiness | None = None,
         other: Callable[[Scope, Receive, Send], Awaitable[None]] | None = None,
+        routes: Sequence[PostRoute] = (),
     ) -> None:
         self.ingestor = ingestor
         self.ready = ready
@@ -69,31 +74,42 @@ class OtlpHttpApp:
         self.loopback_only = loopback_only
         self.read_timeout = read_timeout
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="toolpath-ingest")
+        self.routes = RouteServer(
+            routes,
+            authorized=ingestor.authorized,
+            max_body_bytes=ingestor.max_body_bytes,
+            read_timeout=read_timeout,
+            pool=self.pool,
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
         if sum(len(k) + len(v) + 4 for k, v in scope["headers"]) + len(scope.get("raw_path") or b"") > MAX_HEAD_BYTES:
-            await _send(send, Reply(431, b"request head too large", "text/plain"))
+            await send_reply(send, Reply(431, b"request head too large", "text/plain"))
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         path = scope["path"]
         if self.loopback_only and not _loopback_host(headers.get("host")):
-            await _send(send, Reply(403, b"host not allowed", "text/plain"))
+            await send_reply(send, Reply(403, b"host not allowed", "text/plain"))
+            return
+        route = self.routes.find(path)
+        if route is not None:
+            await send_reply(send, await self.routes.answer(route, scope, headers, receive))
             return
         if self.other is not None and path not in _OWN_PATHS:  # probes and scrapes answer whatever else is mounted
             await self.other(scope, receive, send)
             return
         if scope["method"] == "GET":
-            await _send(send, await self._get(path, headers))
+            await send_reply(send, await self._get(path, headers))
             return
         if scope["method"] != "POST":
-            await _send(send, Reply(405, b"method not allowed", "text/plain", {"Allow": "GET, POST"}))
+            await send_reply(send, Reply(405, b"method not allowed", "text/plain", {"Allow": "GET, POST"}))
             return
         started = time.perf_counter()
         reply = await self._post(path, headers, receive)
         self.ingestor.metrics.request("http", reply.status, started)
-        await _send(send, reply)
+        await send_reply(send, reply)
 
     async def _post(self, path: str, headers: dict[str, str], receive: Receive) -> Reply:
         if "transfer-encoding" in headers and "content-length" in headers:  # RFC 9112 §6.1: a smuggling attempt
@@ -127,37 +143,14 @@ class OtlpHttpApp:
         return Reply(404, b"not found", "text/plain")
 
     async def _read_body(self, receive: Receive, headers: dict[str, str]) -> bytes | Reply:
-        limit = self.ingestor.max_body_bytes
+        """The body, or the reply refusing it in OTLP's shape (408: a chunk took too long, 413: too large)."""
         as_json = headers.get("content-type", "").split(";")[0].strip().lower() == "application/json"
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            try:
-                message = await asyncio.wait_for(receive(), self.read_timeout)
-            except TimeoutError:
-                return error_reply(408, f"no body data for {self.read_timeout:g} s", as_json)
-            if message["type"] == "http.disconnect":
-                return Reply(499)
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                return error_reply(413, f"body is over the {limit}-byte limit", as_json)
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(chunks)
+        refuse = functools.partial(error_reply, as_json=as_json)
+        return await read_body(receive, self.ingestor.max_body_bytes, self.read_timeout, refuse)
 
 
 def _loopback_host(host: str | None) -> bool:
     return is_loopback_host(host or "")
-
-
-async def _send(send: Send, reply: Reply) -> None:
-    if reply.status == 499:  # the client went away: nothing to answer
-        return
-    headers = [(b"Content-Type", reply.content_type.encode()), (b"Content-Length", str(len(reply.body)).encode())]
-    headers += [(k.encode(), v.encode()) for k, v in reply.headers.items()]
-    await send({"type": "http.response.start", "status": reply.status, "headers": headers})
-    await send({"type": "http.response.body", "body": reply.body})
 
 
 HEADER_SECONDS = 5.0
@@ -229,6 +222,7 @@ class HttpServer:
         ready: Readiness | None = None,
         log_to_root: bool = False,
         other: Any = None,
+        routes: Sequence[PostRoute] = (),
         channel: socket.socket | None = None,
     ) -> None:
         import uvicorn
@@ -240,7 +234,12 @@ class HttpServer:
         self.socket = bind(host, port) if channel is None else None
         self._port = port
         app = OtlpHttpApp(
-            ingestor, loopback_only=_is_loopback_bind(host), read_timeout=read_timeout, ready=ready, other=other
+            ingestor,
+            loopback_only=_is_loopback_bind(host),
+            read_timeout=read_timeout,
+            ready=ready,
+            other=other,
+            routes=routes,
         )
         self._app = app
         config = uvicorn.Config(

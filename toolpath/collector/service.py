@@ -10,7 +10,7 @@ from __future__ import annotations
 import signal
 import socket
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +20,7 @@ from toolpath.collector.http import HttpServer
 from toolpath.collector.ingestor import Ingestor
 from toolpath.collector.limits import Limits
 from toolpath.collector.prometheus import ServiceMetrics
+from toolpath.collector.routes import GrpcMethod, PostRoute
 from toolpath.config import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_IN_FLIGHT
 from toolpath.errors import ConfigError
 from toolpath.redact import Redactor
@@ -39,6 +40,10 @@ class ServiceOptions:
     """uvicorn's error and access logs go to the root logger (``--log-format json``)."""
     other_app: Any = None
     """An ASGI app served on the OTLP/HTTP port for every path but OTLP's (``toolpath collect --ui``)."""
+    routes: Sequence[PostRoute] = ()
+    """More POST routes on the OTLP/HTTP port, behind the same checks (Vertex AI's ``evaluateInstances``)."""
+    grpc_methods: Sequence[GrpcMethod] = ()
+    """More unary methods on the OTLP/gRPC port, behind the same token."""
     http_channel: socket.socket | None = None
     """Where a parent process that accepts OTLP/HTTP connections deals this worker its share
     (``toolpath collect --workers``: :mod:`toolpath.collector.handoff`); ``None``: bind ``host:http_port`` here."""
@@ -129,12 +134,13 @@ class CollectorService:
                     ready=self.ready,
                     log_to_root=o.log_to_root,
                     other=o.other_app,
+                    routes=o.routes,
                     channel=o.http_channel,
                 )
                 if o.http_port
                 else None
             )
-            self._grpc = make_grpc_server(self.ingestor, o.host, o.grpc_port) if o.grpc_port else None
+            self._grpc = make_grpc_server(self.ingestor, o.host, o.grpc_port, o.grpc_methods) if o.grpc_port else None
         except (OSError, RuntimeError) as exc:  # taken since check_addresses() looked, or a bad host
             if self._http is not None:
                 self._http.shutdown()

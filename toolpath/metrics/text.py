@@ -12,7 +12,7 @@ import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from toolpath.errors import MetricError
+from toolpath.errors import ConfigError, MetricError
 from toolpath.metrics.base import invocation_mean
 from toolpath.model import MetricResult
 
@@ -57,8 +57,16 @@ def rouge(
     use_stemmer: bool = False,
     split_summaries: bool = False,
 ) -> MetricResult:
-    """ROUGE F-measure of ``response`` against ``reference`` (the target)."""
-    score = _scorer(rouge_type, use_stemmer, split_summaries).score(reference, response)[rouge_type]
+    """ROUGE F-measure of ``response`` against ``reference`` (the target). ``rougeLsum`` with ``split_summaries``
+    splits sentences with NLTK's ``punkt_tab`` model, which NLTK does not ship: a :class:`ConfigError` says how
+    to get it when it is missing."""
+    try:
+        score = _scorer(rouge_type, use_stemmer, split_summaries).score(reference, response)[rouge_type]
+    except LookupError:  # NLTK's data not downloaded on this machine
+        raise ConfigError(
+            f"{rouge_type} with split_summaries needs NLTK's 'punkt_tab' sentence model "
+            "(python -m nltk.downloader punkt_tab)"
+        ) from None
     return MetricResult(
         score=score.fmeasure,
         explanation=f"{rouge_type}: precision {score.precision:.3f}, recall {score.recall:.3f}",

@@ -1,0 +1,264 @@
+"""The judged inputs of ``evaluateInstances``, asked of toolpath's judge (google-genai, with the judge's settings,
+cache and budget: :mod:`toolpath.judges.client`).
+
+- Vertex AI's model-based inputs (``fluency_input`` …) are judged with toolpath's built-in judge templates
+  (:mod:`toolpath.judges.vertex`), the judge shown the instance's fields the input has.
+- ``pointwise_metric_input`` / ``pairwise_metric_input`` carry their own prompt template: its ``{variables}``
+  are filled from the instance, and the judge is asked for a JSON reply after it. In a pairwise template, as in
+  Vertex AI's own, "Response A" is the baseline and "Response B" the candidate.
+
+``autorater_config`` chooses the judge model (``autorater_model``) and the samples (``sampling_count``). A
+result's ``confidence`` is the share of the samples that agree with it (1 for one sample).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import re
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from toolpath.errors import ConfigError, InternalSignal
+from toolpath.judges.client import Judge, JudgeReply, JudgeRequest
+from toolpath.judges.parse import JudgeParseError, brief, parse_reply
+from toolpath.judges.vertex import (
+    BUILTIN_TEMPLATES,
+    PAIRWISE_FORMAT,
+    PAIRWISE_RUBRIC,
+    POINTWISE_FORMAT,
+    PairwiseMetric,
+    PairwiseMetricPromptTemplate,
+    PointwiseMetric,
+)
+from toolpath.model import MetricResult
+from toolpath.vertex.instance_inputs import InputError, Judged, Side
+
+__all__ = ["JudgeFailure", "JudgeOptions", "judged_result", "templated_result"]
+
+VARIABLE = re.compile(r"\{([_a-zA-Z][_a-zA-Z0-9]*)\}")
+"""A template variable, as ``vertexai.evaluation.PromptTemplate`` reads them."""
+MAX_SAMPLES = 32
+CHOICES = {"CANDIDATE": "CANDIDATE", "BASELINE": "BASELINE", "SAME": "TIE"}
+"""toolpath's pairwise choice -> the API's ``PairwiseChoice``."""
+
+
+class JudgeFailure(InternalSignal):
+    """No result from the judge: an HTTP status, its ``google.rpc`` code name, and why."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+@dataclasses.dataclass(frozen=True)
+class JudgeOptions:
+    """Who judges, from the request's ``autorater_config`` and the judge's settings."""
+
+    judge: Judge
+    model: str
+    samples: int = 1
+
+    @classmethod
+    def of(cls, judge: Judge, autorater: Any | None) -> JudgeOptions:
+        model, samples = judge.settings.model, 1
+        if autorater is not None:
+            if autorater.autorater_model:  # projects/…/publishers/google/models/gemini-2.5-flash, or the name
+                model = autorater.autorater_model.rsplit("/models/", 1)[-1].rsplit("/", 1)[-1]
+            if autorater.HasField("sampling_count"):
+                samples = autorater.sampling_count
+                if not 1 <= samples <= MAX_SAMPLES:
+                    raise InputError(f"autorater_config.sampling_count must be 1 to {MAX_SAMPLES}, got {samples}")
+        return cls(judge, model, samples)
+
+
+def judged_result(name: str, input: Judged, message: Any, options: JudgeOptions) -> dict[str, Any]:
+    """The result fields (``score`` or ``pairwise_choice``, ``explanation``, ``confidence``) of one of Vertex AI's
+    model-based inputs, ``message`` (``fluency_input`` …)."""
+    instance = message.instance
+    where = f"{name}.instance"
+    row: dict[str, Any] = {"response": _required(instance, "prediction", where)}
+    shown = [field for field in input.shown if instance.HasField(field) and getattr(instance, field)]
+    row.update({field: getattr(instance, field) for field in shown})
+    if input.reference_by_spec and message.metric_spec.use_reference:
+        row["reference"] = _required(instance, "reference", where)
+        shown.append("reference")
+    base = BUILTIN_TEMPLATES[input.template] if isinstance(input.template, str) else input.template
+    metric_name = name.removesuffix("_input")
+    if input.side is Side.PAIRWISE:
+        row["baseline_model_response"] = _required(instance, "baseline_prediction", where)
+        pairwise = PairwiseMetric(
+            metric_name,
+            PairwiseMetricPromptTemplate(base.criteria, PAIRWISE_RUBRIC, tuple(shown)),
+            model=options.model,
+            num_samples=options.samples,
+        )
+        result = _run(options.judge, lambda ask: pairwise.judge(row, ask))
+        choices = _samples(result)
+        choice = str(result.details["pairwise_choice"])
+        return {
+            "pairwise_choice": CHOICES[choice],
+            "explanation": result.explanation or "",
+            "confidence": choices.count(choice) / len(choices),
+        }
+    template = dataclasses.replace(base, input_variables=tuple(shown))
+    pointwise = PointwiseMetric(metric_name, template, model=options.model, num_samples=options.samples)
+    result = _run(options.judge, lambda ask: pointwise.judge(row, ask))
+    assert result.score is not None
+    return {"score": result.score, "explanation": result.explanation or "", "confidence": _agreement(_samples(result))}
+
+
+def templated_result(name: str, message: Any, options: JudgeOptions) -> dict[str, Any]:
+    """The result fields of ``pointwise_metric_input`` / ``pairwise_metric_input``: the template filled from the
+    instance, asked ``sampling_count`` times; ``custom_output`` holds the raw replies when the spec asks."""
+    spec = message.metric_spec
+    pairwise = name == "pairwise_metric_input"
+    if not spec.metric_prompt_template.strip():
+        raise InputError(f"{name}.metric_spec.metric_prompt_template is required")
+    values = _instance_values(message.instance, f"{name}.instance")
+    if pairwise:
+        for field, default in (
+            ("candidate_response_field_name", "response"),
+            ("baseline_response_field_name", "baseline_model_response"),
+        ):
+            column = getattr(spec, field) or default
+            if column not in values:
+                raise InputError(f"{name}.instance has no {column!r} ({field})")
+    missing = sorted({v for v in VARIABLE.findall(spec.metric_prompt_template) if v not in values})
+    if missing:
+        raise InputError(f"{name}.instance has no value for the template's {', '.join(missing)}")
+    prompt = VARIABLE.sub(lambda m: values[m.group(1)], spec.metric_prompt_template)
+    prompt += PAIRWISE_FORMAT if pairwise else POINTWISE_FORMAT
+    config = None
+    if spec.HasField("system_instruction") and spec.system_instruction:
+        config = json.dumps({"system_instruction": spec.system_instruction, "response_mime_type": "application/json"})
+    raw_output = spec.custom_output_format_config.return_raw_output
+    requests = [JudgeRequest(prompt, options.model, None, i, config=config) for i in range(options.samples)]
+
+    async def ask_all(ask: Any) -> list[JudgeReply]:
+        return list(await asyncio.gather(*(ask(request) for request in requests)))
+
+    replies: list[JudgeReply] = _run(options.judge, ask_all)
+    values_read: list[Any] = []
+    explanations: list[str] = []
+    errors: list[str] = []
+    for i, reply in enumerate(replies):
+        try:
+            value, why = _read_choice(reply) if pairwise else _read_score(reply)
+        except JudgeParseError as exc:
+            errors.append(f"sample {i + 1}: {exc}: {brief(exc.raw)!r}")
+            continue
+        values_read.append(value)
+        explanations.append(why)
+    fields: dict[str, Any] = {}
+    if raw_output:
+        fields["custom_output"] = {"raw_outputs": {"raw_output": [reply.text or "" for reply in replies]}}
+    if not values_read:
+        if raw_output and all(reply.error is None for reply in replies):
+            return fields  # the raw replies were asked for: no rating in them is not an error
+        raise _failure(errors)
+    if pairwise:
+        ranked = Counter(values_read).most_common()
+        winner = ranked[0][0] if len(ranked) == 1 or ranked[0][1] > ranked[1][1] else "SAME"
+        fields["pairwise_choice"] = CHOICES[winner]
+        fields["explanation"] = explanations[values_read.index(winner)] if winner in values_read else explanations[0]
+    else:
+        score = sum(values_read) / len(values_read)
+        fields["score"] = score
+        fields["explanation"] = explanations[values_read.index(score)] if score in values_read else explanations[0]
+    return fields
+
+
+# --- helpers -------------------------------------------------------------------------------------------------
+
+
+def _required(instance: Any, field: str, where: str) -> str:
+    if not instance.HasField(field):
+        raise InputError(f"{where}.{field} is required")
+    return str(getattr(instance, field))
+
+
+def _instance_values(instance: Any, where: str) -> dict[str, str]:
+    """The instance's values by name: its ``json_instance`` (a JSON object; a value that is not a string is shown
+    as JSON) or its ``content_map_instance`` (text parts, joined by new lines)."""
+    kind = instance.WhichOneof("instance")
+    if kind == "json_instance":
+        try:
+            data = json.loads(instance.json_instance)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{where}.json_instance is not JSON ({exc.msg} at char {exc.pos})") from None
+        if not isinstance(data, dict):
+            raise InputError(f"{where}.json_instance must be a JSON object")
+        return {k: v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for k, v in data.items()}
+    if kind == "content_map_instance":
+        values = {}
+        for key, value in instance.content_map_instance.values.items():
+            texts = []
+            for c, content in enumerate(value.contents):
+                for p, part in enumerate(content.parts):
+                    if part.WhichOneof("data") != "text":
+                        raise InputError(f"{where}.content_map_instance.values[{key!r}].contents[{c}].parts[{p}]: "
+                                         "only text parts are judged")  # fmt: skip
+                    texts.append(part.text)
+            values[key] = "\n".join(texts)
+        return values
+    raise InputError(f"{where} needs json_instance or content_map_instance")
+
+
+def _run(judge: Judge, work: Any) -> Any:
+    try:
+        return _checked(judge.run(work))
+    except ConfigError as exc:  # no credentials for the judge model on this server
+        raise JudgeFailure(400, "FAILED_PRECONDITION", str(exc)) from None
+
+
+def _checked(result: Any) -> Any:
+    if isinstance(result, MetricResult) and result.score is None:
+        errors = result.details.get("judge_errors")
+        raise _failure([str(e) for e in errors] if isinstance(errors, list) else [result.explanation or "no result"])
+    return result
+
+
+def _failure(errors: Sequence[str]) -> JudgeFailure:
+    """Why the judge gave nothing: its budget (429, as a quota), the model unreachable (503, worth a retry), or
+    replies that hold no rating (500: asking again gets the same cached reply)."""
+    text = "; ".join(errors) or "no reply"
+    if any("budget exhausted" in e for e in errors):
+        return JudgeFailure(429, "RESOURCE_EXHAUSTED", text)
+    if any(s in e for e in errors for s in ("unavailable", "judge model error", "judge request failed")):
+        return JudgeFailure(503, "UNAVAILABLE", text)
+    return JudgeFailure(500, "INTERNAL", f"the judge's reply holds no rating: {text}")
+
+
+def _samples(result: MetricResult) -> list[Any]:
+    samples = result.details.get("samples")
+    return list(samples) if isinstance(samples, list) and samples else [result.score]
+
+
+def _agreement(samples: Sequence[Any]) -> float:
+    return Counter(samples).most_common(1)[0][1] / len(samples)
+
+
+def _read_score(reply: JudgeReply) -> tuple[float, str]:
+    if reply.error:
+        raise JudgeParseError(reply.error, reply.text or "")
+    data = parse_reply(reply.text)
+    raw: Any = data.get("score", data.get("rating"))
+    try:
+        return float(raw), str(data.get("explanation") or "")
+    except (TypeError, ValueError):
+        raise JudgeParseError(f"score {raw!r} is not a number", reply.text or "") from None
+
+
+def _read_choice(reply: JudgeReply) -> tuple[str, str]:
+    """A pairwise reply: "A" is the baseline, "B" the candidate, as in Vertex AI's pairwise templates."""
+    if reply.error:
+        raise JudgeParseError(reply.error, reply.text or "")
+    data = parse_reply(reply.text)
+    raw = str(data.get("pairwise_choice", data.get("choice", ""))).strip().upper()
+    chosen = {"A": "BASELINE", "B": "CANDIDATE", "SAME": "SAME", "TIE": "SAME"}.get(raw)
+    if chosen is None:
+        raise JudgeParseError(f"pairwise_choice {raw!r} is not A, SAME or B", reply.text or "")
+    return chosen, str(data.get("explanation") or "")
