@@ -17,13 +17,27 @@ from typing import Any
 
 import anyio
 import pytest
+from google.adk.agents import LlmAgent
+from google.adk.runners import Runner
+from google.adk.sessions import InMemorySessionService
+from google.adk.tools.mcp_tool import McpToolset, StdioConnectionParams, StreamableHTTPConnectionParams
+from google.genai import types as genai_types
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import tool as lc_tool
+from langchain_mcp_adapters.client import MultiServerMCPClient
+from langchain_mcp_adapters.tools import load_mcp_tools
+from langgraph.prebuilt import ToolNode, create_react_agent
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamablehttp_client
+from mcp.client.streamable_http import streamable_http_client
 
 import toolpath
+from tests.helpers.adk_agent import ScriptedModel, answer, call, calls
 from tests.helpers.collector import TOKEN, Collector
-from tests.helpers.mcp_weather import ROOT, http_server, otlp_env, server_env
+from tests.helpers.mcp_weather import ROOT, TOOLS, http_server, otlp_env, server_env
+from toolpath.adapters import langchain as tp_langchain
 from toolpath.adapters import mcp as tp_mcp
 from toolpath.model import Invocation
 
@@ -80,6 +94,12 @@ def steps(invocation: Invocation) -> list[tuple[str, Any, Any, str | None]]:
     return [(c.name, c.args, c.result, c.error) for c in invocation.tool_calls]
 
 
+def comparable(invocation: Invocation) -> list[tuple[str, Any, Any, bool]]:
+    """Name, arguments, the result of a call that succeeded, and whether it failed (the error's wording is each
+    framework's own; ADK hands the model an ``{"error"}`` result of a failure its callback caught)."""
+    return [(n, a, None if e else r, e is not None) for n, a, r, e in steps(invocation)]
+
+
 def assert_trajectory(invocation: Invocation, expected: list[tuple[str, Any, Any, str | None]]) -> None:
     got = steps(invocation)
     assert [(n, a, r) for n, a, r, _ in got] == [(n, a, r) for n, a, r, _ in expected], got
@@ -102,7 +122,7 @@ async def plain_stdio(env: dict[str, str]) -> str:
 
 @toolpath.agent(name="plain")
 async def plain_http(url: str) -> str:
-    async with streamablehttp_client(url) as (read, write, _), ClientSession(read, write) as session:
+    async with streamable_http_client(url) as (read, write, _), ClientSession(read, write) as session:
         await call_all(session)
     return "done"
 
@@ -120,3 +140,126 @@ def test_plain_client_one_trace_one_step_per_call(transport: str, collector: Col
     spans = collector.store().spans_of_trace(invocation.trace_id)
     served = [s for s in spans if s.resource.get("service.name") == "weather-mcp"]  # joined the caller's trace
     assert [s.name for s in served if s.kind == 2] == [f"tools/call {name}" for name, _ in CALLS]  # 2: SERVER
+
+
+# --- LangGraph through langchain-mcp-adapters -------------------------------------------------------------
+
+
+class ScriptedChat(BaseChatModel):
+    """Asks for get_forecast(Oslo) and to_fahrenheit(4.5) in one turn, then get_forecast(Mars), then answers."""
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
+        rounds = sum(1 for m in messages if isinstance(m, AIMessage))
+        script = [
+            AIMessage(content="", tool_calls=[
+                {"name": "get_forecast", "args": {"city": "Oslo"}, "id": "call_a"},
+                {"name": "to_fahrenheit", "args": {"celsius": 4.5}, "id": "call_b"},
+            ]),
+            AIMessage(content="", tool_calls=[{"name": "get_forecast", "args": {"city": "Mars"}, "id": "call_c"}]),
+            AIMessage(content="Oslo is 40.1F; Mars has no station."),
+        ]  # fmt: skip
+        return ChatResult(generations=[ChatGeneration(message=script[min(rounds, 2)])])
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted-chat"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedChat:
+        return self
+
+
+async def run_langgraph(tools: list[Any], thread: str) -> None:
+    graph = create_react_agent(ScriptedChat(), ToolNode(tools, handle_tool_errors=True), name="weather_graph")
+    await graph.ainvoke({"messages": [("user", "Weather in Oslo and Mars?")]}, {"configurable": {"thread_id": thread}})
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_langgraph_through_mcp_adapters_matches_in_process(
+    transport: str, collector: Collector, traced: dict[str, str]
+) -> None:
+    tp_langchain.instrument()
+    try:
+
+        async def over_mcp(url: str | None) -> None:
+            connection: dict[str, Any] = (
+                {"transport": "streamable_http", "url": url}
+                if url
+                else {"transport": "stdio", "command": sys.executable, "cwd": str(ROOT),
+                      "args": ["-m", "tests.helpers.mcp_weather", "stdio"], "env": traced}
+            )  # fmt: skip
+            client = MultiServerMCPClient({"weather": connection})
+            async with client.session("weather") as session:
+                await run_langgraph(await load_mcp_tools(session), "over-mcp")
+
+        if transport == "stdio":
+            anyio.run(over_mcp, None)
+        else:
+            with http_server(traced) as url:
+                anyio.run(over_mcp, url)
+        anyio.run(run_langgraph, [lc_tool(fn) for fn in TOOLS], "in-process")
+    finally:
+        tp_langchain.uninstrument()
+    found = {i.session_id: i for i in collected(collector, len(CALLS), runs=2)}
+    remote, local = found["over-mcp"], found["in-process"]
+    assert_trajectory(remote, EXPECTED)
+    assert comparable(remote) == comparable(local)
+    assert [c.call_id for c in remote.tool_calls] == ["call_a", "call_b", "call_c"]
+
+
+# --- ADK through MCPToolset --------------------------------------------------------------------------------
+
+ADK_PROMPT = "Weather in Oslo and Mars?"
+
+
+def adk_agent(tools: list[Any]) -> LlmAgent:
+    model = ScriptedModel(
+        turns={
+            ADK_PROMPT: [
+                calls(call("get_forecast", city="Oslo"), call("to_fahrenheit", celsius=4.5)),
+                calls(call("get_forecast", city="Mars")),
+                answer("Oslo is 40.1F; Mars has no station."),
+            ]
+        }
+    )
+
+    def tool_failed(tool: Any, args: dict[str, Any], tool_context: Any, error: Exception) -> dict[str, Any]:
+        return {"error": str(error)}  # ADK's way to hand the model a tool's failure instead of ending the run
+
+    return LlmAgent(name="weather_adk", model=model, tools=tools, on_tool_error_callback=tool_failed)
+
+
+async def run_adk(tools: list[Any], session_id: str) -> None:
+    runner = Runner(app_name="weather", agent=adk_agent(tools), session_service=InMemorySessionService())
+    await runner.session_service.create_session(app_name="weather", user_id="u", session_id=session_id)
+    message = genai_types.Content(role="user", parts=[genai_types.Part(text=ADK_PROMPT)])
+    async for _ in runner.run_async(user_id="u", session_id=session_id, new_message=message):
+        pass
+    for tool in tools:
+        if isinstance(tool, McpToolset):
+            await tool.close()
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_adk_through_mcp_toolset_matches_in_process(
+    transport: str, collector: Collector, traced: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
+
+    def toolset(url: str | None) -> McpToolset:
+        if url:
+            return McpToolset(connection_params=StreamableHTTPConnectionParams(url=url, timeout=30))
+        return McpToolset(connection_params=StdioConnectionParams(server_params=stdio_params(traced), timeout=30))
+
+    if transport == "stdio":
+        anyio.run(run_adk, [toolset(None)], "over-mcp")
+    else:
+        with http_server(traced) as url:
+            anyio.run(run_adk, [toolset(url)], "over-mcp")
+    anyio.run(run_adk, list(TOOLS), "in-process")
+    found = {i.session_id: i for i in collected(collector, len(CALLS), runs=2)}
+    remote, local = found["over-mcp"], found["in-process"]
+    assert_trajectory(remote, EXPECTED)
+    assert comparable(remote) == comparable(local)
+    assert all(c.agent_name == "weather_adk" for c in remote.tool_calls)

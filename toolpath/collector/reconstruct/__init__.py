@@ -201,7 +201,7 @@ def tool_call_from_span(span: SpanRecord) -> ToolCall:
         result, call_id = adk_spans.tool_result(result), adk_spans.tool_call_id(call_id)
     if result.__class__ is dict and "content" in result:  # an MCP CallToolResult, as ADK records one
         result, tool_error = mcp_calls.read_result(result)
-        error = error or tool_error
+        error = tool_error or error  # the result's own text says more than a span's bare error.type
     name = attrs.get(sc.GEN_AI_TOOL_NAME)
     call = constructed(
         ToolCall,

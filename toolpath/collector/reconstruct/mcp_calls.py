@@ -4,8 +4,9 @@ A ``tools/call`` can be recorded three times: by the framework that made it (its
 client (a CLIENT span ``tools/call {tool}``: toolpath's, or OpenLLMetry's ``{tool}.tool``), and by the MCP server
 in another process (a SERVER span, its child through the context in ``params._meta``; OpenLLMetry's FastMCP
 ``{tool}.tool``). A tool span of MCP below another tool span of the same tool, with no agent run between them, is
-the same call: it is folded into the outermost one, which keeps its name (as the agent saw it) and place, and
-takes from the inner spans what it lacks — arguments, a result, an error (a result that says ``isError``).
+the same call: it is folded into the outermost one, which keeps its name (as the agent saw it), call id and place,
+and takes from the inner spans what it lacks — arguments, an error (a result that says ``isError``) — and the
+MCP span's result, which is the value the tool returned where the framework may record its own wrapping of it.
 
 A result in the ``CallToolResult`` shape (``{"content": [...], "structuredContent", "isError"}``, as ADK records
 an MCP tool's response) is read as the value the tool returned, as for a tool in process; ``isError`` makes it an
@@ -124,7 +125,7 @@ def fold_same_calls(
         outer = _nearest_tool(span, parent_of, is_run, is_tool)
         target = place_of.get(outer.span_id) if outer is not None else None
         if target is not None and outer is not None and _same_call(merged[target], call, span, outer):
-            merged[target] = _fill(merged[target], call)
+            merged[target] = _fill(merged[target], call, is_mcp_span(span.attributes))
             place_of[span.span_id] = target
             continue
         place_of[span.span_id] = place
@@ -156,16 +157,19 @@ def _same_call(outer_call: ToolCall, inner_call: ToolCall, inner: SpanRecord, ou
     return outer_call.name == inner_call.name or outer_call.name.endswith(inner_call.name)
 
 
-def _fill(outer: ToolCall, inner: ToolCall) -> ToolCall:
-    """The outer call, with what only the inner one recorded."""
+def _fill(outer: ToolCall, inner: ToolCall, inner_is_mcp: bool) -> ToolCall:
+    """The outer call, with what only the inner one recorded; an MCP span's result is the value the tool returned,
+    so it replaces the framework's wrapping of it (LangChain's content blocks, say)."""
     update: dict[str, Any] = {}
     if not outer.args and inner.args:
         update["args"] = inner.args
-    if outer.result is None and inner.result is not None and outer.error is None:
+    if inner.result is not None and (inner_is_mcp or outer.result is None) and outer.error is None:
         update["result"] = inner.result
-    if outer.error is None and inner.error is not None:
-        update["error"] = inner.error
-        update["result"] = outer.result if outer.result is not None else None
+    if inner.error is not None:
+        if outer.error is None:
+            update["error"] = inner.error
+        if inner_is_mcp:  # the tool failed: what the framework shows the model of its error is no result
+            update["result"] = None
     if outer.call_id is None and inner.call_id is not None:
         update["call_id"] = inner.call_id
     return outer.model_copy(update=update) if update else outer
