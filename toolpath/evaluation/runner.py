@@ -72,6 +72,8 @@ def evaluate(
     judge: Judge | JudgeSettings | None = None,
     dataset_name: str | None = None,
     on_agent_run: Callable[[int], None] | None = None,
+    run_id: str | None = None,
+    experiment: str | None = None,
 ) -> EvalResult:
     """Score every row of ``dataset`` with ``metrics``.
 
@@ -87,15 +89,24 @@ def evaluate(
     credentials are an error before any agent runs.
 
     ``on_agent_run(index)`` is called as each row's agent run ends, ``on_row(index, row)`` as each row is scored.
+
+    ``run_id`` names the run (default: a random id); with ``store``, an id the store already holds is an error
+    before anything runs. ``experiment`` is saved with the run (Vertex AI's experiment: runs of one name).
     """
     if concurrency < 1:
         raise ConfigError(f"concurrency must be at least 1, got {concurrency}")
+    if run_id is not None and (not run_id or len(run_id) > 64):
+        raise ConfigError(f"run id must be 1 to 64 characters, got {run_id!r}")
+    if experiment is not None and store is None:
+        raise ConfigError("experiment= needs store=: an experiment's runs are kept in the store")
+    if run_id is not None and store is not None and store.get_eval_run(run_id) is not None:
+        raise ConfigError(f"the store already holds a run {run_id!r}; name this one differently")
     started_ns = time.time_ns()
     parsed_rows = read_rows(dataset, metric_column_mapping)
     if runnable is not None:
         parsed_rows = iter(list(parsed_rows))  # every row is read and checked before any agent runs
     resolved = [resolve_metric(m) for m in metrics]
-    run_id = uuid.uuid4().hex[:12]
+    run_id = run_id or uuid.uuid4().hex[:12]
     if runnable is not None:
         resolved += [resolve_metric(name) for name in MEASURED if name not in {m.name for m in resolved}]
     names = check_names(resolved)
@@ -116,7 +127,13 @@ def evaluate(
             str(dataset) if isinstance(dataset, str | Path) else f"<{type(dataset).__name__} of {len(table)} rows>"
         )
         save_dataset_run(
-            store, eval_result, dataset=name, agent=describe_target(runnable), metrics=names, started_ns=started_ns
+            store,
+            eval_result,
+            dataset=name,
+            agent=describe_target(runnable),
+            metrics=names,
+            started_ns=started_ns,
+            experiment=experiment,
         )
     return eval_result
 
@@ -184,15 +201,25 @@ def _fill_from_agent(
 
 
 def save_dataset_run(
-    store: Store, result: EvalResult, *, dataset: str, agent: str | None, metrics: Sequence[str], started_ns: int
+    store: Store,
+    result: EvalResult,
+    *,
+    dataset: str,
+    agent: str | None,
+    metrics: Sequence[str],
+    started_ns: int,
+    experiment: str | None = None,
 ) -> None:
+    described: dict[str, Any] = {"metrics": list(metrics), "rules": result.rules}
+    if experiment is not None:
+        described["experiment"] = experiment
     store.write_eval_run(
         {
             "run_id": result.run_id,
             "kind": "dataset",
             "dataset": dataset,
             "agent": agent,
-            "metrics": {"metrics": list(metrics), "rules": result.rules},
+            "metrics": described,
             "started_at": started_ns,
             "finished_at": time.time_ns(),
             "row_count": len(result.metrics_table),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,7 +26,13 @@ from toolpath.metrics.base import Metric, MissingInput, Row
 from toolpath.model import MetricResult
 from toolpath.trajectory import parse_trajectory
 
-__all__ = ["PairwiseMetric", "PairwiseMetricPromptTemplate", "PointwiseMetric", "PointwiseMetricPromptTemplate"]
+__all__ = [
+    "PairwiseMetric",
+    "PairwiseMetricPromptTemplate",
+    "PointwiseMetric",
+    "PointwiseMetricPromptTemplate",
+    "TextTemplate",
+]
 
 
 class JudgeMetric(Metric):
@@ -87,7 +94,10 @@ class PointwiseMetricPromptTemplate:
     def scale(self) -> list[float]:
         return sorted(float(k) for k in self.rating_rubric)
 
-    def render(self, row: Row, responses: Mapping[str, str]) -> str:
+    def render(self, row: Row, responses: Mapping[str, str], cell: Callable[[Row, str], str] | None = None) -> str:
+        """The judge's prompt for ``row``: the template, the row's ``input_variables`` (each through ``cell``)
+        and ``responses`` (title -> text)."""
+        cell = cell or _cell
         parts = [
             "# Instruction",
             self.instruction
@@ -106,15 +116,65 @@ class PointwiseMetricPromptTemplate:
             parts += ["## Evaluation Examples", *self.few_shot_examples, ""]
         parts += ["# User Inputs and AI-generated Response", "## User Inputs"]
         for variable in self.input_variables:
-            parts += [f"### {variable}", _cell(row, variable)]
+            parts += [f"### {variable}", cell(row, variable)]
         for title, text in responses.items():
             parts += ["", f"## {title}", text]
         return "\n".join(parts)
+
+    def text(self) -> str:
+        """The template with ``{variable}`` placeholders where the row's values go, as Vertex AI's
+        ``str(template)`` gives it (a :class:`TextTemplate` of it judges alike)."""
+        return self.render({}, {"AI-generated Response": "{response}"}, _placeholder)
 
 
 @dataclass
 class PairwiseMetricPromptTemplate(PointwiseMetricPromptTemplate):
     """Vertex AI's pairwise template: the rubric's keys are ``A``, ``SAME`` and ``B``."""
+
+    def text(self) -> str:
+        """As :meth:`PointwiseMetricPromptTemplate.text`; Response A is the ``{baseline_model_response}`` slot and
+        Response B the ``{response}`` one, as in Vertex AI's templates."""
+        slots = {"Response A": "{baseline_model_response}", "Response B": "{response}"}
+        return self.render({}, slots, _placeholder)
+
+
+VARIABLE = re.compile(r"\{([_a-zA-Z][_a-zA-Z0-9]*)\}")
+"""A ``{variable}`` of a prompt template, as Vertex AI's ``PromptTemplate`` finds them."""
+
+
+@dataclass
+class TextTemplate:
+    """A judge prompt written in full, with ``{variable}`` placeholders (Vertex AI's metric prompt template given
+    as a string): each is replaced by the row's column of that name. ``{response}`` is the judged response; in a
+    pairwise template ``{baseline_model_response}`` is the slot the judge calls Response A and ``{response}``
+    Response B, as in Vertex AI's pairwise templates. Its rating scale is not known: any number is a score."""
+
+    template: str
+
+    @property
+    def variables(self) -> set[str]:
+        return set(VARIABLE.findall(self.template))
+
+    @property
+    def input_variables(self) -> tuple[str, ...]:
+        """The row columns the template shows beside the responses."""
+        return tuple(sorted(self.variables - {"response", "baseline_model_response"}))
+
+    def scale(self) -> list[float]:
+        return []
+
+    def render(self, row: Row, responses: Mapping[str, str]) -> str:
+        slots = dict(responses)
+        given = {
+            "response": slots.pop("AI-generated Response", slots.pop("Response B", None)),
+            "baseline_model_response": slots.pop("Response A", None),
+        }
+        values = {v: given[v] if given.get(v) is not None else _cell(row, v) for v in self.variables}
+        return VARIABLE.sub(lambda m: str(values[m.group(1)]), self.template)
+
+
+def _placeholder(row: Row, column: str) -> str:
+    return "{" + column + "}"
 
 
 def _cell(row: Row, column: str) -> str:
@@ -137,22 +197,39 @@ PAIRWISE_FORMAT = (
 
 
 class TemplateMetric(JudgeMetric):
-    """A judge metric defined by a prompt template (Vertex AI's ``PointwiseMetric`` / ``PairwiseMetric`` shape)."""
+    """A judge metric defined by a prompt template (Vertex AI's ``PointwiseMetric`` / ``PairwiseMetric`` shape):
+    a :class:`PointwiseMetricPromptTemplate`, or a template written in full (a string, read as a
+    :class:`TextTemplate`). ``system_instruction`` is sent to the judge model as its system instruction."""
 
     def __init__(
         self,
         metric: str,
-        metric_prompt_template: PointwiseMetricPromptTemplate,
+        metric_prompt_template: PointwiseMetricPromptTemplate | TextTemplate | str,
         *,
         model: str = DEFAULT_MODEL,
         temperature: float | None = None,
         num_samples: int = 1,
+        system_instruction: str | None = None,
     ) -> None:
         if num_samples < 1:
             raise MetricError(f"num_samples must be at least 1, got {num_samples}")
+        if isinstance(metric_prompt_template, str):
+            metric_prompt_template = TextTemplate(metric_prompt_template)
         self.name = metric
         self.template = metric_prompt_template
         self.model, self.temperature, self.num_samples = model, temperature, num_samples
+        self.system_instruction = system_instruction
+
+    def request(self, prompt: str, sample: int) -> JudgeRequest:
+        if self.system_instruction is None:
+            return super().request(prompt, sample)
+        config: dict[str, Any] = {
+            "system_instruction": self.system_instruction,
+            "response_mime_type": "application/json",
+        }
+        if self.temperature is not None:
+            config["temperature"] = self.temperature
+        return JudgeRequest(prompt, self.model, self.temperature, sample, config=json.dumps(config, sort_keys=True))
 
 
 class PointwiseMetric(TemplateMetric):
@@ -184,7 +261,7 @@ def _rating(reply: JudgeReply, scale: list[float]) -> tuple[float, str]:
         value = float(raw)
     except (TypeError, ValueError):
         raise JudgeParseError(f"score {raw!r} is not a number", reply.text or "") from None
-    if value not in scale:
+    if scale and value not in scale:
         raise JudgeParseError(f"score {raw!r} is not on the scale {scale}", reply.text or "")
     return value, str(data.get("explanation") or "")
 

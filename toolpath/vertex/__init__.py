@@ -10,9 +10,40 @@ The names are loaded on first use, as in :mod:`toolpath`: importing this package
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-_LAZY: dict[str, str] = {}
+_LAZY = {
+    "EvalTask": "toolpath.vertex.eval_task",
+    "EvalResult": "toolpath.vertex.eval_task",
+    "PromptTemplate": "toolpath.vertex.eval_task",
+    "CustomMetric": "toolpath.metrics.base",
+    "PointwiseMetric": "toolpath.vertex.model_based",
+    "PairwiseMetric": "toolpath.vertex.model_based",
+    "PointwiseMetricPromptTemplate": "toolpath.vertex.model_based",
+    "PairwiseMetricPromptTemplate": "toolpath.vertex.model_based",
+    "MetricPromptTemplateExamples": "toolpath.vertex.model_based",
+    "AutoraterConfig": "toolpath.vertex.model_based",
+    "CustomOutputConfig": "toolpath.vertex.model_based",
+    "Rouge": "toolpath.vertex.computed",
+    "RubricBasedMetric": "toolpath.vertex.rubric_metrics",
+    "RubricGenerationConfig": "toolpath.vertex.rubric_metrics",
+    "PredefinedRubricMetrics": "toolpath.vertex.rubric_metrics",
+}
+
+if TYPE_CHECKING:
+    from toolpath.metrics.base import CustomMetric
+    from toolpath.vertex.computed import Rouge
+    from toolpath.vertex.eval_task import EvalResult, EvalTask, PromptTemplate
+    from toolpath.vertex.model_based import (
+        AutoraterConfig,
+        CustomOutputConfig,
+        MetricPromptTemplateExamples,
+        PairwiseMetric,
+        PairwiseMetricPromptTemplate,
+        PointwiseMetric,
+        PointwiseMetricPromptTemplate,
+    )
+    from toolpath.vertex.rubric_metrics import PredefinedRubricMetrics, RubricBasedMetric, RubricGenerationConfig
 
 
 def __getattr__(name: str) -> Any:
@@ -28,4 +59,20 @@ def __dir__() -> list[str]:
     return sorted(__all__)
 
 
-__all__: list[str] = []
+__all__ = [
+    "AutoraterConfig",
+    "CustomMetric",
+    "CustomOutputConfig",
+    "EvalResult",
+    "EvalTask",
+    "MetricPromptTemplateExamples",
+    "PairwiseMetric",
+    "PairwiseMetricPromptTemplate",
+    "PointwiseMetric",
+    "PointwiseMetricPromptTemplate",
+    "PredefinedRubricMetrics",
+    "PromptTemplate",
+    "Rouge",
+    "RubricBasedMetric",
+    "RubricGenerationConfig",
+]

@@ -1,0 +1,234 @@
+"""``toolpath.vertex``: Vertex AI's evaluation code runs with its imports changed, and gives toolpath's numbers."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+from importlib.resources import files
+
+import pandas as pd
+import pytest
+
+import toolpath
+from tests.helpers.fake_gemini import Reply, json_reply, serving_gemini
+from toolpath.demo.smart_home import reset_home, smart_home_agent
+from toolpath.errors import ConfigError, DatasetError, MetricError
+from toolpath.store.store import Store
+
+# rows of the demo's dataset that touch different devices, so their order of running does not change the home
+GUIDE_CASES = ("home-01", "home-03", "home-05", "home-13", "home-17", "home-18", "home-19", "home-21")
+
+
+def guide_rows() -> list[dict]:
+    text = files("toolpath.demo").joinpath("smart_home.jsonl").read_text(encoding="utf-8")
+    rows = [json.loads(line) for line in text.splitlines()]
+    return [r for r in rows if r["case_id"] in GUIDE_CASES]
+
+
+def follows(prompt: str, seen: int) -> Reply:
+    # the judge says a response follows its trajectory when the agent changed something in the home
+    return json_reply(score=1 if "set_" in prompt or "lock_door" in prompt else 0, explanation="judged")
+
+
+def test_the_guides_agent_example_runs_with_only_its_imports_changed(monkeypatch, tracing) -> None:
+    """The guide's agent-evaluation example (its metric list, custom metric and judge template as written there),
+    imports changed to toolpath.vertex: it runs, and every score is the one toolpath.evaluate gives."""
+    from toolpath.vertex import CustomMetric, EvalTask, PointwiseMetric, PointwiseMetricPromptTemplate
+    from toolpath.vertex.metrics import TrajectorySingleToolUse
+
+    EVAL_DATASET = pd.DataFrame(guide_rows())
+    RUNNABLE = smart_home_agent
+
+    def essential_tools_present(instance, required_tools=["get_device_info", "set_temperature"]):  # noqa: B006
+        trajectory = instance["predicted_trajectory"]
+        tools_present = [tool_used["tool_name"] for tool_used in trajectory]
+        if len(required_tools) == 0:
+            return {"essential_tools_present": 1}
+        score = 0
+        for tool in required_tools:
+            if tool in tools_present:
+                score += 1
+        return {
+            "essential_tools_present": score / len(required_tools),
+        }
+
+    custom_trajectory_eval_metric = CustomMetric(
+        name="essential_tools_present", metric_function=essential_tools_present
+    )
+    response_follows_trajectory_prompt_template = PointwiseMetricPromptTemplate(
+        criteria={"Follows trajectory": "Evaluate whether the agent's response logically follows from its actions."},
+        rating_rubric={"1": "Follows trajectory", "0": "Does not follow trajectory"},
+        input_variables=["prompt", "predicted_trajectory"],
+    )
+    response_follows_trajectory_metric = PointwiseMetric(
+        metric="response_follows_trajectory",
+        metric_prompt_template=response_follows_trajectory_prompt_template,
+    )
+    single_tool_use_metric = TrajectorySingleToolUse(tool_name="set_temperature")
+    eval_task = EvalTask(
+        dataset=EVAL_DATASET,
+        metrics=[
+            "rouge_l_sum",
+            "bleu",
+            custom_trajectory_eval_metric,
+            "trajectory_exact_match",
+            "trajectory_precision",
+            single_tool_use_metric,
+            response_follows_trajectory_metric,
+        ],
+    )
+    with serving_gemini(monkeypatch, follows) as gemini:
+        reset_home()
+        eval_result = eval_task.evaluate(runnable=RUNNABLE)
+        reset_home()
+        ours = toolpath.evaluate(
+            guide_rows(),
+            [
+                "rouge_l_sum",
+                "bleu",
+                toolpath.CustomMetric(essential_tools_present, name="essential_tools_present"),
+                "trajectory_exact_match",
+                "trajectory_precision",
+                "trajectory_single_tool_use(tool_name=set_temperature)",
+                "response_follows_trajectory",
+            ],
+            runnable=smart_home_agent,
+        )
+    assert gemini.requests == 2 * len(GUIDE_CASES)
+    table = eval_result.metrics_table
+    assert isinstance(table, pd.DataFrame) and len(table) == len(GUIDE_CASES)
+    names = [
+        "rouge_l_sum",
+        "bleu",
+        "essential_tools_present",
+        "trajectory_exact_match",
+        "trajectory_precision",
+        "trajectory_single_tool_use",
+        "response_follows_trajectory",
+    ]
+    by_case = {row["case_id"]: row for row in ours.metrics_table}
+    for _, row in table.iterrows():
+        theirs = by_case[row["case_id"]]
+        for name in [*names, "failure"]:
+            assert row[f"{name}/score"] == theirs[f"{name}/score"], (row["case_id"], name)
+        assert row["response"] == theirs["response"]
+    for name in names:
+        assert eval_result.summary_metrics[f"{name}/mean"] == pytest.approx(ours.summary_metrics[f"{name}/mean"])
+    summary = eval_result.summary_metrics
+    assert summary["row_count"] == len(GUIDE_CASES)
+    assert 0 < summary["trajectory_exact_match/mean"] < 1  # the demo agent gets some of these wrong
+    assert 0 < summary["response_follows_trajectory/mean"] < 1
+    assert summary["latency_in_seconds/mean"] > 0 and summary["failure/mean"] == 0
+    assert set(table.columns) >= {"latency_in_seconds", "failure", "predicted_trajectory", "prompt", "reference"}
+
+
+def test_an_experiment_is_a_named_run_in_the_store(tracing, store_url) -> None:
+    from toolpath.vertex import EvalTask
+
+    rows = [
+        {"prompt": "p", "response": "Paris", "reference": "Paris"},
+        {"prompt": "q", "response": "x", "reference": "y"},
+    ]
+    task = EvalTask(dataset=rows, metrics=["exact_match"], experiment="capitals")
+    first = task.evaluate(experiment_run_name="capitals-1")
+    assert first.metadata == {"experiment": "capitals", "experiment_run": "capitals-1"}
+    assert first.run_id == "capitals-1"
+    second = task.evaluate()  # a fresh run name, as Vertex AI makes one
+    run = Store(store_url).get_eval_run("capitals-1")
+    assert run is not None and run["metrics"]["experiment"] == "capitals"
+    assert run["summary"]["exact_match/mean"] == 0.5
+    assert set(task.display_runs()["run_id"]) == {"capitals-1", second.run_id}
+    with pytest.raises(ConfigError, match="already holds a run 'capitals-1'"):
+        task.evaluate(experiment_run_name="capitals-1")
+    with pytest.raises(ConfigError, match="experiment_run_name needs an experiment"):
+        EvalTask(dataset=rows, metrics=["exact_match"]).evaluate(experiment_run_name="r")
+
+
+def test_what_needs_google_cloud_is_one_clear_error(tmp_path) -> None:
+    from vertexai.preview.evaluation import metrics as vertex_metrics
+
+    from toolpath.vertex import EvalTask
+    from toolpath.vertex.metrics import PredefinedRubricMetrics
+
+    rows = [{"prompt": "p", "response": "r", "reference": "r"}]
+    with pytest.raises(DatasetError, match=r"gs://bucket/data\.jsonl: Cloud Storage and BigQuery"):
+        EvalTask(dataset="gs://bucket/data.jsonl", metrics=["exact_match"])
+    with pytest.raises(DatasetError, match=r"bq://p\.d\.t: Cloud Storage and BigQuery"):
+        EvalTask(dataset="bq://p.d.t", metrics=["exact_match"])
+    with pytest.raises(ConfigError, match="give a local directory"):
+        EvalTask(dataset=rows, metrics=["exact_match"], output_uri_prefix="gs://bucket/out")
+    with pytest.raises(MetricError, match="need Vertex AI's evaluation service"):
+        EvalTask(dataset=rows, metrics=[PredefinedRubricMetrics.Pointwise.INSTRUCTION_FOLLOWING])
+    with pytest.raises(MetricError, match=r"import it from toolpath\.vertex"):
+        EvalTask(dataset=rows, metrics=[vertex_metrics.TrajectorySingleToolUse(tool_name="x")])
+    prompts_only = [{"prompt": "p", "reference": "r"}]
+    with pytest.raises(ConfigError, match="by name needs Vertex AI"):
+        EvalTask(dataset=prompts_only, metrics=["exact_match"]).evaluate(model="gemini-2.0-flash")
+    with pytest.raises(DatasetError, match="already has 'response'"):
+        EvalTask(dataset=rows, metrics=["exact_match"]).evaluate(model=str.upper)
+
+
+def test_a_dict_dataset_a_prompt_template_and_a_model_function(tmp_path) -> None:
+    from toolpath.vertex import EvalTask, PromptTemplate
+
+    dataset = {"city": ["paris", "rome"], "reference": ["CAPITAL OF PARIS", "capital of rome"]}
+    task = EvalTask(dataset=dataset, metrics=["exact_match"], output_uri_prefix=str(tmp_path))
+    result = task.evaluate(
+        model=lambda prompt: prompt.upper(),
+        prompt_template=PromptTemplate("capital of {city}"),
+        output_file_name="r.csv",
+    )
+    assert list(result.metrics_table["prompt"]) == ["capital of paris", "capital of rome"]
+    assert list(result.metrics_table["exact_match/score"]) == [1.0, 0.0]
+    assert "latency_in_seconds/mean" not in result.summary_metrics  # a model is not an agent run
+    written = pd.read_csv(tmp_path / "r" / "r.csv")
+    assert list(written["exact_match/score"]) == [1.0, 0.0]
+    assert json.loads((tmp_path / "r" / "summary_metrics.json").read_text())["row_count"] == 2
+    one = EvalTask(dataset={"response": ["a"], "answer": ["a"]}, metrics=["exact_match"])
+    with pytest.raises(DatasetError, match="'nope' is not in the dataset"):
+        one.evaluate(response_column_name="nope")
+    mapped = EvalTask(dataset={"out": ["a"], "reference": ["a"]}, metrics=["exact_match"]).evaluate(
+        response_column_name="out"
+    )
+    assert mapped.summary_metrics["exact_match/mean"] == 1.0
+    assert math.isnan(mapped.summary_metrics["exact_match/std"])  # one row: pandas' NaN, as Vertex AI gives
+    with pytest.raises(DatasetError, match="needs column\\(s\\) city"):
+        EvalTask(dataset={"town": ["x"]}, metrics=["exact_match"]).evaluate(model=str, prompt_template="{city}")
+
+
+def test_without_pandas_the_table_is_a_list_of_rows(monkeypatch) -> None:
+    import sys
+
+    from toolpath.vertex import EvalTask
+
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    result = EvalTask(dataset=[{"response": "a", "reference": "a"}], metrics=["exact_match"]).evaluate()
+    assert isinstance(result.metrics_table, list) and result.metrics_table[0]["exact_match/score"] == 1.0
+
+
+PUBLIC = [
+    ("vertexai.preview.evaluation", "toolpath.vertex"),
+    ("vertexai.preview.evaluation.metrics", "toolpath.vertex.metrics"),
+    ("vertexai.evaluation", "toolpath.vertex"),
+    ("vertexai.evaluation.metrics", "toolpath.vertex.metrics"),
+]
+
+
+@pytest.mark.parametrize(("theirs", "ours"), PUBLIC)
+def test_every_public_name_is_here_with_vertex_ais_arguments(theirs: str, ours: str) -> None:
+    """Each public class of Vertex AI's modules (read from the installed package) is here, and takes every
+    argument Vertex AI's takes, by the same names."""
+    import importlib
+
+    vertex, mine = importlib.import_module(theirs), importlib.import_module(ours)
+    for name in vertex.__all__:
+        assert hasattr(mine, name), f"{ours} lacks {name}"
+        their_class, our_class = getattr(vertex, name), getattr(mine, name)
+        fields = getattr(getattr(their_class, "meta", None), "fields", None)  # a proto message: its fields
+        wanted = list(fields) if fields else [p for p in inspect.signature(their_class).parameters if p != "self"]
+        given = inspect.signature(our_class).parameters
+        assert [p for p in wanted if p not in given] == [], name
+    if hasattr(vertex, "EvalTask"):
+        evaluate_args = set(inspect.signature(vertex.EvalTask.evaluate).parameters)
+        assert evaluate_args <= set(inspect.signature(mine.EvalTask.evaluate).parameters)
