@@ -9,11 +9,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolpath import tracing
+from toolpath.errors import ConfigError
 from toolpath.evaluation.like_with_like import redact_references, tracer_redactor
 from toolpath.evaluation.targets import resolve_target
 from toolpath.metrics.rows import turn_row, with_parsed_trajectories
 from toolpath.model import Invocation, ToolCall, invocation_key
 from toolpath.redact import Redactor
+from toolpath.store.store import Store
 from toolpath.tracer import originals
 from toolpath.tracer import semconv as sc
 from toolpath.tracer.spans import split_agent_result
@@ -99,6 +101,28 @@ def content_notes(invocation: Invocation | None) -> dict[str, Any]:
     if not attributes.get(sc.TOOLPATH_CONTENT_MISSING):
         return {}
     return {"content_missing": True, "arguments_unknown": int(attributes.get(sc.TOOLPATH_ARGUMENTS_UNKNOWN) or 0)}
+
+
+def stored_ids(invocation: Invocation | None) -> dict[str, Any]:
+    """``invocation_id`` and ``session_id`` of the stored invocation of a run, to link a result to its trace;
+    nothing when tracing did not deliver it."""
+    if invocation is None or not invocation.invocation_id:
+        return {}
+    return {"invocation_id": invocation.invocation_id, "session_id": invocation.session_id}
+
+
+def record_runs_in(store: Store) -> None:
+    """Trace the agent runs this process starts from now on into ``store`` (starting tracing into it if it is
+    off), so each run's result can link to the session and spans it came from. Tracing already on into another
+    store is a :class:`~toolpath.errors.ConfigError`: the runs would be stored where nothing links to them."""
+    active = tracing.current()
+    if active is None:
+        # its own connection to the same database: tracing's shutdown closes the store it was given
+        tracing.init(store=store.engine.url.render_as_string(hide_password=False))
+        return
+    if active.store is None or active.store.url != store.url:
+        where = active.store.url if active.store is not None else "no store"
+        raise ConfigError(f"tracing in this process records into {where}, not {store.url}: runs could not be linked")
 
 
 def run_agent(

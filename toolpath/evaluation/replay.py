@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from toolpath.errors import MetricError
-from toolpath.evaluation.agent_runs import outcome_row, run_agent
+from toolpath.evaluation.agent_runs import outcome_row, run_agent, stored_ids
 from toolpath.evaluation.catalog import pass_rules, passes, resolve_metric
 from toolpath.evaluation.runner import evaluate
 from toolpath.evaluation.scoring import prepare_judge
@@ -147,6 +147,7 @@ def _replay_session(
                 "error": outcome.error,
                 "recorded_invocation_id": recorded.invocation_id,
                 "recorded_latency_in_seconds": recorded.latency_seconds,
+                **stored_ids(outcome.invocation),  # the replayed turn's own trace
             }
         )
         turns.append(turn)

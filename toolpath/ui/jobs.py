@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolpath.errors import ToolpathError
+from toolpath.evaluation.agent_runs import record_runs_in
 from toolpath.evaluation.evalsets.evaluator import CaseResult, evaluate_eval_sets
 from toolpath.evaluation.evalsets.files import EvalConfig, EvalSet
 from toolpath.store.store import Store
@@ -82,6 +83,7 @@ class Jobs:
             run_id: str | None = None
             error: str | None = "the evaluation stopped without a result"
             try:
+                record_runs_in(self.store)  # each case's turns stored, so its row links to its session and spans
                 result = evaluate_eval_sets([eval_set], target, criteria=config, store=self.store, on_case=on_case)
                 state, run_id, error = "done", result.run_id, None
             except ToolpathError as exc:

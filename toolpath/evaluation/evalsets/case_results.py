@@ -111,6 +111,11 @@ class CaseResult:
         return self.run_errors[run] if run < len(self.run_errors) else None
 
     @property
+    def invocation_id(self) -> str | None:
+        """The stored invocation of the case's first traced turn: where its result links to its trace."""
+        return next((t["invocation_id"] for run in self.turns for t in run if t.get("invocation_id")), None)
+
+    @property
     def simulated(self) -> bool:
         """A simulated user wrote the case's user turns (an ADK ``conversation_scenario``)."""
         return self.case is not None and self.case.conversation_scenario is not None

@@ -24,7 +24,7 @@ from typing import Any
 
 from toolpath import tracing
 from toolpath.errors import ConfigError, DatasetError
-from toolpath.evaluation.agent_runs import AgentOutcome, compared_rows, content_notes, outcome_row
+from toolpath.evaluation.agent_runs import AgentOutcome, compared_rows, content_notes, outcome_row, stored_ids
 from toolpath.evaluation.evalsets.adk_invocations import attach_recorded, judge_columns
 from toolpath.evaluation.evalsets.case_results import (
     FAILED,
@@ -325,7 +325,7 @@ def _turns(case: EvalCase, per_run: list[list[AgentOutcome]]) -> list[list[dict[
                 else None,
                 "failure": outcome.failure,
                 "error": outcome.error,
-                **content_notes(outcome.invocation),
+                **content_notes(outcome.invocation) | stored_ids(outcome.invocation),
             }
             for i, outcome in enumerate(outcomes)
         ]
@@ -490,7 +490,7 @@ def save_evalset_run(
                 "run_id": result.run_id,
                 "position": i,
                 "case_id": f"{case.eval_set_id}/{case.eval_id}",
-                "invocation_id": None,
+                "invocation_id": case.invocation_id,
                 "status": case.status,
                 "scores": {name: m.score for name, m in case.metrics.items()},
                 "row": {**case.to_dict(), "turns": kept_turns(case.turns)},
