@@ -131,10 +131,10 @@ def screenshot_folder(base: Path) -> Path:
     return folder
 
 
-def screenshots(page: Any, folder: Path, name: str) -> list[Path]:
-    """Full-page screenshots of the current page at 1280 and 1920 px wide."""
+def screenshots(page: Any, folder: Path, name: str, widths: Iterable[int] = (1280, 1920)) -> list[Path]:
+    """Full-page screenshots of the current page at each of ``widths`` (px)."""
     taken = []
-    for width in (1280, 1920):
+    for width in widths:
         page.set_viewport_size({"width": width, "height": 900})
         path = folder / f"{name}-{width}.png"
         page.screenshot(path=str(path), full_page=True)
@@ -201,3 +201,25 @@ def bulk_store(url: str, invocations: int, *, per_session: int = 5) -> Store:
             marks = ", ".join("?" for _ in columns)
             conn.exec_driver_sql(f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({marks})", list(rows))
     return store
+
+
+def page_overflow(page: Any) -> int:
+    """How many pixels the current page is wider than its viewport (0: nothing to scroll sideways)."""
+    return int(page.evaluate("() => document.documentElement.scrollWidth - document.documentElement.clientWidth"))
+
+
+BROKEN_WORDS = """() => {
+  // the header cells whose text breaks inside a word: a text node (a word between <wbr>s) on two lines
+  const broken = [];
+  document.querySelectorAll("th.metric-name").forEach((th) => {
+    th.childNodes.forEach((node) => {
+      if (node.nodeType !== Node.TEXT_NODE || !node.textContent.trim()) return;
+      const range = document.createRange();
+      range.selectNodeContents(node);
+      const lines = new Set(Array.from(range.getClientRects()).map((r) => Math.round(r.top)));
+      if (lines.size > 1) broken.push(th.textContent);
+    });
+  });
+  return broken;
+}"""
+"""JavaScript: the metric headers of a page whose name breaks inside a word."""

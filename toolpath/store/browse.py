@@ -8,10 +8,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, case, exists, func, or_, select
+from sqlalchemy import Text, and_, case, cast, exists, func, or_, select
 
 from toolpath.store import schema as t
 from toolpath.store.store import Store
+
+EVALUATION_PREFIXES = ("eval-", "replay-")
+"""Session ids the evaluators give the sessions they run (``toolpath eval``, eval sets, ``toolpath replay``, and
+the runs the UI starts): evaluation traffic, not production's."""
 
 
 @dataclass(frozen=True)
@@ -27,25 +31,44 @@ class SessionFilter:
     """Only sessions with a failed invocation."""
     metric: str | None = None
     below: float | None = None
-    """With ``metric``: only sessions with an invocation scored online below this."""
+    """With ``metric``: only sessions with an invocation scored online below this (literally below)."""
+    worse_than: float | None = None
+    """With ``metric``: only sessions with a score worse than this by the metric's direction (below it, or above
+    it where lower is better: ``lower_is_better``)."""
+    lower_is_better: bool = False
+    label: str | None = None
+    """With ``metric``: only sessions with an online result of this label (``pass``, ``fail``, ``error``)."""
     text: str | None = None
-    """Only sessions with this text in a prompt (case-insensitive)."""
+    """Only sessions with this text (case-insensitive) in a prompt, a response, the session id, a tool's name,
+    arguments or result, or an invocation's attributes."""
+    tool: str | None = None
+    """Only sessions that called this tool."""
+    tool_error: bool = False
+    """Only sessions with a tool call that failed."""
+    latency_above: float | None = None
+    """Only sessions with a turn slower than this many seconds."""
+    hide_evaluation: bool = False
+    """Leave out the sessions evaluations ran (:data:`EVALUATION_PREFIXES`)."""
 
 
 @dataclass(frozen=True)
 class SessionPage:
     rows: list[dict[str, Any]]
     next_cursor: tuple[int, str] | None
-    """Where the next page starts (``after`` of :func:`session_page`); ``None`` on the last page."""
+    """Where the next (older) page starts (``after`` of :func:`session_page`); ``None`` on the last page."""
+    previous_cursor: tuple[int, str] | None = None
+    """Where the previous (newer) page ends (``before`` of :func:`session_page`); ``None`` on the first page."""
+    total: int | None = None
+    """How many sessions match the filter, all pages together."""
 
 
-def session_page(
-    store: Store, where: SessionFilter, *, limit: int = 50, after: tuple[int, str] | None = None
-) -> SessionPage:
-    """Up to ``limit`` sessions matching ``where``, newest first, after the ``after`` cursor; with each its
-    invocation and failure counts and its first prompt."""
-    s, inv = t.sessions, t.invocations
-    query = select(s.c.session_id, s.c.agent_name, s.c.first_started_at, s.c.last_started_at)
+def _like(text: str) -> str:
+    return "%" + text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def session_conditions(where: SessionFilter) -> list[Any]:
+    """The SQL conditions on ``sessions`` of ``where``."""
+    s, inv, calls = t.sessions, t.invocations, t.tool_calls
     conditions: list[Any] = []
     if where.agent is not None:
         conditions.append(s.c.agent_name == where.agent)
@@ -53,64 +76,169 @@ def session_page(
         conditions.append(s.c.last_started_at >= where.since_ns)
     if where.until_ns is not None:
         conditions.append(s.c.first_started_at <= where.until_ns)
+    if where.hide_evaluation:
+        conditions += [~s.c.session_id.like(f"{prefix}%") for prefix in EVALUATION_PREFIXES]
     if where.failures:
         conditions.append(exists().where(inv.c.session_id == s.c.session_id, inv.c.failure > 0))
-    if where.text:
-        pattern = "%" + where.text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    if where.latency_above is not None:
         conditions.append(
-            exists().where(inv.c.session_id == s.c.session_id, func.lower(inv.c.prompt).like(pattern, escape="\\"))
+            exists().where(inv.c.session_id == s.c.session_id, inv.c.latency_seconds > where.latency_above)
         )
+    if where.tool is not None or where.tool_error:
+        called = [calls.c.invocation_id == inv.c.invocation_id]
+        if where.tool is not None:
+            called.append(calls.c.name == where.tool)
+        if where.tool_error:
+            called.append(calls.c.error.is_not(None))
+        conditions.append(exists().where(inv.c.session_id == s.c.session_id, exists().where(*called)))
+    if where.text:
+        pattern = _like(where.text)
+
+        def has(column: Any) -> Any:
+            return func.lower(column).like(pattern, escape="\\")
+
+        in_calls = exists().where(
+            calls.c.invocation_id == inv.c.invocation_id,
+            or_(has(calls.c.name), has(cast(calls.c.args, Text)), has(cast(calls.c.result, Text))),
+        )
+        in_turns = or_(has(inv.c.prompt), has(inv.c.response), has(cast(inv.c.attributes, Text)), in_calls)
+        conditions.append(or_(has(s.c.session_id), exists().where(inv.c.session_id == s.c.session_id, in_turns)))
     if where.metric is not None:
         res = t.online_results
         scored = [res.c.metric == where.metric, res.c.invocation_id == inv.c.invocation_id]
         if where.below is not None:
             scored.append(res.c.score < where.below)
+        if where.worse_than is not None:
+            scored.append(res.c.score > where.worse_than if where.lower_is_better else res.c.score < where.worse_than)
+        if where.label is not None:
+            scored.append(res.c.label == where.label)
         conditions.append(exists().where(inv.c.session_id == s.c.session_id, *scored))
-    if after is not None:
-        at, session_id = after
-        conditions.append(or_(s.c.last_started_at < at, and_(s.c.last_started_at == at, s.c.session_id > session_id)))
-    query = query.where(*conditions).order_by(s.c.last_started_at.desc(), s.c.session_id).limit(limit + 1)
+    return conditions
+
+
+def session_page(
+    store: Store,
+    where: SessionFilter,
+    *,
+    limit: int = 50,
+    after: tuple[int, str] | None = None,
+    before: tuple[int, str] | None = None,
+    count: bool = True,
+) -> SessionPage:
+    """Up to ``limit`` sessions matching ``where``, newest first, after the ``after`` cursor (older ones) or
+    before the ``before`` cursor (newer ones); with each its invocation, failure and tool-call counts, its
+    slowest turn and its first prompt; and (``count``) how many match in all."""
+    s = t.sessions
+    query = select(s.c.session_id, s.c.agent_name, s.c.first_started_at, s.c.last_started_at)
+    conditions = session_conditions(where)
+    newest_first = (s.c.last_started_at.desc(), s.c.session_id)
+    if before is not None:
+        at, session_id = before
+        conditions.append(or_(s.c.last_started_at > at, and_(s.c.last_started_at == at, s.c.session_id < session_id)))
+        order: tuple[Any, ...] = (s.c.last_started_at, s.c.session_id.desc())
+    else:
+        if after is not None:
+            at, session_id = after
+            conditions.append(
+                or_(s.c.last_started_at < at, and_(s.c.last_started_at == at, s.c.session_id > session_id))
+            )
+        order = newest_first
+    query = query.where(*conditions).order_by(*order).limit(limit + 1)
     with store.engine.connect() as conn:
-        found = conn.execute(query).all()[: limit + 1]
+        found = list(conn.execute(query).all())
         page = found[:limit]
-        ids = [r.session_id for r in page]
-        stats = {
-            r.session_id: r
-            for r in conn.execute(
-                select(
-                    inv.c.session_id,
-                    func.count().label("invocations"),
-                    func.coalesce(func.sum(case((inv.c.failure > 0, 1), else_=0)), 0).label("failures"),
-                )
-                .where(inv.c.session_id.in_(ids))
-                .group_by(inv.c.session_id)
+        more = len(found) > limit
+        if before is not None:
+            page.reverse()
+        total = None
+        if count:
+            total = conn.execute(select(func.count()).select_from(s).where(*session_conditions(where))).scalar_one()
+        rows = _session_rows(conn, page)
+    older = (page[-1].last_started_at, page[-1].session_id) if page and (before is not None or more) else None
+    newer = (page[0].last_started_at, page[0].session_id) if page and (after is not None or (before and more)) else None
+    return SessionPage(rows, older, newer, total)
+
+
+def _session_rows(conn: Any, page: Sequence[Any]) -> list[dict[str, Any]]:
+    inv, calls = t.invocations, t.tool_calls
+    ids = [r.session_id for r in page]
+    stats = {
+        r.session_id: r
+        for r in conn.execute(
+            select(
+                inv.c.session_id,
+                func.count().label("invocations"),
+                func.coalesce(func.sum(case((inv.c.failure > 0, 1), else_=0)), 0).label("failures"),
+                func.max(inv.c.latency_seconds).label("slowest"),
+                func.sum(inv.c.latency_seconds).label("latency"),
             )
-        }
-        earlier = inv.alias("earlier")
-        first_start = select(func.min(earlier.c.started_at)).where(earlier.c.session_id == inv.c.session_id)
-        first_prompts = {
-            r.session_id: r.prompt
-            for r in conn.execute(
-                select(inv.c.session_id, inv.c.prompt).where(
-                    inv.c.session_id.in_(ids), inv.c.started_at == first_start.scalar_subquery()
-                )
+            .where(inv.c.session_id.in_(ids))
+            .group_by(inv.c.session_id)
+        )
+    }
+    call_counts = {
+        r.session_id: (int(r.calls), int(r.errors or 0))
+        for r in conn.execute(
+            select(
+                inv.c.session_id,
+                func.count().label("calls"),
+                func.sum(case((calls.c.error.is_not(None), 1), else_=0)).label("errors"),
             )
-        }
-    rows = [
-        {
-            "session_id": r.session_id,
-            "agent_name": r.agent_name,
-            "first_started_at": r.first_started_at,
-            "last_started_at": r.last_started_at,
-            "invocations": stats[r.session_id].invocations if r.session_id in stats else 0,
-            "failures": int(stats[r.session_id].failures) if r.session_id in stats else 0,
-            "prompt": first_prompts.get(r.session_id),
-        }
-        for r in page
-    ]
-    more = len(found) > limit
-    cursor = (page[-1].last_started_at, page[-1].session_id) if more and page else None
-    return SessionPage(rows, cursor)
+            .select_from(calls.join(inv, inv.c.invocation_id == calls.c.invocation_id))
+            .where(inv.c.session_id.in_(ids))
+            .group_by(inv.c.session_id)
+        )
+    }
+    earlier = inv.alias("earlier")
+    first_start = select(func.min(earlier.c.started_at)).where(earlier.c.session_id == inv.c.session_id)
+    first_prompts = {
+        r.session_id: r.prompt
+        for r in conn.execute(
+            select(inv.c.session_id, inv.c.prompt).where(
+                inv.c.session_id.in_(ids), inv.c.started_at == first_start.scalar_subquery()
+            )
+        )
+    }
+    rows = []
+    for r in page:
+        stat = stats.get(r.session_id)
+        called, call_errors = call_counts.get(r.session_id, (0, 0))
+        rows.append(
+            {
+                "session_id": r.session_id,
+                "agent_name": r.agent_name,
+                "first_started_at": r.first_started_at,
+                "last_started_at": r.last_started_at,
+                "invocations": stat.invocations if stat is not None else 0,
+                "failures": int(stat.failures) if stat is not None else 0,
+                "latency": float(stat.latency) if stat is not None and stat.latency is not None else None,
+                "slowest": float(stat.slowest) if stat is not None and stat.slowest is not None else None,
+                "tool_calls": called,
+                "tool_errors": call_errors,
+                "prompt": first_prompts.get(r.session_id),
+            }
+        )
+    return rows
+
+
+def turn_place(store: Store, invocation_id: str) -> tuple[str, int] | None:
+    """The session of the stored turn ``invocation_id`` and its number in it (from 1, in start order, as the
+    session's page numbers its turns), or ``None``."""
+    inv = t.invocations
+    with store.engine.connect() as conn:
+        row = conn.execute(
+            select(inv.c.session_id, inv.c.started_at).where(inv.c.invocation_id == invocation_id)
+        ).first()
+        if row is None:
+            return None
+        earlier = or_(
+            inv.c.started_at < row.started_at,
+            and_(inv.c.started_at == row.started_at, inv.c.invocation_id < invocation_id),
+        )
+        before = conn.execute(
+            select(func.count()).select_from(inv).where(inv.c.session_id == row.session_id, earlier)
+        ).scalar_one()
+    return row.session_id, int(before) + 1
 
 
 def agent_names(store: Store) -> list[str]:
@@ -141,8 +269,9 @@ def online_scores(store: Store, invocation_ids: Sequence[str]) -> dict[str, list
 
 
 def online_series(store: Store, *, since_ns: int, bucket_ns: int) -> list[dict[str, Any]]:
-    """Online results since ``since_ns`` by time bucket, metric and agent: how many were scored, passed and
-    failed (the label the online evaluator gave by the metric's pass rule), and the mean score."""
+    """Online results since ``since_ns`` by time bucket, metric and agent: how many results there were, how many
+    were scored (have a score), errored (no score: ``error``), passed and failed (the label the online evaluator
+    gave by the metric's pass rule), and the mean score."""
     res, inv = t.online_results, t.invocations
     bucket = (res.c.created_at // bucket_ns).label("bucket")
     query = (
@@ -150,7 +279,9 @@ def online_series(store: Store, *, since_ns: int, bucket_ns: int) -> list[dict[s
             bucket,
             res.c.metric,
             inv.c.agent_name,
-            func.count().label("scored"),
+            func.count().label("results"),
+            func.count(res.c.score).label("scored"),
+            func.sum(case((res.c.label == "error", 1), else_=0)).label("errors"),
             func.sum(case((res.c.label == "pass", 1), else_=0)).label("passed"),
             func.sum(case((res.c.label == "fail", 1), else_=0)).label("failed"),
             func.avg(res.c.score).label("mean"),
@@ -166,7 +297,9 @@ def online_series(store: Store, *, since_ns: int, bucket_ns: int) -> list[dict[s
                 "start_ns": int(r.bucket) * bucket_ns,
                 "metric": r.metric,
                 "agent_name": r.agent_name,
+                "results": int(r.results),
                 "scored": int(r.scored),
+                "errors": int(r.errors or 0),
                 "passed": int(r.passed or 0),
                 "failed": int(r.failed or 0),
                 "mean": float(r.mean) if r.mean is not None else None,
@@ -187,3 +320,19 @@ def recent_online_failures(store: Store, *, limit: int = 20) -> list[dict[str, A
     )
     with store.engine.connect() as conn:
         return [dict(r._mapping) for r in conn.execute(query)]
+
+
+def run_outcomes(store: Store, run_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+    """What says whether each result of the runs ``run_ids`` failed: its status, scores, the turns' criteria
+    verdicts and the agent's error (not the rest of its row)."""
+    res = t.eval_results
+    out: dict[str, list[dict[str, Any]]] = {run_id: [] for run_id in run_ids}
+    query = select(
+        res.c.run_id, res.c.status, res.c.scores, res.c.row["error"].as_string().label("error"),
+        res.c.row["metrics"].label("criteria"),
+    ).where(res.c.run_id.in_(list(run_ids)))  # fmt: skip
+    with store.engine.connect() as conn:
+        for r in conn.execute(query):
+            row = {"error": r.error, **({"metrics": r.criteria} if isinstance(r.criteria, dict) else {})}
+            out[r.run_id].append({"status": r.status, "scores": r.scores or {}, "row": row})
+    return out

@@ -41,7 +41,7 @@ from toolpath.ui import pages
 from toolpath.ui.evalsets import EvalSetFiles
 from toolpath.ui.jobs import Jobs
 from toolpath.ui.params import BadRequest
-from toolpath.ui.views import compact, ns_text
+from toolpath.ui.views import breakable, compact, ns_text
 
 HERE = Path(__file__).parent
 logger = logging.getLogger("toolpath.ui")
@@ -82,6 +82,7 @@ def create_app(
     env.filters["when"] = ns_text
     env.filters["num"] = format_score
     env.filters["compact"] = compact
+    env.filters["breakable"] = breakable
     env.globals["urlencode"] = urlencode
     templates = Jinja2Templates(env=env)
     state = UiState(store, EvalSetFiles(evalsets), dict(agents or {}))

@@ -15,9 +15,11 @@ from starlette.routing import Route
 from toolpath.evaluation.evalsets.evaluator import criteria_of
 from toolpath.evaluation.evalsets.files import EvalConfig, EvalSet
 from toolpath.store import browse
-from toolpath.ui import params
+from toolpath.ui import evalset_trash, params
+from toolpath.ui.evalset_trash import deleted_names
 from toolpath.ui.evalsets import EditedCall, EditedTurn, parse_args
-from toolpath.ui.views import online_view, pretty, run_view, turn_view
+from toolpath.ui.run_cases import failed_count, run_view
+from toolpath.ui.views import online_view, pretty, turn_view
 
 PAGE_SIZE = 50
 BUCKETS = {"hour": 3600, "day": 86400}
@@ -44,26 +46,44 @@ def sessions(request: Request) -> Response:
     query = dict(request.query_params)
     where = params.session_filter(query)
     limit = params.integer(query, "limit", PAGE_SIZE, low=1, high=500)
-    after = params.cursor(query)
+    after, before = params.cursor(query), params.cursor(query, "before")
+    if after is not None and before is not None:
+        raise params.BadRequest("after and before: give one page cursor")
     store = _state(request).store
     began = time.perf_counter()
-    page = browse.session_page(store, where, limit=limit, after=after)
+    page = browse.session_page(store, where, limit=limit, after=after, before=before)
+    if before is not None and page.previous_cursor is None:
+        before = None  # back at the newest sessions: the first page as it is, full
+        page = browse.session_page(store, where, limit=limit)
     elapsed = time.perf_counter() - began
-    keep = params.query_without(query, "after")
-    next_cursor = params.cursor_text(page.next_cursor)
+    keep = params.query_without(query, "after", "before")
+    older, newer = params.cursor_text(page.next_cursor), params.cursor_text(page.previous_cursor)
     return _render(
         request,
         "sessions.html",
         {
             "rows": page.rows,
+            "total": page.total,
             "query": query,
             "agents": browse.agent_names(store),
             "metrics": browse.online_metric_names(store),
-            "next_url": f"/sessions?{urlencode({**keep, 'after': next_cursor})}" if next_cursor else None,
-            "first_url": f"/sessions?{urlencode(keep)}" if after else None,
+            "next_url": f"/sessions?{urlencode({**keep, 'after': older})}" if older else None,
+            "previous_url": f"/sessions?{urlencode({**keep, 'before': newer})}" if newer else None,
+            "first_url": f"/sessions?{urlencode(keep)}" if after or before else None,
             "elapsed_ms": elapsed * 1000,
         },
     )
+
+
+def turn(request: Request) -> Response:
+    """A stored turn: its session's page, at the page and anchor of that turn."""
+    invocation_id = request.path_params["invocation_id"]
+    place = browse.turn_place(_state(request).store, invocation_id)
+    if place is None:
+        raise HTTPException(404, f"no turn {invocation_id!r} in the store (its run was not traced into this store)")
+    session_id, number = place
+    page = (number - 1) // TURNS_PER_PAGE + 1
+    return _see(f"/session?{urlencode({'id': session_id, 'page': page})}#turn-{number}")
 
 
 TURNS_PER_PAGE = 10
@@ -102,7 +122,14 @@ def spans(request: Request) -> Response:
 
 
 def runs(request: Request) -> Response:
-    return _render(request, "runs.html", {"runs": _state(request).store.list_eval_runs(limit=200)})
+    store = _state(request).store
+    listed = store.list_eval_runs(limit=200)
+    outcomes = browse.run_outcomes(store, [r["run_id"] for r in listed])
+    for r in listed:  # one meaning of failed: the run page's (its agent raised, or a score failed its mark)
+        results = outcomes.get(r["run_id"], [])
+        r["failed"] = failed_count(r["kind"], r, results)
+        r["changed"] = sum(x["status"] == "changed" for x in results) if r["kind"] == "replay" else None
+    return _render(request, "runs.html", {"runs": listed})
 
 
 def run(request: Request) -> Response:
@@ -115,7 +142,12 @@ def run(request: Request) -> Response:
 
 def evalsets(request: Request) -> Response:
     ui = _state(request)
-    return _render(request, "evalsets.html", {"names": ui.evalsets.names(), "folder": str(ui.evalsets.folder)})
+    return _render(
+        request,
+        "evalsets.html",
+        {"names": ui.evalsets.names(), "folder": str(ui.evalsets.folder), "deleted": deleted_names(ui.evalsets),
+         "just_deleted": request.query_params.get("deleted")},
+    )  # fmt: skip
 
 
 def _load(request: Request, name: str) -> EvalSet:
@@ -140,6 +172,7 @@ def evalset(request: Request) -> Response:
             "criteria": criteria,
             "agents": list(ui.agents),
             "saved": request.query_params.get("saved"),
+            "restored": request.query_params.get("restored"),
         },
     )
 
@@ -237,9 +270,8 @@ def online(request: Request) -> Response:
     since = time.time_ns() - days * 86400 * 1_000_000_000
     series = browse.online_series(store, since_ns=since, bucket_ns=BUCKETS[bucket] * 1_000_000_000)
     failures = browse.recent_online_failures(store, limit=30)
-    return _render(
-        request, "online.html", {"groups": online_view(series), "failures": failures, "days": days, "bucket": bucket}
-    )
+    groups = online_view(series, BUCKETS[bucket] * 1_000_000_000)
+    return _render(request, "online.html", {"groups": groups, "failures": failures, "days": days, "bucket": bucket})
 
 
 def routes() -> list[Route]:
@@ -247,6 +279,7 @@ def routes() -> list[Route]:
         Route("/", home),
         Route("/sessions", sessions),
         Route("/session", session),
+        Route("/turn/{invocation_id}", turn),
         Route("/traces/{trace_id}", spans),
         Route("/runs", runs),
         Route("/runs/{run_id}", run),
@@ -258,4 +291,5 @@ def routes() -> list[Route]:
         Route("/jobs/{job_id}.json", job_json),
         Route("/jobs/{job_id}", job_page),
         Route("/online", online),
+        *evalset_trash.routes(),
     ]

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from toolpath.errors import ToolpathError
+from toolpath.evaluation.catalog import metric_info
 from toolpath.store.browse import SessionFilter
 
 
@@ -75,10 +76,19 @@ def timestamp_ns(params: Mapping[str, str], name: str) -> int | None:
     return int(when.timestamp() * 1_000_000) * 1000
 
 
+LABELS = ("pass", "fail", "error")
+"""The labels of online results a filter can ask for."""
+
+
 def session_filter(params: Mapping[str, str]) -> SessionFilter:
-    metric, below = text(params, "metric"), number(params, "below")
-    if below is not None and metric is None:
-        raise BadRequest("below: give the metric it applies to (metric=...)")
+    metric = text(params, "metric")
+    below, worse = number(params, "below"), number(params, "worse")
+    label = text(params, "label")
+    for name, value in (("below", below), ("worse", worse), ("label", label)):
+        if value is not None and metric is None:
+            raise BadRequest(f"{name}: give the metric it applies to (metric=...)")
+    if label is not None and label not in LABELS:
+        raise BadRequest(f"label={label!r}: expected one of {', '.join(LABELS)}")
     since, until = timestamp_ns(params, "since"), timestamp_ns(params, "until")
     if since is not None and until is not None and since > until:
         raise BadRequest("since is after until")
@@ -89,17 +99,24 @@ def session_filter(params: Mapping[str, str]) -> SessionFilter:
         failures=flag(params, "failures"),
         metric=metric,
         below=below,
+        worse_than=worse,
+        lower_is_better=metric is not None and metric_info(metric).lower_is_better,
+        label=label,
         text=text(params, "q"),
+        tool=text(params, "tool"),
+        tool_error=flag(params, "tool_error"),
+        latency_above=number(params, "slower", low=0),
+        hide_evaluation=flag(params, "hide_eval"),
     )
 
 
-def cursor(params: Mapping[str, str]) -> tuple[int, str] | None:
-    raw = text(params, "after")
+def cursor(params: Mapping[str, str], name: str = "after") -> tuple[int, str] | None:
+    raw = text(params, name)
     if raw is None:
         return None
     at, sep, session_id = raw.partition(":")
     if not sep or not at.lstrip("-").isdigit() or not session_id:
-        raise BadRequest(f"after={raw!r}: not a page cursor")
+        raise BadRequest(f"{name}={raw!r}: not a page cursor")
     return int(at), session_id
 
 

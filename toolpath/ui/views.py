@@ -4,21 +4,18 @@ with their verdicts and call-level diffs, the online series. Plain data for the 
 from __future__ import annotations
 
 import json
-import math
-import statistics
+import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from toolpath.evaluation.catalog import describe_rule
+from markupsafe import Markup, escape
+
 from toolpath.evaluation.evalsets.efficiency import spans_under
-from toolpath.evaluation.verdicts import row_status, run_metric_names, run_rules, verdicts
-from toolpath.metrics.diff import argument_diff, trajectory_diff
-from toolpath.model import Invocation, ToolCall
+from toolpath.model import Invocation
 from toolpath.store.spanrecord import SpanRecord
 from toolpath.store.store import Store
 from toolpath.tracer import semconv as sc
-from toolpath.trajectory import parse_trajectory
 
 _AGENT_OPS = (sc.OP_INVOKE_AGENT, sc.OP_INVOKE_WORKFLOW)
 _MODEL_OPS = (sc.OP_CHAT, sc.OP_GENERATE_CONTENT, sc.OP_TEXT_COMPLETION)
@@ -35,6 +32,13 @@ def pretty(value: Any) -> str:
 
 def compact(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def breakable(name: str) -> Markup:
+    """``name`` escaped, with a line-break opportunity after each ``_`` or ``.``: a narrow column header breaks
+    ``tool_trajectory_avg_score`` between its words, never inside one."""
+    parts = re.split(r"(?<=[_.])", name)
+    return Markup("<wbr>").join(escape(part) for part in parts)
 
 
 def ns_text(ns: int | None) -> str:
@@ -145,132 +149,14 @@ def _layout(items: list[dict[str, Any]]) -> dict[str, Any]:
     return {"rows": rows, "height": len(rows) * ROW + 8, "width": TIMELINE_WIDTH, "total_ms": span / 1e6, "more": more}
 
 
-def run_view(run: Mapping[str, Any]) -> dict[str, Any]:
-    """A stored run: per metric its summary and distribution, per case its verdicts and turns side by side."""
-    names = run_metric_names(run)
-    rules = run_rules(run, names)
-    results = run.get("results", [])
-    summary = run.get("summary") or {}
-    metrics: list[dict[str, Any]] = []
-    cases: list[dict[str, Any]] = []
-    for result in results:
-        cells = verdicts(result, names, rules)
-        css, label = row_status(run["kind"], result, cells)
-        turns = [side_by_side(turn) for turn in _turns(result.get("row") or {})]
-        hover = "\n\n".join(t["hover"] for t in turns if t["hover"])
-        cases.append(
-            {
-                "case_id": str(result.get("case_id") or result.get("position")),
-                "status": css,
-                "label": label,
-                "error": (result.get("row") or {}).get("error"),  # its agent raised: the case failed unscored
-                "cells": [
-                    {"metric": n, "score": (result.get("scores") or {}).get(n), "verdict": cells[n],
-                     "hover": hover if cells[n] == "fail" else ""}
-                    for n in names
-                ],
-                "turns": turns,
-            }
-        )  # fmt: skip
-    for name in names:
-        known = [float(s) for r in results if isinstance(s := (r.get("scores") or {}).get(name), int | float)]
-        column = [c["cells"][names.index(name)]["verdict"] for c in cases]
-        metrics.append(
-            {
-                "name": name,
-                "mean": summary.get(f"{name}/mean", statistics.fmean(known) if known else None),
-                "std": summary.get(f"{name}/std"),
-                "scored": len(known),
-                "rows": len(results),
-                "passed": column.count("pass"),
-                "failed": column.count("fail"),
-                "mark": describe_rule(rules[name]),
-                "bins": distribution(known),
-            }
-        )
-    return {"run": run, "metrics": metrics, "cases": cases, "names": names}
+RATE_LEFT, RATE_BAR, RATE_TOP, RATE_HEIGHT = 34, 10, 6, 40
+"""The pass-rate chart: the y axis's labels take the left, each bucket a bar, 0–100 % over ``RATE_HEIGHT``."""
 
 
-def distribution(values: Sequence[float], bins: int = 10) -> list[dict[str, Any]]:
-    """Bars of a histogram of ``values`` over [min(0, low), max(1, high)], laid out for a 200×40 SVG."""
-    if not values:
-        return []
-    low, high = min(0.0, *values), max(1.0, *values)
-    width = (high - low) / bins or 1.0
-    counts = [0] * bins
-    for v in values:
-        counts[min(bins - 1, math.floor((v - low) / width))] += 1
-    top = max(counts)
-    return [
-        {"x": i * 20 + 1, "h": round(c / top * 36, 1), "y": round(38 - c / top * 36, 1), "count": c,
-         "range": f"{low + i * width:.3g}–{low + (i + 1) * width:.3g}"}
-        for i, c in enumerate(counts)
-    ]  # fmt: skip
-
-
-def _turns(row: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    if isinstance(row.get("turns"), list):
-        return [turn for run in row["turns"] for turn in (run if isinstance(run, list) else [run])]
-    return [row]
-
-
-def _calls(value: Any) -> list[ToolCall]:
-    try:
-        return list(parse_trajectory(value)) if value is not None else []
-    except Exception:  # a bad cell shows no calls; the metrics already said why
-        return []
-
-
-def side_by_side(turn: Mapping[str, Any]) -> dict[str, Any]:
-    """Expected (reference) and actual (predicted) calls of one turn, each marked by the call-level diff
-    (added, removed, moved, arguments changed — with the changed keys), and a plain-text summary to hover."""
-    reference, predicted = _calls(turn.get("reference_trajectory")), _calls(turn.get("predicted_trajectory"))
-    changes = trajectory_diff(reference, predicted)
-    marks: dict[tuple[str, int], str] = {}
-    partner: dict[int, ToolCall] = {}
-    for change in changes:
-        kind = {"reordered": "moved", "args_changed": "args"}.get(change.kind, change.kind)
-        if change.reference_index is not None:
-            marks["ref", change.reference_index] = kind
-        if change.predicted_index is not None:
-            marks["pred", change.predicted_index] = kind
-            if change.reference_index is not None:
-                partner[change.predicted_index] = reference[change.reference_index]
-
-    def shown(call: ToolCall, mark: str, against: ToolCall | None) -> dict[str, Any]:
-        diff = argument_diff(against.args, call.args) if against is not None else {}
-        changed = {*diff.get("changed", []), *diff.get("added", [])}
-        args = [{"key": k, "value": compact(v), "changed": k in changed} for k, v in (call.args or {}).items()]
-        return {"name": call.name, "mark": mark, "args": args, "error": call.error}
-
-    expected = [shown(c, marks.get(("ref", i), ""), None) for i, c in enumerate(reference)]
-    actual = [shown(c, marks.get(("pred", i), ""), partner.get(i)) for i, c in enumerate(predicted)]
-    lines = [change.describe() for change in changes]
-    if turn.get("reference") is not None and turn.get("reference") != turn.get("response"):
-        lines.append(f"expected response: {turn.get('reference')}\nactual response: {turn.get('response')}")
-    hover = ""
-    if lines:
-        hover = (
-            f"{turn.get('prompt') or 'turn'}\nexpected: {_plain(reference)}\nactual: {_plain(predicted)}\n"
-            + "\n".join(lines)
-        )
-    return {
-        "prompt": turn.get("prompt"),
-        "reference": turn.get("reference"),
-        "response": turn.get("response"),
-        "expected": expected,
-        "actual": actual,
-        "changes": [change.describe() for change in changes],
-        "hover": hover,
-    }
-
-
-def _plain(calls: Sequence[ToolCall]) -> str:
-    return ", ".join(f"{c.name}({compact(c.args)})" for c in calls) or "none"
-
-
-def online_view(series: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Per metric and agent: the buckets with their pass rates and mean scores, and the overall figures."""
+def online_view(series: Sequence[Mapping[str, Any]], bucket_ns: int) -> list[dict[str, Any]]:
+    """Per metric and agent: the buckets with their pass rates and mean scores, laid out on a chart with a
+    0–100 % axis and the dates of its first and last bucket; and the overall figures (results, scored, errored,
+    pass rate of the judged ones, mean of the scored ones)."""
     grouped: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for point in series:
         grouped.setdefault((point["metric"], point["agent_name"] or "-"), []).append(point)
@@ -279,21 +165,28 @@ def online_view(series: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         judged = sum(p["passed"] + p["failed"] for p in points)
         scored = sum(p["scored"] for p in points)
         means = [p["mean"] * p["scored"] for p in points if p["mean"] is not None]
+        shown = points[-48:]
         bars = []
-        for n, p in enumerate(points[-48:]):
+        for n, p in enumerate(shown):
             rate = p["passed"] / (p["passed"] + p["failed"]) if p["passed"] + p["failed"] else None
+            height = round((rate or 0) * RATE_HEIGHT, 1)
             bars.append(
-                {**p, "rate": rate, "x": n * 10, "h": round((rate or 0) * 36, 1), "y": round(38 - (rate or 0) * 36, 1),
-                 "when": ns_text(p["start_ns"])}
+                {**p, "rate": rate, "x": RATE_LEFT + n * RATE_BAR, "h": max(height, 1.0),
+                 "y": round(RATE_TOP + RATE_HEIGHT - max(height, 1.0), 1), "when": ns_text(p["start_ns"])}
             )  # fmt: skip
         out.append(
             {
                 "metric": metric,
                 "agent": agent,
+                "results": sum(p.get("results", p["scored"]) for p in points),
                 "scored": scored,
+                "errors": sum(p.get("errors", 0) for p in points),
                 "pass_rate": sum(p["passed"] for p in points) / judged if judged else None,
                 "mean": sum(means) / scored if means and scored else None,
                 "bars": bars,
+                "chart_width": RATE_LEFT + max(len(shown), 12) * RATE_BAR + 4,
+                "first": ns_text(shown[0]["start_ns"]) if shown else "",
+                "last": ns_text(shown[-1]["start_ns"] + bucket_ns) if shown else "",
             }
         )
     return out

@@ -10,13 +10,17 @@ document.addEventListener("DOMContentLoaded", function () {
     box.addEventListener("input", function () { slider.value = box.value; });
   });
 
-  // A run's case list: only failing cases.
+  // A run's case list: only the cases that failed (a replay's changed turns too), and a word when none did.
   var onlyFailing = document.getElementById("only-failing");
   if (onlyFailing) {
     onlyFailing.addEventListener("change", function () {
+      var shown = 0;
       document.querySelectorAll("tbody.case").forEach(function (body) {
-        body.classList.toggle("hidden", onlyFailing.checked && body.dataset.status !== "fail");
+        var keep = body.dataset.failed === "1" || body.dataset.status === "changed";
+        body.classList.toggle("hidden", onlyFailing.checked && !keep);
+        if (!onlyFailing.checked || keep) shown += 1;
       });
+      document.getElementById("no-failing").hidden = shown > 0;
     });
   }
 
