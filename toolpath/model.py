@@ -115,6 +115,8 @@ class ToolCall(_Record):
                 raise DatasetError(f"{where}: the id of {name!r} must be a string, got {kind_of(call_id)}")
             result = item["tool_output"] if "tool_output" in item else item.get("result")
             error = None if item.get("error") is None else str(item["error"])
+            if error is None and result.__class__ is dict:
+                error = mcp_tool_error(result)
             agent = item["agent_name"] if "agent_name" in item else item.get("author")
         call = call_record(cls, name, args, result, call_id, error)
         if agent is not None:
@@ -382,3 +384,15 @@ def constructed(cls: type[_R], values: dict[str, Any]) -> _R:
 def kind_of(value: Any) -> str:
     """How an error message names a value's type (JSON's ``null`` for ``None``)."""
     return "null" if value is None else type(value).__name__
+
+
+def mcp_tool_error(result: Mapping[str, Any]) -> str | None:
+    """The error an MCP ``CallToolResult`` (``{"content": [...], "isError": true}``) says, as a trajectory item's
+    result may hold it: ``tool_error: `` and the result's text; ``None`` for any other result."""
+    if result.get("isError") is not True and result.get("is_error") is not True:
+        return None
+    blocks = result.get("content")
+    if not isinstance(blocks, list):
+        return None
+    texts = [b["text"] for b in blocks if isinstance(b, Mapping) and isinstance(b.get("text"), str)]
+    return "tool_error: " + "\n".join(texts) if texts else "tool_error"

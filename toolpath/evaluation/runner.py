@@ -18,6 +18,7 @@ from toolpath.evaluation.catalog import pass_rules, resolve_metric
 from toolpath.evaluation.like_with_like import produced_views, store_redactor
 from toolpath.evaluation.scoring import prepare_judge, score_views
 from toolpath.evaluation.targets import describe_target, resolve_target
+from toolpath.evaluation.tool_names import check_prefixes, strip_views
 from toolpath.judges.client import Judge, JudgeSettings
 from toolpath.metrics.base import Metric
 from toolpath.store.store import Store
@@ -74,6 +75,7 @@ def evaluate(
     on_agent_run: Callable[[int], None] | None = None,
     run_id: str | None = None,
     experiment: str | None = None,
+    strip_tool_prefix: str | Sequence[str] | None = None,
 ) -> EvalResult:
     """Score every row of ``dataset`` with ``metrics``.
 
@@ -92,7 +94,12 @@ def evaluate(
 
     ``run_id`` names the run (default: a random id); with ``store``, an id the store already holds is an error
     before anything runs. ``experiment`` is saved with the run (Vertex AI's experiment: runs of one name).
+
+    ``strip_tool_prefix`` (a prefix or several): tool names are compared without it, on the predicted and the
+    reference side alike — an MCP server's tools that the agent saw as ``weather_get_forecast`` match a reference's
+    ``get_forecast``. Without it names are compared as the agent saw them.
     """
+    prefixes = check_prefixes(strip_tool_prefix)
     if concurrency < 1:
         raise ConfigError(f"concurrency must be at least 1, got {concurrency}")
     if run_id is not None and (not run_id or len(run_id) > 64):
@@ -120,6 +127,8 @@ def evaluate(
         views: Iterable[tuple[dict[str, Any], Mapping[str, Any]]] = produced_views(rows, produced, redactor)
     else:  # streamed: each row is scored as it is read, its trajectories parsed once
         views = ((row, {**row, **parsed}) for row, parsed in parsed_rows)
+    if prefixes:
+        views = strip_views(views, prefixes)
     table, summary, usage = score_views(views, resolved, judge=connected, cache=store, on_row=on_row)
     eval_result = EvalResult(summary, table, names, run_id, usage, pass_rules(resolved))
     if store is not None:

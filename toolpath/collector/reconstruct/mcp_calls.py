@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from toolpath.collector.reconstruct.span_values import error_text, parse_json
-from toolpath.model import ToolCall, constructed
+from toolpath.model import ToolCall, constructed, mcp_tool_error
 from toolpath.store.spanrecord import STATUS_ERROR, SpanRecord
 from toolpath.tracer import semconv as sc
 
@@ -82,10 +82,9 @@ def read_result(result: Any) -> tuple[Any, str | None]:
         return result, None
     if not set(result) <= _RESULT_KEYS or not all(isinstance(b, dict) and "type" in b for b in result["content"]):
         return result, None
+    if (error := mcp_tool_error(result)) is not None:
+        return None, error
     blocks = [_block_value(block) for block in result["content"]]
-    if result.get("isError") is True or result.get("is_error") is True:
-        texts = [b for b in blocks if isinstance(b, str)] or [str(b) for b in blocks]
-        return None, "tool_error: " + "\n".join(texts) if texts else "tool_error"
     structured = result.get("structuredContent", result.get("structured_content"))
     if isinstance(structured, dict):
         if set(structured) == {"result"} and len(blocks) == 1 and blocks[0] == structured["result"]:
