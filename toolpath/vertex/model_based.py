@@ -61,8 +61,10 @@ class PointwiseMetricPromptTemplate(judges.PointwiseMetricPromptTemplate):
             dict(evaluation_steps) if evaluation_steps else None,
             tuple(few_shot_examples or ()),
         )
-        if not self.pairwise_rubric():
-            self.scale()  # a pointwise rubric's keys are numbers: a bad one is an error now, not per row
+        if not self.pairwise_rubric():  # a pointwise rubric's keys are numbers: a bad one is an error now
+            bad = [key for key in rating_rubric if not _is_number(key)]
+            if bad:
+                raise MetricError(f"rating_rubric: a pointwise rating must be a number, got {bad[0]!r}")
 
     def pairwise_rubric(self) -> bool:
         return False
@@ -115,15 +117,23 @@ class CustomOutputConfig:
     parsing_fn: Callable[[str], dict[str, Any]] | None = None
 
 
-def judge_options(config: Any) -> tuple[str, int, float | None]:
+def _is_number(text: Any) -> bool:
+    try:
+        float(text)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def judge_options(config: Any, *, pairwise: bool = False) -> tuple[str, int, float | None]:
     """(model, samples, temperature) of an ``AutoraterConfig`` (ours, or Vertex AI's own message: read by its
-    fields)."""
+    fields; there an unset ``flip_enabled`` reads false, so only ours can refuse it)."""
     if config is None:
         return DEFAULT_MODEL, 1, None
     samples = getattr(config, "sampling_count", None) or 1
     if not isinstance(samples, int) or samples < 1:
         raise MetricError(f"autorater_config.sampling_count must be a positive integer, got {samples!r}")
-    if getattr(config, "flip_enabled", None) is False and samples > 1:
+    if pairwise and isinstance(config, AutoraterConfig) and config.flip_enabled is False and samples > 1:
         raise MetricError(
             "autorater_config.flip_enabled=False: toolpath's pairwise judge always swaps the responses' places "
             "on every other sample"
@@ -190,7 +200,8 @@ class _VertexShape:
         if self.autorater_config is not None or config is None:
             return self
         made = copy.copy(self)
-        made.model, made.num_samples, made.temperature = judge_options(config)  # type: ignore[attr-defined]
+        options = judge_options(config, pairwise=bool(getattr(self, "pairwise", False)))
+        made.model, made.num_samples, made.temperature = options  # type: ignore[attr-defined]
         made.autorater_config = config
         return made
 
@@ -239,7 +250,7 @@ class PairwiseMetric(_VertexShape, judges.PairwiseMetric):
         custom_output_config: Any = None,
     ) -> None:
         _refuse_custom_output(custom_output_config)
-        model, samples, temperature = judge_options(autorater_config)
+        model, samples, temperature = judge_options(autorater_config, pairwise=True)
         super().__init__(
             metric,
             _template(metric_prompt_template),
