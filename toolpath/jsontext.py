@@ -7,12 +7,14 @@ The text is compact and keeps non-ASCII characters as they are: only its values 
 ``null``: the collector cleans them into strings before anything is stored (:mod:`toolpath.collector.clean`).
 
 Reading stays with ``json.loads``: orjson reads an integer past 64 bits as a float, and ``json`` takes the
-``NaN`` and ``Infinity`` some senders write.
+``NaN`` and ``Infinity`` some senders write. Files users write (datasets, eval sets) are read with
+:func:`strict_loads`, which refuses them.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import orjson
@@ -27,3 +29,32 @@ def dumps(value: Any) -> str:
         return _orjson_dumps(value, option=_OPTIONS).decode()
     except TypeError:  # orjson's refusal of a key, a number, a string or an object; json decides
         return json.dumps(value)
+
+
+_CONSTANT_OR_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|(-?Infinity|NaN)')
+
+
+def strict_loads(text: str) -> Any:
+    """``text`` read as standard JSON, for files users write: ``NaN`` and ``Infinity`` (which ``json`` takes but
+    JSON has not) and a key given twice in one object (of which ``json`` keeps the last in silence) are a
+    :class:`json.JSONDecodeError` at their place, so the reader's message names the line."""
+
+    def constant(name: str) -> Any:
+        found = next((m for m in _CONSTANT_OR_STRING.finditer(text) if m.group(1)), None)
+        raise json.JSONDecodeError(
+            f"{name} is not a JSON number: write null or a string", text, found.start() if found else 0
+        )
+
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        row = dict(pairs)
+        if len(row) == len(pairs):
+            return row
+        seen: set[str] = set()
+        twice = next(key for key, _ in pairs if key in seen or seen.add(key))  # type: ignore[func-returns-value]
+        spelled = re.compile(re.escape(json.dumps(twice, ensure_ascii=False)) + r"\s*:")
+        places = [m.start() for m in spelled.finditer(text)]
+        raise json.JSONDecodeError(
+            f"key {twice!r} given twice in one object", text, places[1] if len(places) > 1 else 0
+        )
+
+    return json.loads(text, parse_constant=constant, object_pairs_hook=unique)

@@ -8,6 +8,7 @@ from collections.abc import Hashable, Iterable, Iterator, Sequence
 from typing import Any, overload
 
 from toolpath.errors import DatasetError
+from toolpath.jsontext import strict_loads
 from toolpath.model import JsonValue, ToolCall, cached, call_record, kind_of
 from toolpath.values import counts, python_identity
 
@@ -166,7 +167,7 @@ def _unusual_cell(value: Any, where: str) -> Any:
         return value
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = strict_loads(value)
         except json.JSONDecodeError as exc:
             raise DatasetError(
                 f"{where}: not valid JSON ({exc.msg} at char {exc.pos}); expected a list of tool calls, "

@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from toolpath.errors import DatasetError
+from toolpath.jsontext import strict_loads
 
 
 def read_json(path: str | Path) -> list[dict[str, Any]]:
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = strict_loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise DatasetError(f"{path}: no such file") from None
     except json.JSONDecodeError as exc:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from toolpath.errors import DatasetError
+from toolpath.jsontext import strict_loads
 
 
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
@@ -24,7 +25,7 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
         raise DatasetError(f"{path}: no such file") from None
     except OSError as exc:
         raise DatasetError(f"{path}: cannot read ({exc.strerror})") from None
-    loads = json.loads
+    loads = strict_loads
     with handle:
         try:
             for number, line in enumerate(handle, start=1):

@@ -21,6 +21,7 @@ from typing import Any
 from toolpath.datasets.export import to_evalset
 from toolpath.errors import ConfigError, DatasetError
 from toolpath.evaluation.evalsets.files import EVALSET_SUFFIX, EvalSet, load_eval_set
+from toolpath.jsontext import strict_loads
 from toolpath.model import Session
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")  # whole names only: fullmatch (no "$" before a newline)
@@ -134,7 +135,7 @@ def parse_args(text: str, where: str) -> dict[str, Any]:
     if not text.strip():
         return {}
     try:
-        value = json.loads(text)
+        value = strict_loads(text)
     except json.JSONDecodeError as exc:
         raise DatasetError(f"{where}: arguments are not valid JSON ({exc.msg} at column {exc.colno})") from None
     if not isinstance(value, dict):
