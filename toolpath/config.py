@@ -35,6 +35,9 @@ DEFAULT_MAX_SPANS_PER_TRACE = 10_000
 """More spans of one trace are dropped by the collector, counted."""
 DEFAULT_MAX_TOOL_CALLS = 1_000
 """More tool calls in one invocation are dropped, marked."""
+MAX_WORKERS_PER_CORE = 4
+"""``collect --workers`` takes at most this many processes per core (each holds its own interpreter and store
+connections: more only compete for the same cores)."""
 
 MAX_HEAD_BYTES = 16 * 1024
 """The largest request head (request line and headers) the collector and the UI take; a larger one is a 431."""

@@ -201,5 +201,6 @@ def test_unscored_rows_are_counted_with_their_reasons(tmp_path):
     nothing = run_cli(tmp_path, "eval", "cases.jsonl", "--metrics", "trajectory_exact_match,tool_name_match(name=t)",
                       "--quiet")  # fmt: skip
     assert nothing.returncode == 1  # a metric that scored no row: nothing was checked, nothing is green
-    assert nothing.stdout.splitlines()[0].startswith("not scored t: 3 of 3 row(s) not scored: ")
+    assert nothing.stdout.splitlines()[0] == "cases.jsonl (3 rows): trajectory_exact_match 1.000 (2/3), t — (0/3)"
+    assert nothing.stdout.splitlines()[1].startswith("not scored t: 3 of 3 row(s) not scored: ")
     assert nothing.stdout.splitlines()[-1] == "FAILED nothing scored by: t"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import types
 from pathlib import Path
 from typing import Any
 
@@ -46,4 +47,10 @@ def load_agent(reference: str) -> Any:
     try:
         return resolve_target(obj)
     except ConfigError as exc:
+        _, colon, attr = reference.partition(":")
+        if colon and isinstance(obj, types.ModuleType):  # module:attr named a module, e.g. one it imported
+            raise ConfigError(
+                f"--agent {reference!r}: {attr} is the module {obj.__name__}, not an agent (it exposes no "
+                "root_agent); name a function, a LangChain Runnable or an ADK agent"
+            ) from None
         raise ConfigError(f"--agent {reference!r}: {exc}") from None

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from toolpath.cli.options import store_option
+from toolpath.cli.options import store_option, token_option
 from toolpath.cli.output import console
 from toolpath.cli.service_config import log_format_option, service_logging, service_settings
 from toolpath.collector.supervisor import WorkerSpec, WorkerTotals, default_workers, serve
@@ -21,7 +21,7 @@ from toolpath.config import (
     DEFAULT_MAX_IN_FLIGHT,
     DEFAULT_MAX_SPANS_PER_TRACE,
     DEFAULT_MAX_TOOL_CALLS,
-    TOKEN_ENV,
+    MAX_WORKERS_PER_CORE,
 )
 from toolpath.errors import ConfigError
 from toolpath.redact import Redactor
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback by default).")
 @click.option("--http-port", default=4318, show_default=True, type=int, help="OTLP/HTTP port (0: off).")
 @click.option("--grpc-port", default=4317, show_default=True, type=int, help="OTLP/gRPC port (0: off).")
-@click.option("--token", envvar=TOKEN_ENV, default=None, help="Require 'Authorization: Bearer <token>'.")
+@token_option("Require 'Authorization: Bearer <token>'.")
 @click.option(
     "--max-body-bytes",
     default=DEFAULT_MAX_BODY_BYTES,
@@ -143,6 +143,13 @@ def collect(
 
     # Everything is checked before the store is opened (a new SQLite file is created then): a bad option
     # leaves nothing behind.
+    if workers == 0:
+        workers = default_workers()
+    if workers > (most := MAX_WORKERS_PER_CORE * default_workers()):
+        raise ConfigError(
+            f"--workers {workers}: at most {most} on this machine ({MAX_WORKERS_PER_CORE} per core; each is a process "
+            "of its own)"
+        )
     the_store = Store(store, create=False)
     if with_ui and not token and not _is_loopback(host):
         raise ConfigError("--ui off loopback needs --token (the pages show recorded traffic)")
@@ -167,8 +174,6 @@ def collect(
         from toolpath.evaluation.online import OnlineEvaluator
 
         online = OnlineEvaluator(the_store, online_path, redactor=redactor)  # metrics, references, judge
-    if workers == 0:
-        workers = default_workers()
     if workers > 1:
         if online is not None and online.exporter is not None:
             online.exporter.shutdown()  # checked here; each worker scores (and exports) with one of its own

@@ -10,7 +10,9 @@ from toolpath.cli.output import console
 
 @click.command()
 @store_option
-@click.option("--worst", default=6, show_default=True, help="How many of the worst cases to show.")
+@click.option(
+    "--worst", default=6, show_default=True, type=click.IntRange(min=0), help="How many of the worst cases to show."
+)
 def demo(store: str | None, worst: int) -> None:
     """Run the bundled smart-home agent over 24 cases and score its trajectories.
 

@@ -41,6 +41,17 @@ def summary_table(
     return table
 
 
+def summary_line(
+    summary: Mapping[str, Any], names: Sequence[str], rows: Sequence[Mapping[str, Any]], title: str
+) -> str:
+    """The summary table in one line (``--quiet``): each metric's mean and how many rows it scored."""
+    parts = []
+    for name in names:
+        scored = sum(row.get(f"{name}/score") is not None for row in rows)
+        parts.append(f"{name} {_num(summary.get(f'{name}/mean'))} ({scored}/{len(rows)})")
+    return f"{title}: {', '.join(parts)}"
+
+
 def not_scored(rows: Sequence[Mapping[str, Any]], names: Sequence[str], reasons: int = 3) -> list[str]:
     """One line per metric that left rows unscored: how many, and the commonest reasons with their counts."""
     lines = []

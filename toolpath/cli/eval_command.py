@@ -118,6 +118,9 @@ def eval_command(
     limits = parse_thresholds(thresholds)
     if store is not None:
         resolve_store_url(store)  # a bad --store is an error now, not after the work
+    if not from_store and (agent_name or session_id or limit is not None):
+        given = [o for o, v in (("--agent-name", agent_name), ("--session", session_id), ("--limit", limit)) if v]
+        raise ConfigError(f"{', '.join(given)}: only with --from-store (they pick recorded invocations to score)")
     if from_store:
         if dataset is not None or agent_ref or from_results is not None:
             raise ConfigError("--from-store scores recorded traffic: give no DATASET, --agent or --from-results")
@@ -158,7 +161,7 @@ def eval_command(
 def _finish(result: Any, output: Path | None, quiet: bool, title: str, stored: bool, limits: dict[str, float]) -> None:
     """Write the results, print the summary (rows scored per metric, and why not), the run line; exit 1 when a
     metric scored no row (nothing was checked) or a mean missed its threshold (the summary names which)."""
-    from toolpath.cli.display import not_scored, print_summary
+    from toolpath.cli.display import not_scored, print_summary, summary_line
     from toolpath.evaluation.gates import missed_gates
 
     if output is not None:
@@ -166,6 +169,7 @@ def _finish(result: Any, output: Path | None, quiet: bool, title: str, stored: b
     names, table = result.metric_names, result.metrics_table
     empty = [n for n in names if all(row.get(f"{n}/score") is None for row in table)]
     if quiet:
+        console.print(summary_line(result.summary_metrics, names, table, title), markup=False, highlight=False)
         for line in not_scored(table, empty):
             console.print(f"not scored {line}", markup=False, highlight=False)
     else:
@@ -278,18 +282,23 @@ def _eval_sets(
     from toolpath.cli.display import eval_set_report
     from toolpath.evaluation.evalsets.evaluator import check_runnable, criteria_of, evaluate_eval_sets
     from toolpath.judges.client import Judge, settings_from
+    from toolpath.judges.vertex import JudgeMetric
 
     if not agent_ref:
         raise ConfigError("--agent module:attr is required to run eval sets (or an ADK agent module or folder)")
     _importable_cwd()
     eval_sets = _load_eval_sets(path, config_path)
-    for eval_set in eval_sets:  # every criterion and case checked before the agent is imported or a file made
-        check_runnable(eval_set, criteria_of(eval_set))
+    judge = Judge(settings_from(None), cache=None) if no_cache else None  # default: the store caches replies
+    plans = [criteria_of(eval_set) for eval_set in eval_sets]
+    for eval_set, plan in zip(eval_sets, plans, strict=True):  # all checked before the agent is imported or a file made
+        check_runnable(eval_set, plan)
+    simulated = any(case.conversation_scenario is not None for eval_set in eval_sets for case in eval_set.cases)
+    if simulated or any(isinstance(c.metric, JudgeMetric) for plan in plans for c in plan.values()):
+        (judge or Judge(settings_from(None), cache=None)).connect()  # no credentials: an error before the store
     agent = load_agent(agent_ref)
     store = Store(store_url) if store_url else None
     tracing.init(store=store)
     total = sum(len(eval_set.cases) for eval_set in eval_sets)
-    judge = Judge(settings_from(None), cache=None) if no_cache else None  # default: the store caches replies
     with progress(total, "running eval cases", quiet) as bar:
         result = evaluate_eval_sets(
             eval_sets, agent, runs=runs, store=store, on_case=bar.advance, judge=judge, fresh=fresh

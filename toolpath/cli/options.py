@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from toolpath.config import STORE_ENV
+from toolpath.config import STORE_ENV, TOKEN_ENV
 from toolpath.errors import ConfigError
 from toolpath.store.store import Store, resolve_store_url
 
@@ -18,6 +18,18 @@ store_option = click.option(
     default=None,
     help=f"Database URL (default: ${STORE_ENV} or sqlite:///toolpath.db).",
 )
+
+
+def token_option(help: str) -> Any:
+    """``--token`` (or $TOOLPATH_TOKEN): an empty one, as an unset shell variable gives, is an error, never
+    a server without a credential."""
+
+    def nonempty(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise click.BadParameter("empty (an unset variable?); give a token, or leave the option out")
+        return value
+
+    return click.option("--token", envvar=TOKEN_ENV, default=None, callback=nonempty, help=help)
 
 
 def selection_options(fn: Any) -> Any:

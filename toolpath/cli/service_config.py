@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+from click.core import ParameterSource
 
 from toolpath.config import ENV_PREFIX
 from toolpath.errors import ConfigError
@@ -41,6 +42,7 @@ def service_settings(command: click.Command) -> click.Command:
         if isinstance(param, click.Option):
             param.envvar = param.envvar or f"{ENV_PREFIX}{key_of(param).upper()}"
             param.show_envvar = True
+            param.__class__ = _ServiceOption
     config = click.Option(
         ["--config"],
         type=click.Path(path_type=Path),
@@ -54,6 +56,17 @@ def service_settings(command: click.Command) -> click.Command:
     )
     command.params.insert(0, config)
     return command
+
+
+class _ServiceOption(click.Option):
+    """An option whose error names its environment variable only when the value came from there."""
+
+    def get_error_hint(self, ctx: click.Context | None) -> str:
+        hint = " / ".join(f"'{opt}'" for opt in self.opts)
+        source = ctx.get_parameter_source(self.name) if ctx is not None and self.name else None
+        if source is ParameterSource.ENVIRONMENT and isinstance(self.envvar, str):
+            hint += f" (from ${self.envvar})"
+        return hint
 
 
 def _load_file(ctx: click.Context, param: click.Parameter, path: Path | None) -> None:
@@ -81,8 +94,12 @@ def _load_file(ctx: click.Context, param: click.Parameter, path: Path | None) ->
             value = [value]
         if isinstance(option.type, click.Path) and isinstance(value, str) and not Path(value).is_absolute():
             value = str(path.parent / value)  # a file named in the file is found next to it
+        if option.is_flag and not isinstance(value, bool):  # "no" is a true string: never a guess
+            raise ConfigError(f"{path}: {key}: expected true or false, got {value!r}")
         try:
-            option.type_cast_value(ctx, value)
+            converted = option.type_cast_value(ctx, value)
+            if option.callback is not None:
+                option.callback(ctx, option, converted)
         except click.BadParameter as exc:
             raise ConfigError(f"{path}: {key}: {exc.message}") from None
         defaults[option.name] = value

@@ -9,9 +9,9 @@ from typing import Any
 import click
 
 from toolpath.cli.agents import load_agent
-from toolpath.cli.options import open_existing_store, store_option
+from toolpath.cli.options import open_existing_store, store_option, token_option
 from toolpath.cli.output import console
-from toolpath.config import MAX_HEAD_BYTES, TOKEN_ENV
+from toolpath.config import MAX_HEAD_BYTES
 from toolpath.errors import ConfigError
 
 UI_HINT = "pip install 'toolpath[ui]'"
@@ -39,9 +39,7 @@ def is_loopback(host: str) -> bool:
 @store_option
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback by default).")
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="Port (0: any free one).")
-@click.option(
-    "--token", envvar=TOKEN_ENV, default=None, help="Require this token (default: a new one, in the printed link)."
-)
+@token_option("Require this token (default: a new one, in the printed link).")
 @click.option(
     "--evalsets",
     type=click.Path(path_type=Path, file_okay=False),
@@ -66,25 +64,32 @@ def ui_command(
     """
     import uvicorn
 
-    the_store = open_existing_store(store)
-    loopback = is_loopback(host)
-    if not token:
-        token = secrets.token_urlsafe(24)  # every request needs a credential; the printed link logs in
-    app = build_ui(the_store, evalsets=evalsets, token=token, loopback_only=loopback, agents=agents)
-    from toolpath.cli.vertex_api import with_evaluate_instances
+    from toolpath.collector.http import HEADER_SECONDS, bind, header_deadline_protocol
 
-    app = with_evaluate_instances(app, the_store, token=token, loopback_only=loopback)  # Vertex AI's API
-    shown = f"[{host}]" if ":" in host else host
-    link = f"http://{shown}:{port}/sessions" + (f"?token={token}" if token else "")
-    console.print(f"toolpath ui on {link} over {the_store.url} (eval sets in {evalsets}); Ctrl-C stops it")
-    from toolpath.collector.http import HEADER_SECONDS, header_deadline_protocol
+    try:
+        sock = bind(host, port)  # before anything is said or opened: a port in use is one error line
+    except ConfigError as exc:
+        raise ConfigError(f"--port {port}: {exc}") from None
+    port = sock.getsockname()[1]  # --port 0: the one the system gave
+    with sock:
+        the_store = open_existing_store(store)
+        loopback = is_loopback(host)
+        if not token:
+            token = secrets.token_urlsafe(24)  # every request needs a credential; the printed link logs in
+        app = build_ui(the_store, evalsets=evalsets, token=token, loopback_only=loopback, agents=agents)
+        from toolpath.cli.vertex_api import with_evaluate_instances
 
-    uvicorn.run(
-        app,
-        host=host,
-        port=port,
-        log_level="warning",
-        access_log=False,
-        http=header_deadline_protocol(HEADER_SECONDS),  # a slowly dribbled request head holds no connection
-        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
-    )
+        app = with_evaluate_instances(app, the_store, token=token, loopback_only=loopback)  # Vertex AI's API
+        shown = f"[{host}]" if ":" in host else host
+        link = f"http://{shown}:{port}/sessions?token={token}"
+        console.print(
+            f"toolpath ui on {link} over {the_store.url} (eval sets in {evalsets}); Ctrl-C stops it", soft_wrap=True
+        )
+        config = uvicorn.Config(
+            app,
+            log_level="warning",
+            access_log=False,
+            http=header_deadline_protocol(HEADER_SECONDS),  # a slowly dribbled request head holds no connection
+            h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+        )
+        uvicorn.Server(config).run(sockets=[sock])

@@ -55,6 +55,8 @@ class ServiceOptions:
 def check_addresses(options: ServiceOptions) -> None:
     """A :class:`ConfigError` when a port is out of range, ``host`` does not resolve, or a port cannot be
     listened on (in use, not allowed): checked before anything is opened or created."""
+    if not options.http_port and not options.grpc_port:
+        raise ConfigError("both --http-port and --grpc-port are 0: nothing to listen on")
     for option, port in (("--http-port", options.http_port), ("--grpc-port", options.grpc_port)):
         if not 0 <= port <= 65535:
             raise ConfigError(f"{option} {port}: not a port number (0 to 65535; 0 turns it off)")

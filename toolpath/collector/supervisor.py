@@ -25,6 +25,7 @@ import logging
 import os
 import signal
 import socket
+import sys
 import tempfile
 import threading
 import time
@@ -33,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from toolpath.errors import ConfigError
+from toolpath.errors import ConfigError, ToolpathError
 
 logger = logging.getLogger("toolpath.collector.workers")
 _START_SECONDS = 120.0
@@ -125,7 +126,7 @@ def serve(spec: WorkerSpec, count: int, ready: Callable[[], None]) -> tuple[int,
             deadline = time.monotonic() + _START_SECONDS
             while not all(started.is_set() for _, started in workers):  # told to stop meanwhile: once they serve
                 if any(not p.is_alive() for p, _ in workers) or time.monotonic() > deadline:
-                    raise ConfigError("a collector worker did not start (its error is above)")
+                    raise ConfigError(_start_failure(results))
                 time.sleep(0.02)
             if dealer is not None:
                 dealer.listener.listen(BACKLOG)
@@ -158,10 +159,22 @@ def serve(spec: WorkerSpec, count: int, ready: Callable[[], None]) -> tuple[int,
         with contextlib.suppress(Exception):
             while True:
                 _, spans, worker_hits, worker_online = results.get(timeout=0.2)
+                if spans is None:  # a worker's error (reported already)
+                    continue
                 stored += spans
                 hits.update(worker_hits)
                 online.update(worker_online)
         return stored, hits, online
+
+
+def _start_failure(results: Any) -> str:
+    """What a worker that stopped while starting said (its error), else what is known."""
+    with contextlib.suppress(Exception):
+        while True:
+            _, spans, message, _ = results.get(timeout=1.0)
+            if spans is None:
+                return str(message)
+    return "a collector worker did not start (its error is above)"
 
 
 def _worker(
@@ -169,7 +182,13 @@ def _worker(
 ) -> None:
     """One worker process: ``spec.run`` serves the connections dealt on ``channel`` until SIGTERM."""
     _die_with(parent)
-    spans, hits, scored = spec.run(spec, channel, started.set)
+    try:
+        spans, hits, scored = spec.run(spec, channel, started.set)
+    except ToolpathError as exc:  # a setting that fails here: the parent reports it, as one line
+        results.put((index, None, str(exc), None))
+        results.close()
+        results.join_thread()
+        sys.exit(2)
     results.put((index, spans, hits, scored))
     results.close()
     results.join_thread()

@@ -92,9 +92,11 @@ def adk_evaluator(name: str, criterion: Mapping[str, Any]) -> Evaluator:
     read by ADK's ``EvalConfig``), from ADK's metric registry as ``LocalEvalService`` gets it; a criterion ADK
     rejects is a ``ValueError``."""
     from google.adk.evaluation.eval_config import EvalConfig, get_eval_metrics_from_config
-    from google.adk.evaluation.metric_evaluator_registry import DEFAULT_METRIC_EVALUATOR_REGISTRY
     from pydantic import ValidationError
 
+    with warnings.catch_warnings():  # the registry is made, and marked experimental, on first import
+        warnings.filterwarnings("ignore", message=r"\[EXPERIMENTAL\]")
+        from google.adk.evaluation.metric_evaluator_registry import DEFAULT_METRIC_EVALUATOR_REGISTRY
     try:
         config = EvalConfig.model_validate({"criteria": {name: dict(criterion)}})
     except ValidationError as exc:

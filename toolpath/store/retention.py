@@ -45,6 +45,8 @@ def parse_duration(value: str, option: str = "duration") -> float:
     Anything else, or zero, is a :class:`ConfigError` naming ``option``."""
     match = _DURATION.fullmatch(value)
     seconds = float(match.group(1)) * _UNITS[match.group(2).lower()] if match else 0.0
+    if match and not seconds:
+        raise ConfigError(f"{option} {value!r}: must be more than zero (e.g. 12h, 30d)")
     if not seconds:
         raise ConfigError(f"{option} {value!r}: not a duration (a number and a unit s, m, h, d or w, e.g. 12h, 30d)")
     return seconds

@@ -282,6 +282,14 @@ class _UserSimulatorConfig(BaseModel):
             )
         return value
 
+    @field_validator("max_allowed_invocations")
+    @classmethod
+    def _check_limit(cls, value: int) -> int:
+        # ADK counts the starting prompt as an invocation: 0 would run nothing, and only -1 means no limit
+        if value == 0 or value < -1:
+            raise ValueError("must be at least 1 (the starting prompt counts as one), or -1 for no limit")
+        return value
+
 
 class LlmBackedUserSimulatorConfig(_UserSimulatorConfig):
     type: Literal["llm_backed"] = "llm_backed"

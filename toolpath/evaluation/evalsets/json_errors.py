@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from toolpath.errors import DatasetError
+from toolpath.jsontext import strict_loads
 
 _EXPECTED = {
     "dict_type": "an object",
@@ -46,7 +47,7 @@ def read_json(path: Path) -> tuple[Any, str]:
     except (OSError, UnicodeDecodeError) as exc:
         raise DatasetError(f"{path}: cannot read ({exc})") from None
     try:
-        return json.loads(text), text
+        return strict_loads(text), text
     except json.JSONDecodeError as exc:
         raise DatasetError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg})") from None
 
@@ -107,7 +108,7 @@ def _walk(model: type[BaseModel], loc: tuple[int | str, ...], data: Any) -> tupl
         tp = _unwrap_optional(tp)
         members = _union_members(tp)
         if members is not None:
-            chosen = next((m for m in members if _tag(m) == part), None)
+            chosen = next((m for m in members if part in _tags(m)), None)
             if chosen is not None:
                 preferred = preferred and chosen is _meant(members, node)
                 tp = chosen
@@ -147,10 +148,12 @@ def _unwrap_optional(tp: Any) -> Any:
     if members is None:
         return tp
     rest = [m for m in members if m is not type(None)]
-    return rest[0] if len(rest) == 1 else tp
+    return _unwrap_optional(rest[0]) if len(rest) == 1 else tp
 
 
 def _raw_union(tp: Any) -> tuple[Any, ...] | None:
+    while typing.get_origin(tp) is typing.Annotated:
+        tp = typing.get_args(tp)[0]
     origin = typing.get_origin(tp)
     if origin is typing.Union or origin is types.UnionType:
         return typing.get_args(tp)
@@ -165,8 +168,17 @@ def _union_members(tp: Any) -> list[Any] | None:
     return rest if len(rest) > 1 else None
 
 
-def _tag(member: Any) -> str:
-    return member.__name__ if isinstance(member, type) else str(member)
+def _tags(member: Any) -> set[Any]:
+    """What pydantic names a union member by in an error's location: its type name, or for a discriminated
+    union the value of its ``Literal`` tag field."""
+    if not isinstance(member, type):
+        return {str(member)}
+    tags: set[Any] = {member.__name__}
+    if issubclass(member, BaseModel):
+        for info in member.model_fields.values():
+            if typing.get_origin(info.annotation) is typing.Literal:
+                tags.update(typing.get_args(info.annotation))
+    return tags
 
 
 def _meant(members: list[Any], node: Any) -> Any:
