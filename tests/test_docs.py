@@ -22,6 +22,18 @@ def test_readme_opens_with_demo_and_test_commands():
     assert "pytest" in tests
 
 
+def test_the_demo_command_installs_what_the_quickstart_uses():
+    """The first set-up command installs every extra the README's quickstart then needs: ``toolpath ui`` needs
+    the ``ui`` extra, the demo's LangGraph agent the ``langgraph`` one."""
+    demo, _ = readme_commands()
+    extras = set(re.search(r"\.\[([a-z,]+)\]", demo).group(1).split(","))  # type: ignore[union-attr]
+    quickstart = (ROOT / "README.md").read_text().split("## Quickstart", 1)[1].split("\n## ", 1)[0]
+    needed = {"langgraph"} | ({"ui"} if "toolpath ui" in quickstart else set())
+    assert needed <= extras, f"the demo command misses the extras {sorted(needed - extras)}"
+    index = (ROOT / "docs" / "index.md").read_text()
+    assert demo in index  # the docs' home page gives the same command
+
+
 def test_ci_runs_exactly_the_readme_test_command():
     _, tests = readme_commands()
     ci_lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
