@@ -80,3 +80,37 @@ def test_sessions_show_names_the_agent_of_each_call_and_answer(tmp_path):
     assert "[thermostat_expert] set_temperature(" in table.stdout
     assert "[thermostat_expert] The office is now set to 20" in table.stdout
     assert "[smart_home_assistant]" not in table.stdout  # the turn's own agent goes without saying
+
+
+def test_sessions_list_says_how_many_it_left_out(demo_dir):
+    """72 sessions, 50 listed by default: the rest are counted, with the option that shows them; a full list says
+    nothing; the JSON stays a list, the note goes beside it."""
+    cut = run_cli(demo_dir, "sessions", "list")
+    assert cut.returncode == 0, cut.stderr
+    assert "50 of 72 sessions shown, newest first; --limit 72 lists them all" in cut.stdout
+    whole = run_cli(demo_dir, "sessions", "list", "--limit", "72")
+    assert "sessions shown" not in whole.stdout + whole.stderr
+    as_json = run_cli(demo_dir, "sessions", "list", "--json", "--limit", "10")
+    assert len(json.loads(as_json.stdout)) == 10 and "10 of 72 sessions shown" in as_json.stderr
+    agent = run_cli(demo_dir, "sessions", "list", "--agent-name", "smart_home_app", "--limit", "20")
+    assert "20 of 24 sessions shown" in agent.stdout
+
+
+def test_sessions_show_holds_each_turns_online_scores(tmp_path):
+    """The scores the online evaluator stored with a turn are in `sessions show`, table and JSON: metric, score,
+    label and, for a failed one, why."""
+    store_url = f"sqlite:///{tmp_path / 'w.db'}"
+    online = {"metrics": ["tool_call_count", "tool_error_rate"], "poll_seconds": 0.05, "thresholds": {}}
+    tracing = toolpath.init(store=store_url, online=online)
+    bot("Weather in Paris?", session_id="chat-1")
+    toolpath.flush()
+    assert tracing.online.drain(20)
+    toolpath.shutdown()
+    shown = run_cli(tmp_path, "sessions", "show", "chat-1", "--store", store_url, "--json")
+    assert shown.returncode == 0, shown.stderr
+    [turn] = json.loads(shown.stdout)["invocations"]
+    by_metric = {s["metric"]: s for s in turn["online_scores"]}
+    assert set(by_metric) == {"tool_call_count", "tool_error_rate"}
+    assert by_metric["tool_call_count"]["score"] == 1.0 and by_metric["tool_error_rate"]["score"] == 0.0
+    table = run_cli(tmp_path, "sessions", "show", "chat-1", "--store", store_url)
+    assert "online" in table.stdout and "tool_call_count 1.000" in " ".join(table.stdout.split())

@@ -189,9 +189,11 @@ def sessions_table(sessions: Sequence[Mapping[str, Any]]) -> Table:
     return table
 
 
-def session_table(session: Session) -> Table:
+def session_table(session: Session, scores: Mapping[str, Sequence[Mapping[str, Any]]] | None = None) -> Table:
+    """Each turn of ``session``; with ``scores`` (invocation id -> its online scores), a column of them."""
     table = Table(title=f"Session {session.session_id}", title_justify="left", show_lines=True)
-    for column in ("#", "prompt", "tool calls", "response", "latency s", "failure"):
+    scored = bool(scores) and any(scores.values())  # type: ignore[union-attr]
+    for column in ("#", "prompt", "tool calls", "response", "latency s", "failure", *(["online"] if scored else [])):
         table.add_column(column)
     notes = []
     for i, inv in enumerate(session.invocations, start=1):
@@ -213,10 +215,22 @@ def session_table(session: Session) -> Table:
             _by(inv.answered_by, inv.agent_name) + (inv.response or inv.error or ""),
             _num(inv.latency_seconds),
             str(inv.failure),
+            *([_online(scores[inv.invocation_id] if scores else [])] if scored else []),
         )
     if notes:
         table.caption, table.caption_justify = "\n".join(notes), "left"
     return table
+
+
+def _online(scores: Sequence[Mapping[str, Any]]) -> str:
+    """A turn's online scores, one per line: metric, score, label, and the explanation of a failed one."""
+    lines = []
+    for score in scores:
+        label = f" {score['label']}" if score.get("label") else ""
+        failed = score.get("label") in ("fail", "error")
+        why = f": {score['explanation']}" if failed and score.get("explanation") else ""
+        lines.append(escape(f"{score['metric']} {_num(score.get('score'))}{label}{why}"))
+    return "\n".join(lines)
 
 
 def _by(agent: str | None, root: str | None) -> str:

@@ -25,7 +25,15 @@ def sessions_list(store: str | None, agent_name: str | None, limit: int, as_json
     """List sessions, newest first."""
     from toolpath.cli.display import sessions_table
 
-    emit(open_existing_store(store).list_sessions(agent_name=agent_name, limit=limit), as_json, sessions_table)
+    the_store = open_existing_store(store)
+    rows = the_store.list_sessions(agent_name=agent_name, limit=limit)
+    emit(rows, as_json, sessions_table)
+    total = the_store.count_sessions(agent_name=agent_name) if len(rows) == limit else len(rows)
+    if total > len(rows):  # never a silent cut: say what is left out and how to see it
+        click.echo(
+            f"{len(rows)} of {total} sessions shown, newest first; --limit {total} lists them all",
+            err=as_json,  # beside the JSON, never in it
+        )
 
 
 @sessions.command(name="show")
@@ -35,17 +43,21 @@ def sessions_list(store: str | None, agent_name: str | None, limit: int, as_json
 def sessions_show(session_id: str, store: str | None, as_json: bool) -> None:
     """Show one session's invocations: prompt, tool calls, response, latency, failure."""
     from toolpath.cli.display import session_table
+    from toolpath.store.browse import online_scores
 
-    session = open_existing_store(store).get_session(session_id)
+    the_store = open_existing_store(store)
+    session = the_store.get_session(session_id)
     if session is None:
         raise ConfigError(f"no session {session_id!r} in the store")
+    scores = online_scores(the_store, [inv.invocation_id for inv in session.invocations])
     if as_json:
         data = session.model_dump(mode="json")
         for inv, dumped in zip(session.invocations, data["invocations"], strict=True):
             dumped["predicted_trajectory"] = inv.predicted_trajectory
+            dumped["online_scores"] = scores[inv.invocation_id]
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
     else:
-        console.print(session_table(session))
+        console.print(session_table(session, scores))
 
 
 @click.command()

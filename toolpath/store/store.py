@@ -283,6 +283,14 @@ class Store:
                 for r in conn.execute(query)
             ]
 
+    def count_sessions(self, *, agent_name: str | None = None) -> int:
+        """How many sessions :meth:`list_sessions` would list without a limit."""
+        query = select(func.count()).select_from(t.sessions)
+        if agent_name is not None:
+            query = query.where(t.sessions.c.agent_name == agent_name)
+        with self.engine.connect() as conn:
+            return int(conn.execute(query).scalar_one())
+
     def get_session(self, session_id: str) -> Session | None:
         """The session ``session_id``; an id redaction turned into a pseudonym (``chat-jane@example.com``) finds
         its session too, by the pseudonym the default rules and this store's key make of it."""
