@@ -59,6 +59,20 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def wait_for_port(process: subprocess.Popen[bytes], port: int, timeout: float = 60) -> None:
+    """Wait until the server ``process`` listens on ``port`` (its error output, if it exits first)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited: {process.stderr.read().decode() if process.stderr else ''}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"server did not listen on {port} in {timeout}s")
+
+
 @contextmanager
 def http_server(env: Mapping[str, str]) -> Iterator[str]:
     """The server on Streamable HTTP on a free loopback port; yields its ``/mcp`` URL."""
@@ -71,15 +85,7 @@ def http_server(env: Mapping[str, str]) -> Iterator[str]:
         stderr=subprocess.PIPE,
     )
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                raise RuntimeError(f"MCP server exited: {process.stderr.read() if process.stderr else ''}")
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    break
-            except OSError:
-                time.sleep(0.1)
+        wait_for_port(process, port)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         process.terminate()

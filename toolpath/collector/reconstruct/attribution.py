@@ -6,7 +6,8 @@ An agent run is, by convention: a GenAI ``invoke_agent`` / ``invoke_workflow`` s
 OpenInference ``AGENT`` span with ``agent.name`` (openai-agents; LangGraph's ``agent`` *node* has none and is no
 run of its own); an OpenLLMetry ``agent`` or ``workflow`` span (``traceloop.entity.name``); and a graph a tool ran
 (an OpenInference ``CHAIN`` or OpenLLMetry ``task`` span right under a tool span: a LangGraph sub-agent called as
-a tool). A tool span that names its agent itself (ADK's and the LangChain instrumentation's
+a tool); and an A2A server span (``a2a.server``, naming its agent): a remote agent's run in another process, in the
+caller's trace. A tool span that names its agent itself (ADK's and the LangChain instrumentation's
 ``gen_ai.agent.name``) is taken at its word. What no run encloses is the root agent's.
 """
 
@@ -22,6 +23,8 @@ from toolpath.store.spanrecord import SpanRecord
 from toolpath.tracer import semconv as sc
 
 _NOT_A_RUN = ""
+_SERVER = 2
+"""OTLP's span kind SERVER."""
 _MODEL_OPERATIONS = frozenset({sc.OP_CHAT, sc.OP_GENERATE_CONTENT, sc.OP_TEXT_COMPLETION})
 
 
@@ -91,6 +94,8 @@ def run_name(span: SpanRecord, parent: SpanRecord | None) -> str | None:
     attrs = span.attributes
     if is_agent_span(attrs):
         return str_or_none(first(attrs, sc.GEN_AI_AGENT_NAME, sc.GEN_AI_WORKFLOW_NAME))
+    if sc.A2A_METHOD_NAME in attrs and span.kind == _SERVER:  # a remote agent serving an A2A request
+        return str_or_none(attrs.get(sc.GEN_AI_AGENT_NAME))
     kind = attrs.get(sc.OPENINFERENCE_SPAN_KIND)
     if kind == "AGENT":
         return str_or_none(attrs.get(sc.OI_AGENT_NAME))
