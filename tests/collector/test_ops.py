@@ -258,3 +258,25 @@ def test_agent_names_from_traffic_cannot_flood_metrics():
     assert len(agents) == MAX_AGENT_LABELS + 1 and "other" in agents
     assert "toolpath_label_values_folded_total 9900.0" in exposition
     assert len(exposition) < 1_000_000  # 56 MB before the cap
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_labelled_counters_start_at_zero_on_a_healthy_collector(tmp_path, workers):
+    """Before anything is rejected, cut or judged, the series of every reason, limit and token direction are
+    exposed at 0 (Prometheus' guidance for label values known in advance): dashboards show 0, not "No data"."""
+    from toolpath.collector.limits import LIMIT_KINDS
+
+    collector = Collector(tmp_path, None, "--workers", str(workers)).start()
+    try:
+        assert collector.post(otlp_json(f"{1:032x}", tool_calls=1), "application/json")[0] == 200
+        samples = scrape_with(collector.url, TOKEN_OF_COLLECTOR)
+    finally:
+        collector.stop()
+    for reason in ("store_error", "trace_limit", "quarantined"):
+        assert value(samples, "toolpath_spans_rejected_total", reason=reason) == 0
+    assert set(LIMIT_KINDS) >= {"spans_over_trace_limit", "attribute_values_cut", "tool_calls_dropped"}
+    for limit in LIMIT_KINDS:
+        assert value(samples, "toolpath_limit_hits_total", limit=limit) == 0
+    for direction in ("input", "output"):
+        assert value(samples, "toolpath_judge_tokens_total", direction=direction) == 0
+    assert value(samples, "toolpath_spans_stored_total") == 2

@@ -19,6 +19,15 @@ from toolpath.store.spanrecord import SpanRecord
 from toolpath.tracer import semconv as sc
 
 TOOL_CALLS_DROPPED = "toolpath.tool_calls_dropped"
+LIMIT_KINDS = (
+    "attribute_values_cut",
+    "spans_over_trace_limit",
+    "tool_calls_dropped",
+    "spans_cleaned",
+    "spans_quarantined",
+    "spans_rejected",
+)
+"""Every kind of hit :meth:`Limits.count` counts (the ``limit`` label of ``toolpath_limit_hits``)."""
 
 
 @dataclass

@@ -27,6 +27,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
+from toolpath.collector.limits import LIMIT_KINDS
 from toolpath.tracer import semconv as sc
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -62,6 +63,11 @@ MAX_AGENT_LABELS = 100
 OTHER_AGENTS = "other"
 
 
+REJECT_REASONS = ("store_error", "trace_limit", "quarantined")
+"""The ``reason`` label values of ``toolpath_spans_rejected``."""
+TOKEN_DIRECTIONS = ("input", "output")
+
+
 class ServiceMetrics:
     """The families of one collector service; ``expose()`` renders them in the Prometheus text format."""
 
@@ -80,6 +86,8 @@ class ServiceMetrics:
             ["reason"],
             registry=r,
         )
+        for reason in REJECT_REASONS:  # label values known in advance start at 0: panels show 0, not "No data"
+            self.spans_rejected.labels(reason)
         self.requests = Counter(
             "toolpath_requests", "OTLP export requests by protocol and status code", ["protocol", "code"], registry=r
         )
@@ -144,6 +152,12 @@ class ServiceMetrics:
         self.limit_hits = (
             Counter("toolpath_limit_hits", LIMIT_HITS_HELP, ["limit"], registry=r) if multiprocess_dir else None
         )
+        self.judge_tokens = (
+            Counter("toolpath_judge_tokens", TOKENS_HELP, ["direction"], registry=r) if multiprocess_dir else None
+        )
+        for counter, values in ((self.limit_hits, LIMIT_KINDS), (self.judge_tokens, TOKEN_DIRECTIONS)):
+            for label in values if counter is not None else ():
+                counter.labels(label)  # type: ignore[union-attr]
         self._limits: Callable[[], Mapping[str, int]] | None = None
         self._online: Any = None
         self._online_families: dict[str, tuple[Counter | Gauge, tuple[str, ...]]] = {}
@@ -165,7 +179,8 @@ class ServiceMetrics:
                 key: (Counter(family, description, registry=r), ())
                 for key, (family, description) in ONLINE_COUNTERS.items()
             }
-            tokens = Counter("toolpath_judge_tokens", TOKENS_HELP, ["direction"], registry=r)
+            tokens = self.judge_tokens
+            assert tokens is not None  # made with the multiprocess folder
             families["judge_input_tokens"] = (tokens, ("input",))
             families["judge_output_tokens"] = (tokens, ("output",))
             for key, name, description in (
@@ -251,11 +266,14 @@ class _ReadAtScrape:
     def collect(self) -> Iterator[Metric]:
         if self.metrics._limits is not None:
             hits = CounterMetricFamily("toolpath_limit_hits", LIMIT_HITS_HELP, labels=["limit"])
-            for limit, n in sorted(self.metrics._limits().items()):
+            counts = {**dict.fromkeys(LIMIT_KINDS, 0), **self.metrics._limits()}
+            for limit, n in sorted(counts.items()):
                 hits.add_metric([limit], n)
             yield hits
         online = self.metrics._online
         if online is None:
+            if self.metrics.judge_tokens is None:  # no judge here: none of its tokens spent, shown as 0
+                yield _tokens_family({})
             return
         if not self.metrics._online_families:  # else counted as they change (several processes)
             yield from self._online_totals(online)
@@ -275,13 +293,17 @@ class _ReadAtScrape:
         counters = online.counters()
         for key, (family, description) in ONLINE_COUNTERS.items():
             yield CounterMetricFamily(family, description, value=counters.get(key, 0))
-        tokens = CounterMetricFamily("toolpath_judge_tokens", TOKENS_HELP, labels=["direction"])
-        tokens.add_metric(["input"], counters.get("judge_input_tokens", 0))
-        tokens.add_metric(["output"], counters.get("judge_output_tokens", 0))
-        yield tokens
+        yield _tokens_family(counters)
         alive, total = online.workers_alive()
         yield GaugeMetricFamily("toolpath_online_workers_alive", WORKERS_ALIVE_HELP, value=alive)
         yield GaugeMetricFamily("toolpath_online_workers", WORKERS_HELP, value=total)
+
+
+def _tokens_family(counters: Mapping[str, int]) -> Metric:
+    tokens = CounterMetricFamily("toolpath_judge_tokens", TOKENS_HELP, labels=["direction"])
+    for direction in TOKEN_DIRECTIONS:
+        tokens.add_metric([direction], counters.get(f"judge_{direction}_tokens", 0))
+    return tokens
 
 
 def observe_all(histogram: Any, values: Sequence[float]) -> None:
