@@ -159,7 +159,7 @@ class EvaluateInstances:
             raise InstancesError(400, f"location {request.location!r}: expected projects/*/locations/*")
         which = request.WhichOneof("metric_inputs")
         if which is None:
-            if len(request.metrics) or request.HasField("instance"):
+            if _has(request, "metrics") or _has(request, "instance"):
                 raise InstancesError(501, "metrics with instance is not served; send one of the *_input fields")
             raise InstancesError(400, "the request has no metric input (exact_match_input, rouge_input, …)")
         if which in NOT_SERVED:
@@ -170,7 +170,7 @@ class EvaluateInstances:
             if which in COMPUTED:
                 self._computed(which, message, reply)
                 return reply
-            autorater = request.autorater_config if request.HasField("autorater_config") else None
+            autorater = request.autorater_config if _has(request, "autorater_config") else None
             options = JudgeOptions.of(self.judge, autorater)
             if which in JUDGED:
                 fields = judged_result(which, JUDGED[which], message, options)
@@ -205,6 +205,14 @@ class EvaluateInstances:
             if result.score is None:
                 raise InputError(f"{where}: {result.explanation}")
             values.add(score=result.score)
+
+
+def _has(message: Any, field: str) -> bool:
+    """Whether ``message`` has ``field`` set (``False`` where its version of the API has no such field: v1)."""
+    descriptor = message.DESCRIPTOR.fields_by_name.get(field)
+    if descriptor is None:
+        return False
+    return len(getattr(message, field)) > 0 if descriptor.is_repeated else message.HasField(field)
 
 
 # --- JSON leniencies -------------------------------------------------------------------------------------------
