@@ -84,7 +84,9 @@ def replay(
 
 
 @click.command(name="export")
-@click.option("--format", "fmt", type=click.Choice(["evalset", "jsonl"]), required=True, help="Output format.")
+@click.option(
+    "--format", "fmt", type=click.Choice(["evalset", "jsonl", "agent_data"]), required=True, help="Output format."
+)
 @store_option
 @selection_options
 @click.option("--output", type=click.Path(path_type=Path), required=True, help="File to write.")
@@ -99,7 +101,8 @@ def export_command(
     output: Path,
     eval_set_id: str | None,
 ) -> None:
-    """Turn recorded sessions into an ADK eval set or Vertex-style JSONL, to run with `toolpath eval`.
+    """Turn recorded sessions into an ADK eval set, Vertex-style JSONL or Google's agent_data JSONL, to run with
+    `toolpath eval`.
 
     \b
         toolpath export --format evalset --agent-name support_bot --output support.evalset.json

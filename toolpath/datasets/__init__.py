@@ -1,6 +1,7 @@
 """Datasets: rows of columns as docs/spec.md §5 (``prompt``, ``reference``, ``response``, ``predicted_trajectory``,
 ``reference_trajectory``, …), from a JSONL, CSV or JSON file, a list of dicts, or a pandas DataFrame. ADK eval
-sets are read by :mod:`toolpath.evaluation.evalsets.files`.
+sets are read by :mod:`toolpath.evaluation.evalsets.files`. A row holding Google's ``agent_data`` (a multi-turn
+agent trace) gets the columns it gives (:mod:`toolpath.datasets.agent_data`).
 
 Whatever the source, a dataset is checked as it is loaded: no rows at all, or a trajectory cell that is not a
 list of tool calls (bad JSON, a plain string, a call without ``tool_name``), is a :class:`DatasetError` naming the
@@ -17,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from toolpath.datasets.agent_data import agent_data_columns
 from toolpath.datasets.csvfile import iter_csv, read_csv
 from toolpath.datasets.jsonfile import read_json
 from toolpath.datasets.jsonl import iter_jsonl, read_jsonl
@@ -57,6 +59,11 @@ def _parsed_rows(dataset: Any, metric_column_mapping: Mapping[str, str] | None) 
         for wanted, present in mapping:
             if present in row and wanted not in row:
                 row[wanted] = row[present]
+        if row.get("agent_data") is not None:  # Google's agent trace: the columns it gives, unless given
+            for column, value in agent_data_columns(row["agent_data"], where(place)).items():
+                given = row.get(column)
+                if given is None or given != given:  # absent, null, or a DataFrame's NaN
+                    row[column] = value
         parsed: dict[str, Trajectory] = {}
         for column in TRAJECTORY_COLUMNS:
             value = row.get(column)

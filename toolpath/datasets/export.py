@@ -1,7 +1,8 @@
 """Recorded traffic as eval data: an ADK ``*.evalset.json`` (one eval case per session, one conversation turn
 per invocation, the recorded tool calls as ``tool_uses`` — or, where more than one agent acted in a turn, as the
 ``invocation_events`` of the agents that made them — and the recorded answers as final responses) or
-Vertex-style JSONL rows (``prompt``, ``reference``, ``reference_trajectory``). Both load back with
+Vertex-style JSONL rows (``prompt``, ``reference``, ``reference_trajectory``), or JSONL rows of Google's
+``agent_data`` (one multi-turn trace per session: :mod:`toolpath.datasets.agent_data`). All load back with
 :mod:`toolpath.datasets` and run with ``toolpath eval``.
 """
 
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from toolpath.datasets.agent_data import agent_data_rows
 from toolpath.model import Invocation, Session, ToolCall
 
 
@@ -131,11 +133,12 @@ def _item(call: ToolCall) -> dict[str, Any]:
 
 
 def write_export(sessions: Sequence[Session], fmt: str, output: Path, *, eval_set_id: str | None = None) -> int:
-    """Write ``sessions`` as ``evalset`` or ``jsonl``; returns the number of turns written."""
+    """Write ``sessions`` as ``evalset``, ``jsonl`` or ``agent_data`` (JSONL); returns the number of turns
+    written."""
     if fmt == "evalset":
         set_id = eval_set_id or _safe_id(output.name.removesuffix(".json").removesuffix(".evalset"))
         output.write_text(json.dumps(to_evalset(sessions, set_id), indent=2, ensure_ascii=False) + "\n")
     else:
-        rows = to_jsonl_rows(sessions)
+        rows = agent_data_rows(sessions) if fmt == "agent_data" else to_jsonl_rows(sessions)
         output.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     return sum(len(s.invocations) for s in sessions)
