@@ -2,8 +2,8 @@
 
 Opening a store brings its schema to the newest revision. A store already at :data:`HEAD` costs one query and
 never imports Alembic. A database made before migrations existed (tables present, no ``alembic_version``) is
-stamped with the first revision, then upgraded. On PostgreSQL an advisory lock makes collectors that start
-together migrate one after another.
+stamped with the first revision, then upgraded. Collectors that start together migrate one after another:
+on PostgreSQL under an advisory lock, on SQLite under the store's write lock (a file lock beside the database).
 
     toolpath db upgrade --store postgresql+psycopg://…    # what opening the store does
     toolpath db current --store …
@@ -11,6 +11,7 @@ together migrate one after another.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +36,17 @@ def current_revision(conn: Connection) -> str | None:
     return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
 
 
-def upgrade(engine: Engine, revision: str = "head") -> str | None:
-    """Bring the schema to ``revision``; returns the revision it is at afterwards."""
-    with engine.begin() as conn:
+def upgrade(
+    engine: Engine, revision: str = "head", lock: contextlib.AbstractContextManager[Any] | None = None
+) -> str | None:
+    """Bring the schema to ``revision``; returns the revision it is at afterwards. Processes that open a new or
+    older store at once migrate it one after another: on PostgreSQL under an advisory lock, on SQLite under
+    ``lock`` (the store's write lock, held across processes), each looking again at the revision once it holds it."""
+    if revision == "head" and engine.dialect.name != "postgresql":
+        with engine.connect() as conn:
+            if current_revision(conn) == HEAD:  # the common case: no lock, no file beside the database
+                return HEAD
+    with lock or contextlib.nullcontext(), engine.begin() as conn:
         if engine.dialect.name == "postgresql":
             conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _LOCK_KEY})
         current = current_revision(conn)

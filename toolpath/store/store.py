@@ -69,7 +69,7 @@ class Store:
         """Bring the schema to ``revision`` (what opening a store does); returns the revision reached. A file
         that is not a database, or a server that cannot be reached, is a :class:`ConfigError`."""
         with self.opening_errors():
-            return migrate.upgrade(self.engine, revision)
+            return migrate.upgrade(self.engine, revision, self.write_lock)
 
     @contextlib.contextmanager
     def opening_errors(self) -> Iterator[None]:
