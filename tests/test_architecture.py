@@ -54,6 +54,12 @@ RULES: dict[str, tuple[str, ...]] = {
         "toolpath.store",
         "toolpath.tracing",
     ),
+    "toolpath.mcp_server": (
+        "toolpath.store",
+        "toolpath.evaluation",
+        "toolpath.datasets",
+        "toolpath.metrics",
+    ),
     "toolpath.ui": (
         "toolpath.store",
         "toolpath.evaluation",

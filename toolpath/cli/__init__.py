@@ -18,6 +18,7 @@ from toolpath.cli import (
     demo_command,
     eval_command,
     ingest_command,
+    mcp_command,
     metrics_command,
     replay_command,
     runs,
@@ -47,6 +48,7 @@ for _command in (
     replay_command.export_command,
     db.db,
     ui_command.ui_command,
+    mcp_command.mcp_command,
 ):
     cli.add_command(_command)
 

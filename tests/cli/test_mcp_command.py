@@ -1,0 +1,166 @@
+"""``toolpath mcp`` as a real process, called by the ``mcp`` SDK's client: on stdio (read-only) and on Streamable
+HTTP on loopback (bearer token, Host check, --allow-write)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.helpers.cli import run_cli
+from tests.helpers.mcp_weather import ROOT, free_port, wait_for_port
+from toolpath.evaluation.evalsets.files import load_eval_set
+from toolpath.model import Invocation, ToolCall, ns_to_datetime
+from toolpath.store.store import Store
+
+TOKEN = "mcp-s3cret"
+
+
+def turn(n: int, session: str, calls: list[ToolCall], response: str) -> Invocation:
+    return Invocation(
+        invocation_id=f"{n:032x}-{n:016x}",
+        session_id=session,
+        agent_name="weather_bot",
+        prompt=f"question {n} about Oslo",
+        response=response,
+        tool_calls=calls,
+        trace_id=f"{n:032x}",
+        started_at=ns_to_datetime(1_700_000_000_000_000_000 + n * 1_000_000_000),
+        latency_seconds=0.5,
+        failure=0,
+    )
+
+
+@pytest.fixture
+def store_url(tmp_path: Path) -> str:
+    url = f"sqlite:///{tmp_path / 'mcp.db'}"
+    store = Store(url)
+    store.write(
+        [
+            turn(1, "s-ok", [ToolCall(name="get_forecast", args={"city": "Oslo"}, result={"celsius": 4.5})], "4.5C"),
+            turn(
+                2,
+                "s-bad",
+                [
+                    ToolCall(name="get_forecast", args={"city": "Mars"}, error="tool_error: no station in Mars"),
+                    ToolCall(name="get_forecast", args={"city": "Mars"}, error="tool_error: no station in Mars"),
+                ],
+                "Sorry.",
+            ),
+        ]
+    )
+    store.close()
+    return url
+
+
+def text_of(result: Any) -> Any:
+    assert not result.isError, result.content
+    return (
+        json.loads(result.content[0].text) if len(result.content) == 1 else [json.loads(c.text) for c in result.content]
+    )
+
+
+async def exercise_read_only(session: ClientSession) -> dict[str, Any]:
+    await session.initialize()
+    names = {t.name for t in (await session.list_tools()).tools}
+    listed = (await session.call_tool("list_sessions", {"limit": 10})).structuredContent
+    found = (await session.call_tool("search_sessions", {"text": "Mars"})).structuredContent
+    shown = (await session.call_tool("show_trajectory", {"session_id": "s-bad"})).structuredContent
+    scored = (await session.call_tool("score_session", {"session_id": "s-bad"})).structuredContent
+    refused = await session.call_tool("add_session_to_evalset", {"session_id": "s-ok", "evalset": "x"})
+    missing = await session.call_tool("show_trajectory", {"session_id": "nope"})
+    return {"names": names, "listed": listed, "found": found, "shown": shown, "scored": scored,
+            "refused": refused, "missing": missing}  # fmt: skip
+
+
+def test_stdio_read_only(store_url: str, tmp_path: Path) -> None:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "toolpath.cli", "mcp", "--store", store_url, "--evalsets", str(tmp_path / "evalsets")],
+        cwd=str(ROOT),
+    )
+
+    async def main() -> dict[str, Any]:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            return await exercise_read_only(session)
+
+    got = anyio.run(main)
+    assert "add_session_to_evalset" not in got["names"]
+    assert {"list_sessions", "search_sessions", "show_trajectory", "score_session", "score_evalset"} <= got["names"]
+    assert [s["session_id"] for s in got["listed"]["result"]] == ["s-bad", "s-ok"]
+    assert [s["session_id"] for s in got["found"]["result"]] == ["s-bad"]
+    [shown_turn] = got["shown"]["turns"]
+    assert [(c["name"], c["args"], c["error"]) for c in shown_turn["tool_calls"]] == [
+        ("get_forecast", {"city": "Mars"}, "tool_error: no station in Mars")
+    ] * 2
+    [scored_turn] = got["scored"]["turns"]
+    assert scored_turn["tool_error_rate"] == 1.0 and scored_turn["redundant_tool_calls"] == 1.0
+    assert got["refused"].isError and "Unknown tool" in got["refused"].content[0].text  # not offered read-only
+    assert got["missing"].isError and "no session 'nope'" in got["missing"].content[0].text
+    assert not (tmp_path / "evalsets").exists()
+
+
+@pytest.fixture
+def http_server(store_url: str, tmp_path: Path) -> Iterator[str]:
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "toolpath.cli", "mcp", "--store", store_url, "--transport", "http",
+         "--port", str(port), "--token", TOKEN, "--allow-write", "--evalsets", str(tmp_path / "evalsets")],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        wait_for_port(process, port)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def test_http_needs_the_token_and_a_loopback_host_and_may_write(http_server: str, tmp_path: Path) -> None:
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    accept = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    assert httpx.post(http_server, json=hello, headers=accept).status_code == 401
+    wrong = {**accept, "Authorization": "Bearer nope"}
+    assert httpx.post(http_server, json=hello, headers=wrong).status_code == 401
+    rebound = {**accept, "Authorization": f"Bearer {TOKEN}", "Host": "evil.test"}
+    assert httpx.post(http_server, json=hello, headers=rebound).status_code in (403, 421)
+
+    async def main() -> tuple[set[str], Any, Any]:
+        client = httpx.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
+        async with (
+            client,
+            streamable_http_client(http_server, http_client=client) as (read, write, _),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            names = {t.name for t in (await session.list_tools()).tools}
+            added = await session.call_tool("add_session_to_evalset", {"session_id": "s-ok", "evalset": "regress"})
+            again = await session.call_tool("add_session_to_evalset", {"session_id": "s-ok", "evalset": "regress"})
+            escape = await session.call_tool("add_session_to_evalset", {"session_id": "s-ok", "evalset": "../x"})
+            return names, (added, again), escape
+
+    names, (added, again), escape = anyio.run(main)
+    assert "add_session_to_evalset" in names
+    assert added.structuredContent["eval_id"] == "s-ok" and again.structuredContent["eval_id"] == "s-ok-2"
+    eval_set = load_eval_set(tmp_path / "evalsets" / "regress.evalset.json")
+    assert [c.eval_id for c in eval_set.cases] == ["s-ok", "s-ok-2"]
+    assert escape.isError and not (tmp_path / "x.evalset.json").exists()
+
+
+def test_stdio_refuses_http_options(store_url: str, tmp_path: Path) -> None:
+    result = run_cli(tmp_path, "mcp", "--store", store_url, "--token", "t")
+    assert result.returncode == 2 and result.stderr.startswith(
+        "error: --token, --host and --port apply to --transport http"
+    )
+    missing = run_cli(tmp_path, "mcp", "--store", f"sqlite:///{tmp_path / 'none.db'}")
+    assert missing.returncode == 2 and "does not exist" in missing.stderr and not (tmp_path / "none.db").exists()

@@ -1,0 +1,185 @@
+"""What ``toolpath mcp`` offers a coding assistant, as plain functions over a store: list and search sessions, show a
+session's trajectory, score a session or an eval set, and (only when started with ``--allow-write``) add a session
+to an eval set. Each returns JSON-ready data; bad input is a :class:`~toolpath.errors.ToolpathError` whose message
+the client receives as the tool's error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from toolpath.datasets.export import to_evalset
+from toolpath.errors import ConfigError
+from toolpath.evaluation.evalsets.files import EVALSET_SUFFIX, load_eval_set
+from toolpath.evaluation.recorded import rows_from_store
+from toolpath.evaluation.runner import evaluate
+from toolpath.model import Invocation, Session
+from toolpath.store.browse import SessionFilter, session_page
+from toolpath.store.store import Store
+
+DEFAULT_SESSION_METRICS = ("tool_error_rate", "error_recovery", "redundant_tool_calls", "tool_loop_detected")
+"""What a session is scored with when the caller names no metric: the behaviour metrics, which need no reference."""
+MAX_LIMIT = 200
+_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
+
+
+@dataclass
+class StoreTools:
+    """The tools over one store; ``evalsets``: the folder of the eval sets they read (and, with ``allow_write``,
+    write); ``agents``: the agents (name -> target) an eval set may be run against, and no other."""
+
+    store: Store
+    evalsets: Path
+    allow_write: bool = False
+    agents: Mapping[str, Any] = field(default_factory=dict)
+
+    def list_sessions(self, agent_name: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
+        """Sessions, newest first, with their invocation and failure counts."""
+        return self.store.list_sessions(agent_name=agent_name, limit=_limit(limit))
+
+    def search_sessions(
+        self, text: str | None = None, tool: str | None = None, failures: bool = False, limit: int = 20
+    ) -> list[dict[str, Any]]:
+        """Sessions, newest first, with ``text`` in a prompt, response, tool name, argument or result; that called
+        ``tool``; or (``failures``) with a failed turn or tool call."""
+        where = SessionFilter(text=text or None, tool=tool or None, failures=failures)
+        return session_page(self.store, where, limit=_limit(limit), count=False).rows
+
+    def show_trajectory(self, session_id: str) -> dict[str, Any]:
+        """A session's turns: prompt, response, each tool call (name, arguments, result, error, agent) in order."""
+        session = self._session(session_id)
+        return {
+            "session_id": session.session_id,
+            "agent_name": session.agent_name,
+            "turns": [_turn(inv) for inv in session.invocations],
+        }
+
+    def score_session(self, session_id: str, metrics: Sequence[str] | None = None) -> dict[str, Any]:
+        """Score each turn of a session with ``metrics`` (default: :data:`DEFAULT_SESSION_METRICS`); nothing is
+        written to the store."""
+        self._session(session_id)
+        rows = rows_from_store(self.store, session_id=session_id, limit=None)
+        result = evaluate(rows, list(metrics or DEFAULT_SESSION_METRICS), judge=None)
+        names = result.metric_names
+        return {
+            "session_id": session_id,
+            "summary": result.summary_metrics,
+            "turns": [
+                {
+                    "invocation_id": row.get("invocation_id"),
+                    **{name: row.get(f"{name}/score") for name in names},
+                    **{f"{name}/explanation": row.get(f"{name}/explanation") for name in names},
+                }
+                for row in result.metrics_table
+            ],
+        }
+
+    def list_evalsets(self) -> list[str]:
+        if not self.evalsets.is_dir():
+            return []
+        return sorted(p.name.removesuffix(EVALSET_SUFFIX) for p in self.evalsets.glob(f"*{EVALSET_SUFFIX}"))
+
+    def score_evalset(self, evalset: str, agent: str | None = None) -> dict[str, Any]:
+        """Run the eval set's cases against one of the agents this server was started with and judge them (ADK's
+        criteria); the run is saved only when the server may write."""
+        from toolpath.evaluation.evalsets.evaluator import check_runnable, criteria_of, evaluate_eval_sets
+
+        if not self.agents:
+            raise ConfigError("no agent to run: start toolpath mcp with --agent module:attr")
+        if agent is None and len(self.agents) > 1:
+            raise ConfigError(f"name the agent to run: one of {', '.join(sorted(self.agents))}")
+        name = agent if agent is not None else next(iter(self.agents))
+        if name not in self.agents:
+            raise ConfigError(f"agent {name!r} is not one this server runs: {', '.join(sorted(self.agents))}")
+        path = self._evalset_path(evalset)
+        if not path.is_file():
+            raise ConfigError(f"no eval set {evalset!r} in {self.evalsets}")
+        eval_set = load_eval_set(path)
+        check_runnable(eval_set, criteria_of(eval_set))
+        result = evaluate_eval_sets([eval_set], self.agents[name], store=self.store if self.allow_write else None)
+        return {"evalset": evalset, "agent": name, "passed": result.passed, **result.to_dict()}
+
+    def add_session_to_evalset(
+        self, session_id: str, evalset: str, invocation_ids: Sequence[str] | None = None
+    ) -> dict[str, Any]:
+        """Add a session (only ``invocation_ids``, if given) to an eval set as a new case, creating the file if
+        needed; refused unless the server was started with ``--allow-write``."""
+        if not self.allow_write:
+            raise ConfigError("this toolpath mcp server is read-only: start it with --allow-write to add cases")
+        session = self._session(session_id)
+        turns = [i for i in session.invocations if not invocation_ids or i.invocation_id in invocation_ids]
+        if not turns:
+            raise ConfigError(f"session {session_id!r}: none of the given invocation ids is one of its turns")
+        path = self._evalset_path(evalset)
+        set_id = path.name.removesuffix(EVALSET_SUFFIX)
+        data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else to_evalset([], set_id)
+        if not isinstance(data, dict) or not isinstance(data.get("eval_cases", []), list):
+            raise ConfigError(f"{path}: not an eval set with an 'eval_cases' list")
+        case = to_evalset([session.model_copy(update={"invocations": turns})], set_id)["eval_cases"][0]
+        taken = {c.get("eval_id") for c in data.get("eval_cases", []) if isinstance(c, Mapping)}
+        base, n = case["eval_id"], 1
+        while case["eval_id"] in taken:
+            n += 1
+            case["eval_id"] = f"{base}-{n}"
+        data.setdefault("eval_cases", []).append(case)
+        _write_evalset(self.evalsets, path, data)
+        return {"evalset": set_id, "eval_id": case["eval_id"], "turns": len(turns), "path": str(path)}
+
+    def _session(self, session_id: str) -> Session:
+        session = self.store.get_session(session_id)
+        if session is None:
+            raise ConfigError(f"no session {session_id!r} in the store")
+        return session
+
+    def _evalset_path(self, name: str) -> Path:
+        """The file of eval set ``name`` in the folder; never a path outside it."""
+        name = name.strip().removesuffix(EVALSET_SUFFIX)
+        if not _NAME.fullmatch(name) or name in {".", ".."}:
+            raise ConfigError(f"eval set name {name!r}: use letters, digits, '_', '-' or '.' (at most 100)")
+        return self.evalsets / f"{name}{EVALSET_SUFFIX}"
+
+
+def _limit(limit: int) -> int:
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
+        raise ConfigError(f"limit must be a whole number from 1 to {MAX_LIMIT}, got {limit!r}")
+    return limit
+
+
+def _turn(inv: Invocation) -> dict[str, Any]:
+    return {
+        "invocation_id": inv.invocation_id,
+        "trace_id": inv.trace_id,
+        "started_at": inv.started_at.isoformat() if inv.started_at else None,
+        "prompt": inv.prompt,
+        "response": inv.response,
+        "failed": bool(inv.failure),
+        "error": inv.error,
+        "latency_seconds": inv.latency_seconds,
+        "answered_by": inv.answered_by,
+        "tool_calls": [
+            {"name": c.name, "args": c.args, "result": c.result, "error": c.error, "agent": c.agent_name}
+            for c in inv.tool_calls
+        ],
+    }
+
+
+def _write_evalset(folder: Path, path: Path, data: Mapping[str, Any]) -> None:
+    """Write ``data`` to ``path`` only if it loads as an eval set (through a temporary file beside it)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(prefix=".toolpath-", suffix=EVALSET_SUFFIX, dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        load_eval_set(temporary)
+        os.chmod(temporary, path.stat().st_mode & 0o777 if path.exists() else 0o644)
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
