@@ -1,4 +1,4 @@
-"""``toolpath mcp``: toolpath as an MCP server over a store, on stdio or Streamable HTTP (docs/mcp.md)."""
+"""``toolpath mcp``: toolpath as an MCP server over a store, on stdio or Streamable HTTP (docs/cli.md)."""
 
 from __future__ import annotations
 
