@@ -35,6 +35,9 @@ DEFAULT_MAX_SPANS_PER_TRACE = 10_000
 """More spans of one trace are dropped by the collector, counted."""
 DEFAULT_MAX_TOOL_CALLS = 1_000
 """More tool calls in one invocation are dropped, marked."""
+DEFAULT_EXPORT_QUEUE = 32_768
+"""Spans ``toolpath.init``'s OTLP exporter queues before it drops (and counts) new ones; ``OTEL_BSP_MAX_QUEUE_SIZE``
+overrides it. Large enough for a burst of thousands of agent runs while the collector catches up."""
 MAX_WORKERS_PER_CORE = 4
 """``collect --workers`` takes at most this many processes per core (each holds its own interpreter and store
 connections: more only compete for the same cores)."""

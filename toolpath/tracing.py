@@ -252,7 +252,9 @@ def shutdown(timeout: float = 10.0) -> None:
 
 
 def stats() -> dict[str, int]:
-    """Counters: spans received and dropped, invocations written and lost, export failures."""
+    """Counters: spans received and dropped, invocations written and lost; with an OTLP exporter, spans
+    exported and dropped (``spans_export_dropped``: refused, failed, or ``spans_export_queue_full`` of them
+    dropped because the export queue was full)."""
     tracing = _current
     if tracing is None:
         return {}
@@ -268,6 +270,7 @@ def stats() -> dict[str, int]:
     if tracing.exporter is not None:
         out["spans_exported"] = tracing.exporter.exported
         out["spans_export_dropped"] = tracing.exporter.dropped
+        out["spans_export_queue_full"] = tracing.exporter.queue_full
     return out
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
+from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -14,6 +16,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, Status
 
+from toolpath.config import DEFAULT_EXPORT_QUEUE
 from toolpath.errors import ConfigError
 from toolpath.redact import Redactor
 from toolpath.tracer import content
@@ -22,12 +25,21 @@ logger = logging.getLogger("toolpath.tracer")
 
 
 class CountingExporter(SpanExporter):
-    """Wraps an exporter and counts the spans it failed to deliver, so a down backend is visible."""
+    """Wraps an exporter and counts the spans it failed to deliver, so a down backend is visible; with
+    :class:`CountingBatchProcessor`, also those its queue had no room for."""
 
     def __init__(self, inner: SpanExporter) -> None:
         self.inner = inner
         self.exported = 0
-        self.dropped = 0
+        self.failed = 0
+        """Spans handed to the exporter that it could not deliver (backend down, refused, timed out)."""
+        self.queue_full = 0
+        """Spans dropped before export: the batch queue was full (the SDK's "Queue full, dropping Span")."""
+
+    @property
+    def dropped(self) -> int:
+        """Every span that did not reach the backend."""
+        return self.failed + self.queue_full
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         try:
@@ -38,7 +50,7 @@ class CountingExporter(SpanExporter):
         if result is SpanExportResult.SUCCESS:
             self.exported += len(spans)
         else:
-            self.dropped += len(spans)
+            self.failed += len(spans)
         return result
 
     def shutdown(self) -> None:
@@ -69,7 +81,43 @@ def otlp_exporter(endpoint: str | None) -> tuple[CountingExporter | None, BatchS
         raise ConfigError(f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol!r} is not one of grpc, http/protobuf")
     redactor = content.policy().redactor
     exporter = CountingExporter(RedactingExporter(inner, redactor) if redactor is not None else inner)
-    return exporter, BatchSpanProcessor(exporter)
+    return exporter, CountingBatchProcessor(exporter, export_queue_size())
+
+
+def export_queue_size() -> int:
+    """Spans the OTLP export queue holds: ``OTEL_BSP_MAX_QUEUE_SIZE`` when set, else
+    :data:`~toolpath.config.DEFAULT_EXPORT_QUEUE` (the SDK's 2,048 drops spans of a burst of agent runs that a
+    collector takes in a few seconds)."""
+    given = os.environ.get("OTEL_BSP_MAX_QUEUE_SIZE", "").strip()
+    if not given:
+        return DEFAULT_EXPORT_QUEUE
+    try:
+        size = int(given)
+    except ValueError:
+        raise ConfigError(f"OTEL_BSP_MAX_QUEUE_SIZE={given!r} is not a whole number") from None
+    if size < 1:
+        raise ConfigError(f"OTEL_BSP_MAX_QUEUE_SIZE={given!r} must be at least 1")
+    return size
+
+
+class CountingBatchProcessor(BatchSpanProcessor):
+    """The SDK's batch processor, counting on its exporter each span the full queue drops (the SDK only logs
+    it), so ``flush()`` and ``stats()`` tell what never left the process. The check reads the SDK's queue; a
+    test pins that it is there, so an SDK release that moves it fails CI rather than counting nothing."""
+
+    def __init__(self, exporter: CountingExporter, max_queue_size: int) -> None:
+        batch = BatchSpanProcessor._default_max_export_batch_size()  # the SDK's, or OTEL_BSP_MAX_EXPORT_BATCH_SIZE
+        super().__init__(exporter, max_queue_size=max_queue_size, max_export_batch_size=min(batch, max_queue_size))
+        self.counted = exporter
+        self.queue: deque[Any] | None = getattr(getattr(self, "_batch_processor", None), "_queue", None)
+        self._lock = threading.Lock()
+
+    def on_end(self, span: ReadableSpan) -> None:
+        queue = self.queue
+        if queue is not None and len(queue) == queue.maxlen and span.context and span.context.trace_flags.sampled:
+            with self._lock:
+                self.counted.queue_full += 1
+        super().on_end(span)
 
 
 class RedactingExporter(SpanExporter):

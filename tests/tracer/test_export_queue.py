@@ -1,0 +1,63 @@
+"""The OTLP export queue of ``toolpath.init``: what it drops when full is counted, ``flush()`` says so, and the
+default queue holds a burst of thousands of agent runs sent to a real collector on loopback."""
+
+from __future__ import annotations
+
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from sqlalchemy import func, select
+
+import toolpath
+from tests.helpers.collector import serving
+from tests.helpers.weather import bot
+from toolpath.config import DEFAULT_EXPORT_QUEUE
+from toolpath.store import schema as t
+from toolpath.store.store import Store
+from toolpath.tracer.exporters import CountingBatchProcessor, CountingExporter
+
+
+def stored_spans(store: Store) -> int:
+    with store.engine.connect() as conn:
+        return int(conn.execute(select(func.count()).select_from(t.spans)).scalar_one())
+
+
+def test_the_counter_finds_the_sdk_queue():
+    """The drop count reads the SDK's own queue: an SDK release that moves it fails here, not in silence."""
+    processor = CountingBatchProcessor(CountingExporter(InMemorySpanExporter()), 8)
+    try:
+        assert processor.queue is not None and processor.queue.maxlen == 8
+    finally:
+        processor.shutdown()
+
+
+def test_flush_says_false_and_stats_count_what_a_full_queue_dropped(tmp_path, monkeypatch):
+    monkeypatch.setenv("OTEL_BSP_MAX_QUEUE_SIZE", "8")
+    store = Store(f"sqlite:///{tmp_path / 'c.db'}")
+    with serving(store) as service:
+        toolpath.init(store=False, otlp_endpoint=f"http://127.0.0.1:{service.options.http_port}")
+        for n in range(400):  # 800 spans into a queue of 8, faster than one export takes
+            bot(f"Weather in Paris? {n}")
+        delivered = toolpath.flush(timeout=60)
+        stats = toolpath.stats()
+        toolpath.shutdown()
+        arrived = stored_spans(store)
+    store.close()
+    assert stats["spans_export_queue_full"] > 0
+    assert delivered is False  # spans were dropped: never "all delivered"
+    assert stats["spans_exported"] == arrived  # what the collector stored is what the exporter says it sent
+    assert stats["spans_exported"] + stats["spans_export_dropped"] == 800  # and every other span is counted
+
+
+def test_the_default_queue_holds_a_burst_of_thousands_of_runs(tmp_path):
+    assert DEFAULT_EXPORT_QUEUE >= 16_384
+    store = Store(f"sqlite:///{tmp_path / 'c.db'}")
+    with serving(store) as service:
+        toolpath.init(store=False, otlp_endpoint=f"http://127.0.0.1:{service.options.http_port}")
+        for n in range(3000):
+            bot(f"Weather in Paris? {n}")
+        delivered = toolpath.flush(timeout=120)
+        stats = toolpath.stats()
+        toolpath.shutdown()
+        arrived = stored_spans(store)
+    store.close()
+    assert stats["spans_export_dropped"] == 0 and delivered is True
+    assert arrived == stats["spans_exported"] == 6000
