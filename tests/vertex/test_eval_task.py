@@ -162,9 +162,8 @@ def test_what_needs_google_cloud_is_one_clear_error(tmp_path) -> None:
         EvalTask(dataset=rows, metrics=[PredefinedRubricMetrics.Pointwise.INSTRUCTION_FOLLOWING])
     with pytest.raises(MetricError, match=r"import it from toolpath\.vertex"):
         EvalTask(dataset=rows, metrics=[vertex_metrics.TrajectorySingleToolUse(tool_name="x")])
-    prompts_only = [{"prompt": "p", "reference": "r"}]
-    with pytest.raises(ConfigError, match="by name needs Vertex AI"):
-        EvalTask(dataset=prompts_only, metrics=["exact_match"]).evaluate(model="gemini-2.0-flash")
+    with pytest.raises(ConfigError, match="a Gemini model name or a GenerativeModel"):
+        EvalTask(dataset=[{"prompt": "p"}], metrics=["exact_match"]).evaluate(model=42)
     with pytest.raises(DatasetError, match="already has 'response'"):
         EvalTask(dataset=rows, metrics=["exact_match"]).evaluate(model=str.upper)
 
@@ -232,3 +231,38 @@ def test_every_public_name_is_here_with_vertex_ais_arguments(theirs: str, ours: 
     if hasattr(vertex, "EvalTask"):
         evaluate_args = set(inspect.signature(vertex.EvalTask.evaluate).parameters)
         assert evaluate_args <= set(inspect.signature(mine.EvalTask.evaluate).parameters)
+
+
+def test_a_gemini_model_generates_the_responses(monkeypatch) -> None:
+    """``model=`` as a Gemini model name or Vertex AI's own ``GenerativeModel`` (its generation config and system
+    instruction too) is asked through google-genai: here the fake Gemini server."""
+    import vertexai
+    from google.cloud.aiplatform import initializer
+    from vertexai.generative_models import GenerationConfig, GenerativeModel
+
+    from toolpath.vertex import EvalTask
+
+    for attribute in ("_project", "_location"):  # vertexai.init below changes the process's Vertex AI settings
+        monkeypatch.setattr(initializer.global_config, attribute, getattr(initializer.global_config, attribute))
+    vertexai.init(project="test-project", location="us-central1")
+    rows = [
+        {"prompt": "Capital of France?", "reference": "Paris"},
+        {"prompt": "Capital of Italy?", "reference": "Rome"},
+    ]
+
+    def script(prompt: str, seen: int) -> Reply:
+        return Reply("Paris" if "France" in prompt else "Milan")
+
+    gemini_model = GenerativeModel(
+        "gemini-1.5-pro", generation_config=GenerationConfig(temperature=0.2), system_instruction="Answer in one word."
+    )
+    with serving_gemini(monkeypatch, script) as gemini:
+        by_name = EvalTask(dataset=rows, metrics=["exact_match"]).evaluate(model="gemini-2.0-flash")
+        by_object = EvalTask(dataset=rows, metrics=["exact_match"]).evaluate(model=gemini_model)
+    for result in (by_name, by_object):
+        assert list(result.metrics_table["response"]) == ["Paris", "Milan"]
+        assert result.summary_metrics["exact_match/mean"] == 0.5
+    assert gemini.models[:2] == ["gemini-2.0-flash"] * 2 and gemini.models[2:] == ["gemini-1.5-pro"] * 2
+    last = gemini.bodies[-1]
+    assert last["generationConfig"]["temperature"] == 0.2
+    assert last["systemInstruction"]["parts"][0]["text"] == "Answer in one word."

@@ -18,7 +18,6 @@ import math
 import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,13 +28,13 @@ from toolpath.errors import ConfigError, DatasetError, MetricError
 from toolpath.evaluation.runner import evaluate as toolpath_evaluate
 from toolpath.judges.vertex import VARIABLE
 from toolpath.store.store import Store
+from toolpath.vertex.generated_responses import generate
 from toolpath.vertex.model_based import PairwiseMetric
 from toolpath.vertex.rubric_metrics import UNSUPPORTED, RubricBasedMetric
 
 __all__ = ["EvalResult", "EvalTask", "PromptTemplate"]
 
 CLOUD_PREFIXES = ("gs://", "bq://")
-INFERENCE_WORKERS = 8
 
 
 class PromptTemplate:
@@ -144,8 +143,9 @@ class EvalTask:
         """Score the dataset: with ``runnable`` (any agent ``toolpath.evaluate`` runs: a function returning text
         or Vertex AI's ``{"response", "predicted_trajectory"}``, an object with ``.query()``, a LangChain
         runnable, an ADK agent) each row's ``prompt`` is run under tracing first, and ``latency_in_seconds`` and
-        ``failure`` are scored too; with ``model`` (a function ``prompt -> text``) each row's ``response`` is
-        generated first. ``prompt_template`` builds each row's ``prompt`` from its columns first.
+        ``failure`` are scored too; with ``model`` (a function ``prompt -> text``, a Gemini model name or Vertex
+        AI's ``GenerativeModel``) each row's ``response`` is generated first. ``prompt_template`` builds each
+        row's ``prompt`` from its columns first.
 
         ``evaluation_service_qps`` and ``retry_timeout`` pace Vertex AI's remote service and are accepted so
         Vertex code runs unchanged; toolpath's judge is paced by its own settings (docs/vertex.md).
@@ -242,28 +242,18 @@ def assemble_prompts(rows: list[dict[str, Any]], prompt_template: PromptTemplate
 def generate_column(
     rows: list[dict[str, Any]], model: Any, column: str, mapping: Mapping[str, str], option: str
 ) -> None:
-    """Fill ``column`` of every row with ``model(prompt)``; a call that raises leaves the cell empty and the
+    """Fill ``column`` of every row with ``model``'s response to its ``prompt``
+    (:func:`toolpath.vertex.generated_responses.generate`); a call that fails leaves the cell empty and the
     reason in the row's ``error``. A row that already has the column is an error, as in Vertex AI."""
-    if not callable(model):
-        raise ConfigError(
-            f"{option}={model!r}: generating responses with a model by name needs Vertex AI; give a function "
-            "prompt -> text (one calling google-genai, for instance)"
-        )
     if any(column in row or mapping.get(column) in row for row in rows):
         raise DatasetError(f"the dataset already has {column!r}; remove {option}= or the column")
     for index, row in enumerate(rows):
         if not isinstance(row.get("prompt"), str):
             raise DatasetError(f"dataset row {index}: {option}= needs a 'prompt' string (or a prompt_template)")
-
-    def one(row: dict[str, Any]) -> None:
-        try:
-            row[column] = str(model(row["prompt"]))
-        except Exception as exc:  # the model failing is this row's result, not the run's end
-            row[column] = None
-            row["error"] = f"{option}: {type(exc).__name__}: {exc}"
-
-    with ThreadPoolExecutor(max_workers=INFERENCE_WORKERS, thread_name_prefix="toolpath-vertex") as pool:
-        list(pool.map(one, rows))
+    for row, (text, error) in zip(rows, generate(model, [row["prompt"] for row in rows], option), strict=True):
+        row[column] = text
+        if error is not None:
+            row["error"] = error
 
 
 def _check_metric(metric: Any) -> None:
