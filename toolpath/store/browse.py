@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Text, and_, case, cast, exists, func, or_, select
+from sqlalchemy import Text, and_, case, cast, exists, func, or_, select, union
 
 from toolpath.store import schema as t
 from toolpath.store.store import Store
@@ -60,14 +60,16 @@ class SessionPage:
     """Where the previous (newer) page ends (``before`` of :func:`session_page`); ``None`` on the first page."""
     total: int | None = None
     """How many sessions match the filter, all pages together."""
+    total_capped: bool = False
+    """The filtered count stopped at :data:`COUNT_CAP`: ``total`` is a lower bound."""
 
 
 def _like(text: str) -> str:
     return "%" + text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-def session_conditions(where: SessionFilter) -> list[Any]:
-    """The SQL conditions on ``sessions`` of ``where``."""
+def session_conditions(where: SessionFilter, *, sqlite: bool = True) -> list[Any]:
+    """The SQL conditions on ``sessions`` of ``where`` (``sqlite``: for SQLite, else for PostgreSQL)."""
     s, inv, calls = t.sessions, t.invocations, t.tool_calls
     conditions: list[Any] = []
     if where.agent is not None:
@@ -95,14 +97,19 @@ def session_conditions(where: SessionFilter) -> list[Any]:
         pattern = _like(where.text)
 
         def has(column: Any) -> Any:
-            return func.lower(column).like(pattern, escape="\\")
+            # SQLite's LIKE ignores ASCII case as it is (lower() on every row tripled the scan); PostgreSQL: ILIKE
+            text = column if column.type.python_type is str else cast(column, Text)
+            return text.like(pattern, escape="\\") if sqlite else text.ilike(pattern, escape="\\")
 
-        in_calls = exists().where(
-            calls.c.invocation_id == inv.c.invocation_id,
-            or_(has(calls.c.name), has(cast(calls.c.args, Text)), has(cast(calls.c.result, Text))),
-        )
-        in_turns = or_(has(inv.c.prompt), has(inv.c.response), has(cast(inv.c.attributes, Text)), in_calls)
-        conditions.append(or_(has(s.c.session_id), exists().where(inv.c.session_id == s.c.session_id, in_turns)))
+        # one pass over each table (an IN of their union), not a probe of every session's turns in page order
+        matching = union(
+            select(s.c.session_id).where(has(s.c.session_id)),
+            select(inv.c.session_id).where(or_(has(inv.c.prompt), has(inv.c.response), has(inv.c.attributes))),
+            select(inv.c.session_id)
+            .select_from(calls.join(inv, inv.c.invocation_id == calls.c.invocation_id))
+            .where(or_(has(calls.c.name), has(calls.c.args), has(calls.c.result))),
+        ).subquery()
+        conditions.append(s.c.session_id.in_(select(matching.c.session_id)))
     if where.metric is not None:
         res = t.online_results
         scored = [res.c.metric == where.metric, res.c.invocation_id == inv.c.invocation_id]
@@ -130,7 +137,8 @@ def session_page(
     slowest turn and its first prompt; and (``count``) how many match in all."""
     s = t.sessions
     query = select(s.c.session_id, s.c.agent_name, s.c.first_started_at, s.c.last_started_at)
-    conditions = session_conditions(where)
+    sqlite = store.dialect == "sqlite"
+    conditions = session_conditions(where, sqlite=sqlite)
     newest_first = (s.c.last_started_at.desc(), s.c.session_id)
     if before is not None:
         at, session_id = before
@@ -150,13 +158,27 @@ def session_page(
         more = len(found) > limit
         if before is not None:
             page.reverse()
-        total = None
-        if count:
-            total = conn.execute(select(func.count()).select_from(s).where(*session_conditions(where))).scalar_one()
+        total, capped = _count(conn, session_conditions(where, sqlite=sqlite)) if count else (None, False)
         rows = _session_rows(conn, page)
     older = (page[-1].last_started_at, page[-1].session_id) if page and (before is not None or more) else None
     newer = (page[0].last_started_at, page[0].session_id) if page and (after is not None or (before and more)) else None
-    return SessionPage(rows, older, newer, total)
+    return SessionPage(rows, older, newer, total, capped)
+
+
+COUNT_CAP = 1000
+"""A filtered count stops here (a total above it reads "more than 1000"): counting every match of a text search
+over a large store would cost many times the page it is shown with."""
+
+
+def _count(conn: Any, conditions: list[Any]) -> tuple[int, bool]:
+    """How many sessions match ``conditions`` (with conditions: :data:`COUNT_CAP` at most), and whether the count
+    stopped there."""
+    s = t.sessions
+    if not conditions:
+        return int(conn.execute(select(func.count()).select_from(s)).scalar_one()), False
+    capped = select(s.c.session_id).where(*conditions).limit(COUNT_CAP + 1).subquery()
+    found = int(conn.execute(select(func.count()).select_from(capped)).scalar_one())
+    return min(found, COUNT_CAP), found > COUNT_CAP
 
 
 def _session_rows(conn: Any, page: Sequence[Any]) -> list[dict[str, Any]]:

@@ -64,6 +64,7 @@ def sessions(request: Request) -> Response:
         {
             "rows": page.rows,
             "total": page.total,
+            "total_capped": page.total_capped,
             "query": query,
             "agents": browse.agent_names(store),
             "metrics": browse.online_metric_names(store),
