@@ -134,7 +134,7 @@ CASES = [
     case("sessions-list-limit-zero", "sessions", "list", "--limit", "0", store=True,
          first="error: Invalid value for '--limit': 0 is not in the range x>=1."),
     case("eval-unknown-option", "eval", "cases.jsonl", "--metric", "bleu", files={"cases.jsonl": JSONL},
-         first="error: No such option '--metric'. Did you mean '--metrics'? (see 'toolpath eval --help')"),
+         first="error: No such option '--metric'. (Did you mean one of: '--match', '--metrics'?) (see 'toolpath eval --help')"),
     # --- report ---------------------------------------------------------------------------------------------
     case("report-html-is-a-folder", "report", "--html", "out", store=True,
          first="error: --html out: is a folder; give a file name", files={"out/": ""}),

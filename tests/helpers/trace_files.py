@@ -148,3 +148,36 @@ def _plain(value: Any) -> Any:
             return int(inner)
         return inner
     return value
+
+
+class CollectorFileSink:
+    """An OTLP/HTTP receiver on 127.0.0.1 that appends each export it is sent to ``path`` as one OTLP/JSON line:
+    the OpenTelemetry Collector's otlp receiver feeding its ``file`` exporter. ``url`` is the traces endpoint to
+    give an SDK exporter (``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``); ``close()`` when done."""
+
+    def __init__(self, path: Path) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.path = path
+        lock = threading.Lock()
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                request = ExportTraceServiceRequest.FromString(self.rfile.read(int(self.headers["Content-Length"])))
+                with lock, path.open("a", encoding="utf-8") as out:
+                    out.write(otlp_json(request) + "\n")
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/v1/traces"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

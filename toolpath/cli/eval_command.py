@@ -23,6 +23,29 @@ from toolpath.store.store import Store, resolve_store_url
 @click.command(name="eval")
 @click.argument("dataset", type=click.Path(path_type=Path), required=False)
 @click.option("--from-store", "from_store", is_flag=True, help="Score recorded invocations from the store.")
+@click.option(
+    "--from-spans",
+    "from_spans",
+    multiple=True,
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Score an eval set against these trace files (OTLP/JSON lines, OTLP protobuf, Jaeger JSON; repeat).",
+)
+@click.option(
+    "--match",
+    type=click.Choice(["id", "exact", "normalized"]),
+    default=None,
+    help="Eval set against recorded traffic: pair cases by session id only (default), or also by user text.",
+)
+@click.option(
+    "--each", is_flag=True, help="Eval set against recorded traffic: score a case on each session it pairs with."
+)
+@click.option("--since", type=click.DateTime(), default=None, help="Recorded traffic: only sessions active since then.")
+@click.option(
+    "--session-attribute",
+    "session_attributes",
+    multiple=True,
+    help="Eval set against recorded traffic: only sessions whose turns carry KEY=VALUE (repeat).",
+)
 @click.option("--agent-name", default=None, help="With --from-store: only this agent's invocations.")
 @click.option("--session", "session_id", default=None, help="With --from-store: only this session.")
 @click.option(
@@ -77,6 +100,11 @@ from toolpath.store.store import Store, resolve_store_url
 def eval_command(
     dataset: Path | None,
     from_store: bool,
+    from_spans: tuple[Path, ...],
+    match: str | None,
+    each: bool,
+    since: Any,
+    session_attributes: tuple[str, ...],
     agent_name: str | None,
     session_id: str | None,
     limit: int | None,
@@ -104,13 +132,17 @@ def eval_command(
         toolpath eval tests/weather.evalset.json:case_a,case_b --agent my_app.agent:root_agent
         toolpath eval --from-results my_app/.adk/eval_history --config tests/test_config.json
         toolpath eval --from-store --agent-name support_bot --metrics tool_loop_detected,error_recovery
+        toolpath eval tests/weather.evalset.json --from-store --match normalized --since 2026-11-01
+        toolpath eval tests/weather.evalset.json --from-spans otel-traces.jsonl
 
     Eval sets (*.evalset.json, legacy *.test.json, or a folder of them; FILE:case_a,case_b picks cases) are
     judged by the criteria of the test_config.json beside them (or --config); the command exits 1 when a case
     fails. A dataset's summary shows how many rows each metric scored and why the others were not; the command
     exits 1 when a metric scored no row at all, or when a metric's mean misses its --threshold (else its own
-    pass mark, as `toolpath metrics` lists it). Without a store (--store, $TOOLPATH_STORE, or --agent's
-    default), nothing is kept.
+    pass mark, as `toolpath metrics` lists it). An eval set with --from-store or --from-spans is scored against
+    recorded sessions, each case paired by session id (or by user text with --match): nothing is run, and the
+    command exits 1 when a case failed or paired with no session (or several, without --each). Without a store
+    (--store, $TOOLPATH_STORE, or --agent's default), nothing is kept.
     """
     from toolpath.evaluation.evalsets.files import EVALSET_SUFFIX, LEGACY_SUFFIX, split_selector
 
@@ -121,12 +153,22 @@ def eval_command(
     if not from_store and (agent_name or session_id or limit is not None):
         given = [o for o, v in (("--agent-name", agent_name), ("--session", session_id), ("--limit", limit)) if v]
         raise ConfigError(f"{', '.join(given)}: only with --from-store (they pick recorded invocations to score)")
+    if from_spans or (from_store and dataset is not None and _names_eval_sets(dataset)):
+        _eval_sets_recorded(dataset, from_store, from_spans, match, each, since, session_attributes, agent_name,
+                            session_id, limit, metrics_text, agent_ref, config_path, runs, fresh, from_results,
+                            thresholds, output, adk_history, quiet, no_cache, store)  # fmt: skip
+        return
+    if match or each or session_attributes or (since and not from_store):
+        raise ConfigError(
+            "--match, --each and --session-attribute pair an eval set's cases with recorded traffic: give an eval "
+            "set with --from-store or --from-spans (--since: with --from-store)"
+        )
     if from_store:
         if dataset is not None or agent_ref or from_results is not None:
             raise ConfigError("--from-store scores recorded traffic: give no DATASET, --agent or --from-results")
         if not metrics_text:
             raise ConfigError("--metrics is required")
-        _eval_recorded(store, metrics_text, agent_name, session_id, limit, output, quiet, no_cache, limits)
+        _eval_recorded(store, metrics_text, agent_name, session_id, limit, output, quiet, no_cache, limits, since)
         return
     base, case_ids = split_selector(dataset) if dataset is not None else ("", None)
     is_eval_set = dataset is not None and (Path(base).is_dir() or base.endswith((EVALSET_SUFFIX, LEGACY_SUFFIX)))
@@ -156,6 +198,42 @@ def eval_command(
         if config_path is not None or runs != 1 or adk_history is not None:
             raise ConfigError("--config, --runs and --adk-history apply to eval sets (*.evalset.json, *.test.json)")
         _eval_dataset(dataset, metrics_text, agent_ref, output, quiet, store_url, no_cache, limits)
+
+
+def _names_eval_sets(dataset: Path) -> bool:
+    from toolpath.evaluation.evalsets.files import EVALSET_SUFFIX, LEGACY_SUFFIX, split_selector
+
+    base = split_selector(dataset)[0]
+    return Path(base).is_dir() or base.endswith((EVALSET_SUFFIX, LEGACY_SUFFIX))
+
+
+def _eval_sets_recorded(
+    dataset: Path | None, from_store: bool, from_spans: tuple[Path, ...], match: str | None, each: bool, since: Any,
+    session_attributes: tuple[str, ...], agent_name: str | None, session_id: str | None, limit: int | None,
+    metrics_text: str | None, agent_ref: str | None, config_path: Path | None, runs: int, fresh: bool,
+    from_results: Path | None, thresholds: tuple[str, ...], output: Path | None, adk_history: Path | None,
+    quiet: bool, no_cache: bool, store: str | None,
+) -> None:  # fmt: skip
+    """An eval set scored against recorded sessions (the store's, or trace files'): nothing is run."""
+    from toolpath.cli.eval_recorded import RecordedSelection, eval_recorded_sets
+
+    source = "--from-spans" if from_spans else "--from-store"
+    if from_spans and from_store:
+        raise ConfigError("give --from-store (the store's sessions) or --from-spans FILE (trace files), not both")
+    if dataset is None or not _names_eval_sets(dataset):
+        raise ConfigError(f"{source} with a DATASET scores an eval set (*.evalset.json, *.test.json, or a folder)")
+    if agent_ref or metrics_text or runs != 1 or fresh or from_results is not None or thresholds or limit:
+        raise ConfigError(
+            f"{source} scores recorded traffic by the eval set's criteria: give no --agent, --metrics, --runs, "
+            "--fresh, --from-results, --threshold or --limit"
+        )
+    selection = RecordedSelection(
+        match or "id", each, agent_name, since, session_attributes, (session_id,) if session_id else ()
+    )
+    eval_recorded_sets(
+        dataset, config_path=config_path, store_url=store, from_spans=from_spans, selection=selection,
+        output=output, adk_history=adk_history, quiet=quiet, no_cache=no_cache,
+    )  # fmt: skip
 
 
 def _finish(result: Any, output: Path | None, quiet: bool, title: str, stored: bool, limits: dict[str, float]) -> None:
@@ -194,7 +272,10 @@ def _eval_recorded(
     quiet: bool,
     no_cache: bool,
     limits: dict[str, float],
+    since: Any = None,
 ) -> None:
+    from datetime import UTC
+
     from toolpath.evaluation.catalog import resolve_metric
     from toolpath.evaluation.gates import check_gate_names
     from toolpath.evaluation.recorded import rows_from_store
@@ -206,7 +287,8 @@ def _eval_recorded(
     check_gate_names(limits, check_names(metrics))
     judge = prepare_judge(metrics)  # no credentials: an error now, not after the work
     store = open_existing_store(store_url)
-    rows = rows_from_store(store, session_id=session_id, agent_name=agent_name, limit=limit)
+    since = since.replace(tzinfo=UTC) if since is not None and since.tzinfo is None else since
+    rows = rows_from_store(store, session_id=session_id, agent_name=agent_name, since=since, limit=limit)
     if not rows:
         raise ConfigError(f"no recorded invocations in {store.url} match the filters")
     if judge is not None and not no_cache:
