@@ -74,6 +74,10 @@ class PointwiseMetricPromptTemplate(judges.PointwiseMetricPromptTemplate):
         return self.text()
 
     @property
+    def prompt_data(self) -> str:
+        return self.text()
+
+    @property
     def variables(self) -> set[str]:
         return {*self.input_variables, *self.shown_with}
 
