@@ -13,13 +13,14 @@ the whole trace makes.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from sqlalchemy import Connection, delete, select, text, tuple_, update
+from sqlalchemy import Connection, delete, text, update
 
 from toolpath.model import Invocation, invocation_key
 from toolpath.store import schema as t
@@ -66,7 +67,6 @@ def _ingest(
     write_lock: AbstractContextManager[Any],
 ) -> int:
     trace_ids = sorted({s.trace_id for s in spans})
-    sp = t.spans
     # built before the write lock is taken: what other writers need not wait for (used if the trace is new)
     prebuilt = prebuild(store, spans, rebuild, is_run)
     offered = {(s.trace_id, s.span_id): s for s in spans}
@@ -79,11 +79,7 @@ def _ingest(
         counts: Counter[str] = Counter()  # spans stored per trace; a trace with none is new, read nothing of it
         counts.update(dict(_rows_in(conn, _STORED_PER_TRACE, trace_ids)))
         maybe_stored = sorted(key for key in offered if key[0] in counts)
-        stored = {
-            (row.trace_id, row.span_id)
-            for chunk in _chunks(maybe_stored)
-            for row in conn.execute(select(sp.c.trace_id, sp.c.span_id).where(_key(sp).in_(chunk)))
-        }
+        stored = {(row[0], row[1]) for row in _spans_at(conn, "spans.trace_id, spans.span_id", "span_id", maybe_stored)}
         new = [s for key, s in offered.items() if key not in stored]
         if limits is not None and limits.max_spans_per_trace is not None and new:
             new = limits.admit(counts, new)
@@ -225,7 +221,7 @@ def affected_runs(
     looked: set[Key] = set()
     while wanted := {key for key in wanted if key not in known and key not in looked}:
         looked |= wanted
-        found = _spans_where(conn, _key(t.spans), sorted(wanted))
+        found = _spans_with_keys(conn, sorted(wanted))
         known.update(((s.trace_id, s.span_id), s) for s in found)
         wanted = {(s.trace_id, s.parent_span_id) for s in found if s.parent_span_id is not None}
     tops = _outermost_runs(new, known, is_run)
@@ -271,13 +267,9 @@ class _Below:
         if not parents:
             return []
         assert self.conn is not None, "without a connection every trace is fresh: nothing is read back"
-        sp = t.spans
-        keys: list[Key] = []
-        for chunk in _chunks(parents):
-            query = select(sp.c.trace_id, sp.c.span_id).where(tuple_(sp.c.trace_id, sp.c.parent_span_id).in_(chunk))
-            keys.extend((row.trace_id, row.span_id) for row in self.conn.execute(query))
+        keys = [(row[0], row[1]) for row in _spans_at(self.conn, _KEY_COLUMNS, "parent_span_id", parents)]
         missing = sorted(key for key in keys if key not in self.known)
-        self.known.update(((s.trace_id, s.span_id), s) for s in _spans_where(self.conn, _key(sp), missing))
+        self.known.update(((s.trace_id, s.span_id), s) for s in _spans_with_keys(self.conn, missing))
         return [self.known[key] for key in keys if key in self.known]
 
 
@@ -331,14 +323,37 @@ def _outermost_run(span: SpanRecord, known: dict[Key, SpanRecord], is_run: Calla
     return (top.trace_id, top.span_id) if top is not None else None
 
 
-def _key(table: Any) -> Any:
-    return tuple_(table.c.trace_id, table.c.span_id)
+_KEY_COLUMNS = "spans.trace_id, spans.span_id"
+_SPAN_COLUMNS = ", ".join(f"spans.{c.name}" for c in t.spans.columns)
+_JSON_FIELDS = tuple(i for i, c in enumerate(t.spans.columns) if c.name in ("attributes", "events", "resource"))
 
 
-def _spans_where(conn: Connection, column: Any, keys: Sequence[Key]) -> list[SpanRecord]:
+def _spans_at(conn: Connection, columns: str, second: str, pairs: Sequence[Key]) -> Iterator[Any]:
+    """``columns`` of the spans whose ``(trace_id, <second>)`` is one of ``pairs`` (distinct), through the driver:
+    the pairs are a table joined to ``spans``, so each is one seek of the index on ``(trace_id, <second>)``. (A
+    row-value ``IN`` list is a scan of the whole table on SQLite: a cost that grows with the store.)"""
+    for chunk in _chunks(pairs):
+        join = f"JOIN spans ON spans.trace_id = k.t AND spans.{second} = k.s"
+        if conn.dialect.name == "postgresql":
+            sql = f"SELECT {columns} FROM unnest(CAST(%s AS text[]), CAST(%s AS text[])) AS k(t, s) {join}"
+            yield from conn.exec_driver_sql(sql, ([p[0] for p in chunk], [p[1] for p in chunk]))
+        else:
+            mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+            values = ", ".join(f"({mark}, {mark})" for _ in chunk)
+            sql = f"WITH k(t, s) AS (VALUES {values}) SELECT {columns} FROM k CROSS {join}"  # k first: the seeks
+            yield from conn.exec_driver_sql(sql, tuple(v for pair in chunk for v in pair))
+
+
+def _spans_with_keys(conn: Connection, keys: Sequence[Key]) -> list[SpanRecord]:
+    """The stored spans of ``keys`` (distinct (trace id, span id) pairs)."""
+    decode = conn.dialect.name != "postgresql"  # psycopg hands JSONB over decoded; SQLite's JSON is text
     found: list[SpanRecord] = []
-    for chunk in _chunks(keys):
-        found.extend(SpanRecord(**row._asdict()) for row in conn.execute(select(t.spans).where(column.in_(chunk))))
+    for row in _spans_at(conn, _SPAN_COLUMNS, "span_id", keys):
+        values = list(row)
+        if decode:
+            for i in _JSON_FIELDS:
+                values[i] = json.loads(values[i])
+        found.append(SpanRecord(*values))
     return found
 
 
