@@ -44,6 +44,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -51,28 +52,47 @@ sys.path.insert(0, str(ROOT))
 TRACES_PER_BODY = 51
 SPANS_PER_TRACE = 10
 SPANS_PER_BODY = TRACES_PER_BODY * SPANS_PER_TRACE
+FINISH_BODY_SPANS = 512
+"""The OTel SDK's ``BatchSpanProcessor`` exports batches of up to 512 spans."""
+CYCLE_BODIES = 10
+WINDOW = 100_000
+"""Spans per window of the rates printed as a run goes."""
 
 FAST_SENDER = r"""
 import http.client, json, struct, sys, threading, time
-from itertools import count
-template_path, port, marker_hex, limit, seconds, connections = sys.argv[1:7]
-template, marker = open(template_path, "rb").read(), bytes.fromhex(marker_hex)
+bodies_path, port, marker_hex, limit, seconds, connections, window = sys.argv[1:8]
+data, frames = open(bodies_path, "rb").read(), []
+while data:
+    (size,), data = struct.unpack(">I", data[:4]), data[4:]
+    frames.append(data[:size])
+    data = data[size:]
+marker = bytes.fromhex(marker_hex)
 session_marker = marker.hex().encode()
-limit, seconds, connections = int(limit), float(seconds), int(connections)
-numbers = count()
-acked, retries, failures, partial = [0], [0], [], [0]
+cycle = len(frames)  # a cycle's bodies hold whole traces between them: each cycle gets its own ids
+spans_in = [frame.count(marker) for frame in frames]
+limit, seconds, connections, window = int(limit), float(seconds), int(connections), int(window)
+handed, acked, spans, retries, failures, partial = [0], [0], [0], [0], [], [0]
+stop_at = [limit or None]
 lock = threading.Lock()
 start = time.perf_counter()
 deadline = start + seconds if seconds else None
 
+def take():
+    with lock:
+        n = handed[0]
+        if stop_at[0] is None and deadline and time.perf_counter() >= deadline:
+            stop_at[0] = -(-n // cycle) * cycle  # time is up: finish the cycle begun, so every trace is whole
+        if stop_at[0] is not None and n >= stop_at[0]:
+            return None
+        handed[0] += 1
+        return n
+
 def worker():
     conn = http.client.HTTPConnection("127.0.0.1", int(port), timeout=120)
     headers = {"Content-Type": "application/x-protobuf"}
-    while True:
-        n = next(numbers)
-        if (limit and n >= limit) or (deadline and time.perf_counter() >= deadline):
-            return
-        body = template.replace(marker, struct.pack(">Q", n + 1)).replace(session_marker, b"%016x" % (n + 1))
+    while (n := take()) is not None:
+        k, piece = divmod(n, cycle)
+        body = frames[piece].replace(marker, struct.pack(">Q", k + 1)).replace(session_marker, b"%016x" % (k + 1))
         while True:
             try:
                 conn.request("POST", "/v1/traces", body, headers)
@@ -95,6 +115,9 @@ def worker():
             with lock:
                 acked[0] += 1
                 partial[0] += bool(data)
+                before, spans[0] = spans[0], spans[0] + spans_in[piece]
+                if window and before // window != spans[0] // window:
+                    print(f"W {spans[0]} {time.perf_counter() - start:.6f}", flush=True)
             break
 
 threads = [threading.Thread(target=worker) for _ in range(connections)]
@@ -102,8 +125,8 @@ for th in threads:
     th.start()
 for th in threads:
     th.join()
-print(json.dumps({"bodies": acked[0], "seconds": time.perf_counter() - start, "retries": retries[0],
-                  "failures": failures[:3], "partial": partial[0]}))
+print(json.dumps({"bodies": acked[0], "spans": spans[0], "seconds": time.perf_counter() - start,
+                  "retries": retries[0], "failures": failures[:3], "partial": partial[0]}), flush=True)
 """
 
 NULL_RECEIVER = r"""
@@ -140,6 +163,7 @@ provider.add_span_processor(BatchSpanProcessor(
     schedule_delay_millis=50,
 ))
 tracer = provider.get_tracer("bench")
+start = time.perf_counter()
 args = json.dumps({"device_id": "thermostat-living_room", "updates": {"brightness": 30, "color": {"hue": 30}}})
 result = json.dumps({"device_id": "thermostat-living_room", "ok": True, "temperature": 21.5})
 for t in range(traces):
@@ -158,76 +182,123 @@ for t in range(traces):
             [{"role": "assistant", "parts": [{"type": "text", "content": "done"}], "finish_reason": "stop"}]))
 provider.force_flush(timeout_millis=900_000)  # shutdown alone gives up after 30 s and drops the rest
 provider.shutdown()
+print(json.dumps({"seconds": time.perf_counter() - start}))
 """
 
 
 # --- the bodies ---------------------------------------------------------------------------------------------
 
 
-def template_body() -> tuple[bytes, bytes]:
-    """One OTLP/protobuf body of 51 traces and the 8-byte marker that starts each of its trace ids (the sender
-    swaps a counter in)."""
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+def _attrs(**values: str) -> list[Any]:
     from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 
-    def attrs(**values: str) -> list[KeyValue]:
-        out = []
-        for key, value in values.items():
-            kv = KeyValue(key=key.replace("__", "."))
-            kv.value.string_value = value
-            out.append(kv)
-        return out
+    out = []
+    for key, value in values.items():
+        kv = KeyValue(key=key.replace("__", "."))
+        kv.value.string_value = value
+        out.append(kv)
+    return out
 
-    marker = random.Random(7).randbytes(8)
-    args = json.dumps({"device_id": "thermostat-living_room", "updates": {"brightness": 30, "color": {"hue": 30}}})
-    result = json.dumps({"device_id": "thermostat-living_room", "ok": True, "temperature": 21.5})
-    answer = {"role": "assistant", "parts": [{"type": "text", "content": "done"}], "finish_reason": "stop"}
-    output = json.dumps([answer])
-    request = ExportTraceServiceRequest()
-    resource_spans = request.resource_spans.add()
-    resource_spans.resource.attributes.extend(attrs(service__name="bench-agent"))
-    scope_spans = resource_spans.scope_spans.add()
-    scope_spans.scope.name = "bench"
-    start = time.time_ns()
-    for t in range(TRACES_PER_BODY):
-        trace_id = marker + struct.pack(">Q", t + 1)
-        root_id = struct.pack(">Q", (t + 1) << 8)
-        t0 = start + t * 10_000_000
+
+_ARGS = json.dumps({"device_id": "thermostat-living_room", "updates": {"brightness": 30, "color": {"hue": 30}}})
+_RESULT = json.dumps({"device_id": "thermostat-living_room", "ok": True, "temperature": 21.5})
+_OUTPUT = json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "done"}], "finish_reason": "stop"}])
+
+
+def _add_span(scope_spans: Any, marker: bytes, t: int, i: int, start: int, sessions: int) -> None:
+    """Span ``i`` of trace ``t`` (0: the ``invoke_agent`` root; 1-9: its tools) into ``scope_spans``."""
+    trace_id = marker + struct.pack(">Q", t + 1)
+    root_id = struct.pack(">Q", (t + 1) << 8)
+    t0 = start + t * 10_000_000
+    if i == 0:
         root = scope_spans.spans.add(
             trace_id=trace_id, span_id=root_id, name="invoke_agent bench", kind=1,
             start_time_unix_nano=t0, end_time_unix_nano=t0 + 9_000_000,
         )  # fmt: skip
+        messages = json.dumps([{"role": "user", "parts": [{"type": "text", "content": f"request {t}"}]}])
         root.attributes.extend(
-            attrs(
+            _attrs(
                 gen_ai__operation__name="invoke_agent",
                 gen_ai__agent__name="bench",
-                gen_ai__conversation__id=f"s-{marker.hex()}-{t % 5}",  # 5 sessions a body, new in each
-                gen_ai__input__messages=json.dumps(
-                    [{"role": "user", "parts": [{"type": "text", "content": f"request {t}"}]}]
-                ),
-                gen_ai__output__messages=output,
+                gen_ai__conversation__id=f"s-{marker.hex()}-{t % sessions}",  # new sessions in each body or cycle
+                gen_ai__input__messages=messages,
+                gen_ai__output__messages=_OUTPUT,
             )
         )
-        for i in range(SPANS_PER_TRACE - 1):
-            tool = scope_spans.spans.add(
-                trace_id=trace_id, span_id=struct.pack(">Q", ((t + 1) << 8) + i + 1), parent_span_id=root_id,
-                name=f"execute_tool tool_{i}", kind=1,
-                start_time_unix_nano=t0 + (i + 1) * 500_000, end_time_unix_nano=t0 + (i + 1) * 500_000 + 400_000,
-            )  # fmt: skip
-            tool.attributes.extend(
-                attrs(
-                    gen_ai__operation__name="execute_tool",
-                    gen_ai__tool__name=f"tool_{i}",
-                    gen_ai__tool__type="function",
-                    gen_ai__tool__call__id=f"call_{t}_{i}",
-                    gen_ai__tool__call__arguments=args,
-                    gen_ai__tool__call__result=result,
-                )
-            )
+        return
+    tool = scope_spans.spans.add(
+        trace_id=trace_id, span_id=struct.pack(">Q", ((t + 1) << 8) + i), parent_span_id=root_id,
+        name=f"execute_tool tool_{i - 1}", kind=1,
+        start_time_unix_nano=t0 + i * 500_000, end_time_unix_nano=t0 + i * 500_000 + 400_000,
+    )  # fmt: skip
+    tool.attributes.extend(
+        _attrs(
+            gen_ai__operation__name="execute_tool",
+            gen_ai__tool__name=f"tool_{i - 1}",
+            gen_ai__tool__type="function",
+            gen_ai__tool__call__id=f"call_{t}_{i - 1}",
+            gen_ai__tool__call__arguments=_ARGS,
+            gen_ai__tool__call__result=_RESULT,
+        )
+    )
+
+
+def _encode(marker: bytes, spans: list[tuple[int, int]], start: int, sessions: int) -> bytes:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    request = ExportTraceServiceRequest()
+    resource_spans = request.resource_spans.add()
+    resource_spans.resource.attributes.extend(_attrs(service__name="bench-agent"))
+    scope_spans = resource_spans.scope_spans.add()
+    scope_spans.scope.name = "bench"
+    for t, i in spans:
+        _add_span(scope_spans, marker, t, i, start, sessions)
     body = request.SerializeToString()
-    assert body.count(marker) == SPANS_PER_BODY, "the marker must occur only in the trace ids"
+    assert body.count(marker) == len(spans), "the marker must occur only in the trace ids"
+    return body
+
+
+def template_body() -> tuple[bytes, bytes]:
+    """One OTLP/protobuf body of 51 whole traces (root first) and the 8-byte marker that starts each of its trace
+    ids (the sender swaps a counter in)."""
+    marker = random.Random(7).randbytes(8)
+    spans = [(t, i) for t in range(TRACES_PER_BODY) for i in range(SPANS_PER_TRACE)]
+    body = _encode(marker, spans, time.time_ns(), 5)  # 5 sessions a body, new in each
     assert body.count(marker.hex().encode()) == TRACES_PER_BODY, "and its hex only in the session ids"
     return body, marker
+
+
+def finish_order_bodies(concurrent_runs: int = 32, seed: int = 7) -> tuple[list[bytes], bytes]:
+    """A cycle of :data:`CYCLE_BODIES` bodies of 512 spans, as the OTel SDK's ``BatchSpanProcessor`` exports them
+    from an agent service running ``concurrent_runs`` agent runs at once: spans in the order they end (a run's
+    tools, then its ``invoke_agent`` root), so a run's spans straddle bodies and most bodies complete runs begun
+    in earlier ones. The cycle's runs all end within it (the sender swaps a counter into each cycle's ids), and
+    its bodies carry 50 sessions of about 10 runs, new in each cycle."""
+    marker = random.Random(seed).randbytes(8)
+    rng = random.Random(seed)
+    traces = CYCLE_BODIES * FINISH_BODY_SPANS // SPANS_PER_TRACE
+    waiting = list(range(traces))
+    running: list[list[tuple[int, int]]] = []
+    order: list[tuple[int, int]] = []
+    while waiting or running:
+        while waiting and len(running) < concurrent_runs:
+            t = waiting.pop(0)
+            running.append([(t, i) for i in range(SPANS_PER_TRACE - 1, -1, -1)])  # popped from the end: tools, root
+        run = running[rng.randrange(len(running))]
+        order.append(run.pop())
+        if not run:
+            running.remove(run)
+    start = time.time_ns()
+    bodies = [
+        _encode(marker, order[i : i + FINISH_BODY_SPANS], start, 50) for i in range(0, len(order), FINISH_BODY_SPANS)
+    ]
+    return bodies, marker
+
+
+def write_bodies(path: Path, bodies: list[bytes]) -> Path:
+    """``bodies`` into one file, each after its length (the sender's format)."""
+    path.write_bytes(b"".join(struct.pack(">I", len(b)) + b for b in bodies))
+    return path
 
 
 # --- the collector's process tree: CPU and memory from /proc ------------------------------------------------
@@ -329,28 +400,85 @@ def free_port() -> int:
 
 
 @dataclass
+class Window:
+    """One window of a run: its spans, wall seconds, the collector's CPU seconds and its RSS at its end."""
+
+    spans: int
+    seconds: float
+    cpu: float
+    rss_mb: float
+
+    def describe(self, first: int) -> str:
+        return (f"spans {first:>9,}-{first + self.spans:<9,} {self.spans / self.seconds:>8,.0f} spans/s   collector "
+                f"CPU {self.cpu / self.spans * 1e6:5.1f} µs/span ({self.cpu / self.seconds:.2f} cores)   "
+                f"RSS {self.rss_mb:4.0f} MB")  # fmt: skip
+
+
+@dataclass
 class Sent:
     spans: int
     seconds: float
     retries: int
     watch: Watch
+    windows: list[Window] = field(default_factory=list)
+    lost: bool = False
 
     @property
     def rate(self) -> float:
         return self.spans / self.seconds
 
+    @property
+    def cpu_per_span(self) -> float:
+        """The collector's CPU microseconds per span (noise on a shared machine moves this less than spans/s)."""
+        return self.watch.cpu / self.spans * 1e6
 
-def send(template: Path, marker: bytes, port: int, pid: int, args: argparse.Namespace, seconds: float = 0) -> Sent:
+
+def bodies_per_run(args: argparse.Namespace, bodies: Path) -> int:
+    """``--spans`` as whole bodies, and whole cycles of them (every trace complete)."""
+    cycle = len(read_frames(bodies))
+    per_cycle = sum(frame.count(bytes.fromhex(args.marker)) for frame in read_frames(bodies))
+    return -(-args.spans // per_cycle) * cycle
+
+
+def read_frames(path: Path) -> list[bytes]:
+    data, frames = path.read_bytes(), []
+    while data:
+        (size,), data = struct.unpack(">I", data[:4]), data[4:]
+        frames.append(data[:size])
+        data = data[size:]
+    return frames
+
+
+def send(template: Path, marker: bytes, port: int, pid: int, args: argparse.Namespace, seconds: float = 0,
+         windows: bool = False) -> Sent:  # fmt: skip
+    """Post ``template``'s bodies (a cycle of them, :func:`write_bodies`) to ``port`` and time it; ``windows``:
+    print the rates of each window of :data:`WINDOW` spans as they end."""
     seconds = seconds or args.seconds
-    bodies = 0 if seconds else -(-args.spans // SPANS_PER_BODY)
+    args.marker = marker.hex()
+    bodies = 0 if seconds else bodies_per_run(args, template)
     command = [sys.executable, "-c", FAST_SENDER, str(template), str(port), marker.hex(), str(bodies),
-               str(seconds), str(args.connections)]  # fmt: skip
-    with Watch(pid, report_every=30.0 if seconds > 60 else None) as watch:
-        out = subprocess.run(command, check=True, capture_output=True, text=True)
-    result = json.loads(out.stdout)
+               str(seconds), str(args.connections), str(WINDOW if windows else 0)]  # fmt: skip
+    found: list[Window] = []
+    with Watch(pid, report_every=None) as watch:
+        sender = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+        assert sender.stdout is not None
+        last_spans, last_t, last_cpu = 0, 0.0, watch.cpu0
+        result: dict[str, Any] = {}
+        for line in sender.stdout:
+            if line.startswith("W "):
+                cpu = cpu_seconds(tree(pid))
+                _, spans, at = line.split()
+                window = Window(int(spans) - last_spans, float(at) - last_t, cpu - last_cpu, rss_mb(tree(pid)))
+                found.append(window)
+                print(f"{'':4}{window.describe(last_spans)}", flush=True)
+                last_spans, last_t, last_cpu = int(spans), float(at), cpu
+            else:
+                result = json.loads(line)
+        if sender.wait() != 0:
+            raise RuntimeError("the sender failed")
     if result["failures"] or result["partial"]:
         raise RuntimeError(f"the collector refused spans: {result}")
-    return Sent(result["bodies"] * SPANS_PER_BODY, result["seconds"], result["retries"], watch)
+    return Sent(result["spans"], result["seconds"], result["retries"], watch, found)
 
 
 def wait_healthy(port: int, process: subprocess.Popen) -> None:
@@ -409,9 +537,10 @@ def counted(store_url: str) -> dict[str, int]:
 
 
 def collect_row(label: str, store_url: str, template: Path, marker: bytes, args: argparse.Namespace,
-                top: Sent, *extra: str) -> None:  # fmt: skip
+                top: Sent, *extra: str) -> Sent:  # fmt: skip
+    print(f"{label}:", flush=True)
     with collector(store_url, *extra) as (port, process):
-        sent = send(template, marker, port, process.pid, args)
+        sent = send(template, marker, port, process.pid, args, windows=True)
     counts = counted(store_url)
     traces = sent.spans // SPANS_PER_TRACE
     lost = ""
@@ -419,14 +548,30 @@ def collect_row(label: str, store_url: str, template: Path, marker: bytes, args:
         lost = f"   LOST: stored {counts} of {sent.spans} spans acknowledged"
     ratio = sent.rate / top.rate
     print(
-        f"{label:<26}{sent.rate:>9,.0f} spans/s  {ratio:5.1%} of the ceiling   {sent.watch.describe()}"
-        f"   ({sent.spans:,} spans, {sent.retries} busy retries){lost}",
+        f"{label:<26}{sent.rate:>9,.0f} spans/s  {ratio:5.1%} of the ceiling   {sent.cpu_per_span:5.1f} µs CPU/span  "
+        f"{sent.watch.describe()}   ({sent.spans:,} spans, {sent.retries} busy retries){lost}",
         flush=True,
     )
     if ratio > 0.5:
         print(f"{'':26}the sender is near its ceiling: the collector may be faster than this", flush=True)
     if args.seconds:
         print(f"{'':26}{rss_over_the_run(sent)}")
+    sent.lost = bool(lost)
+    return sent
+
+
+def verdict(label: str, sent: Sent, floor: int) -> str:
+    """A row's target: ``floor`` spans/s over the whole run, and its last full window within 20% of its first."""
+    full = [w for w in sent.windows if w.spans >= WINDOW * 0.9]
+    first, last = (full[0].spans / full[0].seconds, full[-1].spans / full[-1].seconds) if full else (0.0, 0.0)
+    flat = len(full) >= 2 and last >= 0.8 * first
+    shape = f"first window {first:,.0f}, last {last:,.0f} spans/s ({len(full)} windows)" if full else "no window"
+    cpu = ""
+    if len(full) >= 2:
+        cpu = f"; CPU {full[0].cpu / full[0].spans * 1e6:.1f} -> {full[-1].cpu / full[-1].spans * 1e6:.1f} µs/span"
+    ok = sent.rate >= floor and flat and not sent.lost
+    return (f"target {label}: >= {floor:,} spans/s, last window within 20% of the first, nothing lost: "
+            f"{'reached' if ok else 'NOT reached'} ({sent.rate:,.0f} spans/s; {shape}{cpu})")  # fmt: skip
 
 
 def rss_over_the_run(sent: Sent) -> str:
@@ -437,7 +582,21 @@ def rss_over_the_run(sent: Sent) -> str:
     return f"RSS over the run: {first:.0f} MB after the first tenth, {last:.0f} MB in the last tenth"
 
 
-def end_to_end(store_url: str, spans: int, *extra: str) -> tuple[float, int]:
+def exporter_ceiling(spans: int) -> float:
+    """The OTel SDK exporter's own rate into a null receiver: spans made, batched and posted per second."""
+    port = free_port()
+    receiver = subprocess.Popen([sys.executable, "-c", NULL_RECEIVER, str(port)])
+    try:
+        time.sleep(1.0)
+        out = subprocess.run([sys.executable, "-c", OTEL_SENDER, f"http://127.0.0.1:{port}/v1/traces",
+                              str(spans // SPANS_PER_TRACE)], check=True, capture_output=True, text=True)  # fmt: skip
+        return spans / json.loads(out.stdout)["seconds"]
+    finally:
+        receiver.terminate()
+        receiver.wait(timeout=30)
+
+
+def end_to_end(store_url: str, spans: int, *extra: str) -> tuple[float, dict[str, int]]:
     """The real OTel exporter into ``toolpath collect``: spans/s until every invocation is queryable."""
     from toolpath.store.store import Store
 
@@ -446,7 +605,8 @@ def end_to_end(store_url: str, spans: int, *extra: str) -> tuple[float, int]:
         store = Store(store_url)
         start = time.perf_counter()
         sender = subprocess.Popen(
-            [sys.executable, "-c", OTEL_SENDER, f"http://127.0.0.1:{port}/v1/traces", str(traces)]
+            [sys.executable, "-c", OTEL_SENDER, f"http://127.0.0.1:{port}/v1/traces", str(traces)],
+            stdout=subprocess.DEVNULL,
         )
         stalled_since, last = time.monotonic(), -1
         while (done := store.counts()["invocations"]) < traces:
@@ -459,7 +619,9 @@ def end_to_end(store_url: str, spans: int, *extra: str) -> tuple[float, int]:
                 raise RuntimeError(f"no progress for 60 s at {done:,} of {traces:,} invocations (spans dropped?)")
         elapsed = time.perf_counter() - start
         sender.wait(timeout=60)
-        return spans / elapsed, store.counts()["tool_calls"]
+        counts = store.counts()
+        store.close()
+        return spans / elapsed, counts
 
 
 def main() -> None:
@@ -471,16 +633,27 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=4, help="the sender's keep-alive connections")
     parser.add_argument("--no-redact", action="store_true", help="also time SQLite with redaction off")
     parser.add_argument("--otel-spans", type=int, default=20_000, help="spans of the end-to-end row (0: skip it)")
+    parser.add_argument("--mode", choices=["finish", "whole"], default="finish",
+                        help="finish: 512-span bodies in the order spans end, as exporters send (default); whole: "
+                        "51 whole traces a body, root first")  # fmt: skip
+    parser.add_argument("--concurrent-runs", type=int, default=32, help="finish mode: agent runs going on at once")
     parser.add_argument("--collect-args", default="", help="more `toolpath collect` flags for every row")
     args = parser.parse_args()
     more = shlex.split(args.collect_args)
     worker_runs = [["--workers", w.strip(), *more] for w in args.workers.split(",") if w.strip()] or [more]
 
+    targets: list[str] = []
     with tempfile.TemporaryDirectory() as folder:
-        body, marker = template_body()
-        template = Path(folder) / "body.pb"
-        template.write_bytes(body)
-        print(f"bodies: {SPANS_PER_BODY} spans, {len(body):,} bytes; sender: {args.connections} connections")
+        if args.mode == "whole":
+            body, marker = template_body()
+            template = write_bodies(Path(folder) / "bodies.pb", [body])
+            shape = f"bodies of {SPANS_PER_BODY} spans, whole traces, root first, {len(body):,} bytes"
+        else:
+            bodies, marker = finish_order_bodies(args.concurrent_runs)
+            template = write_bodies(Path(folder) / "bodies.pb", bodies)
+            shape = (f"bodies of {FINISH_BODY_SPANS} spans in finish order ({args.concurrent_runs} runs at once: "
+                     f"traces straddle bodies), {sum(map(len, bodies)) // len(bodies):,} bytes")  # fmt: skip
+        print(f"{shape}; sender: {args.connections} connections; rates per window of {WINDOW:,} spans", flush=True)
         top = ceiling(template, marker, args)
         label = "null receiver (ceiling)"
         print(f"{label:<26}{top.rate:>9,.0f} spans/s             {top.watch.describe()}", flush=True)
@@ -489,7 +662,8 @@ def main() -> None:
             for extra in worker_runs:
                 n += 1
                 label = "SQLite " + " ".join(extra)
-                collect_row(label, f"sqlite:///{Path(folder) / f'bench{n}.db'}", template, marker, args, top, *extra)
+                url = f"sqlite:///{Path(folder) / f'bench{n}.db'}"
+                targets.append(verdict(label, collect_row(label, url, template, marker, args, top, *extra), 20_000))
                 if args.no_redact:
                     n += 1
                     url = f"sqlite:///{Path(folder) / f'bench{n}.db'}"
@@ -502,12 +676,26 @@ def main() -> None:
                 print("PostgreSQL not installed here (apt-get install -y postgresql)")
             else:
                 for extra in worker_runs:
+                    label = "PostgreSQL " + " ".join(extra)
                     with server.running(durable=True) as url:
-                        collect_row("PostgreSQL " + " ".join(extra), url, template, marker, args, top, *extra)
+                        sent = collect_row(label, url, template, marker, args, top, *extra)
+                    targets.append(verdict(label, sent, 15_000))
         if args.otel_spans and not args.seconds:
-            rate, calls = end_to_end(f"sqlite:///{Path(folder) / 'otel.db'}", args.otel_spans, *worker_runs[-1])
-            label = "OTel SDK exporter, SQLite"
-            print(f"{label:<26}{rate:>9,.0f} spans/s end to end, until queryable ({calls:,} tool calls stored)")
+            own = exporter_ceiling(args.otel_spans)
+            label = "OTel SDK exporter, null receiver (its ceiling)"
+            print(f"{label:<48}{own:>9,.0f} spans/s", flush=True)
+            rate, counts = end_to_end(f"sqlite:///{Path(folder) / 'otel.db'}", args.otel_spans, *worker_runs[-1])
+            traces = args.otel_spans // SPANS_PER_TRACE
+            whole = (counts["spans"], counts["invocations"], counts["tool_calls"]) == (
+                traces * SPANS_PER_TRACE, traces, traces * 9)  # fmt: skip
+            label = "OTel SDK exporter -> toolpath collect, SQLite"
+            print(f"{label:<48}{rate:>9,.0f} spans/s end to end, until queryable ({counts['spans']:,} spans, "
+                  f"{counts['tool_calls']:,} tool calls stored{'' if whole else ': SPANS DROPPED'})")  # fmt: skip
+            targets.append(f"target end to end: the exporter's own ceiling ({own:,.0f} spans/s), nothing dropped: "
+                           f"{'reached' if whole and rate >= 0.8 * own else 'NOT reached'} ({rate:,.0f} spans/s, "
+                           f"{rate / own:.0%} of it)")  # fmt: skip
+    for line in targets:
+        print(line)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from bench_collector import (
     rss_over_the_run,
     send,
     template_body,
+    write_bodies,
 )
 
 METRICS = ["tool_error_rate", "tool_call_count", "latency_in_seconds", "failure", "redundant_tool_calls",
@@ -121,7 +122,7 @@ def main() -> None:
         folder = Path(tmp)
         body, marker = template_body()
         template = folder / "body.pb"
-        template.write_bytes(body)
+        write_bodies(template, [body])
         online = folder / "online.toml"
         online.write_text(f"metrics = {METRICS!r}\nbatch_size = {BATCH}\npoll_seconds = 0.1\nmax_backlog = 1000000\n")
         print(f"toolpath collect --online ({', '.join(METRICS)}) --workers {args.workers}; {args.spans:,} spans a row")
