@@ -35,6 +35,8 @@ DEFAULT_MAX_SPANS_PER_TRACE = 10_000
 """More spans of one trace are dropped by the collector, counted."""
 DEFAULT_MAX_TOOL_CALLS = 1_000
 """More tool calls in one invocation are dropped, marked."""
+INTERRUPT_GRACE_SECONDS = 10.0
+"""After Ctrl-C, how long a batch of agent runs waits for the runs already going (no new one starts)."""
 DEFAULT_EXPORT_QUEUE = 32_768
 """Spans ``toolpath.init``'s OTLP exporter queues before it drops (and counts) new ones; ``OTEL_BSP_MAX_QUEUE_SIZE``
 overrides it. Large enough for a burst of thousands of agent runs while the collector catches up."""

@@ -20,10 +20,13 @@ and never reaches the user as such (one that escapes is a bug, and shows as one,
     ├── judges.client.TransientError         a judge request worth retrying
     └── evalsets.simulation.SimulatorError   the user simulator gave no message: the case's error
 
+``Interrupted`` (a ``KeyboardInterrupt``) is neither: Ctrl-C stopped a batch of agent runs, and it says what was
+kept; the CLI prints it and exits 130.
+
 Telemetry paths (the tracer, the collector's worker) never raise either kind into the agent: they log and count.
 """
 
-__all__ = ["ConfigError", "DatasetError", "InternalSignal", "MetricError", "ToolpathError"]
+__all__ = ["ConfigError", "DatasetError", "InternalSignal", "Interrupted", "MetricError", "ToolpathError"]
 
 
 class ToolpathError(Exception):
@@ -44,3 +47,20 @@ class MetricError(ToolpathError, ValueError):
 
 class InternalSignal(Exception):
     """Base class of the signals toolpath's parts raise for each other (never a user error)."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a batch of agent runs part-way: no new run was started, the traces of the finished ones were
+    written, and the runs still going were waited for a bounded time. A ``KeyboardInterrupt``, so code that stops
+    on Ctrl-C still stops; it says what was kept."""
+
+    def __init__(self, finished: int, total: int, unfinished: int) -> None:
+        super().__init__(finished, total, unfinished)
+        self.finished, self.total, self.unfinished = finished, total, unfinished
+
+    def __str__(self) -> str:
+        never = self.total - self.finished - self.unfinished
+        return (
+            f"{self.finished} of {self.total} agent runs finished (their traces are stored); "
+            f"{self.unfinished} still running were left, {never} never started"
+        )

@@ -7,6 +7,8 @@ Every :class:`ToolpathError` (missing file, bad JSON line, unknown metric, bad s
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 
 import click
@@ -25,7 +27,7 @@ from toolpath.cli import (
     sessions,
     ui_command,
 )
-from toolpath.errors import ToolpathError
+from toolpath.errors import Interrupted, ToolpathError
 
 
 @click.group()
@@ -61,8 +63,14 @@ def main(argv: list[str] | None = None) -> None:
     except ToolpathError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
-    except click.exceptions.Abort:
-        click.echo("aborted", err=True)
+    except click.exceptions.Abort as exc:
+        signal.signal(signal.SIGINT, _stop_at_once)  # writing what was traced now: a second Ctrl-C ends that
+        cause = exc.__cause__
+        click.echo(f"interrupted: {cause}" if isinstance(cause, Interrupted) else "aborted", err=True)
+        tracing.shutdown()
+        if isinstance(cause, Interrupted) and cause.unfinished:
+            sys.stdout.flush()
+            os._exit(130)  # agent runs still going in threads would hold the interpreter's exit
         sys.exit(130)
     except click.UsageError as exc:  # a bad option or argument is bad input too: one line, the help to read
         command = exc.ctx.command_path if exc.ctx is not None else "toolpath"
@@ -75,6 +83,12 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     finally:
         tracing.shutdown()
+
+
+def _stop_at_once(*_: object) -> None:
+    """A second Ctrl-C: stop now; what the store committed stays."""
+    os.write(2, b"interrupted again: stopped at once; what was already stored is kept\n")
+    os._exit(130)
 
 
 if __name__ == "__main__":

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from toolpath import tracing
+from toolpath.config import INTERRUPT_GRACE_SECONDS
 from toolpath.datasets import read_rows
-from toolpath.errors import ConfigError, DatasetError, MetricError
+from toolpath.errors import ConfigError, DatasetError, Interrupted, MetricError
 from toolpath.evaluation.agent_runs import AgentOutcome, outcome_row, run_agent, scored_row
 from toolpath.evaluation.catalog import pass_rules, resolve_metric
 from toolpath.evaluation.like_with_like import produced_views, store_redactor
@@ -181,13 +184,32 @@ def _run_rows(
             _fill_from_agent(row, runnable, index, run_id, timeout, produced)
             done(index)
         return
-    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="toolpath-eval") as pool:
-        futures = {
-            pool.submit(_fill_from_agent, row, runnable, i, run_id, timeout, produced): i for i, row in enumerate(rows)
-        }
+    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="toolpath-eval")
+    futures = {
+        pool.submit(_fill_from_agent, row, runnable, i, run_id, timeout, produced): i for i, row in enumerate(rows)
+    }
+    try:
         for future in as_completed(futures):
             future.result()
             done(futures[future])
+    except KeyboardInterrupt:
+        raise _stop_runs(pool, futures, min(timeout, INTERRUPT_GRACE_SECONDS)) from None
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _stop_runs(pool: ThreadPoolExecutor, futures: Mapping[Future[None], int], grace: float) -> Interrupted:
+    """Ctrl-C: start no more runs, write the finished runs' traces, wait at most ``grace`` seconds for the running
+    ones (a second Ctrl-C stops the waiting), write theirs too; what was kept, as an :class:`Interrupted`."""
+    pool.shutdown(wait=False, cancel_futures=True)
+    with contextlib.suppress(KeyboardInterrupt):
+        tracing.flush(grace)
+        running = [f for f in futures if not f.done()]
+        wait(running, timeout=grace)
+        tracing.flush(grace)
+    finished = sum(f.done() and not f.cancelled() for f in futures)
+    unfinished = sum(not f.done() for f in futures)
+    return Interrupted(finished, len(futures), unfinished)
 
 
 def _fill_from_agent(
