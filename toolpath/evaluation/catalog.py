@@ -195,6 +195,10 @@ def resolve_metric(spec: str | Metric | Callable[[Row], Any]) -> Metric:
         return CustomMetric(spec)
     if not isinstance(spec, str):
         raise MetricError(f"a metric must be a name, a Metric or a callable, got {type(spec).__name__}")
+    if spec.strip().startswith("exec:"):  # an executable in any language: toolpath.evaluation.exec_metric
+        from toolpath.evaluation.exec_metric import exec_metric
+
+        return exec_metric(spec)
     name, params = parse_spec(spec)
     if name not in _CATALOG and ":" in name:
         custom = CustomMetric(import_callable(name))
