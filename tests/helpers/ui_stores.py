@@ -26,6 +26,8 @@ SUPPORT = "support-7"
 TOOL_ERROR_SESSION = "lights-9"
 MARKUP = "<b>bold</b> & <i>markup</i>"
 BIG_ARGUMENT = "x" * 4096
+REQUEST_BODY = '{"order": 7, "note": "' + BIG_ARGUMENT + '"}'
+"""A 4 KB attribute of the first support turn's agent span."""
 T0 = 1_780_000_000 * 10**9
 MS = 1_000_000
 
@@ -52,7 +54,8 @@ def _turn(n: int, prompt: str, *, failed: bool, calls: list[ToolCall]) -> tuple[
         SpanRecord(trace, root, None, "invoke_agent support_bot", 1, start, start + took,
                    STATUS_ERROR if failed else STATUS_OK, "RuntimeError: the backend is down" if failed else None,
                    {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support_bot",
-                    "gen_ai.conversation.id": SUPPORT, "gen_ai.prompt": prompt},
+                    "gen_ai.conversation.id": SUPPORT, "gen_ai.prompt": prompt,
+                    **({"app.request.body": REQUEST_BODY} if n == 1 else {})},
                    [{"name": "exception", "time_unix_nano": start + took,
                      "attributes": {"exception.type": "RuntimeError", "exception.message": "the backend is down"}}]
                    if failed else []),

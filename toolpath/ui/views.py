@@ -107,6 +107,8 @@ def timeline(spans: Sequence[SpanRecord]) -> dict[str, Any]:
                 "error": span.status_code == 2,
                 "tokens_in": tokens_in,
                 "tokens_out": tokens_out,
+                "trace_id": span.trace_id,
+                "span_id": span.span_id,
             }
         )
     return _layout(items)
@@ -115,7 +117,7 @@ def timeline(spans: Sequence[SpanRecord]) -> dict[str, Any]:
 def timeline_of_calls(inv: Invocation) -> dict[str, Any]:
     items = [
         {"label": c.name, "kind": "tool", "start": c.start_time, "end": c.end_time or c.start_time, "depth": 0,
-         "error": c.error is not None, "tokens_in": None, "tokens_out": None}
+         "error": c.error is not None, "tokens_in": None, "tokens_out": None, "trace_id": None, "span_id": None}
         for c in inv.tool_calls
         if c.start_time
     ]  # fmt: skip

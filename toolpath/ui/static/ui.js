@@ -29,6 +29,11 @@ document.addEventListener("DOMContentLoaded", function () {
     window.setTimeout(function () { window.location.reload(); }, 30000);
   }
 
+  // The session page's waterfall: each span opens its details in the side panel (mouse or keyboard).
+  if (document.getElementById("span-panel")) {
+    spanPanel(document.getElementById("span-panel"));
+  }
+
   // An evaluation: follow it until it ends, then open its run or say why it failed. The job may have ended
   // before this page loaded (a fast run): the state the page was rendered with is acted on as a polled one.
   var job = document.getElementById("job");
@@ -94,4 +99,160 @@ function followJob(job) {
   } else if (job.dataset.state === "running") {
     poll();
   }
+}
+
+var LONG_VALUE = 300;  // characters shown of a longer value until it is expanded
+
+function copyText(text, button) {
+  var done = function () { button.textContent = "copied"; button.dataset.copied = "1"; };
+  if (navigator.clipboard && window.isSecureContext) {
+    navigator.clipboard.writeText(text).then(done, function () { fallbackCopy(text); done(); });
+  } else {
+    fallbackCopy(text);
+    done();
+  }
+}
+
+function fallbackCopy(text) {
+  var area = document.createElement("textarea");
+  area.value = text;
+  area.setAttribute("readonly", "");
+  area.style.position = "fixed";
+  area.style.opacity = "0";
+  document.body.appendChild(area);
+  area.select();
+  try { document.execCommand("copy"); } catch (e) { /* the value stays selectable in the panel */ }
+  document.body.removeChild(area);
+}
+
+function valueText(value) {
+  return typeof value === "string" ? value : JSON.stringify(value, null, 2);
+}
+
+// A value cell: the text (never markup), cut to LONG_VALUE characters behind a "show all" toggle, and a copy button.
+function valueCell(value) {
+  var cell = document.createElement("td");
+  var text = valueText(value);
+  var pre = document.createElement("pre");
+  pre.className = "value";
+  cell.appendChild(pre);
+  if (text.length > LONG_VALUE) {
+    pre.textContent = text.slice(0, LONG_VALUE) + "…";
+    pre.dataset.collapsed = "1";
+    var more = document.createElement("button");
+    more.type = "button";
+    more.className = "plain expand";
+    more.textContent = "show all " + text.length + " characters";
+    more.addEventListener("click", function () {
+      var open = pre.dataset.collapsed === "1";
+      pre.textContent = open ? text : text.slice(0, LONG_VALUE) + "…";
+      pre.dataset.collapsed = open ? "0" : "1";
+      more.textContent = open ? "show less" : "show all " + text.length + " characters";
+    });
+    cell.appendChild(more);
+  } else {
+    pre.textContent = text;
+  }
+  var copy = document.createElement("button");
+  copy.type = "button";
+  copy.className = "plain copy";
+  copy.textContent = "copy";
+  copy.addEventListener("click", function () { copyText(text, copy); });
+  cell.appendChild(copy);
+  return cell;
+}
+
+function fillTable(table, values) {
+  table.textContent = "";
+  var keys = Object.keys(values || {}).sort();
+  if (!keys.length) {
+    var empty = document.createElement("tr");
+    var cell = document.createElement("td");
+    cell.className = "muted";
+    cell.textContent = "none";
+    empty.appendChild(cell);
+    table.appendChild(empty);
+    return;
+  }
+  keys.forEach(function (key) {
+    var row = document.createElement("tr");
+    row.dataset.key = key;
+    var name = document.createElement("th");
+    name.textContent = key;
+    row.appendChild(name);
+    row.appendChild(valueCell(values[key]));
+    table.appendChild(row);
+  });
+}
+
+function spanPanel(panel) {
+  var opener = null;
+  var close = function () {
+    panel.hidden = true;
+    document.querySelectorAll("g.span.selected").forEach(function (g) { g.classList.remove("selected"); });
+    if (opener) opener.focus();
+  };
+  var show = function (g, span) {
+    document.querySelectorAll("g.span.selected").forEach(function (other) { other.classList.remove("selected"); });
+    g.classList.add("selected");
+    document.getElementById("span-title").textContent = span.name;
+    document.getElementById("span-summary").textContent = span.role + " · " + span.kind + " · started " + span.start +
+      " UTC · " + (span.duration_ms === null ? "no end" : span.duration_ms.toFixed(2) + " ms") +
+      " · span " + span.span_id + (span.parent_span_id ? " (parent " + span.parent_span_id + ")" : "");
+    var status = document.getElementById("span-status");
+    status.textContent = "status: " + span.status + (span.status_message ? ": " + span.status_message : "");
+    status.className = span.status === "error" ? "fail" : "";
+    fillTable(document.getElementById("span-attributes"), span.attributes);
+    fillTable(document.getElementById("span-resource"), span.resource);
+    var events = document.getElementById("span-events");
+    events.textContent = "";
+    (span.events || []).forEach(function (event) {
+      var box = document.createElement("div");
+      box.className = "span-event";
+      var title = document.createElement("h4");
+      title.textContent = (event.name || "event") + (event.when ? " at " + event.when : "");
+      box.appendChild(title);
+      var table = document.createElement("table");
+      table.className = "kv";
+      fillTable(table, event.attributes);
+      box.appendChild(table);
+      events.appendChild(box);
+    });
+    if (!(span.events || []).length) {
+      events.textContent = "none";
+      events.className = "muted";
+    } else {
+      events.className = "";
+    }
+    panel.hidden = false;
+    panel.focus();
+  };
+  var open = function (g) {
+    opener = g;
+    var url = "/traces/" + encodeURIComponent(g.dataset.trace) + "/spans/" + encodeURIComponent(g.dataset.span) + ".json";
+    fetch(url, { credentials: "same-origin" })
+      .then(function (reply) {
+        if (!reply.ok) throw new Error("the server answered " + reply.status);
+        return reply.json();
+      })
+      .then(function (span) { show(g, span); })
+      .catch(function (err) {
+        document.getElementById("span-title").textContent = "Span";
+        document.getElementById("span-summary").textContent = "could not read the span: " + err.message;
+        panel.hidden = false;
+      });
+  };
+  document.querySelectorAll("g.span[data-span]").forEach(function (g) {
+    g.addEventListener("click", function () { open(g); });
+    g.addEventListener("keydown", function (event) {
+      if (event.key === "Enter" || event.key === " ") {
+        event.preventDefault();
+        open(g);
+      }
+    });
+  });
+  document.getElementById("span-close").addEventListener("click", close);
+  document.addEventListener("keydown", function (event) {
+    if (event.key === "Escape" && !panel.hidden) close();
+  });
 }

@@ -1,0 +1,98 @@
+"""The session page's span panel in real headless Chromium: a click on a span of the waterfall, or Tab to it and
+Enter, opens its attributes, events, status and timing; Escape closes it and gives the focus back; long values
+are collapsed until expanded, and every value has a copy button. Screenshots at 1280 and 800 px."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.ui import Watched, browser, screenshot_folder, screenshots, serve_ui
+from tests.helpers.ui_stores import MARKUP, REQUEST_BODY, SUPPORT, debugging_store
+from toolpath.store.store import Store
+
+FOCUSED_SPAN = "() => document.activeElement && document.activeElement.matches('g.span[data-span]')"
+
+
+@pytest.fixture(scope="module")
+def ui(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("ui-spans")
+    store = Store(debugging_store(folder))
+    with serve_ui(store, folder / "evalsets") as url:
+        yield url
+    store.close()
+
+
+@pytest.fixture
+def page(ui):
+    with browser() as chromium:
+        context = chromium.new_context(viewport={"width": 1280, "height": 900})
+        context.grant_permissions(["clipboard-read", "clipboard-write"], origin=ui)
+        watched = Watched(context.new_page())
+        yield watched.page
+        assert watched.errors == [] and watched.dialogs == []
+        context.close()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory) -> Path:
+    folder = screenshot_folder(tmp_path_factory.getbasetemp())
+    print(f"\nUI screenshots: {folder}")
+    return folder
+
+
+def test_a_click_on_a_failed_span_shows_its_status_events_and_attributes(ui, page, shots):
+    page.goto(f"{ui}/session?id={SUPPORT}#turn-2")
+    panel = page.locator("#span-panel")
+    assert panel.is_hidden()
+    page.locator("#turn-2 g.span.agent").click()
+    panel.wait_for(state="visible")
+    assert page.inner_text("#span-title") == "invoke_agent support_bot"
+    assert page.inner_text("#span-status") == "status: error: RuntimeError: the backend is down"
+    assert "26.60 ms" in page.inner_text("#span-summary")
+    events = page.inner_text("#span-events")
+    assert "exception" in events and "the backend is down" in events
+    prompt = page.locator("#span-attributes tr[data-key='gen_ai.prompt'] pre.value")
+    assert prompt.inner_text() == f"Cancel it {MARKUP}"  # markup in an attribute stays text
+    assert page.locator("#span-panel b, #span-panel i").count() == 0
+    screenshots(page, shots, "span-panel", (1280, 800))
+    page.locator("#turn-2 g.span.model").click()
+    page.wait_for_function("() => document.getElementById('span-title').textContent.startsWith('chat')")
+    assert page.locator("#span-attributes tr[data-key='gen_ai.usage.input_tokens'] pre.value").inner_text() == "122"
+
+
+def test_the_keyboard_reaches_every_span_and_escape_gives_the_focus_back(ui, page):
+    page.goto(f"{ui}/session?id={SUPPORT}")
+    for _ in range(300):  # Tab through the page until a span of the waterfall has the focus
+        page.keyboard.press("Tab")
+        if page.evaluate(FOCUSED_SPAN):
+            break
+    assert page.evaluate(FOCUSED_SPAN), "no span of the waterfall is reachable with Tab"
+    focused = page.evaluate("() => document.activeElement.dataset.span")
+    page.keyboard.press("Enter")
+    page.locator("#span-panel").wait_for(state="visible")
+    assert page.evaluate("() => document.activeElement.id") == "span-panel"
+    page.keyboard.press("Escape")
+    assert page.locator("#span-panel").is_hidden()
+    assert page.evaluate("() => document.activeElement.dataset.span") == focused
+    page.keyboard.press("Tab")
+    assert page.evaluate(FOCUSED_SPAN)  # the next span
+    page.keyboard.press(" ")
+    page.locator("#span-panel").wait_for(state="visible")
+
+
+def test_long_values_are_collapsed_and_copied_whole(ui, page):
+    page.goto(f"{ui}/session?id={SUPPORT}")
+    page.locator("#turn-1 g.span.agent").click()
+    cell = page.locator("#span-attributes tr[data-key='app.request.body'] td")
+    cell.wait_for()
+    shown = cell.locator("pre.value").inner_text()
+    assert len(shown) <= 301 and shown.endswith("…") and len(REQUEST_BODY) > 4000
+    cell.locator("button.expand").click()
+    assert cell.locator("pre.value").inner_text() == REQUEST_BODY
+    cell.locator("button.expand").click()
+    assert len(cell.locator("pre.value").inner_text()) <= 301
+    cell.locator("button.copy").click()
+    page.wait_for_function("() => document.querySelector('button.copy[data-copied]')")
+    assert page.evaluate("() => navigator.clipboard.readText()") == REQUEST_BODY
