@@ -243,6 +243,8 @@ CASES = [
          first="error: Invalid value for '--worst': -1 is not in the range x>=0."),
     case("ui-empty-token", "ui", "--token", "", store=True,
          first="error: Invalid value for '--token': empty (an unset variable?)"),
+    case("ui-agent-of-no-module", "ui", "--agent", "nosuch.mod:x", "--port", "0", store=True,
+         first="error: --agent 'nosuch.mod:x': cannot import 'nosuch.mod' (No module named 'nosuch')"),
     case("ui-port-in-use", "ui", "--port", "{busy}", store=True,
          first="error: --port {busy}: cannot listen on 127.0.0.1:{busy} (Address already in use)"),
     case("replay-agent-is-a-module", "replay", "--agent", "my_app:time", store=True,
