@@ -38,7 +38,12 @@ def start_eval(folder: Path, prompts: list[str], slow_seconds: float) -> subproc
     (folder / "started").mkdir()
     rows = "".join(json.dumps({"prompt": p, "reference_trajectory": [{"tool_name": "look"}]}) + "\n" for p in prompts)
     (folder / "cases.jsonl").write_text(rows)
-    env = {**os.environ, "SLOW_SECONDS": str(slow_seconds), "PYTHONPATH": str(folder), "TOOLPATH_STORE": ""}
+    env = {
+        **os.environ,
+        "SLOW_SECONDS": str(slow_seconds),
+        "PYTHONPATH": os.pathsep.join([str(folder), os.environ.get("PYTHONPATH", "")]),
+        "TOOLPATH_STORE": "",
+    }
     command = [sys.executable, "-m", "toolpath.cli", "eval", "cases.jsonl", "--metrics", "trajectory_exact_match"]
     return subprocess.Popen(
         [*command, "--agent", "slow_agent:agent", "--store", "s.db"],
