@@ -121,8 +121,9 @@ def judge_rows(
 
 
 def win_rates(table: Sequence[Mapping[str, Any]], name: str) -> dict[str, float | None]:
-    """Shares of judged rows where the candidate (``response``) or the baseline won a pairwise metric."""
-    choices = [r.get(f"{name}/pairwise_choice") for r in table if r.get(f"{name}/pairwise_choice")]
+    """Shares of the rows where the candidate (``response``) or the baseline won a pairwise metric; a row the
+    judge gave no verdict counts for neither, as in Vertex AI's summary (``None`` without rows)."""
+    choices = [r.get(f"{name}/pairwise_choice") for r in table]
     if not choices:
         return {f"{name}/candidate_model_win_rate": None, f"{name}/baseline_model_win_rate": None}
     return {
