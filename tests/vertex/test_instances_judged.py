@@ -43,6 +43,8 @@ def script(prompt: str, seen: int) -> Reply:
         return Reply("I would rather not say.")
     if "REFUSED" in prompt:
         return Reply(status=400)
+    if "SLOW" in prompt:
+        return Reply(json.dumps({"score": 1, "explanation": "slow"}), delay=3.0)
     if '"pairwise_choice"' in prompt:
         return json_reply(pairwise_choice="A", explanation="A says more")
     return json_reply(score=2 if "SAMPLED" in prompt and seen == 2 else 1, explanation=f"rated {seen}")
@@ -209,6 +211,24 @@ def test_templated_inputs_raw_output_and_errors(judged):
         assert (status, reply["error"]["status"]) == expected, reply
         assert set(reply["error"]) == {"code", "message", "status"}
     assert "missing" in reply["error"]["message"]
+
+
+def test_slow_judges_never_hold_up_an_export(judged):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tests.helpers.collector import post_traces
+
+    collector, _ = judged
+    bodies = [{"fluency_input": {"instance": {"prediction": f"SLOW answer {i}"}}} for i in range(10)]
+    with ThreadPoolExecutor(10) as pool:
+        slow = [pool.submit(post, collector.url, body) for body in bodies]
+        time.sleep(0.5)  # every judge request is waiting on the model now
+        started = time.monotonic()
+        status, _, _ = post_traces(collector.url, b"{}", "application/json")
+        took = time.monotonic() - started
+        answers = [future.result() for future in slow]
+    assert status == 200 and took < 2.0  # the export did not wait for a judge
+    assert [code for code, _ in answers] == [200] * 10  # and every evaluation was answered, some after waiting
 
 
 def test_the_judge_budget_is_the_services(monkeypatch):

@@ -351,6 +351,20 @@ def test_malformed_requests_get_the_apis_error_shape(collector, body, status, co
     assert "Traceback" not in reply["error"]["message"]
 
 
+def read_reply(conn: socket.socket) -> tuple[bytes, bytes]:
+    """A whole HTTP reply read from ``conn``: its head and its body (``Content-Length`` bytes)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += conn.recv(65536)
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")
+    )
+    while len(body) < length:
+        body += conn.recv(65536)
+    return head, body
+
+
 def test_the_ports_rules_hold_for_the_route(collector):
     body = {"exact_match_input": {"instances": [{"prediction": "a", "reference": "a"}]}}
     for token, status in ((None, 401), ("wrong", 401)):
@@ -361,7 +375,7 @@ def test_the_ports_rules_hold_for_the_route(collector):
     with socket.create_connection(("127.0.0.1", collector.http_port), timeout=10) as conn:  # refused from its head
         conn.sendall(f"POST {PATH} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\n"
                      "Content-Type: application/json\r\nContent-Length: 2000000\r\n\r\n".encode())  # fmt: skip
-        head, _, rest = conn.recv(65536).partition(b"\r\n\r\n")
+        head, rest = read_reply(conn)
     assert head.split(b" ")[1] == b"413"
     assert json.loads(rest)["error"] == {
         "code": 413, "message": "body of 2000000 bytes is over the 1000000-byte limit", "status": "INVALID_ARGUMENT"

@@ -5,6 +5,7 @@ command adds (:class:`~toolpath.collector.routes.GrpcMethod`), behind the same t
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -15,7 +16,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from toolpath.collector import otlp
 from toolpath.collector.ingestor import Busy, Ingestor
-from toolpath.collector.routes import GrpcMethod, RpcError
+from toolpath.collector.routes import ROUTE_THREADS, GrpcMethod, RpcError
 from toolpath.errors import ConfigError
 
 logger = logging.getLogger("toolpath.collector.ingestor")
@@ -64,8 +65,10 @@ def make_grpc_server(ingestor: Ingestor, host: str, port: int, methods: Sequence
             context.abort(grpc.StatusCode.UNAVAILABLE, "the store is unavailable")
         return ingestor.outcome(rejected, refused)
 
-    server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="toolpath-grpc"),
+    server = grpc.server(  # the extra methods' threads come on top of Export's, which they never take
+        futures.ThreadPoolExecutor(
+            max_workers=4 + (ROUTE_THREADS if methods else 0), thread_name_prefix="toolpath-grpc"
+        ),
         options=[("grpc.max_receive_message_length", ingestor.max_body_bytes)],
     )
     handler: Any = grpc.unary_unary_rpc_method_handler(
@@ -73,9 +76,10 @@ def make_grpc_server(ingestor: Ingestor, host: str, port: int, methods: Sequence
     )  # no deserializer: the raw body
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(TRACE_SERVICE, {"Export": handler}),))
     services: dict[str, dict[str, Any]] = defaultdict(dict)
+    slots = threading.BoundedSemaphore(ROUTE_THREADS)
     for method in methods:
         services[method.service][method.method] = grpc.unary_unary_rpc_method_handler(
-            _served(method, ingestor), request_deserializer=None, response_serializer=None
+            _served(method, ingestor, slots), request_deserializer=None, response_serializer=None
         )  # bytes in, bytes out: the method reads and writes its own messages
     for service, handlers in services.items():
         server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))
@@ -85,14 +89,18 @@ def make_grpc_server(ingestor: Ingestor, host: str, port: int, methods: Sequence
     return server
 
 
-def _served(method: GrpcMethod, ingestor: Ingestor) -> Any:
-    """``method`` behind the token; an :class:`RpcError` is its status, any other failure INTERNAL (logged)."""
+def _served(method: GrpcMethod, ingestor: Ingestor, slots: threading.BoundedSemaphore) -> Any:
+    """``method`` behind the token, on one of ``slots`` (all taken: UNAVAILABLE, which clients retry, so that the
+    extra methods never take Export's threads); an :class:`RpcError` is its status, any other failure INTERNAL
+    (logged)."""
     import grpc
 
     def serve(body: bytes, context: Any) -> bytes:
         metadata = dict(context.invocation_metadata())
         if not ingestor.authorized(metadata.get("authorization")):
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+        if not slots.acquire(blocking=False):
+            context.abort(grpc.StatusCode.UNAVAILABLE, f"{ROUTE_THREADS} requests of this kind in flight; retry")
         try:
             return method.call(body)
         except RpcError as exc:
@@ -101,6 +109,8 @@ def _served(method: GrpcMethod, ingestor: Ingestor) -> Any:
         except Exception:
             logger.exception("toolpath: /%s/%s failed", method.service, method.method)
             context.abort(grpc.StatusCode.INTERNAL, "internal error (logged by the server)")
+        finally:
+            slots.release()
         raise AssertionError("unreachable: abort raises")
 
     return serve

@@ -33,7 +33,7 @@ from toolpath.collector.handoff import take_connections
 from toolpath.collector.ingestor import TRACES_PATH, Ingestor
 from toolpath.collector.otlp_replies import Reply, error_reply
 from toolpath.collector.prometheus import CONTENT_TYPE
-from toolpath.collector.routes import PostRoute, RouteServer, read_body, send_reply
+from toolpath.collector.routes import ROUTE_THREADS, PostRoute, RouteServer, read_body, send_reply
 from toolpath.config import MAX_HEAD_BYTES
 from toolpath.errors import ConfigError
 from toolpath.hosts import LOOPBACK_NAMES, is_loopback_host
@@ -79,8 +79,8 @@ class OtlpHttpApp:
             authorized=ingestor.authorized,
             max_body_bytes=ingestor.max_body_bytes,
             read_timeout=read_timeout,
-            pool=self.pool,
-        )
+            pool=ThreadPoolExecutor(max_workers=ROUTE_THREADS, thread_name_prefix="toolpath-routes"),
+        )  # threads of their own: a slow route (a judge model's reply) never holds up an export
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -296,6 +296,7 @@ class HttpServer:
         self.server.should_exit = True
         self._thread.join(timeout)
         self._app.pool.shutdown(wait=True)
+        self._app.routes.pool.shutdown(wait=True)
         for sock in (self.socket, self._channel):
             if sock is not None:
                 sock.close()

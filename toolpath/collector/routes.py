@@ -21,9 +21,20 @@ from toolpath.config import DEFAULT_MAX_BODY_BYTES, MAX_HEAD_BYTES
 from toolpath.errors import InternalSignal
 from toolpath.hosts import is_loopback_host
 
-__all__ = ["GrpcMethod", "PostRoute", "RouteServer", "RoutesApp", "RpcError", "read_body", "send_reply"]
+__all__ = [
+    "ROUTE_THREADS",
+    "GrpcMethod",
+    "PostRoute",
+    "RouteServer",
+    "RoutesApp",
+    "RpcError",
+    "read_body",
+    "send_reply",
+]
 
 logger = logging.getLogger("toolpath.collector.http")
+ROUTE_THREADS = 4
+"""Requests to a port's extra routes (or gRPC methods) served at once, on threads apart from OTLP's."""
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -141,7 +152,7 @@ class RoutesApp:
         loopback_only: bool,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         read_timeout: float = 10.0,
-        workers: int = 4,
+        workers: int = ROUTE_THREADS,
     ) -> None:
         import hmac
 
