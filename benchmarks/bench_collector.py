@@ -283,7 +283,7 @@ def finish_order_bodies(concurrent_runs: int = 32, seed: int = 7) -> tuple[list[
     while waiting or running:
         while waiting and len(running) < concurrent_runs:
             t = waiting.pop(0)
-            running.append([(t, i) for i in range(SPANS_PER_TRACE - 1, -1, -1)])  # popped from the end: tools, root
+            running.append([(t, i) for i in range(SPANS_PER_TRACE)])  # popped from the end: tools, then the root
         run = running[rng.randrange(len(running))]
         order.append(run.pop())
         if not run:
