@@ -213,6 +213,36 @@ def test_templated_inputs_raw_output_and_errors(judged):
     assert "missing" in reply["error"]["message"]
 
 
+def test_judged_over_grpc(judged):
+    import grpc
+    from google.cloud import aiplatform_v1beta1 as v1beta1
+    from google.cloud.aiplatform_v1beta1.services.evaluation_service.transports import EvaluationServiceGrpcTransport
+
+    collector, fake = judged
+    with grpc.insecure_channel(f"127.0.0.1:{collector.grpc_port}") as channel:
+        client = v1beta1.EvaluationServiceClient(transport=EvaluationServiceGrpcTransport(channel=channel))
+        reply = client.evaluate_instances(
+            request={
+                "location": LOCATION,
+                "groundedness_input": {"instance": {"prediction": "p", "context": "over gRPC"}},
+            },
+            metadata=[("authorization", f"Bearer {TOKEN}")],
+        )
+    assert (reply.groundedness_result.score, reply.groundedness_result.confidence) == (1.0, 1.0)
+    assert "over gRPC" in fake.prompts[-1]
+
+
+def test_a_server_without_judge_credentials_says_so(monkeypatch):
+    from toolpath.vertex.instances import EvaluateInstances
+
+    for var in ("GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_CLOUD_PROJECT"):
+        monkeypatch.delenv(var, raising=False)
+    status, body = EvaluateInstances().post(PATH, b'{"fluency_input": {"instance": {"prediction": "hi"}}}')
+    error = json.loads(body)["error"]
+    assert (status, error["status"]) == (400, "FAILED_PRECONDITION")
+    assert "GOOGLE_API_KEY" in error["message"]
+
+
 def test_slow_judges_never_hold_up_an_export(judged):
     from concurrent.futures import ThreadPoolExecutor
 
