@@ -18,7 +18,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.helpers.cli import run_cli
-from tests.helpers.mcp_weather import ROOT, free_port, wait_for_port
+from tests.helpers.mcp_weather import ROOT, WEATHER_EVALSET, free_port, wait_for_port
 from toolpath.evaluation.evalsets.files import load_eval_set
 from toolpath.model import Invocation, ToolCall, ns_to_datetime
 from toolpath.store.store import Store
@@ -164,3 +164,29 @@ def test_stdio_refuses_http_options(store_url: str, tmp_path: Path) -> None:
     )
     missing = run_cli(tmp_path, "mcp", "--store", f"sqlite:///{tmp_path / 'none.db'}")
     assert missing.returncode == 2 and "does not exist" in missing.stderr and not (tmp_path / "none.db").exists()
+
+
+def test_score_evalset_runs_only_a_named_agent_and_saves_nothing_read_only(store_url: str, tmp_path: Path) -> None:
+    folder = tmp_path / "evalsets"
+    folder.mkdir()
+    (folder / "weather.evalset.json").write_text(json.dumps(WEATHER_EVALSET), encoding="utf-8")
+
+    def server(*extra: str) -> StdioServerParameters:
+        args = ["-m", "toolpath.cli", "mcp", "--store", store_url, "--evalsets", str(folder), *extra]
+        return StdioServerParameters(command=sys.executable, args=args, cwd=str(ROOT))
+
+    async def score(params: StdioServerParameters) -> tuple[Any, Any]:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            listed = await session.call_tool("list_evalsets", {})
+            return listed, await session.call_tool("score_evalset", {"evalset": "weather"})
+
+    _, refused = anyio.run(score, server())
+    assert refused.isError and "--agent" in refused.content[0].text
+    listed, scored = anyio.run(score, server("--agent", "tests.helpers.mcp_weather:weather_agent"))
+    assert listed.structuredContent["result"] == ["weather"]
+    assert not scored.isError, scored.content
+    assert scored.structuredContent["passed"] is True
+    [case] = scored.structuredContent["eval_cases"]
+    assert case["eval_id"] == "oslo"
+    assert Store(store_url).list_eval_runs() == []  # read-only: the run is not saved

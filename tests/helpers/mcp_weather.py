@@ -39,6 +39,32 @@ def to_fahrenheit(celsius: float) -> float:
 TOOLS = (get_forecast, to_fahrenheit)
 
 
+def weather_agent(prompt: str) -> str:
+    """A plain agent over the same tools, traced by ``@toolpath.tool`` (the agent ``toolpath mcp --agent`` runs)."""
+    import toolpath
+
+    forecast = toolpath.tool(get_forecast)(prompt.rstrip("?").split()[-1])
+    return f"{forecast['celsius']}C in {forecast['city']}"
+
+
+WEATHER_EVALSET: dict[str, Any] = {
+    "eval_set_id": "weather",
+    "eval_cases": [
+        {
+            "eval_id": "oslo",
+            "conversation": [
+                {
+                    "invocation_id": "turn-1",
+                    "user_content": {"role": "user", "parts": [{"text": "Weather in Oslo?"}]},
+                    "final_response": {"role": "model", "parts": [{"text": "4.5C in Oslo"}]},
+                    "intermediate_data": {"tool_uses": [{"name": "get_forecast", "args": {"city": "Oslo"}}]},
+                }
+            ],
+        }
+    ],
+}
+
+
 def otlp_env(collector_url: str, token: str) -> dict[str, str]:
     """The variables that send a process's spans to the collector at once."""
     return {
