@@ -84,7 +84,7 @@ def _result(name: str, stdout: str) -> MetricResult:
 def exec_metric(spec: str) -> ExecMetric:
     """``exec:PATH`` or ``exec:PATH(name=…, timeout=…)`` as its metric."""
     body = spec.strip()[len(PREFIX) :]
-    path, params = body, {}
+    path, params = body, dict[str, Any]()
     if body.endswith(")") and "(" in body:
         path, _, inner = body.partition("(")
         _, params = parse_spec(f"x({inner}")

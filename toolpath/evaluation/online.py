@@ -16,7 +16,8 @@ each over OTLP (:mod:`toolpath.evaluation.online_export`). The agent's thread do
     agent_names = ["support_bot"]      # only these agents (default: all)
     failures_only = false
     attributes = { "service.name" = "support" }   # invocation attributes that must match
-    reference_dataset = "golden.jsonl" # references matched by prompt; omit for reference-free metrics
+    reference_dataset = "golden.jsonl" # references matched by prompt; omit for reference-free metrics;
+                                       # an ADK *.evalset.json adds its criteria and thresholds
     match = "normalized"               # or "exact"
     thresholds = { fluency = 4 }       # pass marks (default: each metric's own, see `toolpath metrics`)
     workers = 2
@@ -49,6 +50,7 @@ from typing import Any, Protocol
 from toolpath.errors import ConfigError
 from toolpath.evaluation.catalog import pass_rules, passes, resolve_metric
 from toolpath.evaluation.like_with_like import redact_references, store_redactor
+from toolpath.evaluation.online_evalsets import EvalSetReferences, check_metrics, is_eval_set_path
 from toolpath.evaluation.scoring import prepare_judge, score_views
 from toolpath.judges.client import Judge, settings_from
 from toolpath.metrics.base import Metric
@@ -86,7 +88,7 @@ class OnlineConfig:
     judge: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if not self.metrics:
+        if not self.metrics and not is_eval_set_path(self.reference_dataset):  # an eval set brings its criteria
             raise ConfigError("online: 'metrics' names no metric")
         if not 0.0 <= self.sample_rate <= 1.0:
             raise ConfigError(f"online: sample_rate must be between 0 and 1, got {self.sample_rate}")
@@ -124,8 +126,9 @@ class OnlineConfig:
         unknown = sorted(set(data) - known)
         if unknown:
             raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-        if "metrics" not in data:
-            raise ConfigError(f"{where}: 'metrics' is required")
+        if "metrics" not in data and not is_eval_set_path(data.get("reference_dataset")):
+            raise ConfigError(f"{where}: 'metrics' is required (or an eval set as reference_dataset)")
+        data = {"metrics": [], **data}
         try:
             return cls(**data)
         except TypeError as exc:
@@ -215,6 +218,13 @@ class OnlineEvaluator:
         self.store = store
         self.config = OnlineConfig.load(config)
         self.metrics: list[Metric] = [resolve_metric(m) for m in self.config.metrics]
+        rules = Redactor.build() if redactor is True else redactor or None
+        golden: EvalSetReferences | None = None
+        if is_eval_set_path(self.config.reference_dataset):  # its criteria are metrics, passing at their thresholds
+            key = normalize_prompt if self.config.match == "normalized" else str
+            golden = EvalSetReferences(str(self.config.reference_dataset), key, rules, store)
+            check_metrics(self.metrics, golden.metrics)
+            self.metrics += golden.metrics
         names = [m.name for m in self.metrics]
         if twice := sorted({n for n in names if names.count(n) > 1}):  # one result row per invocation and name
             raise ConfigError(
@@ -223,12 +233,13 @@ class OnlineEvaluator:
             )
         # judge metrics without credentials: refuse to start, rather than score nothing batch after batch
         self.judge: Judge | None = prepare_judge(self.metrics, settings_from(self.config.judge), cache=store)
-        self.rules = pass_rules(self.metrics, self.config.thresholds)
+        self.rules = pass_rules(self.metrics, {**(golden.thresholds if golden else {}), **self.config.thresholds})
         unknown = sorted(set(self.config.thresholds) - set(self.rules))
         if unknown:
             raise ConfigError(f"online: thresholds for {', '.join(unknown)}, which 'metrics' does not name")
-        rules = Redactor.build() if redactor is True else redactor or None
-        self.references = References(self.config.reference_dataset, self.config.match, rules, store)
+        self.references: References | EvalSetReferences = golden or References(
+            self.config.reference_dataset, self.config.match, rules, store
+        )
         self.queue = JobQueue(
             store, accept=self.config.accepts, max_backlog=self.config.max_backlog, shed=self.config.shed
         )

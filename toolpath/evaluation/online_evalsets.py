@@ -1,0 +1,121 @@
+"""An ADK eval set as online scoring's ``reference_dataset``: production turns that replay a golden conversation
+are scored by the eval set's criteria and thresholds (its ``test_config.json``, or ADK's defaults), turn by turn,
+as ``adk eval`` scores each invocation of a case.
+
+Each turn of each case is a golden row, found by its user text (``match``, as for a JSONL reference dataset):
+its expected response (``reference``) and tool calls (``reference_trajectory``, wildcard arguments kept), and
+which case and turn it is. Each criterion is one online metric of its name, passing at its threshold; a
+criterion ADK computes over a whole case (``tool_trajectory_avg_score``, ``response_match_score``) scores the one
+turn as a case of one invocation, which is that invocation's score in ADK's ``per_invocation`` results."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from toolpath.errors import ConfigError
+from toolpath.evaluation.catalog import renamed
+from toolpath.evaluation.evalsets.criteria import Criterion, resolve_criteria
+from toolpath.evaluation.evalsets.files import EVALSET_SUFFIX, LEGACY_SUFFIX, EvalSet, load_eval_sets
+from toolpath.evaluation.like_with_like import redact_references, store_redactor
+from toolpath.judges.vertex import JudgeMetric
+from toolpath.metrics.base import Metric, MissingInput
+from toolpath.model import MetricResult
+from toolpath.redact import Redactor
+from toolpath.trajectory import Trajectory
+
+__all__ = ["EvalSetReferences", "TurnCriterion", "is_eval_set_path"]
+
+
+def is_eval_set_path(path: str | Path | None) -> bool:
+    """Whether a ``reference_dataset`` names ADK eval sets (``*.evalset.json``, ``*.test.json``)."""
+    return path is not None and str(path).endswith((EVALSET_SUFFIX, LEGACY_SUFFIX))
+
+
+class TurnCriterion(Metric):
+    """A computed criterion on one turn that replays a golden one: one ADK computes over a whole case scores the
+    case of that one invocation. A turn no golden turn matches is not scored (no expectation to meet)."""
+
+    case_level = False
+
+    def __init__(self, name: str, metric: Metric) -> None:
+        self.name, self.metric = name, metric
+        self.catalog_name = getattr(metric, "catalog_name", None) or metric.name
+
+    def score(self, row: Any) -> MetricResult:
+        if row.get("eval_id") is None:  # ADK's evaluators would read a missing expectation as an empty one
+            raise MissingInput("no turn of the reference eval set has this prompt")
+        return self.metric.score({"invocations": [row]} if self.metric.case_level else row)
+
+
+class EvalSetReferences:
+    """The golden turns of eval sets by user text, and the metrics and thresholds of their criteria."""
+
+    def __init__(
+        self, path: str | Path, key: Callable[[str], str], rules: Redactor | None = None, store: Any = None
+    ) -> None:
+        """``key``: how prompts compare (online's ``match``); ``rules``, ``store``: as for a JSONL dataset."""
+        self._key = key
+        self._rules, self._store = rules, store
+        self._redactor: Redactor | None = None
+        self._redacted: dict[str, Mapping[str, Any]] = {}
+        self.by_prompt: dict[str, dict[str, Any]] = {}
+        eval_sets = load_eval_sets(path)
+        criteria: dict[str, Criterion] = {}
+        for eval_set in eval_sets:
+            for name, criterion in _criteria(eval_set).items():
+                seen = criteria.setdefault(name, criterion)
+                if (seen.threshold, dict(seen.options)) != (criterion.threshold, dict(criterion.options)):
+                    raise ConfigError(
+                        f"online: reference_dataset {path}: criterion {name!r} has different thresholds or options "
+                        "in its eval sets; give one eval set (or a folder of sets with one test_config.json)"
+                    )
+            for case in eval_set.cases:
+                for turn, expected in enumerate(case.invocations, start=1):
+                    row = {
+                        "reference": expected.reference,
+                        "reference_trajectory": Trajectory(expected.reference_trajectory),
+                        "eval_set_id": case.eval_set_id,
+                        "eval_id": case.eval_id,
+                        "turn": turn,
+                    }
+                    self.by_prompt.setdefault(self._key(expected.prompt), row)
+        self.metrics: list[Metric] = [_online_metric(name, c, path) for name, c in criteria.items()]
+        self.thresholds: dict[str, float] = {name: c.threshold for name, c in criteria.items()}
+
+    def find(self, prompt: str | None) -> Mapping[str, Any] | None:
+        """The golden turn of ``prompt``, its references redacted by the store's rules."""
+        key = self._key(prompt) if prompt else None
+        row = self.by_prompt.get(key) if key is not None else None
+        if row is None or key is None or self._rules is None:
+            return row
+        if key not in self._redacted:
+            if self._redactor is None:
+                self._redactor = store_redactor(self._store, self._rules)
+            self._redacted[key] = redact_references(row, self._redactor)
+        return self._redacted[key]
+
+
+def _criteria(eval_set: EvalSet) -> dict[str, Criterion]:
+    source = eval_set.config_path or f"{eval_set.path or eval_set.eval_set_id} (default criteria)"
+    return resolve_criteria(eval_set.criteria, eval_set.custom_metrics, source=source)
+
+
+def _online_metric(name: str, criterion: Criterion, path: str | Path) -> Metric:
+    metric = criterion.metric
+    if metric.case_level and isinstance(metric, JudgeMetric):
+        raise ConfigError(
+            f"online: reference_dataset {path}: criterion {name!r} judges whole conversations, not single turns; "
+            "score the recorded sessions with `toolpath eval SET --from-store`"
+        )
+    if isinstance(metric, JudgeMetric):  # the judge reads the row's reference itself
+        return metric if metric.name == name else renamed(metric, name)
+    return TurnCriterion(name, metric)
+
+
+def check_metrics(configured: Sequence[Metric], criteria: Sequence[Metric]) -> None:
+    """A metric of ``metrics`` named as a criterion would give two results of one name."""
+    both = sorted({m.name for m in configured} & {m.name for m in criteria})
+    if both:
+        raise ConfigError(f"online: {', '.join(both)}: both in 'metrics' and a criterion of the reference eval set")
