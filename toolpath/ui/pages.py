@@ -15,7 +15,7 @@ from starlette.routing import Route
 from toolpath.evaluation.evalsets.evaluator import criteria_of
 from toolpath.evaluation.evalsets.files import EvalConfig, EvalSet
 from toolpath.store import browse
-from toolpath.ui import evalset_trash, params, span_pages
+from toolpath.ui import compare, evalset_trash, params, span_pages
 from toolpath.ui.evalset_trash import deleted_names
 from toolpath.ui.evalsets import EditedCall, EditedTurn, parse_args
 from toolpath.ui.run_cases import failed_count, run_view
@@ -294,4 +294,5 @@ def routes() -> list[Route]:
         Route("/online", online),
         *evalset_trash.routes(),
         *span_pages.routes(),
+        *compare.routes(),
     ]

@@ -39,7 +39,7 @@ def case_error(kind: str, result: Mapping[str, Any]) -> str | None:
     row = result.get("row") or {}
     if row.get("error"):
         return str(row["error"])
-    for turn in _turns(row):
+    for turn in turns_of(row):
         if turn.get("error"):
             return str(turn["error"])
     return None
@@ -82,7 +82,7 @@ def case_links(kind: str, result: Mapping[str, Any]) -> list[dict[str, str]]:
         if recorded:
             links.append({"label": "recorded turn", "href": turn_link(str(recorded))})
         return links
-    turns = [t for t in _turns(row) if t.get("invocation_id")]
+    turns = [t for t in turns_of(row) if t.get("invocation_id")]
     if turns:
         for n, turn in enumerate(turns, start=1):
             label = "trace" if len(turns) == 1 else f"turn {n}"
@@ -111,7 +111,7 @@ def run_view(run: Mapping[str, Any]) -> dict[str, Any]:
         if error is not None:  # a crash: a passing score of it measures nothing; a failing one stays a fail
             cells = {n: v if v == "fail" else CRASHED for n, v in cells.items()}
         css, label = case_status(kind, result, cells)
-        turns = [side_by_side(turn) for turn in _turns(result.get("row") or {})]
+        turns = [side_by_side(turn) for turn in turns_of(result.get("row") or {})]
         hover = "\n\n".join(t["hover"] for t in turns if t["hover"])
         cases.append(
             {
@@ -176,13 +176,13 @@ def distribution(values: Sequence[float], bins: int = 10) -> list[dict[str, Any]
     ]  # fmt: skip
 
 
-def _turns(row: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def turns_of(row: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     if isinstance(row.get("turns"), list):
         return [turn for run in row["turns"] for turn in (run if isinstance(run, list) else [run])]
     return [row]
 
 
-def _calls(value: Any) -> list[ToolCall]:
+def calls_of(value: Any) -> list[ToolCall]:
     try:
         return list(parse_trajectory(value)) if value is not None else []
     except Exception:  # a bad cell shows no calls; the metrics already said why
@@ -193,7 +193,7 @@ def side_by_side(turn: Mapping[str, Any]) -> dict[str, Any]:
     """Expected (reference) and actual (predicted) calls of one turn, each marked by the call-level diff
     (added, removed, moved, arguments changed — with the changed keys), the agent's error if the turn raised, a
     link to the turn's trace, and a plain-text summary to hover."""
-    reference, predicted = _calls(turn.get("reference_trajectory")), _calls(turn.get("predicted_trajectory"))
+    reference, predicted = calls_of(turn.get("reference_trajectory")), calls_of(turn.get("predicted_trajectory"))
     changes = trajectory_diff(reference, predicted)
     marks: dict[tuple[str, int], str] = {}
     partner: dict[int, ToolCall] = {}

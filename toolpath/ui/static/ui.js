@@ -24,6 +24,16 @@ document.addEventListener("DOMContentLoaded", function () {
     });
   }
 
+  // A comparison of two runs: only the cases that differ.
+  var onlyChanged = document.getElementById("only-changed");
+  if (onlyChanged) {
+    onlyChanged.addEventListener("change", function () {
+      document.querySelectorAll("tbody.compared-case").forEach(function (body) {
+        body.classList.toggle("hidden", onlyChanged.checked && body.dataset.changed !== "1");
+      });
+    });
+  }
+
   // The online page follows new results.
   if (document.getElementById("series")) {
     window.setTimeout(function () { window.location.reload(); }, 30000);
