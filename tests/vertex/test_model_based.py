@@ -60,7 +60,6 @@ def test_pairwise_with_a_baseline_model_function_and_a_tie(monkeypatch) -> None:
 def test_templates_and_options_are_checked_as_they_are_built() -> None:
     from toolpath.vertex import (
         AutoraterConfig,
-        CustomOutputConfig,
         PairwiseMetricPromptTemplate,
         PointwiseMetric,
         PointwiseMetricPromptTemplate,
@@ -71,10 +70,6 @@ def test_templates_and_options_are_checked_as_they_are_built() -> None:
     assert "{response}" in str(template) and "{prompt}" not in str(template)
     pairwise = PairwiseMetricPromptTemplate(criteria={"c": "clear"}, rating_rubric={"A": "a", "SAME": "s", "B": "b"})
     assert str(pairwise).index("{baseline_model_response}") < str(pairwise).index("{response}")
-    with pytest.raises(MetricError, match="custom_output_config"):
-        PointwiseMetric(
-            metric="m", metric_prompt_template=template, custom_output_config=CustomOutputConfig(return_raw_output=True)
-        )
     with pytest.raises(MetricError, match="only temperature"):
         PointwiseMetric(
             metric="m",
@@ -104,3 +99,36 @@ def test_vertex_ais_own_autorater_config_message_is_read() -> None:
     metric = PointwiseMetric(metric="m", metric_prompt_template="judge {response}", autorater_config=config)
     assert (metric.model, metric.num_samples) == ("gemini-y", 4)
     assert json.loads(json.dumps({"ok": metric.metric_name})) == {"ok": "m"}
+
+
+def test_a_custom_output_config_gets_the_raw_replies_and_parses_them(monkeypatch) -> None:
+    """Vertex AI's CustomOutputConfig: the judge's raw replies (no JSON asked for) go to parsing_fn; its score
+    and explanation are the result and its other keys columns; raw output alone is kept without a score."""
+    from toolpath.vertex import AutoraterConfig, CustomOutputConfig, EvalTask, PointwiseMetric
+
+    def verdicts(raw: list[str]) -> dict:
+        yes = sum("YES" in text for text in raw)
+        return {"score": yes / len(raw), "explanation": raw[0], "samples": len(raw)}
+
+    parsed = PointwiseMetric(
+        metric="critique",
+        metric_prompt_template="Does {response} answer {prompt}? Say Verdict: YES or NO.",
+        custom_output_config=CustomOutputConfig(return_raw_output=True, parsing_fn=verdicts),
+        autorater_config=AutoraterConfig(sampling_count=2),
+    )
+    kept = PointwiseMetric(
+        metric="kept", metric_prompt_template="Judge {response}", custom_output_config=CustomOutputConfig(True)
+    )
+    rows = [{"prompt": "2+2?", "response": "4"}]
+
+    def script(prompt: str, seen: int) -> Reply:
+        return Reply("Verdict: YES" if seen == 0 else "Verdict: NO")
+
+    with serving_gemini(monkeypatch, script) as gemini:
+        result = EvalTask(dataset=rows, metrics=[parsed, kept]).evaluate()
+    [row] = result.metrics_table.to_dict(orient="records")
+    assert row["critique/score"] == 0.5 and row["critique/samples"] == 2
+    assert row["critique/explanation"] in ("Verdict: YES", "Verdict: NO")
+    assert row["kept/raw_output"] == ["Verdict: YES"] and row["kept/score"] is None
+    assert gemini.prompts[0] == "Does 4 answer 2+2?? Say Verdict: YES or NO."  # the template alone
+    assert all("responseMimeType" not in body.get("generationConfig", {}) for body in gemini.bodies)

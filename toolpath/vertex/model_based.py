@@ -15,7 +15,10 @@ from typing import Any
 
 from toolpath.errors import MetricError
 from toolpath.judges import vertex as judges
-from toolpath.judges.client import DEFAULT_MODEL
+from toolpath.judges.client import DEFAULT_MODEL, Ask
+from toolpath.metrics.base import Row
+from toolpath.model import MetricResult
+from toolpath.vertex.raw_output import judge_raw, wants_raw_output
 
 __all__ = [
     "AutoraterConfig",
@@ -114,8 +117,9 @@ class AutoraterConfig:
 
 @dataclass
 class CustomOutputConfig:
-    """Vertex AI's ``CustomOutputConfig``. toolpath's judge replies are read as a score and an explanation, so a
-    metric given one with ``return_raw_output`` or a ``parsing_fn`` is refused (:class:`MetricError`)."""
+    """Vertex AI's ``CustomOutputConfig``: keep the judge's raw replies (``return_raw_output``: the
+    ``<metric>/raw_output`` column) and read them with ``parsing_fn`` (the samples' raw texts -> a dict: its
+    ``score`` and ``explanation`` are the result, its other keys ``<metric>/<key>`` columns)."""
 
     return_raw_output: bool = False
     parsing_fn: Callable[[str], dict[str, Any]] | None = None
@@ -164,13 +168,6 @@ def _temperature(generation_config: Any) -> float | None:
     return float(temperature) if temperature is not None else None
 
 
-def _refuse_custom_output(config: Any) -> None:
-    if config is not None and (getattr(config, "return_raw_output", False) or getattr(config, "parsing_fn", None)):
-        raise MetricError(
-            "custom_output_config is not supported: toolpath's judge replies are read as a score and an explanation"
-        )
-
-
 def _template(template: Any) -> Any:
     """Ours as it is, a string (or another library's template object) as the text it is."""
     if isinstance(template, judges.PointwiseMetricPromptTemplate | judges.TextTemplate):
@@ -199,6 +196,13 @@ class _VertexShape:
     def __str__(self) -> str:
         return self.name
 
+    async def judge(self, row: Row, ask: Ask) -> MetricResult:
+        if wants_raw_output(self.custom_output_config):
+            return await judge_raw(self, self.custom_output_config, row, ask)  # type: ignore[arg-type]
+        return await super().judge(row, ask)  # type: ignore[misc]
+
+    custom_output_config: Any
+
     def with_autorater(self, config: Any) -> Any:
         """A copy judged by ``config`` (an ``EvalTask``'s ``autorater_config``), unless this metric has its own."""
         if self.autorater_config is not None or config is None:
@@ -224,7 +228,6 @@ class PointwiseMetric(_VertexShape, judges.PointwiseMetric):
         autorater_config: Any = None,
         custom_output_config: Any = None,
     ) -> None:
-        _refuse_custom_output(custom_output_config)
         model, samples, temperature = judge_options(autorater_config)
         super().__init__(
             metric,
@@ -253,7 +256,6 @@ class PairwiseMetric(_VertexShape, judges.PairwiseMetric):
         autorater_config: Any = None,
         custom_output_config: Any = None,
     ) -> None:
-        _refuse_custom_output(custom_output_config)
         model, samples, temperature = judge_options(autorater_config, pairwise=True)
         super().__init__(
             metric,
