@@ -321,6 +321,23 @@ def test_the_vertex_sdk_reads_the_replies(collector):
         assert _instance_evaluation.handle_response(reply) == {"score": expected}
 
 
+def test_the_newer_vertexai_client_sdk_too(collector):
+    """``vertexai.Client(...).evals`` (the GenAI-style SDK) posts to ``…/locations/{l}/:evaluateInstances``."""
+    import vertexai
+    from google.oauth2.credentials import Credentials
+
+    client = vertexai.Client(
+        project="my-project", location="us-central1", credentials=Credentials(token=TOKEN),
+        http_options={"base_url": f"http://127.0.0.1:{collector.http_port}/"},
+    )  # fmt: skip
+    instances = ROUGE_PYTHON["rouge_input"]["instances"]
+    reply = client.evals.evaluate_instances(
+        metric_config={"rouge_input": {"metric_spec": {"rouge_type": "rouge1"}, "instances": instances}}
+    )
+    expected = [text.rouge(i["prediction"], i["reference"], rouge_type="rouge1").score for i in instances]
+    assert [v.score for v in reply.rouge_results.rouge_metric_values] == pytest.approx(expected, abs=1e-6)
+
+
 @pytest.mark.parametrize(
     ("body", "status", "code", "said"),
     [

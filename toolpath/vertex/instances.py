@@ -30,9 +30,10 @@ from toolpath.vertex.instance_judges import JudgeFailure, JudgeOptions, judged_r
 
 __all__ = ["PATH", "ApiVersion", "EvaluateInstances", "InstancesError", "error_body"]
 
-PATH = re.compile(r"/(?P<version>v1|v1beta1)(?:/(?P<location>projects/[^/:]+/locations/[^/:]+))?:evaluateInstances")
+PATH = re.compile(r"/(?P<version>v1|v1beta1)(?:/(?P<location>projects/[^/:]+/locations/[^/:]+))?/?:evaluateInstances")
 """The paths served: ``/v1beta1/{location=projects/*/locations/*}:evaluateInstances``, ``/v1beta1:evaluateInstances``
-(the location in the body), and the same under ``/v1``."""
+(the location in the body), and the same under ``/v1``; a ``/`` before ``:evaluateInstances`` is taken, as the
+``vertexai.Client`` SDK sends one and the service takes it."""
 LOCATION = re.compile(r"projects/[^/:]+/locations/[^/:]+")
 INSTALL_HINT = "pip install 'toolpath[vertex]'"
 
