@@ -177,12 +177,16 @@ def test_recorded_sessions_narrowed_by_attribute_and_time(recorded_twice):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("weather.evalset.json", "--match", "normalized"), "--match, --each and --session-attribute pair"),
+        (
+            ("weather.evalset.json", "--match", "normalized"),
+            "--match, --each, --session-attribute and --otlp-endpoint apply",
+        ),
         (("weather.evalset.json", "--from-store", "--from-spans", "t.jsonl"), "give --from-store"),
         (("cases.jsonl", "--from-spans", "t.jsonl"), "--from-spans with a DATASET scores an eval set"),
         (("weather.evalset.json", "--from-store", "--agent", "a:b"), "--from-store scores recorded traffic by"),
         (("weather.evalset.json", "--from-spans", "missing.jsonl"), "missing.jsonl: cannot read"),
         (("weather.evalset.json", "--from-store", "--session-attribute", "x"), "--session-attribute 'x'"),
+        (("weather.evalset.json", "--from-store", "--otlp-endpoint", "collector:4318"), "--otlp-endpoint 'collector"),
     ],
 )
 def test_bad_recorded_options_are_one_error_before_anything(tmp_path, args, message):
@@ -192,3 +196,47 @@ def test_bad_recorded_options_are_one_error_before_anything(tmp_path, args, mess
     result = run_cli(tmp_path, "eval", *args, "--store", "s.db", "--output", "o.json")
     assert result.returncode == 2 and result.stderr.startswith(f"error: {message}"), result.stderr
     assert "Traceback" not in result.stderr and not (tmp_path / "o.json").exists()
+
+
+def test_results_go_out_as_evaluation_events_parented_to_the_recorded_spans(recorded_twice):
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+
+    from toolpath.store.store import Store
+
+    events = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            if self.path == "/v1/logs":
+                request = ExportLogsServiceRequest.FromString(body)
+                events.extend(r for rl in request.resource_logs for sl in rl.scope_logs for r in sl.log_records)
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}"
+        code, out, stdout = rescored(recorded_twice, "weather.evalset.json", "--from-store", "--store", "s.db", "--each",
+                                     "--otlp-endpoint", url)  # fmt: skip
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert code == 0 and "sent 8 gen_ai.evaluation.result event(s)" in stdout  # 2 sessions x 2 turns x 2 criteria
+    assert len(events) == 8 and {e.event_name for e in events} == {"gen_ai.evaluation.result"}
+    store = Store("sqlite:///" + str(recorded_twice / "s.db"))
+    spans = {(inv.trace_id, inv.invocation_id.rsplit("-", 1)[1]) for inv in store.list_invocations()}
+    assert {(e.trace_id.hex(), e.span_id.hex()) for e in events} == spans
+    attributes = [{kv.key: kv.value for kv in e.attributes} for e in events]
+    assert {a["gen_ai.evaluation.name"].string_value for a in attributes} == {"tool_trajectory_avg_score",
+                                                                            "response_match_score"}  # fmt: skip
+    assert {a["gen_ai.evaluation.score.label"].string_value for a in attributes} == {"pass"}
+    assert [case["eval_id"] for case in out["eval_cases"]] == ["legacy/weather.test.json"]

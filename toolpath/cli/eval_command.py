@@ -41,6 +41,12 @@ from toolpath.store.store import Store, resolve_store_url
 )
 @click.option("--since", type=click.DateTime(), default=None, help="Recorded traffic: only sessions active since then.")
 @click.option(
+    "--otlp-endpoint",
+    default=None,
+    help="Eval set against recorded traffic: also send each result as a gen_ai.evaluation.result event to this "
+    "OTLP/HTTP endpoint (http://host:4318), parented to the evaluated span.",
+)
+@click.option(
     "--session-attribute",
     "session_attributes",
     multiple=True,
@@ -104,6 +110,7 @@ def eval_command(
     match: str | None,
     each: bool,
     since: Any,
+    otlp_endpoint: str | None,
     session_attributes: tuple[str, ...],
     agent_name: str | None,
     session_id: str | None,
@@ -156,11 +163,12 @@ def eval_command(
     if from_spans or (from_store and dataset is not None and _names_eval_sets(dataset)):
         _eval_sets_recorded(dataset, from_store, from_spans, match, each, since, session_attributes, agent_name,
                             session_id, limit, metrics_text, agent_ref, config_path, runs, fresh, from_results,
-                            thresholds, output, adk_history, quiet, no_cache, store)  # fmt: skip
+                            thresholds, output, adk_history, quiet, no_cache, store, otlp_endpoint)  # fmt: skip
         return
-    if match or each or session_attributes or (since and not from_store):
+    if match or each or session_attributes or otlp_endpoint or (since and not from_store):
         raise ConfigError(
-            "--match, --each and --session-attribute pair an eval set's cases with recorded traffic: give an eval "
+            "--match, --each, --session-attribute and --otlp-endpoint apply to an eval set scored against recorded "
+            "traffic: give an eval "
             "set with --from-store or --from-spans (--since: with --from-store)"
         )
     if from_store:
@@ -212,7 +220,7 @@ def _eval_sets_recorded(
     session_attributes: tuple[str, ...], agent_name: str | None, session_id: str | None, limit: int | None,
     metrics_text: str | None, agent_ref: str | None, config_path: Path | None, runs: int, fresh: bool,
     from_results: Path | None, thresholds: tuple[str, ...], output: Path | None, adk_history: Path | None,
-    quiet: bool, no_cache: bool, store: str | None,
+    quiet: bool, no_cache: bool, store: str | None, otlp_endpoint: str | None = None,
 ) -> None:  # fmt: skip
     """An eval set scored against recorded sessions (the store's, or trace files'): nothing is run."""
     from toolpath.cli.eval_recorded import RecordedSelection, eval_recorded_sets
@@ -232,7 +240,7 @@ def _eval_sets_recorded(
     )
     eval_recorded_sets(
         dataset, config_path=config_path, store_url=store, from_spans=from_spans, selection=selection,
-        output=output, adk_history=adk_history, quiet=quiet, no_cache=no_cache,
+        output=output, adk_history=adk_history, quiet=quiet, no_cache=no_cache, otlp_endpoint=otlp_endpoint,
     )  # fmt: skip
 
 

@@ -52,6 +52,7 @@ def eval_recorded_sets(
     adk_history: Path | None,
     quiet: bool,
     no_cache: bool,
+    otlp_endpoint: str | None = None,
 ) -> None:
     """Pair the eval set's cases with recorded sessions (of ``store_url``, or of ``from_spans`` ingested first)
     and judge them; exit 1 when a case failed or was not evaluated (unpaired, ambiguous)."""
@@ -63,6 +64,8 @@ def eval_recorded_sets(
     from toolpath.evaluation.evalsets.recorded_cases import Match
 
     attributes = parse_attributes(selection.attributes)
+    if otlp_endpoint is not None and not otlp_endpoint.startswith(("http://", "https://")):
+        raise ConfigError(f"--otlp-endpoint {otlp_endpoint!r}: give an OTLP/HTTP URL such as http://127.0.0.1:4318")
     if str(Path.cwd()) not in sys.path and "" not in sys.path:  # ADK custom metrics: module.function
         sys.path.insert(0, str(Path.cwd()))
     eval_sets = load_eval_sets(dataset, config_path)
@@ -107,6 +110,18 @@ def eval_recorded_sets(
                 started_ns=started_ns,
             )
         store.close()
+    if otlp_endpoint is not None:
+        from toolpath.evaluation.evalsets.recorded_cases import export_results
+        from toolpath.evaluation.online_export import ResultExporter
+
+        exporter = ResultExporter(otlp_endpoint, service_name="toolpath-eval")
+        try:
+            sent = export_results(scored, exporter)
+        finally:
+            exporter.shutdown()
+        console.print(
+            f"sent {sent} gen_ai.evaluation.result event(s) to {otlp_endpoint}", markup=False, highlight=False
+        )
     if adk_history is not None:
         from toolpath.evaluation.evalsets.history import write_adk_history
 

@@ -27,9 +27,19 @@ from toolpath.evaluation.evalsets.scripted_runs import crash_message
 from toolpath.evaluation.online import normalize_prompt
 from toolpath.evaluation.replay import recorded_sessions
 from toolpath.judges.client import Judge
-from toolpath.model import EvalCase, Session
+from toolpath.model import EvalCase, Session, agent_span_id
 
-__all__ = ["Match", "Pairing", "RecordedSetsResult", "pair_cases", "score_recorded_sessions", "select_sessions"]
+__all__ = [
+    "Match",
+    "Pairing",
+    "RecordedSetsResult",
+    "export_results",
+    "pair_cases",
+    "score_recorded_sessions",
+    "select_sessions",
+]
+
+_LABELS = {"PASSED": "pass", "FAILED": "fail"}
 
 
 class Match(StrEnum):
@@ -209,3 +219,35 @@ def _key(match: Match) -> Callable[[str], str]:
 
 def _text(value: Any) -> str | None:
     return None if value is None else value if isinstance(value, str) else str(value)
+
+
+def export_results(scored: RecordedSetsResult, exporter: Any) -> int:
+    """Send every per-invocation result of the paired cases as a ``gen_ai.evaluation.result`` event parented to
+    the evaluated invocation's agent span (``exporter``: a :class:`~toolpath.evaluation.online_export.
+    ResultExporter`): the criterion's name, the invocation's score in that run, ``pass`` / ``fail`` by its
+    status (``error`` when not scored) and the criterion's explanation. Returns how many were sent."""
+    sent = 0
+    by_case = {(c.eval_set_id, c.eval_id): c for c in scored.result.cases}
+    for pairing in scored.pairings:
+        result = by_case.get((pairing.case.eval_set_id, pairing.case.eval_id))
+        if pairing.reason is not None or result is None:
+            continue
+        for run, session in enumerate(pairing.sessions):
+            for name, criterion in result.metrics.items():
+                scores = criterion.run_per_invocation[run] if run < len(criterion.run_per_invocation) else []
+                statuses = (
+                    criterion.run_per_invocation_status[run] if run < len(criterion.run_per_invocation_status) else []
+                )
+                for i, (score, invocation) in enumerate(zip(scores, session.invocations, strict=False)):
+                    status = statuses[i] if i < len(statuses) else None
+                    exporter.record(
+                        trace_id=invocation.trace_id,
+                        span_id=agent_span_id(invocation.invocation_id, invocation.trace_id) or "0" * 16,
+                        agent_name=invocation.agent_name,
+                        metric=name,
+                        score=score,
+                        label="error" if score is None else _LABELS.get(str(status), "error"),
+                        explanation=criterion.explanation,
+                    )
+                    sent += 1
+    return sent
