@@ -213,6 +213,41 @@ def test_templated_inputs_raw_output_and_errors(judged):
     assert "missing" in reply["error"]["message"]
 
 
+def test_autorater_settings_reach_the_judge(judged):
+    collector, fake = judged
+    template = "Which is better, A: {baseline_model_response} or B: {response}?"
+    body = {
+        "pairwise_metric_input": {
+            "metric_spec": {"metric_prompt_template": template, "system_instruction": "You are strict."},
+            "instance": {"json_instance": json.dumps({"response": "cand", "baseline_model_response": "base"})},
+        },
+        "autorater_config": {"sampling_count": 2, "flip_enabled": True, "generation_config": {"temperature": 0.25}},
+    }
+    asked = fake.requests
+    status, reply = post(collector.url, body)
+    assert status == 200, reply
+    # the judge said "A" both times: the baseline, then (flipped) the candidate: a tie
+    assert reply["pairwiseMetricResult"]["pairwiseChoice"] == "TIE"
+    assert sorted(p.split("?")[0] for p in fake.prompts[asked:]) == [
+        "Which is better, A: base or B: cand",
+        "Which is better, A: cand or B: base",
+    ]
+    for sent in fake.bodies[asked:]:
+        assert sent["systemInstruction"]["parts"][0]["text"] == "You are strict."
+        assert sent["generationConfig"]["temperature"] == 0.25
+    status, reply = post(collector.url, {
+        "coherence_input": {"instance": {"prediction": "warm text"}},
+        "autorater_config": {"generation_config": {"temperature": 0.5}},
+    })  # fmt: skip
+    assert status == 200 and fake.bodies[-1]["generationConfig"]["temperature"] == 0.5
+    status, reply = post(collector.url, {
+        "coherence_input": {"instance": {"prediction": "x"}},
+        "autorater_config": {"generation_config": {"top_p": 0.5}},
+    })  # fmt: skip
+    assert (status, reply["error"]["status"]) == (400, "INVALID_ARGUMENT")
+    assert "generation_config.top_p" in reply["error"]["message"]
+
+
 def test_judged_over_grpc(judged):
     import grpc
     from google.cloud import aiplatform_v1beta1 as v1beta1

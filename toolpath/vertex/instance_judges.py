@@ -7,8 +7,11 @@ cache and budget: :mod:`toolpath.judges.client`).
   are filled from the instance, and the judge is asked for a JSON reply after it. In a pairwise template, as in
   Vertex AI's own, "Response A" is the baseline and "Response B" the candidate.
 
-``autorater_config`` chooses the judge model (``autorater_model``) and the samples (``sampling_count``). A
-result's ``confidence`` is the share of the samples that agree with it (1 for one sample).
+``autorater_config`` chooses the judge model (``autorater_model``), the samples (``sampling_count``), the
+temperature (``generation_config.temperature``; another generation setting is refused) and, for a templated
+pairwise input, whether every other sample shows the responses swapped (``flip_enabled``; toolpath's built-in
+pairwise judges always do). A result's ``confidence`` is the share of the samples that agree with it (1 for one
+sample).
 """
 
 from __future__ import annotations
@@ -60,18 +63,33 @@ class JudgeOptions:
     judge: Judge
     model: str
     samples: int = 1
+    temperature: float | None = None
+    flip: bool = False
+    """Show a templated pairwise input's two responses the other way round on every other sample."""
 
     @classmethod
     def of(cls, judge: Judge, autorater: Any | None) -> JudgeOptions:
-        model, samples = judge.settings.model, 1
-        if autorater is not None:
-            if autorater.autorater_model:  # projects/…/publishers/google/models/gemini-2.5-flash, or the name
-                model = autorater.autorater_model.rsplit("/models/", 1)[-1].rsplit("/", 1)[-1]
-            if autorater.HasField("sampling_count"):
-                samples = autorater.sampling_count
-                if not 1 <= samples <= MAX_SAMPLES:
-                    raise InputError(f"autorater_config.sampling_count must be 1 to {MAX_SAMPLES}, got {samples}")
-        return cls(judge, model, samples)
+        """From the request's ``autorater_config``: ``autorater_model``, ``sampling_count``, ``flip_enabled`` and
+        ``generation_config.temperature``; another generation setting is refused, not ignored."""
+        model, samples, temperature = judge.settings.model, 1, None
+        if autorater is None:
+            return cls(judge, model)
+        if autorater.autorater_model:  # projects/…/publishers/google/models/gemini-2.5-flash, or the name
+            model = autorater.autorater_model.rsplit("/models/", 1)[-1].rsplit("/", 1)[-1]
+        if autorater.HasField("sampling_count"):
+            samples = autorater.sampling_count
+            if not 1 <= samples <= MAX_SAMPLES:
+                raise InputError(f"autorater_config.sampling_count must be 1 to {MAX_SAMPLES}, got {samples}")
+        if autorater.HasField("generation_config"):
+            config = autorater.generation_config
+            others = [f.name for f, _ in config.ListFields() if f.name != "temperature"]
+            if others:
+                raise InputError(
+                    f"autorater_config.generation_config.{others[0]}: toolpath's judge takes only temperature"
+                )
+            if config.HasField("temperature"):
+                temperature = config.temperature
+        return cls(judge, model, samples, temperature, autorater.flip_enabled)
 
 
 def judged_result(name: str, input: Judged, message: Any, options: JudgeOptions) -> dict[str, Any]:
@@ -93,6 +111,7 @@ def judged_result(name: str, input: Judged, message: Any, options: JudgeOptions)
             metric_name,
             PairwiseMetricPromptTemplate(base.criteria, PAIRWISE_RUBRIC, tuple(shown)),
             model=options.model,
+            temperature=options.temperature,
             num_samples=options.samples,
         )
         result = _run(options.judge, lambda ask: pairwise.judge(row, ask))
@@ -104,7 +123,9 @@ def judged_result(name: str, input: Judged, message: Any, options: JudgeOptions)
             "confidence": choices.count(choice) / len(choices),
         }
     template = dataclasses.replace(base, input_variables=tuple(shown))
-    pointwise = PointwiseMetric(metric_name, template, model=options.model, num_samples=options.samples)
+    pointwise = PointwiseMetric(
+        metric_name, template, model=options.model, temperature=options.temperature, num_samples=options.samples
+    )
     result = _run(options.judge, lambda ask: pointwise.judge(row, ask))
     assert result.score is not None
     return {"score": result.score, "explanation": result.explanation or "", "confidence": _agreement(_samples(result))}
@@ -118,24 +139,47 @@ def templated_result(name: str, message: Any, options: JudgeOptions) -> dict[str
     if not spec.metric_prompt_template.strip():
         raise InputError(f"{name}.metric_spec.metric_prompt_template is required")
     values = _instance_values(message.instance, f"{name}.instance")
+    columns: tuple[str, str] | None = None
     if pairwise:
-        for field, default in (
-            ("candidate_response_field_name", "response"),
-            ("baseline_response_field_name", "baseline_model_response"),
-        ):
-            column = getattr(spec, field) or default
+        candidate = spec.candidate_response_field_name or "response"
+        baseline = spec.baseline_response_field_name or "baseline_model_response"
+        for field, column in (("candidate_response_field_name", candidate), ("baseline_response_field_name", baseline)):
             if column not in values:
                 raise InputError(f"{name}.instance has no {column!r} ({field})")
+        columns = (candidate, baseline)
     missing = sorted({v for v in VARIABLE.findall(spec.metric_prompt_template) if v not in values})
     if missing:
         raise InputError(f"{name}.instance has no value for the template's {', '.join(missing)}")
-    prompt = VARIABLE.sub(lambda m: values[m.group(1)], spec.metric_prompt_template)
-    prompt += PAIRWISE_FORMAT if pairwise else POINTWISE_FORMAT
+    flips = [bool(columns and options.flip and i % 2) for i in range(options.samples)]
+
+    def prompt(flipped: bool) -> str:
+        shown = dict(values)
+        if flipped and columns is not None:  # the two responses swap places; the reply is read swapped back
+            shown[columns[0]], shown[columns[1]] = values[columns[1]], values[columns[0]]
+        text = VARIABLE.sub(lambda m: shown[m.group(1)], spec.metric_prompt_template)
+        return text + (PAIRWISE_FORMAT if pairwise else POINTWISE_FORMAT)
+
     config = None
     if spec.HasField("system_instruction") and spec.system_instruction:
-        config = json.dumps({"system_instruction": spec.system_instruction, "response_mime_type": "application/json"})
+        given: dict[str, Any] = {
+            "system_instruction": spec.system_instruction,
+            "response_mime_type": "application/json",
+        }
+        if options.temperature is not None:
+            given["temperature"] = options.temperature
+        config = json.dumps(given)
     raw_output = spec.custom_output_format_config.return_raw_output
-    requests = [JudgeRequest(prompt, options.model, None, i, config=config) for i in range(options.samples)]
+    requests = [
+        JudgeRequest(  # with a config, a namespace: the cache keys it by the config too
+            prompt(flipped),
+            options.model,
+            options.temperature,
+            i,
+            config=config,
+            namespace=None if config is None else "instances",
+        )
+        for i, flipped in enumerate(flips)
+    ]
 
     async def ask_all(ask: Any) -> list[JudgeReply]:
         return list(await asyncio.gather(*(ask(request) for request in requests)))
@@ -146,7 +190,7 @@ def templated_result(name: str, message: Any, options: JudgeOptions) -> dict[str
     errors: list[str] = []
     for i, reply in enumerate(replies):
         try:
-            value, why = _read_choice(reply) if pairwise else _read_score(reply)
+            value, why = _read_choice(reply, flips[i]) if pairwise else _read_score(reply)
         except JudgeParseError as exc:
             errors.append(f"sample {i + 1}: {exc}: {brief(exc.raw)!r}")
             continue
@@ -252,13 +296,15 @@ def _read_score(reply: JudgeReply) -> tuple[float, str]:
         raise JudgeParseError(f"score {raw!r} is not a number", reply.text or "") from None
 
 
-def _read_choice(reply: JudgeReply) -> tuple[str, str]:
-    """A pairwise reply: "A" is the baseline, "B" the candidate, as in Vertex AI's pairwise templates."""
+def _read_choice(reply: JudgeReply, flipped: bool) -> tuple[str, str]:
+    """A pairwise reply: "A" is the baseline, "B" the candidate, as in Vertex AI's pairwise templates (the other
+    way round in a ``flipped`` sample)."""
     if reply.error:
         raise JudgeParseError(reply.error, reply.text or "")
     data = parse_reply(reply.text)
     raw = str(data.get("pairwise_choice", data.get("choice", ""))).strip().upper()
-    chosen = {"A": "BASELINE", "B": "CANDIDATE", "SAME": "SAME", "TIE": "SAME"}.get(raw)
+    a, b = ("CANDIDATE", "BASELINE") if flipped else ("BASELINE", "CANDIDATE")
+    chosen = {"A": a, "B": b, "SAME": "SAME", "TIE": "SAME"}.get(raw)
     if chosen is None:
         raise JudgeParseError(f"pairwise_choice {raw!r} is not A, SAME or B", reply.text or "")
     return chosen, str(data.get("explanation") or "")
