@@ -164,7 +164,13 @@ class EvalTask:
                 mapping[key or "baseline_model_response"] = column
         if prompt_template is not None:
             assemble_prompts(rows, prompt_template)
-        metrics = [_task_metric(m, self._autorater_config) for m in self._metrics]
+        for metric in self._metrics:  # rubrics are written before any response is generated, as in Vertex AI
+            if isinstance(metric, RubricBasedMetric):
+                metric.write_rubrics(rows)
+        metrics = [
+            _task_metric(m.critique_metric if isinstance(m, RubricBasedMetric) else m, self._autorater_config)
+            for m in self._metrics
+        ]
         if model is not None:
             generate_column(rows, model, "response", mapping, "model")
         for metric in metrics:
@@ -257,9 +263,10 @@ def generate_column(
 
 
 def _check_metric(metric: Any) -> None:
-    if isinstance(metric, RubricBasedMetric):
-        raise metric.refusal()
-    if metric == "rubric_based_instruction_following":  # Vertex AI's one rubric-based metric name
+    refusal = metric.refusal() if isinstance(metric, RubricBasedMetric) else None
+    if refusal is not None:
+        raise refusal
+    if metric == "rubric_based_instruction_following":  # Vertex AI's service-side rubric metric
         raise MetricError(UNSUPPORTED.format(name=metric))
     module = type(metric).__module__
     if module.startswith("vertexai"):
