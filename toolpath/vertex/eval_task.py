@@ -6,8 +6,9 @@ Vertex AI does: ``summary_metrics`` (``row_count``, ``{metric}/mean``, ``{metric
 value) and ``metrics_table``, a pandas ``DataFrame`` when pandas is installed (a list of dicts otherwise).
 
 What needs Google Cloud is mapped or refused: an experiment is a named run in toolpath's store (its runs are
-``experiment_run_name``), ``output_uri_prefix`` is a local directory, and a ``gs://`` or ``bq://`` dataset, a
-Gemini model named for inference or a rubric-based metric is one clear error before anything runs.
+``experiment_run_name``), ``output_uri_prefix`` is a local directory, a Gemini model is asked through
+google-genai, and a ``gs://`` or ``bq://`` dataset or a pairwise rubric-based metric is one clear error before
+anything runs.
 """
 
 from __future__ import annotations
