@@ -95,6 +95,9 @@ def test_the_references_pairwise_example(judged):
     prompt = fake.prompts[-1]
     for given in PAIRWISE_EXAMPLE["pairwise_summarization_quality_input"]["instance"].values():
         assert given in prompt
+    # Google's clients ask for enums as numbers (the REST transport's query): CANDIDATE is 2
+    status, reply = post(collector.url, PAIRWISE_EXAMPLE, path=PATH + "?%24alt=json%3Benum-encoding%3Dint")
+    assert (status, reply["pairwiseSummarizationQualityResult"]["pairwiseChoice"]) == (200, 2)
 
 
 @pytest.mark.parametrize("name", sorted(JUDGED))

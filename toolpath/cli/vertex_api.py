@@ -17,7 +17,13 @@ def evaluate_instances_api(cache: JudgeCache | None) -> tuple[list[PostRoute], l
     ``google.cloud.aiplatform.v1beta1.EvaluationService/EvaluateInstances`` (and ``v1``): one service, so one
     judge budget, its replies cached in ``cache`` (the store)."""
     service = EvaluateInstances(cache=cache)
-    routes = [PostRoute(PATH, service.post, lambda status, message: error_body(status, message))]
+    routes = [
+        PostRoute(
+            PATH,
+            lambda path, query, body: service.post(path, body, query),
+            lambda status, message: error_body(status, message),
+        )
+    ]
     methods = [
         GrpcMethod(GRPC_SERVICE.format(version=version.value), "EvaluateInstances", _grpc(service, version))
         for version in ApiVersion

@@ -43,13 +43,14 @@ Send = Callable[[Message], Awaitable[None]]
 
 @dataclass(frozen=True)
 class PostRoute:
-    """``POST`` to a path ``pattern`` matches whole (the query string apart), answered by ``call(path, body)`` with
-    an HTTP status and a body of ``content_type``. ``refusal(status, message)`` is the body of an error the
-    collector answers for the route before calling it (a missing token, a body too large), so that a client of
-    the API reads every error in the API's own shape."""
+    """``POST`` to a path ``pattern`` matches whole (the query string apart), answered by
+    ``call(path, query, body)`` (``query``: the raw query string, decoded as Latin-1) with an HTTP status and a body
+    of ``content_type``. ``refusal(status, message)`` is the body of an error the collector answers for the route
+    before calling it (a missing token, a body too large), so that a client of the API reads every error in the
+    API's own shape."""
 
     pattern: re.Pattern[str]
-    call: Callable[[str, bytes], tuple[int, bytes]]
+    call: Callable[[str, str, bytes], tuple[int, bytes]]
     refusal: Callable[[int, str], bytes]
     content_type: str = "application/json"
 
@@ -125,11 +126,11 @@ class RouteServer:
         body = await read_body(receive, self.max_body_bytes, self.read_timeout, refuse)
         if isinstance(body, Reply):
             return body
-        path = scope["path"]
+        path, query = scope["path"], (scope.get("query_string") or b"").decode("latin-1")
 
         def call() -> Reply:
             try:
-                status, answer = route.call(path, body)
+                status, answer = route.call(path, query, body)
             except Exception:  # a fault of the route's own: logged here, the client told no more than that
                 logger.exception("toolpath: POST %s failed", path)
                 return refuse(500, "internal error (logged by the server)")
