@@ -180,3 +180,17 @@ def test_a_malformed_agent_data_names_its_line_and_field(tmp_path, agent_data, m
     path.write_text(json.dumps(good) + "\n" + json.dumps({"agent_data": agent_data}) + "\n")
     with pytest.raises(DatasetError, match=rf"bad.jsonl:2: {message}"):
         toolpath.evaluate(path, ["tool_call_count"])
+
+
+def test_a_dataframe_mixing_agent_data_rows_and_plain_rows() -> None:
+    import pandas as pd
+
+    frame = pd.DataFrame(
+        [
+            {"agent_data": session_agent_data(SESSION)},
+            {"prompt": "p", "response": "r", "predicted_trajectory": [{"tool_name": "t", "tool_input": {}}]},
+        ]
+    )
+    traced, plain = load_rows(frame)
+    assert traced["response"] == "Welcome." and len(traced["predicted_trajectory"]) == 3
+    assert plain["response"] == "r" and "history" not in plain

@@ -59,8 +59,9 @@ def _parsed_rows(dataset: Any, metric_column_mapping: Mapping[str, str] | None) 
         for wanted, present in mapping:
             if present in row and wanted not in row:
                 row[wanted] = row[present]
-        if row.get("agent_data") is not None:  # Google's agent trace: the columns it gives, unless given
-            for column, value in agent_data_columns(row["agent_data"], where(place)).items():
+        trace = row.get("agent_data")
+        if trace is not None and trace == trace:  # Google's agent trace (not a DataFrame's NaN): its columns
+            for column, value in agent_data_columns(trace, where(place)).items():
                 given = row.get(column)
                 if given is None or given != given:  # absent, null, or a DataFrame's NaN
                     row[column] = value
