@@ -138,6 +138,24 @@ def test_a_framework_tool_span_is_enriched_not_doubled(instrumented: InMemorySpa
     assert server.parent is not None and server.parent.span_id == framework.context.span_id
 
 
+def test_a_span_named_for_the_tool_before_its_attributes_is_enriched(instrumented: InMemorySpanExporter) -> None:
+    """ADK starts ``execute_tool {tool}`` bare and sets its attributes when the tool returns."""
+    tracer = trace.get_tracer("adk-like")
+
+    async def main() -> None:
+        async with create_connected_server_and_client_session(weather_app()._mcp_server) as session:
+            with tracer.start_as_current_span("execute_tool forecast"):
+                await session.call_tool("forecast", {"city": "Rome"})
+            with tracer.start_as_current_span("execute_tool (merged)"):  # ADK's summary span is no call of it
+                await session.call_tool("forecast", {"city": "Oslo"})
+
+    anyio.run(main)
+    [client] = by_kind(instrumented, SpanKind.CLIENT)
+    assert json.loads(client.attributes[sc.GEN_AI_TOOL_CALL_ARGUMENTS]) == {"city": "Oslo"}
+    [adk_like] = [s for s in instrumented.get_finished_spans() if s.name == "execute_tool forecast"]
+    assert adk_like.attributes[sc.MCP_METHOD_NAME] == "tools/call"
+
+
 def test_a_broken_tracer_never_breaks_the_session(
     instrumented: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
 ) -> None:

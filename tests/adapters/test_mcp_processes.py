@@ -94,6 +94,17 @@ def steps(invocation: Invocation) -> list[tuple[str, Any, Any, str | None]]:
     return [(c.name, c.args, c.result, c.error) for c in invocation.tool_calls]
 
 
+def assert_one_trace_framework_spans_enriched(collector: Collector, invocation: Invocation) -> None:
+    """The server's spans are in the run's trace, one per call; the framework's execute_tool spans carry the MCP
+    attributes and no second client span was made."""
+    spans = collector.store().spans_of_trace(invocation.trace_id)
+    served = [s.name for s in spans if s.resource.get("service.name") == "weather-mcp" and s.kind == 2]  # SERVER
+    assert served == [f"tools/call {name}" for name, _ in CALLS]
+    assert [s.name for s in spans if s.kind == 3 and s.name.startswith("tools/call")] == []  # 3: CLIENT
+    enriched = [s for s in spans if s.attributes.get("mcp.method.name") == "tools/call" and s.kind != 2]
+    assert len(enriched) == len(CALLS)
+
+
 def comparable(invocation: Invocation) -> list[tuple[str, Any, Any, bool]]:
     """Name, arguments, the result of a call that succeeded, and whether it failed (the error's wording is each
     framework's own; ADK hands the model an ``{"error"}`` result of a failure its callback caught)."""
@@ -205,6 +216,7 @@ def test_langgraph_through_mcp_adapters_matches_in_process(
     remote, local = found["over-mcp"], found["in-process"]
     assert_trajectory(remote, EXPECTED)
     assert comparable(remote) == comparable(local)
+    assert_one_trace_framework_spans_enriched(collector, remote)
     assert [c.call_id for c in remote.tool_calls] == ["call_a", "call_b", "call_c"]
 
 
@@ -262,4 +274,5 @@ def test_adk_through_mcp_toolset_matches_in_process(
     remote, local = found["over-mcp"], found["in-process"]
     assert_trajectory(remote, EXPECTED)
     assert comparable(remote) == comparable(local)
+    assert_one_trace_framework_spans_enriched(collector, remote)
     assert all(c.agent_name == "weather_adk" for c in remote.tool_calls)

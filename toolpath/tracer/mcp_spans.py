@@ -26,6 +26,7 @@ from toolpath.tracer import content, spans
 from toolpath.tracer import semconv as sc
 
 _tracer = trace.get_tracer(sc.TOOLPATH_SCOPE)
+_TOOL_SPAN_PREFIX = sc.tool_span_name("")
 
 
 def inject(meta: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -52,12 +53,16 @@ def framework_tool_span(tool_name: str) -> Span | None:
     attributes = getattr(span, "attributes", None)
     if not span.is_recording() or not isinstance(attributes, Mapping):
         return None
-    if attributes.get(sc.GEN_AI_OPERATION_NAME) != sc.OP_EXECUTE_TOOL or sc.MCP_METHOD_NAME in attributes:
+    if sc.MCP_METHOD_NAME in attributes:
         return None
+    span_name = getattr(span, "name", None)
+    named = isinstance(span_name, str) and span_name.startswith(_TOOL_SPAN_PREFIX)
+    if attributes.get(sc.GEN_AI_OPERATION_NAME) != sc.OP_EXECUTE_TOOL and not named:
+        return None  # (ADK names its span ``execute_tool {tool}`` at once, and sets its attributes when it ends)
     name = attributes.get(sc.GEN_AI_TOOL_NAME)
-    if not isinstance(name, str) or not (name == tool_name or name.endswith(tool_name)):
-        return None
-    return span
+    if not isinstance(name, str):
+        name = span_name.removeprefix(_TOOL_SPAN_PREFIX) if named and isinstance(span_name, str) else ""
+    return span if name == tool_name or name.endswith(tool_name) else None
 
 
 def _call_attributes(method: str, tool_name: str | None, request_id: Any, transport: str | None) -> dict[str, Any]:
