@@ -266,3 +266,24 @@ def test_a_gemini_model_generates_the_responses(monkeypatch) -> None:
     last = gemini.bodies[-1]
     assert last["generationConfig"]["temperature"] == 0.2
     assert last["systemInstruction"]["parts"][0]["text"] == "Answer in one word."
+
+
+def test_the_example_in_the_docs_runs(monkeypatch, tracing, capsys) -> None:
+    """docs/vertex.md's EvalTask example, run as written against the demo agent and the fake Gemini server."""
+    import re
+    import sys
+    import types
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "vertex.md").read_text(encoding="utf-8")
+    example = re.search(r"```python\n(.*?)```", page, re.DOTALL)
+    assert example is not None
+    monkeypatch.setitem(sys.modules, "my_agent", types.SimpleNamespace(RUNNABLE=smart_home_agent))
+    with serving_gemini(monkeypatch, follows) as gemini:
+        reset_home()
+        namespace: dict = {}
+        exec(compile(example.group(1), "docs/vertex.md", "exec"), namespace)
+    summary = namespace["eval_result"].summary_metrics
+    assert summary["row_count"] == 2 and summary["trajectory_exact_match/mean"] == 1.0
+    assert summary["essential_tools_present/mean"] == 0.5 and summary["trajectory_single_tool_use/mean"] == 0.5
+    assert gemini.requests == 2 and "row_count" in capsys.readouterr().out
