@@ -72,3 +72,23 @@ def test_pages_both_ways_with_a_total_and_a_turns_place(store):
     assert (row["invocations"], row["tool_calls"], row["slowest"]) == (2, 0, 2.5)
     assert second.rows[0]["tool_errors"] == 1
     assert browse.turn_place(store, "i1") == ("prod-1", 2) and browse.turn_place(store, "nope") is None
+
+
+def test_annotations_are_kept_redacted_and_filter_sessions(store):
+    import pytest
+
+    from toolpath.errors import ConfigError
+    from toolpath.store.annotations import ReviewLabel, annotate, annotations_of
+
+    fill(store)
+    annotate(store, "i2", author="Ada", label=ReviewLabel.FAIL, comment="mail jane@example.com")
+    annotate(store, "i0", author="Bo", score=0.5)
+    assert ids(store, review="fail") == ["prod-2"]
+    assert ids(store, review="any") == ["prod-2", "prod-1"]
+    assert ids(store, review="pass") == []
+    (note,) = annotations_of(store, ["i2"])["i2"]
+    assert note.label is ReviewLabel.FAIL and "jane@example.com" not in (note.comment or "")
+    with pytest.raises(ConfigError, match="no turn"):
+        annotate(store, "nope", author="Ada", label=ReviewLabel.PASS)
+    with pytest.raises(ConfigError, match="needs a label"):
+        annotate(store, "i1", author="Ada")

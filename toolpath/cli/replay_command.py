@@ -109,8 +109,12 @@ def export_command(
         toolpath eval support.evalset.json --agent my_app.agent:answer
     """
     from toolpath.datasets.export import write_export
+    from toolpath.store.annotations import annotations_of
 
     writable(output, "--output")
-    sessions = select_sessions(open_existing_store(store), session_ids, since, agent_name, limit)
-    turns = write_export(sessions, fmt, output, eval_set_id=eval_set_id)
+    the_store = open_existing_store(store)
+    sessions = select_sessions(the_store, session_ids, since, agent_name, limit)
+    notes = annotations_of(the_store, [inv.invocation_id for s in sessions for inv in s.invocations])
+    reviews = {turn: [note.exported() for note in found] for turn, found in notes.items() if found}
+    turns = write_export(sessions, fmt, output, eval_set_id=eval_set_id, annotations=reviews)
     console.print(f"wrote {len(sessions)} session(s), {turns} turn(s) to {output}")

@@ -10,27 +10,41 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from toolpath.datasets.agent_data import agent_data_rows
 from toolpath.model import Invocation, Session, ToolCall
 
+ANNOTATIONS_KEY = "annotations"
+"""The key of a case's reviewers' annotations in an exported eval set (ADK's ``EvalCase`` keeps extra keys)."""
 
-def to_evalset(sessions: Sequence[Session], eval_set_id: str) -> dict[str, Any]:
+
+def to_evalset(
+    sessions: Sequence[Session], eval_set_id: str, annotations: Mapping[str, Sequence[Mapping[str, Any]]] | None = None
+) -> dict[str, Any]:
+    """``sessions`` as an ADK eval set, a case each; with ``annotations`` (invocation id -> its reviewers'
+    annotations, as dicts), each case lists those of its turns under :data:`ANNOTATIONS_KEY`, each naming its
+    turn (from 1)."""
     cases: list[dict[str, Any]] = []
     for session in sessions:
         conversation = [_turn(inv) for inv in session.invocations]
         created = _seconds(session.invocations[0]) if session.invocations else 0.0
-        cases.append(
-            {
-                "eval_id": _safe_id(session.session_id),
-                "conversation": conversation,
-                "session_input": {"app_name": session.agent_name or "agent", "user_id": "user", "state": {}},
-                "creation_timestamp": created,
-            }
-        )
+        case = {
+            "eval_id": _safe_id(session.session_id),
+            "conversation": conversation,
+            "session_input": {"app_name": session.agent_name or "agent", "user_id": "user", "state": {}},
+            "creation_timestamp": created,
+        }
+        notes = [
+            {"turn": n, **note}
+            for n, inv in enumerate(session.invocations, start=1)
+            for note in (annotations or {}).get(inv.invocation_id, [])
+        ]
+        if notes:
+            case[ANNOTATIONS_KEY] = notes
+        cases.append(case)
     return {
         "eval_set_id": eval_set_id,
         "name": eval_set_id,
@@ -132,12 +146,20 @@ def _item(call: ToolCall) -> dict[str, Any]:
     return item
 
 
-def write_export(sessions: Sequence[Session], fmt: str, output: Path, *, eval_set_id: str | None = None) -> int:
-    """Write ``sessions`` as ``evalset``, ``jsonl`` or ``agent_data`` (JSONL); returns the number of turns
-    written."""
+def write_export(
+    sessions: Sequence[Session],
+    fmt: str,
+    output: Path,
+    *,
+    eval_set_id: str | None = None,
+    annotations: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+) -> int:
+    """Write ``sessions`` as ``evalset`` (with reviewers' ``annotations``, :func:`to_evalset`), ``jsonl`` or
+    ``agent_data`` (JSONL); returns the number of turns written."""
     if fmt == "evalset":
         set_id = eval_set_id or _safe_id(output.name.removesuffix(".json").removesuffix(".evalset"))
-        output.write_text(json.dumps(to_evalset(sessions, set_id), indent=2, ensure_ascii=False) + "\n")
+        document = to_evalset(sessions, set_id, annotations)
+        output.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
     else:
         rows = agent_data_rows(sessions) if fmt == "agent_data" else to_jsonl_rows(sessions)
         output.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")

@@ -49,6 +49,8 @@ class SessionFilter:
     """Only sessions with a turn slower than this many seconds."""
     hide_evaluation: bool = False
     """Leave out the sessions evaluations ran (:data:`EVALUATION_PREFIXES`)."""
+    review: str | None = None
+    """Only sessions with a turn a reviewer annotated: labelled ``pass`` or ``fail``, or ``any`` annotation."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,12 @@ def session_conditions(where: SessionFilter, *, sqlite: bool = True) -> list[Any
             .where(or_(has(calls.c.name), has(calls.c.args), has(calls.c.result))),
         ).subquery()
         conditions.append(s.c.session_id.in_(select(matching.c.session_id)))
+    if where.review is not None:
+        notes = t.turn_annotations
+        noted = [notes.c.invocation_id == inv.c.invocation_id]
+        if where.review != "any":
+            noted.append(notes.c.label == where.review)
+        conditions.append(exists().where(inv.c.session_id == s.c.session_id, exists().where(*noted)))
     if where.metric is not None:
         res = t.online_results
         scored = [res.c.metric == where.metric, res.c.invocation_id == inv.c.invocation_id]

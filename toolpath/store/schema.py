@@ -155,6 +155,20 @@ online_results = Table(
     Index("ix_online_results_created", "created_at"),
 )
 
+turn_annotations = Table(
+    "annotations",
+    metadata,
+    Column("annotation_id", Integer, primary_key=True, autoincrement=True),
+    Column("invocation_id", String(64), nullable=False),  # not a foreign key: pruning a turn never waits on reviews
+    Column("author", String(256), nullable=False),
+    Column("label", String(16)),  # "pass" or "fail", or null (a score or a comment only)
+    Column("score", Float),
+    Column("comment", Text),
+    Column("created_at", BigInteger, nullable=False),
+    Index("ix_annotations_invocation", "invocation_id", "created_at"),
+    Index("ix_annotations_label", "label", "invocation_id"),
+)
+
 store_secrets = Table(
     "store_secrets",
     metadata,

@@ -15,7 +15,8 @@ from starlette.routing import Route
 from toolpath.evaluation.evalsets.evaluator import criteria_of
 from toolpath.evaluation.evalsets.files import EvalConfig, EvalSet
 from toolpath.store import browse
-from toolpath.ui import compare, evalset_trash, params, span_pages
+from toolpath.store.annotations import annotations_of
+from toolpath.ui import compare, evalset_trash, params, review_pages, span_pages
 from toolpath.ui.evalset_trash import deleted_names
 from toolpath.ui.evalsets import EditedCall, EditedTurn, parse_args
 from toolpath.ui.run_cases import failed_count, run_view
@@ -103,8 +104,9 @@ def session(request: Request) -> Response:
     page = params.integer(dict(request.query_params), "page", 1, low=1, high=pages)
     first = (page - 1) * TURNS_PER_PAGE
     shown = found.invocations[first : first + TURNS_PER_PAGE]  # a long session is read a page of turns at a time
-    scores = browse.online_scores(ui.store, [inv.invocation_id for inv in shown])
-    turns = [turn_view(ui.store, inv, scores[inv.invocation_id]) for inv in shown]
+    ids = [inv.invocation_id for inv in shown]
+    scores, notes = browse.online_scores(ui.store, ids), annotations_of(ui.store, ids)
+    turns = [{**turn_view(ui.store, i, scores[i.invocation_id]), "notes": notes[i.invocation_id]} for i in shown]
     return _render(
         request,
         "session.html",
@@ -295,4 +297,5 @@ def routes() -> list[Route]:
         *evalset_trash.routes(),
         *span_pages.routes(),
         *compare.routes(),
+        *review_pages.routes(),
     ]

@@ -78,6 +78,8 @@ def timestamp_ns(params: Mapping[str, str], name: str) -> int | None:
 
 LABELS = ("pass", "fail", "error")
 """The labels of online results a filter can ask for."""
+REVIEWS = ("pass", "fail", "any")
+"""What a reviewer's annotations a filter can ask for: a label, or any annotation."""
 
 
 def session_filter(params: Mapping[str, str]) -> SessionFilter:
@@ -89,6 +91,9 @@ def session_filter(params: Mapping[str, str]) -> SessionFilter:
             raise BadRequest(f"{name}: give the metric it applies to (metric=...)")
     if label is not None and label not in LABELS:
         raise BadRequest(f"label={label!r}: expected one of {', '.join(LABELS)}")
+    review = text(params, "review")
+    if review is not None and review not in REVIEWS:
+        raise BadRequest(f"review={review!r}: expected one of {', '.join(REVIEWS)}")
     since, until = timestamp_ns(params, "since"), timestamp_ns(params, "until")
     if since is not None and until is not None and since > until:
         raise BadRequest("since is after until")
@@ -107,6 +112,7 @@ def session_filter(params: Mapping[str, str]) -> SessionFilter:
         tool_error=flag(params, "tool_error"),
         latency_above=number(params, "slower", low=0),
         hide_evaluation=flag(params, "hide_eval"),
+        review=review,
     )
 
 

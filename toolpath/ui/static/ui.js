@@ -34,6 +34,14 @@ document.addEventListener("DOMContentLoaded", function () {
     });
   }
 
+  // The reviewer's name, remembered in this browser for the next annotation.
+  document.querySelectorAll("input.review-author").forEach(function (input) {
+    try { input.value = input.value || window.localStorage.getItem("toolpath-reviewer") || ""; } catch (e) { /* off */ }
+    input.form.addEventListener("submit", function () {
+      try { window.localStorage.setItem("toolpath-reviewer", input.value); } catch (e) { /* storage off */ }
+    });
+  });
+
   // The online page follows new results.
   if (document.getElementById("series")) {
     window.setTimeout(function () { window.location.reload(); }, 30000);
