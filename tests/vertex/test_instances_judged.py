@@ -207,13 +207,20 @@ def test_templated_inputs_raw_output_and_errors(judged):
         "metric_spec": {"metric_prompt_template": template}, "instance": {"content_map_instance": content_map}}})  # fmt: skip
     assert (status, reply["pointwiseMetricResult"]["score"]) == (200, 1.0)
     assert fake.prompts[-1].startswith("Rate the answer four to 2+2?.")
-    for text, expected in (("GARBAGE {response}", (500, "INTERNAL")), ("REFUSED {response}", (503, "UNAVAILABLE")),
+    for text, expected in (("REFUSED {response}", (400, "FAILED_PRECONDITION")),
                            ("{response} {missing}", (400, "INVALID_ARGUMENT"))):  # fmt: skip
         spec = {"metric_prompt_template": text}
         status, reply = post(collector.url, {"pointwise_metric_input": {"metric_spec": spec, "instance": instance}})
         assert (status, reply["error"]["status"]) == expected, reply
         assert set(reply["error"]) == {"code", "message", "status"}
     assert "missing" in reply["error"]["message"]
+    # a judge that answers without a rating: a result without a score, saying why (never a 500)
+    spec = {"metric_prompt_template": "GARBAGE {response}"}
+    status, reply = post(collector.url, {"pointwise_metric_input": {"metric_spec": spec, "instance": instance}})
+    assert status == 200 and set(reply["pointwiseMetricResult"]) == {"explanation"}
+    assert reply["pointwiseMetricResult"]["explanation"].startswith("no rating: sample 1: no JSON object")
+    status, reply = post(collector.url, {"fluency_input": {"instance": {"prediction": "GARBAGE"}}})
+    assert (status, set(reply["fluencyResult"])) == (200, {"explanation"})
 
 
 def test_autorater_settings_reach_the_judge(judged):

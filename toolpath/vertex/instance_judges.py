@@ -115,6 +115,8 @@ def judged_result(name: str, input: Judged, message: Any, options: JudgeOptions)
             num_samples=options.samples,
         )
         result = _run(options.judge, lambda ask: pairwise.judge(row, ask))
+        if result.score is None:
+            return _no_rating(result.explanation or "")
         choices = _samples(result)
         choice = str(result.details["pairwise_choice"])
         return {
@@ -127,7 +129,8 @@ def judged_result(name: str, input: Judged, message: Any, options: JudgeOptions)
         metric_name, template, model=options.model, temperature=options.temperature, num_samples=options.samples
     )
     result = _run(options.judge, lambda ask: pointwise.judge(row, ask))
-    assert result.score is not None
+    if result.score is None:
+        return _no_rating(result.explanation or "")
     return {"score": result.score, "explanation": result.explanation or "", "confidence": _agreement(_samples(result))}
 
 
@@ -200,9 +203,10 @@ def templated_result(name: str, message: Any, options: JudgeOptions) -> dict[str
     if raw_output:
         fields["custom_output"] = {"raw_outputs": {"raw_output": [reply.text or "" for reply in replies]}}
     if not values_read:
-        if raw_output and all(reply.error is None for reply in replies):
-            return fields  # the raw replies were asked for: no rating in them is not an error
-        raise _failure(errors)
+        failure = _failure(errors)
+        if failure is not None:
+            raise failure
+        return {**fields, **_no_rating("; ".join(errors))}
     if pairwise:
         ranked = Counter(values_read).most_common()
         winner = ranked[0][0] if len(ranked) == 1 or ranked[0][1] > ranked[1][1] else "SAME"
@@ -259,21 +263,37 @@ def _run(judge: Judge, work: Any) -> Any:
 
 
 def _checked(result: Any) -> Any:
+    """``result``, or the :class:`JudgeFailure` its errors are; a result without a score whose replies merely held
+    no rating stays a result (its explanation says so)."""
     if isinstance(result, MetricResult) and result.score is None:
         errors = result.details.get("judge_errors")
-        raise _failure([str(e) for e in errors] if isinstance(errors, list) else [result.explanation or "no result"])
+        failure = _failure([str(e) for e in errors] if isinstance(errors, list) else [result.explanation or ""])
+        if failure is not None:
+            raise failure
     return result
 
 
-def _failure(errors: Sequence[str]) -> JudgeFailure:
-    """Why the judge gave nothing: its budget (429, as a quota), the model unreachable (503, worth a retry), or
-    replies that hold no rating (500: asking again gets the same cached reply)."""
-    text = "; ".join(errors) or "no reply"
+MODEL_ERROR = re.compile(r"judge model error (\d{3})")
+
+
+def _failure(errors: Sequence[str]) -> JudgeFailure | None:
+    """Why the judge could not be asked: its budget (429, as a quota), the model refusing the request (400: the
+    model name or the request is wrong; asking again changes nothing), the model unreachable or failing (503,
+    worth a retry). ``None`` when it was asked and its replies held no rating: that is the result."""
+    text = "; ".join(errors)
     if any("budget exhausted" in e for e in errors):
         return JudgeFailure(429, "RESOURCE_EXHAUSTED", text)
-    if any(s in e for e in errors for s in ("unavailable", "judge model error", "judge request failed")):
+    codes = [int(m.group(1)) for e in errors for m in [MODEL_ERROR.search(e)] if m]
+    if any(400 <= code < 500 for code in codes):
+        return JudgeFailure(400, "FAILED_PRECONDITION", f"the judge model refused the request: {text}")
+    if codes or any(s in e for e in errors for s in ("unavailable", "judge request failed")):
         return JudgeFailure(503, "UNAVAILABLE", text)
-    return JudgeFailure(500, "INTERNAL", f"the judge's reply holds no rating: {text}")
+    return None
+
+
+def _no_rating(why: str) -> dict[str, Any]:
+    """A result without a score (or choice): the judge answered, but not with a rating it could read."""
+    return {"explanation": f"no rating: {why}"}
 
 
 def _samples(result: MetricResult) -> list[Any]:
