@@ -122,7 +122,7 @@ class CustomOutputConfig:
     ``score`` and ``explanation`` are the result, its other keys ``<metric>/<key>`` columns)."""
 
     return_raw_output: bool = False
-    parsing_fn: Callable[[str], dict[str, Any]] | None = None
+    parsing_fn: Callable[[Any], dict[str, Any]] | None = None
 
 
 def _is_number(text: Any) -> bool:
@@ -184,6 +184,7 @@ class _VertexShape:
     name: str
     template: Any
     autorater_config: Any
+    custom_output_config: Any
 
     @property
     def metric_name(self) -> str:
@@ -200,8 +201,6 @@ class _VertexShape:
         if wants_raw_output(self.custom_output_config):
             return await judge_raw(self, self.custom_output_config, row, ask)  # type: ignore[arg-type]
         return await super().judge(row, ask)  # type: ignore[misc]
-
-    custom_output_config: Any
 
     def with_autorater(self, config: Any) -> Any:
         """A copy judged by ``config`` (an ``EvalTask``'s ``autorater_config``), unless this metric has its own."""
@@ -243,8 +242,8 @@ class PointwiseMetric(_VertexShape, judges.PointwiseMetric):
 
 class PairwiseMetric(_VertexShape, judges.PairwiseMetric):
     """Vertex AI's ``PairwiseMetric``: a judge compares each row's ``response`` (the candidate) with its
-    ``baseline_model_response``. ``baseline_model``, a function ``prompt -> text``, writes that column first
-    (:class:`~toolpath.vertex.eval_task.EvalTask` calls it for every row's prompt)."""
+    ``baseline_model_response``. ``baseline_model`` (anything ``EvalTask.evaluate(model=…)`` takes) writes that
+    column first, from every row's prompt."""
 
     def __init__(
         self,
