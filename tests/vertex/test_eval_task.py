@@ -287,3 +287,18 @@ def test_the_example_in_the_docs_runs(monkeypatch, tracing, capsys) -> None:
     assert summary["row_count"] == 2 and summary["trajectory_exact_match/mean"] == 1.0
     assert summary["essential_tools_present/mean"] == 0.5 and summary["trajectory_single_tool_use/mean"] == 0.5
     assert gemini.requests == 2 and "row_count" in capsys.readouterr().out
+
+
+def test_importing_toolpath_vertex_is_light() -> None:
+    """``import toolpath.vertex`` loads neither the store nor an SDK until a name is used."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, toolpath.vertex\n"
+        "print(sorted(m for m in ('sqlalchemy', 'google.genai', 'pandas', 'vertexai') if m in sys.modules))\n"
+        "toolpath.vertex.EvalTask\n"
+        "print('sqlalchemy' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[:2] == ["[]", "True"]
