@@ -1,0 +1,96 @@
+"""Fuzzing the ``evaluateInstances`` request reader (untrusted input on the collector's ports): random bytes,
+random JSON shaped like the API's requests, and the reference's leniencies. Whatever comes, the answer is a
+status with a reply in the API's shape (a score reply or ``{"error": {code, message, status}}``), never an
+exception; over gRPC, only :class:`InstancesError`. Bounded by example counts so CI time stays fixed."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from toolpath.judges.client import JudgeReply, JudgeRequest, JudgeSettings
+from toolpath.vertex.instance_inputs import COMPUTED, JUDGED
+from toolpath.vertex.instances import ApiVersion, EvaluateInstances, InstancesError, _without_trailing_commas
+
+FUZZ = settings(max_examples=150, deadline=None)
+PATH = "/v1beta1/projects/p/locations/l:evaluateInstances"
+ANSWERS = {200, 400, 404, 429, 501, 503}
+
+
+class RatingModel:
+    """A judge model that always rates 3 (the judge's path runs whole, without a network)."""
+
+    async def generate(self, request: JudgeRequest, timeout: float) -> JudgeReply:
+        return JudgeReply('{"score": 3, "pairwise_choice": "A", "explanation": "fuzz"}')
+
+
+SERVICE = EvaluateInstances(settings=JudgeSettings(), backend=RatingModel())
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=4),
+    max_leaves=25,
+)
+FIELDS = ["prediction", "reference", "baseline_prediction", "context", "instruction", "predicted_trajectory",
+          "reference_trajectory", "tool_calls", "tool_name", "tool_input", "json_instance", "rouge_type",
+          "use_stemmer", "metric_prompt_template", "instance", "instances", "metric_spec", "sampling_count"]  # fmt: skip
+keys = st.sampled_from(FIELDS) | st.text(max_size=10)
+shaped = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 40) | st.text(max_size=30),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(keys, children, max_size=4),
+    max_leaves=30,
+)
+requests = st.dictionaries(st.sampled_from([*COMPUTED, *JUDGED, "pointwise_metric_input", "comet_input", "location",
+                                            "autorater_config", "exactMatchInput", "nope"]), shaped, max_size=2)  # fmt: skip
+
+
+def check(status: int, body: bytes) -> None:
+    assert status in ANSWERS, (status, body)
+    reply = json.loads(body)
+    if status == 200:
+        assert len(reply) == 1 and next(iter(reply)).endswith(("Results", "Result"))
+    else:
+        assert set(reply) == {"error"} and set(reply["error"]) == {"code", "message", "status"}
+        assert reply["error"]["code"] == status
+
+
+@FUZZ
+@given(st.binary(max_size=512))
+def test_random_bytes(body):
+    check(*SERVICE.post(PATH, body))
+
+
+@FUZZ
+@given(requests)
+def test_random_requests_shaped_like_the_apis(request):
+    check(*SERVICE.post(PATH, json.dumps(request).encode()))
+
+
+@FUZZ
+@given(st.sampled_from(sorted(COMPUTED)), st.lists(st.dictionaries(st.sampled_from(FIELDS), shaped, max_size=3),
+                                                    max_size=3))  # fmt: skip
+def test_computed_inputs_with_random_instances(field, instances):
+    check(*SERVICE.post(PATH, json.dumps({field: {"instances": instances}}).encode()))
+
+
+@FUZZ
+@given(json_values)
+def test_trailing_commas_are_the_only_change(value):
+    text = json.dumps(value)
+    assert _without_trailing_commas(text) == text  # valid JSON is left as it is, strings and all
+    loose = text.replace("]", ",]").replace("}", ",}") if text.startswith(("[", "{")) else text
+    if "[,]" not in loose and "{,}" not in loose and '"' not in text:
+        assert json.loads(_without_trailing_commas(loose)) == value
+
+
+@FUZZ
+@given(st.binary(max_size=512))
+def test_grpc_bodies(body):
+    try:
+        reply = SERVICE.grpc_call(ApiVersion.V1BETA1, body)
+    except InstancesError as exc:
+        assert exc.status in ANSWERS and exc.code
+        return
+    assert isinstance(reply, bytes)
