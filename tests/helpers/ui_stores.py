@@ -28,6 +28,8 @@ MARKUP = "<b>bold</b> & <i>markup</i>"
 BIG_ARGUMENT = "x" * 4096
 REQUEST_BODY = '{"order": 7, "note": "' + BIG_ARGUMENT + '"}'
 """A 4 KB attribute of the first support turn's agent span."""
+REPORTED_COST = 0.01
+"""The cost the last support turn's model call reported (gen_ai.usage.cost.total)."""
 T0 = 1_780_000_000 * 10**9
 MS = 1_000_000
 
@@ -62,7 +64,8 @@ def _turn(n: int, prompt: str, *, failed: bool, calls: list[ToolCall]) -> tuple[
         SpanRecord(trace, model_span, root, "chat gemini-2.5-flash", 3, start + 2 * MS, start + 12 * MS, STATUS_OK,
                    None, {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gemini-2.5-flash",
                           "gen_ai.usage.input_tokens": 120 + n, "gen_ai.usage.output_tokens": 30 + n,
-                          "gen_ai.response.id": f"resp-{n}"}),
+                          "gen_ai.response.id": f"resp-{n}",
+                          **({"gen_ai.usage.cost.total": REPORTED_COST} if n == 5 else {})}),
     ]  # fmt: skip
     for i, call in enumerate(calls):
         spans.append(

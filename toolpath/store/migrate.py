@@ -23,7 +23,7 @@ from toolpath.errors import ConfigError
 STORE_SECRETS_REVISION = "0004"
 """The revision that adds ``store_secrets``: its migration reads its id from here, so renumbering it is one edit
 (with its ``down_revision``)."""
-HEAD = "0007"
+HEAD = "0008"
 """The newest revision in ``migrations/versions`` (a test keeps the two in step)."""
 INITIAL = "0001"
 _LOCK_KEY = 7_202_611_001  # pg_advisory_xact_lock key shared by every toolpath process migrating a store

@@ -169,6 +169,15 @@ turn_annotations = Table(
     Index("ix_annotations_label", "label", "invocation_id"),
 )
 
+model_prices = Table(
+    "model_prices",
+    metadata,
+    Column("model", String(256), primary_key=True),
+    Column("input_per_million", Float, nullable=False),  # in the user's currency, per million input tokens
+    Column("output_per_million", Float, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+)
+
 store_secrets = Table(
     "store_secrets",
     metadata,

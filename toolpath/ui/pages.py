@@ -16,10 +16,12 @@ from toolpath.evaluation.evalsets.evaluator import criteria_of
 from toolpath.evaluation.evalsets.files import EvalConfig, EvalSet
 from toolpath.store import browse
 from toolpath.store.annotations import annotations_of
-from toolpath.ui import compare, evalset_trash, params, review_pages, span_pages
+from toolpath.store.usage import prices
+from toolpath.ui import compare, evalset_trash, params, price_pages, review_pages, span_pages
 from toolpath.ui.evalset_trash import deleted_names
 from toolpath.ui.evalsets import EditedCall, EditedTurn, parse_args
 from toolpath.ui.run_cases import failed_count, run_view
+from toolpath.ui.usage_view import usage_of_sessions
 from toolpath.ui.views import online_view, pretty, turn_view
 
 PAGE_SIZE = 50
@@ -56,6 +58,7 @@ def sessions(request: Request) -> Response:
     if before is not None and page.previous_cursor is None:
         before = None  # back at the newest sessions: the first page as it is, full
         page = browse.session_page(store, where, limit=limit)
+    usage = usage_of_sessions(store, [r["session_id"] for r in page.rows], prices(store))
     elapsed = time.perf_counter() - began
     keep = params.query_without(query, "after", "before")
     older, newer = params.cursor_text(page.next_cursor), params.cursor_text(page.previous_cursor)
@@ -63,7 +66,7 @@ def sessions(request: Request) -> Response:
         request,
         "sessions.html",
         {
-            "rows": page.rows,
+            "rows": [{**r, "usage": usage[r["session_id"]]} for r in page.rows],
             "total": page.total,
             "total_capped": page.total_capped,
             "query": query,
@@ -105,13 +108,16 @@ def session(request: Request) -> Response:
     first = (page - 1) * TURNS_PER_PAGE
     shown = found.invocations[first : first + TURNS_PER_PAGE]  # a long session is read a page of turns at a time
     ids = [inv.invocation_id for inv in shown]
-    scores, notes = browse.online_scores(ui.store, ids), annotations_of(ui.store, ids)
-    turns = [{**turn_view(ui.store, i, scores[i.invocation_id]), "notes": notes[i.invocation_id]} for i in shown]
+    scores, notes, priced = browse.online_scores(ui.store, ids), annotations_of(ui.store, ids), prices(ui.store)
+    turns = [
+        {**turn_view(ui.store, i, scores[i.invocation_id], priced), "notes": notes[i.invocation_id]} for i in shown
+    ]
+    total = usage_of_sessions(ui.store, [found.session_id], priced)[found.session_id]
     return _render(
         request,
         "session.html",
-        {"session": found, "turns": turns, "first": first, "page": page, "pages": pages, "per_page": TURNS_PER_PAGE,
-         "turn_count": len(found.invocations), "evalsets": ui.evalsets.names(),
+        {"session": found, "turns": turns, "total": total, "first": first, "page": page, "pages": pages,
+         "per_page": TURNS_PER_PAGE, "turn_count": len(found.invocations), "evalsets": ui.evalsets.names(),
          "evalset_dir": str(ui.evalsets.folder)},
     )  # fmt: skip
 
@@ -298,4 +304,5 @@ def routes() -> list[Route]:
         *span_pages.routes(),
         *compare.routes(),
         *review_pages.routes(),
+        *price_pages.routes(),
     ]

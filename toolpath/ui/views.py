@@ -15,7 +15,9 @@ from toolpath.evaluation.evalsets.efficiency import spans_under
 from toolpath.model import Invocation
 from toolpath.store.spanrecord import SpanRecord
 from toolpath.store.store import Store
+from toolpath.store.usage import ModelPrice
 from toolpath.tracer import semconv as sc
+from toolpath.ui.usage_view import usage_of_spans
 
 _AGENT_OPS = (sc.OP_INVOKE_AGENT, sc.OP_INVOKE_WORKFLOW)
 _MODEL_OPS = (sc.OP_CHAT, sc.OP_GENERATE_CONTENT, sc.OP_TEXT_COMPLETION)
@@ -47,11 +49,17 @@ def ns_text(ns: int | None) -> str:
     return datetime.fromtimestamp(ns / 1e9, UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def turn_view(store: Store, inv: Invocation, scores: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """One turn of a session: prompt, response, calls, online scores and the timeline of its spans (or of its
-    tool calls' own times when its spans are not stored)."""
+def turn_view(
+    store: Store,
+    inv: Invocation,
+    scores: Sequence[Mapping[str, Any]],
+    prices: Mapping[str, ModelPrice] | None = None,
+) -> dict[str, Any]:
+    """One turn of a session: prompt, response, calls, online scores, tokens and cost, and the timeline of its
+    spans (or of its tool calls' own times when its spans are not stored)."""
     spans = spans_under(store, inv)
     return {
+        "usage": usage_of_spans(spans or [], prices or {}),
         "inv": inv,
         "calls": [
             {"call": c, "args": pretty(c.args), "result": pretty(c.result) if c.result is not None else None}

@@ -42,6 +42,9 @@ document.addEventListener("DOMContentLoaded", function () {
     });
   });
 
+  // Sortable tables: a header's button sorts the rows by its column (again: the other way).
+  document.querySelectorAll("table.sortable").forEach(sortable);
+
   // The online page follows new results.
   if (document.getElementById("series")) {
     window.setTimeout(function () { window.location.reload(); }, 30000);
@@ -272,5 +275,34 @@ function spanPanel(panel) {
   document.getElementById("span-close").addEventListener("click", close);
   document.addEventListener("keydown", function (event) {
     if (event.key === "Escape" && !panel.hidden) close();
+  });
+}
+
+function sortable(table) {
+  table.querySelectorAll("th button.sort").forEach(function (button) {
+    button.addEventListener("click", function () {
+      var th = button.closest("th");
+      var column = Array.prototype.indexOf.call(th.parentNode.children, th);
+      var numeric = button.dataset.sort === "number";
+      var down = th.getAttribute("aria-sort") !== "descending";
+      table.querySelectorAll("th[aria-sort]").forEach(function (other) { other.removeAttribute("aria-sort"); });
+      th.setAttribute("aria-sort", down ? "descending" : "ascending");
+      var body = table.tBodies[0];
+      var rows = Array.prototype.slice.call(body.rows).filter(function (row) { return row.cells.length > column; });
+      var key = function (row) {
+        var cell = row.cells[column];
+        var raw = cell.dataset.value !== undefined ? cell.dataset.value : cell.textContent.trim();
+        if (!numeric) return raw.toLowerCase();
+        return raw === "" ? null : parseFloat(raw);
+      };
+      rows.sort(function (a, b) {
+        var x = key(a), y = key(b);
+        if (x === y) return 0;
+        if (x === null) return 1;  // no value: last, either way
+        if (y === null) return -1;
+        return (x < y ? -1 : 1) * (down ? -1 : 1);
+      });
+      rows.forEach(function (row) { body.appendChild(row); });
+    });
   });
 }
