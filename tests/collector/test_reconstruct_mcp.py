@@ -134,3 +134,21 @@ def test_importing_the_adapters_loads_neither_sdk() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == ""
+
+
+def test_a_server_tool_span_of_another_process_is_the_same_call() -> None:
+    """OpenInference's MCP instrumentation only carries the context: the server's own TOOL span (another resource)
+    lands under the caller's TOOL span of the same tool."""
+    oi = {
+        sc.OPENINFERENCE_SPAN_KIND: "TOOL",
+        sc.OI_TOOL_NAME: "get_forecast",
+        sc.OI_INPUT_MIME_TYPE: "application/json",
+    }
+    outer = span(2, 1, "get_forecast", 10, **oi, **{sc.OI_INPUT_VALUE: '{"city": "Oslo"}',
+                                                   sc.OI_OUTPUT_VALUE: '[{"type": "text", "text": "4.5"}]'})  # fmt: skip
+    inner = span(3, 2, "get_forecast", 11, **oi, **{sc.OI_INPUT_VALUE: '{"city": "Oslo"}', sc.OI_OUTPUT_VALUE: "4.5"})
+    root = span(1, None, "LangGraph", 0, **{sc.OPENINFERENCE_SPAN_KIND: "CHAIN"})
+    same_process = [root, outer, inner]
+    assert len(calls(same_process)) == 2  # in one process, a tool calling its namesake: two calls
+    served = dataclasses.replace(inner, resource={"service.name": "weather-mcp"})
+    assert calls([root, outer, served]) == [("get_forecast", {"city": "Oslo"}, 4.5, None, "LangGraph")]

@@ -20,6 +20,7 @@ from toolpath.collector.reconstruct.genai import (
     model_spans,
     reported_trajectory,
 )
+from toolpath.collector.reconstruct.log_events import fold_log_events
 from toolpath.collector.reconstruct.order import in_model_order
 from toolpath.collector.reconstruct.span_values import error_text, first, order_key, parse_clean_json, str_or_none
 from toolpath.model import Invocation, ToolCall, constructed, invocation_key, ns_to_datetime
@@ -67,8 +68,9 @@ def is_run_span(span: SpanRecord) -> bool:
 
 
 def build_invocations(spans: Iterable[SpanRecord]) -> list[Invocation]:
-    """Every outermost agent run among ``spans`` (one trace or many), in start order."""
-    spans = list(spans)
+    """Every outermost agent run among ``spans`` (one trace or many), in start order; GenAI events sent as logs
+    fill in the spans they belong to (:mod:`.log_events`)."""
+    spans = fold_log_events(spans)
     by_id = {(s.trace_id, s.span_id): s for s in spans}
     children: dict[tuple[str, str], list[SpanRecord]] = defaultdict(list)
     for span in spans:
@@ -110,7 +112,8 @@ def build_invocation(root: SpanRecord, descendants: Iterable[SpanRecord]) -> Inv
     descendants = sorted(descendants, key=order_key)
     tool_spans = [s for s in descendants if is_tool_span(s.attributes, s.name)]
     calls = list(map(tool_call_from_span, tool_spans))
-    if any(mcp_calls.is_mcp_span(s.attributes) for s in tool_spans):  # one call, recorded by framework and MCP
+    if any(mcp_calls.is_mcp_span(s.attributes) or s.resource != tool_spans[0].resource for s in tool_spans):
+        # one call recorded by the framework and by MCP, or by the caller and by the server in another process
         by_id = {s.span_id: s for s in descendants}
         calls, tool_spans = mcp_calls.fold_same_calls(
             calls, tool_spans, lambda s: by_id.get(s.parent_span_id or ""), is_run_span

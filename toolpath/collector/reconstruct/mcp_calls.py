@@ -3,10 +3,12 @@
 A ``tools/call`` can be recorded three times: by the framework that made it (its ``execute_tool`` span), by the MCP
 client (a CLIENT span ``tools/call {tool}``: toolpath's, or OpenLLMetry's ``{tool}.tool``), and by the MCP server
 in another process (a SERVER span, its child through the context in ``params._meta``; OpenLLMetry's FastMCP
-``{tool}.tool``). A tool span of MCP below another tool span of the same tool, with no agent run between them, is
-the same call: it is folded into the outermost one, which keeps its name (as the agent saw it), call id and place,
-and takes from the inner spans what it lacks — arguments, an error (a result that says ``isError``) — and the
-MCP span's result, which is the value the tool returned where the framework may record its own wrapping of it.
+``{tool}.tool``; any tool span of a server in another process, under the context OpenInference's MCP
+instrumentation carries). A tool span of MCP, or of another process, below another tool span of the same tool,
+with no agent run between them, is the same call: it is folded into the outermost one, which keeps its name (as
+the agent saw it), call id and place, and takes from the inner spans what it lacks — arguments, an error (a result
+that says ``isError``) — and the inner span's result, which is the value the tool returned where the framework
+may record its own wrapping of it.
 
 A result in the ``CallToolResult`` shape (``{"content": [...], "structuredContent", "isError"}``, as ADK records
 an MCP tool's response) is read as the value the tool returned, as for a tool in process; ``isError`` makes it an
@@ -124,7 +126,9 @@ def fold_same_calls(
         outer = _nearest_tool(span, parent_of, is_run, is_tool)
         target = place_of.get(outer.span_id) if outer is not None else None
         if target is not None and outer is not None and _same_call(merged[target], call, span, outer):
-            merged[target] = _fill(merged[target], call, is_mcp_span(span.attributes))
+            merged[target] = _fill(
+                merged[target], call, is_mcp_span(span.attributes) or span.resource != outer.resource
+            )
             place_of[span.span_id] = target
             continue
         place_of[span.span_id] = place
@@ -151,14 +155,16 @@ def _nearest_tool(
 
 
 def _same_call(outer_call: ToolCall, inner_call: ToolCall, inner: SpanRecord, outer: SpanRecord) -> bool:
-    if not (is_mcp_span(inner.attributes) or is_mcp_span(outer.attributes)):
-        return False  # a tool that calls another tool in process: two calls
-    return outer_call.name == inner_call.name or outer_call.name.endswith(inner_call.name)
+    """An MCP span under a tool span of the same tool; or a tool span under one of the same tool in another process
+    (its resource differs: a server traced by other means, the context carried by OpenInference's MCP
+    instrumentation, say). A tool that calls a tool of its own name in process makes two calls."""
+    remote = is_mcp_span(inner.attributes) or is_mcp_span(outer.attributes) or inner.resource != outer.resource
+    return remote and (outer_call.name == inner_call.name or outer_call.name.endswith(inner_call.name))
 
 
 def _fill(outer: ToolCall, inner: ToolCall, inner_is_mcp: bool) -> ToolCall:
-    """The outer call, with what only the inner one recorded; an MCP span's result is the value the tool returned,
-    so it replaces the framework's wrapping of it (LangChain's content blocks, say)."""
+    """The outer call, with what only the inner one recorded; an MCP span's (or the server's own) result is the
+    value the tool returned, so it replaces the framework's wrapping of it (LangChain's content blocks, say)."""
     update: dict[str, Any] = {}
     if not outer.args and inner.args:
         update["args"] = inner.args
