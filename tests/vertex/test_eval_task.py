@@ -149,7 +149,6 @@ def test_what_needs_google_cloud_is_one_clear_error(tmp_path) -> None:
     from vertexai.preview.evaluation import metrics as vertex_metrics
 
     from toolpath.vertex import EvalTask
-    from toolpath.vertex.metrics import PredefinedRubricMetrics
 
     rows = [{"prompt": "p", "response": "r", "reference": "r"}]
     with pytest.raises(DatasetError, match=r"gs://bucket/data\.jsonl: Cloud Storage and BigQuery"):
@@ -158,8 +157,8 @@ def test_what_needs_google_cloud_is_one_clear_error(tmp_path) -> None:
         EvalTask(dataset="bq://p.d.t", metrics=["exact_match"])
     with pytest.raises(ConfigError, match="give a local directory"):
         EvalTask(dataset=rows, metrics=["exact_match"], output_uri_prefix="gs://bucket/out")
-    with pytest.raises(MetricError, match="pairwise rubric-based metrics"):
-        EvalTask(dataset=rows, metrics=[PredefinedRubricMetrics.Pairwise.INSTRUCTION_FOLLOWING])
+    with pytest.raises(MetricError, match="computed inside Vertex AI's evaluation service"):
+        EvalTask(dataset=rows, metrics=["rubric_based_instruction_following"])
     with pytest.raises(MetricError, match=r"import it from toolpath\.vertex"):
         EvalTask(dataset=rows, metrics=[vertex_metrics.TrajectorySingleToolUse(tool_name="x")])
     with pytest.raises(ConfigError, match="a Gemini model name or a GenerativeModel"):

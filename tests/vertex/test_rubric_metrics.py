@@ -82,12 +82,53 @@ def test_vertex_ais_predefined_rubric_metric_runs_with_its_own_prompts_and_parse
     assert json.loads(json.dumps(row["rb_instruction_following/raw_outputs"])) == [critique]
 
 
-def test_pairwise_rubric_metrics_are_refused() -> None:
-    from toolpath.vertex import EvalTask
-    from toolpath.vertex.metrics import PredefinedRubricMetrics
+def test_vertex_ais_pairwise_rubric_metric_and_its_win_rates(monkeypatch) -> None:
+    """The pairwise predefined metric: Response A is the baseline, Vertex AI's parser reads the side-by-side
+    rating, and the win rates are the ones Vertex AI's own summary computes from the table."""
+    from vertexai.preview.evaluation import _base as vertex_base
+    from vertexai.preview.evaluation import _evaluation
+    from vertexai.preview.evaluation.metrics import PairwiseMetric as VertexPairwiseMetric
 
-    rows = [{"prompt": "p", "response": "r"}]
-    with pytest.raises(MetricError, match="pairwise rubric-based metrics"):
-        EvalTask(dataset=rows, metrics=[PredefinedRubricMetrics.Pairwise.TEXT_QUALITY])
-    with pytest.raises(MetricError, match="rubric_based_instruction_following"):
-        EvalTask(dataset=rows, metrics=["rubric_based_instruction_following"])
+    from toolpath.vertex import EvalTask
+    from toolpath.vertex.metrics import PredefinedRubricMetrics, RubricBasedMetric, RubricGenerationConfig
+
+    def critique(rating: str) -> str:
+        return (
+            "[[Response A Answers:]]\n<question>Question: Is it one word?\nVerdict: [[NO]]</question>\n"
+            "[[Rubric Score: 0/1]]\n[[Response B Answers:]]\n<question>Question: Is it one word?\nVerdict: [[YES]]"
+            f"</question>\n[[Rubric Score: 1/1]]\n[[SxSRating:{rating}]]"
+        )
+
+    def script(prompt: str, seen: int) -> Reply:
+        if "Only generate the rubric questions" in prompt:
+            return Reply(RUBRICS)
+        return Reply(critique("B>A" if "Say hi" in prompt else "A>>B"))
+
+    rows = [
+        {"prompt": "Say hi", "response": "Hi", "baseline_model_response": "Hello there"},
+        {"prompt": "Say bye", "response": "Bye now", "baseline_model_response": "Bye"},
+        {"prompt": "Say yes", "response": "Yes", "baseline_model_response": "Yes indeed"},
+    ]
+    metric = PredefinedRubricMetrics.Pairwise.INSTRUCTION_FOLLOWING
+    with serving_gemini(monkeypatch, script) as gemini:
+        result = EvalTask(dataset=rows, metrics=[metric]).evaluate()
+    table = result.metrics_table
+    assert list(table["pairwise_rb_instruction_following/score"]) == [0.5, -1.0, -1.0]
+    critique_prompt = next(p for p in gemini.prompts if "Say hi" in p and "Hello there" in p)
+    assert critique_prompt.index("Hello there") < critique_prompt.index("\nHi\n")  # the baseline is Response A
+    vertex_metric = VertexPairwiseMetric(metric="pairwise_rb_instruction_following", metric_prompt_template="x")
+    config = vertex_base.EvaluationRunConfig(
+        dataset=table, metrics=[vertex_metric], metric_column_mapping={}, client=None, evaluation_service_qps=1,
+        retry_timeout=1,
+    )  # fmt: skip
+    vertex_summary = _evaluation._aggregate_summary_metrics(config, table)
+    for side in ("candidate", "baseline"):
+        key = f"pairwise_rb_instruction_following/{side}_model_win_rate"
+        assert result.summary_metrics[key] == vertex_summary[key]
+    assert result.summary_metrics["pairwise_rb_instruction_following/candidate_model_win_rate"] == 1 / 3
+
+    with pytest.raises(MetricError, match="must be a PointwiseMetric or a PairwiseMetric"):
+        EvalTask(
+            dataset=rows,
+            metrics=[RubricBasedMetric(generation_config=RubricGenerationConfig("{prompt}"), critique_metric="x")],
+        )

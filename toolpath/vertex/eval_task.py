@@ -31,6 +31,7 @@ from toolpath.judges.vertex import VARIABLE
 from toolpath.store.store import Store
 from toolpath.vertex.generated_responses import generate
 from toolpath.vertex.model_based import PairwiseMetric
+from toolpath.vertex.raw_output import wants_raw_output
 from toolpath.vertex.rubric_metrics import UNSUPPORTED, RubricBasedMetric
 
 __all__ = ["EvalResult", "EvalTask", "PromptTemplate"]
@@ -194,7 +195,11 @@ class EvalTask:
         )
         pairwise = [m.name for m in metrics if isinstance(m, PairwiseMetric)]
         table = [_vertex_row(row, pairwise) for row in result.metrics_table]
-        summary = {key: math.nan if value is None else value for key, value in result.summary_metrics.items()}
+        summary = dict(result.summary_metrics)
+        for metric in metrics:
+            if isinstance(metric, PairwiseMetric) and wants_raw_output(metric.custom_output_config):
+                summary.update(verdict_win_rates(table, metric.name))
+        summary = {key: math.nan if value is None else value for key, value in summary.items()}
         metadata = {"experiment": experiment, "experiment_run": run_id or ""} if experiment is not None else None
         out = EvalResult(summary, as_table(table), metadata, result.run_id)
         if self.output_uri_prefix:
@@ -288,6 +293,27 @@ def _vertex_row(row: dict[str, Any], pairwise: Sequence[str]) -> dict[str, Any]:
         if row.get(f"{name}/pairwise_choice") == "SAME":
             row[f"{name}/pairwise_choice"] = "TIE"
     return row
+
+
+def verdict_win_rates(table: Sequence[Mapping[str, Any]], name: str) -> dict[str, float]:
+    """Win rates of a pairwise metric whose choices a parser wrote: Vertex AI's rubric parser writes verdict
+    sentences, which Vertex AI's summary counts as wins (read from the installed package), beside the
+    ``CANDIDATE`` / ``BASELINE`` of the others. Shares of all rows, as in Vertex AI."""
+    candidate, baseline = {"CANDIDATE"}, {"BASELINE"}
+    try:
+        from vertexai.preview.evaluation.utils import RATING_TO_VERDICT
+    except ImportError:
+        pass
+    else:
+        candidate |= {RATING_TO_VERDICT[r] for r in ("B>>A", "A<<B", "B>A", "A<B") if r in RATING_TO_VERDICT}
+        baseline |= {RATING_TO_VERDICT[r] for r in ("A>>B", "B<<A", "B<A", "A>B") if r in RATING_TO_VERDICT}
+    choices = [row.get(f"{name}/pairwise_choice") for row in table]
+    if not choices:
+        return {}
+    return {
+        f"{name}/candidate_model_win_rate": sum(c in candidate for c in choices) / len(choices),
+        f"{name}/baseline_model_win_rate": sum(c in baseline for c in choices) / len(choices),
+    }
 
 
 def as_table(rows: list[dict[str, Any]]) -> Any:

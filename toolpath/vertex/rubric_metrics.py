@@ -1,9 +1,9 @@
 """Vertex AI's rubric-based metrics, with Vertex AI's constructors: a model writes each row's rubrics (questions
-the response should satisfy) from ``RubricGenerationConfig.prompt_template``, and a pointwise critique metric
-judges the response against them. ``PredefinedRubricMetrics.Pointwise`` are Vertex AI's own, their prompts and
-parser read from the installed ``google-cloud-aiplatform`` when first used. Pairwise rubric-based metrics are
-refused (:class:`~toolpath.errors.MetricError`), and so is the service-side name
-``rubric_based_instruction_following``.
+the response should satisfy) from ``RubricGenerationConfig.prompt_template``, and a critique metric (pointwise,
+or pairwise against ``baseline_model_response``) judges the response against them. ``PredefinedRubricMetrics``
+are Vertex AI's own, their prompts and parsers read from the installed ``google-cloud-aiplatform`` when first
+used. The service-side name ``rubric_based_instruction_following`` is refused
+(:class:`~toolpath.errors.MetricError`).
 """
 
 from __future__ import annotations
@@ -17,16 +17,17 @@ from toolpath.datasets import load_rows
 from toolpath.errors import MetricError
 from toolpath.judges.vertex import VARIABLE, TemplateMetric
 from toolpath.vertex.generated_responses import generate
-from toolpath.vertex.model_based import CustomOutputConfig, PointwiseMetric
+from toolpath.vertex.model_based import AutoraterConfig, CustomOutputConfig, PairwiseMetric, PointwiseMetric
 
 __all__ = ["PredefinedRubricMetrics", "RubricBasedMetric", "RubricGenerationConfig", "parse_rubrics"]
 
 DEFAULT_RUBRIC_MODEL = "gemini-2.5-pro"
 """The model that writes rubrics when the config names none (Vertex AI's default)."""
 UNSUPPORTED = (
-    "{name}: pairwise rubric-based metrics, and Vertex AI's service-side rubric_based_instruction_following, are "
-    "not supported; use PredefinedRubricMetrics.Pointwise or a RubricBasedMetric with a PointwiseMetric critique"
+    "{name}: is computed inside Vertex AI's evaluation service; use "
+    "PredefinedRubricMetrics.Pointwise.INSTRUCTION_FOLLOWING, or a RubricBasedMetric with a PointwiseMetric critique"
 )
+NOT_A_CRITIQUE = "{name}: a RubricBasedMetric's critique_metric must be a PointwiseMetric or a PairwiseMetric"
 
 
 class RubricGenerationConfig:
@@ -72,9 +73,8 @@ class RubricBasedMetric:
 
     def refusal(self) -> MetricError | None:
         """Why this metric cannot be scored here, or ``None``."""
-        critique = self.critique_metric
-        if not isinstance(critique, TemplateMetric) or critique.pairwise:
-            return MetricError(UNSUPPORTED.format(name=self.name))
+        if not isinstance(self.critique_metric, TemplateMetric):
+            return MetricError(NOT_A_CRITIQUE.format(name=self.name))
         return None
 
     def generate_rubrics(self, eval_dataset: Any) -> Any:
@@ -134,8 +134,8 @@ def _filled(template: str, row: dict[str, Any]) -> str:
 class _Predefined:
     """One of Vertex AI's predefined rubric metrics, made from its installed prompts on first use."""
 
-    def __init__(self, name: str, generation: str, critique: str) -> None:
-        self.metric, self.generation, self.critique = name, generation, critique
+    def __init__(self, name: str, generation: str, critique: str, *, pairwise: bool = False) -> None:
+        self.metric, self.generation, self.critique, self.pairwise = name, generation, critique, pairwise
         self.made: RubricBasedMetric | None = None
 
     def __get__(self, owner_object: Any, owner: type) -> RubricBasedMetric:
@@ -148,29 +148,27 @@ class _Predefined:
                     f"{self.metric}: Vertex AI's predefined rubric metrics use its own prompts; "
                     "pip install google-cloud-aiplatform"
                 ) from None
-            critique = PointwiseMetric(
-                metric=self.metric,
-                metric_prompt_template=getattr(prompts, self.critique),
-                custom_output_config=CustomOutputConfig(True, utils.parse_pointwise_rubric_result),
-            )
+            critique: PointwiseMetric | PairwiseMetric
+            if self.pairwise:  # as Vertex AI's: one sample, read by its pairwise parser
+                critique = PairwiseMetric(
+                    metric=self.metric,
+                    metric_prompt_template=getattr(prompts, self.critique),
+                    custom_output_config=CustomOutputConfig(True, utils.parse_pairwise_rubric_result),
+                    autorater_config=AutoraterConfig(sampling_count=1),
+                )
+            else:
+                critique = PointwiseMetric(
+                    metric=self.metric,
+                    metric_prompt_template=getattr(prompts, self.critique),
+                    custom_output_config=CustomOutputConfig(True, utils.parse_pointwise_rubric_result),
+                )
             generation = RubricGenerationConfig(prompt_template=getattr(prompts, self.generation))
             self.made = RubricBasedMetric(generation_config=generation, critique_metric=critique, question_blocks=True)
         return self.made
 
 
-class _RefusedPredefined:
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __get__(self, owner_object: Any, owner: type) -> RubricBasedMetric:
-        return RubricBasedMetric(
-            generation_config=RubricGenerationConfig(prompt_template=""), critique_metric=self.name
-        )
-
-
 class PredefinedRubricMetrics:
-    """Vertex AI's ``PredefinedRubricMetrics``: the pointwise ones scored here with Vertex AI's prompts; the
-    pairwise ones refused when evaluated."""
+    """Vertex AI's ``PredefinedRubricMetrics``, scored here with Vertex AI's prompts and parsers."""
 
     class Pointwise:
         INSTRUCTION_FOLLOWING = _Predefined(
@@ -188,6 +186,21 @@ class PredefinedRubricMetrics:
         )
 
     class Pairwise:
-        INSTRUCTION_FOLLOWING = _RefusedPredefined("pairwise_rb_instruction_following")
-        MULTIMODAL_UNDERSTANDING = _RefusedPredefined("pairwise_rb_multimodal_understanding")
-        TEXT_QUALITY = _RefusedPredefined("pairwise_rb_text_quality")
+        INSTRUCTION_FOLLOWING = _Predefined(
+            "pairwise_rb_instruction_following",
+            "INSTRUCTION_FOLLOWING_RUBRIC_GENERATION_PROMPT_TEMPLATE",
+            "PAIRWISE_INSTRUCTION_FOLLOWING_RUBRIC_CRITIQUE_TEMPLATE",
+            pairwise=True,
+        )
+        MULTIMODAL_UNDERSTANDING = _Predefined(
+            "pairwise_rb_multimodal_understanding",
+            "MULTIMODAL_UNDERSTANDING_RUBRIC_GENERATION_PROMPT_TEMPLATE",
+            "PAIRWISE_MULTIMODAL_UNDERSTANDING_RUBRIC_CRITIQUE_TEMPLATE",
+            pairwise=True,
+        )
+        TEXT_QUALITY = _Predefined(
+            "pairwise_rb_text_quality",
+            "TEXT_QUALITY_RUBRIC_GENERATION_PROMPT_TEMPLATE",
+            "PAIRWISE_TEXT_QUALITY_RUBRIC_CRITIQUE_TEMPLATE",
+            pairwise=True,
+        )
