@@ -16,6 +16,7 @@ from toolpath.vertex.instances import ApiVersion, EvaluateInstances, InstancesEr
 
 FUZZ = settings(max_examples=150, deadline=None)
 PATH = "/v1beta1/projects/p/locations/l:evaluateInstances"
+PATHS = st.sampled_from([PATH, "/v1/projects/p/locations/l:evaluateInstances"])
 ANSWERS = {200, 400, 404, 429, 501, 503}
 
 
@@ -63,16 +64,16 @@ def test_random_bytes(body):
 
 
 @FUZZ
-@given(requests)
-def test_random_requests_shaped_like_the_apis(request):
-    check(*SERVICE.post(PATH, json.dumps(request).encode()))
+@given(PATHS, requests)
+def test_random_requests_shaped_like_the_apis(path, request):
+    check(*SERVICE.post(path, json.dumps(request).encode()))
 
 
 @FUZZ
-@given(st.sampled_from(sorted(COMPUTED)), st.lists(st.dictionaries(st.sampled_from(FIELDS), shaped, max_size=3),
+@given(PATHS, st.sampled_from(sorted(COMPUTED)), st.lists(st.dictionaries(st.sampled_from(FIELDS), shaped, max_size=3),
                                                     max_size=3))  # fmt: skip
-def test_computed_inputs_with_random_instances(field, instances):
-    check(*SERVICE.post(PATH, json.dumps({field: {"instances": instances}}).encode()))
+def test_computed_inputs_with_random_instances(path, field, instances):
+    check(*SERVICE.post(path, json.dumps({field: {"instances": instances}}).encode()))
 
 
 @FUZZ
@@ -86,11 +87,27 @@ def test_trailing_commas_are_the_only_change(value):
 
 
 @FUZZ
-@given(st.binary(max_size=512))
-def test_grpc_bodies(body):
+@given(st.sampled_from(ApiVersion), st.binary(max_size=512))
+def test_grpc_bodies(version, body):
     try:
-        reply = SERVICE.grpc_call(ApiVersion.V1BETA1, body)
+        reply = SERVICE.grpc_call(version, body)
     except InstancesError as exc:
         assert exc.status in ANSWERS and exc.code
         return
     assert isinstance(reply, bytes)
+
+
+@FUZZ
+@given(
+    PATHS,
+    st.sampled_from(sorted([*JUDGED, "pointwise_metric_input", "pairwise_metric_input"])),
+    st.dictionaries(st.sampled_from(["prediction", "baseline_prediction", "context", "instruction", "reference"]),
+                    st.text(max_size=30)),
+    st.dictionaries(st.sampled_from(["use_reference", "metric_prompt_template", "system_instruction"]),
+                    st.booleans() | st.text(max_size=30)),
+    st.dictionaries(st.text(max_size=8), st.text(max_size=10), max_size=3),
+)  # fmt: skip
+def test_judged_inputs_with_random_text(path, field, instance, spec, values):
+    templated = field in ("pointwise_metric_input", "pairwise_metric_input")
+    body = {field: {"metric_spec": spec, "instance": {"json_instance": json.dumps(values)} if templated else instance}}
+    check(*SERVICE.post(path, json.dumps(body).encode()))

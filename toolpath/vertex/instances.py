@@ -164,7 +164,7 @@ class EvaluateInstances:
             raise InstancesError(400, f"location {request.location!r}: expected projects/*/locations/*")
         which = request.WhichOneof("metric_inputs")
         if which is None:
-            if _has(request, "metrics") or _has(request, "instance"):
+            if any(_has(request, field) for field in ("metrics", "metric_sources", "instance")):
                 raise InstancesError(501, "metrics with instance is not served; send one of the *_input fields")
             raise InstancesError(400, "the request has no metric input (exact_match_input, rouge_input, …)")
         if which in NOT_SERVED:
