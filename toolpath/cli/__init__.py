@@ -7,52 +7,108 @@ Every :class:`ToolpathError` (missing file, bad JSON line, unknown metric, bad s
 
 from __future__ import annotations
 
+import importlib
 import os
 import signal
 import sys
+from collections.abc import Iterator
+from typing import Any
 
 import click
 
-from toolpath import tracing
-from toolpath.cli import (
-    collect,
-    db,
-    demo_command,
-    eval_command,
-    ingest_command,
-    mcp_command,
-    metrics_command,
-    replay_command,
-    runs,
-    sessions,
-    ui_command,
-)
 from toolpath.errors import Interrupted, ToolpathError
 
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    # name: (module of toolpath.cli, its command object, the command's short help as `toolpath --help` lists it)
+    "demo": ("demo_command", "demo", "Run the bundled smart-home agent over 24 cases and score its trajectories."),
+    "eval": ("eval_command", "eval_command",
+             "Score a JSONL/CSV/JSON dataset with metrics, or run ADK eval sets against an agent."),
+    "metrics": ("metrics_command", "metrics_command", "List every metric: the columns it reads, its range, which way "
+                "is better, its default pass mark, and for a judge metric whose judge scores it (adk: ADK's own "
+                "prompts and reading, from the installed google-adk; toolpath: toolpath's prompts)."),
+    "collect": ("collect", "collect",
+                "Receive OTLP traces from agents in other processes and store their invocations."),
+    "ingest": ("ingest_command", "ingest_command", "Store trace files: OTLP/JSON lines (the OpenTelemetry Collector's "
+               "file exporter), an OTLP/JSON or protobuf export, or Jaeger's JSON, through the collector's decoding, "
+               "redaction and reconstruction."),
+    "runs": ("runs", "runs", "Evaluation runs saved in the store."),
+    "report": ("runs", "report", "Write one self-contained HTML report of an evaluation run or a replay (the latest "
+               "one by default)."),
+    "sessions": ("sessions", "sessions", "Browse what the store holds."),
+    "watch": ("sessions", "watch", "Live table of invocations as the online evaluator scores them (Ctrl-C to stop)."),
+    "replay": ("replay_command", "replay", "Re-run recorded sessions against an agent and show what changed."),
+    "export": ("replay_command", "export_command", "Turn recorded sessions into an ADK eval set, Vertex-style JSONL "
+               "or Google's agent_data JSONL, to run with `toolpath eval`."),
+    "db": ("db", "db", "The store's schema (Alembic migrations; opening a store also upgrades it)."),
+    "ui": ("ui_command", "ui_command", "Browse sessions and trajectories, turn sessions into eval cases, run and "
+           "compare evaluations."),
+    "mcp": ("mcp_command", "mcp_command", "Serve the store to MCP clients (coding assistants): list and search "
+            "sessions, show trajectories, score a session or an eval set; read-only unless --allow-write."),
+}  # fmt: skip
+"""Every command, loaded when it runs (or its help is asked for): a command's module and what it imports cost
+nothing to the others, and ``toolpath --help`` lists them from here (a test checks the help against each
+command's own)."""
 
-@click.group()
+
+class _Commands(dict[str, click.Command]):
+    """The group's commands by name, each imported from its module the first time it is looked up."""
+
+    def __missing__(self, name: str) -> click.Command:
+        module, attribute, _ = COMMANDS[name]
+        command: click.Command = getattr(importlib.import_module(f"toolpath.cli.{module}"), attribute)
+        self[name] = command
+        return command
+
+    def __contains__(self, name: object) -> bool:
+        return name in COMMANDS or dict.__contains__(self, name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted({*COMMANDS, *dict.keys(self)}))
+
+    def __len__(self) -> int:
+        return len({*COMMANDS, *dict.keys(self)})
+
+    def get(self, name: str, default: Any = None) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            return default
+
+    def keys(self) -> Any:
+        return list(self)
+
+    def values(self) -> Any:
+        return [self[name] for name in self]
+
+    def items(self) -> Any:
+        return [(name, self[name]) for name in self]
+
+
+class _LazyGroup(click.Group):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = _Commands()
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list of ``--help``, from :data:`COMMANDS` for the commands not loaded."""
+        names = list(self.commands)
+        limit = formatter.width - 6 - max(map(len, names))
+        rows = []
+        for name in names:
+            if dict.__contains__(self.commands, name):
+                command = self.commands[name]
+                if not command.hidden:
+                    rows.append((name, command.get_short_help_str(limit)))
+            else:
+                rows.append((name, click.Command(name, help=COMMANDS[name][2]).get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=_LazyGroup)
 @click.version_option(package_name="toolpath")
 def cli() -> None:
     """Trace the tool calls of LLM agents, store them, and score them."""
-
-
-for _command in (
-    demo_command.demo,
-    eval_command.eval_command,
-    metrics_command.metrics_command,
-    collect.collect,
-    ingest_command.ingest_command,
-    runs.runs,
-    runs.report,
-    sessions.sessions,
-    sessions.watch,
-    replay_command.replay,
-    replay_command.export_command,
-    db.db,
-    ui_command.ui_command,
-    mcp_command.mcp_command,
-):
-    cli.add_command(_command)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -67,7 +123,7 @@ def main(argv: list[str] | None = None) -> None:
         signal.signal(signal.SIGINT, _stop_at_once)  # writing what was traced now: a second Ctrl-C ends that
         cause = exc.__cause__
         click.echo(f"interrupted: {cause}" if isinstance(cause, Interrupted) else "aborted", err=True)
-        tracing.shutdown()
+        _shutdown_tracing()
         if isinstance(cause, Interrupted) and cause.unfinished:
             sys.stdout.flush()
             os._exit(130)  # agent runs still going in threads would hold the interpreter's exit
@@ -82,6 +138,13 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     finally:
+        _shutdown_tracing()
+
+
+def _shutdown_tracing() -> None:
+    """``toolpath.shutdown()`` when a command started tracing (nothing to do, nor to import, otherwise)."""
+    tracing = sys.modules.get("toolpath.tracing")
+    if tracing is not None:
         tracing.shutdown()
 
 
