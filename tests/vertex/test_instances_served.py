@@ -410,3 +410,14 @@ def test_the_ports_rules_hold_for_the_route(collector):
             status_line = conn.recv(1024).split(b"\r\n", 1)[0]
         assert status_line.split(b" ")[1] in (b"403", b"431", b"400"), status_line
     assert post(collector.url, body)[0] == 200  # and it still serves
+
+
+def test_without_google_cloud_aiplatform_the_api_says_what_to_install(monkeypatch):
+    import sys
+
+    from toolpath.vertex.instances import EvaluateInstances
+
+    monkeypatch.setitem(sys.modules, "google.cloud.aiplatform_v1beta1.types.evaluation_service", None)  # not installed
+    status, body = EvaluateInstances().post(PATH, b'{"exact_match_input": {}}')
+    assert (status, json.loads(body)["error"]["status"]) == (501, "UNIMPLEMENTED")
+    assert "pip install 'toolpath[vertex]'" in json.loads(body)["error"]["message"]
