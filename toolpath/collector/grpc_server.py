@@ -12,9 +12,11 @@ from collections.abc import Sequence
 from concurrent import futures
 from typing import Any
 
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from toolpath.collector import otlp
+from toolpath.collector.genai_logs import LOGS_SERVICE, decode_logs, logs_reply
 from toolpath.collector.ingestor import Busy, Ingestor
 from toolpath.collector.routes import ROUTE_THREADS, GrpcMethod, RpcError
 from toolpath.errors import ConfigError
@@ -75,6 +77,12 @@ def make_grpc_server(ingestor: Ingestor, host: str, port: int, methods: Sequence
         export, request_deserializer=None, response_serializer=ExportTraceServiceResponse.SerializeToString
     )  # no deserializer: the raw body
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(TRACE_SERVICE, {"Export": handler}),))
+    logs: Any = grpc.unary_unary_rpc_method_handler(
+        _logs_export(ingestor),
+        request_deserializer=None,
+        response_serializer=ExportLogsServiceResponse.SerializeToString,
+    )
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(LOGS_SERVICE, {"Export": logs}),))
     services: dict[str, dict[str, Any]] = defaultdict(dict)
     slots = threading.BoundedSemaphore(ROUTE_THREADS)
     for method in methods:
@@ -87,6 +95,34 @@ def make_grpc_server(ingestor: Ingestor, host: str, port: int, methods: Sequence
     if not bound:
         raise ConfigError(f"cannot bind gRPC on {host}:{port}")
     return server
+
+
+def _logs_export(ingestor: Ingestor) -> Any:
+    """``LogsService/Export``: the GenAI events among the logs, stored as ``/v1/logs`` stores them."""
+    import grpc
+
+    def export(body: bytes, context: Any) -> ExportLogsServiceResponse:
+        started = time.perf_counter()
+        metadata = dict(context.invocation_metadata())
+        if not ingestor.authorized(metadata.get("authorization")):
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+        try:
+            with ingestor.admitted():
+                try:
+                    decoded = decode_logs(body, "application/x-protobuf")
+                except otlp.OtlpDecodeError as exc:
+                    context.abort(grpc.StatusCode.INVALID_ARGUMENT, ingestor.said(str(exc)))
+                try:
+                    refused = ingestor.store_records(decoded.records)
+                except Exception:
+                    logger.exception("toolpath: storing %d GenAI event(s) failed", len(decoded.records))
+                    context.abort(grpc.StatusCode.UNAVAILABLE, "the store is unavailable")
+        except Busy as exc:
+            context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+        ingestor.metrics.request("grpc", "OK", started)
+        return logs_reply(decoded, refused, ingestor.said)
+
+    return export
 
 
 def _served(method: GrpcMethod, ingestor: Ingestor, slots: threading.BoundedSemaphore) -> Any:

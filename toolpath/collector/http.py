@@ -29,6 +29,7 @@ from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from toolpath.collector.genai_logs import LOGS_PATH
 from toolpath.collector.handoff import take_connections
 from toolpath.collector.ingestor import TRACES_PATH, Ingestor
 from toolpath.collector.otlp_replies import Reply, error_reply
@@ -48,14 +49,14 @@ BACKLOG = 2048
 Readiness = Callable[[], tuple[bool, dict[str, Any]]]
 
 
-_OWN_PATHS = frozenset({TRACES_PATH, "/healthz", "/readyz", "/metrics"})
+_OWN_PATHS = frozenset({TRACES_PATH, LOGS_PATH, "/healthz", "/readyz", "/metrics"})
 """What this app answers itself when another app (the UI) is mounted beside it."""
 
 
 class OtlpHttpApp:
-    """``POST /v1/traces`` (protobuf or JSON, gzip or not), ``GET /healthz``, ``/readyz``, ``/metrics``, and the
-    ``routes`` given; any other path goes to ``other`` when given (an ASGI app mounted beside OTLP: ``toolpath
-    collect --ui``)."""
+    """``POST /v1/traces`` and ``/v1/logs`` (protobuf or JSON, gzip or not), ``GET /healthz``, ``/readyz``,
+    ``/metrics``, and the ``routes`` given; any other path goes to ``other`` when given (an ASGI app mounted
+    beside OTLP: ``toolpath collect --ui``)."""
 
     def __init__(
         self,
@@ -121,7 +122,7 @@ class OtlpHttpApp:
         if isinstance(body, Reply):
             return body
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.pool, self.ingestor.handle_body, headers, body)
+        return await loop.run_in_executor(self.pool, self.ingestor.handle_body, headers, body, path)
 
     async def _get(self, path: str, headers: dict[str, str]) -> Reply:
         loop = asyncio.get_running_loop()

@@ -31,6 +31,7 @@ from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeoutError
 
 from toolpath.collector import otlp
 from toolpath.collector.clean import clean_invocation
+from toolpath.collector.genai_logs import LOGS_PATH, decode_logs, logs_reply
 from toolpath.collector.limits import Limits
 from toolpath.collector.otlp_replies import Reply, TooLarge, encode_reply, error_reply, gunzip
 from toolpath.collector.prepare import SpanPreparer
@@ -184,15 +185,17 @@ class Ingestor:
         refusal = self.check_request(path, lowered)
         if refusal is not None:
             return refusal
-        return self.handle_body(lowered, read_body(int(lowered.get("content-length") or 0)))
+        return self.handle_body(lowered, read_body(int(lowered.get("content-length") or 0)), path)
 
     def check_request(self, path: str, headers: dict[str, str]) -> Reply | None:
         """What can be answered before the body is read (``headers`` with lowercase names): route, token,
         content type (required: a body without one is refused, so a browser page cannot post spans), length."""
         content_type = headers.get("content-type", "").split(";")[0].strip().lower()
         json_reply = content_type == "application/json"
-        if path.split("?", 1)[0] != TRACES_PATH:
-            return error_reply(404, f"no route {path}; OTLP traces go to {TRACES_PATH}", json_reply)
+        if path.split("?", 1)[0] not in (TRACES_PATH, LOGS_PATH):
+            return error_reply(
+                404, f"no route {path}; OTLP traces go to {TRACES_PATH}, logs to {LOGS_PATH}", json_reply
+            )
         if not self.authorized(headers.get("authorization")):
             return error_reply(401, "missing or wrong bearer token", json_reply)
         if content_type not in ("application/x-protobuf", "application/protobuf", "application/json"):
@@ -212,8 +215,9 @@ class Ingestor:
                 )
         return None
 
-    def handle_body(self, headers: dict[str, str], body: bytes) -> Reply:
-        """Decode, store and rebuild a request's body (``headers`` with lowercase names, already checked)."""
+    def handle_body(self, headers: dict[str, str], body: bytes, path: str = TRACES_PATH) -> Reply:
+        """Decode, store and rebuild a request's body (``headers`` with lowercase names, already checked): spans
+        (``/v1/traces``), or the GenAI events among logs (``/v1/logs``)."""
         content_type = headers.get("content-type", "").split(";")[0].strip().lower()
         json_reply = content_type == "application/json"
         encoding = (headers.get("content-encoding") or "").strip().lower()
@@ -228,6 +232,8 @@ class Ingestor:
             return error_reply(415, f"unsupported Content-Encoding {encoding!r}", json_reply)
         try:
             with self.admitted():
+                if path.split("?", 1)[0] == LOGS_PATH:
+                    return self._decode_and_store_logs(body, content_type, json_reply)
                 return self._decode_and_store(body, content_type, json_reply)
         except Busy as exc:
             return error_reply(503, str(exc), json_reply, retry_after=True)
@@ -246,6 +252,18 @@ class Ingestor:
             logger.exception("toolpath: storing %d span(s) failed", len(records))
             return error_reply(503, "the store is unavailable", json_reply, retry_after=True)
         return encode_reply(self.outcome(rejected, refused), 200, json_reply)
+
+    def _decode_and_store_logs(self, body: bytes, content_type: str, json_reply: bool) -> Reply:
+        try:
+            decoded = decode_logs(body, content_type)
+        except otlp.OtlpDecodeError as exc:
+            return error_reply(400, self.said(str(exc)), json_reply)
+        try:
+            refused = self.store_records(decoded.records)
+        except Exception:
+            logger.exception("toolpath: storing %d GenAI event(s) failed", len(decoded.records))
+            return error_reply(503, "the store is unavailable", json_reply, retry_after=True)
+        return encode_reply(logs_reply(decoded, refused, self.said), 200, json_reply)
 
     def said(self, message: str) -> str:
         """``message`` as it may go back to the sender: redacted like what is stored (a refused span's name or

@@ -153,6 +153,20 @@ TOOLPATH_REBUILD_ERROR: Final = "toolpath.rebuild_error"
 holds only what its root span says)."""
 NESTING_MARKER: Final = "…[nested too deeply]"
 
+# GenAI events sent as OTLP logs (content capture EVENT_ONLY), joined to their spans by the collector
+GEN_AI_OPERATION_DETAILS_EVENT: Final = "gen_ai.client.inference.operation.details"
+GEN_AI_SYSTEM_MESSAGE_EVENT: Final = "gen_ai.system.message"
+GEN_AI_USER_MESSAGE_EVENT: Final = "gen_ai.user.message"
+GEN_AI_ASSISTANT_MESSAGE_EVENT: Final = "gen_ai.assistant.message"
+GEN_AI_TOOL_MESSAGE_EVENT: Final = "gen_ai.tool.message"
+GEN_AI_CHOICE_EVENT: Final = "gen_ai.choice"
+EVENT_NAME: Final = "event.name"
+"""A log record's event name, as older SDKs put it among its attributes."""
+TOOLPATH_LOG_EVENT: Final = "toolpath.log_event"
+"""On the record the collector keeps of a GenAI log event (a span under the span it belongs to): the event's name."""
+TOOLPATH_LOG_EVENT_BODY: Final = "toolpath.log_event.body"
+"""That record's event body, as JSON."""
+
 
 def agent_span_name(agent: str) -> str:
     return f"{OP_INVOKE_AGENT} {agent}"
