@@ -100,7 +100,22 @@ def test_a_langgraph_agent_whose_turn_raised_fails_its_recorded_case_as_live(tmp
         assert (again_code, judged(again)) == (1, judged(live)), source
 
 
-def test_an_adk_agent_recorded_scores_as_its_live_run_by_id_and_by_text(tmp_path):
+def test_an_adk_agent_recorded_by_toolpath_collect_scores_as_its_live_run(tmp_path):
+    from tests.helpers.collector import serving
+    from toolpath.store.store import Store
+
+    package = write_agent_package(tmp_path)
+    collected = Store(f"sqlite:///{tmp_path / 'collected.db'}")
+    with serving(collected) as service:  # the agent's spans also go over OTLP to a collector of their own
+        env = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"http://127.0.0.1:{service.options.http_port}/v1/traces"}
+        live = run_cli(tmp_path, "eval", "home.evalset.json", "--agent", package.name, "--store", "s.db",
+                       "--output", "live.json", env=env)  # fmt: skip
+    assert live.returncode == 0, live.stdout + live.stderr
+    code, again, _ = rescored(tmp_path, "home.evalset.json", "--from-store", "--store", "collected.db")
+    assert (code, judged(again)) == (0, judged(json.loads((tmp_path / "live.json").read_text())))
+
+
+def test_an_adk_agent_recorded_scores_as_its_live_run(tmp_path):
     package = write_agent_package(tmp_path)
     code, live = recorded_live(tmp_path, "home.evalset.json", package.name)
     assert code == 0, live
