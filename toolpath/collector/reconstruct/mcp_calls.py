@@ -95,6 +95,27 @@ def read_result(result: Any) -> tuple[Any, str | None]:
     return (blocks[0] if len(blocks) == 1 else blocks), None
 
 
+def tool_message_outcome(message: Mapping[str, Any], content: Any) -> tuple[Any, str | None]:
+    """A serialised LangChain ``ToolMessage`` (its ``data``; ``content`` parsed) as (result, error): ``status:
+    error`` (a failure the graph handed the model) is an error with the message's text; an MCP tool's message
+    (``langchain-mcp-adapters``: content blocks, the structured result in ``artifact.structured_content``) gives
+    the value the tool returned; any other message its content as it is."""
+    blocks = content if isinstance(content, list) and content else None
+    texts = [b["text"] for b in blocks or () if isinstance(b, Mapping) and isinstance(b.get("text"), str)]
+    if message.get("status") == "error":
+        return None, "\n".join(texts) if texts else (content if isinstance(content, str) else "error")
+    if blocks is None or len(texts) != len(blocks) or not all(b.get("type") == "text" for b in blocks):
+        return content, None
+    artifact = message.get("artifact")
+    structured = artifact.get("structured_content") if isinstance(artifact, Mapping) else None
+    values = [_text_value(t) for t in texts]
+    if isinstance(structured, dict):
+        if set(structured) == {"result"} and len(values) == 1 and values[0] == structured["result"]:
+            return structured["result"], None
+        return structured, None
+    return (values[0] if len(values) == 1 else values), None
+
+
 def _block_value(block: Mapping[str, Any]) -> Any:
     if block.get("type") == "text" and isinstance(block.get("text"), str):
         return _text_value(block["text"])

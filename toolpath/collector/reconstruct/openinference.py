@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from toolpath.collector.reconstruct import requests
+from toolpath.collector.reconstruct.mcp_calls import tool_message_outcome
 from toolpath.collector.reconstruct.span_values import error_text, parse_json, str_or_none
 from toolpath.model import ToolCall
 from toolpath.store.spanrecord import STATUS_ERROR, SpanRecord
@@ -17,16 +18,16 @@ def tool_call(span: SpanRecord) -> ToolCall:
     attrs = span.attributes
     raw = attrs.get(sc.OI_INPUT_VALUE)
     args = parse_json(raw) if attrs.get(sc.OI_INPUT_MIME_TYPE) == "application/json" else raw
-    result, call_id = parse_json(attrs.get(sc.OI_OUTPUT_VALUE)), None
+    result, call_id, error = parse_json(attrs.get(sc.OI_OUTPUT_VALUE)), None, None
     if isinstance(result, dict) and isinstance(result.get("data"), dict):  # a serialised ToolMessage
         call_id = str_or_none(result["data"].get("tool_call_id"))
-        result = parse_json(result["data"].get("content"))
+        result, error = tool_message_outcome(result["data"], parse_json(result["data"].get("content")))
     return ToolCall.model_construct(
         name=str(attrs.get(sc.OI_TOOL_NAME) or span.name),
         args=args if isinstance(args, dict) else ({} if args is None else {"input": args}),
         result=result,
         call_id=call_id,
-        error=error_text(span) if span.status_code == STATUS_ERROR else None,
+        error=error_text(span) if span.status_code == STATUS_ERROR else error,
         start_time=span.start_time,
         end_time=span.end_time,
     )
