@@ -109,13 +109,16 @@ def test_low_level_server_and_callers_meta_kept(instrumented: InMemorySpanExport
         seen_meta.append(meta.model_dump() if meta else {})
         return [types.TextContent(type="text", text=f"echo {arguments['text']}")]
 
-    [result] = run(server, ("echo", {"text": "hi"}), meta={"app.example/user": "u1"})
+    [result] = run(server, ("echo", {"text": "hi", "password": "hunter2"}), meta={"app.example/user": "u1"})
     assert result.content[0].text == "echo hi"
     [client], [srv] = by_kind(instrumented, SpanKind.CLIENT), by_kind(instrumented, SpanKind.SERVER)
     assert srv.parent is not None and srv.parent.span_id == client.context.span_id
     assert seen_meta[0]["app.example/user"] == "u1"  # the caller's own _meta goes through beside the context
     assert seen_meta[0]["traceparent"].split("-")[2] == format(client.context.span_id, "016x")
     assert json.loads(srv.attributes[sc.GEN_AI_TOOL_CALL_RESULT]) == "echo hi"
+    for span in (client, srv):  # arguments go through the content policy's redaction on both sides
+        assert "hunter2" not in span.attributes[sc.GEN_AI_TOOL_CALL_ARGUMENTS]
+        assert json.loads(span.attributes[sc.GEN_AI_TOOL_CALL_ARGUMENTS])["text"] == "hi"
 
 
 def test_a_framework_tool_span_is_enriched_not_doubled(instrumented: InMemorySpanExporter) -> None:
