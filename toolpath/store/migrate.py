@@ -3,7 +3,7 @@
 Opening a store brings its schema to the newest revision. A store already at :data:`HEAD` costs one query and
 never imports Alembic. A database made before migrations existed (tables present, no ``alembic_version``) is
 stamped with the first revision, then upgraded. Collectors that start together migrate one after another:
-on PostgreSQL under an advisory lock, on SQLite under the store's write lock (a file lock beside the database).
+on PostgreSQL under an advisory lock, on SQLite under a file lock of the database file.
 
     toolpath db upgrade --store postgresql+psycopg://…    # what opening the store does
     toolpath db current --store …
@@ -41,7 +41,8 @@ def upgrade(
 ) -> str | None:
     """Bring the schema to ``revision``; returns the revision it is at afterwards. Processes that open a new or
     older store at once migrate it one after another: on PostgreSQL under an advisory lock, on SQLite under
-    ``lock`` (the store's write lock, held across processes), each looking again at the revision once it holds it."""
+    ``lock`` (a file lock of the database, held across processes), each looking again at the revision once it
+    holds it."""
     if revision == "head" and engine.dialect.name != "postgresql":
         with engine.connect() as conn:
             if current_revision(conn) == HEAD:  # the common case: no lock, no file beside the database

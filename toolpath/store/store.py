@@ -33,7 +33,7 @@ from toolpath.store.engine import (
     resolve_store_url,
 )
 from toolpath.store.spanrecord import SpanRecord
-from toolpath.store.writelock import WriteLock, sqlite_file
+from toolpath.store.writelock import WriteLock, database_file_lock, sqlite_file
 
 __all__ = ["DEFAULT_STORE_URL", "STORE_ENV", "Store", "display_url", "resolve_store_url"]
 _IN_CHUNK = 500
@@ -69,7 +69,8 @@ class Store:
         """Bring the schema to ``revision`` (what opening a store does); returns the revision reached. A file
         that is not a database, or a server that cannot be reached, is a :class:`ConfigError`."""
         with self.opening_errors():
-            return migrate.upgrade(self.engine, revision, self.write_lock)
+            database = sqlite_file(self.engine.url.database) if self.dialect == "sqlite" else None
+            return migrate.upgrade(self.engine, revision, database_file_lock(database))
 
     @contextlib.contextmanager
     def opening_errors(self) -> Iterator[None]:

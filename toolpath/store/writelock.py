@@ -10,8 +10,10 @@ to it); this only makes these writers take turns without sleeping.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 
@@ -65,3 +67,24 @@ def sqlite_file(database: str | None) -> str | None:
     if not database or database == ":memory:" or database.startswith("file:"):
         return None
     return str(Path(database).resolve())
+
+
+@contextlib.contextmanager
+def database_file_lock(database: str | None) -> Iterator[None]:
+    """An advisory lock (``flock``) of the database file itself, across processes, for rare whole-store work
+    (creating or migrating the schema). It leaves no file of its own beside the database: the file is the one SQLite
+    is about to open anyway, and ``flock`` never meets SQLite's own (``fcntl``) locks. Without ``fcntl``, or for an
+    in-memory database, no lock."""
+    if database is None or fcntl is None:
+        yield
+        return
+    try:
+        fd = os.open(database, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:  # a folder that refuses it: SQLite reports that when it opens the file
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # lets go of the lock
