@@ -421,3 +421,24 @@ def test_without_google_cloud_aiplatform_the_api_says_what_to_install(monkeypatc
     status, body = EvaluateInstances().post(PATH, b'{"exact_match_input": {}}')
     assert (status, json.loads(body)["error"]["status"]) == (501, "UNIMPLEMENTED")
     assert "pip install 'toolpath[vertex]'" in json.loads(body)["error"]["message"]
+
+
+def test_collect_with_the_ui_serves_both(tmp_path):
+    """``toolpath collect --ui``: the API answers beside OTLP and the UI's pages, the collector's token in front."""
+    from tests.helpers.collector import serving
+    from toolpath.cli.ui_command import build_ui
+    from toolpath.cli.vertex_api import evaluate_instances_api
+    from toolpath.store.store import Store
+
+    store = Store(f"sqlite:///{tmp_path / 'both.db'}")
+    routes, _ = evaluate_instances_api(store)
+    ui = build_ui(store, evalsets=tmp_path / "evalsets", token=TOKEN, loopback_only=True)
+    with serving(store, routes=routes, other_app=ui, token=TOKEN) as service:
+        url = f"http://127.0.0.1:{service.options.http_port}"
+        body = {"exact_match_input": {"instances": [{"prediction": "a", "reference": "b"}]}}
+        assert post(url, body)[:2] == (200, {"exactMatchResults": {"exactMatchMetricValues": [{"score": 0.0}]}})
+        assert post(url, body, token=None)[0] == 401
+        page = urllib.request.Request(f"{url}/sessions", headers={"Authorization": f"Bearer {TOKEN}"})
+        with urllib.request.urlopen(page, timeout=30) as reply:
+            assert reply.status == 200 and b"<html" in reply.read().lower()
+    store.close()
