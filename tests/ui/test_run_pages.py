@@ -124,6 +124,9 @@ def test_every_case_of_a_dataset_run_links_to_its_turn_and_a_crash_is_shown(ui, 
     turn = page.locator("section.turn").first
     assert PIZZA in turn.locator("pre.prompt").inner_text()
     assert "NotImplementedError" in turn.locator("p.error").inner_text()
+    turn.locator("g.span.error").first.click()  # the second click: the span that raised
+    page.locator("#span-panel").wait_for(state="visible")
+    assert "NotImplementedError" in page.inner_text("#span-status")
     assert watched.errors == []
 
 
