@@ -99,6 +99,12 @@ from toolpath.store.store import Store, resolve_store_url
     multiple=True,
     help="metric=value: exit 1 when the metric's mean misses it (repeat); without one, a metric's own pass mark.",
 )
+@click.option(
+    "--strip-tool-prefix",
+    "strip_prefixes",
+    multiple=True,
+    help="Compare tool names without this prefix, predicted and reference alike (an MCP server's prefix; repeat).",
+)
 @click.option("--output", type=click.Path(path_type=Path), default=None, help="Write results as JSON here.")
 @click.option("--no-cache", is_flag=True, help="Ask the judge model again: do not read or keep cached replies.")
 @click.option("--quiet", is_flag=True, help="Print only the summary line.")
@@ -123,6 +129,7 @@ def eval_command(
     from_results: Path | None,
     adk_history: Path | None,
     thresholds: tuple[str, ...],
+    strip_prefixes: tuple[str, ...],
     output: Path | None,
     no_cache: bool,
     quiet: bool,
@@ -160,6 +167,13 @@ def eval_command(
     if not from_store and (agent_name or session_id or limit is not None):
         given = [o for o, v in (("--agent-name", agent_name), ("--session", session_id), ("--limit", limit)) if v]
         raise ConfigError(f"{', '.join(given)}: only with --from-store (they pick recorded invocations to score)")
+    if strip_prefixes and (
+        from_spans or from_results is not None or (dataset is not None and _names_eval_sets(dataset))
+    ):
+        raise ConfigError("--strip-tool-prefix applies to a dataset's or --from-store's metrics; eval sets compare "
+                          "tool names as ADK does")  # fmt: skip
+    if any(not prefix.strip() for prefix in strip_prefixes):
+        raise ConfigError("--strip-tool-prefix: a prefix must not be empty")
     if from_spans or (from_store and dataset is not None and _names_eval_sets(dataset)):
         _eval_sets_recorded(dataset, from_store, from_spans, match, each, since, session_attributes, agent_name,
                             session_id, limit, metrics_text, agent_ref, config_path, runs, fresh, from_results,
@@ -176,7 +190,9 @@ def eval_command(
             raise ConfigError("--from-store scores recorded traffic: give no DATASET, --agent or --from-results")
         if not metrics_text:
             raise ConfigError("--metrics is required")
-        _eval_recorded(store, metrics_text, agent_name, session_id, limit, output, quiet, no_cache, limits, since)
+        _eval_recorded(
+            store, metrics_text, agent_name, session_id, limit, output, quiet, no_cache, limits, since, strip_prefixes
+        )
         return
     base, case_ids = split_selector(dataset) if dataset is not None else ("", None)
     is_eval_set = dataset is not None and (Path(base).is_dir() or base.endswith((EVALSET_SUFFIX, LEGACY_SUFFIX)))
@@ -205,7 +221,7 @@ def eval_command(
             raise ConfigError("--metrics is required for a dataset (JSONL, CSV or JSON)")
         if config_path is not None or runs != 1 or adk_history is not None:
             raise ConfigError("--config, --runs and --adk-history apply to eval sets (*.evalset.json, *.test.json)")
-        _eval_dataset(dataset, metrics_text, agent_ref, output, quiet, store_url, no_cache, limits)
+        _eval_dataset(dataset, metrics_text, agent_ref, output, quiet, store_url, no_cache, limits, strip_prefixes)
 
 
 def _names_eval_sets(dataset: Path) -> bool:
@@ -281,6 +297,7 @@ def _eval_recorded(
     no_cache: bool,
     limits: dict[str, float],
     since: Any = None,
+    strip_prefixes: tuple[str, ...] = (),
 ) -> None:
     from datetime import UTC
 
@@ -301,7 +318,7 @@ def _eval_recorded(
         raise ConfigError(f"no recorded invocations in {store.url} match the filters")
     if judge is not None and not no_cache:
         judge.cache = store
-    result = evaluate(rows, metrics, store=store, judge=judge)
+    result = evaluate(rows, metrics, store=store, judge=judge, strip_tool_prefix=strip_prefixes)
     _finish(result, output, quiet, f"{len(rows)} recorded invocations", True, limits)
 
 
@@ -314,6 +331,7 @@ def _eval_dataset(
     store_url: str | None,
     no_cache: bool,
     limits: dict[str, float],
+    strip_prefixes: tuple[str, ...] = (),
 ) -> None:
     from toolpath.datasets import load_rows
     from toolpath.evaluation.catalog import resolve_metric
@@ -351,6 +369,7 @@ def _eval_dataset(
             on_agent_run=bar.advance,
             on_row=scored,
             dataset_name=str(dataset),
+            strip_tool_prefix=strip_prefixes,
         )
     tracing.flush()
     title = f"{dataset} ({len(result.metrics_table)} rows)"
