@@ -70,6 +70,23 @@ def test_events_fill_in_what_the_spans_lack_as_content_on_spans_would(recordings
     assert not joined[0].attributes.get("toolpath.content_missing")
 
 
+def test_adk_schema_1_message_events_fill_in_the_spans_too(tmp_path):
+    """ADK's first telemetry schema sends gen_ai.system.message, gen_ai.user.message (a google-genai Content per
+    message, tool responses among them) and gen_ai.choice events instead of operation details."""
+    v1 = {"ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN": "1"}
+    traces, logs = record(tmp_path / "events", EVENT_ONLY, **v1)
+    content_traces, _ = record(tmp_path / "spans", IN_SPANS, **v1)
+    events = decode_logs(logs, "application/x-protobuf")
+    names = {r.attributes["toolpath.log_event"] for r in events.records}
+    assert names == {"gen_ai.system.message", "gen_ai.user.message", "gen_ai.choice"}
+    joined = build_invocations(decode(traces, "application/x-protobuf") + events.records)
+    assert seen(joined) == seen(build_invocations(decode(content_traces, "application/x-protobuf")))
+    assert joined[0].prompt and [c.args for c in joined[0].tool_calls] == [
+        {"device_id": "light-hall"},
+        {"device_id": "thermostat-living"},
+    ]
+
+
 @pytest.mark.parametrize("logs_first", [True, False])
 def test_the_collector_joins_events_arriving_before_or_after_their_spans(tmp_path, recordings, logs_first):
     (traces, logs), (content_traces, _) = recordings

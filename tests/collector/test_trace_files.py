@@ -127,3 +127,12 @@ def test_one_otlp_json_document_and_a_gzip_file_are_read(tmp_path):
     zipped.write_bytes(gzip.compress(write_json_lines(tmp_path / "t.jsonl", recorded("adk-v1")).read_bytes()))
     files = read_trace_files([document, zipped])
     assert [(f.format, f.spans) for f in files] == [("otlp-json", 16), ("otlp-json-lines", 22)]
+
+
+def test_varint_delimited_protobuf_as_protobuf_streams_write_it(tmp_path):
+    from google.protobuf.internal.encoder import _VarintBytes
+
+    parts = [part.SerializeToString() for part in split_requests(recorded("adk-v2"), 5)]
+    (tmp_path / "t.pb").write_bytes(b"".join(_VarintBytes(len(body)) + body for body in parts))
+    [file] = read_trace_files([tmp_path / "t.pb"])
+    assert (file.format, file.spans, len(file.batches)) == ("otlp-protobuf-delimited", 16, len(parts))
