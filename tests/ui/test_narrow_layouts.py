@@ -64,6 +64,8 @@ def paths(store: Store) -> list[str]:
         "/online?days=1",
         "/evalsets",
         "/evalsets/support_cases",
+        "/prices",
+        f"/compare?run={run_ids[0]}&run={run_ids[-1]}",
     ]
 
 

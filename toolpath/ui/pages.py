@@ -117,6 +117,8 @@ def session(request: Request) -> Response:
         request,
         "session.html",
         {"session": found, "turns": turns, "total": total, "first": first, "page": page, "pages": pages,
+         "call_count": sum(len(i.tool_calls) for i in found.invocations),
+         "latency_total": sum(i.latency_seconds or 0.0 for i in found.invocations),
          "per_page": TURNS_PER_PAGE, "turn_count": len(found.invocations), "evalsets": ui.evalsets.names(),
          "evalset_dir": str(ui.evalsets.folder)},
     )  # fmt: skip
