@@ -4,6 +4,7 @@ memory, spans by the OpenTelemetry MCP conventions, the context carried in ``par
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -187,3 +188,17 @@ def test_list_tools_is_a_light_span_and_uninstrument_restores(instrumented: InMe
     run(weather_app()._mcp_server, ("forecast", {"city": "Oslo"}))
     assert instrumented.get_finished_spans() == ()
     assert trace.get_current_span().is_recording() is False
+
+
+def test_an_sdk_without_the_methods_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp.server.lowlevel.server import Server as LowLevel
+
+    from toolpath.errors import ConfigError
+
+    monkeypatch.delattr(LowLevel, "_handle_request")
+    with pytest.raises(ConfigError, match=re.escape("supports the mcp SDK 1.x: Server._handle_request is not there")):
+        tp_mcp.instrument()
+    assert not tp_mcp.is_instrumented()
+    from mcp.client.session import ClientSession
+
+    assert not hasattr(ClientSession.call_tool, "__wrapped__")  # what was patched first is put back

@@ -23,6 +23,7 @@ import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from toolpath.errors import ConfigError
 from toolpath.tracer import a2a_spans
 
 __all__ = ["instrument", "is_instrumented", "uninstrument"]
@@ -60,7 +61,15 @@ def is_instrumented() -> bool:
 
 
 def _patch(owner: type, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
-    original = owner.__dict__[name]
+    original = owner.__dict__.get(name)
+    if original is None:  # another major version of the SDK: say so rather than trace half of it
+        for (patched, attribute), kept in _originals.items():
+            setattr(patched, attribute, kept)
+        _originals.clear()
+        raise ConfigError(
+            f"toolpath.adapters.{__name__.rsplit('.', 1)[-1]} supports the a2a-sdk SDK 1.x: "
+            f"{owner.__qualname__}.{name} is not there"
+        )
     _originals[owner, name] = original
     wrapper = make(original)
     functools.update_wrapper(wrapper, original)
