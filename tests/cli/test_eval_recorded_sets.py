@@ -255,3 +255,13 @@ def test_results_go_out_as_evaluation_events_parented_to_the_recorded_spans(reco
                                                                             "response_match_score"}  # fmt: skip
     assert {a["gen_ai.evaluation.score.label"].string_value for a in attributes} == {"pass"}
     assert [case["eval_id"] for case in out["eval_cases"]] == ["legacy/weather.test.json"]
+
+
+def test_since_narrows_recorded_invocations_scored_by_metrics(recorded_twice):
+    late = run_cli(recorded_twice, "eval", "--from-store", "--store", "s.db", "--metrics", "tool_call_count",
+                   "--since", "2999-01-01")  # fmt: skip
+    assert late.returncode == 2 and "no recorded invocations" in late.stderr
+    early = run_cli(recorded_twice, "eval", "--from-store", "--store", "s.db", "--metrics", "tool_call_count",
+                    "--since", "2000-01-01", "--output", "o.json")  # fmt: skip
+    assert early.returncode == 0, early.stdout + early.stderr
+    assert json.loads((recorded_twice / "o.json").read_text())["summary_metrics"]["row_count"] == 4

@@ -19,6 +19,6 @@ def rows_from_store(
 ) -> list[dict[str, Any]]:
     """Rows with ``prompt``, ``response``, ``predicted_trajectory`` (failed calls carry ``error``),
     ``latency_in_seconds``, ``failure`` and the ids linking back to the store."""
-    since_ns = int(since.timestamp() * 1e9) if since is not None else None
+    since_ns = min(int(since.timestamp() * 1e9), 2**63 - 1) if since is not None else None  # past 2262: none
     invocations = store.list_invocations(session_id=session_id, agent_name=agent_name, since_ns=since_ns, limit=limit)
     return [invocation_row(inv) for inv in invocations]
