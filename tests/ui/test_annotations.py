@@ -81,7 +81,16 @@ def test_a_reviewer_labels_a_turn_and_finds_it_again(ui, shots):
         assert [r.get_attribute("data-session") for r in page.locator("tr.session").all()] == [SUPPORT]
         page.goto(f"{url}/sessions?review=any&hide_eval=1")
         assert page.locator("tr.session").count() == 1
+
+        # a case made from the reviewed session keeps the reviews of the turns it takes
+        page.goto(f"{url}/session?id={SUPPORT}")
+        page.locator("input[name=turn]").nth(0).uncheck()  # turns 2 to 5
+        page.fill("#new-evalset", "reviewed")
+        page.click("#add-button")
+        page.wait_for_url(re.compile(r"/evalsets/reviewed"))
         assert watched.errors == []
+    made = json.loads((folder / "evalsets" / "reviewed.evalset.json").read_text())["eval_cases"][0]
+    assert [(a["turn"], a["label"]) for a in made["annotations"]] == [(1, "fail"), (3, "pass")]  # of its 4 turns
 
     turns = [inv.invocation_id for inv in store.get_session(SUPPORT).invocations]
     kept = annotations_of(store, turns)

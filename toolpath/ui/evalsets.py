@@ -64,16 +64,23 @@ class EvalSetFiles:
             raise FileNotFoundError(name)
         return load_eval_set(path)
 
-    def add_session(self, name: str, session: Session, invocation_ids: Sequence[str] | None = None) -> str:
+    def add_session(
+        self,
+        name: str,
+        session: Session,
+        invocation_ids: Sequence[str] | None = None,
+        annotations: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+    ) -> str:
         """Add ``session`` (only the turns ``invocation_ids``, if given) to the eval set ``name`` as a new case,
-        creating the file if needed; returns the new case's id."""
+        creating the file if needed, with its turns' reviewers' ``annotations`` (invocation id -> as exported);
+        returns the new case's id."""
         turns = [inv for inv in session.invocations if not invocation_ids or inv.invocation_id in invocation_ids]
         if not turns:
             raise ConfigError(f"session {session.session_id!r}: no turns selected")
         path = self.path(name)
         set_id = path.name.removesuffix(EVALSET_SUFFIX)
         data = _read(path) if path.exists() else {**to_evalset([], set_id), "description": "cases from toolpath ui"}
-        case = to_evalset([session.model_copy(update={"invocations": turns})], set_id)["eval_cases"][0]
+        case = to_evalset([session.model_copy(update={"invocations": turns})], set_id, annotations)["eval_cases"][0]
         taken = {c.get("eval_id") for c in data.get("eval_cases", []) if isinstance(c, Mapping)}
         base, n = case["eval_id"], 1
         while case["eval_id"] in taken:

@@ -199,7 +199,9 @@ async def add_to_evalset(request: Request) -> Response:
     found = await run_in_threadpool(ui.store.get_session, session_id)
     if found is None:
         raise HTTPException(404, f"no session {session_id!r} in the store")
-    eval_id = await run_in_threadpool(ui.evalsets.add_session, name, found, turns)
+    notes = await run_in_threadpool(annotations_of, ui.store, [inv.invocation_id for inv in found.invocations])
+    reviews = {turn: [note.exported() for note in kept] for turn, kept in notes.items() if kept}
+    eval_id = await run_in_threadpool(ui.evalsets.add_session, name, found, turns, reviews)
     stem = ui.evalsets.path(name).name.removesuffix(".evalset.json")
     return _see(f"/evalsets/{stem}?saved={eval_id}#case-{eval_id}")
 
