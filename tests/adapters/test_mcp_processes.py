@@ -76,7 +76,8 @@ def stdio_params(env: dict[str, str]) -> StdioServerParameters:
 
 
 def collected(collector: Collector, steps: int, runs: int = 1, timeout: float = 60) -> list[Invocation]:
-    """The collector's invocations once ``runs`` of them hold ``steps`` calls each and no span is still coming."""
+    """The collector's invocations once ``runs`` of them hold ``steps`` calls each and the server's span of every
+    call over MCP has arrived (the server process exports on its own)."""
     toolpath.flush()
     store = collector.store()
     deadline = time.monotonic() + timeout
@@ -84,8 +85,15 @@ def collected(collector: Collector, steps: int, runs: int = 1, timeout: float = 
     while time.monotonic() < deadline:
         found = store.list_invocations(limit=None)
         if len(found) >= runs and all(len(i.tool_calls) >= steps for i in found):
-            time.sleep(0.5)  # a late span would rebuild the run: read it again once more
-            return store.list_invocations(limit=None)
+            served = sum(
+                1
+                for i in found
+                for s in store.spans_of_trace(i.trace_id)
+                if s.kind == 2 and s.resource.get("service.name") == "weather-mcp"
+            )
+            if served >= len(CALLS):  # one run went over MCP
+                time.sleep(0.3)  # the rebuild its last span caused is written with it; read once more
+                return store.list_invocations(limit=None)
         time.sleep(0.2)
     raise AssertionError(f"collector has {[(i.agent_name, len(i.tool_calls)) for i in found]}")
 
