@@ -333,3 +333,16 @@ def test_one_judge_runs_again_on_new_event_loops_and_on_several_at_once(gemini):
     for thread in threads:
         thread.join(60)
     assert scored == [4.0] * 8 and judge.usage.errors == 0 and fake.requests == 8
+
+
+def test_a_bad_judge_setting_names_where_it_came_from(monkeypatch):
+    """A setting that is not a number names the variable it came from, or the option, in plain words."""
+    from toolpath.errors import ConfigError
+    from toolpath.judges.client import settings_from
+
+    monkeypatch.setenv("TOOLPATH_JUDGE_CONCURRENCY", "many")
+    with pytest.raises(ConfigError, match=r"^\$TOOLPATH_JUDGE_CONCURRENCY: 'many' is not a whole number$"):
+        settings_from(None)
+    monkeypatch.delenv("TOOLPATH_JUDGE_CONCURRENCY")
+    with pytest.raises(ConfigError, match=r"^judge setting max_requests: 'lots' is not a whole number$"):
+        settings_from({"max_requests": "lots"})

@@ -363,8 +363,10 @@ def settings_from(options: Mapping[str, Any] | None, base: JudgeSettings | None 
         "concurrency": os.environ.get(JUDGE_CONCURRENCY_ENV),
         "max_requests": os.environ.get(JUDGE_MAX_REQUESTS_ENV),
     }
+    names = {"model": JUDGE_MODEL_ENV, "concurrency": JUDGE_CONCURRENCY_ENV, "max_requests": JUDGE_MAX_REQUESTS_ENV}
     values = {k: v for k, v in env.items() if v is not None}
-    values.update({k: v for k, v in (options or {}).items() if v is not None})
+    given = {k: v for k, v in (options or {}).items() if v is not None}
+    values.update(given)
     for key, value in values.items():
         if not hasattr(settings, key):
             raise ConfigError(f"unknown judge setting {key!r}")
@@ -373,5 +375,7 @@ def settings_from(options: Mapping[str, Any] | None, base: JudgeSettings | None 
         try:
             setattr(settings, key, kind(value))
         except (TypeError, ValueError):
-            raise ConfigError(f"judge setting {key}: {value!r} is not a {kind.__name__}") from None
+            where = f"judge setting {key}" if key in given else f"${names[key]}"
+            wanted = {int: "a whole number", float: "a number", str: "text"}.get(kind, kind.__name__)
+            raise ConfigError(f"{where}: {value!r} is not {wanted}") from None
     return settings
