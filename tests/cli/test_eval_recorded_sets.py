@@ -85,6 +85,11 @@ def test_a_function_agent_recorded_scores_as_its_live_run(tmp_path, agent):
         assert judged(again) == judged(live), source
         assert again_code == code and "paired 2 of 2 case(s) with 2 recorded session(s)" in stdout
         assert {p["paired_by"] for p in again["pairings"]} == {"session id"}
+    # trace files ingested into a store holding other runs of the same set pair with the files' sessions only
+    run_cli(tmp_path, "eval", ".", "--agent", f"weather_agent:{agent}", "--store", "s.db")
+    again_code, again, stdout = rescored(tmp_path, ".", "--from-spans", "traces.jsonl", "--store", "s.db")
+    assert again_code == code and judged(again) == judged(live)
+    assert "paired 2 of 2 case(s) with 2 recorded session(s) of 2" in stdout
 
 
 def test_a_langgraph_agent_whose_turn_raised_fails_its_recorded_case_as_live(tmp_path):

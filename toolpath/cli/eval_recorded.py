@@ -77,7 +77,11 @@ def eval_recorded_sets(
         selection.since.replace(tzinfo=UTC) if selection.since and selection.since.tzinfo is None else selection.since
     )
     with tempfile.TemporaryDirectory(prefix="toolpath-spans-") as folder:
-        store = _ingested(files, store_url, Path(folder)) if from_spans else open_existing_store(store_url)
+        ingested: set[str] | None = None
+        if from_spans:
+            store, ingested = _ingested(files, store_url, Path(folder))
+        else:
+            store = open_existing_store(store_url)
         from toolpath.evaluation.evalsets.recorded_cases import pair_cases, score_recorded_sessions, select_sessions
 
         sessions = select_sessions(
@@ -87,6 +91,8 @@ def eval_recorded_sets(
             attributes=attributes,
             session_ids=selection.session_ids,
         )
+        if ingested is not None:  # the files' sessions, not whatever else --store holds
+            sessions = [s for s in sessions if s.session_id in ingested]
         pairings = pair_cases(eval_sets, sessions, match=Match(selection.match), each=selection.each)
         judge = _judge(no_cache)
         started_ns = time.time_ns()
@@ -150,9 +156,9 @@ def eval_recorded_sets(
         raise click.exceptions.Exit(1)
 
 
-def _ingested(files: Sequence[Any], store_url: str | None, folder: Path) -> Any:
-    """``files`` stored (into ``store_url``, else a temporary store) with the collector's default redaction;
-    a line that could not be read is an error before anything is scored."""
+def _ingested(files: Sequence[Any], store_url: str | None, folder: Path) -> tuple[Any, set[str]]:
+    """``files`` stored (into ``store_url``, else a temporary store) with the collector's default redaction, and
+    the sessions they hold; a line that could not be read is an error before anything is scored."""
     from toolpath.cli.ingest_command import fail_on_bad_parts, print_ingest_report
     from toolpath.collector.file_ingest import ingest_trace_files
     from toolpath.redact import Redactor
@@ -162,7 +168,7 @@ def _ingested(files: Sequence[Any], store_url: str | None, folder: Path) -> Any:
     report = ingest_trace_files(store, files, redactor=Redactor.build((), {}))
     print_ingest_report(report)
     fail_on_bad_parts(report)
-    return store
+    return store, set(report.sessions)
 
 
 def _judge(no_cache: bool) -> Any:
