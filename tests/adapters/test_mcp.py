@@ -18,6 +18,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
+import toolpath
 from toolpath.adapters import mcp as tp_mcp
 from toolpath.tracer import semconv as sc
 from toolpath.tracer import spans
@@ -202,3 +203,33 @@ def test_an_sdk_without_the_methods_is_a_clear_error(monkeypatch: pytest.MonkeyP
     from mcp.client.session import ClientSession
 
     assert not hasattr(ClientSession.call_tool, "__wrapped__")  # what was patched first is put back
+
+
+def test_langgraph_mcp_tools_rebuild_without_the_mcp_adapter(tracing: Any, store_url: str) -> None:
+    """Only toolpath's LangChain handler: an MCP tool's ToolMessage (text blocks, the structured result in its
+    artifact, a failure as ``status="error"``) still gives the tool's value and its error."""
+    from langchain_mcp_adapters.tools import load_mcp_tools
+
+    from tests.helpers.mcp_langgraph import run_langgraph
+    from tests.helpers.mcp_weather import build_app
+    from toolpath.adapters import langchain as tp_langchain
+    from toolpath.store.store import Store
+
+    async def main() -> None:
+        async with create_connected_server_and_client_session(build_app()._mcp_server) as session:
+            await run_langgraph(await load_mcp_tools(session), "plain-langchain")
+
+    tp_langchain.instrument()
+    try:
+        anyio.run(main)
+    finally:
+        tp_langchain.uninstrument()
+    toolpath.flush()
+    [invocation] = Store(store_url).list_invocations(limit=None)
+    got = [(c.name, c.args, c.result, c.error) for c in invocation.tool_calls]
+    assert got[:2] == [
+        ("get_forecast", {"city": "Oslo"}, {"city": "Oslo", "celsius": 4.5}, None),
+        ("to_fahrenheit", {"celsius": 4.5}, 40.1, None),
+    ]
+    assert got[2][:3] == ("get_forecast", {"city": "Mars"}, None)
+    assert "no station in Mars" in (got[2][3] or "")

@@ -22,13 +22,9 @@ from google.adk.runners import Runner
 from google.adk.sessions import InMemorySessionService
 from google.adk.tools.mcp_tool import McpToolset, StdioConnectionParams, StreamableHTTPConnectionParams
 from google.genai import types as genai_types
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool as lc_tool
 from langchain_mcp_adapters.client import MultiServerMCPClient
 from langchain_mcp_adapters.tools import load_mcp_tools
-from langgraph.prebuilt import ToolNode, create_react_agent
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -36,6 +32,7 @@ from mcp.client.streamable_http import streamable_http_client
 import toolpath
 from tests.helpers.adk_agent import ScriptedModel, answer, call, calls
 from tests.helpers.collector import TOKEN, Collector
+from tests.helpers.mcp_langgraph import run_langgraph
 from tests.helpers.mcp_weather import ROOT, TOOLS, http_server, otlp_env, server_env
 from toolpath.adapters import langchain as tp_langchain
 from toolpath.adapters import mcp as tp_mcp
@@ -162,36 +159,6 @@ def test_plain_client_one_trace_one_step_per_call(transport: str, collector: Col
 
 
 # --- LangGraph through langchain-mcp-adapters -------------------------------------------------------------
-
-
-class ScriptedChat(BaseChatModel):
-    """Asks for get_forecast(Oslo) and to_fahrenheit(4.5) in one turn, then get_forecast(Mars), then answers."""
-
-    def _generate(
-        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
-    ) -> ChatResult:
-        rounds = sum(1 for m in messages if isinstance(m, AIMessage))
-        script = [
-            AIMessage(content="", tool_calls=[
-                {"name": "get_forecast", "args": {"city": "Oslo"}, "id": "call_a"},
-                {"name": "to_fahrenheit", "args": {"celsius": 4.5}, "id": "call_b"},
-            ]),
-            AIMessage(content="", tool_calls=[{"name": "get_forecast", "args": {"city": "Mars"}, "id": "call_c"}]),
-            AIMessage(content="Oslo is 40.1F; Mars has no station."),
-        ]  # fmt: skip
-        return ChatResult(generations=[ChatGeneration(message=script[min(rounds, 2)])])
-
-    @property
-    def _llm_type(self) -> str:
-        return "scripted-chat"
-
-    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedChat:
-        return self
-
-
-async def run_langgraph(tools: list[Any], thread: str) -> None:
-    graph = create_react_agent(ScriptedChat(), ToolNode(tools, handle_tool_errors=True), name="weather_graph")
-    await graph.ainvoke({"messages": [("user", "Weather in Oslo and Mars?")]}, {"configurable": {"thread_id": thread}})
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])

@@ -191,7 +191,11 @@ class ToolpathCallbackHandler(BaseCallbackHandler):
             return
         try:
             self._release(run)
-            spans.end_child_tool_span(run.span, _tool_result(output))
+            if getattr(output, "status", None) == "error":  # a failure the tool handled and reported in its message
+                spans.record_failure(run.span, ToolReportedError(_error_text(output)))
+                run.span.end()
+            else:
+                spans.end_child_tool_span(run.span, _tool_result(output))
         except Exception:
             self._guard("on_tool_end", run_id)
 
@@ -387,6 +391,19 @@ def _arguments(inputs: Any, input_str: str) -> Mapping[str, Any]:
     return parsed if isinstance(parsed, dict) else {"input": parsed}
 
 
+class ToolReportedError(Exception):
+    """A tool's failure that LangChain handled and reported in the tool's message (``status="error"``: a
+    ``ToolException`` under ``handle_tool_error``, an MCP result that said ``isError``)."""
+
+
+def _error_text(output: Any) -> str:
+    content = getattr(output, "content", None)
+    if isinstance(content, list):
+        texts = [b.get("text") for b in content if isinstance(b, Mapping) and isinstance(b.get("text"), str)]
+        return "\n".join(t for t in texts if t)
+    return str(content)
+
+
 def _tool_result(output: Any) -> Any:
     if output is None or output.__class__ in _PLAIN_RESULTS:
         return output
@@ -394,11 +411,26 @@ def _tool_result(output: Any) -> Any:
     if content is None:
         return output
     if isinstance(content, str):
-        try:
-            return json.loads(content)
-        except ValueError:
-            return content
-    return content
+        return _json_or_text(content)
+    blocks = content if isinstance(content, list) else []
+    found = [b.get("text") for b in blocks if isinstance(b, Mapping) and b.get("type") == "text"]
+    texts: list[str] = [t for t in found if isinstance(t, str)]
+    if not blocks or len(texts) != len(blocks):
+        return content
+    values = [_json_or_text(t) for t in texts]  # text blocks (an MCP tool's, through langchain-mcp-adapters)
+    artifact = getattr(output, "artifact", None)
+    structured = artifact.get("structured_content") if isinstance(artifact, Mapping) else None
+    if isinstance(structured, dict):  # the structured result beside them, less the {"result": x} around a value
+        unwrapped = set(structured) == {"result"} and len(values) == 1 and values[0] == structured["result"]
+        return structured["result"] if unwrapped else structured
+    return values[0] if len(values) == 1 else values
+
+
+def _json_or_text(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 _PLAIN_RESULTS = frozenset({dict, list, str, int, float, bool})
