@@ -92,3 +92,20 @@ def test_annotations_are_kept_redacted_and_filter_sessions(store):
         annotate(store, "nope", author="Ada", label=ReviewLabel.PASS)
     with pytest.raises(ConfigError, match="needs a label"):
         annotate(store, "i1", author="Ada")
+
+
+def test_search_looks_in_spans_only_when_asked(store):
+    from toolpath.store.spanrecord import SpanRecord
+
+    trace = "ab" * 16
+    store.write(
+        [
+            Invocation(invocation_id=f"{trace}-{'cd' * 8}", session_id="spanned", trace_id=trace, agent_name="bot",
+                       prompt="hi", started_at=datetime(2026, 5, 2, tzinfo=UTC))
+        ],
+        [SpanRecord(trace, "cd" * 8, None, "invoke_agent bot", 1, 1, 2, attributes={"app.region": "Eu-West-9"},
+                    events=[{"name": "retry", "attributes": {"why": "Quota Hit"}}])],
+    )  # fmt: skip
+    assert ids(store, text="eu-west-9") == []
+    assert ids(store, text="eu-west-9", in_spans=True) == ["spanned"]
+    assert ids(store, text="quota hit", in_spans=True) == ["spanned"]  # an event's attribute

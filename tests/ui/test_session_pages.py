@@ -172,3 +172,15 @@ def test_pages_go_both_ways_with_a_total(ui, page, shots):
     assert listed(page) == first and page.locator("#previous-page").count() == 0
     assert third and page.inner_text("#total") == str(total)
     screenshots(page, shots, "sessions", WIDTHS)
+
+
+def test_search_reaches_errors_and_on_request_span_attributes(ui, page):
+    url, _ = ui
+    page.goto(f"{url}/sessions?q=backend+is+down&hide_eval=1")
+    assert listed(page) == [SUPPORT]  # a turn's error
+    page.goto(f"{url}/sessions?q=resp-3&hide_eval=1")
+    assert listed(page) == []  # a model span's gen_ai.response.id: only in spans
+    page.check("#in-spans")
+    page.click("#filters button[type=submit]")
+    page.wait_for_url(re.compile(r"in_spans=1"))
+    assert listed(page) == [SUPPORT]

@@ -39,8 +39,10 @@ class SessionFilter:
     label: str | None = None
     """With ``metric``: only sessions with an online result of this label (``pass``, ``fail``, ``error``)."""
     text: str | None = None
-    """Only sessions with this text (case-insensitive) in a prompt, a response, the session id, a tool's name,
-    arguments or result, or an invocation's attributes."""
+    """Only sessions with this text (case-insensitive) in a prompt, a response, an error, the session id, a tool's
+    name, arguments, result or error, or an invocation's attributes."""
+    in_spans: bool = False
+    """With ``text``: also look in the names, attributes and events of the turns' spans (a scan of every span)."""
     tool: str | None = None
     """Only sessions that called this tool."""
     tool_error: bool = False
@@ -104,14 +106,26 @@ def session_conditions(where: SessionFilter, *, sqlite: bool = True) -> list[Any
             return text.like(pattern, escape="\\") if sqlite else text.ilike(pattern, escape="\\")
 
         # one pass over each table (an IN of their union), not a probe of every session's turns in page order
-        matching = union(
+        selects = [
             select(s.c.session_id).where(has(s.c.session_id)),
-            select(inv.c.session_id).where(or_(has(inv.c.prompt), has(inv.c.response), has(inv.c.attributes))),
+            select(inv.c.session_id).where(
+                or_(has(inv.c.prompt), has(inv.c.response), has(inv.c.error), has(inv.c.attributes))
+            ),
             select(inv.c.session_id)
             .select_from(calls.join(inv, inv.c.invocation_id == calls.c.invocation_id))
-            .where(or_(has(calls.c.name), has(calls.c.args), has(calls.c.result))),
-        ).subquery()
-        conditions.append(s.c.session_id.in_(select(matching.c.session_id)))
+            .where(or_(has(calls.c.name), has(calls.c.args), has(calls.c.result), has(calls.c.error))),
+        ]
+        if where.in_spans:
+            spans = t.spans
+            searched = (spans.c.name, spans.c.attributes, spans.c.events, spans.c.status_message)
+            selects.append(
+                select(inv.c.session_id)
+                .select_from(spans.join(inv, inv.c.trace_id == spans.c.trace_id))
+                .where(or_(*(has(column) for column in searched)))
+            )
+        matching = union(*selects)
+        found = matching.subquery()
+        conditions.append(s.c.session_id.in_(select(found.c.session_id)))
     if where.review is not None:
         notes = t.turn_annotations
         noted = [notes.c.invocation_id == inv.c.invocation_id]

@@ -108,6 +108,7 @@ def session_filter(params: Mapping[str, str]) -> SessionFilter:
         lower_is_better=metric is not None and metric_info(metric).lower_is_better,
         label=label,
         text=text(params, "q"),
+        in_spans=flag(params, "in_spans"),
         tool=text(params, "tool"),
         tool_error=flag(params, "tool_error"),
         latency_above=number(params, "slower", low=0),
