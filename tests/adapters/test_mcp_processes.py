@@ -156,6 +156,11 @@ def test_plain_client_one_trace_one_step_per_call(transport: str, collector: Col
     spans = collector.store().spans_of_trace(invocation.trace_id)
     served = [s for s in spans if s.resource.get("service.name") == "weather-mcp"]  # joined the caller's trace
     assert [s.name for s in served if s.kind == 2] == [f"tools/call {name}" for name, _ in CALLS]  # 2: SERVER
+    sessions = {s.attributes.get("mcp.session.id") for s in served if s.kind == 2}
+    if transport == "http":  # Streamable HTTP names its session; stdio has none
+        assert len(sessions) == 1 and None not in sessions
+    else:
+        assert sessions == {None}
 
 
 # --- LangGraph through langchain-mcp-adapters -------------------------------------------------------------
