@@ -220,10 +220,10 @@ CASES = [
          files={"twice.jsonl": '{"prompt": "a", "prompt": "b", "predicted_trajectory": [], '
                                '"reference_trajectory": []}\n'}),
     case("eval-limit-without-from-store", "eval", "cases.jsonl", "--metrics", "trajectory_exact_match", "--limit",
-         "3", first="error: --limit: only with --from-store", files={"cases.jsonl": JSONL}),
+         "3", first="error: --limit: only with --from-store or --from-spans", files={"cases.jsonl": JSONL}),
     case("eval-session-and-agent-name-without-from-store", "eval", "cases.jsonl", "--metrics",
          "trajectory_exact_match", "--session", "s-1", "--agent-name", "bot",
-         first="error: --agent-name, --session: only with --from-store", files={"cases.jsonl": JSONL}),
+         first="error: --agent-name, --session: only with --from-store or --from-spans", files={"cases.jsonl": JSONL}),
     case("eval-quiet-prints-the-summary-line", "eval", "cases.jsonl", "--metrics", "trajectory_exact_match",
          "--quiet", code=0, first="cases.jsonl (2 rows): trajectory_exact_match 1.000 (2/2)",
          files={"cases.jsonl": JSONL}),

@@ -164,9 +164,11 @@ def eval_command(
     limits = parse_thresholds(thresholds)
     if store is not None:
         resolve_store_url(store)  # a bad --store is an error now, not after the work
-    if not from_store and (agent_name or session_id or limit is not None):
+    if not from_store and not from_spans and (agent_name or session_id or limit is not None):
         given = [o for o, v in (("--agent-name", agent_name), ("--session", session_id), ("--limit", limit)) if v]
-        raise ConfigError(f"{', '.join(given)}: only with --from-store (they pick recorded invocations to score)")
+        raise ConfigError(
+            f"{', '.join(given)}: only with --from-store or --from-spans (they pick recorded traffic to score)"
+        )
     if strip_prefixes and (
         from_spans or from_results is not None or (dataset is not None and _names_eval_sets(dataset))
     ):
