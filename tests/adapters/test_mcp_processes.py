@@ -159,6 +159,7 @@ def test_plain_client_one_trace_one_step_per_call(transport: str, collector: Col
     sessions = {s.attributes.get("mcp.session.id") for s in served if s.kind == 2}
     if transport == "http":  # Streamable HTTP names its session; stdio has none
         assert len(sessions) == 1 and None not in sessions
+        assert {s.attributes.get("network.transport") for s in served if s.kind == 2} == {"tcp"}
     else:
         assert sessions == {None}
 

@@ -160,12 +160,14 @@ def _start_server_call(message: Any, req: Any) -> tuple[Any, Any] | None:
             return None
         params = req.params
         meta = params.meta.model_dump() if params.meta is not None else None
+        over_http = getattr(getattr(message, "message_metadata", None), "request_context", None) is not None
         return mcp_spans.start_server_call(
             params.name,
             params.arguments,
             getattr(message, "request_id", None),
             _session_id(message),
             mcp_spans.extract(meta),
+            "tcp" if over_http else None,  # Streamable HTTP; a pipe or memory stream says nothing of itself
         )
     except Exception:
         logger.exception("toolpath: tracing an MCP server's tools/call failed; the call goes on untraced")

@@ -104,11 +104,16 @@ def start_client_call(
 
 
 def start_server_call(
-    tool_name: str, arguments: Any, request_id: Any, session_id: str | None, parent: Context | None
+    tool_name: str,
+    arguments: Any,
+    request_id: Any,
+    session_id: str | None,
+    parent: Context | None,
+    transport: str | None = None,
 ) -> tuple[Span, Token[Context]]:
     """The server side of a ``tools/call``: a SERVER span under the client's context (``parent``, from
     :func:`extract`; the current context when ``None``), made current while the tool runs."""
-    attrs = _call_attributes(sc.MCP_TOOLS_CALL, tool_name, request_id, None)
+    attrs = _call_attributes(sc.MCP_TOOLS_CALL, tool_name, request_id, transport)
     if session_id:
         attrs[sc.MCP_SESSION_ID] = session_id
     if content._policy.capture:
