@@ -53,7 +53,7 @@ def test_a_failed_turn_says_how_long_it_ran(ui, page, shots):
     assert "failed" in failed.locator("h2 .badge.fail").inner_text()
     latency = failed.locator("h2 .latency").inner_text()
     assert latency == "failed after 26.6 ms (from its spans)", latency  # was "no latency" above a 26.6 ms waterfall
-    assert page.locator("#turn-1 h2 .latency").inner_text() == "0.040 s"
+    assert page.locator("#turn-1 h2 .latency").inner_text() == "40.0 ms"
     assert page.locator("#turn-2 pre.prompt").inner_text() == f"Cancel it {MARKUP}"  # markup stays text
     screenshots(page, shots, "session-failed-turn", WIDTHS)
 

@@ -49,7 +49,7 @@ def test_tokens_and_cost_per_turn_session_and_list(ui, shots):
         assert page.inner_text("#turn-5 h2 .cost") == "$0.0100"  # reported by the call: kept
         totals = page.inner_text("#session-totals")
         assert "615 / 165 tokens" in totals and "≥ $0.0100" in totals  # a lower bound while a model has no price
-        assert "5 tool call(s)" in totals and "0.120 s in finished turns" in totals  # turns 1, 3 and 5
+        assert "5 tool call(s)" in totals and "120.0 ms in finished turns" in totals  # turns 1, 3 and 5
 
         page.goto(f"{url}/prices")
         page.fill("#price-model", "gemini-2.5-flash")

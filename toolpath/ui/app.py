@@ -41,7 +41,7 @@ from toolpath.ui import pages
 from toolpath.ui.evalsets import EvalSetFiles
 from toolpath.ui.jobs import Jobs
 from toolpath.ui.params import BadRequest
-from toolpath.ui.views import breakable, compact, ns_text
+from toolpath.ui.views import breakable, compact, ns_text, seconds_text
 
 HERE = Path(__file__).parent
 logger = logging.getLogger("toolpath.ui")
@@ -83,6 +83,7 @@ def create_app(
     env.filters["num"] = format_score
     env.filters["compact"] = compact
     env.filters["breakable"] = breakable
+    env.filters["duration"] = seconds_text
     env.globals["urlencode"] = urlencode
     templates = Jinja2Templates(env=env)
     state = UiState(store, EvalSetFiles(evalsets), dict(agents or {}))

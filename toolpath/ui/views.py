@@ -43,6 +43,13 @@ def breakable(name: str) -> Markup:
     return Markup("<wbr>").join(escape(part) for part in parts)
 
 
+def seconds_text(seconds: float | None) -> str:
+    """A duration as people read it: milliseconds under a second (``0.4 ms``), else seconds (``1.250 s``)."""
+    if seconds is None:
+        return "–"
+    return f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.3f} s"
+
+
 def ns_text(ns: int | None) -> str:
     if not ns:
         return "-"
