@@ -152,3 +152,16 @@ def test_collectors_sharing_a_postgresql_store_take_turns(postgres_url):
     worker.stop()
     assert worker.rounds >= 2
     store.close()
+
+
+def test_a_pruned_turn_takes_its_reviews_and_a_kept_one_keeps_them(store):
+    from toolpath.store.annotations import ReviewLabel, annotate, annotations_of
+
+    fill(store)
+    annotate(store, run_key(1), author="Ada", label=ReviewLabel.FAIL)
+    annotate(store, run_key(4), author="Ada", comment="fine")
+    planned = prune(store, spans_older_than=30 * DAY, invocations_older_than=30 * DAY, dry_run=True, now_ns=NOW)
+    done = prune(store, spans_older_than=30 * DAY, invocations_older_than=30 * DAY, now_ns=NOW)
+    assert done.annotations == planned.annotations == 1 and "1 review(s)" in str(done)
+    kept = annotations_of(store, [run_key(1), run_key(4)])
+    assert kept[run_key(1)] == [] and [n.comment for n in kept[run_key(4)]] == ["fine"]

@@ -63,6 +63,8 @@ class PruneCounts:
     sessions: int = 0
     jobs: int = 0
     online_results: int = 0
+    annotations: int = 0
+    """Reviews of the pruned turns (they go with their turn; a rebuild of a trace keeps them)."""
 
     def add(self, other: PruneCounts) -> None:
         for f in fields(self):
@@ -76,6 +78,7 @@ class PruneCounts:
             f"{self.sessions} session(s)",
             f"{self.jobs} online job(s)",
             f"{self.online_results} online score(s)",
+            f"{self.annotations} review(s)",
         ]
         return ", ".join(parts)
 
@@ -158,6 +161,7 @@ class Pruner:
                 counts.add(_dependents(conn, ids))
                 counts.invocations += _count(conn, inv, inv.c.invocation_id.in_(ids))
                 ingest.forget_invocations(conn, ids)
+                conn.execute(delete(t.turn_annotations).where(t.turn_annotations.c.invocation_id.in_(ids)))
                 if self.store.dialect == "postgresql":  # an ingest adding to one of them waits, or is seen
                     conn.execute(
                         select(t.sessions.c.session_id).where(t.sessions.c.session_id.in_(sessions)).with_for_update()
@@ -176,6 +180,7 @@ class Pruner:
                 tool_calls=_count(conn, t.tool_calls, t.tool_calls.c.invocation_id.in_(old)),
                 jobs=_count(conn, t.eval_jobs, t.eval_jobs.c.invocation_id.in_(old)),
                 online_results=_count(conn, t.online_results, t.online_results.c.invocation_id.in_(old)),
+                annotations=_count(conn, t.turn_annotations, t.turn_annotations.c.invocation_id.in_(old)),
                 sessions=_count(conn, sessions, sessions.c.last_started_at < cutoff_ns),
             )
 
@@ -203,6 +208,7 @@ def _dependents(conn: Connection, ids: Sequence[str]) -> PruneCounts:
         tool_calls=_count(conn, t.tool_calls, t.tool_calls.c.invocation_id.in_(ids)),
         jobs=_count(conn, t.eval_jobs, t.eval_jobs.c.invocation_id.in_(ids)),
         online_results=_count(conn, t.online_results, t.online_results.c.invocation_id.in_(ids)),
+        annotations=_count(conn, t.turn_annotations, t.turn_annotations.c.invocation_id.in_(ids)),
     )
 
 
