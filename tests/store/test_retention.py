@@ -124,9 +124,12 @@ def test_ingest_goes_on_while_a_prune_runs_in_small_batches(store):
 
 def test_durations_and_lifetimes():
     assert parse_duration("30d") == 30 * DAY and parse_duration("12h") == 43_200 and parse_duration("1.5m") == 90
-    for bad in ("30", "30 days", "-1d", "0h", "d", ""):
+    for bad in ("30", "30 days", "-1d", "d", ""):
         with pytest.raises(ConfigError, match=r"--older-than .*not a duration"):
             parse_duration(bad, "--older-than")
+    for zero in ("0h", "0d", "0.0m"):
+        with pytest.raises(ConfigError, match=r"--older-than .*must be more than zero"):
+            parse_duration(zero, "--older-than")
     check_lifetimes(7 * DAY, 90 * DAY)
     check_lifetimes(7 * DAY, None)
     with pytest.raises(ConfigError, match="shorter than --retain-spans"):
