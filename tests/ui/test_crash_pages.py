@@ -10,9 +10,9 @@ import pytest
 
 from tests.helpers import crashing
 from tests.helpers.ui import CRASHING_AGENT, JOB_ENDED, Watched, browser, serve_ui
+from toolpath.evaluation.evalsets.folder import EvalSetFiles
 from toolpath.model import Invocation
 from toolpath.store.store import Store
-from toolpath.ui.evalsets import EvalSetFiles
 
 JOB_PAGE = re.compile(r"/jobs/[0-9a-f]+$")
 CRASHED = f"turn 1: the agent failed: {crashing.ERROR}"

@@ -6,8 +6,8 @@ from __future__ import annotations
 from google.adk.evaluation.eval_case import get_all_tool_calls
 from google.adk.evaluation.eval_set import EvalSet
 
+from toolpath.evaluation.evalsets.folder import EditedCall, EditedTurn, EvalSetFiles
 from toolpath.model import Invocation, Session, ToolCall
-from toolpath.ui.evalsets import EditedCall, EditedTurn, EvalSetFiles
 
 TURN = Invocation(
     invocation_id="i1",

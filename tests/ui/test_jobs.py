@@ -16,9 +16,9 @@ import pytest
 from tests.helpers.ui import DEMO_AGENT, EXITING_AGENT, GATE, HELD_AGENT, JOB_ENDED, Watched, browser, serve_ui
 from toolpath.cli.agents import load_agent
 from toolpath.evaluation.evalsets.files import EvalConfig
+from toolpath.evaluation.evalsets.folder import EvalSetFiles
 from toolpath.model import Invocation, ToolCall
 from toolpath.store.store import Store
-from toolpath.ui.evalsets import EvalSetFiles
 from toolpath.ui.jobs import Job, Jobs
 
 PROMPT = "What temperature is the living room thermostat set to?"

@@ -20,8 +20,8 @@ from tests.helpers.ui import (
     serve_ui,
 )
 from tests.helpers.ui_stores import SUPPORT, debugging_store
+from toolpath.evaluation.evalsets.folder import EvalSetFiles
 from toolpath.store.store import Store
-from toolpath.ui.evalsets import EvalSetFiles
 
 ROOT = Path(__file__).resolve().parents[2]
 

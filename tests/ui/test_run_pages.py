@@ -24,9 +24,9 @@ from tests.helpers.ui import (
     serve_ui,
 )
 from tests.helpers.ui_stores import debugging_store, quiet_replay
+from toolpath.evaluation.evalsets.folder import EvalSetFiles
 from toolpath.store import schema as t
 from toolpath.store.store import Store
-from toolpath.ui.evalsets import EvalSetFiles
 
 PIZZA = "Order a pizza for dinner."
 WIDTHS = (1280, 800)

@@ -6,18 +6,14 @@ the client receives as the tool's error.
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from toolpath.datasets.export import to_evalset
 from toolpath.errors import ConfigError
-from toolpath.evaluation.evalsets.files import EVALSET_SUFFIX, load_eval_set
+from toolpath.evaluation.evalsets.files import EVALSET_SUFFIX
+from toolpath.evaluation.evalsets.folder import EvalSetFiles
 from toolpath.evaluation.recorded import rows_from_store
 from toolpath.evaluation.runner import evaluate
 from toolpath.model import Invocation, Session
@@ -27,7 +23,6 @@ from toolpath.store.store import Store
 DEFAULT_SESSION_METRICS = ("tool_error_rate", "error_recovery", "redundant_tool_calls", "tool_loop_detected")
 """What a session is scored with when the caller names no metric: the behaviour metrics, which need no reference."""
 MAX_LIMIT = 200
-_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
 
 
 @dataclass
@@ -82,9 +77,7 @@ class StoreTools:
         }
 
     def list_evalsets(self) -> list[str]:
-        if not self.evalsets.is_dir():
-            return []
-        return sorted(p.name.removesuffix(EVALSET_SUFFIX) for p in self.evalsets.glob(f"*{EVALSET_SUFFIX}"))
+        return self._files.names()
 
     def score_evalset(self, evalset: str, agent: str | None = None) -> dict[str, Any]:
         """Run the eval set's cases against one of the agents this server was started with and judge them (ADK's
@@ -98,10 +91,10 @@ class StoreTools:
         name = agent if agent is not None else next(iter(self.agents))
         if name not in self.agents:
             raise ConfigError(f"agent {name!r} is not one this server runs: {', '.join(sorted(self.agents))}")
-        path = self._evalset_path(evalset)
-        if not path.is_file():
-            raise ConfigError(f"no eval set {evalset!r} in {self.evalsets}")
-        eval_set = load_eval_set(path)
+        try:
+            eval_set = self._files.load(evalset)
+        except FileNotFoundError:
+            raise ConfigError(f"no eval set {evalset!r} in {self.evalsets}") from None
         check_runnable(eval_set, criteria_of(eval_set))
         result = evaluate_eval_sets([eval_set], self.agents[name], store=self.store if self.allow_write else None)
         return {"evalset": evalset, "agent": name, "passed": result.passed, **result.to_dict()}
@@ -117,33 +110,20 @@ class StoreTools:
         turns = [i for i in session.invocations if not invocation_ids or i.invocation_id in invocation_ids]
         if not turns:
             raise ConfigError(f"session {session_id!r}: none of the given invocation ids is one of its turns")
-        path = self._evalset_path(evalset)
+        eval_id = self._files.add_session(evalset, session, invocation_ids, description="cases from toolpath mcp")
+        path = self._files.path(evalset)
         set_id = path.name.removesuffix(EVALSET_SUFFIX)
-        data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else to_evalset([], set_id)
-        if not isinstance(data, dict) or not isinstance(data.get("eval_cases", []), list):
-            raise ConfigError(f"{path}: not an eval set with an 'eval_cases' list")
-        case = to_evalset([session.model_copy(update={"invocations": turns})], set_id)["eval_cases"][0]
-        taken = {c.get("eval_id") for c in data.get("eval_cases", []) if isinstance(c, Mapping)}
-        base, n = case["eval_id"], 1
-        while case["eval_id"] in taken:
-            n += 1
-            case["eval_id"] = f"{base}-{n}"
-        data.setdefault("eval_cases", []).append(case)
-        _write_evalset(self.evalsets, path, data)
-        return {"evalset": set_id, "eval_id": case["eval_id"], "turns": len(turns), "path": str(path)}
+        return {"evalset": set_id, "eval_id": eval_id, "turns": len(turns), "path": str(path)}
+
+    @property
+    def _files(self) -> EvalSetFiles:
+        return EvalSetFiles(self.evalsets)
 
     def _session(self, session_id: str) -> Session:
         session = self.store.get_session(session_id)
         if session is None:
             raise ConfigError(f"no session {session_id!r} in the store")
         return session
-
-    def _evalset_path(self, name: str) -> Path:
-        """The file of eval set ``name`` in the folder; never a path outside it."""
-        name = name.strip().removesuffix(EVALSET_SUFFIX)
-        if not _NAME.fullmatch(name) or name in {".", ".."}:
-            raise ConfigError(f"eval set name {name!r}: use letters, digits, '_', '-' or '.' (at most 100)")
-        return self.evalsets / f"{name}{EVALSET_SUFFIX}"
 
 
 def _limit(limit: int) -> int:
@@ -168,18 +148,3 @@ def _turn(inv: Invocation) -> dict[str, Any]:
             for c in inv.tool_calls
         ],
     }
-
-
-def _write_evalset(folder: Path, path: Path, data: Mapping[str, Any]) -> None:
-    """Write ``data`` to ``path`` only if it loads as an eval set (through a temporary file beside it)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(prefix=".toolpath-", suffix=EVALSET_SUFFIX, dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-        load_eval_set(temporary)
-        os.chmod(temporary, path.stat().st_mode & 0o777 if path.exists() else 0o644)
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)

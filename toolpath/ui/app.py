@@ -33,12 +33,12 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolpath.config import MAX_HEAD_BYTES
 from toolpath.errors import ToolpathError
+from toolpath.evaluation.evalsets.folder import EvalSetFiles
 from toolpath.evaluation.verdicts import format_score
 from toolpath.hosts import is_loopback_host
 from toolpath.redact import hide_passwords
 from toolpath.store.store import Store
 from toolpath.ui import pages
-from toolpath.ui.evalsets import EvalSetFiles
 from toolpath.ui.jobs import Jobs
 from toolpath.ui.params import BadRequest
 from toolpath.ui.views import breakable, compact, ns_text, seconds_text

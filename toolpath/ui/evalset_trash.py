@@ -16,7 +16,7 @@ from starlette.routing import Route
 
 from toolpath.errors import ConfigError
 from toolpath.evaluation.evalsets.files import EVALSET_SUFFIX
-from toolpath.ui.evalsets import EvalSetFiles
+from toolpath.evaluation.evalsets.folder import EvalSetFiles
 
 TRASH = ".deleted"
 

@@ -14,12 +14,12 @@ from starlette.routing import Route
 
 from toolpath.evaluation.evalsets.evaluator import criteria_of
 from toolpath.evaluation.evalsets.files import EvalConfig, EvalSet
+from toolpath.evaluation.evalsets.folder import EditedCall, EditedTurn, parse_args
 from toolpath.store import browse
 from toolpath.store.annotations import annotations_of
 from toolpath.store.usage import prices
 from toolpath.ui import compare, evalset_trash, params, price_pages, review_pages, span_pages
 from toolpath.ui.evalset_trash import deleted_names
-from toolpath.ui.evalsets import EditedCall, EditedTurn, parse_args
 from toolpath.ui.run_cases import failed_count, run_view
 from toolpath.ui.usage_view import usage_of_sessions
 from toolpath.ui.views import online_view, pretty, turn_view

@@ -1,4 +1,4 @@
-"""The ADK eval-set files the UI reads and writes: ``*.evalset.json`` in one folder.
+"""The ADK eval-set files that the UI and ``toolpath mcp`` read and write: ``*.evalset.json`` in one folder.
 
 A recorded session (or some of its turns) becomes a case as ``toolpath export`` makes one (the recorded tool calls
 as the expected ``tool_uses``, or as ``invocation_events`` by their agents where several acted; the recorded answer
@@ -70,16 +70,18 @@ class EvalSetFiles:
         session: Session,
         invocation_ids: Sequence[str] | None = None,
         annotations: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+        *,
+        description: str = "cases from toolpath ui",
     ) -> str:
         """Add ``session`` (only the turns ``invocation_ids``, if given) to the eval set ``name`` as a new case,
-        creating the file if needed, with its turns' reviewers' ``annotations`` (invocation id -> as exported);
-        returns the new case's id."""
+        creating the file (with ``description``) if needed, with its turns' reviewers' ``annotations`` (invocation
+        id -> as exported); returns the new case's id."""
         turns = [inv for inv in session.invocations if not invocation_ids or inv.invocation_id in invocation_ids]
         if not turns:
             raise ConfigError(f"session {session.session_id!r}: no turns selected")
         path = self.path(name)
         set_id = path.name.removesuffix(EVALSET_SUFFIX)
-        data = _read(path) if path.exists() else {**to_evalset([], set_id), "description": "cases from toolpath ui"}
+        data = _read(path) if path.exists() else {**to_evalset([], set_id), "description": description}
         case = to_evalset([session.model_copy(update={"invocations": turns})], set_id, annotations)["eval_cases"][0]
         taken = {c.get("eval_id") for c in data.get("eval_cases", []) if isinstance(c, Mapping)}
         base, n = case["eval_id"], 1
