@@ -25,6 +25,7 @@ def test_the_counter_finds_the_sdk_queue():
     processor = CountingBatchProcessor(CountingExporter(InMemorySpanExporter()), 8)
     try:
         assert processor.queue is not None and processor.queue.maxlen == 8
+        assert processor._batch_processor._queue is processor.queue  # the one the SDK puts spans in
     finally:
         processor.shutdown()
 

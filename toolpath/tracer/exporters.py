@@ -102,22 +102,38 @@ def export_queue_size() -> int:
 
 class CountingBatchProcessor(BatchSpanProcessor):
     """The SDK's batch processor, counting on its exporter each span the full queue drops (the SDK only logs
-    it), so ``flush()`` and ``stats()`` tell what never left the process. The check reads the SDK's queue; a
-    test pins that it is there, so an SDK release that moves it fails CI rather than counting nothing."""
+    it), so ``flush()`` and ``stats()`` tell what never left the process. The SDK's queue is swapped for a
+    :class:`CountingQueue`; a test pins that the SDK keeps it where this looks, so a release that moves it fails
+    CI rather than counting nothing."""
 
     def __init__(self, exporter: CountingExporter, max_queue_size: int) -> None:
         batch = BatchSpanProcessor._default_max_export_batch_size()  # the SDK's, or OTEL_BSP_MAX_EXPORT_BATCH_SIZE
         super().__init__(exporter, max_queue_size=max_queue_size, max_export_batch_size=min(batch, max_queue_size))
-        self.counted = exporter
-        self.queue: deque[Any] | None = getattr(getattr(self, "_batch_processor", None), "_queue", None)
+        inner = getattr(self, "_batch_processor", None)
+        self.queue: CountingQueue | None = None
+        if isinstance(getattr(inner, "_queue", None), deque):
+            self.queue = inner._queue = CountingQueue(max_queue_size, exporter)  # type: ignore[union-attr]
+
+
+class CountingQueue(deque[Any]):
+    """The batch queue, counting what it drops: an item put at the front of a full queue pushes the oldest out
+    of the back. The check and the put, and each take, hold one lock, so the count is exact however the agent's
+    threads and the export thread interleave."""
+
+    def __init__(self, size: int, counted: CountingExporter) -> None:
+        super().__init__((), size)
+        self.counted = counted
         self._lock = threading.Lock()
 
-    def on_end(self, span: ReadableSpan) -> None:
-        queue = self.queue
-        if queue is not None and len(queue) == queue.maxlen and span.context and span.context.trace_flags.sampled:
-            with self._lock:
+    def appendleft(self, item: Any) -> None:
+        with self._lock:
+            if len(self) == self.maxlen:
                 self.counted.queue_full += 1
-        super().on_end(span)
+            super().appendleft(item)
+
+    def pop(self) -> Any:  # type: ignore[override]  # a deque takes no index
+        with self._lock:
+            return super().pop()
 
 
 class RedactingExporter(SpanExporter):
