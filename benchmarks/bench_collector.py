@@ -60,13 +60,15 @@ WINDOW = 100_000
 
 FAST_SENDER = r"""
 import http.client, json, struct, sys, threading, time
-bodies_path, port, marker_hex, limit, seconds, connections, window = sys.argv[1:8]
+bodies_path, port, marker_hex, limit, seconds, connections, window, time_hex = sys.argv[1:9]
 data, frames = open(bodies_path, "rb").read(), []
 while data:
     (size,), data = struct.unpack(">I", data[:4]), data[4:]
     frames.append(data[:size])
     data = data[size:]
 marker = bytes.fromhex(marker_hex)
+time_marker = bytes.fromhex(time_hex)  # the high half of every timestamp of a cycle (empty: leave them)
+time_base = struct.unpack("<I", time_marker)[0] if time_marker else 0
 session_marker = marker.hex().encode()
 cycle = len(frames)  # a cycle's bodies hold whole traces between them: each cycle gets its own ids
 spans_in = [frame.count(marker) for frame in frames]
@@ -94,6 +96,8 @@ def worker():
         k, piece = divmod(n, cycle)
         ids = (k + 1) * 0x9E3779B97F4A7C15 % 2**64  # distinct per cycle, and scattered as random trace ids are
         body = frames[piece].replace(marker, struct.pack(">Q", ids)).replace(session_marker, b"%016x" % ids)
+        if time_marker:  # each cycle 2**32 ns (4.3 s) after the last: times go forward, as real spans' do
+            body = body.replace(time_marker, struct.pack("<I", time_base + k))
         while True:
             try:
                 conn.request("POST", "/v1/traces", body, headers)
@@ -210,7 +214,7 @@ def _add_span(scope_spans: Any, marker: bytes, t: int, i: int, start: int, sessi
     """Span ``i`` of trace ``t`` (0: the ``invoke_agent`` root; 1-9: its tools) into ``scope_spans``."""
     trace_id = marker + struct.pack(">Q", t + 1)
     root_id = struct.pack(">Q", (t + 1) << 8)
-    t0 = start + t * 10_000_000
+    t0 = start + t * 5_000_000
     if i == 0:
         root = scope_spans.spans.add(
             trace_id=trace_id, span_id=root_id, name="invoke_agent bench", kind=1,
@@ -269,7 +273,7 @@ def template_body() -> tuple[bytes, bytes]:
     return body, marker
 
 
-def finish_order_bodies(concurrent_runs: int = 32, seed: int = 7) -> tuple[list[bytes], bytes]:
+def finish_order_bodies(concurrent_runs: int = 32, seed: int = 7) -> tuple[list[bytes], bytes, bytes]:
     """A cycle of :data:`CYCLE_BODIES` bodies of 512 spans, as the OTel SDK's ``BatchSpanProcessor`` exports them
     from an agent service running ``concurrent_runs`` agent runs at once: spans in the order they end (a run's
     tools, then its ``invoke_agent`` root), so a run's spans straddle bodies and most bodies complete runs begun
@@ -289,11 +293,14 @@ def finish_order_bodies(concurrent_runs: int = 32, seed: int = 7) -> tuple[list[
         order.append(run.pop())
         if not run:
             running.remove(run)
-    start = time.time_ns()
-    bodies = [
-        _encode(marker, order[i : i + FINISH_BODY_SPANS], start, 50) for i in range(0, len(order), FINISH_BODY_SPANS)
-    ]
-    return bodies, marker
+    high = time.time_ns() >> 32
+    while True:  # every timestamp is high << 32 plus less than 2**32 ns: the sender moves each cycle's forward
+        time_marker = struct.pack("<I", high)
+        chunks = [order[i : i + FINISH_BODY_SPANS] for i in range(0, len(order), FINISH_BODY_SPANS)]
+        bodies = [_encode(marker, chunk, high << 32, 50) for chunk in chunks]
+        if all(body.count(time_marker) == 2 * len(chunk) for body, chunk in zip(bodies, chunks, strict=True)):
+            return bodies, marker, time_marker
+        high += 1  # the pattern also occurs elsewhere in a body: another one
 
 
 def write_bodies(path: Path, bodies: list[bytes]) -> Path:
@@ -458,7 +465,8 @@ def send(template: Path, marker: bytes, port: int, pid: int, args: argparse.Name
     args.marker = marker.hex()
     bodies = 0 if seconds else bodies_per_run(args, template)
     command = [sys.executable, "-c", FAST_SENDER, str(template), str(port), marker.hex(), str(bodies),
-               str(seconds), str(args.connections), str(WINDOW if windows else 0)]  # fmt: skip
+               str(seconds), str(args.connections), str(WINDOW if windows else 0),
+               getattr(args, "time_marker", "")]  # fmt: skip
     found: list[Window] = []
     with Watch(pid, report_every=None) as watch:
         sender = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
@@ -650,7 +658,8 @@ def main() -> None:
             template = write_bodies(Path(folder) / "bodies.pb", [body])
             shape = f"bodies of {SPANS_PER_BODY} spans, whole traces, root first, {len(body):,} bytes"
         else:
-            bodies, marker = finish_order_bodies(args.concurrent_runs)
+            bodies, marker, time_marker = finish_order_bodies(args.concurrent_runs)
+            args.time_marker = time_marker.hex()
             template = write_bodies(Path(folder) / "bodies.pb", bodies)
             shape = (f"bodies of {FINISH_BODY_SPANS} spans in finish order ({args.concurrent_runs} runs at once: "
                      f"traces straddle bodies), {sum(map(len, bodies)) // len(bodies):,} bytes")  # fmt: skip
