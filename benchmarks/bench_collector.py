@@ -415,11 +415,14 @@ class Window:
     seconds: float
     cpu: float
     rss_mb: float
+    server_cpu: float | None = None
+    """The database server's CPU seconds (PostgreSQL: the postmaster and its processes)."""
 
     def describe(self, first: int) -> str:
+        server = "" if self.server_cpu is None else f"   server CPU {self.server_cpu / self.spans * 1e6:5.1f} µs/span"
         return (f"spans {first:>9,}-{first + self.spans:<9,} {self.spans / self.seconds:>8,.0f} spans/s   collector "
                 f"CPU {self.cpu / self.spans * 1e6:5.1f} µs/span ({self.cpu / self.seconds:.2f} cores)   "
-                f"RSS {self.rss_mb:4.0f} MB")  # fmt: skip
+                f"RSS {self.rss_mb:4.0f} MB{server}")  # fmt: skip
 
 
 @dataclass
@@ -458,7 +461,7 @@ def read_frames(path: Path) -> list[bytes]:
 
 
 def send(template: Path, marker: bytes, port: int, pid: int, args: argparse.Namespace, seconds: float = 0,
-         windows: bool = False) -> Sent:  # fmt: skip
+         windows: bool = False, server: int | None = None) -> Sent:  # fmt: skip
     """Post ``template``'s bodies (a cycle of them, :func:`write_bodies`) to ``port`` and time it; ``windows``:
     print the rates of each window of :data:`WINDOW` spans as they end."""
     seconds = seconds or args.seconds
@@ -472,12 +475,16 @@ def send(template: Path, marker: bytes, port: int, pid: int, args: argparse.Name
         sender = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
         assert sender.stdout is not None
         last_spans, last_t, last_cpu = 0, 0.0, watch.cpu0
+        last_server = cpu_seconds(tree(server)) if server else 0.0
         result: dict[str, Any] = {}
         for line in sender.stdout:
             if line.startswith("W "):
                 cpu = cpu_seconds(tree(pid))
                 _, spans, at = line.split()
-                window = Window(int(spans) - last_spans, float(at) - last_t, cpu - last_cpu, rss_mb(tree(pid)))
+                server_cpu = cpu_seconds(tree(server)) if server else None
+                window = Window(int(spans) - last_spans, float(at) - last_t, cpu - last_cpu, rss_mb(tree(pid)),
+                                None if server_cpu is None else server_cpu - last_server)  # fmt: skip
+                last_server = server_cpu or 0.0
                 found.append(window)
                 print(f"{'':4}{window.describe(last_spans)}", flush=True)
                 last_spans, last_t, last_cpu = int(spans), float(at), cpu
@@ -545,11 +552,27 @@ def counted(store_url: str) -> dict[str, int]:
         store.close()
 
 
+def postmaster(store_url: str) -> int | None:
+    """The process id of the local PostgreSQL server a URL names (by its port), to count its CPU; else ``None``."""
+    if not store_url.startswith("postgresql"):
+        return None
+    from sqlalchemy.engine import make_url
+
+    port = str(make_url(store_url).port)
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError), open(f"/proc/{entry}/cmdline", "rb") as f:
+                words = f.read().decode(errors="replace").split("\0")
+                if Path(words[0]).name == "postgres" and "-p" in words and words[words.index("-p") + 1] == port:
+                    return int(entry)
+    return None
+
+
 def collect_row(label: str, store_url: str, template: Path, marker: bytes, args: argparse.Namespace,
                 top: Sent, *extra: str) -> Sent:  # fmt: skip
     print(f"{label}:", flush=True)
     with collector(store_url, *extra) as (port, process):
-        sent = send(template, marker, port, process.pid, args, windows=True)
+        sent = send(template, marker, port, process.pid, args, windows=True, server=postmaster(store_url))
     counts = counted(store_url)
     traces = sent.spans // SPANS_PER_TRACE
     lost = ""
