@@ -185,6 +185,7 @@ def collect(
             limits=(max_attribute_length, max_spans_per_trace, max_tool_calls),
             redact=None if no_redact else (redact_keys, redact_patterns), log_format=log_format, ui_token=ui_token,
             online=str(online_path.resolve()) if online_path is not None else None, run=run_worker,
+            online_run=(online.run.run_id, online.run.started_ns) if online and online.run else None,
         )  # fmt: skip
         _serve_workers(spec, workers, the_store.url, retention, online)
         return
@@ -317,7 +318,9 @@ def run_worker(spec: WorkerSpec, channel: socket.socket | None, started: Callabl
     )
     options.routes, options.grpc_methods = _vertex_api(store)
     redactor = None if spec.redact is None else _redactor(*spec.redact)
-    online = OnlineEvaluator(store, spec.online, redactor=redactor) if spec.online is not None else None
+    online = (
+        OnlineEvaluator(store, spec.online, redactor=redactor, run=spec.online_run) if spec.online is not None else None
+    )
     with service_logging(spec.log_format):
         service = CollectorService(store, options, redactor=redactor, online=online)  # stops online at the end
         if online is not None:

@@ -67,6 +67,9 @@ class WorkerSpec:
     the command that starts the workers composes the service, so this module needs none of its parts."""
     online: str | None = None
     """The ``online.toml`` each worker scores with (jobs are shared through the store), ``None``: no scoring."""
+    online_run: tuple[str, int] | None = None
+    """The id and start (ns) of the evaluation run online scoring keeps an eval set's cases in: made once, by the
+    command, so that every worker adds to one run."""
     metrics_dir: str = ""
     ui_token: str | None = None
     """The UI's token when the workers also serve ``toolpath ui`` (``None``: no UI); one for every worker, so a

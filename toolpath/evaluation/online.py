@@ -51,6 +51,7 @@ from toolpath.errors import ConfigError
 from toolpath.evaluation.catalog import pass_rules, passes, resolve_metric
 from toolpath.evaluation.like_with_like import redact_references, store_redactor
 from toolpath.evaluation.online_evalsets import EvalSetReferences, check_metrics, is_eval_set_path
+from toolpath.evaluation.online_runs import OnlineRun
 from toolpath.evaluation.scoring import prepare_judge, score_views
 from toolpath.judges.client import Judge, settings_from
 from toolpath.metrics.base import Metric
@@ -212,9 +213,13 @@ class OnlineEvaluator:
         *,
         name: str | None = None,
         redactor: Redactor | bool | None = True,
+        run: tuple[str, int] | None = None,
     ):
         """``redactor``: the rules the store's values went through (``True``: the defaults, ``False`` or ``None``:
-        none); golden references are redacted by them, with the store's pseudonym key, before they are compared."""
+        none); golden references are redacted by them, with the store's pseudonym key, before they are compared.
+        ``run``: with an eval set as ``reference_dataset``, the id and start (ns) of the evaluation run its cases
+        go to, when another process made it (``collect --workers``); else this evaluator's own
+        (:mod:`toolpath.evaluation.online_runs`)."""
         self.store = store
         self.config = OnlineConfig.load(config)
         self.metrics: list[Metric] = [resolve_metric(m) for m in self.config.metrics]
@@ -240,6 +245,12 @@ class OnlineEvaluator:
         self.references: References | EvalSetReferences = golden or References(
             self.config.reference_dataset, self.config.match, rules, store
         )
+        self.run: OnlineRun | None = None
+        """The evaluation run an eval set's scored cases are kept in (``None``: no eval set)."""
+        if golden is not None:
+            run_id, started_ns = run if run is not None else (None, None)
+            source = str(self.config.reference_dataset)
+            self.run = OnlineRun(golden, self.rules, source=source, run_id=run_id, started_ns=started_ns)
         self.queue = JobQueue(
             store, accept=self.config.accepts, max_backlog=self.config.max_backlog, shed=self.config.shed
         )
@@ -397,8 +408,9 @@ class OnlineEvaluator:
             if self.judge is not None:  # a judge waited on the network without the turns; the write takes them
                 held.enter_context(self.turns)
             more = 0 if self._stop.is_set() else self.config.batch_size
-            # one transaction for the batch's results and the next batch's claim
-            closed, claimed = self.queue.complete_and_claim(worker, results, more, self.config.lease_seconds)
+            also = self.run.writer(self.store, turns, results) if self.run is not None else None
+            # one transaction for the batch's results (and eval-set cases) and the next batch's claim
+            closed, claimed = self.queue.complete_and_claim(worker, results, more, self.config.lease_seconds, also=also)
         # a job another worker took over is not closed here: its results count, not ours
         done = [turn for turn in turns if turn.invocation_id in closed]
         with self._lock:

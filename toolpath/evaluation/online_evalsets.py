@@ -61,7 +61,10 @@ class EvalSetReferences:
         self._redactor: Redactor | None = None
         self._redacted: dict[str, Mapping[str, Any]] = {}
         self.by_prompt: dict[str, dict[str, Any]] = {}
+        self.case_turns: dict[tuple[str, str], int] = {}
+        """How many turns each case (``(eval_set_id, eval_id)``) has."""
         eval_sets = load_eval_sets(path)
+        self.eval_set_ids = [s.eval_set_id for s in eval_sets]
         criteria: dict[str, Criterion] = {}
         for eval_set in eval_sets:
             for name, criterion in _criteria(eval_set).items():
@@ -72,6 +75,7 @@ class EvalSetReferences:
                         "in its eval sets; give one eval set (or a folder of sets with one test_config.json)"
                     )
             for case in eval_set.cases:
+                self.case_turns[case.eval_set_id, case.eval_id] = len(case.invocations)
                 for turn, expected in enumerate(case.invocations, start=1):
                     row = {
                         "reference": expected.reference,
@@ -83,6 +87,10 @@ class EvalSetReferences:
                     self.by_prompt.setdefault(self._key(expected.prompt), row)
         self.metrics: list[Metric] = [_online_metric(name, c, path) for name, c in criteria.items()]
         self.thresholds: dict[str, float] = {name: c.threshold for name, c in criteria.items()}
+        self.criteria: dict[str, dict[str, Any]] = {
+            n: {**c.options, "threshold": c.threshold} for n, c in criteria.items()
+        }
+        """Each criterion's options and threshold, as an eval-set run records them."""
 
     def find(self, prompt: str | None) -> Mapping[str, Any] | None:
         """The golden turn of ``prompt``, its references redacted by the store's rules."""

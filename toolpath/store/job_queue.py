@@ -157,14 +157,23 @@ class JobQueue:
         return self.complete_and_claim(worker, results, 0, 0.0)[0]
 
     def complete_and_claim(
-        self, worker: str, results: Mapping[str, Sequence[Mapping[str, Any]]], limit: int, lease_seconds: float
+        self,
+        worker: str,
+        results: Mapping[str, Sequence[Mapping[str, Any]]],
+        limit: int,
+        lease_seconds: float,
+        *,
+        also: Callable[[Connection, set[str]], None] | None = None,
     ) -> tuple[set[str], list[str]]:
         """:meth:`complete_batch`, and :meth:`claim` of the next ``limit`` jobs in the same transaction (a worker
-        scoring batch after batch takes the store's write lock once a batch, not twice)."""
+        scoring batch after batch takes the store's write lock once a batch, not twice). ``also(conn, closed)``
+        writes what else the closed jobs' results make, in that transaction (online eval-set runs' cases)."""
         if not results and not limit:
             return set(), []
         with self.store.redoable_write() as conn:  # queued with ingest (SQLite)
             closed = self._complete(conn, worker, results) if results else set()
+            if also is not None and closed:
+                also(conn, closed)
             return closed, self._claim(conn, worker, limit, lease_seconds) if limit else []
 
     def release(self, worker: str, invocation_ids: Sequence[str]) -> None:
