@@ -43,6 +43,11 @@ def chromium():
         ("?metric=trajectory_precision&label=fail&worse=0.5", 50),
         ("?tool=lookup&hide_eval=1&slower=0.1", 50),
         ("?since=2026-05-29", 50),
+        ("?sort=latency", 50),  # ordered store-wide, not the page
+        ("?sort=calls&order=asc", 50),
+        ("?sort=tokens", 50),
+        ("?sort=cost&hide_eval=1", 50),
+        ("?sort=failures&agent=agent-2&page=3", 50),
     ],
 )
 def test_pages_of_a_large_store(ui, chromium, query, rows):

@@ -74,19 +74,34 @@ def test_tokens_and_cost_per_turn_session_and_list(ui, shots):
 
 
 def test_the_sessions_list_sorts_by_a_column_by_mouse_and_keyboard(ui):
+    """The headers are links to the whole list ordered by their column (the server orders it): again, the other
+    way round; the cost order agrees with the cost column the page computes."""
     url, _ = ui
     with browser() as chromium:
-        page = Watched(chromium.new_page()).page
+        watched = Watched(chromium.new_page())
+        page = watched.page
         page.goto(f"{url}/sessions?limit=100")
 
         def column(name: str) -> list[float]:
             cells = page.locator(f"#sessions tbody td.{name}").all()
             return [float(v) for c in cells if (v := c.get_attribute("data-value"))]
 
-        page.locator("#sessions th button.sort", has_text="tokens").click()
+        page.click("#sort-tokens")
+        page.wait_for_url(re.compile(r"sort=tokens&order=desc"))
         tokens = column("tokens")
         assert tokens == sorted(tokens, reverse=True) and tokens[0] == 780  # the support session first
-        page.locator("#sessions th button.sort", has_text="tokens").focus()
+        assert page.locator("#sessions th[aria-sort=descending]").inner_text().startswith("tokens")
+        page.focus("#sort-tokens")
         page.keyboard.press("Enter")
+        page.wait_for_url(re.compile(r"sort=tokens&order=asc"))
         assert column("tokens") == sorted(tokens)
         assert page.locator("#sessions th[aria-sort=ascending]").inner_text().startswith("tokens")
+
+        page.click("#sort-cost")
+        page.wait_for_url(re.compile(r"sort=cost&order=desc"))
+        costs = column("cost")
+        assert costs == [pytest.approx(PRICED + 0.01)]  # the one session with a cost, first; those without, last
+        assert page.locator("tr.session").first.get_attribute("data-session") == SUPPORT
+        page.click("#sort-time")  # back to newest first: the default order, no parameter
+        page.wait_for_url(re.compile(r"/sessions\?limit=100$"))
+        assert watched.errors == []

@@ -180,8 +180,8 @@ def session_page(
         more = len(found) > limit
         if before is not None:
             page.reverse()
-        total, capped = _count(conn, session_conditions(where, sqlite=sqlite)) if count else (None, False)
-        rows = _session_rows(conn, page)
+        total, capped = count_sessions(conn, session_conditions(where, sqlite=sqlite)) if count else (None, False)
+        rows = session_rows(conn, page)
     older = (page[-1].last_started_at, page[-1].session_id) if page and (before is not None or more) else None
     newer = (page[0].last_started_at, page[0].session_id) if page and (after is not None or (before and more)) else None
     return SessionPage(rows, older, newer, total, capped)
@@ -192,7 +192,7 @@ COUNT_CAP = 1000
 over a large store would cost many times the page it is shown with."""
 
 
-def _count(conn: Any, conditions: list[Any]) -> tuple[int, bool]:
+def count_sessions(conn: Any, conditions: list[Any]) -> tuple[int, bool]:
     """How many sessions match ``conditions`` (with conditions: :data:`COUNT_CAP` at most), and whether the count
     stopped there."""
     s = t.sessions
@@ -203,7 +203,7 @@ def _count(conn: Any, conditions: list[Any]) -> tuple[int, bool]:
     return min(found, COUNT_CAP), found > COUNT_CAP
 
 
-def _session_rows(conn: Any, page: Sequence[Any]) -> list[dict[str, Any]]:
+def session_rows(conn: Any, page: Sequence[Any]) -> list[dict[str, Any]]:
     inv, calls = t.invocations, t.tool_calls
     ids = [r.session_id for r in page]
     stats = {

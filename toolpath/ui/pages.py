@@ -15,13 +15,14 @@ from starlette.routing import Route
 from toolpath.evaluation.evalsets.evaluator import criteria_of
 from toolpath.evaluation.evalsets.files import EvalConfig, EvalSet
 from toolpath.evaluation.evalsets.folder import EditedCall, EditedTurn, parse_args
-from toolpath.store import browse
+from toolpath.store import browse, session_order
 from toolpath.store.annotations import annotations_of
+from toolpath.store.session_order import SessionSort
 from toolpath.store.usage import prices
 from toolpath.ui import compare, evalset_trash, params, price_pages, review_pages, span_pages
 from toolpath.ui.evalset_trash import deleted_names
 from toolpath.ui.run_cases import failed_count, run_view
-from toolpath.ui.usage_view import usage_of_sessions
+from toolpath.ui.usage_view import USAGE_KEYS, usage_of_sessions
 from toolpath.ui.views import online_view, pretty, turn_view
 
 PAGE_SIZE = 50
@@ -49,19 +50,39 @@ def sessions(request: Request) -> Response:
     query = dict(request.query_params)
     where = params.session_filter(query)
     limit = params.integer(query, "limit", PAGE_SIZE, low=1, high=500)
+    key, descending = params.session_sort(query)
     after, before = params.cursor(query), params.cursor(query, "before")
     if after is not None and before is not None:
         raise params.BadRequest("after and before: give one page cursor")
+    newest_first = key is SessionSort.TIME and descending
+    if not newest_first and (after is not None or before is not None):
+        raise params.BadRequest(f"after/before: page cursors go with the newest-first order; sort={key.value} pages "
+                                "by number (page=...)")  # fmt: skip
+    number = params.integer(query, "page", 1, low=1, high=1_000_000)
     store = _state(request).store
+    priced = prices(store)
     began = time.perf_counter()
-    page = browse.session_page(store, where, limit=limit, after=after, before=before)
-    if before is not None and page.previous_cursor is None:
-        before = None  # back at the newest sessions: the first page as it is, full
-        page = browse.session_page(store, where, limit=limit)
-    usage = usage_of_sessions(store, [r["session_id"] for r in page.rows], prices(store))
+    keep = params.query_without(query, "after", "before", "page")
+    older_url = newer_url = None
+    if newest_first:
+        page = browse.session_page(store, where, limit=limit, after=after, before=before)
+        if before is not None and page.previous_cursor is None:
+            before = None  # back at the newest sessions: the first page as it is, full
+            page = browse.session_page(store, where, limit=limit)
+        older, newer = params.cursor_text(page.next_cursor), params.cursor_text(page.previous_cursor)
+        older_url = f"/sessions?{urlencode({**keep, 'after': older})}" if older else None
+        newer_url = f"/sessions?{urlencode({**keep, 'before': newer})}" if newer else None
+        first_url = f"/sessions?{urlencode(keep)}" if after or before else None
+    else:
+        ordered = session_order.ordered_session_page(
+            store, where, key, descending=descending, page=number, limit=limit, keys=USAGE_KEYS, prices=priced
+        )
+        page = ordered.page
+        older_url = f"/sessions?{urlencode({**keep, 'page': number + 1})}" if ordered.more else None
+        newer_url = f"/sessions?{urlencode({**keep, 'page': number - 1})}" if number > 1 else None
+        first_url = f"/sessions?{urlencode(keep)}" if number > 1 else None
+    usage = usage_of_sessions(store, [r["session_id"] for r in page.rows], priced)
     elapsed = time.perf_counter() - began
-    keep = params.query_without(query, "after", "before")
-    older, newer = params.cursor_text(page.next_cursor), params.cursor_text(page.previous_cursor)
     return _render(
         request,
         "sessions.html",
@@ -72,12 +93,30 @@ def sessions(request: Request) -> Response:
             "query": query,
             "agents": browse.agent_names(store),
             "metrics": browse.online_metric_names(store),
-            "next_url": f"/sessions?{urlencode({**keep, 'after': older})}" if older else None,
-            "previous_url": f"/sessions?{urlencode({**keep, 'before': newer})}" if newer else None,
-            "first_url": f"/sessions?{urlencode(keep)}" if after or before else None,
+            "next_url": older_url,
+            "previous_url": newer_url,
+            "first_url": first_url,
+            "page_number": None if newest_first else number,
+            "sorts": sort_links(keep, key, descending),
             "elapsed_ms": elapsed * 1000,
         },
     )
+
+
+def sort_links(keep: dict[str, Any], key: SessionSort, descending: bool) -> dict[str, dict[str, Any]]:
+    """Per column of the sessions list: the URL that orders the whole list by it (the other way round if it is
+    the current order), and its ``aria-sort`` (or ``None``)."""
+    base = {k: v for k, v in keep.items() if k not in ("sort", "order")}
+    out = {}
+    for column in SessionSort:
+        current = column is key
+        first_descending = column not in session_order.TEXT_SORTS
+        wanted = not descending if current else first_descending
+        fresh = column is SessionSort.TIME and wanted  # the default order: no parameter
+        chosen = base if fresh else {**base, "sort": column.value, "order": "desc" if wanted else "asc"}
+        url = f"/sessions?{urlencode(chosen)}"
+        out[column.value] = {"url": url, "aria": ("descending" if descending else "ascending") if current else None}
+    return out
 
 
 def turn(request: Request) -> Response:

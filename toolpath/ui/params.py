@@ -11,6 +11,7 @@ from typing import Any
 from toolpath.errors import ToolpathError
 from toolpath.evaluation.catalog import metric_info
 from toolpath.store.browse import SessionFilter
+from toolpath.store.session_order import TEXT_SORTS, SessionSort
 
 
 class BadRequest(ToolpathError, ValueError):
@@ -133,3 +134,19 @@ def cursor_text(value: tuple[int, str] | None) -> str | None:
 
 def query_without(params: Mapping[str, Any], *names: str) -> dict[str, Any]:
     return {k: v for k, v in params.items() if k not in names and v not in (None, "")}
+
+
+def session_sort(params: Mapping[str, str]) -> tuple[SessionSort, bool]:
+    """The order of the sessions list (``sort``, ``order=asc|desc``): the column and whether descending; newest
+    first unless asked otherwise."""
+    raw = text(params, "sort") or SessionSort.TIME.value
+    try:
+        key = SessionSort(raw)
+    except ValueError:
+        raise BadRequest(f"sort={raw!r}: expected one of {', '.join(k.value for k in SessionSort)}") from None
+    order = text(params, "order")
+    if order is None:
+        return key, key not in TEXT_SORTS
+    if order not in ("asc", "desc"):
+        raise BadRequest(f"order={order!r}: expected asc or desc")
+    return key, order == "desc"

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolpath.store.session_order import UsageKeys
 from toolpath.store.spanrecord import SpanRecord
 from toolpath.store.store import Store
 from toolpath.store.usage import ModelPrice, session_traces, span_values
@@ -25,6 +26,14 @@ NUMBERS = (
     sc.GEN_AI_USAGE_COST_OUTPUT,
 )
 TEXTS = (sc.GEN_AI_RESPONSE_MODEL, sc.GEN_AI_REQUEST_MODEL)
+USAGE_KEYS = UsageKeys(
+    input_tokens=(sc.GEN_AI_USAGE_INPUT_TOKENS, sc.OI_TOKEN_COUNT_PROMPT),
+    output_tokens=(sc.GEN_AI_USAGE_OUTPUT_TOKENS, sc.OI_TOKEN_COUNT_COMPLETION),
+    cost_total=sc.GEN_AI_USAGE_COST_TOTAL,
+    cost_parts=(sc.GEN_AI_USAGE_COST_INPUT, sc.GEN_AI_USAGE_COST_OUTPUT),
+    model=TEXTS,
+)
+"""The same attributes, for ordering the whole sessions list by tokens or cost in the store."""
 
 
 @dataclass

@@ -1,0 +1,166 @@
+"""The sessions list in an order other than newest first: the whole filtered set ordered in the database by a
+session's turns, failures, tool calls, slowest turn, tokens, cost, time, id or agent, a page at a time (an offset
+into that order), so that the first row is the store's first by that column, not the page's."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import Float, case, cast, func, literal, or_, select
+from sqlalchemy.sql.elements import ColumnElement
+
+from toolpath.store import schema as t
+from toolpath.store.browse import SessionFilter, SessionPage, count_sessions, session_conditions, session_rows
+from toolpath.store.store import Store
+from toolpath.store.usage import ModelPrice
+
+
+class SessionSort(StrEnum):
+    """What the sessions list can be ordered by (the ``sort`` parameter of ``/sessions``)."""
+
+    TIME = "time"
+    """Last active."""
+    SESSION = "session"
+    AGENT = "agent"
+    TURNS = "turns"
+    FAILURES = "failures"
+    CALLS = "calls"
+    """Tool calls."""
+    LATENCY = "latency"
+    """The slowest turn that finished."""
+    TOKENS = "tokens"
+    """Input plus output tokens of the session's model calls."""
+    COST = "cost"
+    """Reported by the calls, else their tokens priced by the price table."""
+
+
+TEXT_SORTS = frozenset({SessionSort.SESSION, SessionSort.AGENT})
+"""Orders by text: ascending unless asked otherwise (the others start with the largest)."""
+
+
+@dataclass(frozen=True)
+class UsageKeys:
+    """The span attributes that hold a model call's usage (the first of each group that is present counts), as
+    the UI's token and cost columns read them."""
+
+    input_tokens: tuple[str, ...]
+    output_tokens: tuple[str, ...]
+    cost_total: str
+    cost_parts: tuple[str, ...]
+    model: tuple[str, ...]
+
+
+def _first(columns: list[ColumnElement[Any]]) -> ColumnElement[Any]:
+    return columns[0] if len(columns) == 1 else func.coalesce(*columns)
+
+
+def _usage_value(key: SessionSort, keys: UsageKeys, prices: Mapping[str, ModelPrice]) -> ColumnElement[Any]:
+    """Each session's tokens (0 without model calls, as the list shows them) or cost (none without one), summed
+    over the spans of its turns' traces."""
+    spans, inv, s = t.spans, t.invocations, t.sessions
+    attrs = spans.c.attributes
+
+    def number(name: str) -> ColumnElement[Any]:
+        return cast(attrs[name].as_float(), Float)
+
+    tokens_in = _first([number(k) for k in keys.input_tokens])
+    tokens_out = _first([number(k) for k in keys.output_tokens])
+    if key is SessionSort.TOKENS:
+        per_span: ColumnElement[Any] = func.coalesce(tokens_in, 0) + func.coalesce(tokens_out, 0)
+    else:
+        parts = [number(k) for k in keys.cost_parts]
+        any_part = or_(*(part.is_not(None) for part in parts))
+        reported_parts = case((any_part, sum((func.coalesce(p, 0) for p in parts), literal(0.0))), else_=None)
+        model = _first([attrs[k].as_string() for k in keys.model])
+        priced: ColumnElement[Any] = literal(None, Float)
+        if prices:
+            priced = case(
+                *(
+                    (
+                        model == name,
+                        func.coalesce(tokens_in, 0) * (price.input_per_million / 1e6)
+                        + func.coalesce(tokens_out, 0) * (price.output_per_million / 1e6),
+                    )
+                    for name, price in prices.items()
+                ),
+                else_=None,
+            )
+        per_span = func.coalesce(number(keys.cost_total), reported_parts, priced)
+    total = func.coalesce(func.sum(per_span), 0) if key is SessionSort.TOKENS else func.sum(per_span)
+    return (
+        select(total)
+        .select_from(spans.join(inv, inv.c.trace_id == spans.c.trace_id))
+        .where(inv.c.session_id == s.c.session_id)
+        .scalar_subquery()
+    )
+
+
+def sort_value(
+    key: SessionSort, keys: UsageKeys | None = None, prices: Mapping[str, ModelPrice] | None = None
+) -> ColumnElement[Any]:
+    """The value of each session (a column or a correlated subquery on ``sessions``) that ``key`` orders by."""
+    s, inv, calls = t.sessions, t.invocations, t.tool_calls
+    mine = inv.c.session_id == s.c.session_id
+    match key:
+        case SessionSort.TIME:
+            return s.c.last_started_at
+        case SessionSort.SESSION:
+            return s.c.session_id
+        case SessionSort.AGENT:
+            return s.c.agent_name
+        case SessionSort.TURNS:
+            return select(func.count()).select_from(inv).where(mine).scalar_subquery()
+        case SessionSort.FAILURES:
+            return select(func.count()).select_from(inv).where(mine, inv.c.failure > 0).scalar_subquery()
+        case SessionSort.LATENCY:
+            return select(func.max(inv.c.latency_seconds)).where(mine).scalar_subquery()
+        case SessionSort.CALLS:
+            joined = calls.join(inv, inv.c.invocation_id == calls.c.invocation_id)
+            return select(func.count()).select_from(joined).where(mine).scalar_subquery()
+    if keys is None:
+        raise ValueError(f"ordering by {key.value} needs the span attributes of usage (keys=...)")
+    return _usage_value(key, keys, prices or {})
+
+
+@dataclass(frozen=True)
+class OrderedPage:
+    page: SessionPage
+    number: int
+    """This page's number, from 1."""
+    more: bool
+    """A later page follows."""
+
+
+def ordered_session_page(
+    store: Store,
+    where: SessionFilter,
+    key: SessionSort,
+    *,
+    descending: bool,
+    page: int = 1,
+    limit: int = 50,
+    keys: UsageKeys | None = None,
+    prices: Mapping[str, ModelPrice] | None = None,
+) -> OrderedPage:
+    """Page ``page`` (from 1) of the sessions matching ``where``, all of them ordered by ``key`` (sessions without
+    a value last, either way; ties by session id), with the rows and total :func:`browse.session_page` gives."""
+    s = t.sessions
+    value = sort_value(key, keys, prices).label("sort_value")
+    ordered = value.desc().nulls_last() if descending else value.asc().nulls_last()
+    sqlite = store.dialect == "sqlite"
+    query = (
+        select(s.c.session_id, s.c.agent_name, s.c.first_started_at, s.c.last_started_at, value)
+        .where(*session_conditions(where, sqlite=sqlite))
+        .order_by(ordered, s.c.session_id)
+        .offset((page - 1) * limit)
+        .limit(limit + 1)
+    )
+    with store.engine.connect() as conn:
+        found = list(conn.execute(query).all())
+        shown = found[:limit]
+        total, capped = count_sessions(conn, session_conditions(where, sqlite=sqlite))
+        rows = session_rows(conn, shown)
+    return OrderedPage(SessionPage(rows, None, None, total, capped), page, len(found) > limit)
