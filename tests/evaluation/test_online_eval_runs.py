@@ -1,0 +1,113 @@
+"""Online scoring against an ADK eval set keeps an evaluation run of the set: a real `toolpath collect --online`
+(one process, and two `--workers` sharing a run) receives an agent's spans over OTLP, and `toolpath runs show` of
+its online run gives each turn the score and status `toolpath eval SET --from-store` gives it from the same
+traffic; `runs list` names the run as online, and `report --run` renders it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import ADK_FIXTURES
+from tests.helpers.cli import run_cli
+from tests.helpers.collector import TOKEN, Collector
+from toolpath.store.store import Store
+
+WEATHER = """
+import toolpath
+
+@toolpath.tool
+def get_weather(city: str) -> dict:
+    return {"city": city, "sky": "sunny", "temp": 20}
+
+def wrong(prompt):
+    if "weather" in prompt:
+        get_weather("London")
+        return "The weather in London is sunny, 20C."
+    return "Hello! I can tell you the weather."
+"""
+
+
+def online_runs(store: Store) -> list[dict]:
+    return [r for r in store.list_eval_runs(limit=None) if r["dataset"].startswith("online ")]
+
+
+def played_through(collector: Collector, cwd: Path, turns: int) -> dict:
+    """The live `toolpath eval SET --agent` run of the agent, its spans sent over OTLP/HTTP to ``collector``;
+    the online run once it holds ``turns`` cases."""
+    env = {
+        **os.environ,
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"{collector.url}/v1/traces",
+        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
+        "OTEL_EXPORTER_OTLP_TRACES_HEADERS": f"authorization=Bearer%20{TOKEN}",
+    }
+    env.pop("TOOLPATH_STORE", None)
+    live = subprocess.run(
+        [sys.executable, "-m", "toolpath.cli", "eval", "weather.evalset.json", "--agent", "weather_agent:wrong",
+         "--store", "agent.db", "--output", "live.json"],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert live.returncode == 1, live.stdout + live.stderr  # the wrong city fails the trajectory criterion
+    store = collector.store()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        runs = online_runs(store)
+        if runs and runs[0]["row_count"] >= turns:
+            break
+        time.sleep(0.2)
+    store.close()
+    assert runs and runs[0]["row_count"] == turns, runs
+    return json.loads((cwd / "live.json").read_text())
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_online_run_of_an_eval_set_scores_as_the_recorded_run(tmp_path, workers):
+    for f in ADK_FIXTURES.iterdir():
+        (tmp_path / f.name).write_text(f.read_text())
+    (tmp_path / "weather_agent.py").write_text(WEATHER)
+    (tmp_path / "online.toml").write_text('reference_dataset = "weather.evalset.json"\npoll_seconds = 0.05\n')
+    extra = ("--workers", str(workers)) if workers > 1 else ()
+    collector = Collector(tmp_path, None, "--online", str(tmp_path / "online.toml"), *extra).start()
+    try:
+        live = played_through(collector, tmp_path, turns=2)
+    finally:
+        collector.stop()
+    db = f"sqlite:///{collector.db}"
+
+    listed = run_cli(tmp_path, "runs", "list", "--store", db, "--json")
+    [run] = [r for r in json.loads(listed.stdout) if r["dataset"].startswith("online ")]  # one run, any workers
+    [case] = live["eval_cases"]
+    assert run["kind"] == "evalset" and run["dataset"].startswith(f"online {case['eval_set_id']} ")
+    shown = run_cli(tmp_path, "runs", "show", run["run_id"], "--store", db, "--json")
+    assert shown.returncode == 0, shown.stderr
+    online = json.loads(shown.stdout)
+
+    again = run_cli(tmp_path, "eval", "weather.evalset.json", "--from-store", "--store", db, "--output", "again.json")
+    assert again.returncode == 1, again.stdout + again.stderr
+    [recorded] = json.loads((tmp_path / "again.json").read_text())["eval_cases"]
+    assert recorded["sessions"] and recorded["metrics"].keys() == case["metrics"].keys()
+
+    results = sorted(online["results"], key=lambda r: r["row"]["online"]["turn"])
+    assert [r["case_id"] for r in results] == [f"{case['eval_set_id']}/{case['eval_id']} turn {n}" for n in (1, 2)]
+    for n, result in enumerate(results):  # each turn: the recorded run's score and status of that invocation
+        assert result["row"]["sessions"] == recorded["sessions"]
+        [[turn]] = result["row"]["turns"]
+        assert turn["invocation_id"] == result["invocation_id"] and turn["session_id"] == recorded["sessions"][0]
+        for name, criterion in recorded["metrics"].items():
+            assert result["scores"][name] == criterion["per_invocation"][n]
+            assert result["row"]["metrics"][name]["status"] == criterion["per_invocation_status"][n]
+            assert result["row"]["metrics"][name]["threshold"] == criterion["threshold"]
+    assert [r["status"] for r in results] == ["PASSED", "FAILED"]  # hello passes; London is not Paris
+    assert run["failed_count"] == 1
+    for name, criterion in recorded["metrics"].items():  # the mean over the turns: the case's score in ADK
+        assert online["summary"][f"{name}/mean"] == pytest.approx(criterion["score"])
+
+    report = run_cli(tmp_path, "report", "--run", run["run_id"], "--store", db, "--html", "online.html")
+    assert report.returncode == 0, report.stderr
+    assert "turn 2" in (tmp_path / "online.html").read_text()
