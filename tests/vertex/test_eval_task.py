@@ -162,7 +162,7 @@ def test_what_needs_google_cloud_is_one_clear_error(tmp_path) -> None:
     with pytest.raises(MetricError, match=r"import it from toolpath\.vertex"):
         EvalTask(dataset=rows, metrics=[vertex_metrics.TrajectorySingleToolUse(tool_name="x")])
     with pytest.raises(ConfigError, match="a Gemini model name or a GenerativeModel"):
-        EvalTask(dataset=[{"prompt": "p"}], metrics=["exact_match"]).evaluate(model=42)
+        EvalTask(dataset=[{"prompt": "p", "reference": "r"}], metrics=["exact_match"]).evaluate(model=42)
     with pytest.raises(DatasetError, match="already has 'response'"):
         EvalTask(dataset=rows, metrics=["exact_match"]).evaluate(model=str.upper)
 

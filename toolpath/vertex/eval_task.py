@@ -33,6 +33,7 @@ from toolpath.vertex.generated_responses import generate
 from toolpath.vertex.model_based import PairwiseMetric
 from toolpath.vertex.raw_output import wants_raw_output
 from toolpath.vertex.rubric_metrics import UNSUPPORTED, RubricBasedMetric
+from toolpath.vertex.task_columns import check_columns, written_columns
 
 __all__ = ["EvalResult", "EvalTask", "PromptTemplate"]
 
@@ -166,6 +167,8 @@ class EvalTask:
                 mapping[key or "baseline_model_response"] = column
         if prompt_template is not None:
             assemble_prompts(rows, prompt_template)
+        written = written_columns(runnable=runnable, model=model, metrics=self._metrics)
+        check_columns(rows, self._metrics, mapping, written)
         for metric in self._metrics:  # rubrics are written before any response is generated, as in Vertex AI
             if isinstance(metric, RubricBasedMetric):
                 metric.write_rubrics(rows)

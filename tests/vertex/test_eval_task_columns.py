@@ -1,0 +1,72 @@
+"""A column a metric needs that the dataset lacks is one error before anything runs, as in Vertex AI (which
+raises for a missing ``response`` / ``reference`` column or template variable) — never a table of empty scores."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from toolpath.errors import DatasetError
+
+# the agent-evaluation guide's dataset: trajectories only
+GUIDE = pd.DataFrame(
+    {
+        "predicted_trajectory": [
+            [{"tool_name": "set_device_info", "tool_input": {"device_id": "device_3"}}],
+            [{"tool_name": "set_temperature", "tool_input": {"location": "Living Room", "temperature": 23}}],
+        ],
+        "reference_trajectory": [
+            [{"tool_name": "set_device_info", "tool_input": {"device_id": "device_2"}}],
+            [{"tool_name": "set_temperature", "tool_input": {"location": "Living Room", "temperature": 23}}],
+        ],
+    }
+)
+
+
+class Agent:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, prompt: str) -> dict:
+        self.calls += 1
+        return {"response": f"done: {prompt}", "predicted_trajectory": [{"tool_name": "set_temperature"}]}
+
+
+def test_a_metrics_missing_column_is_one_error_naming_it() -> None:
+    from toolpath.vertex import EvalTask, PointwiseMetric
+
+    with pytest.raises(DatasetError, match=r"'response'.*rouge_l_sum.*predicted_trajectory, reference_trajectory"):
+        EvalTask(dataset=GUIDE, metrics=["rouge_l_sum", "trajectory_exact_match"]).evaluate()
+    with pytest.raises(DatasetError, match=r"'reference_trajectory'.*trajectory_precision"):
+        EvalTask(dataset=GUIDE[["predicted_trajectory"]], metrics=["trajectory_precision"]).evaluate()
+    with pytest.raises(ValueError, match=r"'reference'.*exact_match"):  # DatasetError is a ValueError, as Vertex's
+        EvalTask(
+            dataset={"model_1_response": ["a"], "ref": ["a"]},
+            metrics=["exact_match"],
+            metric_column_mapping={"response": "model_1_response", "reference": "no_such_column"},
+        ).evaluate()
+    judged = PointwiseMetric(metric="clarity", metric_prompt_template="Rate {response} for {audience}.")
+    with pytest.raises(DatasetError, match=r"'audience'.*clarity"):
+        EvalTask(dataset={"response": ["a"]}, metrics=[judged]).evaluate()
+
+
+def test_the_check_comes_before_the_agent_runs_and_counts_what_it_writes() -> None:
+    from toolpath.vertex import EvalTask
+    from toolpath.vertex.metrics import TrajectorySingleToolUse
+
+    agent = Agent()
+    rows = {"prompt": ["Warm the living room", "Turn off device 2"]}
+    with pytest.raises(DatasetError, match="'reference'"):
+        EvalTask(dataset=rows, metrics=["bleu"]).evaluate(runnable=agent)
+    assert agent.calls == 0
+    # the agent writes response and predicted_trajectory; single-tool use needs no reference
+    result = EvalTask(dataset=rows, metrics=[TrajectorySingleToolUse(tool_name="set_temperature")]).evaluate(
+        runnable=agent
+    )
+    assert agent.calls == 2 and result.summary_metrics["trajectory_single_tool_use/mean"] == 1.0
+    mapped = EvalTask(
+        dataset={"model_1_response": ["a", "b"], "ref": ["a", "a"]},
+        metrics=["exact_match"],
+        metric_column_mapping={"response": "model_1_response", "reference": "ref"},
+    ).evaluate()
+    assert mapped.summary_metrics["exact_match/mean"] == 0.5
