@@ -18,7 +18,7 @@ from toolpath.redact import Redactor
 from toolpath.store.store import Store
 from toolpath.tracer import originals
 from toolpath.tracer import semconv as sc
-from toolpath.tracer.spans import split_agent_result
+from toolpath.tracer.spans import run_attributes, split_agent_result
 from toolpath.trajectory import parse_trajectory
 
 
@@ -133,7 +133,8 @@ def run_agent(
     timeout: float = 30.0,
     message: Mapping[str, Any] | None = None,
 ) -> AgentOutcome:
-    """Run ``runnable`` on ``prompt`` as a traced agent run (starting tracing without a store if needed).
+    """Run ``runnable`` on ``prompt`` as a traced agent run (starting tracing without a store if needed), marked
+    evaluation traffic (``toolpath.evaluation`` on its agent span).
 
     ``runnable`` is a :class:`~toolpath.evaluation.targets.Target`, or anything
     :func:`~toolpath.evaluation.targets.resolve_target` accepts (resolve it once to run several turns of an agent
@@ -153,7 +154,8 @@ def run_agent(
     try:
         began = time.perf_counter()
         try:
-            with originals.watching(kept):
+            # the run is marked evaluation traffic on its agent span (and so on its stored invocation)
+            with originals.watching(kept), run_attributes({sc.TOOLPATH_EVALUATION: True}):
                 if spec.is_async:
                     result = asyncio.run(spec.acall((prompt,), kwargs, started))
                 else:

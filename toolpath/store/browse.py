@@ -14,8 +14,9 @@ from toolpath.store import schema as t
 from toolpath.store.store import Store
 
 EVALUATION_PREFIXES = ("eval-", "replay-")
-"""Session ids the evaluators give the sessions they run (``toolpath eval``, eval sets, ``toolpath replay``, and
-the runs the UI starts): evaluation traffic, not production's."""
+"""Session ids the evaluators give the sessions they run when none is given (``toolpath eval``, eval sets,
+``toolpath replay``, and the runs the UI starts): evaluation traffic, not production's. The turns evaluations run
+are also marked (``toolpath.evaluation``), whatever their session id; the prefixes keep older stores' apart."""
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,10 @@ class SessionFilter:
     latency_above: float | None = None
     """Only sessions with a turn slower than this many seconds."""
     hide_evaluation: bool = False
-    """Leave out the sessions evaluations ran (:data:`EVALUATION_PREFIXES`)."""
+    """Leave out the sessions evaluations ran: those with a turn marked by ``evaluation_attribute``, and (stores
+    written before the mark) those with an id of :data:`EVALUATION_PREFIXES`."""
+    evaluation_attribute: str | None = None
+    """The invocation attribute that is ``true`` on a turn an evaluation ran (``toolpath.evaluation``)."""
     review: str | None = None
     """Only sessions with a turn a reviewer annotated: labelled ``pass`` or ``fail``, or ``any`` annotation."""
 
@@ -84,6 +88,9 @@ def session_conditions(where: SessionFilter, *, sqlite: bool = True) -> list[Any
         conditions.append(s.c.first_started_at <= where.until_ns)
     if where.hide_evaluation:
         conditions += [~s.c.session_id.like(f"{prefix}%") for prefix in EVALUATION_PREFIXES]
+        if where.evaluation_attribute is not None:
+            marked = inv.c.attributes[where.evaluation_attribute].as_boolean()
+            conditions.append(~exists().where(inv.c.session_id == s.c.session_id, marked.is_(True)))
     if where.failures:
         conditions.append(exists().where(inv.c.session_id == s.c.session_id, inv.c.failure > 0))
     if where.latency_above is not None:

@@ -137,6 +137,10 @@ TOOLPATH_SIMULATED_USER: Final = "toolpath.simulated_user"
 TOOLPATH_SIMULATED_TURN: Final = "toolpath.simulated_user.turn"
 """The 1-based turn of the simulated conversation: on the agent span of that turn, and on the simulated user's
 model-call span that wrote it."""
+TOOLPATH_EVALUATION: Final = "toolpath.evaluation"
+"""``true`` on an agent span an evaluation ran (``toolpath eval --agent``, eval-set runs from the CLI, the UI or
+``toolpath mcp``, ``toolpath replay``), and on the invocation rebuilt from it: evaluation traffic, which the UI can
+hide from production's whatever the session id."""
 TOOLPATH_CACHE_HIT: Final = "toolpath.cache_hit"
 """``true`` on a simulated user's model-call span whose reply came from the store's cache (no model was asked)."""
 TOOLPATH_TRUNCATED: Final = "toolpath.truncated"

@@ -12,6 +12,7 @@ from toolpath.errors import ToolpathError
 from toolpath.evaluation.catalog import metric_info
 from toolpath.store.browse import SessionFilter
 from toolpath.store.session_order import TEXT_SORTS, SessionSort
+from toolpath.tracer import semconv as sc
 
 
 class BadRequest(ToolpathError, ValueError):
@@ -114,6 +115,7 @@ def session_filter(params: Mapping[str, str]) -> SessionFilter:
         tool_error=flag(params, "tool_error"),
         latency_above=number(params, "slower", low=0),
         hide_evaluation=flag(params, "hide_eval"),
+        evaluation_attribute=sc.TOOLPATH_EVALUATION,
         review=review,
     )
 

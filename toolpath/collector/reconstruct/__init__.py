@@ -142,6 +142,8 @@ def build_invocation(root: SpanRecord, descendants: Iterable[SpanRecord]) -> Inv
         if isinstance(changed := attrs.get(key), list) and changed:
             invocation_attrs[key] = list(changed)
     invocation_attrs.update(content_notes)
+    if attrs.get(sc.TOOLPATH_EVALUATION):  # an evaluation ran it: not production traffic
+        invocation_attrs[sc.TOOLPATH_EVALUATION] = True
     if attrs.get(sc.TOOLPATH_SIMULATED_USER):  # the prompt was a simulated user's
         invocation_attrs[sc.TOOLPATH_SIMULATED_USER] = True
         if (turn := attrs.get(sc.TOOLPATH_SIMULATED_TURN)) is not None:
