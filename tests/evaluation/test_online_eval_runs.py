@@ -40,7 +40,7 @@ def online_runs(store: Store) -> list[dict]:
 
 def played_through(collector: Collector, cwd: Path, turns: int) -> dict:
     """The live `toolpath eval SET --agent` run of the agent, its spans sent over OTLP/HTTP to ``collector``;
-    the online run once it holds ``turns`` cases."""
+    the online run once ``turns`` turns are in it."""
     env = {
         **os.environ,
         "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"{collector.url}/v1/traces",
@@ -58,11 +58,12 @@ def played_through(collector: Collector, cwd: Path, turns: int) -> dict:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         runs = online_runs(store)
-        if runs and runs[0]["row_count"] >= turns:
+        run = store.get_eval_run(runs[0]["run_id"]) if runs else None
+        if run and sum(len(r["row"]["online"]["scored_turns"]) for r in run["results"]) >= turns:
             break
         time.sleep(0.2)
     store.close()
-    assert runs and runs[0]["row_count"] == turns, runs
+    assert run and sum(len(r["row"]["online"]["scored_turns"]) for r in run["results"]) == turns, runs
     return json.loads((cwd / "live.json").read_text())
 
 
@@ -93,21 +94,24 @@ def test_online_run_of_an_eval_set_scores_as_the_recorded_run(tmp_path, workers)
     [recorded] = json.loads((tmp_path / "again.json").read_text())["eval_cases"]
     assert recorded["sessions"] and recorded["metrics"].keys() == case["metrics"].keys()
 
-    results = sorted(online["results"], key=lambda r: r["row"]["online"]["turn"])
-    assert [r["case_id"] for r in results] == [f"{case['eval_set_id']}/{case['eval_id']} turn {n}" for n in (1, 2)]
-    for n, result in enumerate(results):  # each turn: the recorded run's score and status of that invocation
-        assert result["row"]["sessions"] == recorded["sessions"]
-        [[turn]] = result["row"]["turns"]
-        assert turn["invocation_id"] == result["invocation_id"] and turn["session_id"] == recorded["sessions"][0]
-        for name, criterion in recorded["metrics"].items():
-            assert result["scores"][name] == criterion["per_invocation"][n]
-            assert result["row"]["metrics"][name]["status"] == criterion["per_invocation_status"][n]
-            assert result["row"]["metrics"][name]["threshold"] == criterion["threshold"]
-    assert [r["status"] for r in results] == ["PASSED", "FAILED"]  # hello passes; London is not Paris
-    assert run["failed_count"] == 1
-    for name, criterion in recorded["metrics"].items():  # the mean over the turns: the case's score in ADK
+    [result] = online["results"]  # the session's two turns, scored one at a time, are one case
+    assert result["case_id"] == f"{case['eval_set_id']}/{case['eval_id']}"
+    assert result["row"]["sessions"] == recorded["sessions"]
+    assert result["row"]["online"]["scored_turns"] == [1, 2]
+    turns = result["row"]["turns"][0]
+    assert [t["prompt"].casefold() for t in turns] == ["hi", "what is the weather in paris?"]
+    assert {t["session_id"] for t in turns} == set(recorded["sessions"])
+    assert result["invocation_id"] in {t["invocation_id"] for t in turns}
+    for name, criterion in recorded["metrics"].items():  # the recorded run's scores and statuses, turn and case
+        mine = result["row"]["metrics"][name]
+        assert result["scores"][name] == pytest.approx(criterion["score"])
+        assert mine["per_invocation"] == criterion["per_invocation"]
+        assert mine["per_invocation_status"] == criterion["per_invocation_status"]
+        assert (mine["status"], mine["threshold"]) == (criterion["status"], criterion["threshold"])
         assert online["summary"][f"{name}/mean"] == pytest.approx(criterion["score"])
+    assert result["status"] == recorded["status"] == "FAILED"  # London is not Paris
+    assert run["failed_count"] == 1 and run["row_count"] == 1
 
     report = run_cli(tmp_path, "report", "--run", run["run_id"], "--store", db, "--html", "online.html")
     assert report.returncode == 0, report.stderr
-    assert "turn 2" in (tmp_path / "online.html").read_text()
+    assert "weather in Paris?" in (tmp_path / "online.html").read_text()

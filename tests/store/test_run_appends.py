@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from toolpath.store.run_appends import append_run_results
+from toolpath.store.run_appends import append_run_results, grown_summary
 from toolpath.store.store import Store
 
 RUN = {"run_id": "online-abc", "kind": "evalset", "dataset": "online s 2026-01-01", "agent": None,
@@ -59,3 +59,15 @@ def test_appenders_of_one_run_take_positions_in_turn(store):
     assert run["summary"]["m/std"] == pytest.approx(statistics.stdev(kept))
     assert run["summary"]["n/mean"] is None  # a criterion never scored: listed, without a mean
     assert run["dataset"] == RUN["dataset"] and run["kind"] == "evalset"
+
+
+def test_a_replaced_row_leaves_the_summary_of_the_rows_that_stay():
+    scores = [0.2, 0.9, 0.4, 1.0, 0.0]
+    summary = grown_summary({}, [{"m": s} for s in scores])
+    summary = grown_summary(summary, [{"m": 0.9}], remove=True)
+    summary = grown_summary(summary, [{"m": 0.5}])  # the row 0.9 was, merged
+    kept = [0.2, 0.4, 1.0, 0.0, 0.5]
+    assert summary["m/count"] == len(kept)
+    assert summary["m/mean"] == pytest.approx(statistics.mean(kept))
+    assert summary["m/std"] == pytest.approx(statistics.stdev(kept))
+    assert grown_summary(grown_summary({}, [{"m": 0.3}]), [{"m": 0.3}], remove=True)["m/mean"] is None

@@ -3,14 +3,15 @@ run per evaluator start (every ``--workers`` process of one ``toolpath collect``
 the run id once and hands it to them), named ``online <eval set id(s)> <started, UTC>``, of kind ``evalset``, so
 ``toolpath runs``, ``toolpath report --run`` and the UI's run pages show it and compare it with a live run.
 
-Each scored turn that replays a golden turn is one case result, as a recorded or live eval-set run keeps a case:
-its criteria's scores, thresholds and statuses (a criterion's status is the online verdict: PASSED, FAILED, or
-NOT_EVALUATED without a score), its session, and the turn (prompt, response, reference, trajectories) linked to
-the stored invocation. A one-turn case's result has the case's id, ``<eval set id>/<eval id>``, as in every other
-eval-set run; a turn of a case of several is ``<eval set id>/<eval id> turn <n>`` (online scores turns one at a
-time: a session's case score is not assembled). The cases are appended in the transaction that closes the turns'
-jobs (:func:`toolpath.store.run_appends.append_run_results`): a crash loses both or neither, and a job another
-worker took over adds its case once, from that worker."""
+Each session that replays a golden case is one case result of that case (``<eval set id>/<eval id>``), as a
+recorded or live eval-set run keeps a case: per criterion a slot per turn, filled as the session's turns are
+scored (one turn at a time, in any order, by any worker), the criterion's score the mean of the scored turns (ADK's
+per-invocation averaging) and its status by the threshold, the case's status (FAILED when a criterion failed),
+its session, and the turns (prompt, response, reference, trajectories) linked to their stored invocations. The
+cases are written in the transaction that closes the turns' jobs (:func:`toolpath.store.run_appends.
+append_run_results`, which finds a session's row through its invocations): a crash loses both or neither, and a
+job another worker took over adds its turn once, from that worker.
+"""
 
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ from typing import Any
 
 from sqlalchemy import Connection
 
+from toolpath.evaluation.catalog import passes
 from toolpath.evaluation.online_evalsets import EvalSetReferences
+from toolpath.metrics.base import invocation_mean
 from toolpath.store.reads import StoredTurn
 from toolpath.store.run_appends import append_run_results
 from toolpath.store.store import Store
@@ -79,37 +82,34 @@ class OnlineRun:
             return None
 
         def append(conn: Connection, closed: set[str]) -> None:
-            append_run_results(store, conn, self.row(), [c for c in cases if c["invocation_id"] in closed])
+            kept = [c for c in cases if c["invocation_id"] in closed]
+            append_run_results(store, conn, self.row(), kept, merge=self.merge)
 
         return append
 
     def case(self, turn: StoredTurn, results: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
-        """The case result (``eval_results`` columns) of one scored turn, or ``None`` if it replays no golden turn."""
+        """The case result (``eval_results`` columns) of one scored turn, or ``None`` if it replays no golden turn:
+        a case of several turns has a slot per turn, this one filled (:meth:`merge` fills the others)."""
         golden = self.references.find(turn.prompt)
         if golden is None or golden.get("eval_id") is None:
             return None
         set_id, eval_id, number = str(golden["eval_set_id"]), str(golden["eval_id"]), int(golden["turn"])
-        of = self.references.case_turns.get((set_id, eval_id), 1)
+        of = max(self.references.case_turns.get((set_id, eval_id), 1), number)
         by_name = {r["metric"]: r for r in results}
         metrics = {}
         for name in self.names:
             result = by_name.get(name, {})
             score = result.get("score")
             status = NOT_EVALUATED if score is None else _STATUS.get(str(result.get("label")), NOT_EVALUATED)
-            threshold = self.rules.get(name, {}).get("threshold")
+            per_invocation: list[float | None] = [None] * of
+            per_status = [NOT_EVALUATED] * of
+            per_invocation[number - 1], per_status[number - 1] = score, status
             metrics[name] = {
-                "score": score,
-                "threshold": threshold,
-                "status": status,
-                "per_invocation": [score],
-                "per_invocation_status": [status],
+                "threshold": self.rules.get(name, {}).get("threshold"),
+                "per_invocation": per_invocation,
+                "per_invocation_status": per_status,
                 "explanation": result.get("explanation"),
-                "runs": [
-                    {"score": score, "status": status, "per_invocation": [score], "per_invocation_status": [status]}
-                ],
             }
-        statuses = {m["status"] for m in metrics.values()}
-        status = FAILED if FAILED in statuses else PASSED if PASSED in statuses else NOT_EVALUATED
         reference = golden.get("reference_trajectory") or []
         played = {
             "prompt": turn.prompt,
@@ -124,21 +124,65 @@ class OnlineRun:
             "error": None,
             "invocation_id": turn.invocation_id,
             "session_id": turn.session_id,
+            "turn": number,
         }
         row = {
             "eval_set_id": set_id,
             "eval_id": eval_id,
-            "status": status,
             "metrics": metrics,
             "efficiency": {},
             "sessions": [turn.session_id],
             "turns": [[played]],
-            "online": {"turn": number, "turns": of, "agent_name": turn.agent_name},
+            "online": {"turns": of, "scored_turns": [number], "agent_name": turn.agent_name},
         }
-        return {
-            "case_id": f"{set_id}/{eval_id}" if of == 1 else f"{set_id}/{eval_id} turn {number}",
-            "invocation_id": turn.invocation_id,
-            "status": status,
-            "scores": {name: m["score"] for name, m in metrics.items()},
-            "row": row,
-        }
+        return self._finished({"case_id": f"{set_id}/{eval_id}", "invocation_id": turn.invocation_id, "row": row})
+
+    def merge(self, new: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+        """``new`` (a scored turn's case) merged into the row its session already has for that case, if any."""
+        case = new["row"]
+        old = next(
+            (
+                r
+                for r in rows
+                if r["case_id"] == new["case_id"] and (r["row"] or {}).get("sessions") == case["sessions"]
+            ),
+            None,
+        )
+        if old is None or case["online"]["turns"] == 1:
+            return None
+        row = dict(old["row"])
+        [[played]] = case["turns"]
+        number = played["turn"]
+        kept = [t for t in row["turns"][0] if t.get("turn") != number]
+        row["turns"] = [sorted([*kept, played], key=lambda t: int(t.get("turn") or 0))]
+        row["online"] = {**row["online"], "scored_turns": sorted({*row["online"]["scored_turns"], number})}
+        metrics = {}
+        for name, metric in row["metrics"].items():
+            fresh = case["metrics"].get(name)
+            if fresh is None:
+                metrics[name] = metric
+                continue
+            per_invocation, per_status = list(metric["per_invocation"]), list(metric["per_invocation_status"])
+            per_invocation[number - 1] = fresh["per_invocation"][number - 1]
+            per_status[number - 1] = fresh["per_invocation_status"][number - 1]
+            explanations = [e for e in (metric.get("explanation"), fresh.get("explanation")) if e]
+            metrics[name] = {**metric, "per_invocation": per_invocation, "per_invocation_status": per_status,
+                             "explanation": "; ".join(explanations) or None}  # fmt: skip
+        row["metrics"] = metrics
+        return self._finished({"position": old["position"], "case_id": old["case_id"],
+                               "invocation_id": old["invocation_id"], "row": row})  # fmt: skip
+
+    def _finished(self, result: dict[str, Any]) -> dict[str, Any]:
+        """Each criterion's score (the mean of its scored turns, as ADK's per-invocation averaging) and status, and
+        the case's status and scores, from the per-turn slots."""
+        row = result["row"]
+        for name, metric in row["metrics"].items():
+            known = [s for s in metric["per_invocation"] if s is not None]
+            score = invocation_mean(known) if known else None
+            verdict = passes(score, **self.rules[name]) if name in self.rules else None
+            status = NOT_EVALUATED if score is None or verdict is None else PASSED if verdict else FAILED
+            metric |= {"score": score, "status": status}
+            metric["runs"] = [{k: metric[k] for k in ("score", "status", "per_invocation", "per_invocation_status")}]
+        statuses = {m["status"] for m in row["metrics"].values()}
+        row["status"] = FAILED if FAILED in statuses else PASSED if PASSED in statuses else NOT_EVALUATED
+        return {**result, "status": row["status"], "scores": {n: m["score"] for n, m in row["metrics"].items()}}
