@@ -70,3 +70,18 @@ def test_the_check_comes_before_the_agent_runs_and_counts_what_it_writes() -> No
         metric_column_mapping={"response": "model_1_response", "reference": "ref"},
     ).evaluate()
     assert mapped.summary_metrics["exact_match/mean"] == 0.5
+
+
+def test_no_metrics_or_a_metric_twice_is_one_error_a_vertex_user_can_act_on() -> None:
+    from toolpath.errors import MetricError
+    from toolpath.vertex import EvalTask
+    from toolpath.vertex.metrics import Rouge
+
+    rows = {"response": ["a", "b"], "reference": ["a", "a"]}
+    with pytest.raises(MetricError, match="no metrics"):  # Vertex AI: "Metrics cannot be empty."
+        EvalTask(dataset=rows, metrics=[]).evaluate()
+    for twice in (["bleu", "bleu"], [Rouge(rouge_type="rouge1"), Rouge(rouge_type="rougeL")]):
+        with pytest.raises(MetricError) as caught:
+            EvalTask(dataset=rows, metrics=twice).evaluate()
+        message = str(caught.value)
+        assert "listed twice" in message and "trajectory_f1" not in message, message

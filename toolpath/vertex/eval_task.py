@@ -33,7 +33,7 @@ from toolpath.vertex.generated_responses import generate
 from toolpath.vertex.model_based import PairwiseMetric
 from toolpath.vertex.raw_output import wants_raw_output
 from toolpath.vertex.rubric_metrics import UNSUPPORTED, RubricBasedMetric
-from toolpath.vertex.task_columns import check_columns, written_columns
+from toolpath.vertex.task_columns import check_columns, check_metric_list, written_columns
 
 __all__ = ["EvalResult", "EvalTask", "PromptTemplate"]
 
@@ -158,6 +158,7 @@ class EvalTask:
         experiment = self._experiment
         if experiment_run_name is not None and experiment is None:
             raise ConfigError("experiment_run_name needs an experiment: EvalTask(..., experiment='name')")
+        check_metric_list(self._metrics)
         rows = copy.deepcopy(self._rows)
         mapping = dict(self._metric_column_mapping)
         for column, key in ((response_column_name, "response"), (baseline_model_response_column_name, None)):

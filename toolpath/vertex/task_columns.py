@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from toolpath.errors import DatasetError
+from toolpath.errors import DatasetError, MetricError
 from toolpath.judges.vertex import VARIABLE
 from toolpath.vertex.model_based import PairwiseMetric, PointwiseMetric
 from toolpath.vertex.rubric_metrics import RubricBasedMetric
@@ -86,3 +86,16 @@ def check_columns(
                 f"{', '.join(sorted(present - written)) or 'none'}); add it, or map another column to it with "
                 "metric_column_mapping"
             )
+
+
+def check_metric_list(metrics: Sequence[Any]) -> None:
+    """Raise :class:`MetricError` for no metrics, or for two that would write the same columns."""
+    if not metrics:
+        raise MetricError("EvalTask has no metrics: give metrics=[...] (names or metric objects)")
+    names = [_needs(metric)[0] or str(metric) for metric in metrics]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise MetricError(
+            f"metric(s) listed twice: {', '.join(twice)}; each metric's columns are <name>/score…, so list each "
+            "name once (two Rouge variants: evaluate them in two EvalTasks, as in Vertex AI)"
+        )
