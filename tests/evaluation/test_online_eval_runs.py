@@ -14,9 +14,11 @@ from pathlib import Path
 
 import pytest
 
+import toolpath
 from tests.helpers import ADK_FIXTURES
 from tests.helpers.cli import run_cli
 from tests.helpers.collector import TOKEN, Collector
+from toolpath.store.job_queue import latest_scored
 from toolpath.store.store import Store
 
 WEATHER = """
@@ -115,3 +117,46 @@ def test_online_run_of_an_eval_set_scores_as_the_recorded_run(tmp_path, workers)
     report = run_cli(tmp_path, "report", "--run", run["run_id"], "--store", db, "--html", "online.html")
     assert report.returncode == 0, report.stderr
     assert "weather in Paris?" in (tmp_path / "online.html").read_text()
+
+
+@toolpath.agent(name="weather_bot")
+def right_city(prompt: str) -> str:
+    if "weather" in prompt:
+        toolpath.tool(name="get_weather")(lambda city: {"city": city, "sky": "sunny"})(city="Paris")
+        return "The weather in Paris is sunny, 20C."
+    return "Hello! I can tell you the weather."
+
+
+def test_each_session_is_a_case_and_a_turn_scored_again_replaces_its_own(tmp_path):
+    for f in ADK_FIXTURES.iterdir():
+        (tmp_path / f.name).write_text(f.read_text())
+    config = {"reference_dataset": str(tmp_path / "weather.evalset.json"), "poll_seconds": 0.05}
+    tracing = toolpath.init(store=f"sqlite:///{tmp_path / 'agent.db'}", online=config)
+    try:
+        for session in ("s-1", "s-2"):
+            for prompt in ("hi", "what is the weather in Paris?"):
+                right_city(prompt, session_id=session)
+        toolpath.flush()
+        assert tracing.online.drain(20)
+        evaluator, store = tracing.online, tracing.store
+        [run] = online_runs(store)
+        before = store.get_eval_run(run["run_id"])
+        # the turns scored again, as after their invocations were rebuilt from more spans
+        turns = store.turns_by_id([t["invocation_id"] for r in before["results"] for t in r["row"]["turns"][0]])
+        scored = {r["invocation_id"]: [{"metric": m, **s} for m, s in r["scores"].items()]
+                  for r in latest_scored(store)}  # fmt: skip
+        write = evaluator.run.writer(store, turns, scored)
+        with store.redoable_write() as conn:
+            write(conn, {t.invocation_id for t in turns})
+        after = store.get_eval_run(run["run_id"])
+    finally:
+        toolpath.shutdown()
+    assert sorted(r["row"]["sessions"][0] for r in before["results"]) == ["s-1", "s-2"]
+    assert {r["status"] for r in before["results"]} == {"PASSED"}
+    assert [r["scores"] for r in after["results"]] == [r["scores"] for r in before["results"]]
+    assert after["row_count"] == 2 and after["failed_count"] == 0
+    for name in before["results"][0]["scores"]:
+        assert after["summary"][f"{name}/count"] == 2
+        assert after["summary"][f"{name}/mean"] == pytest.approx(before["summary"][f"{name}/mean"])
+    explanation = after["results"][0]["row"]["metrics"]["tool_trajectory_avg_score"]["explanation"]
+    assert explanation == before["results"][0]["row"]["metrics"]["tool_trajectory_avg_score"]["explanation"]

@@ -108,7 +108,7 @@ class OnlineRun:
                 "threshold": self.rules.get(name, {}).get("threshold"),
                 "per_invocation": per_invocation,
                 "per_invocation_status": per_status,
-                "explanation": result.get("explanation"),
+                "turn_explanations": {str(number): result["explanation"]} if result.get("explanation") else {},
             }
         reference = golden.get("reference_trajectory") or []
         played = {
@@ -138,20 +138,21 @@ class OnlineRun:
         return self._finished({"case_id": f"{set_id}/{eval_id}", "invocation_id": turn.invocation_id, "row": row})
 
     def merge(self, new: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
-        """``new`` (a scored turn's case) merged into the row its session already has for that case, if any."""
+        """``new`` (a scored turn's case) merged into the row its session already has for that case: another turn
+        of the case, or this turn scored again (an invocation rebuilt from more spans); ``None``: no such row."""
         case = new["row"]
-        old = next(
-            (
-                r
-                for r in rows
-                if r["case_id"] == new["case_id"] and (r["row"] or {}).get("sessions") == case["sessions"]
-            ),
-            None,
-        )
-        if old is None or case["online"]["turns"] == 1:
+        [[played]] = case["turns"]
+
+        def holds(row: Mapping[str, Any]) -> bool:
+            if row["case_id"] != new["case_id"] or (row["row"] or {}).get("sessions") != case["sessions"]:
+                return False
+            scored = [t.get("invocation_id") for run in row["row"].get("turns") or [] for t in run]
+            return case["online"]["turns"] > 1 or played["invocation_id"] in scored
+
+        old = next((r for r in rows if holds(r)), None)
+        if old is None:
             return None
         row = dict(old["row"])
-        [[played]] = case["turns"]
         number = played["turn"]
         kept = [t for t in row["turns"][0] if t.get("turn") != number]
         row["turns"] = [sorted([*kept, played], key=lambda t: int(t.get("turn") or 0))]
@@ -165,9 +166,11 @@ class OnlineRun:
             per_invocation, per_status = list(metric["per_invocation"]), list(metric["per_invocation_status"])
             per_invocation[number - 1] = fresh["per_invocation"][number - 1]
             per_status[number - 1] = fresh["per_invocation_status"][number - 1]
-            explanations = [e for e in (metric.get("explanation"), fresh.get("explanation")) if e]
+            explained = {**(metric.get("turn_explanations") or {}), **fresh["turn_explanations"]}
+            if str(number) not in fresh["turn_explanations"]:
+                explained.pop(str(number), None)
             metrics[name] = {**metric, "per_invocation": per_invocation, "per_invocation_status": per_status,
-                             "explanation": "; ".join(explanations) or None}  # fmt: skip
+                             "turn_explanations": explained}  # fmt: skip
         row["metrics"] = metrics
         return self._finished({"position": old["position"], "case_id": old["case_id"],
                                "invocation_id": old["invocation_id"], "row": row})  # fmt: skip
@@ -181,7 +184,9 @@ class OnlineRun:
             score = invocation_mean(known) if known else None
             verdict = passes(score, **self.rules[name]) if name in self.rules else None
             status = NOT_EVALUATED if score is None or verdict is None else PASSED if verdict else FAILED
-            metric |= {"score": score, "status": status}
+            explained = metric.get("turn_explanations") or {}
+            text = "; ".join(f"invocation {n}: {explained[n]}" for n in sorted(explained, key=int))
+            metric |= {"score": score, "status": status, "explanation": text or None}
             metric["runs"] = [{k: metric[k] for k in ("score", "status", "per_invocation", "per_invocation_status")}]
         statuses = {m["status"] for m in row["metrics"].values()}
         row["status"] = FAILED if FAILED in statuses else PASSED if PASSED in statuses else NOT_EVALUATED
