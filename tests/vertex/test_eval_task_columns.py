@@ -85,3 +85,26 @@ def test_no_metrics_or_a_metric_twice_is_one_error_a_vertex_user_can_act_on() ->
             EvalTask(dataset=rows, metrics=twice).evaluate()
         message = str(caught.value)
         assert "listed twice" in message and "trajectory_f1" not in message, message
+
+
+def test_a_pairwise_metric_summary_has_vertex_ais_keys_and_no_others(monkeypatch) -> None:
+    """Vertex AI summarises a pairwise metric by its win rates alone (no mean or std of a score it lacks)."""
+    from vertexai.preview.evaluation import _base as vertex_base
+    from vertexai.preview.evaluation import _evaluation
+    from vertexai.preview.evaluation.metrics import PairwiseMetric as VertexPairwiseMetric
+
+    from tests.helpers.fake_gemini import json_reply, serving_gemini
+    from toolpath.vertex import EvalTask, MetricPromptTemplateExamples
+
+    rows = {"prompt": ["p1", "p2"], "response": ["a", "b"], "baseline_model_response": ["c", "d"]}
+    with serving_gemini(monkeypatch, lambda prompt, seen: json_reply(pairwise_choice="B", explanation="x")):
+        result = EvalTask(dataset=rows, metrics=[MetricPromptTemplateExamples.Pairwise.FLUENCY]).evaluate()
+    vertex_metric = VertexPairwiseMetric(metric="pairwise_fluency", metric_prompt_template="{response}")
+    config = vertex_base.EvaluationRunConfig(
+        dataset=result.metrics_table, metrics=[vertex_metric], metric_column_mapping={}, client=None,
+        evaluation_service_qps=1, retry_timeout=1,
+    )  # fmt: skip
+    vertex_summary = _evaluation._aggregate_summary_metrics(config, result.metrics_table)
+    assert set(result.summary_metrics) == set(vertex_summary)
+    for key, value in vertex_summary.items():
+        assert result.summary_metrics[key] == value, key

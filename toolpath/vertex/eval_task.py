@@ -201,8 +201,11 @@ class EvalTask:
         table = [_vertex_row(row, pairwise) for row in result.metrics_table]
         summary = dict(result.summary_metrics)
         for metric in metrics:
-            if isinstance(metric, PairwiseMetric) and wants_raw_output(metric.custom_output_config):
-                summary.update(verdict_win_rates(table, metric.name))
+            if isinstance(metric, PairwiseMetric):  # Vertex AI sums a pairwise metric up by its win rates alone
+                summary.pop(f"{metric.name}/mean", None)
+                summary.pop(f"{metric.name}/std", None)
+                if wants_raw_output(metric.custom_output_config):
+                    summary.update(verdict_win_rates(table, metric.name))
         summary = {key: math.nan if value is None else value for key, value in summary.items()}
         metadata = {"experiment": experiment, "experiment_run": run_id or ""} if experiment is not None else None
         out = EvalResult(summary, as_table(table), metadata, result.run_id)
