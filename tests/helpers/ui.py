@@ -143,10 +143,12 @@ def screenshots(page: Any, folder: Path, name: str, widths: Iterable[int] = (128
     return taken
 
 
-def bulk_store(url: str, invocations: int, *, per_session: int = 5) -> Store:
+def bulk_store(url: str, invocations: int, *, per_session: int = 5, model_spans: bool = False) -> Store:
     """A store of ``invocations`` invocations in sessions of ``per_session``, one tool call each, every tenth
-    failed, every fourth scored online; inserted with the driver's executemany, one statement per table in one
-    transaction, the rows made as tuples (JSON columns written as their text) straight from generators."""
+    failed, every fourth scored online (and with ``model_spans``, one model-call span each, with token counts and
+    a model; every seventh reports its cost); inserted with the driver's executemany, one statement per table in
+    one transaction, the rows made as tuples (JSON columns written as their text) straight from generators. SQLite
+    or PostgreSQL (an empty store)."""
     store = Store(url)
     start, second = 1_780_000_000 * 10**9, 10**9
     span = (per_session - 1) * second
@@ -196,9 +198,24 @@ def bulk_store(url: str, invocations: int, *, per_session: int = 5) -> Store:
             ),
         ),
     ]  # fmt: skip
+    if model_spans:
+
+        def usage(n: int) -> str:
+            cost = f', "gen_ai.usage.cost.total": {n % 13 / 1000}' if n % 7 == 0 else ""
+            return (f'{{"gen_ai.operation.name": "chat", "gen_ai.request.model": "model-{n % 2}", '
+                    f'"gen_ai.usage.input_tokens": {n % 997}, "gen_ai.usage.output_tokens": {n % 89}{cost}}}')  # fmt: skip
+
+        tables.append((
+            t.spans,
+            ("trace_id", "span_id", "name", "kind", "start_time", "end_time", "status_code", "attributes", "events",
+             "resource"),
+            ((f"{n:032x}", f"{n:016x}", "chat model", 3, start + n * second, start + n * second + 10**8, 0, usage(n),
+              "[]", "{}") for n in range(invocations)),
+        ))  # fmt: skip
+    mark = "?" if store.dialect == "sqlite" else "%s"
     with store.engine.begin() as conn:
         for table, columns, rows in tables:
-            marks = ", ".join("?" for _ in columns)
+            marks = ", ".join(mark for _ in columns)
             conn.exec_driver_sql(f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({marks})", list(rows))
     return store
 

@@ -1,8 +1,10 @@
-"""The UI over 100,000 invocations (20,000 sessions) in SQLite, bulk-inserted: the first page of sessions, and
-filtered pages, measured in Chromium and printed (not asserted: machines differ)."""
+"""The UI over 100,000 invocations (20,000 sessions, a model-call span each) in SQLite, bulk-inserted: the first
+page of sessions, filtered pages and pages ordered store-wide, measured in Chromium and printed (not asserted:
+machines differ); the same pages over PostgreSQL, timed over HTTP."""
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -16,7 +18,7 @@ INVOCATIONS = 100_000
 def ui(tmp_path_factory):
     folder = tmp_path_factory.mktemp("ui-large")
     began = time.perf_counter()
-    store = bulk_store(f"sqlite:///{folder / 'large.db'}", INVOCATIONS)
+    store = bulk_store(f"sqlite:///{folder / 'large.db'}", INVOCATIONS, model_spans=True)
     print(f"\n{INVOCATIONS} invocations inserted in {time.perf_counter() - began:.1f} s")
     with serve_ui(store, folder / "evalsets") as url:
         yield url
@@ -74,6 +76,49 @@ def test_pages_of_a_large_store(ui, chromium, query, rows):
         print(f"newer page: {(time.perf_counter() - began) * 1000:.0f} ms ({watched.page.inner_text('#page-info')})")
         assert watched.page.locator("tr.session").first.get_attribute("data-session") == "s019999"
     assert watched.errors == []
+
+
+SORTED = ("", "?sort=latency", "?sort=calls&order=asc", "?sort=tokens", "?sort=cost&hide_eval=1",
+          "?sort=failures&agent=agent-2&page=3", "?q=garage", "?tool=lookup&hide_eval=1&slower=0.1")  # fmt: skip
+
+
+def test_ordered_pages_of_a_large_store_on_postgresql(postgres_url, tmp_path):
+    """The server's own time (the page shows it) and the whole answer, per page; the ordered pages agree with
+    SQLite's reading of the same rows (the first sessions by latency, tokens and cost)."""
+    from sqlalchemy import text
+    from starlette.testclient import TestClient
+
+    from toolpath.store import schema
+    from toolpath.store.store import Store
+    from toolpath.ui import create_app
+
+    emptied = Store(postgres_url)
+    with emptied.engine.begin() as conn:
+        conn.execute(text(f"TRUNCATE {', '.join(schema.metadata.tables)}"))
+    emptied.close()
+    began = time.perf_counter()
+    store = bulk_store(postgres_url, INVOCATIONS, model_spans=True)
+    with store.engine.begin() as conn:
+        conn.execute(text("ANALYZE"))
+    print(f"\n{INVOCATIONS} invocations inserted into PostgreSQL in {time.perf_counter() - began:.1f} s")
+    client = TestClient(create_app(store, evalsets=tmp_path / "e", agents={}), base_url="http://127.0.0.1:8765")
+    try:
+        for query in SORTED:
+            began = time.perf_counter()
+            answer = client.get(f"/sessions{query}")
+            seconds = time.perf_counter() - began
+            assert answer.status_code == 200 and answer.text.count('<tr class="session') == 50
+            server = re.search(r'id="page-info">(.*?)</p>', answer.text, re.S)
+            info = re.sub(r"<[^>]+>", "", server.group(1)) if server else "?"
+            print(f"PostgreSQL /sessions{query} over {INVOCATIONS} invocations: {seconds * 1000:.0f} ms ({info})")
+        tokens: dict[str, int] = {}
+        for n in range(INVOCATIONS):  # bulk_store's token counts, summed per session
+            tokens[f"s{n // 5:06d}"] = tokens.get(f"s{n // 5:06d}", 0) + n % 997 + n % 89
+        most = min(tokens, key=lambda s: (-tokens[s], s))
+        first = re.search(r'data-session="([^"]+)"', client.get("/sessions?sort=tokens").text)
+        assert first is not None and first.group(1) == most
+    finally:
+        store.close()
 
 
 def test_a_session_of_20000_calls_is_a_small_page(tmp_path):
