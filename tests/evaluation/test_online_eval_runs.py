@@ -20,6 +20,7 @@ from tests.helpers.cli import run_cli
 from tests.helpers.collector import TOKEN, Collector
 from toolpath.store.job_queue import latest_scored
 from toolpath.store.store import Store
+from toolpath.ui.compare import compare_view
 
 WEATHER = """
 import toolpath
@@ -113,6 +114,16 @@ def test_online_run_of_an_eval_set_scores_as_the_recorded_run(tmp_path, workers)
         assert online["summary"][f"{name}/mean"] == pytest.approx(criterion["score"])
     assert result["status"] == recorded["status"] == "FAILED"  # London is not Paris
     assert run["failed_count"] == 1 and run["row_count"] == 1
+
+    # the UI's comparison of the online run with the recorded run of the same traffic: one case, nothing changed
+    store = Store(db)
+    [saved] = [r for r in store.list_eval_runs(limit=None) if "against recorded sessions" in r["dataset"]]
+    compared = compare_view(store.get_eval_run(saved["run_id"]), online)
+    store.close()
+    [row] = compared["rows"]
+    assert row["a"] is not None and row["b"] is not None and row["status_a"] == row["status_b"] == "failed"
+    assert not row["changed"] and not row["calls"], row
+    assert {s["change"] for s in row["scores"]} == {"same"}
 
     report = run_cli(tmp_path, "report", "--run", run["run_id"], "--store", db, "--html", "online.html")
     assert report.returncode == 0, report.stderr
