@@ -5,12 +5,13 @@ query on SQLite and PostgreSQL against orders computed here from the rows themse
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import insert, update
 
-from tests.helpers.ui import Watched, browser, bulk_store, serve_ui
+from tests.helpers.ui import Watched, browser, bulk_store, screenshot_folder, screenshots, serve_ui
 from toolpath.store import schema as t
 from toolpath.store.browse import SessionFilter
 from toolpath.store.session_order import SessionSort, ordered_session_page
@@ -35,7 +36,14 @@ def ui(tmp_path_factory):
     store.close()
 
 
-def test_sorting_by_latency_orders_the_whole_store_not_the_page(ui):
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory) -> Path:
+    folder = screenshot_folder(tmp_path_factory.getbasetemp())
+    print(f"\nUI screenshots: {folder}")
+    return folder
+
+
+def test_sorting_by_latency_orders_the_whole_store_not_the_page(ui, shots):
     with browser() as chromium:
         watched = Watched(chromium.new_page())
         page = watched.page
@@ -54,6 +62,12 @@ def test_sorting_by_latency_orders_the_whole_store_not_the_page(ui):
         assert len(second_page) == 50 and not set(first_page) & set(second_page)
         assert second_page == sorted(second_page) and first_page[1:] == sorted(first_page[1:])
         assert "sort=latency" in page.url and page.inner_text("#page-number") == "page 2"
+        screenshots(page, shots, "sessions-sorted", (1280, 800))
+        page.fill("#filters input[name=tool]", "lookup")  # filtering keeps the order, from the first page
+        page.click("#filters button[type=submit]")
+        page.wait_for_url(re.compile(r"tool=lookup"))
+        assert "sort=latency" in page.url and "page=" not in page.url
+        assert rows.first.get_attribute("data-session") == SLOW
 
         page.goto(f"{ui}/sessions?agent=agent-0")  # a filter and an order together; the keyboard follows the link
         page.focus("#sort-latency")
@@ -77,6 +91,8 @@ def test_a_bad_order_is_a_400_naming_it(ui):
         assert answer is not None and answer.status == 400 and "sort='speed'" in page.inner_text("main")
         answer = page.goto(f"{ui}/sessions?sort=latency&after=1:s1")
         assert answer is not None and answer.status == 400 and "page=" in page.inner_text("main")
+        answer = page.goto(f"{ui}/sessions?page=2")
+        assert answer is not None and answer.status == 400 and "after=" in page.inner_text("main")
 
 
 def _fill(store: Store) -> dict[str, dict[str, Any]]:

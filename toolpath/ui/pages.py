@@ -59,6 +59,8 @@ def sessions(request: Request) -> Response:
         raise params.BadRequest(f"after/before: page cursors go with the newest-first order; sort={key.value} pages "
                                 "by number (page=...)")  # fmt: skip
     number = params.integer(query, "page", 1, low=1, high=1_000_000)
+    if newest_first and number > 1:
+        raise params.BadRequest("page: numbered pages go with a sort=...; newest first pages by cursor (after=...)")
     store = _state(request).store
     priced = prices(store)
     began = time.perf_counter()
