@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from starlette.testclient import TestClient
 
 import toolpath
 from tests.helpers import ADK_FIXTURES
@@ -20,6 +21,7 @@ from tests.helpers.cli import run_cli
 from tests.helpers.collector import TOKEN, Collector
 from toolpath.store.job_queue import latest_scored
 from toolpath.store.store import Store
+from toolpath.ui import create_app
 from toolpath.ui.compare import compare_view
 
 WEATHER = """
@@ -160,6 +162,8 @@ def test_each_session_is_a_case_and_a_turn_scored_again_replaces_its_own(tmp_pat
         with store.redoable_write() as conn:
             write(conn, {t.invocation_id for t in turns})
         after = store.get_eval_run(run["run_id"])
+        pages = TestClient(create_app(store, evalsets=tmp_path), base_url="http://127.0.0.1")
+        listed, shown = pages.get("/runs"), pages.get(f"/runs/{run['run_id']}")
     finally:
         toolpath.shutdown()
     assert sorted(r["row"]["sessions"][0] for r in before["results"]) == ["s-1", "s-2"]
@@ -171,3 +175,7 @@ def test_each_session_is_a_case_and_a_turn_scored_again_replaces_its_own(tmp_pat
         assert after["summary"][f"{name}/mean"] == pytest.approx(before["summary"][f"{name}/mean"])
     explanation = after["results"][0]["row"]["metrics"]["tool_trajectory_avg_score"]["explanation"]
     assert explanation == before["results"][0]["row"]["metrics"]["tool_trajectory_avg_score"]["explanation"]
+    assert listed.status_code == shown.status_code == 200
+    assert run["dataset"] in listed.text  # the UI's runs list names it as online
+    for result in after["results"]:  # each case links to its turns' traces
+        assert all(t["invocation_id"] in shown.text for t in result["row"]["turns"][0])
