@@ -74,6 +74,9 @@ def _filled_store(folder: Path) -> str:
     ran = run_process(folder, "eval", "helpdesk.evalset.json", "--agent", "helpdesk_agent:answer", "--store", url,
                       env=env)  # fmt: skip
     assert ran.returncode == 0, ran.stdout + ran.stderr
+    replayed = run_process(folder, "replay", "--store", url, "--agent", "helpdesk_agent:answer", "--agent-name",
+                           "helpdesk", "--session", "ticket-1002", "--quiet", env=env)  # fmt: skip
+    assert replayed.returncode in (0, 1), replayed.stdout + replayed.stderr
     return url
 
 
@@ -86,6 +89,9 @@ def test_an_eval_set_run_with_its_own_session_ids_is_hidden_and_production_is_no
         production = store.get_session("ticket-1001")
         assert production is not None and len(production.invocations) == 2
         assert sc.TOOLPATH_EVALUATION not in production.invocations[0].attributes
+        [replay] = [s for s in store.list_sessions(limit=None) if s["session_id"].startswith("replay-")]
+        replayed = store.get_session(replay["session_id"])
+        assert replayed is not None and replayed.invocations[0].attributes.get(sc.TOOLPATH_EVALUATION) is True
         with serve_ui(store, tmp_path / "evalsets") as base, browser() as chromium:
             watched = Watched(chromium.new_page())
             page = watched.page
@@ -94,7 +100,9 @@ def test_an_eval_set_run_with_its_own_session_ids_is_hidden_and_production_is_no
             def listed() -> list[str]:
                 return sorted(r.get_attribute("data-session") or "" for r in page.locator("tr.session").all())
 
-            assert listed() == ["ticket-1001", "ticket-1002", "ticket-2001", "ticket-2002"]
+            assert listed() == sorted(
+                ["ticket-1001", "ticket-1002", "ticket-2001", "ticket-2002", replay["session_id"]]
+            )
             page.check("#hide-eval")
             page.click("#filters button[type=submit]")
             page.wait_for_url(re.compile(r"hide_eval=1"))

@@ -109,6 +109,8 @@ def test_eval_cases_run_exactly_as_adks_own_inference(tracing, store_url, agent_
     assert status.attributes["toolpath.content_missing"] is True
     assert "toolpath.arguments_unknown" not in status.attributes
     assert result.cases[0].turns[0][0]["content_missing"] is True
+    # an evaluation ran every turn: marked so on the agent span, kept on the stored turn (UI: hide evaluation)
+    assert all(inv.attributes.get("toolpath.evaluation") is True for inv in itertools.chain(*ours))
 
 
 def test_rows_run_concurrently_each_in_its_own_session(tracing, agent_package):
