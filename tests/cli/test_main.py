@@ -41,3 +41,36 @@ def test_help_lists_each_command_as_its_own_help_says_without_loading_it(tmp_pat
     shown = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
     assert "Receive OTLP traces from agents" in shown
     assert shown.splitlines()[-1] == "[]"  # no command's module, no store, no tracing: only the table
+
+
+HEAVY = (
+    "pydantic",
+    "google.genai",
+    "google.adk",
+    "toolpath.model",
+    "toolpath.judges.client",
+    "toolpath.evaluation.catalog",
+)
+"""What a command that only reads must not load (each costs start-up time every such command would pay)."""
+LOADS_NOTHING_HEAVY = {
+    "metrics": ["metrics", "--json"],
+}
+
+
+def modules_loaded_by(tmp_path, argv: list[str]) -> set[str]:
+    """The modules ``toolpath <argv>`` has loaded once it is done, in a process of its own."""
+    script = (
+        "import sys\nfrom toolpath.cli import main\ntry:\n    main(sys.argv[1:])\nfinally:\n"
+        "    print('\\n'.join(sys.modules), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, *argv], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    return set(done.stderr.splitlines())
+
+
+def test_reading_commands_load_only_what_they_need(tmp_path):
+    for name, argv in LOADS_NOTHING_HEAVY.items():
+        loaded = modules_loaded_by(tmp_path, argv)
+        assert f"toolpath.cli.{name}_command" in loaded or f"toolpath.cli.{name}" in loaded  # it did run
+        heavy = sorted(m for m in loaded if any(m == h or m.startswith(f"{h}.") for h in HEAVY))
+        assert heavy == [], f"toolpath {' '.join(argv)}"

@@ -36,3 +36,13 @@ def test_metrics_lists_the_registry_with_its_metadata(tmp_path):
     assert table.returncode == 0 and table.stdout.startswith(f"{len(rows)} metrics")
     line = next(line for line in table.stdout.splitlines() if "tool_error_rate" in line)
     assert "predicted_trajectory" in line and "0 to 1" in line and "lower" in line and "≤ 0" in line
+
+
+def test_the_light_table_it_lists_from_is_the_catalogs_info_name_for_name():
+    """`toolpath metrics` reads :data:`BUILTIN_INFO` (no metric, judge or pydantic imported); the catalog builds
+    each built-in (a judge template's info from its template): the two must agree."""
+    from toolpath.evaluation.catalog import metric_info, metric_names
+    from toolpath.evaluation.metric_table import BUILTIN_INFO
+
+    assert sorted(BUILTIN_INFO) == metric_names()
+    assert {name: metric_info(name) for name in metric_names()} == BUILTIN_INFO

@@ -22,14 +22,15 @@ def metrics_command(as_json: bool) -> None:
         toolpath metrics
         toolpath metrics --json
     """
-    from toolpath.evaluation.catalog import metric_info, metric_names
-    from toolpath.judges.adk_bridge import judge_of
+    from toolpath.evaluation.metric_table import BUILTIN_INFO  # the table, not the metrics: no judge is imported
+    from toolpath.judges.adk_names import adk_installed, judge_of
 
+    installed = adk_installed()
     rows = []
-    for name in metric_names():
-        info = metric_info(name).to_dict()
+    for name in sorted(BUILTIN_INFO):
+        info = BUILTIN_INFO[name].to_dict()
         if info["judge"]:  # whose judge: ADK's own (from the installed google-adk) or toolpath's prompts
-            info["judged_by"] = judge_of(name)
+            info["judged_by"] = judge_of(name, installed)
         rows.append({"metric": name, **info})
     emit(rows, as_json, metrics_table)
 

@@ -13,10 +13,13 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from toolpath.errors import ConfigError, MetricError
+from toolpath.evaluation.metric_table import UNKNOWN, MetricInfo
+from toolpath.evaluation.metric_table import describe_rule as describe_rule  # where the CLI, report and gates look
+from toolpath.evaluation.metric_table import passes as passes
 from toolpath.judges.adk_criteria import ADK_JUDGE_METRICS
 from toolpath.judges.multi_turn import MULTI_TURN_METRICS
 from toolpath.judges.vertex import BUILTIN_TEMPLATES, TemplateMetric, builtin_metric
@@ -29,98 +32,6 @@ __all__ = ["create_metric", "criterion_metric", "metric_names", "register_metric
 
 Factory = Callable[..., Metric]
 
-
-@dataclass(frozen=True)
-class MetricInfo:
-    """What a metric reads and what its scores mean."""
-
-    inputs: tuple[str, ...] = ()
-    """The row columns it reads (``latency_in_seconds`` and ``failure`` are measured when an agent is run)."""
-    low: float | None = 0.0
-    high: float | None = 1.0
-    """The range of its scores (``None``: unbounded)."""
-    binary: bool = False
-    """Scores are only ``low`` or ``high`` (0/1)."""
-    lower_is_better: bool = False
-    """Latency, failures, counts and error rates: the lower the better."""
-    best: float | None = None
-    """For a two-sided scale (verbosity: −2 too terse … 2 too verbose), the best score; a threshold is then
-    the largest distance from it that passes."""
-    threshold: float | None = None
-    """The default pass mark (a score passes when it is at least this, or at most this when lower is better);
-    ``None``: the metric only measures, and passes or fails only against a threshold the user gives."""
-    judge: bool = False
-    """Scored by a judge model."""
-
-    @property
-    def direction(self) -> str:
-        if self.best is not None:
-            return f"{self.best:g} best"
-        return "lower" if self.lower_is_better else "higher"
-
-    @property
-    def range(self) -> str:
-        def num(value: float) -> str:
-            return f"{value:g}".replace("-", "−")
-
-        if self.low is None and self.high is None:
-            return "any number"
-        if self.high is None:
-            return f"≥ {num(self.low or 0.0)}"
-        if self.low is None:
-            return f"≤ {num(self.high)}"
-        return f"{num(self.low)} or {num(self.high)}" if self.binary else f"{num(self.low)} to {num(self.high)}"
-
-    def rule(self, threshold: float | None = None) -> dict[str, Any]:
-        """How a score passes: ``threshold`` (default: the metric's own) and the way the scores go; the keyword
-        arguments of :func:`passes`, saved with a run so that its report judges rows as the run did."""
-        mark = self.threshold if threshold is None else threshold
-        return {"threshold": mark, "lower_is_better": self.lower_is_better, "best": self.best}
-
-    def passes(self, score: float | None, threshold: float | None = None) -> bool | None:
-        return passes(score, **self.rule(threshold))
-
-    @property
-    def mark(self) -> str:
-        """The default pass mark as people read it: ``≥ 1``, ``≤ 0``, ``± 1`` (around the best), ``—`` (none)."""
-        return describe_rule(self.rule())
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "inputs": list(self.inputs),
-            "range": self.range,
-            "direction": self.direction,
-            "threshold": self.threshold,
-            "pass_mark": self.mark,
-            "judge": self.judge,
-        }
-
-
-def passes(
-    score: float | None, threshold: float | None, lower_is_better: bool = False, best: float | None = None
-) -> bool | None:
-    """Whether ``score`` passes: at least ``threshold``, at most it when lower is better, or within it of
-    ``best``; ``None`` when there is no score or no threshold. The one pass/fail rule of the CLI, the report
-    and online labels."""
-    if score is None or threshold is None:
-        return None
-    if best is not None:
-        return abs(score - best) <= threshold
-    return score <= threshold if lower_is_better else score >= threshold
-
-
-def describe_rule(rule: Mapping[str, Any]) -> str:
-    """A pass rule (:meth:`MetricInfo.rule`) as people read it: ``≥ 1``, ``≤ 0``, ``± 1``, or ``—`` (none)."""
-    threshold = rule.get("threshold")
-    if threshold is None:
-        return "—"
-    if rule.get("best") is not None:
-        return f"± {threshold:g}"
-    return f"{'≤' if rule.get('lower_is_better') else '≥'} {threshold:g}"
-
-
-UNKNOWN = MetricInfo(low=None, high=None)
-"""The info of a metric registered without any (a custom metric): higher is better, no default pass mark."""
 
 _CATALOG: dict[str, Factory] = {}
 _INFO: dict[str, MetricInfo] = {}

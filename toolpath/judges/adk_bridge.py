@@ -24,7 +24,6 @@ google-adk is the optional ``adk`` extra: it is imported here, inside functions,
 from __future__ import annotations
 
 import functools
-import importlib.util
 import inspect
 import json
 import warnings
@@ -32,6 +31,9 @@ from collections import Counter
 from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from toolpath.judges import adk_names
+from toolpath.judges.adk_names import ADK_CONVERSATION as ADK_CONVERSATION
+from toolpath.judges.adk_names import ADK_PROMPTED as ADK_PROMPTED
 from toolpath.judges.client import EMPTY_REPLY, Ask, JudgeRequest
 from toolpath.metrics.base import MissingInput, Row
 from toolpath.model import MetricResult
@@ -40,18 +42,6 @@ from toolpath.trajectory import parse_trajectory
 if TYPE_CHECKING:
     from google.adk.evaluation.eval_case import Invocation
     from google.adk.evaluation.evaluator import Evaluator
-
-ADK_PROMPTED = (
-    "final_response_match_v2",
-    "rubric_based_final_response_quality_v1",
-    "rubric_based_tool_use_quality_v1",
-    "hallucinations_v1",
-)
-"""The criteria ADK judges with a Gemini prompt of its own: under these names, ADK's judge when it is installed."""
-
-ADK_CONVERSATION = ("rubric_based_multi_turn_trajectory_quality_v1", "per_turn_user_simulator_quality_v1")
-"""ADK's Gemini-judged criteria over a whole conversation (a case-level row's ``invocations``, and its
-``conversation_scenario``): ADK's judge too when it is installed (:func:`judge_conversation_with_adk`)."""
 
 ADK_VERTEX_SERVICE = (
     "safety_v1",
@@ -67,18 +57,13 @@ _NO_WIRE = {"http_options", "automatic_function_calling"}
 
 
 def adk_installed() -> bool:
-    """Whether google-adk's evaluation package can be imported (found, not imported: ``import toolpath`` stays
-    light)."""
-    try:
-        return importlib.util.find_spec("google.adk") is not None
-    except (ImportError, ValueError):
-        return False
+    """Whether google-adk can be imported (:func:`toolpath.judges.adk_names.adk_installed`; tests stand in here)."""
+    return adk_names.adk_installed()
 
 
 def judge_of(name: str) -> str:
-    """Which judge scores criterion ``name``: ``adk`` (ADK's own prompts and reading, from the installed
-    google-adk) or ``toolpath`` (toolpath's prompts)."""
-    return "adk" if name in (*ADK_PROMPTED, *ADK_CONVERSATION) and adk_installed() else "toolpath"
+    """Which judge scores criterion ``name``: ``adk`` or ``toolpath`` (:func:`toolpath.judges.adk_names.judge_of`)."""
+    return adk_names.judge_of(name, adk_installed())
 
 
 def adk_version() -> str:
