@@ -103,6 +103,12 @@ def test_an_eval_set_run_with_its_own_session_ids_is_hidden_and_production_is_no
             assert listed() == sorted(
                 ["ticket-1001", "ticket-1002", "ticket-2001", "ticket-2002", replay["session_id"]]
             )
+
+            def badged(session_id: str) -> bool:
+                return page.locator(f"tr.session[data-session='{session_id}'] .badge.eval").count() == 1
+
+            assert badged("ticket-2001") and badged(replay["session_id"])  # evaluation traffic says so
+            assert not badged("ticket-1001") and not badged("ticket-1002")
             page.check("#hide-eval")
             page.click("#filters button[type=submit]")
             page.wait_for_url(re.compile(r"hide_eval=1"))

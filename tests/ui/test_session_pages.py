@@ -102,7 +102,7 @@ def test_sessions_show_their_ids_and_one_can_be_looked_up(ui, page):
     url, _ = ui
     page.goto(f"{url}/sessions")
     first = page.locator("tr.session").first
-    assert first.locator("td.sid").inner_text() == first.get_attribute("data-session")
+    assert first.locator("td.sid code").inner_text() == first.get_attribute("data-session")
     page.fill("#lookup-id", TOOL_ERROR_SESSION)
     page.click("#lookup button")
     page.wait_for_url(re.compile(r"/session\?id=lights-9"))

@@ -188,7 +188,7 @@ def session_page(
         if before is not None:
             page.reverse()
         total, capped = count_sessions(conn, session_conditions(where, sqlite=sqlite)) if count else (None, False)
-        rows = session_rows(conn, page)
+        rows = session_rows(conn, page, where.evaluation_attribute)
     older = (page[-1].last_started_at, page[-1].session_id) if page and (before is not None or more) else None
     newer = (page[0].last_started_at, page[0].session_id) if page and (after is not None or (before and more)) else None
     return SessionPage(rows, older, newer, total, capped)
@@ -210,9 +210,16 @@ def count_sessions(conn: Any, conditions: list[Any]) -> tuple[int, bool]:
     return min(found, COUNT_CAP), found > COUNT_CAP
 
 
-def session_rows(conn: Any, page: Sequence[Any]) -> list[dict[str, Any]]:
+def session_rows(conn: Any, page: Sequence[Any], evaluation_attribute: str | None = None) -> list[dict[str, Any]]:
+    """The list's row of each session of ``page``; ``evaluation``: an evaluation ran it (a turn marked by
+    ``evaluation_attribute``, or an id of :data:`EVALUATION_PREFIXES`)."""
     inv, calls = t.invocations, t.tool_calls
     ids = [r.session_id for r in page]
+    evaluated = {r.session_id for r in page if r.session_id.startswith(EVALUATION_PREFIXES)}
+    if evaluation_attribute is not None and ids:
+        marked = inv.c.attributes[evaluation_attribute].as_boolean().is_(True)
+        query = select(inv.c.session_id).where(inv.c.session_id.in_(ids), marked).distinct()
+        evaluated.update(r.session_id for r in conn.execute(query))
     stats = {
         r.session_id: r
         for r in conn.execute(
@@ -267,6 +274,7 @@ def session_rows(conn: Any, page: Sequence[Any]) -> list[dict[str, Any]]:
                 "tool_calls": called,
                 "tool_errors": call_errors,
                 "prompt": first_prompts.get(r.session_id),
+                "evaluation": r.session_id in evaluated,
             }
         )
     return rows

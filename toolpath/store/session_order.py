@@ -162,5 +162,5 @@ def ordered_session_page(
         found = list(conn.execute(query).all())
         shown = found[:limit]
         total, capped = count_sessions(conn, session_conditions(where, sqlite=sqlite))
-        rows = session_rows(conn, shown)
+        rows = session_rows(conn, shown, where.evaluation_attribute)
     return OrderedPage(SessionPage(rows, None, None, total, capped), page, len(found) > limit)
