@@ -5,17 +5,18 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from toolpath.evaluation.verdicts import format_score
-from toolpath.metrics.diff import Change, trajectory_diff
-from toolpath.model import Session, ToolCall
 from toolpath.tracer import semconv as sc
-from toolpath.trajectory import parse_trajectory
+
+if TYPE_CHECKING:  # the model and the metrics load with the tables that show them: `sessions list` needs none
+    from toolpath.metrics.diff import Change
+    from toolpath.model import Session, ToolCall
 
 
 def summary_table(
@@ -121,6 +122,8 @@ def why(row: Mapping[str, Any], metric_names: Sequence[str]) -> str:
         return str(row["error"])
     reference, predicted = _parsed(row.get("reference_trajectory")), _parsed(row.get("predicted_trajectory"))
     if reference is not None and predicted is not None:
+        from toolpath.metrics.diff import trajectory_diff
+
         notes = [_change(change, reference, predicted) for change in trajectory_diff(reference, predicted)]
         if notes:
             return "; ".join(notes)
@@ -256,6 +259,8 @@ def _names(value: Any) -> str:
 
 
 def _parsed(value: Any) -> Sequence[ToolCall] | None:
+    from toolpath.trajectory import parse_trajectory
+
     try:
         return parse_trajectory(value)
     except ValueError:

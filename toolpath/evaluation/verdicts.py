@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolpath.evaluation.catalog import metric_info, passes
+from toolpath.evaluation.metric_table import passes
 
 
 def run_metric_names(run: Mapping[str, Any]) -> list[str]:
@@ -20,6 +20,8 @@ def run_rules(run: Mapping[str, Any], names: Sequence[str]) -> dict[str, dict[st
     """How each metric's scores pass, as the run saved it (older runs: the catalog's defaults by name)."""
     saved = run.get("metrics")
     stored = saved.get("rules") if isinstance(saved, Mapping) else None
+    from toolpath.evaluation.catalog import metric_info  # the registry (and its metrics) only when asked
+
     return {n: (stored or {}).get(n) or metric_info(n).rule() for n in names}
 
 

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import JSON, BigInteger, Connection, Float, Integer, String, Text, delete
 
 from toolpath.jsontext import dumps
-from toolpath.model import Invocation
 from toolpath.store import schema as t
 from toolpath.store.spanrecord import SpanRecord
+
+if TYPE_CHECKING:  # the pydantic model is imported where an invocation is built: reading lists needs none
+    from toolpath.model import Invocation
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _IN_CHUNK = 500

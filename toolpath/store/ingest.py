@@ -18,14 +18,16 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sqlalchemy import Connection, delete, text, update
 
-from toolpath.model import Invocation, invocation_key
 from toolpath.store import schema as t
 from toolpath.store.bulk import EncodedInvocations, insert_span_rows, span_rows
 from toolpath.store.spanrecord import SpanRecord
+
+if TYPE_CHECKING:  # the pydantic model is imported where an invocation is built: reading lists needs none
+    from toolpath.model import Invocation
 
 _IN_CHUNK = 500
 Key = tuple[str, str]
@@ -66,6 +68,8 @@ def _ingest(
     limits: Any,
     write_lock: AbstractContextManager[Any],
 ) -> int:
+    from toolpath.model import invocation_key
+
     trace_ids = sorted({s.trace_id for s in spans})
     # built before the write lock is taken: what other writers need not wait for (used if the trace is new)
     prebuilt = prebuild(store, spans, rebuild, is_run)
@@ -163,6 +167,8 @@ def _add_built(
 ) -> None:
     """What :func:`affected_runs` finds of new traces :func:`prebuild` built, added to ``affected``: their roots,
     their runs' spans, and the stored invocations of the runs below their roots."""
+    from toolpath.model import invocation_key
+
     inner: set[str] = set()
     for trace in built:
         roots = set(trace.roots)
@@ -216,6 +222,8 @@ def affected_runs(
 ) -> Affected:
     """The runs ``new`` spans (already stored) change, read from the store by ancestors and descendants only;
     nothing is read of the ``fresh`` traces (no span of theirs was stored before ``new``: all they hold is here)."""
+    from toolpath.model import invocation_key
+
     known: dict[Key, SpanRecord] = {(s.trace_id, s.span_id): s for s in new}
     wanted = {(s.trace_id, s.parent_span_id) for s in new if s.parent_span_id is not None and s.trace_id not in fresh}
     looked: set[Key] = set()

@@ -7,11 +7,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sqlalchemy import Connection
 
-from toolpath.model import Invocation, ToolCall, call_record, ns_to_datetime
+if TYPE_CHECKING:  # the pydantic model is imported where an invocation is built: reading lists needs none
+    from toolpath.model import Invocation, ToolCall
 
 _IN_CHUNK = 500
 _INVOCATION_COLUMNS = (
@@ -33,6 +34,8 @@ def _columns(conn: Connection, template: str, *json_columns: str) -> str:
 
 def invocations_by_id(conn: Connection, invocation_ids: Sequence[str]) -> list[Invocation]:
     """The stored invocations among ``invocation_ids``, with their tool calls, in the order asked."""
+    from toolpath.model import Invocation, ns_to_datetime
+
     found: dict[str, Any] = {}
     for chunk, marks in _chunks(conn, invocation_ids):
         columns = _columns(conn, _INVOCATION_COLUMNS, "intermediate_responses", "attributes")
@@ -88,6 +91,8 @@ class StoredTurn(NamedTuple):
 
 def turns_by_id(conn: Connection, invocation_ids: Sequence[str]) -> list[StoredTurn]:
     """The stored invocations among ``invocation_ids`` as :class:`StoredTurn`, in the order asked."""
+    from toolpath.model import ns_to_datetime
+
     found: dict[str, Any] = {}
     columns = _columns(conn, _TURN_COLUMNS, "intermediate_responses")
     for chunk, marks in _chunks(conn, invocation_ids):
@@ -114,6 +119,8 @@ def turns_by_id(conn: Connection, invocation_ids: Sequence[str]) -> list[StoredT
 def tool_calls(conn: Connection, invocation_ids: Sequence[str]) -> dict[str, list[ToolCall]]:
     """The tool calls of ``invocation_ids`` in call order, by invocation id (an invocation without calls is
     absent)."""
+    from toolpath.model import ToolCall, call_record
+
     rows = _call_rows(conn, invocation_ids, _CALL_COLUMNS, "args", "result")
     decoded = _decode(conn, [value for row in rows for value in (row[2], row[3])])
     found: dict[str, list[ToolCall]] = {}

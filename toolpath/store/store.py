@@ -12,7 +12,8 @@ import json
 import secrets
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, TypeVar
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Connection, func, select
 from sqlalchemy.dialects import postgresql, sqlite
@@ -20,7 +21,6 @@ from sqlalchemy.exc import DatabaseError, OperationalError
 from sqlalchemy.pool import StaticPool
 
 from toolpath.errors import ConfigError
-from toolpath.model import Invocation, Session, ToolCall, ns_to_datetime
 from toolpath.redact import Redactor
 from toolpath.store import bulk, durability, ingest, migrate, reads
 from toolpath.store import schema as t
@@ -34,6 +34,9 @@ from toolpath.store.engine import (
 )
 from toolpath.store.spanrecord import SpanRecord
 from toolpath.store.writelock import WriteLock, database_file_lock, sqlite_file
+
+if TYPE_CHECKING:  # the pydantic model is imported where an invocation is built: reading lists needs none
+    from toolpath.model import Invocation, Session, ToolCall
 
 __all__ = ["DEFAULT_STORE_URL", "STORE_ENV", "Store", "display_url", "resolve_store_url"]
 _IN_CHUNK = 500
@@ -303,6 +306,8 @@ class Store:
             if pseudonym == session_id:
                 return None
             return self.get_session(pseudonym)
+        from toolpath.model import Session
+
         return Session(
             session_id=row.session_id,
             agent_name=row.agent_name,
@@ -384,6 +389,8 @@ def _json_safe(value: dict[str, Any]) -> dict[str, Any]:
 
 
 def _invocation_from_row(r: Any, calls: list[ToolCall]) -> Invocation:
+    from toolpath.model import Invocation, ns_to_datetime
+
     return Invocation(
         invocation_id=r.invocation_id,
         session_id=r.session_id,
@@ -403,8 +410,8 @@ def _invocation_from_row(r: Any, calls: list[ToolCall]) -> Invocation:
 
 
 def _iso(ns: int | None) -> str | None:
-    dt = ns_to_datetime(ns)
-    return dt.isoformat() if dt else None
+    """Nanoseconds since the epoch as ISO 8601 UTC (as :func:`toolpath.model.ns_to_datetime` reads them)."""
+    return None if ns is None else datetime.fromtimestamp(ns / 1e9, tz=UTC).isoformat()
 
 
 def _chunks(items: Sequence[_T]) -> Iterator[Sequence[_T]]:
