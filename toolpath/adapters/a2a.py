@@ -17,20 +17,17 @@ docs/instrumentations.md.
 
 from __future__ import annotations
 
-import functools
 import logging
-import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from toolpath.errors import ConfigError
+from toolpath.adapters.method_patches import MethodPatches
 from toolpath.tracer import a2a_spans
 
 __all__ = ["instrument", "is_instrumented", "uninstrument"]
 
 logger = logging.getLogger("toolpath.adapters.a2a")
-_lock = threading.Lock()
-_originals: dict[tuple[type, str], Callable[..., Any]] = {}
+_patches = MethodPatches("a2a", "the a2a-sdk SDK 1.x")
 _FAILED_STATES = frozenset({"TASK_STATE_FAILED", "TASK_STATE_REJECTED"})
 _PAYLOADS = ("task", "message", "status_update", "artifact_update")
 
@@ -40,40 +37,21 @@ def instrument() -> None:
     from a2a.client.base_client import BaseClient
     from a2a.server.request_handlers import DefaultRequestHandlerV2, LegacyRequestHandler
 
-    with _lock:
-        if _originals:
+    with _patches.installing() as installed:
+        if installed:
             return
-        _patch(BaseClient, "send_message", _traced_send_message)
+        _patches.patch(BaseClient, "send_message", _traced_send_message)
         for handler in (DefaultRequestHandlerV2, LegacyRequestHandler):
-            _patch(handler, "on_message_send", _traced_on_message_send)
-            _patch(handler, "on_message_send_stream", _traced_on_message_send_stream)
+            _patches.patch(handler, "on_message_send", _traced_on_message_send)
+            _patches.patch(handler, "on_message_send_stream", _traced_on_message_send_stream)
 
 
 def uninstrument() -> None:
-    with _lock:
-        for (owner, name), original in _originals.items():
-            setattr(owner, name, original)
-        _originals.clear()
+    _patches.restore()
 
 
 def is_instrumented() -> bool:
-    return bool(_originals)
-
-
-def _patch(owner: type, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
-    original = owner.__dict__.get(name)
-    if original is None:  # another major version of the SDK: say so rather than trace half of it
-        for (patched, attribute), kept in _originals.items():
-            setattr(patched, attribute, kept)
-        _originals.clear()
-        raise ConfigError(
-            f"toolpath.adapters.{__name__.rsplit('.', 1)[-1]} supports the a2a-sdk SDK 1.x: "
-            f"{owner.__qualname__}.{name} is not there"
-        )
-    _originals[owner, name] = original
-    wrapper = make(original)
-    functools.update_wrapper(wrapper, original)
-    setattr(owner, name, wrapper)
+    return bool(_patches)
 
 
 def _traced_send_message(original: Callable[..., Any]) -> Callable[..., Any]:

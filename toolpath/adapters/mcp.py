@@ -19,20 +19,17 @@ the call goes on untraced.
 
 from __future__ import annotations
 
-import functools
 import logging
-import threading
 from collections.abc import Callable
 from typing import Any
 
-from toolpath.errors import ConfigError
+from toolpath.adapters.method_patches import MethodPatches
 from toolpath.tracer import mcp_spans
 
 __all__ = ["instrument", "is_instrumented", "uninstrument"]
 
 logger = logging.getLogger("toolpath.adapters.mcp")
-_lock = threading.Lock()
-_originals: dict[tuple[type, str], Callable[..., Any]] = {}
+_patches = MethodPatches("mcp", "the mcp SDK 1.x")
 
 
 def instrument() -> None:
@@ -40,40 +37,21 @@ def instrument() -> None:
     from mcp.client.session import ClientSession
     from mcp.server.lowlevel.server import Server
 
-    with _lock:
-        if _originals:
+    with _patches.installing() as installed:
+        if installed:
             return
-        _patch(ClientSession, "call_tool", _traced_call_tool)
-        _patch(ClientSession, "list_tools", _traced_list_tools)
-        _patch(Server, "_handle_request", _traced_handle_request)
+        _patches.patch(ClientSession, "call_tool", _traced_call_tool)
+        _patches.patch(ClientSession, "list_tools", _traced_list_tools)
+        _patches.patch(Server, "_handle_request", _traced_handle_request)
 
 
 def uninstrument() -> None:
     """Put the SDK's own methods back."""
-    with _lock:
-        for (owner, name), original in _originals.items():
-            setattr(owner, name, original)
-        _originals.clear()
+    _patches.restore()
 
 
 def is_instrumented() -> bool:
-    return bool(_originals)
-
-
-def _patch(owner: type, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
-    original = owner.__dict__.get(name)
-    if original is None:  # another major version of the SDK: say so rather than trace half of it
-        for (patched, attribute), kept in _originals.items():
-            setattr(patched, attribute, kept)
-        _originals.clear()
-        raise ConfigError(
-            f"toolpath.adapters.{__name__.rsplit('.', 1)[-1]} supports the mcp SDK 1.x: "
-            f"{owner.__qualname__}.{name} is not there"
-        )
-    _originals[owner, name] = original
-    wrapper = make(original)
-    functools.update_wrapper(wrapper, original)
-    setattr(owner, name, wrapper)
+    return bool(_patches)
 
 
 def _traced_call_tool(original: Callable[..., Any]) -> Callable[..., Any]:
