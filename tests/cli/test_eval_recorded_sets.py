@@ -14,26 +14,7 @@ from tests.helpers import ADK_FIXTURES, crashing
 from tests.helpers.adk_agent import write_agent_package
 from tests.helpers.cli import run_cli
 from tests.helpers.trace_files import CollectorFileSink
-
-WEATHER = """
-import toolpath
-
-@toolpath.tool
-def get_weather(city: str) -> dict:
-    return {"city": city, "sky": "sunny", "temp": 20}
-
-def good(prompt):
-    if "weather" in prompt:
-        w = get_weather("Paris")
-        return f"The weather in Paris is {w['sky']}, {w['temp']}C."
-    return "Hello! I can tell you the weather."
-
-def wrong(prompt):
-    if "weather" in prompt:
-        get_weather("London")
-        return "The weather in London is sunny, 20C."
-    return "Hello! I can tell you the weather."
-"""
+from tests.helpers.weather import WEATHER_AGENT_MODULE
 
 
 def recorded_live(cwd: Path, evalset: str, agent: str, *extra: str) -> tuple[int, dict]:
@@ -77,7 +58,7 @@ def rescored(cwd: Path, evalset: str, *args: str) -> tuple[int, dict, str]:
 def test_a_function_agent_recorded_scores_as_its_live_run(tmp_path, agent):
     for f in ADK_FIXTURES.iterdir():
         (tmp_path / f.name).write_text(f.read_text())
-    (tmp_path / "weather_agent.py").write_text(WEATHER)
+    (tmp_path / "weather_agent.py").write_text(WEATHER_AGENT_MODULE)
     code, live = recorded_live(tmp_path, ".", f"weather_agent:{agent}")
     assert code == (0 if agent == "good" else 1)
     for source in (("--from-store", "--store", "s.db"), ("--from-spans", "traces.jsonl")):
@@ -134,7 +115,7 @@ def recorded_twice(tmp_path) -> Path:
     """The weather eval set run live twice into ``s.db``: each case has two recorded sessions."""
     for f in ADK_FIXTURES.iterdir():
         (tmp_path / f.name).write_text(f.read_text())
-    (tmp_path / "weather_agent.py").write_text(WEATHER)
+    (tmp_path / "weather_agent.py").write_text(WEATHER_AGENT_MODULE)
     for _ in range(2):
         ran = run_cli(tmp_path, "eval", "weather.evalset.json", "--agent", "weather_agent:good", "--store", "s.db")
         assert ran.returncode == 0, ran.stdout + ran.stderr

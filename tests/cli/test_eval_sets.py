@@ -9,33 +9,14 @@ import pytest
 
 from tests.helpers import ADK_FIXTURES
 from tests.helpers.cli import run_cli
-
-WEATHER_AGENT = """
-import toolpath
-
-@toolpath.tool
-def get_weather(city: str) -> dict:
-    return {"city": city, "sky": "sunny", "temp": 20}
-
-def good(prompt):
-    if "weather" in prompt:
-        w = get_weather("Paris")
-        return f"The weather in Paris is {w['sky']}, {w['temp']}C."
-    return "Hello! I can tell you the weather."
-
-def wrong(prompt):
-    if "weather" in prompt:
-        get_weather("London")
-        return "The weather in London is sunny, 20C."
-    return "Hello! I can tell you the weather."
-"""
+from tests.helpers.weather import WEATHER_AGENT_MODULE
 
 
 @pytest.fixture
 def evalset_dir(tmp_path) -> Path:
     for f in ADK_FIXTURES.iterdir():
         (tmp_path / f.name).write_text(f.read_text())
-    (tmp_path / "weather_agent.py").write_text(WEATHER_AGENT)
+    (tmp_path / "weather_agent.py").write_text(WEATHER_AGENT_MODULE)
     return tmp_path
 
 
