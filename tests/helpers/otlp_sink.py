@@ -10,17 +10,16 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 
 class OtlpSink:
-    """``url`` to export to; ``received``: each request's spans as text. ``close()`` when done."""
+    """``url`` to export to; ``received``: each request's spans as text. ``close()`` when done. A subclass that
+    keeps requests another way overrides :meth:`receive`."""
 
     def __init__(self) -> None:
-        received: list[str] = []
-        self.received = received
+        self.received: list[str] = []
+        sink = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
-                request = ExportTraceServiceRequest()
-                request.ParseFromString(self.rfile.read(int(self.headers["Content-Length"])))
-                received.append(str(request))
+                sink.receive(ExportTraceServiceRequest.FromString(self.rfile.read(int(self.headers["Content-Length"]))))
                 self.send_response(200)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
@@ -31,6 +30,10 @@ class OtlpSink:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_port}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def receive(self, request: ExportTraceServiceRequest) -> None:
+        """Called on the server's thread for each export request."""
+        self.received.append(str(request))
 
     def close(self) -> None:
         self.server.shutdown()

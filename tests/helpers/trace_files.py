@@ -8,12 +8,15 @@ from __future__ import annotations
 import base64
 import json
 import struct
+import threading
 from pathlib import Path
 from typing import Any
 
 from google.protobuf import json_format
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from tests.helpers.otlp_sink import OtlpSink
 
 _ID_KEYS = ("traceId", "spanId", "parentSpanId")
 _KIND_NAMES = {1: "internal", 2: "server", 3: "client", 4: "producer", 5: "consumer"}
@@ -150,34 +153,17 @@ def _plain(value: Any) -> Any:
     return value
 
 
-class CollectorFileSink:
+class CollectorFileSink(OtlpSink):
     """An OTLP/HTTP receiver on 127.0.0.1 that appends each export it is sent to ``path`` as one OTLP/JSON line:
     the OpenTelemetry Collector's otlp receiver feeding its ``file`` exporter. ``url`` is the traces endpoint to
     give an SDK exporter (``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``); ``close()`` when done."""
 
     def __init__(self, path: Path) -> None:
-        import threading
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
         self.path = path
-        lock = threading.Lock()
+        self._lock = threading.Lock()
+        super().__init__()
+        self.url += "/v1/traces"
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                request = ExportTraceServiceRequest.FromString(self.rfile.read(int(self.headers["Content-Length"])))
-                with lock, path.open("a", encoding="utf-8") as out:
-                    out.write(otlp_json(request) + "\n")
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}/v1/traces"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    def receive(self, request: ExportTraceServiceRequest) -> None:
+        with self._lock, self.path.open("a", encoding="utf-8") as out:
+            out.write(otlp_json(request) + "\n")
