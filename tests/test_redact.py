@@ -330,3 +330,20 @@ def test_secret_keys_in_free_text_are_redacted_as_they_are_as_json_keys(text, se
 @pytest.mark.parametrize("text", ["max_tokens=512", "input_tokens: 12", "the key: value", "use_stemmer: true"])
 def test_counts_and_ordinary_keys_in_free_text_stay(text):
     assert Redactor(pseudonym_key=b"k" * 32).text(text) == text
+
+
+def test_a_key_seen_clean_still_has_its_values_redacted_every_time():
+    """Keys are classified once (the per-call path keeps the clean ones); the values under them are looked at on
+    every call, and keys that are secrets, ids or hold a secret themselves are never taken for clean ones."""
+    r = Redactor.build()
+    first = {"note": "all fine", "count": 4111111111111111, "session_id": EMAIL, "password": "", EMAIL: "x"}
+    for _ in range(3):
+        assert r.value(first) == r.value(copy.deepcopy(first))
+    again = {"note": f"mail {EMAIL}", "count": 12, "password": "hunter2", "session_id": "s-1", "unit": "C"}
+    out = r.value(again)
+    assert out["note"] == "mail [REDACTED]" and out["count"] == 12 and out["unit"] == "C"
+    assert out["password"] == "[REDACTED]" and out["session_id"] == "s-1"
+    assert EMAIL not in json.dumps(r.value(first)) and EMAIL not in json.dumps(out)
+    hits = r.hits
+    r.value({"note": API_KEY})
+    assert r.hits == hits + 1

@@ -227,6 +227,8 @@ class Redactor:
     def __post_init__(self) -> None:
         self._keys_seen: dict[str, str] = {}
         self._clean_keys: set[str] = set()
+        self._plain_object_keys: set[str] = set()
+        """Object keys that are not secret, name no identifier and are left as they are: values pass on as found."""
         self.keys = frozenset(k.lower() for k in self.keys)
         self._rules = [(name, _PREFILTERS.get(name) if pattern == DEFAULT_PATTERNS.get(name) else None,
                         re.compile(pattern)) for name, pattern in self.patterns.items()]  # fmt: skip
@@ -334,23 +336,34 @@ class Redactor:
             return self.text(value)
         if kind is dict or (kind not in _SCALARS and isinstance(value, Mapping)):
             keys = self.keys
+            plain = self._plain_object_keys
+            clean = self._clean_texts
             out = {}
             for key, item in value.items():
-                if (
-                    key.__class__ is str
-                    and (key in keys or is_secret_key(key) or key.lower() in keys)
-                    and item
-                    not in (
-                        None,
-                        "",
-                    )
-                ):
+                if key.__class__ is str and key in plain:  # the usual key: neither secret, an id, nor redacted
+                    if item.__class__ is str and (len(item) < _SHORTEST or item in clean):
+                        out[key] = item
+                    else:
+                        out[key] = self.value(item, convert)
+                    continue
+                secret = key.__class__ is str and (key in keys or is_secret_key(key) or key.lower() in keys)
+                if secret and item not in (None, ""):
                     self.hits += 1
                     out[self._object_key(key)] = self.replacement
-                elif item.__class__ is str and key.__class__ is str and is_identifier_key(key):
+                    continue
+                if item.__class__ is str and key.__class__ is str and is_identifier_key(key):
                     out[key] = self.identifier(item)
-                else:
-                    out[self._object_key(key)] = self.value(item, convert)
+                    continue
+                cleaned = self._object_key(key)
+                out[cleaned] = self.value(item, convert)
+                if (
+                    cleaned is key
+                    and key.__class__ is str
+                    and not secret
+                    and not is_identifier_key(key)
+                    and len(plain) < 4096
+                ):
+                    plain.add(key)  # keys repeat: classified once
             return out
         if kind is list or kind is tuple:
             return [self.value(item, convert) for item in value]

@@ -6,6 +6,7 @@ import json
 
 import toolpath
 from tests.helpers.builders import spans_by_name
+from toolpath.tracer import content
 from toolpath.tracer import semconv as sc
 
 
@@ -103,3 +104,19 @@ def _timed(fn) -> float:
     started = time.perf_counter()
     fn()
     return time.perf_counter() - started
+
+
+def test_encoded_values_read_as_the_standard_encoder_writes_them():
+    """The per-call encoder (the C encoder made once) writes what ``json.dumps`` does, and what it cannot write
+    (a tuple key) still becomes text, never an error on the agent's thread."""
+    values = [
+        {"room": "living", "unit": "C", "temperature": 20.5, "ok": True, "none": None},
+        ["é", 1, 2.5, float("nan"), {"nested": [1, {"x": "y"}]}],
+        "plain text",
+        12,
+        {1: "int key", 2.5: "float key"},
+    ]
+    for value in values:
+        assert content.encode(value) == (json.dumps(value, ensure_ascii=False, separators=(",", ":")), False)
+    text, cut = content.encode({("a", "b"): 1})
+    assert not cut and "('a', 'b')" in json.loads(text)

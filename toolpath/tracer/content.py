@@ -59,7 +59,7 @@ def encode(value: Any) -> tuple[str, bool]:
     limit = _policy.max_value_length
     dropped = [0]
     bounded = _bounded(value, limit, [limit], dropped)
-    text = to_json(bounded)
+    text = _to_json_copied(bounded)
     cut = len(text) > limit or dropped[0] > 0
     if cut:
         text = text[:limit] + TRUNCATION_MARKER.format(dropped=max(len(text) - limit, 0) + dropped[0])
@@ -83,6 +83,17 @@ def to_json(value: Any) -> str:
     try:
         return _encode(value)
     except (TypeError, ValueError):  # circular references, NaN keys and the like
+        return json.dumps(repr(value), ensure_ascii=False)
+
+
+def _to_json_copied(value: Any) -> str:
+    """:func:`to_json` of a value :func:`_bounded` built: a fresh tree, so no cycle the encoder must look for."""
+    redactor = _policy.redactor
+    if redactor is not None:
+        value = redactor.value(value, convert=_convertible)
+    try:
+        return _encode_tree(value)
+    except (TypeError, ValueError):
         return json.dumps(repr(value), ensure_ascii=False)
 
 
@@ -157,3 +168,26 @@ def _fallback(value: Any) -> Any:
 
 # One encoder for every call: ``json.dumps`` with options builds a new one each time.
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_fallback).encode
+
+
+def _c_encoder() -> Any:
+    """The C encoder made once, without the cycle check: the value is a copy the bounded walk built (a cyclic
+    value never gets this far), and ``JSONEncoder.encode`` would build the encoder again on every call."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    try:
+        return (
+            make(None, _fallback, json.encoder.encode_basestring, None, ":", ",", False, False, True) if make else None
+        )
+    except TypeError:  # another interpreter's signature
+        return None
+
+
+_encode_chunks = _c_encoder()
+
+
+def _encode_tree(value: Any) -> str:
+    if _encode_chunks is None:  # an interpreter without the C encoder
+        return _encode(value)
+    if value.__class__ is str:
+        return json.encoder.encode_basestring(value)
+    return "".join(_encode_chunks(value, 0))
