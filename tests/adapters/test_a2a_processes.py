@@ -5,7 +5,6 @@ calls attributed to it."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -21,7 +20,7 @@ import toolpath
 from tests.helpers.a2a_remote import REMOTE_NAME, remote_agent
 from tests.helpers.adk_agent import ScriptedModel, answer, call, calls
 from tests.helpers.collector import TOKEN, Collector
-from tests.helpers.mcp_weather import otlp_env, server_env, to_fahrenheit
+from tests.helpers.mcp_weather import to_fahrenheit, tracing_into
 from toolpath.adapters import a2a as tp_a2a
 from toolpath.tracer import semconv as sc
 
@@ -29,23 +28,10 @@ PROMPT = "How warm is Oslo in Fahrenheit?"
 
 
 @pytest.fixture
-def collector(tmp_path: Path) -> Iterator[Collector]:
-    started = Collector(tmp_path).start()
-    yield started
-    started.stop()
-
-
-@pytest.fixture
 def traced(collector: Collector, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
-    for key, value in otlp_env(collector.url, TOKEN).items():
-        monkeypatch.setenv(key, value)
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
-    toolpath.shutdown()
-    toolpath.init(store=False, service_name="planner")
-    tp_a2a.instrument()
-    yield server_env(collector.url, TOKEN)
-    tp_a2a.uninstrument()
-    toolpath.shutdown()
+    with tracing_into(collector.url, TOKEN, monkeypatch, "planner", tp_a2a) as env:
+        yield env
 
 
 async def run_planner(remote_url: str) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -33,7 +32,7 @@ import toolpath
 from tests.helpers.adk_agent import ScriptedModel, answer, call, calls
 from tests.helpers.collector import TOKEN, Collector
 from tests.helpers.mcp_langgraph import run_langgraph
-from tests.helpers.mcp_weather import ROOT, TOOLS, http_server, otlp_env, server_env
+from tests.helpers.mcp_weather import ROOT, TOOLS, http_server, tracing_into
 from toolpath.adapters import langchain as tp_langchain
 from toolpath.adapters import mcp as tp_mcp
 from toolpath.model import Invocation
@@ -47,23 +46,10 @@ EXPECTED = [
 
 
 @pytest.fixture
-def collector(tmp_path: Path) -> Iterator[Collector]:
-    started = Collector(tmp_path).start()
-    yield started
-    started.stop()
-
-
-@pytest.fixture
 def traced(collector: Collector, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
     """This process traces into the collector too; yields the environment of the server process."""
-    for key, value in otlp_env(collector.url, TOKEN).items():
-        monkeypatch.setenv(key, value)
-    toolpath.shutdown()
-    toolpath.init(store=False, service_name="agent")
-    tp_mcp.instrument()
-    yield server_env(collector.url, TOKEN)
-    tp_mcp.uninstrument()
-    toolpath.shutdown()
+    with tracing_into(collector.url, TOKEN, monkeypatch, "agent", tp_mcp) as env:
+        yield env
 
 
 def stdio_params(env: dict[str, str]) -> StdioServerParameters:

@@ -79,6 +79,26 @@ def server_env(collector_url: str, token: str) -> dict[str, str]:
     return {**os.environ, **otlp_env(collector_url, token), "PYTHONPATH": str(ROOT)}
 
 
+@contextmanager
+def tracing_into(
+    collector_url: str, token: str, monkeypatch: Any, service_name: str, adapter: Any
+) -> Iterator[dict[str, str]]:
+    """This process traces into the collector as ``service_name`` with ``adapter`` (a toolpath adapter module)
+    instrumented; yields the environment for a server process that traces into it too."""
+    import toolpath
+
+    for key, value in otlp_env(collector_url, token).items():
+        monkeypatch.setenv(key, value)
+    toolpath.shutdown()
+    toolpath.init(store=False, service_name=service_name)
+    adapter.instrument()
+    try:
+        yield server_env(collector_url, token)
+    finally:
+        adapter.uninstrument()
+        toolpath.shutdown()
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
