@@ -4,7 +4,6 @@ HTTP on loopback (bearer token, Host check, --allow-write)."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +17,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.helpers.cli import run_cli
-from tests.helpers.mcp_weather import ROOT, WEATHER_EVALSET, free_port, wait_for_port
+from tests.helpers.mcp_weather import ROOT, WEATHER_EVALSET, python_on_port
 from toolpath.evaluation.evalsets.files import load_eval_set
 from toolpath.model import Invocation, ToolCall, ns_to_datetime
 from toolpath.store.store import Store
@@ -112,18 +111,12 @@ def test_stdio_read_only(store_url: str, tmp_path: Path) -> None:
 
 @pytest.fixture
 def http_server(store_url: str, tmp_path: Path) -> Iterator[str]:
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "toolpath.cli", "mcp", "--store", store_url, "--transport", "http",
-         "--port", str(port), "--token", TOKEN, "--allow-write", "--evalsets", str(tmp_path / "evalsets")],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    try:
-        wait_for_port(process, port)
+    def command(port: int) -> list[str]:
+        return ["-m", "toolpath.cli", "mcp", "--store", store_url, "--transport", "http", "--port", str(port),
+                "--token", TOKEN, "--allow-write", "--evalsets", str(tmp_path / "evalsets")]  # fmt: skip
+
+    with python_on_port(command) as port:
         yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 def test_http_needs_the_token_and_a_loopback_host_and_may_write(http_server: str, tmp_path: Path) -> None:

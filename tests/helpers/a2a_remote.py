@@ -10,13 +10,12 @@ spans go (:func:`tests.helpers.mcp_weather.server_env`).
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 from tests.helpers.adk_agent import ScriptedModel, answer, call, calls
-from tests.helpers.mcp_weather import ROOT, free_port, get_forecast, wait_for_port
+from tests.helpers.mcp_weather import get_forecast, python_on_port
 
 REMOTE_NAME = "forecaster"
 
@@ -31,20 +30,9 @@ def build_forecaster() -> object:
 @contextmanager
 def remote_agent(env: Mapping[str, str]) -> Iterator[str]:
     """The forecaster on a free loopback port; yields its base URL."""
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tests.helpers.a2a_remote", str(port)],
-        env={**env, "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"},
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        wait_for_port(process, port)
+    remote_env = {**env, "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"}
+    with python_on_port(lambda port: ["-m", "tests.helpers.a2a_remote", str(port)], remote_env) as port:
         yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 def main(port: int) -> None:

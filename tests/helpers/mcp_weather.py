@@ -15,7 +15,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -122,17 +122,25 @@ def wait_for_port(process: subprocess.Popen[bytes], port: int, timeout: float = 
 @contextmanager
 def http_server(env: Mapping[str, str]) -> Iterator[str]:
     """The server on Streamable HTTP on a free loopback port; yields its ``/mcp`` URL."""
+    with python_on_port(lambda port: ["-m", "tests.helpers.mcp_weather", "http", str(port)], env) as port:
+        yield f"http://127.0.0.1:{port}/mcp"
+
+
+@contextmanager
+def python_on_port(args: Callable[[int], list[str]], env: Mapping[str, str] | None = None) -> Iterator[int]:
+    """``python *args(port)`` run from the repository root for a free loopback port, until it listens there;
+    yields the port and terminates the process after."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.helpers.mcp_weather", "http", str(port)],
-        env=dict(env),
+        [sys.executable, *args(port)],
+        env=None if env is None else dict(env),
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
     try:
         wait_for_port(process, port)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield port
     finally:
         process.terminate()
         process.wait(timeout=30)
