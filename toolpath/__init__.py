@@ -19,15 +19,9 @@ serverless agent — loads neither SQLAlchemy nor the OpenTelemetry SDK until so
 from __future__ import annotations
 
 import importlib
-from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 from toolpath.errors import ConfigError, DatasetError, MetricError, ToolpathError
-
-try:
-    __version__ = metadata.version("toolpath")
-except metadata.PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0.0.0"
 
 _LAZY = {
     "agent": "toolpath.adapters.function",
@@ -50,6 +44,7 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
+    __version__: str
     from toolpath.adapters.function import agent, tool
     from toolpath.evaluation.catalog import metric_names, register_metric
     from toolpath.evaluation.runner import EvalResult, evaluate
@@ -60,12 +55,24 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # read from the installed metadata when asked: importlib.metadata costs start-up
+        globals()[name] = _version()
+        return globals()[name]
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'toolpath' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
+
+
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("toolpath")
+    except metadata.PackageNotFoundError:  # running from a source tree that was never installed
+        return "0.0.0"
 
 
 def __dir__() -> list[str]:
