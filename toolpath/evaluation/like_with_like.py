@@ -68,6 +68,31 @@ def redact_references(row: Mapping[str, Any], redactor: Redactor | None) -> dict
     return out
 
 
+class RedactedReferences:
+    """Golden rows by prompt key, each redacted by the store's rules the first time it is asked for."""
+
+    def __init__(self, key: Callable[[str], str], rules: Redactor | None = None, store: Any = None) -> None:
+        """``key``: how prompts compare; ``rules``: the store's redaction rules (with ``store``'s pseudonym key,
+        read when first needed), so that references compare with stored values."""
+        self._key = key
+        self._rules, self._store = rules, store
+        self._redactor: Redactor | None = None
+        self._redacted: dict[str, Mapping[str, Any]] = {}
+        self.by_prompt: dict[str, Mapping[str, Any]] = {}
+
+    def find(self, prompt: str | None) -> Mapping[str, Any] | None:
+        """The golden row of ``prompt``, its references redacted by the store's rules."""
+        key = self._key(prompt) if prompt else None
+        row = self.by_prompt.get(key) if key is not None else None
+        if row is None or key is None or self._rules is None:
+            return row
+        if key not in self._redacted:
+            if self._redactor is None:
+                self._redactor = store_redactor(self._store, self._rules)
+            self._redacted[key] = redact_references(row, self._redactor)
+        return self._redacted[key]
+
+
 def _redacted_call(call: ToolCall, redactor: Redactor) -> ToolCall:
     args = None if call.args is None else redactor.value(call.args)
     return call.model_copy(update={"args": args, "result": redactor.value(call.result)})

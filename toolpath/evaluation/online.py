@@ -49,7 +49,7 @@ from typing import Any, Protocol
 
 from toolpath.errors import ConfigError
 from toolpath.evaluation.catalog import pass_rules, passes, resolve_metric
-from toolpath.evaluation.like_with_like import redact_references, store_redactor
+from toolpath.evaluation.like_with_like import RedactedReferences
 from toolpath.evaluation.online_evalsets import EvalSetReferences, check_metrics, is_eval_set_path
 from toolpath.evaluation.online_runs import OnlineRun
 from toolpath.evaluation.scoring import prepare_judge, score_views
@@ -153,38 +153,20 @@ def normalize_prompt(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip(" \t\n.!?;:,\"'")
 
 
-class References:
+class References(RedactedReferences):
     """Golden rows by prompt (exact or normalised)."""
 
     def __init__(self, dataset: str | None, match: str, rules: Redactor | None = None, store: Any = None) -> None:
         """``rules``: the store's redaction rules; each reference is redacted by them (with ``store``'s pseudonym
         key, read when first needed) to be compared with stored values."""
+        super().__init__(normalize_prompt if match == "normalized" else str, rules, store)
         self.match = match
-        self.by_prompt: dict[str, Mapping[str, Any]] = {}
-        self._rules, self._store = rules, store
-        self._redactor: Redactor | None = None
-        self._redacted: dict[str, Mapping[str, Any]] = {}
         if dataset:
             from toolpath.datasets import load_rows
 
             for row in load_rows(dataset):
                 if isinstance(row.get("prompt"), str):
                     self.by_prompt.setdefault(self._key(row["prompt"]), row)
-
-    def _key(self, prompt: str) -> str:
-        return normalize_prompt(prompt) if self.match == "normalized" else prompt
-
-    def find(self, prompt: str | None) -> Mapping[str, Any] | None:
-        """The golden row of ``prompt``, its references redacted by the store's rules."""
-        key = self._key(prompt) if prompt else None
-        row = self.by_prompt.get(key) if key is not None else None
-        if row is None or key is None or self._rules is None:
-            return row
-        if key not in self._redacted:
-            if self._redactor is None:
-                self._redactor = store_redactor(self._store, self._rules)
-            self._redacted[key] = redact_references(row, self._redactor)
-        return self._redacted[key]
 
 
 class ResultSink(Protocol):

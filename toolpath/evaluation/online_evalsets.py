@@ -10,7 +10,7 @@ turn as a case of one invocation, which is that invocation's score in ADK's ``pe
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ from toolpath.errors import ConfigError
 from toolpath.evaluation.catalog import renamed
 from toolpath.evaluation.evalsets.criteria import Criterion, resolve_criteria
 from toolpath.evaluation.evalsets.files import EVALSET_SUFFIX, LEGACY_SUFFIX, EvalSet, load_eval_sets
-from toolpath.evaluation.like_with_like import redact_references, store_redactor
+from toolpath.evaluation.like_with_like import RedactedReferences
 from toolpath.judges.vertex import JudgeMetric
 from toolpath.metrics.base import Metric, MissingInput
 from toolpath.model import MetricResult
@@ -49,18 +49,14 @@ class TurnCriterion(Metric):
         return self.metric.score({"invocations": [row]} if self.metric.case_level else row)
 
 
-class EvalSetReferences:
+class EvalSetReferences(RedactedReferences):
     """The golden turns of eval sets by user text, and the metrics and thresholds of their criteria."""
 
     def __init__(
         self, path: str | Path, key: Callable[[str], str], rules: Redactor | None = None, store: Any = None
     ) -> None:
         """``key``: how prompts compare (online's ``match``); ``rules``, ``store``: as for a JSONL dataset."""
-        self._key = key
-        self._rules, self._store = rules, store
-        self._redactor: Redactor | None = None
-        self._redacted: dict[str, Mapping[str, Any]] = {}
-        self.by_prompt: dict[str, dict[str, Any]] = {}
+        super().__init__(key, rules, store)
         self.case_turns: dict[tuple[str, str], int] = {}
         """How many turns each case (``(eval_set_id, eval_id)``) has."""
         eval_sets = load_eval_sets(path)
@@ -91,18 +87,6 @@ class EvalSetReferences:
             n: {**c.options, "threshold": c.threshold} for n, c in criteria.items()
         }
         """Each criterion's options and threshold, as an eval-set run records them."""
-
-    def find(self, prompt: str | None) -> Mapping[str, Any] | None:
-        """The golden turn of ``prompt``, its references redacted by the store's rules."""
-        key = self._key(prompt) if prompt else None
-        row = self.by_prompt.get(key) if key is not None else None
-        if row is None or key is None or self._rules is None:
-            return row
-        if key not in self._redacted:
-            if self._redactor is None:
-                self._redactor = store_redactor(self._store, self._rules)
-            self._redacted[key] = redact_references(row, self._redactor)
-        return self._redacted[key]
 
 
 def _criteria(eval_set: EvalSet) -> dict[str, Criterion]:
