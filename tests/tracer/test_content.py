@@ -120,3 +120,32 @@ def test_encoded_values_read_as_the_standard_encoder_writes_them():
         assert content.encode(value) == (json.dumps(value, ensure_ascii=False, separators=(",", ":")), False)
     text, cut = content.encode({("a", "b"): 1})
     assert not cut and "('a', 'b')" in json.loads(text)
+
+
+def test_a_value_that_contains_itself_is_recorded_and_the_call_traced(store_url, app_spans):
+    """A tool argument holding itself (directly, twice over, or in a list) is recorded down to a depth with a
+    marker, and the tool's span exists: the walk that bounds values ends on its own budget and depth."""
+    toolpath.init(store=store_url)
+    looped: dict = {"name": "node"}
+    looped["self"] = looped
+    wide: dict = {}
+    wide["a"] = wide
+    wide["b"] = wide
+    nested: list = []
+    nested.append(nested)
+
+    @toolpath.tool
+    def inspect_graph(node: object) -> str:
+        return "seen"
+
+    @toolpath.agent(name="grapher")
+    def grapher(prompt: str) -> str:
+        return " ".join(inspect_graph(value) for value in (looped, wide, nested))
+
+    assert grapher("walk it") == "seen seen seen"
+    assert toolpath.flush()
+    tools = [s for s in app_spans.get_finished_spans() if s.name == "execute_tool inspect_graph"]
+    assert len(tools) == 3
+    first = tools[0].attributes[sc.GEN_AI_TOOL_CALL_ARGUMENTS]
+    assert '"name":"node"' in first and content.TOO_DEEP in first
+    assert all(sc.GEN_AI_TOOL_CALL_ARGUMENTS in s.attributes[sc.TOOLPATH_TRUNCATED] for s in tools)

@@ -105,10 +105,16 @@ def clip(text: str) -> tuple[str, bool]:
     return text[:limit] + TRUNCATION_MARKER.format(dropped=len(text) - limit), True
 
 
-def _bounded(value: Any, limit: int, budget: list[int], dropped: list[int]) -> Any:
+MAX_DEPTH = 64
+"""Containers nested deeper are recorded as :data:`TOO_DEEP` (a value that contains itself ends there too)."""
+TOO_DEEP = "<nested too deep>"
+
+
+def _bounded(value: Any, limit: int, budget: list[int], dropped: list[int], depth: int = 0) -> Any:
     """``value`` with strings longer than ``limit`` cut to ``limit + 1`` characters and containers cut once about
-    ``limit`` characters of content were kept (``budget``: what is left, shared by the whole walk). The work is
-    bounded by the limit, not by the value's size; ``dropped`` counts the characters (or entries) left out."""
+    ``limit`` characters of content were kept (``budget``: what is left, shared by the whole walk; each container
+    spends from it too, so a value that contains itself, or a wide deep tree, ends). The work is bounded by the
+    limit, not by the value's size; ``dropped`` counts the characters (or entries) left out."""
     kind = value.__class__
     if kind is str:
         budget[0] -= len(value)
@@ -120,14 +126,22 @@ def _bounded(value: Any, limit: int, budget: list[int], dropped: list[int]) -> A
         budget[0] -= 8
         return value
     if isinstance(value, Mapping):
+        if depth >= MAX_DEPTH:
+            dropped[0] += 1
+            return TOO_DEEP
+        budget[0] -= 2
         out: dict[Any, Any] = {}
         for index, (key, item) in enumerate(value.items()):
             if budget[0] <= 0:
                 dropped[0] += len(value) - index
                 return out
-            out[key] = _bounded(item, limit, budget, dropped)
+            out[key] = _bounded(item, limit, budget, dropped, depth + 1)
         return out
     if kind is list or kind is tuple or isinstance(value, set | frozenset):
+        if depth >= MAX_DEPTH:
+            dropped[0] += 1
+            return TOO_DEEP
+        budget[0] -= 2
         if isinstance(value, set | frozenset) and len(value) <= 10_000:
             value = sorted(value, key=repr)  # a stable order for a set; a huge one keeps its own
         items: list[Any] = []
@@ -135,13 +149,13 @@ def _bounded(value: Any, limit: int, budget: list[int], dropped: list[int]) -> A
             if budget[0] <= 0:
                 dropped[0] += len(value) - index
                 return items
-            items.append(_bounded(item, limit, budget, dropped))
+            items.append(_bounded(item, limit, budget, dropped, depth + 1))
         return items
     if isinstance(value, bytes):
         budget[0] -= 16
         return f"<{len(value)} bytes>"
     converted = _convertible(value)
-    return value if converted is value else _bounded(converted, limit, budget, dropped)
+    return value if converted is value else _bounded(converted, limit, budget, dropped, depth + 1)
 
 
 def _convertible(value: Any) -> Any:
