@@ -30,7 +30,7 @@ from toolpath.errors import ConfigError
 from toolpath.redact import Redactor
 from toolpath.store import migrate
 from toolpath.store.store import Store, resolve_store_url
-from toolpath.tracer import content
+from toolpath.tracer import content, untraced
 from toolpath.tracer.exporters import CountingExporter, otlp_exporter
 
 __all__ = ["Tracing", "flush", "init", "shutdown", "stats"]
@@ -96,7 +96,8 @@ class Tracing:
 
     def losses(self) -> int:
         s = self.collector.stats
-        return s.spans_dropped + s.invocations_lost + (self.exporter.dropped if self.exporter is not None else 0)
+        exported = self.exporter.dropped if self.exporter is not None else 0
+        return s.spans_dropped + s.invocations_lost + exported + untraced.count()
 
 
 _slots: weakref.WeakKeyDictionary[TracerProvider, _Slot] = weakref.WeakKeyDictionary()
@@ -171,6 +172,7 @@ def init(
             targets.append(export_processor)
         slot.targets = tuple(targets)
         _current = Tracing(provider, collector, the_store, exporter, export_processor, slot)
+        _current.losses_seen = _current.losses()  # calls untraced before this setup are not its losses
         if not _atexit_registered:
             atexit.register(shutdown)
             _atexit_registered = True
@@ -266,6 +268,7 @@ def stats() -> dict[str, int]:
         "invocations_lost": s.invocations_lost,
         "store_errors": s.store_errors,
         "internal_errors": s.internal_errors,
+        "calls_untraced": untraced.count(),
     }
     if tracing.exporter is not None:
         out["spans_exported"] = tracing.exporter.exported

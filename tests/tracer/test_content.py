@@ -149,3 +149,26 @@ def test_a_value_that_contains_itself_is_recorded_and_the_call_traced(store_url,
     first = tools[0].attributes[sc.GEN_AI_TOOL_CALL_ARGUMENTS]
     assert '"name":"node"' in first and content.TOO_DEEP in first
     assert all(sc.GEN_AI_TOOL_CALL_ARGUMENTS in s.attributes[sc.TOOLPATH_TRUNCATED] for s in tools)
+
+
+def test_a_call_the_tracer_failed_on_runs_and_flush_says_the_record_is_incomplete(store_url, monkeypatch):
+    """A failure inside tracing never stops the tool; it is counted, and flush() is no longer all-delivered."""
+    from toolpath.tracer import spans
+
+    toolpath.init(store=store_url)
+
+    @toolpath.tool
+    def lookup(city: str) -> str:
+        return city.upper()
+
+    assert toolpath.flush()
+    before = toolpath.stats()["calls_untraced"]
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("tracer bug")
+
+    monkeypatch.setattr(spans, "start_tool_span", broken)
+    assert lookup("paris") == "PARIS"  # the tool ran
+    assert toolpath.stats()["calls_untraced"] == before + 1
+    assert toolpath.flush() is False
+    assert toolpath.flush() is True  # told once, as other losses are

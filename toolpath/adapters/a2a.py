@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from toolpath.adapters.method_patches import MethodPatches
-from toolpath.tracer import a2a_spans
+from toolpath.tracer import a2a_spans, untraced
 
 __all__ = ["instrument", "is_instrumented", "uninstrument"]
 
@@ -61,7 +61,7 @@ def _traced_send_message(original: Callable[..., Any]) -> Callable[..., Any]:
             span, headers = a2a_spans.start_client("SendMessage", _message_context_id(request))
             context = _with_headers(context, headers)
         except Exception:
-            logger.exception("toolpath: tracing an A2A send_message failed; the call goes on untraced")
+            untraced.log_and_count(logger, "toolpath: tracing an A2A send_message failed; the call goes on untraced")
         if span is None:
             async for event in original(self, request, context=context):
                 yield event
@@ -97,7 +97,7 @@ def _start_server(self: Any, params: Any, context: Any) -> tuple[Any, Any] | Non
             "SendMessage", state.get("headers"), _message_context_id(params), getattr(card, "name", None) or None
         )
     except Exception:
-        logger.exception("toolpath: tracing an A2A request failed; the request goes on untraced")
+        untraced.log_and_count(logger, "toolpath: tracing an A2A request failed; the request goes on untraced")
         return None
 
 

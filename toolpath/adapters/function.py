@@ -25,7 +25,7 @@ from typing import Any, ParamSpec, TypeVar, overload
 
 from opentelemetry.context import Context
 
-from toolpath.tracer import semconv, spans
+from toolpath.tracer import semconv, spans, untraced
 
 __all__ = ["AgentSpec", "agent", "tool"]
 
@@ -38,7 +38,7 @@ _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_O
 
 
 def _internal_error(what: str) -> None:
-    logger.warning("toolpath: %s failed; the call runs untraced", what, exc_info=True)
+    untraced.log_and_count(logger, "toolpath: %s failed; the call runs untraced", what)
 
 
 # --- argument binding ------------------------------------------------------------------------------------

@@ -38,7 +38,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.tracers.context import register_configure_hook
 from opentelemetry.context import Context
 
-from toolpath.tracer import spans
+from toolpath.tracer import spans, untraced
 
 __all__ = ["ToolpathCallbackHandler", "instrument", "uninstrument"]
 
@@ -97,7 +97,7 @@ class ToolpathCallbackHandler(BaseCallbackHandler):
         return self._runs.pop(run_id, None)
 
     def _guard(self, what: str, run_id: UUID) -> None:
-        logger.warning("toolpath: %s failed for run %s; it goes on untraced", what, run_id, exc_info=True)
+        untraced.log_and_count(logger, "toolpath: %s failed for run %s; it goes on untraced", what, run_id)
 
     # --- chains (agents and graph nodes) ---------------------------------------------------------------
 

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from toolpath.adapters.method_patches import MethodPatches
-from toolpath.tracer import mcp_spans
+from toolpath.tracer import mcp_spans, untraced
 
 __all__ = ["instrument", "is_instrumented", "uninstrument"]
 
@@ -70,7 +70,9 @@ def _traced_call_tool(original: Callable[..., Any]) -> Callable[..., Any]:
             span, token = mcp_spans.start_client_call(name, arguments, getattr(self, "_request_id", None), None)
             meta = mcp_spans.inject(meta)
         except Exception:
-            logger.exception("toolpath: tracing MCP tools/call %r failed; the call goes on untraced", name)
+            untraced.log_and_count(
+                logger, "toolpath: tracing MCP tools/call %r failed; the call goes on untraced", name
+            )
             return await original(self, name, arguments, read_timeout_seconds, progress_callback, meta=meta, **kwargs)
         try:
             result = await original(self, name, arguments, read_timeout_seconds, progress_callback, meta=meta, **kwargs)
@@ -88,7 +90,7 @@ def _traced_list_tools(original: Callable[..., Any]) -> Callable[..., Any]:
         try:
             span, token = mcp_spans.start_light_call("tools/list", getattr(self, "_request_id", None), None)
         except Exception:
-            logger.exception("toolpath: tracing MCP tools/list failed; the call goes on untraced")
+            untraced.log_and_count(logger, "toolpath: tracing MCP tools/list failed; the call goes on untraced")
             return await original(self, *args, **kwargs)
         try:
             listed = await original(self, *args, **kwargs)
@@ -148,7 +150,7 @@ def _start_server_call(message: Any, req: Any) -> tuple[Any, Any] | None:
             "tcp" if over_http else None,  # Streamable HTTP; a pipe or memory stream says nothing of itself
         )
     except Exception:
-        logger.exception("toolpath: tracing an MCP server's tools/call failed; the call goes on untraced")
+        untraced.log_and_count(logger, "toolpath: tracing an MCP server's tools/call failed; the call goes on untraced")
         return None
 
 
