@@ -19,24 +19,11 @@ import toolpath
 from tests.helpers import ADK_FIXTURES
 from tests.helpers.cli import run_cli
 from tests.helpers.collector import TOKEN, Collector
+from tests.helpers.weather import WEATHER_AGENT_MODULE
 from toolpath.store.job_queue import latest_scored
 from toolpath.store.store import Store
 from toolpath.ui import create_app
 from toolpath.ui.compare import compare_view
-
-WEATHER = """
-import toolpath
-
-@toolpath.tool
-def get_weather(city: str) -> dict:
-    return {"city": city, "sky": "sunny", "temp": 20}
-
-def wrong(prompt):
-    if "weather" in prompt:
-        get_weather("London")
-        return "The weather in London is sunny, 20C."
-    return "Hello! I can tell you the weather."
-"""
 
 
 def online_runs(store: Store) -> list[dict]:
@@ -76,7 +63,7 @@ def played_through(collector: Collector, cwd: Path, turns: int) -> dict:
 def test_online_run_of_an_eval_set_scores_as_the_recorded_run(tmp_path, workers):
     for f in ADK_FIXTURES.iterdir():
         (tmp_path / f.name).write_text(f.read_text())
-    (tmp_path / "weather_agent.py").write_text(WEATHER)
+    (tmp_path / "weather_agent.py").write_text(WEATHER_AGENT_MODULE)
     (tmp_path / "online.toml").write_text('reference_dataset = "weather.evalset.json"\npoll_seconds = 0.05\n')
     extra = ("--workers", str(workers)) if workers > 1 else ()
     collector = Collector(tmp_path, None, "--online", str(tmp_path / "online.toml"), *extra).start()
