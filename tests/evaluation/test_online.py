@@ -9,7 +9,6 @@ import subprocess
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ import toolpath
 from tests.helpers.builders import invocation
 from tests.helpers.collector import Collector
 from tests.helpers.fake_gemini import FakeGemini, Reply
+from tests.helpers.otlp_sink import OtlpSink
 from tests.helpers.weather import bot
 from toolpath.errors import ConfigError
 from toolpath.evaluation.online import OnlineConfig, OnlineEvaluator, normalize_prompt
@@ -152,38 +152,19 @@ def test_a_failing_judge_labels_its_own_results_error_and_the_rest_are_scored(tm
 # --- the collector service, end to end -------------------------------------------------------------------
 
 
-class OtlpSink:
-    """A small OTLP/HTTP receiver for metrics and logs on 127.0.0.1, decoding what arrives."""
+class MetricsLogsSink(OtlpSink):
+    """The OTLP/HTTP receiver on 127.0.0.1, keeping the metrics and logs it is sent, decoded."""
 
     def __init__(self) -> None:
         self.metrics: list[ExportMetricsServiceRequest] = []
         self.logs: list[ExportLogsServiceRequest] = []
-        sink = self
+        super().__init__()
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                if self.path == "/v1/metrics":
-                    message = ExportMetricsServiceRequest()
-                    message.ParseFromString(body)
-                    sink.metrics.append(message)
-                elif self.path == "/v1/logs":
-                    message = ExportLogsServiceRequest()
-                    message.ParseFromString(body)
-                    sink.logs.append(message)
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: object) -> None:
-                return
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
+    def post(self, path: str, body: bytes) -> None:
+        if path == "/v1/metrics":
+            self.metrics.append(ExportMetricsServiceRequest.FromString(body))
+        elif path == "/v1/logs":
+            self.logs.append(ExportLogsServiceRequest.FromString(body))
 
     def events(self) -> list:
         return [r for m in self.logs for rl in m.resource_logs for sl in rl.scope_logs for r in sl.log_records]
@@ -230,7 +211,7 @@ provider.shutdown()
 
 
 def test_collector_scores_live_traffic_and_sends_otlp_metrics_and_events(tmp_path):
-    sink = OtlpSink()
+    sink = MetricsLogsSink()
     golden = tmp_path / "golden.jsonl"
     golden.write_text("".join(json.dumps(r) + "\n" for r in GOLDEN))
     (tmp_path / "online.toml").write_text(

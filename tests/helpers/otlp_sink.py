@@ -11,7 +11,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 class OtlpSink:
     """``url`` to export to; ``received``: each request's spans as text. ``close()`` when done. A subclass that
-    keeps requests another way overrides :meth:`receive`."""
+    keeps trace requests another way overrides :meth:`receive`; one that takes other signals (metrics, logs)
+    overrides :meth:`post`."""
 
     def __init__(self) -> None:
         self.received: list[str] = []
@@ -19,7 +20,7 @@ class OtlpSink:
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
-                sink.receive(ExportTraceServiceRequest.FromString(self.rfile.read(int(self.headers["Content-Length"]))))
+                sink.post(self.path, self.rfile.read(int(self.headers["Content-Length"])))
                 self.send_response(200)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
@@ -30,6 +31,10 @@ class OtlpSink:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_port}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def post(self, path: str, body: bytes) -> None:
+        """Called on the server's thread with each POST's path and body; here every body is a trace export."""
+        self.receive(ExportTraceServiceRequest.FromString(body))
 
     def receive(self, request: ExportTraceServiceRequest) -> None:
         """Called on the server's thread for each export request."""
