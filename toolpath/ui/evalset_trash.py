@@ -6,7 +6,9 @@ eval set deleted twice keeps the newest copy, and a restore never replaces an ev
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -59,22 +61,22 @@ def _files(request: Request) -> EvalSetFiles:
     return files
 
 
-async def delete_page(request: Request) -> Response:
+async def _move(request: Request, move: Callable[[EvalSetFiles, str], Any], missing: str, done: str) -> Response:
+    """Move the eval set named in the path with ``move`` (to the trash or back); 404 naming it if it isn't there."""
     name = request.path_params["name"]
     try:
-        await run_in_threadpool(delete, _files(request), name)
+        await run_in_threadpool(move, _files(request), name)
     except FileNotFoundError:
-        raise HTTPException(404, f"no eval set {name!r}") from None
-    return RedirectResponse(f"/evalsets?deleted={name}", status_code=303)
+        raise HTTPException(404, missing.format(name=name)) from None
+    return RedirectResponse(done.format(name=name), status_code=303)
+
+
+async def delete_page(request: Request) -> Response:
+    return await _move(request, delete, "no eval set {name!r}", "/evalsets?deleted={name}")
 
 
 async def restore_page(request: Request) -> Response:
-    name = request.path_params["name"]
-    try:
-        await run_in_threadpool(restore, _files(request), name)
-    except FileNotFoundError:
-        raise HTTPException(404, f"no deleted eval set {name!r} to restore") from None
-    return RedirectResponse(f"/evalsets/{name}?restored=1", status_code=303)
+    return await _move(request, restore, "no deleted eval set {name!r} to restore", "/evalsets/{name}?restored=1")
 
 
 def routes() -> list[Route]:
