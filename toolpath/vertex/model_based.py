@@ -202,6 +202,28 @@ class _VertexShape:
             return await judge_raw(self, self.custom_output_config, row, ask)  # type: ignore[arg-type]
         return await super().judge(row, ask)  # type: ignore[misc]
 
+    def _set_up(
+        self,
+        metric: str,
+        metric_prompt_template: Any,
+        system_instruction: str | None,
+        autorater_config: Any,
+        custom_output_config: Any,
+    ) -> None:
+        """Vertex AI's constructor arguments read into the judge metric this shape sits on."""
+        model, samples, temperature = judge_options(autorater_config, pairwise=bool(getattr(self, "pairwise", False)))
+        judges.TemplateMetric.__init__(
+            self,  # type: ignore[arg-type]
+            metric,
+            _template(metric_prompt_template),
+            model=model,
+            temperature=temperature,
+            num_samples=samples,
+            system_instruction=system_instruction,
+        )
+        self.autorater_config = autorater_config
+        self.custom_output_config = custom_output_config
+
     def with_autorater(self, config: Any) -> Any:
         """A copy judged by ``config`` (an ``EvalTask``'s ``autorater_config``), unless this metric has its own."""
         if self.autorater_config is not None or config is None:
@@ -227,17 +249,7 @@ class PointwiseMetric(_VertexShape, judges.PointwiseMetric):
         autorater_config: Any = None,
         custom_output_config: Any = None,
     ) -> None:
-        model, samples, temperature = judge_options(autorater_config)
-        super().__init__(
-            metric,
-            _template(metric_prompt_template),
-            model=model,
-            temperature=temperature,
-            num_samples=samples,
-            system_instruction=system_instruction,
-        )
-        self.autorater_config = autorater_config
-        self.custom_output_config = custom_output_config
+        self._set_up(metric, metric_prompt_template, system_instruction, autorater_config, custom_output_config)
 
 
 class PairwiseMetric(_VertexShape, judges.PairwiseMetric):
@@ -255,17 +267,7 @@ class PairwiseMetric(_VertexShape, judges.PairwiseMetric):
         autorater_config: Any = None,
         custom_output_config: Any = None,
     ) -> None:
-        model, samples, temperature = judge_options(autorater_config, pairwise=True)
-        super().__init__(
-            metric,
-            _template(metric_prompt_template),
-            model=model,
-            temperature=temperature,
-            num_samples=samples,
-            system_instruction=system_instruction,
-        )
-        self.autorater_config = autorater_config
-        self.custom_output_config = custom_output_config
+        self._set_up(metric, metric_prompt_template, system_instruction, autorater_config, custom_output_config)
         self.baseline_model = baseline_model
 
 
