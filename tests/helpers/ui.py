@@ -124,6 +124,23 @@ class Watched:
         page.on("dialog", dialog)
 
 
+@contextlib.contextmanager
+def watched_page(width: int = 1280, height: int = 900) -> Iterator[Any]:
+    """A Chromium page of ``width`` × ``height`` px; on leaving, no console error or uncaught exception may
+    have happened on it."""
+    with browser() as chromium:
+        watched = Watched(chromium.new_page(viewport={"width": width, "height": height}))
+        yield watched.page
+        assert watched.errors == []
+
+
+def announced_screenshot_folder(base: Path) -> Path:
+    """:func:`screenshot_folder`, printed so that a ``-s`` run says where to look."""
+    folder = screenshot_folder(base)
+    print(f"\nUI screenshots: {folder}")
+    return folder
+
+
 def screenshot_folder(base: Path) -> Path:
     """Where the browser tests save their screenshots ($TOOLPATH_UI_SCREENSHOTS, else under pytest's temp)."""
     folder = Path(os.environ.get("TOOLPATH_UI_SCREENSHOTS") or base / "ui-screenshots")

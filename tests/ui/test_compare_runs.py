@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.ui import Watched, browser, screenshot_folder, screenshots, serve_ui
+from tests.helpers.ui import announced_screenshot_folder, screenshots, serve_ui, watched_page
 from tests.helpers.ui_stores import debugging_store
 from toolpath.store.store import Store
 from toolpath.ui.compare import direction
@@ -26,17 +26,13 @@ def ui(tmp_path_factory):
 
 @pytest.fixture
 def page(ui):
-    with browser() as chromium:
-        watched = Watched(chromium.new_page(viewport={"width": 1280, "height": 900}))
-        yield watched.page
-        assert watched.errors == []
+    with watched_page() as page:
+        yield page
 
 
 @pytest.fixture(scope="module")
 def shots(tmp_path_factory) -> Path:
-    folder = screenshot_folder(tmp_path_factory.getbasetemp())
-    print(f"\nUI screenshots: {folder}")
-    return folder
+    return announced_screenshot_folder(tmp_path_factory.getbasetemp())
 
 
 def runs(store: Store, kind: str) -> list[str]:

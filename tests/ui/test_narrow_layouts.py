@@ -12,12 +12,11 @@ import pytest
 from tests.helpers.ui import (
     BROKEN_WORDS,
     DEMO_AGENT,
-    Watched,
-    browser,
+    announced_screenshot_folder,
     page_overflow,
-    screenshot_folder,
     screenshots,
     serve_ui,
+    watched_page,
 )
 from tests.helpers.ui_stores import SUPPORT, debugging_store
 from toolpath.evaluation.evalsets.folder import EvalSetFiles
@@ -41,17 +40,13 @@ def ui(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def page(ui):
-    with browser() as chromium:
-        watched = Watched(chromium.new_page(viewport={"width": 800, "height": 900}))
-        yield watched.page
-        assert watched.errors == []
+    with watched_page(800) as page:
+        yield page
 
 
 @pytest.fixture(scope="module")
 def shots(tmp_path_factory) -> Path:
-    folder = screenshot_folder(tmp_path_factory.getbasetemp())
-    print(f"\nUI screenshots: {folder}")
-    return folder
+    return announced_screenshot_folder(tmp_path_factory.getbasetemp())
 
 
 def paths(store: Store) -> list[str]:

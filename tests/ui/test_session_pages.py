@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.ui import Watched, browser, screenshot_folder, screenshots, serve_ui
+from tests.helpers.ui import announced_screenshot_folder, screenshots, serve_ui, watched_page
 from tests.helpers.ui_stores import BIG_ARGUMENT, MARKUP, SUPPORT, TOOL_ERROR_SESSION, debugging_store
 from toolpath.store.store import Store
 
@@ -29,17 +29,13 @@ def ui(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def page(ui):
-    with browser() as chromium:
-        watched = Watched(chromium.new_page(viewport={"width": 1280, "height": 900}))
-        yield watched.page
-        assert watched.errors == []
+    with watched_page() as page:
+        yield page
 
 
 @pytest.fixture(scope="module")
 def shots(tmp_path_factory) -> Path:
-    folder = screenshot_folder(tmp_path_factory.getbasetemp())
-    print(f"\nUI screenshots: {folder}")
-    return folder
+    return announced_screenshot_folder(tmp_path_factory.getbasetemp())
 
 
 def listed(page) -> list[str]:
