@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.cli import run_cli
-from tests.helpers.ui import Watched, browser, screenshot_folder, screenshots, serve_ui
+from tests.helpers.ui import Watched, announced_screenshot_folder, browser, screenshots, serve_ui
 from tests.helpers.ui_stores import SUPPORT, debugging_store
 from toolpath.store.annotations import annotations_of
 from toolpath.store.store import Store
@@ -32,9 +32,7 @@ def ui(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def shots(tmp_path_factory) -> Path:
-    folder = screenshot_folder(tmp_path_factory.getbasetemp())
-    print(f"\nUI screenshots: {folder}")
-    return folder
+    return announced_screenshot_folder(tmp_path_factory.getbasetemp())
 
 
 def test_a_reviewer_labels_a_turn_and_finds_it_again(ui, shots):

@@ -11,7 +11,14 @@ from typing import Any
 import pytest
 from sqlalchemy import insert, update
 
-from tests.helpers.ui import Watched, browser, bulk_store, screenshot_folder, screenshots, serve_ui
+from tests.helpers.ui import (
+    Watched,
+    announced_screenshot_folder,
+    browser,
+    bulk_store,
+    screenshots,
+    serve_ui,
+)
 from toolpath.store import schema as t
 from toolpath.store.browse import SessionFilter
 from toolpath.store.session_order import SessionSort, ordered_session_page
@@ -38,9 +45,7 @@ def ui(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def shots(tmp_path_factory) -> Path:
-    folder = screenshot_folder(tmp_path_factory.getbasetemp())
-    print(f"\nUI screenshots: {folder}")
-    return folder
+    return announced_screenshot_folder(tmp_path_factory.getbasetemp())
 
 
 def test_sorting_by_latency_orders_the_whole_store_not_the_page(ui, shots):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.ui import Watched, browser, screenshot_folder, screenshots, serve_ui
+from tests.helpers.ui import Watched, announced_screenshot_folder, browser, screenshots, serve_ui
 from tests.helpers.ui_stores import SUPPORT, debugging_store
 from toolpath.store.store import Store
 from toolpath.store.usage import prices
@@ -31,9 +31,7 @@ def ui(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def shots(tmp_path_factory) -> Path:
-    folder = screenshot_folder(tmp_path_factory.getbasetemp())
-    print(f"\nUI screenshots: {folder}")
-    return folder
+    return announced_screenshot_folder(tmp_path_factory.getbasetemp())
 
 
 def test_tokens_and_cost_per_turn_session_and_list(ui, shots):
