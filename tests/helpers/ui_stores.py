@@ -6,14 +6,16 @@ lower-is-better metric with an errored one; and a production session with a tool
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import toolpath
 from tests.helpers.cli import run_process
-from tests.helpers.ui import demo_store
+from tests.helpers.ui import demo_store, serve_ui
 from toolpath.demo.smart_home import TOOLS, plan, reset_home
 from toolpath.model import Invocation, ToolCall
 from toolpath.store import schema as t
@@ -187,3 +189,15 @@ def debugging_store(folder: Path) -> str:
     finally:
         store.close()
     return url
+
+
+@contextlib.contextmanager
+def served_debugging_store(folder: Path) -> Iterator[tuple[str, Store]]:
+    """:func:`debugging_store` in ``folder``, served by ``toolpath ui`` (eval sets in ``folder/evalsets``):
+    its URL and the store, closed on leaving."""
+    store = Store(debugging_store(folder))
+    try:
+        with serve_ui(store, folder / "evalsets") as url:
+            yield url, store
+    finally:
+        store.close()

@@ -9,19 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.ui import announced_screenshot_folder, screenshots, serve_ui, watched_page
-from tests.helpers.ui_stores import debugging_store
+from tests.helpers.ui import announced_screenshot_folder, screenshots, watched_page
+from tests.helpers.ui_stores import served_debugging_store
 from toolpath.store.store import Store
 from toolpath.ui.compare import direction
 
 
 @pytest.fixture(scope="module")
 def ui(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("ui-compare")
-    store = Store(debugging_store(folder))
-    with serve_ui(store, folder / "evalsets") as url:
-        yield url, store
-    store.close()
+    with served_debugging_store(tmp_path_factory.mktemp("ui-compare")) as served:
+        yield served
 
 
 @pytest.fixture

@@ -11,20 +11,22 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.ui import announced_screenshot_folder, screenshots, serve_ui, watched_page
-from tests.helpers.ui_stores import BIG_ARGUMENT, MARKUP, SUPPORT, TOOL_ERROR_SESSION, debugging_store
-from toolpath.store.store import Store
+from tests.helpers.ui import announced_screenshot_folder, screenshots, watched_page
+from tests.helpers.ui_stores import (
+    BIG_ARGUMENT,
+    MARKUP,
+    SUPPORT,
+    TOOL_ERROR_SESSION,
+    served_debugging_store,
+)
 
 WIDTHS = (1280, 800)
 
 
 @pytest.fixture(scope="module")
 def ui(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("ui-sessions")
-    store = Store(debugging_store(folder))
-    with serve_ui(store, folder / "evalsets") as url:
-        yield url, store
-    store.close()
+    with served_debugging_store(tmp_path_factory.mktemp("ui-sessions")) as served:
+        yield served
 
 
 @pytest.fixture(scope="module")
