@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from toolpath.redact import Redactor
@@ -77,23 +77,21 @@ def identifier(value: Any) -> str:
 
 def to_json(value: Any) -> str:
     """Serialise for a span attribute; never raises (unserialisable leaves become their ``repr``)."""
-    redactor = _policy.redactor
-    if redactor is not None:
-        value = redactor.value(value, convert=_convertible)
-    try:
-        return _encode(value)
-    except (TypeError, ValueError):  # circular references, NaN keys and the like
-        return json.dumps(repr(value), ensure_ascii=False)
+    return _redacted_json(value, _encode)
 
 
 def _to_json_copied(value: Any) -> str:
     """:func:`to_json` of a value :func:`_bounded` built: a fresh tree, so no cycle the encoder must look for."""
+    return _redacted_json(value, _encode_tree)
+
+
+def _redacted_json(value: Any, encode: Callable[[Any], str]) -> str:
     redactor = _policy.redactor
     if redactor is not None:
         value = redactor.value(value, convert=_convertible)
     try:
-        return _encode_tree(value)
-    except (TypeError, ValueError):
+        return encode(value)
+    except (TypeError, ValueError):  # circular references, NaN keys and the like
         return json.dumps(repr(value), ensure_ascii=False)
 
 
