@@ -66,12 +66,37 @@ def test_listing_commands_load_only_what_they_need(tmp_path):
 
     url = f"sqlite:///{tmp_path / 'toolpath.db'}"
     Store(url).write([invocation(i) for i in range(3)])  # a store at the schema's head: nothing to migrate
-    for argv, ran in (
-        (["--help"], "toolpath.cli"),
-        (["metrics", "--json"], "toolpath.cli.metrics_command"),
-        (["sessions", "list", "--store", url, "--json"], "toolpath.store.reads"),
+    for argv, ran, also in (
+        (["--help"], "toolpath.cli", ("sqlalchemy",)),
+        (["metrics", "--json"], "toolpath.cli.metrics_command", ("sqlalchemy",)),
+        # a store at the schema's head is read through its driver: SQLAlchemy's import alone would double the run
+        (
+            ["sessions", "list", "--store", url, "--json"],
+            "toolpath.store.session_list",
+            ("sqlalchemy", "rich.progress"),
+        ),
+        (["sessions", "list", "--store", url], "toolpath.cli.display", ("sqlalchemy", "rich.progress")),
     ):
         loaded = modules_loaded_by(tmp_path, argv)
         assert ran in loaded  # it did run
-        heavy = sorted(m for m in loaded if any(m == h or m.startswith(f"{h}.") for h in HEAVY))
+        heavy = sorted(m for m in loaded if any(m == h or m.startswith(f"{h}.") for h in (*HEAVY, *also)))
         assert heavy == [], f"toolpath {' '.join(argv)}"
+
+
+def test_sessions_list_reads_postgresql_through_its_driver(tmp_path, postgres_url):
+    """A PostgreSQL store at the schema's head is listed through psycopg alone, as a SQLite file is."""
+    import json
+
+    from tests.helpers.builders import invocation
+    from toolpath.store.store import Store
+
+    store = Store(postgres_url)
+    store.write([invocation(i, agent="pg-lister") for i in range(900_001, 900_004)])
+    store.close()
+    argv = ["sessions", "list", "--store", postgres_url, "--agent-name", "pg-lister", "--json"]
+    loaded = modules_loaded_by(tmp_path, argv)
+    assert "psycopg" in loaded and not any(m == "sqlalchemy" or m.startswith("sqlalchemy.") for m in loaded)
+    listed = json.loads(run_cli(tmp_path, *argv).stdout)
+    assert sorted((row["session_id"], row["invocations"], row["tool_calls"]) for row in listed) == [
+        (f"s-{i}", 1, 1) for i in (900_001, 900_002, 900_003)
+    ]

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from toolpath.config import STORE_ENV, TOKEN_ENV
 from toolpath.errors import ConfigError
-from toolpath.store.store import Store, resolve_store_url
+from toolpath.store.engine import resolve_store_url
+
+if TYPE_CHECKING:  # SQLAlchemy loads with the store, when a command opens one: `sessions list` reads without it
+    from toolpath.store.store import Store
 
 store_option = click.option(
     "--store",
@@ -85,10 +88,18 @@ def writable(path: Path | None, option: str) -> Path | None:
     return path
 
 
-def open_existing_store(url: str | None, *, create: bool = True) -> Store:
+def existing_store_url(url: str | None) -> str:
+    """The store URL ``url`` resolves to (``--store``, ``$TOOLPATH_STORE`` or the default); a SQLite file that
+    does not exist is a :class:`ConfigError`, never a new empty store."""
     resolved = resolve_store_url(url)
     if resolved.startswith("sqlite:///") and not resolved.endswith(":memory:"):
         path = Path(resolved.removeprefix("sqlite:///"))
         if not path.exists():
             raise ConfigError(f"store {path} does not exist (run `toolpath demo`, or set --store / ${STORE_ENV})")
-    return Store(resolved, create=create)
+    return resolved
+
+
+def open_existing_store(url: str | None, *, create: bool = True) -> Store:
+    from toolpath.store.store import Store
+
+    return Store(existing_store_url(url), create=create)

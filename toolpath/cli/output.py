@@ -10,8 +10,6 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.progress import ProgressColumn, Task
-from rich.text import Text
 
 console = Console()
 
@@ -40,18 +38,27 @@ def progress(total: int, description: str, quiet: bool) -> Iterator[Bar]:
     if quiet or not console.is_terminal:
         yield Bar()
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    # rich's progress bars load here, with the commands that show one (their import is a tenth of a listing's run)
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        ProgressColumn,
+        Task,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+    from rich.text import Text
+
+    class RateColumn(ProgressColumn):
+        """Steps per second, readable: ``12.3/s`` (``0.25/s`` when slow)."""
+
+        def render(self, task: Task) -> Text:
+            return Text(format_rate(task.speed), style="progress.data.speed")
 
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), RateColumn())
     with Progress(*columns, TimeRemainingColumn(), console=console, transient=True) as bar:
         yield Bar(bar, bar.add_task(description, total=total), description)
-
-
-class RateColumn(ProgressColumn):
-    """Steps per second, readable: ``12.3/s`` (``0.25/s`` when slow)."""
-
-    def render(self, task: Task) -> Text:
-        return Text(format_rate(task.speed), style="progress.data.speed")
 
 
 def format_rate(per_second: float | None) -> str:

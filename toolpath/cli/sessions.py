@@ -6,7 +6,7 @@ import json
 
 import click
 
-from toolpath.cli.options import open_existing_store, store_option
+from toolpath.cli.options import existing_store_url, open_existing_store, store_option
 from toolpath.cli.output import console, emit
 from toolpath.errors import ConfigError
 
@@ -24,11 +24,15 @@ def sessions() -> None:
 def sessions_list(store: str | None, agent_name: str | None, limit: int, as_json: bool) -> None:
     """List sessions, newest first."""
     from toolpath.cli.display import sessions_table
+    from toolpath.store import session_list
+    from toolpath.store.direct import reading
+    from toolpath.tracer.semconv import TOOLPATH_EVALUATION
 
-    the_store = open_existing_store(store)
-    rows = the_store.list_sessions(agent_name=agent_name, limit=limit)
+    # through the database's driver, without SQLAlchemy (its import alone would be most of this command's time)
+    with reading(existing_store_url(store)) as reader:
+        rows = session_list.listed(reader, agent_name=agent_name, limit=limit, evaluation_attribute=TOOLPATH_EVALUATION)
+        total = session_list.count(reader, agent_name=agent_name) if len(rows) == limit else len(rows)
     emit(rows, as_json, sessions_table)
-    total = the_store.count_sessions(agent_name=agent_name) if len(rows) == limit else len(rows)
     if total > len(rows):  # never a silent cut: say what is left out and how to see it
         click.echo(
             f"{len(rows)} of {total} sessions shown, newest first; --limit {total} lists them all",

@@ -1,6 +1,7 @@
 """Paginated reads for browsing a store (``toolpath ui``): sessions by filters, a page at a time, newest first,
 keyset-paginated on the indexed ``(last_started_at, session_id)`` so the first page of a large store is one
-index walk; online scores of invocations; online pass rates over time; recent online failures."""
+index walk (each session's row: :func:`toolpath.store.session_list.session_rows`, as the CLI's list has it);
+online scores of invocations; online pass rates over time; recent online failures."""
 
 from __future__ import annotations
 
@@ -11,12 +12,9 @@ from typing import Any
 from sqlalchemy import Text, and_, case, cast, exists, func, or_, select, union
 
 from toolpath.store import schema as t
+from toolpath.store import session_list
+from toolpath.store.session_list import EVALUATION_PREFIXES, Reader
 from toolpath.store.store import Store
-
-EVALUATION_PREFIXES = ("eval-", "replay-")
-"""Session ids the evaluators give the sessions they run when none is given (``toolpath eval``, eval sets,
-``toolpath replay``, and the runs the UI starts): evaluation traffic, not production's. The turns evaluations run
-are also marked (``toolpath.evaluation``), whatever their session id; the prefixes keep older stores' apart."""
 
 
 @dataclass(frozen=True)
@@ -188,7 +186,7 @@ def session_page(
         if before is not None:
             page.reverse()
         total, capped = count_sessions(conn, session_conditions(where, sqlite=sqlite)) if count else (None, False)
-        rows = session_rows(conn, page, where.evaluation_attribute)
+        rows = session_list.session_rows(Reader.of_connection(conn), page, where.evaluation_attribute)
     older = (page[-1].last_started_at, page[-1].session_id) if page and (before is not None or more) else None
     newer = (page[0].last_started_at, page[0].session_id) if page and (after is not None or (before and more)) else None
     return SessionPage(rows, older, newer, total, capped)
@@ -204,80 +202,10 @@ def count_sessions(conn: Any, conditions: list[Any]) -> tuple[int, bool]:
     stopped there."""
     s = t.sessions
     if not conditions:
-        return int(conn.execute(select(func.count()).select_from(s)).scalar_one()), False
+        return session_list.count(Reader.of_connection(conn)), False
     capped = select(s.c.session_id).where(*conditions).limit(COUNT_CAP + 1).subquery()
     found = int(conn.execute(select(func.count()).select_from(capped)).scalar_one())
     return min(found, COUNT_CAP), found > COUNT_CAP
-
-
-def session_rows(conn: Any, page: Sequence[Any], evaluation_attribute: str | None = None) -> list[dict[str, Any]]:
-    """The list's row of each session of ``page``; ``evaluation``: an evaluation ran it (a turn marked by
-    ``evaluation_attribute``, or an id of :data:`EVALUATION_PREFIXES`)."""
-    inv, calls = t.invocations, t.tool_calls
-    ids = [r.session_id for r in page]
-    evaluated = {r.session_id for r in page if r.session_id.startswith(EVALUATION_PREFIXES)}
-    if evaluation_attribute is not None and ids:
-        marked = inv.c.attributes[evaluation_attribute].as_boolean().is_(True)
-        query = select(inv.c.session_id).where(inv.c.session_id.in_(ids), marked).distinct()
-        evaluated.update(r.session_id for r in conn.execute(query))
-    stats = {
-        r.session_id: r
-        for r in conn.execute(
-            select(
-                inv.c.session_id,
-                func.count().label("invocations"),
-                func.coalesce(func.sum(case((inv.c.failure > 0, 1), else_=0)), 0).label("failures"),
-                func.max(inv.c.latency_seconds).label("slowest"),
-                func.sum(inv.c.latency_seconds).label("latency"),
-            )
-            .where(inv.c.session_id.in_(ids))
-            .group_by(inv.c.session_id)
-        )
-    }
-    call_counts = {
-        r.session_id: (int(r.calls), int(r.errors or 0))
-        for r in conn.execute(
-            select(
-                inv.c.session_id,
-                func.count().label("calls"),
-                func.sum(case((calls.c.error.is_not(None), 1), else_=0)).label("errors"),
-            )
-            .select_from(calls.join(inv, inv.c.invocation_id == calls.c.invocation_id))
-            .where(inv.c.session_id.in_(ids))
-            .group_by(inv.c.session_id)
-        )
-    }
-    earlier = inv.alias("earlier")
-    first_start = select(func.min(earlier.c.started_at)).where(earlier.c.session_id == inv.c.session_id)
-    first_prompts = {
-        r.session_id: r.prompt
-        for r in conn.execute(
-            select(inv.c.session_id, inv.c.prompt).where(
-                inv.c.session_id.in_(ids), inv.c.started_at == first_start.scalar_subquery()
-            )
-        )
-    }
-    rows = []
-    for r in page:
-        stat = stats.get(r.session_id)
-        called, call_errors = call_counts.get(r.session_id, (0, 0))
-        rows.append(
-            {
-                "session_id": r.session_id,
-                "agent_name": r.agent_name,
-                "first_started_at": r.first_started_at,
-                "last_started_at": r.last_started_at,
-                "invocations": stat.invocations if stat is not None else 0,
-                "failures": int(stat.failures) if stat is not None else 0,
-                "latency": float(stat.latency) if stat is not None and stat.latency is not None else None,
-                "slowest": float(stat.slowest) if stat is not None and stat.slowest is not None else None,
-                "tool_calls": called,
-                "tool_errors": call_errors,
-                "prompt": first_prompts.get(r.session_id),
-                "evaluation": r.session_id in evaluated,
-            }
-        )
-    return rows
 
 
 def turn_place(store: Store, invocation_id: str) -> tuple[str, int] | None:

@@ -1,20 +1,20 @@
 """Store URLs and engines: which database a URL names (``$TOOLPATH_STORE``, SQLite paths), how it is shown (its
-password hidden, everywhere toolpath prints or logs it), and the SQLAlchemy engine that opens it."""
+password hidden, everywhere toolpath prints or logs it), and the SQLAlchemy engine that opens it.
+
+SQLAlchemy is imported where a URL is parsed or an engine made, not with this module: a command that resolves a
+store URL and reads it through its driver alone (:mod:`toolpath.store.direct`) never pays for its import."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
-
-from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError
-from sqlalchemy.pool import StaticPool
+from typing import TYPE_CHECKING, Any
 
 from toolpath.config import DEFAULT_STORE_URL, STORE_ENV
 from toolpath.errors import ConfigError
-from toolpath.redact import hide_passwords
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
 
 SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 SQLITE_SYNCHRONOUS = "FULL"
@@ -38,6 +38,8 @@ def resolve_store_url(url: str | None = None) -> str:
         return url
     if url.lower().endswith(SQLITE_SUFFIXES) or "/" in url or os.sep in url:
         return f"sqlite:///{url}"
+    from toolpath.redact import hide_passwords  # the rules load where a URL is shown: resolving shows none
+
     raise ConfigError(
         f"store {hide_passwords(url)!r} is neither a database URL nor a SQLite file path ({STORE_EXAMPLES})"
     )
@@ -46,6 +48,11 @@ def resolve_store_url(url: str | None = None) -> str:
 def display_url(url: str) -> str:
     """A store URL as toolpath shows it anywhere (start-up lines, errors, logs): its password hidden as ``***``,
     in the user info and in the query (``?password=…``)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    from toolpath.redact import hide_passwords
+
     try:
         shown = make_url(url).render_as_string(hide_password=True)
     except ArgumentError:
@@ -55,6 +62,11 @@ def display_url(url: str) -> str:
 
 def hide_store_password(text: str, url: str) -> str:
     """``text`` (a driver's error message) with ``url``'s password hidden wherever it appears."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    from toolpath.redact import hide_passwords
+
     text = hide_passwords(text)
     try:
         password = make_url(url).password
@@ -66,6 +78,11 @@ def hide_store_password(text: str, url: str) -> str:
 
 
 def make_engine(real_url: str, *, echo: bool) -> Engine:
+    from sqlalchemy import create_engine, event
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+    from sqlalchemy.pool import StaticPool
+
     url = display_url(real_url)
     try:
         parsed = make_url(real_url)

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import Any
-
-from sqlalchemy import inspect, text
-from sqlalchemy.engine import Connection, Engine
+from typing import TYPE_CHECKING, Any
 
 from toolpath.errors import ConfigError
+
+if TYPE_CHECKING:  # SQLAlchemy loads where a revision is read or changed: HEAD is read without it
+    from sqlalchemy.engine import Connection, Engine
 
 STORE_SECRETS_REVISION = "0004"
 """The revision that adds ``store_secrets``: its migration reads its id from here, so renumbering it is one edit
@@ -31,6 +31,8 @@ MIGRATIONS = Path(__file__).with_name("migrations")
 
 
 def current_revision(conn: Connection) -> str | None:
+    from sqlalchemy import inspect, text
+
     if not inspect(conn).has_table("alembic_version"):
         return None
     return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
@@ -43,6 +45,8 @@ def upgrade(
     older store at once migrate it one after another: on PostgreSQL under an advisory lock, on SQLite under
     ``lock`` (a file lock of the database, held across processes), each looking again at the revision once it
     holds it."""
+    from sqlalchemy import inspect, text
+
     if revision == "head" and engine.dialect.name != "postgresql":
         with engine.connect() as conn:
             if current_revision(conn) == HEAD:  # the common case: no lock, no file beside the database

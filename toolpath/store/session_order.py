@@ -13,7 +13,8 @@ from sqlalchemy import Float, case, cast, func, literal, or_, select
 from sqlalchemy.sql.elements import ColumnElement
 
 from toolpath.store import schema as t
-from toolpath.store.browse import SessionFilter, SessionPage, count_sessions, session_conditions, session_rows
+from toolpath.store.browse import SessionFilter, SessionPage, count_sessions, session_conditions
+from toolpath.store.session_list import Reader, session_rows
 from toolpath.store.store import Store
 from toolpath.store.usage import ModelPrice
 
@@ -162,5 +163,5 @@ def ordered_session_page(
         found = list(conn.execute(query).all())
         shown = found[:limit]
         total, capped = count_sessions(conn, session_conditions(where, sqlite=sqlite))
-        rows = session_rows(conn, shown, where.evaluation_attribute)
+        rows = session_rows(Reader.of_connection(conn), shown, where.evaluation_attribute)
     return OrderedPage(SessionPage(rows, None, None, total, capped), page, len(found) > limit)

@@ -12,7 +12,6 @@ import json
 import secrets
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Connection, func, select
@@ -22,7 +21,7 @@ from sqlalchemy.pool import StaticPool
 
 from toolpath.errors import ConfigError
 from toolpath.redact import Redactor
-from toolpath.store import bulk, durability, ingest, migrate, reads
+from toolpath.store import bulk, durability, ingest, migrate, reads, session_list
 from toolpath.store import schema as t
 from toolpath.store.engine import (
     DEFAULT_STORE_URL,
@@ -32,6 +31,7 @@ from toolpath.store.engine import (
     make_engine,
     resolve_store_url,
 )
+from toolpath.store.session_list import Reader, iso
 from toolpath.store.spanrecord import SpanRecord
 from toolpath.store.writelock import WriteLock, database_file_lock, sqlite_file
 
@@ -255,45 +255,15 @@ class Store:
     # --- reads -----------------------------------------------------------------------------------------
 
     def list_sessions(self, *, agent_name: str | None = None, limit: int | None = 100) -> list[dict[str, Any]]:
-        """Sessions, newest first, with their invocation and failure counts."""
-        inv = t.invocations
-        query = (
-            select(
-                t.sessions.c.session_id,
-                t.sessions.c.agent_name,
-                t.sessions.c.first_started_at,
-                t.sessions.c.last_started_at,
-                func.count(inv.c.invocation_id).label("invocations"),
-                func.coalesce(func.sum(inv.c.failure), 0).label("failures"),
-            )
-            .select_from(t.sessions.outerjoin(inv, inv.c.session_id == t.sessions.c.session_id))
-            .group_by(t.sessions.c.session_id)
-            .order_by(t.sessions.c.last_started_at.desc(), t.sessions.c.session_id)
-        )
-        if agent_name is not None:
-            query = query.where(t.sessions.c.agent_name == agent_name)
-        if limit is not None:
-            query = query.limit(limit)
+        """Sessions, newest first, each with its row of the list (:func:`toolpath.store.session_list.listed`:
+        turns, failures, tool calls, slowest turn, first prompt; times as ISO 8601)."""
         with self.engine.connect() as conn:
-            return [
-                {
-                    "session_id": r.session_id,
-                    "agent_name": r.agent_name,
-                    "invocations": r.invocations,
-                    "failures": int(r.failures),
-                    "first_started_at": _iso(r.first_started_at),
-                    "last_started_at": _iso(r.last_started_at),
-                }
-                for r in conn.execute(query)
-            ]
+            return session_list.listed(Reader.of_connection(conn), agent_name=agent_name, limit=limit)
 
     def count_sessions(self, *, agent_name: str | None = None) -> int:
         """How many sessions :meth:`list_sessions` would list without a limit."""
-        query = select(func.count()).select_from(t.sessions)
-        if agent_name is not None:
-            query = query.where(t.sessions.c.agent_name == agent_name)
         with self.engine.connect() as conn:
-            return int(conn.execute(query).scalar_one())
+            return session_list.count(Reader.of_connection(conn), agent_name=agent_name)
 
     def get_session(self, session_id: str) -> Session | None:
         """The session ``session_id``; an id redaction turned into a pseudonym (``chat-jane@example.com``) finds
@@ -377,8 +347,8 @@ class Store:
 
 def _run_dict(row: Any) -> dict[str, Any]:
     run = dict(row._mapping)
-    run["started_at"] = _iso(run["started_at"])
-    run["finished_at"] = _iso(run["finished_at"])
+    run["started_at"] = iso(run["started_at"])
+    run["finished_at"] = iso(run["finished_at"])
     return run
 
 
@@ -407,11 +377,6 @@ def _invocation_from_row(r: Any, calls: list[ToolCall]) -> Invocation:
         attributes=r.attributes or {},
         answered_by=r.answered_by,
     )
-
-
-def _iso(ns: int | None) -> str | None:
-    """Nanoseconds since the epoch as ISO 8601 UTC (as :func:`toolpath.model.ns_to_datetime` reads them)."""
-    return None if ns is None else datetime.fromtimestamp(ns / 1e9, tz=UTC).isoformat()
 
 
 def _chunks(items: Sequence[_T]) -> Iterator[Sequence[_T]]:

@@ -1,0 +1,173 @@
+"""The sessions list: which sessions, newest first, how many there are, and each one's row (turns, failures, tool
+calls, slowest turn, first prompt, evaluation or not). One home for what ``toolpath sessions list``,
+:meth:`toolpath.store.store.Store.list_sessions` (the MCP tool, replays) and the UI's sessions page show of a
+session.
+
+The SQL goes to the database driver itself (DB-API: ``sqlite3``, psycopg), through a :class:`Reader` over either a
+connection of the store's SQLAlchemy engine or one the driver opened alone (:mod:`toolpath.store.direct`): a
+command that only lists never imports SQLAlchemy, whose import alone costs more than the whole listing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any, NamedTuple
+
+EVALUATION_PREFIXES = ("eval-", "replay-")
+"""Session ids the evaluators give the sessions they run when none is given (``toolpath eval``, eval sets,
+``toolpath replay``, and the runs the UI starts): evaluation traffic, not production's. The turns evaluations run
+are also marked (``toolpath.evaluation``), whatever their session id; the prefixes keep older stores' apart."""
+_IN_CHUNK = 500
+_HEAD = "SELECT session_id, agent_name, first_started_at, last_started_at FROM sessions"
+
+
+class Reader:
+    """Runs a query written with ``?`` marks on one database connection and returns its rows as tuples."""
+
+    def __init__(self, dialect: str, run: Callable[[str, tuple[Any, ...]], Sequence[Sequence[Any]]]) -> None:
+        self.dialect = dialect
+        """``sqlite`` or ``postgresql``."""
+        self._run = run
+
+    @classmethod
+    def of_connection(cls, conn: Any) -> Reader:
+        """Over a SQLAlchemy ``Connection`` (its transaction, if one is open)."""
+        return cls(conn.dialect.name, lambda sql, params: conn.exec_driver_sql(sql, params).all())
+
+    @classmethod
+    def of_driver(cls, connection: Any, dialect: str) -> Reader:
+        """Over a DB-API connection (``sqlite3``'s or psycopg's)."""
+
+        def run(sql: str, params: tuple[Any, ...]) -> Sequence[Sequence[Any]]:
+            cursor = connection.cursor()
+            try:
+                cursor.execute(sql, params)
+                return cursor.fetchall()
+            finally:
+                cursor.close()
+
+        return cls(dialect, run)
+
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> Sequence[Sequence[Any]]:
+        if self.dialect == "postgresql":  # psycopg's marks are %s (none of these queries holds a literal % or ?)
+            sql = sql.replace("?", "%s")
+        return self._run(sql, tuple(params))
+
+
+class SessionHead(NamedTuple):
+    """A session as the ``sessions`` table holds it (times: nanoseconds since the epoch)."""
+
+    session_id: str
+    agent_name: str | None
+    first_started_at: int
+    last_started_at: int
+
+
+def newest(reader: Reader, *, agent_name: str | None = None, limit: int | None = None) -> list[SessionHead]:
+    """Sessions (of ``agent_name``), newest first (by last activity, ties by id): one walk of the indexed
+    ``last_started_at``."""
+    sql, params = _HEAD, list[Any]()
+    if agent_name is not None:
+        sql, params = f"{sql} WHERE agent_name = ?", [agent_name]
+    sql += " ORDER BY last_started_at DESC, session_id"
+    if limit is not None:
+        sql, params = f"{sql} LIMIT ?", [*params, limit]
+    return [SessionHead(*row) for row in reader.rows(sql, params)]
+
+
+def count(reader: Reader, *, agent_name: str | None = None) -> int:
+    """How many sessions (of ``agent_name``) there are."""
+    if agent_name is None:
+        return int(reader.rows("SELECT count(*) FROM sessions")[0][0])
+    return int(reader.rows("SELECT count(*) FROM sessions WHERE agent_name = ?", [agent_name])[0][0])
+
+
+def listed(
+    reader: Reader,
+    *,
+    agent_name: str | None = None,
+    limit: int | None = 100,
+    evaluation_attribute: str | None = None,
+) -> list[dict[str, Any]]:
+    """Sessions newest first with each its row (:func:`session_rows`), times as ISO 8601 UTC: what the CLI, the
+    MCP tool and :meth:`Store.list_sessions` give."""
+    rows = session_rows(reader, newest(reader, agent_name=agent_name, limit=limit), evaluation_attribute)
+    for row in rows:
+        row["first_started_at"] = iso(row["first_started_at"])
+        row["last_started_at"] = iso(row["last_started_at"])
+    return rows
+
+
+def session_rows(reader: Reader, page: Sequence[Any], evaluation_attribute: str | None = None) -> list[dict[str, Any]]:
+    """The list's row of each session of ``page`` (rows with ``session_id``, ``agent_name``, ``first_started_at``
+    and ``last_started_at``): its turns, failed turns, total and slowest latency, tool calls and failed ones, first
+    prompt, and ``evaluation``: an evaluation ran it (an id of :data:`EVALUATION_PREFIXES`, or, given
+    ``evaluation_attribute``, a turn that attribute marks ``true``)."""
+    ids = [r.session_id for r in page]
+    evaluated = {r.session_id for r in page if r.session_id.startswith(EVALUATION_PREFIXES)}
+    stats: dict[str, Sequence[Any]] = {}
+    calls: dict[str, tuple[int, int]] = {}
+    prompts: dict[str, str | None] = {}
+    for chunk, marks in _chunks(ids):
+        if evaluation_attribute is not None:
+            marked, key = _marked(reader.dialect, evaluation_attribute)
+            sql = f"SELECT DISTINCT session_id FROM invocations WHERE session_id IN ({marks}) AND {marked}"
+            evaluated.update(r[0] for r in reader.rows(sql, [*chunk, key]))
+        sql = (
+            "SELECT session_id, count(*), coalesce(sum(CASE WHEN failure > 0 THEN 1 ELSE 0 END), 0), "
+            f"max(latency_seconds), sum(latency_seconds) FROM invocations WHERE session_id IN ({marks}) "
+            "GROUP BY session_id"
+        )
+        stats.update((r[0], r) for r in reader.rows(sql, chunk))
+        sql = (
+            "SELECT i.session_id, count(*), sum(CASE WHEN c.error IS NOT NULL THEN 1 ELSE 0 END) FROM tool_calls c "
+            f"JOIN invocations i ON i.invocation_id = c.invocation_id WHERE i.session_id IN ({marks}) "
+            "GROUP BY i.session_id"
+        )
+        calls.update((r[0], (int(r[1]), int(r[2] or 0))) for r in reader.rows(sql, chunk))
+        sql = (
+            f"SELECT i.session_id, i.prompt FROM invocations i WHERE i.session_id IN ({marks}) AND i.started_at = "
+            "(SELECT min(e.started_at) FROM invocations e WHERE e.session_id = i.session_id)"
+        )
+        prompts.update((r[0], r[1]) for r in reader.rows(sql, chunk))
+    rows = []
+    for r in page:
+        stat = stats.get(r.session_id)
+        called, call_errors = calls.get(r.session_id, (0, 0))
+        rows.append(
+            {
+                "session_id": r.session_id,
+                "agent_name": r.agent_name,
+                "first_started_at": r.first_started_at,
+                "last_started_at": r.last_started_at,
+                "invocations": int(stat[1]) if stat is not None else 0,
+                "failures": int(stat[2]) if stat is not None else 0,
+                "latency": float(stat[4]) if stat is not None and stat[4] is not None else None,
+                "slowest": float(stat[3]) if stat is not None and stat[3] is not None else None,
+                "tool_calls": called,
+                "tool_errors": call_errors,
+                "prompt": prompts.get(r.session_id),
+                "evaluation": r.session_id in evaluated,
+            }
+        )
+    return rows
+
+
+def iso(ns: int | None) -> str | None:
+    """Nanoseconds since the epoch as ISO 8601 UTC (as :func:`toolpath.model.ns_to_datetime` reads them)."""
+    return None if ns is None else datetime.fromtimestamp(ns / 1e9, tz=UTC).isoformat()
+
+
+def _marked(dialect: str, attribute: str) -> tuple[str, str]:
+    """The condition that an invocation's ``attribute`` is JSON ``true``, and its parameter."""
+    if dialect == "postgresql":
+        return "CAST((attributes ->> CAST(? AS TEXT)) AS BOOLEAN) IS true", attribute
+    return "json_extract(attributes, ?) IS 1", '$."{}"'.format(attribute.replace('"', '\\"'))
+
+
+def _chunks(ids: Sequence[str]) -> list[tuple[list[str], str]]:
+    return [
+        (list(ids[i : i + _IN_CHUNK]), ", ".join(["?"] * len(ids[i : i + _IN_CHUNK])))
+        for i in range(0, len(ids), _IN_CHUNK)
+    ]
