@@ -56,12 +56,12 @@ def _open(url: str) -> tuple[Any, Reader] | None:
     the head; ``None`` otherwise (nothing is left open, nothing created)."""
     if url.startswith(_SQLITE) and "?" not in url:
         path = unquote(url.removeprefix(_SQLITE))
-        if path in ("", ":memory:") or not Path(path).expanduser().is_file():
+        if path in ("", ":memory:") or not Path(path).is_file():
             return None
         import sqlite3
 
         with _opening_errors(url):
-            connection: Any = sqlite3.connect(Path(path).expanduser(), timeout=30)
+            connection: Any = sqlite3.connect(path, timeout=30)  # the file SQLAlchemy's sqlite3 would open
             reader = Reader.of_driver(connection, "sqlite")
             try:
                 listed = reader.rows("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'alembic_version'")
