@@ -160,10 +160,11 @@ def iso(ns: int | None) -> str | None:
 
 
 def _marked(dialect: str, attribute: str) -> tuple[str, str]:
-    """The condition that an invocation's ``attribute`` is JSON ``true``, and its parameter."""
+    """The condition that an invocation's ``attribute`` is ``true``, and its parameter: as SQLAlchemy's
+    ``attributes[name].as_boolean().is_(True)`` reads it (the UI's filter that hides evaluations reads it so)."""
     if dialect == "postgresql":
         return "CAST((attributes ->> CAST(? AS TEXT)) AS BOOLEAN) IS true", attribute
-    return "json_extract(attributes, ?) IS 1", '$."{}"'.format(attribute.replace('"', '\\"'))
+    return "CAST(json_extract(attributes, ?) AS BOOLEAN) IS 1", '$."{}"'.format(attribute.replace('"', '\\"'))
 
 
 def _chunks(ids: Sequence[str]) -> list[tuple[list[str], str]]:
