@@ -122,6 +122,50 @@ def test_encoded_values_read_as_the_standard_encoder_writes_them():
     assert not cut and "('a', 'b')" in json.loads(text)
 
 
+def test_the_short_paths_write_what_the_full_walk_writes(monkeypatch):
+    """A dict of a few plain fields skips the bounded copy, and a prompt or answer is quoted at once: both must
+    write exactly what the full walk (bounded copy, redaction walk, encoder) writes, under every policy — a
+    redact key naming a message's own key (``content``), no redaction, a limit the value crosses."""
+    flat = [
+        {"room": "living", "unit": "C", "temperature": 20.5, "ok": True, "none": None, "n": 4111111111111111},
+        {"password": "hunter2", "note": "mail bob@example.com", "session_id": "chat-bob@example.com"},
+        {"q": "key sk-proj-abcdefghijklmnopqrstuvwxyz123456 and Bearer abcdefghijklmnop", "é": 'ü "q" \n'},
+        {"big": "x" * 70, "other": "y" * 20},
+        {},
+    ]
+    texts = ["go", "", 'ü "quoted" \\ \n\t\x01', "mail bob@example.com", '{"password": "hunter2"}', "z" * 90]
+    policies = [
+        content.ContentPolicy(),
+        content.ContentPolicy.build(True, ["content", "room"], 64 * 1024),
+        content.ContentPolicy.build(True, [], 64 * 1024, redact=False),
+        content.ContentPolicy.build(True, [], 100),
+    ]
+
+    def full_walk(value):
+        with monkeypatch.context() as m:
+            m.setattr(content, "_FLAT_FIELDS", -1)  # no dict counts as flat: every value takes the full walk
+            return content.encode(value)
+
+    previous = content.policy()
+    try:
+        for policy in policies:
+            content.set_policy(policy)
+            for value in flat:
+                assert content.encode(value) == full_walk(value), (policy, value)
+            for text in texts:
+                for role, finish in (("user", None), ("assistant", "stop")):
+                    message = {"role": role, "parts": [{"type": "text", "content": text}]}
+                    if finish:
+                        message["finish_reason"] = finish
+                    assert content.encode_message(role, text, finish) == full_walk([message]), (policy, text)
+        content.set_policy(policies[1])
+        assert json.loads(content.encode_message("user", "my secret")[0])[0]["parts"][0]["content"] == "[REDACTED]"
+        content.set_policy(policies[0])
+        assert "hunter2" not in content.encode(flat[1])[0] and "bob@example.com" not in content.encode(flat[1])[0]
+    finally:
+        content.set_policy(previous)
+
+
 def test_a_value_that_contains_itself_is_recorded_and_the_call_traced(store_url, app_spans):
     """A tool argument holding itself (directly, twice over, or in a list) is recorded down to a depth with a
     marker, and the tool's span exists: the walk that bounds values ends on its own budget and depth."""

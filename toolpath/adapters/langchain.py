@@ -73,9 +73,10 @@ class ToolpathCallbackHandler(BaseCallbackHandler):
 
     def __init__(self) -> None:
         super().__init__()
-        # Runs by id. Single dict operations (get, set, pop) are atomic, so threads share it without a lock;
-        # each run id is written by one start and removed by one end.
-        self._runs: dict[UUID, _Run] = {}
+        # Runs by id (a UUID's int: hashed in C, where a UUID's own hash is a Python call). Single dict operations
+        # (get, set, pop) are atomic, so threads share it without a lock; each run id is written by one start and
+        # removed by one end.
+        self._runs: dict[Any, _Run] = {}
         self._opening = threading.Lock()  # a sub-agent's span is opened once, whichever of its nodes starts first
 
     # --- bookkeeping -----------------------------------------------------------------------------------
@@ -84,17 +85,17 @@ class ToolpathCallbackHandler(BaseCallbackHandler):
         """(context to start in, whether the new run is the outermost one)."""
         if parent_run_id is None:
             return None, True
-        parent = self._runs.get(parent_run_id)
+        parent = self._runs.get(getattr(parent_run_id, "int", parent_run_id))
         if parent is None:
             logger.debug("toolpath: parent run %s unknown; treating the run as a root", parent_run_id)
             return None, True
         return parent.parent, False
 
     def _put(self, run_id: UUID, run: _Run) -> None:
-        self._runs[run_id] = run
+        self._runs[getattr(run_id, "int", run_id)] = run
 
     def _pop(self, run_id: UUID) -> _Run | None:
-        return self._runs.pop(run_id, None)
+        return self._runs.pop(getattr(run_id, "int", run_id), None)
 
     def _guard(self, what: str, run_id: UUID) -> None:
         untraced.log_and_count(logger, "toolpath: %s failed for run %s; it goes on untraced", what, run_id)
@@ -115,7 +116,7 @@ class ToolpathCallbackHandler(BaseCallbackHandler):
             namespace = metadata.get(_NAMESPACE) if metadata else None
             depth = namespace.count("|") if namespace.__class__ is str else -1
             if depth >= 0 and parent_run_id is not None:
-                owner = self._runs.get(parent_run_id)
+                owner = self._runs.get(getattr(parent_run_id, "int", parent_run_id))
                 if owner is not None and owner.span is None and depth > owner.depth:
                     self._open_sub_agent(owner)  # a node of a graph run inside the outermost run
             parent, is_root = self._parent_of(parent_run_id)
@@ -173,25 +174,37 @@ class ToolpathCallbackHandler(BaseCallbackHandler):
         tool_call_id: str | None = None,
         **kwargs: Any,
     ) -> None:
+        # the per-call path of every tool: kept short (no helper calls it can do without)
         try:
-            parent, _ = self._parent_of(parent_run_id)
-            serialized = serialized or {}
-            name = serialized.get("name") or kwargs.get("name") or "tool"
-            span = spans.start_child_tool_span(
-                str(name), serialized.get("description"), _arguments(inputs, input_str), tool_call_id, parent
+            parent = None
+            if parent_run_id is not None:
+                owner = self._runs.get(getattr(parent_run_id, "int", parent_run_id))
+                if owner is None:
+                    logger.debug("toolpath: parent run %s unknown; treating the run as a root", parent_run_id)
+                else:
+                    parent = owner.parent
+            name = (serialized.get("name") if serialized else None) or kwargs.get("name") or "tool"
+            span, ctx, token = spans.start_current_tool_span(
+                name if name.__class__ is str else str(name),
+                serialized.get("description") if serialized else None,
+                _arguments(inputs, input_str),
+                tool_call_id,
+                parent,
             )
-            ctx = spans.context_of(span)
-            self._put(run_id, _Run(span, ctx, token=spans.make_current(ctx)))
+            self._runs[getattr(run_id, "int", run_id)] = _Run(span, ctx, False, token)
         except Exception:
             self._guard("on_tool_start", run_id)
 
     def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        run = self._pop(run_id)
+        run = self._runs.pop(getattr(run_id, "int", run_id), None)
         if run is None:
             return
         try:
-            self._release(run)
-            if getattr(output, "status", None) == "error":  # a failure the tool handled and reported in its message
+            if run.token is not None:
+                spans.restore(run.token)
+            if output is None or output.__class__ in _PLAIN_RESULTS:
+                spans.end_child_tool_span(run.span, output)
+            elif getattr(output, "status", None) == "error":  # a failure the tool handled and reported in its message
                 spans.record_failure(run.span, ToolReportedError(_error_text(output)))
                 run.span.end()
             else:
@@ -380,7 +393,7 @@ def _session(metadata: Mapping[str, Any] | None) -> str | None:
 
 
 def _arguments(inputs: Any, input_str: str) -> Mapping[str, Any]:
-    if isinstance(inputs, Mapping):
+    if inputs.__class__ is dict or isinstance(inputs, Mapping):
         return inputs  # serialised at once, before the tool can change it
     if inputs is not None:
         return {"input": inputs}

@@ -57,6 +57,11 @@ def encode(value: Any) -> tuple[str, bool]:
     for more than the limit, however large the value), then redacted, serialised and clipped with the marker.
     The flag says whether anything was cut."""
     limit = _policy.max_value_length
+    if value.__class__ is dict and not originals.open_count and _flat_size(value) < limit:
+        # the usual tool value, a few plain fields: the bounded copy would equal it, so redact and encode it at once
+        text = _to_json_copied(value)
+        if len(text) <= limit:
+            return text, False
     dropped = [0]
     bounded = _bounded(value, limit, [limit], dropped)
     text = _to_json_copied(bounded)
@@ -66,6 +71,47 @@ def encode(value: Any) -> tuple[str, bool]:
     if originals.open_count and _policy.redactor is not None and (kept := originals.current()) is not None:
         kept.keep(text, bounded, limit, dropped[0])  # an evaluation waits for this run: the value before redaction
     return text, cut
+
+
+def encode_message(role: str, text: Any, finish_reason: str | None = None) -> tuple[str, bool]:
+    """``[{"role", "parts": [{"type": "text", "content": text}], "finish_reason"}]`` as :func:`encode` writes it (a
+    ``text`` that is not a string becomes its redacted JSON text first). A short text is redacted and quoted at
+    once, without the walks :func:`encode` makes: a prompt or an answer is one string."""
+    limit = _policy.max_value_length
+    redactor = _policy.redactor
+    if text.__class__ is str and len(text) < limit // 2 and not originals.open_count and _message_keys_plain(redactor):
+        quote = json.encoder.encode_basestring
+        if redactor is not None:
+            role, text = redactor.text(role), redactor.text(text)
+            finish_reason = None if finish_reason is None else redactor.text(finish_reason)
+        closing = "}]" if finish_reason is None else f',"finish_reason":{quote(finish_reason)}}}]'
+        out = f'[{{"role":{quote(role)},"parts":[{{"type":"text","content":{quote(text)}}}]{closing}'
+        if len(out) <= limit:
+            return out, False
+    message: dict[str, Any] = {
+        "role": role,
+        "parts": [{"type": "text", "content": text if isinstance(text, str) else encode(text)[0]}],
+    }
+    if finish_reason is not None:
+        message["finish_reason"] = finish_reason
+    return encode([message])
+
+
+_MESSAGE_PROBE = {"role": "r", "parts": [{"type": "t", "content": "c"}], "finish_reason": "f"}
+_message_keys_checked: tuple[Redactor | None, bool] = (None, True)
+
+
+def _message_keys_plain(redactor: Redactor | None) -> bool:
+    """Whether ``redactor`` leaves a message's keys and their short values as they are (a redact key named
+    ``content`` or ``role`` would replace them whole): only then may :func:`encode_message` redact the text alone."""
+    global _message_keys_checked
+    if redactor is None:
+        return True
+    checked, plain = _message_keys_checked
+    if checked is not redactor:
+        plain = redactor.value(_MESSAGE_PROBE) == _MESSAGE_PROBE
+        _message_keys_checked = (redactor, plain)
+    return plain
 
 
 def identifier(value: Any) -> str:
@@ -101,6 +147,29 @@ def clip(text: str) -> tuple[str, bool]:
     if len(text) <= limit:
         return text, False
     return text[:limit] + TRUNCATION_MARKER.format(dropped=len(text) - limit), True
+
+
+_FLAT_FIELDS = 32
+
+
+def _flat_size(value: dict[Any, Any]) -> int:
+    """What :func:`_bounded` would spend on a dict of at most a few dozen plain fields (strings, numbers, booleans,
+    ``None``), or a size past any limit for any other dict: below the limit the bounded copy equals the dict."""
+    if len(value) > _FLAT_FIELDS:
+        return _NOT_FLAT
+    size = 2
+    for item in value.values():
+        kind = item.__class__
+        if kind is str:
+            size += len(item)
+        elif kind is int or kind is float or kind is bool or item is None:
+            size += 8
+        else:
+            return _NOT_FLAT
+    return size
+
+
+_NOT_FLAT = 1 << 62
 
 
 MAX_DEPTH = 64

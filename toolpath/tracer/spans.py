@@ -109,7 +109,7 @@ def start_agent_span(
     if session_id is not None:
         attrs[sc.GEN_AI_CONVERSATION_ID] = content.identifier(session_id)
     if content._policy.capture and prompt is not None:
-        _put_json(attrs, sc.GEN_AI_INPUT_MESSAGES, [_text_message("user", prompt)])
+        _put_encoded(attrs, sc.GEN_AI_INPUT_MESSAGES, content.encode_message("user", prompt))
     span = _tracer.start_span(sc.agent_span_name(agent_name), parent, SpanKind.INTERNAL, attrs, start_time=start_time)
     _note_run(span)
     return span
@@ -117,9 +117,7 @@ def start_agent_span(
 
 def end_agent_span(span: Span, response: Any) -> None:
     if content._policy.capture and response is not None and span.is_recording():
-        message = _text_message("assistant", response)
-        message["finish_reason"] = "stop"
-        _set_json(span, sc.GEN_AI_OUTPUT_MESSAGES, [message])
+        _set_encoded(span, sc.GEN_AI_OUTPUT_MESSAGES, content.encode_message("assistant", response, "stop"))
     span.end()
 
 
@@ -170,6 +168,16 @@ def start_child_tool_span(
 
 
 _static_attributes: dict[tuple[str, str | None], tuple[dict[str, Any], str]] = {}
+
+
+def start_current_tool_span(
+    tool_name: str, description: str | None, arguments: Any, call_id: str | None, parent: Context | None
+) -> tuple[Span, Context, Token[Context]]:
+    """:func:`start_child_tool_span`, made current at once: the span, the context holding it (for the tool's
+    children) and the token for :func:`restore`."""
+    span = start_child_tool_span(tool_name, description, arguments, call_id, parent)
+    ctx = trace.set_span_in_context(span)
+    return span, ctx, context.attach(ctx)
 
 
 def end_child_tool_span(span: Span, result: Any) -> None:
@@ -231,7 +239,7 @@ def simulated_user_call(model: str, session_id: str | None, turn: int, prompt: s
     if session_id is not None:
         attrs[sc.GEN_AI_CONVERSATION_ID] = str(session_id)
     if content._policy.capture:
-        _put_json(attrs, sc.GEN_AI_INPUT_MESSAGES, [_text_message("user", prompt)])
+        _put_encoded(attrs, sc.GEN_AI_INPUT_MESSAGES, content.encode_message("user", prompt))
     return _tracer.start_span(f"{sc.OP_CHAT} {model}", Context(), SpanKind.CLIENT, attrs)
 
 
@@ -244,7 +252,7 @@ def end_simulated_user_call(
         if cached:
             span.set_attribute(sc.TOOLPATH_CACHE_HIT, True)
         if content._policy.capture and reply is not None:
-            _set_json(span, sc.GEN_AI_OUTPUT_MESSAGES, [_text_message("assistant", reply)])
+            _set_encoded(span, sc.GEN_AI_OUTPUT_MESSAGES, content.encode_message("assistant", reply))
         if error is not None:
             span.set_status(Status(StatusCode.ERROR, error))
             span.set_attribute(sc.ERROR_TYPE, "UserSimulatorError")
@@ -281,7 +289,7 @@ class AgentRun:
         if session_id is not None:
             attrs[sc.GEN_AI_CONVERSATION_ID] = content.identifier(session_id)
         if content._policy.capture and prompt is not None:
-            _put_json(attrs, sc.GEN_AI_INPUT_MESSAGES, [_text_message("user", prompt)])
+            _put_encoded(attrs, sc.GEN_AI_INPUT_MESSAGES, content.encode_message("user", prompt))
         self.span = _tracer.start_span(sc.agent_span_name(agent_name), kind=SpanKind.INTERNAL, attributes=attrs)
         _note_run(self.span)
         self.token = context.attach(trace.set_span_in_context(self.span))
@@ -301,9 +309,8 @@ class AgentRun:
             if content._policy.capture and self.span.is_recording():
                 response, trajectory = split_agent_result(result)
                 if response is not None:
-                    message = _text_message("assistant", response)
-                    message["finish_reason"] = "stop"
-                    _set_json(self.span, sc.GEN_AI_OUTPUT_MESSAGES, [message])
+                    encoded = content.encode_message("assistant", response, "stop")
+                    _set_encoded(self.span, sc.GEN_AI_OUTPUT_MESSAGES, encoded)
                 if trajectory is not None:
                     _set_json(self.span, sc.TOOLPATH_PREDICTED_TRAJECTORY, trajectory)
         finally:
@@ -343,24 +350,25 @@ def split_agent_result(result: Any) -> tuple[str | None, list[Any] | None]:
     return content.encode(result)[0], None
 
 
-def _text_message(role: str, text: Any) -> dict[str, Any]:
-    """A GenAI message; a prompt or answer that is not text (a dict, a list) becomes redacted JSON text, never its
-    ``str()`` (a repr hides a ``password`` key from redaction)."""
-    return {
-        "role": role,
-        "parts": [{"type": "text", "content": text if isinstance(text, str) else content.encode(text)[0]}],
-    }
-
-
 def _put_json(attrs: dict[str, Any], key: str, value: Any) -> None:
-    text, cut = content.encode(value)
+    _put_encoded(attrs, key, content.encode(value))
+
+
+def _put_encoded(attrs: dict[str, Any], key: str, encoded: tuple[str, bool]) -> None:
+    """Put a value :mod:`~toolpath.tracer.content` encoded (a prompt or answer that is not text, a dict or a list,
+    became redacted JSON text there, never its ``str()``: a repr hides a ``password`` key from redaction)."""
+    text, cut = encoded
     attrs[key] = text
     if cut:
         attrs[sc.TOOLPATH_TRUNCATED] = (*attrs.get(sc.TOOLPATH_TRUNCATED, ()), key)
 
 
 def _set_json(span: Span, key: str, value: Any) -> None:
-    text, cut = content.encode(value)
+    _set_encoded(span, key, content.encode(value))
+
+
+def _set_encoded(span: Span, key: str, encoded: tuple[str, bool]) -> None:
+    text, cut = encoded
     span.set_attribute(key, text)
     if cut:
         previous = (getattr(span, "attributes", None) or {}).get(sc.TOOLPATH_TRUNCATED, ())
