@@ -19,7 +19,7 @@ from urllib.parse import unquote
 
 from toolpath.errors import ConfigError
 from toolpath.store.engine import display_url, hide_store_password, resolve_store_url
-from toolpath.store.migrate import HEAD
+from toolpath.store.migrate import HEAD, revision
 from toolpath.store.session_list import Reader
 
 _SQLITE = "sqlite:///"
@@ -64,8 +64,7 @@ def _open(url: str) -> tuple[Any, Reader] | None:
             connection: Any = sqlite3.connect(path, timeout=30)  # the file SQLAlchemy's sqlite3 would open
             reader = Reader.of_driver(connection, "sqlite")
             try:
-                listed = reader.rows("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'alembic_version'")
-                at_head = bool(listed) and _revision(reader) == HEAD
+                at_head = revision(reader) == HEAD
             except BaseException:
                 connection.close()
                 raise
@@ -81,7 +80,7 @@ def _open(url: str) -> tuple[Any, Reader] | None:
                 return None
             reader = Reader.of_driver(connection, "postgresql")
             try:
-                at_head = bool(reader.rows("SELECT to_regclass('alembic_version')")[0][0]) and _revision(reader) == HEAD
+                at_head = revision(reader) == HEAD
             except BaseException:
                 connection.close()
                 raise
@@ -91,11 +90,6 @@ def _open(url: str) -> tuple[Any, Reader] | None:
         connection.close()
         return None
     return connection, reader
-
-
-def _revision(reader: Reader) -> str | None:
-    found = reader.rows("SELECT version_num FROM alembic_version")
-    return str(found[0][0]) if found else None
 
 
 @contextlib.contextmanager

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolpath.errors import ConfigError
+from toolpath.store.session_list import Reader
 
 if TYPE_CHECKING:  # SQLAlchemy loads where a revision is read or changed: HEAD is read without it
     from sqlalchemy.engine import Connection, Engine
@@ -31,11 +32,28 @@ MIGRATIONS = Path(__file__).with_name("migrations")
 
 
 def current_revision(conn: Connection) -> str | None:
+    """The revision the schema of ``conn``'s database is at (``None``: no ``alembic_version`` table)."""
+    if conn.dialect.name in ("sqlite", "postgresql"):
+        return revision(Reader.of_connection(conn))
     from sqlalchemy import inspect, text
 
     if not inspect(conn).has_table("alembic_version"):
         return None
     return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+
+
+def revision(reader: Reader) -> str | None:
+    """:func:`current_revision` on any DB-API connection of SQLite or PostgreSQL (what opening a store asks
+    first; :mod:`toolpath.store.direct` asks it of a connection the driver opened alone)."""
+    exists = (
+        "SELECT to_regclass('alembic_version') IS NOT NULL"
+        if reader.dialect == "postgresql"
+        else "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'alembic_version'"
+    )
+    if not reader.rows(exists)[0][0]:
+        return None
+    found = reader.rows("SELECT version_num FROM alembic_version")
+    return str(found[0][0]) if found else None
 
 
 def upgrade(
