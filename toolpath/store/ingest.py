@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from sqlalchemy import Connection, delete, text, update
 
 from toolpath.store import schema as t
-from toolpath.store.bulk import EncodedInvocations, insert_span_rows, span_rows
+from toolpath.store.bulk import EncodedInvocations, delete_of_invocations, insert_span_rows, span_rows
 from toolpath.store.spanrecord import SpanRecord
 
 if TYPE_CHECKING:  # the pydantic model is imported where an invocation is built: reading lists needs none
@@ -79,6 +79,8 @@ def _ingest(
     with store.durable_write(write_lock) as conn:
         if store.dialect == "sqlite":  # the write lock now: what is read below stays true until the commit
             conn.exec_driver_sql("BEGIN IMMEDIATE")
+        else:
+            no_jit(conn)
         lock_traces(conn, trace_ids)
         counts: Counter[str] = Counter()  # spans stored per trace; a trace with none is new, read nothing of it
         counts.update(dict(_rows_in(conn, _STORED_PER_TRACE, trace_ids)))
@@ -201,6 +203,16 @@ def _rebuilt(
     }
     rest = [s for s in spans if s.trace_id not in built]
     return [inv for trace in sorted(built) for inv in prebuilt[trace].invocations] + rebuild(rest)
+
+
+def no_jit(conn: Connection) -> None:
+    """On PostgreSQL, no JIT compilation of this transaction's statements. Until a growing table's first ANALYZE
+    the planner prices each lookup by key at 1/200 of the table, and a statement whose price passes ``jit_above_cost``
+    (and then ``jit_optimize_above_cost``) is compiled by LLVM before it runs: 6 ms of the server's CPU for a
+    lookup of 0.3 ms, on more statements as the tables grow. The write path's statements are index seeks: JIT
+    never pays for them."""
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql("SET LOCAL jit = off")
 
 
 def lock_traces(conn: Connection, trace_ids: Sequence[str]) -> None:
@@ -415,10 +427,10 @@ def forget_invocations(conn: Connection, invocation_ids: Sequence[str]) -> None:
     """Delete invocations a rebuild no longer makes, with their tool calls, job and online scores (their sessions
     then go through :func:`refresh_sessions`)."""
     for chunk in _chunks(invocation_ids):
-        conn.execute(delete(t.tool_calls).where(t.tool_calls.c.invocation_id.in_(chunk)))
+        delete_of_invocations(conn, t.tool_calls, chunk)
         # the job first: its row lock waits for a worker completing it, whose scores the next delete then sees
         conn.execute(delete(t.eval_jobs).where(t.eval_jobs.c.invocation_id.in_(chunk)))
-        conn.execute(delete(t.online_results).where(t.online_results.c.invocation_id.in_(chunk)))
+        delete_of_invocations(conn, t.online_results, chunk)
         conn.execute(delete(t.invocations).where(t.invocations.c.invocation_id.in_(chunk)))
 
 
@@ -434,7 +446,7 @@ def rescore(conn: Connection, invocation_ids: Sequence[str]) -> None:
             .where(jobs.c.invocation_id.in_(chunk), jobs.c.status != "shed")
             .values(status="pending", claimed_by=None, claimed_at=None, finished_at=None, attempts=0)
         )
-        conn.execute(delete(t.online_results).where(t.online_results.c.invocation_id.in_(chunk)))
+        delete_of_invocations(conn, t.online_results, chunk)
 
 
 def refresh_sessions(conn: Connection, session_ids: Iterable[str]) -> None:
