@@ -71,15 +71,17 @@ def sqlite_file(database: str | None) -> str | None:
 
 @contextlib.contextmanager
 def database_file_lock(database: str | None) -> Iterator[None]:
-    """An advisory lock (``flock``) of the database file itself, across processes, for rare whole-store work
-    (creating or migrating the schema). It leaves no file of its own beside the database: the file is the one SQLite
-    is about to open anyway, and ``flock`` never meets SQLite's own (``fcntl``) locks. Without ``fcntl``, or for an
-    in-memory database, no lock."""
+    """An advisory lock (``flock``) across processes for rare whole-store work (creating or migrating the schema),
+    taken on the folder that holds the database file: it leaves no file of its own, and never meets SQLite's own
+    (``fcntl``) locks. Never on the database file itself: closing any descriptor of that file drops every ``fcntl``
+    lock this process's SQLite connections hold on it, among them the shared lock that keeps another process from
+    deleting the write-ahead log in use here (this process's later commits would then go to a log nobody else
+    reads). Without ``fcntl``, or for an in-memory database, no lock."""
     if database is None or fcntl is None:
         yield
         return
     try:
-        fd = os.open(database, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(os.path.dirname(database) or ".", os.O_RDONLY)
     except OSError:  # a folder that refuses it: SQLite reports that when it opens the file
         yield
         return
