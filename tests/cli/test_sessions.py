@@ -114,3 +114,20 @@ def test_sessions_show_holds_each_turns_online_scores(tmp_path):
     assert by_metric["tool_call_count"]["score"] == 1.0 and by_metric["tool_error_rate"]["score"] == 0.0
     table = run_cli(tmp_path, "sessions", "show", "chat-1", "--store", store_url)
     assert "online" in table.stdout and "tool_call_count 1.000" in " ".join(table.stdout.split())
+
+
+def test_sessions_list_shows_ids_as_stored(tmp_path):
+    """An id or agent name that looks like rich's markup or an emoji code is printed as it is: it is what a user
+    copies into `sessions show`."""
+    from toolpath.model import Invocation
+    from toolpath.store.store import Store
+
+    odd = "chat-[red]x[/red]-:smile:"
+    store = Store(f"sqlite:///{tmp_path / 'toolpath.db'}")
+    store.write([Invocation(invocation_id="odd-1", session_id=odd, agent_name="[b]bot[/b]", trace_id="a" * 32)])
+    store.close()
+    listed = run_cli(tmp_path, "sessions", "list")
+    assert listed.returncode == 0, listed.stderr
+    assert odd in listed.stdout and "[b]bot[/b]" in listed.stdout
+    shown = run_cli(tmp_path, "sessions", "show", odd, "--json")
+    assert json.loads(shown.stdout)["session_id"] == odd

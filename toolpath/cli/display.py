@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from toolpath.evaluation.verdicts import format_score
 from toolpath.tracer import semconv as sc
@@ -182,13 +183,15 @@ def partial_credit_table(rows: Sequence[Mapping[str, Any]]) -> Table:
 
 
 def sessions_table(sessions: Sequence[Mapping[str, Any]]) -> Table:
+    """The sessions list; each cell as stored (an id such as ``chat-[b]x[/b]-:fire:`` is shown as it is, never
+    read as rich's markup or emoji codes: it is what a user copies into ``sessions show``)."""
     columns = ("session_id", "agent_name", "invocations", "failures", "last_started_at")
     table = Table(title="Sessions", title_justify="left")
     id_column(table, "session_id", [str(s["session_id"]) for s in sessions])
     for column in columns[1:]:
         table.add_column(column, justify="right" if column in ("invocations", "failures") else "left")
     for s in sessions:
-        table.add_row(*(str(s[c]) if s.get(c) is not None else "" for c in columns))
+        table.add_row(*(Text(str(s[c]) if s.get(c) is not None else "") for c in columns))
     return table
 
 
