@@ -57,10 +57,14 @@ def encode(value: Any) -> tuple[str, bool]:
     for more than the limit, however large the value), then redacted, serialised and clipped with the marker.
     The flag says whether anything was cut."""
     limit = _policy.max_value_length
-    if value.__class__ is dict and not originals.open_count and _flat_size(value) < limit:
+    if value.__class__ is dict and not originals.open_count and _flat_size(value) < limit and _encode_chunks:
         # the usual tool value, a few plain fields: the bounded copy would equal it, so redact and encode it at once
-        text = _to_json_copied(value)
-        if len(text) <= limit:
+        redactor = _policy.redactor
+        try:
+            text = "".join(_encode_chunks(value if redactor is None else redactor.value(value), 0))
+        except (TypeError, ValueError):  # a key JSON has no text for: the full walk below writes its repr
+            text = None
+        if text is not None and len(text) <= limit:
             return text, False
     dropped = [0]
     bounded = _bounded(value, limit, [limit], dropped)
