@@ -25,6 +25,7 @@ from toolpath.config import (
 )
 from toolpath.errors import ConfigError
 from toolpath.redact import Redactor
+from toolpath.store.spool import DEFAULT_SPOOL_BYTES, check_spool_folder
 from toolpath.store.store import Store
 
 if TYPE_CHECKING:
@@ -53,6 +54,20 @@ if TYPE_CHECKING:
     show_default=True,
     type=click.IntRange(min=1),
     help="Exports being written at once; more get 503 / UNAVAILABLE so exporters retry later.",
+)
+@click.option(
+    "--spool",
+    "spool",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Answer exports once their spans (redacted) are synced to a spool in this folder; a thread writes them "
+    "to the store (docs/collector.md). Default: answer after the store's commit.",
+)
+@click.option(
+    "--spool-max-bytes",
+    default=None,
+    type=click.IntRange(min=1),
+    help=f"What may wait in the spool; past it, exports get 503 and retry. [default: {DEFAULT_SPOOL_BYTES}]",
 )
 @click.option("--redact-key", "redact_keys", multiple=True, help="Also replace values of this key (repeatable).")
 @click.option(
@@ -112,6 +127,8 @@ def collect(
     token: str | None,
     max_body_bytes: int,
     max_in_flight: int,
+    spool: Path | None,
+    spool_max_bytes: int | None,
     redact_keys: tuple[str, ...],
     redact_patterns: tuple[str, ...],
     no_redact: bool,
@@ -143,6 +160,11 @@ def collect(
 
     # Everything is checked before the store is opened (a new SQLite file is created then): a bad option
     # leaves nothing behind.
+    if spool_max_bytes is not None and spool is None:
+        raise ConfigError("--spool-max-bytes needs --spool")
+    if spool is not None:
+        check_spool_folder(spool)
+        spool = spool.resolve()
     if workers == 0:
         workers = default_workers()
     if workers > (most := MAX_WORKERS_PER_CORE * default_workers()):
@@ -165,6 +187,8 @@ def collect(
         limits=Limits(max_attribute_length, max_spans_per_trace, max_tool_calls),
         log_to_root=log_format == "json",
         other_app=_ui(the_store, host, ui_token) if ui_token else None,
+        spool=spool,
+        spool_max_bytes=spool_max_bytes or DEFAULT_SPOOL_BYTES,
     )
     options.routes, options.grpc_methods = _vertex_api(the_store)  # Vertex AI's evaluateInstances, on both ports
     redactor = None if no_redact else _redactor(redact_keys, redact_patterns)
@@ -186,6 +210,7 @@ def collect(
             redact=None if no_redact else (redact_keys, redact_patterns), log_format=log_format, ui_token=ui_token,
             online=str(online_path.resolve()) if online_path is not None else None, run=run_worker,
             online_run=(online.run.run_id, online.run.started_ns) if online and online.run else None,
+            spool=str(spool) if spool is not None else None, spool_max_bytes=spool_max_bytes or DEFAULT_SPOOL_BYTES,
         )  # fmt: skip
         _serve_workers(spec, workers, the_store.url, retention, online)
         return
@@ -315,6 +340,8 @@ def run_worker(spec: WorkerSpec, channel: socket.socket | None, started: Callabl
         other_app=_ui(store, spec.host, spec.ui_token) if spec.ui_token else None,
         http_channel=channel,
         metrics_dir=spec.metrics_dir,
+        spool=Path(spec.spool) if spec.spool is not None else None,
+        spool_max_bytes=spec.spool_max_bytes,
     )
     options.routes, options.grpc_methods = _vertex_api(store)
     redactor = None if spec.redact is None else _redactor(*spec.redact)

@@ -20,6 +20,7 @@ from toolpath.collector.genai_logs import LOGS_SERVICE, decode_logs, logs_reply
 from toolpath.collector.ingestor import Busy, Ingestor
 from toolpath.collector.routes import ROUTE_THREADS, GrpcMethod, RpcError
 from toolpath.errors import ConfigError
+from toolpath.store.spool import SpoolFull
 
 logger = logging.getLogger("toolpath.collector.ingestor")
 TRACE_SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
@@ -62,6 +63,8 @@ def make_grpc_server(ingestor: Ingestor, host: str, port: int, methods: Sequence
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, ingestor.said(rejected[0]))
         try:
             refused = ingestor.store_records(records)
+        except SpoolFull as exc:
+            context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
         except Exception:
             logger.exception("toolpath: storing %d span(s) failed", len(records))
             context.abort(grpc.StatusCode.UNAVAILABLE, "the store is unavailable")
@@ -114,6 +117,8 @@ def _logs_export(ingestor: Ingestor) -> Any:
                     context.abort(grpc.StatusCode.INVALID_ARGUMENT, ingestor.said(str(exc)))
                 try:
                     refused = ingestor.store_records(decoded.records)
+                except SpoolFull as exc:
+                    context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
                 except Exception:
                     logger.exception("toolpath: storing %d GenAI event(s) failed", len(decoded.records))
                     context.abort(grpc.StatusCode.UNAVAILABLE, "the store is unavailable")

@@ -22,7 +22,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
@@ -42,6 +42,7 @@ from toolpath.errors import InternalSignal
 from toolpath.model import Invocation
 from toolpath.redact import Redactor
 from toolpath.store.spanrecord import SpanRecord
+from toolpath.store.spool import Spool, SpoolFull
 from toolpath.store.store import Store
 
 logger = logging.getLogger("toolpath.collector.ingestor")
@@ -58,8 +59,11 @@ class Ingestor:
     def __init__(self, store: Store, *, token: str | None = None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
                  max_in_flight: int = DEFAULT_MAX_IN_FLIGHT, redactor: Redactor | None = None,
                  limits: Limits | None = None, metrics: ServiceMetrics | None = None,
-                 ingest_threads: int | None = None) -> None:  # fmt: skip
+                 ingest_threads: int | None = None, spool: Spool | None = None) -> None:  # fmt: skip
         self.store = store
+        self.spool = spool
+        """Set: an export is answered once its prepared spans are in the spool; a
+        :class:`~toolpath.collector.spool_drain.SpoolDrain` writes them to the store."""
         self.metrics = metrics or ServiceMetrics()
         self.limits = limits or Limits()
         self.token = token
@@ -96,30 +100,48 @@ class Ingestor:
             raise Busy("too many exports in flight")
         m.exports_in_flight.inc()
         try:
-            with self.turns:
+            with self.turns if self.spool is None else nullcontext():  # spooling is not the store's write
                 yield
         finally:
             m.exports_in_flight.dec()
             self._slots.release()
 
     def store_records(self, records: list[Any]) -> int:
-        """Write records and rebuild their traces; raises what the store raised when it is unavailable. A span
-        the store still refuses once cleaned is quarantined alone; returns how many were."""
+        """Write records and rebuild their traces, or with a spool, commit them to it (:class:`SpoolFull` when it
+        is); raises what the store raised when it is unavailable. A span the store still refuses once cleaned is
+        quarantined alone; returns how many were (0 when spooled: they are counted when written)."""
         if not records:
             return 0
-        m = self.metrics
-        m.spans_received.inc(len(records))
+        self.metrics.spans_received.inc(len(records))
         ready = self._preparer.prepare(records)
+        if self.spool is not None:
+            try:
+                self.spool.put(ready)
+            except SpoolFull:
+                self.metrics.exports_refused.inc()
+                raise
+            except ValueError:  # a value the spool's format cannot hold: written now instead
+                logger.warning("toolpath: an export's spans could not be spooled; written to the store directly")
+            else:
+                self.metrics.spool_spans.set(self.spool.pending_spans)
+                return 0
+            with self.turns:
+                return self.write_prepared(ready)
+        return self.write_prepared(ready)
+
+    def write_prepared(self, ready: list[SpanRecord]) -> int:
+        """Store prepared records (see :meth:`store_records`) and count them; returns the spans quarantined."""
+        m = self.metrics
         stored, written, over_limit = self._ingest(ready)
         with self._counting:
             self.spans_stored += stored
         m.spans_stored.inc(stored - over_limit)
         if over_limit:
             m.spans_rejected.labels("trace_limit").inc(over_limit)
-        if len(records) > stored:
-            m.spans_rejected.labels("quarantined").inc(len(records) - stored)
+        if len(ready) > stored:
+            m.spans_rejected.labels("quarantined").inc(len(ready) - stored)
         m.invocations_written.inc(written)
-        return len(records) - stored
+        return len(ready) - stored
 
     def _ingest(self, records: list[SpanRecord]) -> tuple[int, int, int]:
         """Store ``records`` in one transaction; if the store refuses a value, trace by trace, then span by span,
@@ -133,7 +155,8 @@ class Ingestor:
         except Exception as exc:
             if store_unavailable(exc):
                 self.metrics.store_errors.inc()
-                self.metrics.spans_rejected.labels("store_error").inc(len(records))
+                if self.spool is None:  # spooled spans wait for the store to come back
+                    self.metrics.spans_rejected.labels("store_error").inc(len(records))
                 raise
             failure = exc
         traces: dict[str, list[SpanRecord]] = {}
@@ -248,6 +271,8 @@ class Ingestor:
             return error_reply(400, self.said(rejected[0]), json_reply)
         try:
             refused = self.store_records(records)
+        except SpoolFull as exc:
+            return error_reply(503, str(exc), json_reply, retry_after=True)
         except Exception:
             logger.exception("toolpath: storing %d span(s) failed", len(records))
             return error_reply(503, "the store is unavailable", json_reply, retry_after=True)
@@ -260,6 +285,8 @@ class Ingestor:
             return error_reply(400, self.said(str(exc)), json_reply)
         try:
             refused = self.store_records(decoded.records)
+        except SpoolFull as exc:
+            return error_reply(503, str(exc), json_reply, retry_after=True)
         except Exception:
             logger.exception("toolpath: storing %d GenAI event(s) failed", len(decoded.records))
             return error_reply(503, "the store is unavailable", json_reply, retry_after=True)

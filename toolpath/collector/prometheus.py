@@ -119,8 +119,14 @@ class ServiceMetrics:
         )
         self.exports_refused = Counter(
             "toolpath_exports_refused",
-            "Exports refused (503, not decoded) because max_in_flight were admitted",
+            "Exports refused (503) because max_in_flight were admitted (not decoded) or the spool was full",
             registry=r,
+        )
+        self.spool_spans = Gauge(
+            "toolpath_spool_spans",
+            "Spans answered and waiting in the spool to be written to the store (collect --spool)",
+            registry=r,
+            multiprocess_mode="livesum",
         )
         self.scoring_lag = Histogram(
             "toolpath_online_scoring_lag_seconds",

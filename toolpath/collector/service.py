@@ -12,6 +12,7 @@ import socket
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from toolpath.collector.grpc_server import make_grpc_server
@@ -21,10 +22,15 @@ from toolpath.collector.ingestor import Ingestor
 from toolpath.collector.limits import Limits
 from toolpath.collector.prometheus import ServiceMetrics
 from toolpath.collector.routes import GrpcMethod, PostRoute
+from toolpath.collector.spool_drain import SpoolDrain
 from toolpath.config import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_IN_FLIGHT
 from toolpath.errors import ConfigError
 from toolpath.redact import Redactor
+from toolpath.store.spool import DEFAULT_SPOOL_BYTES, Spool
 from toolpath.store.store import Store
+
+SPOOL_DRAIN_SECONDS = 30.0
+"""How long a stopping collector goes on writing what waits in its spool (what is left stays for the next start)."""
 
 
 @dataclass
@@ -47,6 +53,10 @@ class ServiceOptions:
     http_channel: socket.socket | None = None
     """Where a parent process that accepts OTLP/HTTP connections deals this worker its share
     (``toolpath collect --workers``: :mod:`toolpath.collector.handoff`); ``None``: bind ``host:http_port`` here."""
+    spool: Path | None = None
+    """Answer exports once their spans are in a spool in this folder (:mod:`toolpath.store.spool`), and write them
+    to the store from there; ``None``: answer after the store's commit."""
+    spool_max_bytes: int = DEFAULT_SPOOL_BYTES
     metrics_dir: str | None = None
     """Where the workers sharing a port keep their Prometheus values, so that ``/metrics`` says what all of them
     did whichever one answers (prometheus-client's multiprocess mode); ``None``: this process alone."""
@@ -104,7 +114,11 @@ class CollectorService:
             redactor=redactor,
             limits=options.limits,
             metrics=self.metrics,
+            spool=Spool(options.spool, options.spool_max_bytes) if options.spool is not None else None,
         )
+        self._drain = SpoolDrain(self.ingestor, self.ingestor.spool) if self.ingestor.spool is not None else None
+        self.spool_left = 0
+        """Spans left in the spool at shutdown (the store was unavailable): the next start writes them."""
         if online is not None:  # scoring takes this process's turns too
             online.turns = self.ingestor.turns
         self._stop = threading.Event()
@@ -147,6 +161,8 @@ class CollectorService:
             if self._http is not None:
                 self._http.shutdown()
             raise ConfigError(f"cannot listen on {o.host} ({exc})") from None
+        if self._drain is not None:  # what an earlier run left is written first
+            self._drain.start()
         if self._grpc is not None:
             self._grpc.start()
         if self._http is not None:
@@ -170,15 +186,18 @@ class CollectorService:
             self._http.shutdown()
         if self._grpc is not None:
             self._grpc.stop(grace=10).wait()
+        if self._drain is not None:  # after the last answer: what was answered is written (or kept) before we go
+            self.spool_left = self._drain.stop(SPOOL_DRAIN_SECONDS)
         if self.online is not None:
             self.online.stop()
 
     def summary(self) -> str:
-        """One line for the log at shutdown: spans stored and the ingestion limits hit."""
-        return summary(self.ingestor.spans_stored, self.options.limits.hits)
+        """One line for the log at shutdown: spans stored, the ingestion limits hit, what the spool still holds."""
+        return summary(self.ingestor.spans_stored, self.options.limits.hits, self.spool_left)
 
 
-def summary(spans_stored: int, limit_hits: Mapping[str, int]) -> str:
-    """``stopped; N span(s) stored`` and the ingestion limits hit, if any."""
+def summary(spans_stored: int, limit_hits: Mapping[str, int], spool_left: int = 0) -> str:
+    """``stopped; N span(s) stored``, the ingestion limits hit, if any, and the spans left in the spool."""
     hits = ", ".join(f"{what.replace('_', ' ')}: {n}" for what, n in sorted(limit_hits.items()))
-    return f"stopped; {spans_stored} span(s) stored" + (f"; limits hit ({hits})" if hits else "")
+    left = f"; {spool_left} span(s) left in the spool, written at the next start" if spool_left else ""
+    return f"stopped; {spans_stored} span(s) stored" + (f"; limits hit ({hits})" if hits else "") + left

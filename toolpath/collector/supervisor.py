@@ -70,6 +70,9 @@ class WorkerSpec:
     online_run: tuple[str, int] | None = None
     """The id and start (ns) of the evaluation run online scoring keeps an eval set's cases in: made once, by the
     command, so that every worker adds to one run."""
+    spool: str | None = None
+    """The folder every worker spools exports in (each claims files of its own there), ``None``: no spool."""
+    spool_max_bytes: int = 0
     metrics_dir: str = ""
     ui_token: str | None = None
     """The UI's token when the workers also serve ``toolpath ui`` (``None``: no UI); one for every worker, so a

@@ -1,0 +1,88 @@
+"""The thread that writes what waits in a collector's spool (:mod:`toolpath.store.spool`) to the store.
+
+It takes the oldest batches, up to :data:`DRAIN_SPANS` spans, writes them in one ingest transaction (taking one of
+the process's ingest turns, as an export would), then removes them from the spool. While the store is unavailable
+it keeps them and tries again, waiting longer each time (up to :data:`MOST_PAUSE` seconds): exporters go on being
+answered until the spool is full. A batch written and not yet removed when the process dies is written again by
+the next one: the store's ingest is idempotent.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from toolpath.collector.ingestor import Ingestor, store_unavailable
+from toolpath.store.spool import Spool
+
+logger = logging.getLogger("toolpath.collector.spool_drain")
+DRAIN_SPANS = 2048
+"""Spans written in one transaction at most (several exports' worth when they wait)."""
+FIRST_PAUSE = 0.1
+MOST_PAUSE = 5.0
+_IDLE_WAIT = 0.5
+
+
+class SpoolDrain:
+    """``start()`` draining ``spool`` into ``ingestor``'s store; ``stop(timeout)`` writes what still waits, for at
+    most ``timeout`` seconds, and says how many spans it left for the next start."""
+
+    def __init__(self, ingestor: Ingestor, spool: Spool, batch_spans: int = DRAIN_SPANS) -> None:
+        self.ingestor = ingestor
+        self.spool = spool
+        self.batch_spans = batch_spans
+        self._stop = threading.Event()
+        self._deadline: float | None = None
+        self._thread = threading.Thread(target=self._run, name="toolpath-spool-drain", daemon=True)
+
+    def start(self) -> SpoolDrain:
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float) -> int:
+        """Drain what waits (at most ``timeout`` seconds), stop; returns the spans left in the spool."""
+        self._deadline = time.monotonic() + timeout
+        self._stop.set()
+        self.spool.arrived.set()
+        if self._thread.ident is not None:
+            self._thread.join()
+        left = self.spool.pending_spans
+        if left:
+            logger.warning("toolpath: %d span(s) left in the spool %s; the next collector to open it writes them",
+                           left, self.spool.folder)  # fmt: skip
+        self.spool.close()
+        return left
+
+    def _run(self) -> None:
+        pause = FIRST_PAUSE
+        while True:
+            if self._stop.is_set() and self._deadline is not None and time.monotonic() >= self._deadline:
+                return
+            self.spool.arrived.clear()
+            batch = self.spool.take(self.batch_spans)
+            if batch is None:
+                if self._stop.is_set():
+                    return
+                self.spool.arrived.wait(_IDLE_WAIT)
+                continue
+            try:
+                with self.ingestor.turns:
+                    self.ingestor.write_prepared(batch.records)
+            except Exception as exc:
+                if not store_unavailable(exc):
+                    logger.exception("toolpath: writing %d spooled span(s) failed; trying again", len(batch.records))
+                else:
+                    logger.warning("toolpath: the store is unavailable (%s); %d span(s) wait in the spool", exc,
+                                   self.spool.pending_spans)  # fmt: skip
+                if self._stop.is_set():  # stopping: try again until the deadline, not past it
+                    time.sleep(min(pause, max(0.0, (self._deadline or 0.0) - time.monotonic())))
+                else:
+                    self._stop.wait(pause)
+                pause = min(pause * 2, MOST_PAUSE)
+                continue
+            pause = FIRST_PAUSE
+            if batch.unreadable:
+                self.ingestor.metrics.spans_rejected.labels("quarantined").inc(batch.unreadable)
+            self.spool.done(batch)
+            self.ingestor.metrics.spool_spans.set(self.spool.pending_spans)

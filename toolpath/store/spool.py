@@ -1,0 +1,235 @@
+"""A crash-safe waiting room for prepared spans: ``toolpath collect --spool DIR``.
+
+Without a spool the collector answers an export after its spans and invocations are committed to the store, so an
+exporter, which sends one batch at a time and waits for the answer, waits for the whole write. With one, an export
+is answered once its spans, decoded and redacted, are committed to a SQLite file of this process's own in ``DIR``
+(synced to disk, as a store commit is); a thread of the collector then writes them to the store in arrival order
+and removes them from the spool in the same breath. A collector killed after an answer has lost nothing: the next
+one to open the folder stores what is left. What waits is bounded (``max_bytes``: a full spool refuses, and the
+exporter retries later), and what is on disk there is what would be stored: redacted.
+
+Each process claims files of its own in the folder, by a lock held as long as it runs (``spool-N.lock`` beside
+``spool-N.sqlite``). It adds to the first it claims and drains every one it claims, oldest first, so files that
+processes no longer running left (fewer ``--workers`` than last time) are drained by whoever claims them, then
+removed. Records are written with :mod:`marshal`, which keeps every value a span can hold exactly (``NaN``, bytes,
+large integers) and runs no code when read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import marshal
+import os
+import sqlite3
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from toolpath.errors import ConfigError, InternalSignal
+from toolpath.store.spanrecord import SpanRecord
+
+logger = logging.getLogger("toolpath.store.spool")
+DEFAULT_SPOOL_BYTES = 1024 * 1024 * 1024
+_SCHEMA = "CREATE TABLE IF NOT EXISTS batches (id INTEGER PRIMARY KEY, spans INTEGER NOT NULL, body BLOB NOT NULL)"
+_PREFIX = "spool-"
+_WAIT_FOR_LOCK_MS = 10_000
+
+
+def check_spool_folder(folder: Path) -> None:
+    """A :class:`ConfigError` naming ``--spool`` when ``folder`` cannot be a spool (checked before anything is
+    created): it must be a folder, or be creatable in a folder that exists, and be writable."""
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"--spool {folder}: not a folder")
+    where = folder if folder.exists() else folder.parent
+    if not where.is_dir():
+        raise ConfigError(f"--spool {folder}: its parent folder {where} does not exist")
+    if not os.access(where, os.W_OK | os.X_OK):
+        raise ConfigError(f"--spool {folder}: {where} is not writable")
+
+
+class SpoolFull(InternalSignal):
+    """What waits in the spool is at its bound: the exporter should retry later."""
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """Batches of one spool file taken together: their spans, in arrival order, and where they end."""
+
+    file: _SpoolFile
+    last_id: int
+    spans: int
+    bytes: int
+    records: list[SpanRecord]
+    unreadable: int
+    """Spans of batches that could not be read back (a damaged file): left out, counted."""
+
+
+class _SpoolFile:
+    def __init__(self, path: Path, lock_fd: int) -> None:
+        self.path = path
+        self.lock_fd = lock_fd
+        self.conn = sqlite3.connect(
+            path, isolation_level=None, check_same_thread=False, timeout=_WAIT_FOR_LOCK_MS / 1000
+        )
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=FULL")  # an answered export is on disk, as a store commit is
+        self.conn.execute(_SCHEMA)
+        self.lock = threading.Lock()
+        spans, size = self.conn.execute(
+            "SELECT COALESCE(SUM(spans), 0), COALESCE(SUM(LENGTH(body)), 0) FROM batches"
+        ).fetchone()
+        self.spans: int = spans
+        self.bytes: int = size
+
+    def remove(self) -> None:
+        self.conn.close()
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"{self.path}{suffix}")
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path.with_suffix(".lock"))
+        os.close(self.lock_fd)
+
+    def close(self) -> None:
+        self.conn.close()
+        os.close(self.lock_fd)
+
+
+class Spool:
+    """The spool files this process claimed in ``folder``: :meth:`put` from any thread, :meth:`take` and
+    :meth:`done` from one draining thread."""
+
+    def __init__(self, folder: Path, max_bytes: int = DEFAULT_SPOOL_BYTES) -> None:
+        self.folder = folder
+        self.max_bytes = max_bytes
+        self._counts = threading.Lock()
+        self.arrived = threading.Event()
+        """Set by every :meth:`put`: the drain waits on it when the spool is empty."""
+        try:
+            folder.mkdir(mode=0o700, exist_ok=True)
+            self._files = self._claim()
+        except (OSError, sqlite3.Error) as exc:
+            raise ConfigError(f"--spool {folder}: cannot use it ({exc})") from None
+        self._own = self._files[0]
+
+    def _claim(self) -> list[_SpoolFile]:
+        """Every file of the folder no other process holds, oldest first, then (when none was free) a new one."""
+        numbers = sorted(
+            int(p.stem[len(_PREFIX) :])
+            for p in self.folder.glob(f"{_PREFIX}*.sqlite")
+            if p.stem[len(_PREFIX) :].isdigit()
+        )
+        claimed = [f for n in numbers if (f := self._try(n)) is not None]
+        n = (numbers[-1] + 1) if numbers else 0
+        while not claimed:
+            made = self._try(n)
+            if made is not None:
+                claimed.append(made)
+            n += 1
+        return claimed
+
+    def _try(self, n: int) -> _SpoolFile | None:
+        lock_path = self.folder / f"{_PREFIX}{n}.lock"
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if os.fstat(fd).st_ino != os.stat(lock_path).st_ino:  # removed by its drainer while we waited
+                raise BlockingIOError
+        except (BlockingIOError, FileNotFoundError):
+            os.close(fd)
+            return None
+        return _SpoolFile(self.folder / f"{_PREFIX}{n}.sqlite", fd)
+
+    @property
+    def pending_spans(self) -> int:
+        """Spans waiting to be stored, in every file this process drains."""
+        return sum(f.spans for f in self._files)
+
+    @property
+    def pending_bytes(self) -> int:
+        return sum(f.bytes for f in self._files)
+
+    def put(self, records: list[SpanRecord]) -> None:
+        """Commit ``records`` to this process's file (synced); :class:`SpoolFull` when what waits would pass
+        ``max_bytes`` (a spool holding nothing takes any batch). A value :mod:`marshal` cannot write raises
+        ``ValueError`` before anything is written."""
+        body = marshal.dumps([_fields(r) for r in records])
+        own = self._own
+        with self._counts:
+            waiting = self.pending_bytes
+            if waiting and waiting + len(body) > self.max_bytes:
+                raise SpoolFull(f"the spool holds {waiting:,} bytes, its bound is {self.max_bytes:,}")
+            own.bytes += len(body)  # counted before the write, so that puts at once cannot pass the bound
+            own.spans += len(records)
+        try:
+            with own.lock:
+                own.conn.execute("INSERT INTO batches (spans, body) VALUES (?, ?)", (len(records), body))
+        except BaseException:
+            with self._counts:
+                own.bytes -= len(body)
+                own.spans -= len(records)
+            raise
+        self.arrived.set()
+
+    def take(self, max_spans: int) -> Batch | None:
+        """The oldest waiting batches of one file, up to ``max_spans`` spans (at least one batch), or ``None``
+        when nothing waits. They stay in the spool until :meth:`done`."""
+        for file in self._files:
+            records: list[SpanRecord] = []
+            last_id = spans = size = unreadable = 0
+            with (
+                file.lock,
+                contextlib.closing(file.conn.execute("SELECT id, spans, body FROM batches ORDER BY id")) as rows,
+            ):
+                for row_id, count, body in rows:
+                    if last_id and spans + count > max_spans:
+                        break
+                    last_id, spans, size = row_id, spans + count, size + len(body)
+                    try:
+                        records.extend(SpanRecord(*fields) for fields in marshal.loads(body))
+                    except (ValueError, EOFError, TypeError) as exc:
+                        logger.error("toolpath: spool %s, batch %d cannot be read back (%s): left out", file.path,
+                                     row_id, exc)  # fmt: skip
+                        unreadable += count
+            if last_id:
+                return Batch(file, last_id, spans, size, records, unreadable)
+        return None
+
+    def done(self, batch: Batch) -> None:
+        """``batch`` is stored: remove it (and a claimed file of another process's, once it is empty)."""
+        file = batch.file
+        with file.lock:
+            file.conn.execute("DELETE FROM batches WHERE id <= ?", (batch.last_id,))
+        with self._counts:
+            file.spans -= batch.spans
+            file.bytes -= batch.bytes
+        if file is not self._own and not file.spans:
+            file.remove()
+            self._files.remove(file)
+
+    def close(self) -> None:
+        """Let the files go (what waits stays for the next process)."""
+        for file in self._files:
+            file.close()
+        self._files = []
+
+
+def _fields(record: SpanRecord) -> tuple[Any, ...]:
+    return (
+        record.trace_id,
+        record.span_id,
+        record.parent_span_id,
+        record.name,
+        record.kind,
+        record.start_time,
+        record.end_time,
+        record.status_code,
+        record.status_message,
+        record.attributes,
+        record.events,
+        record.resource,
+        record.scope,
+    )
