@@ -13,6 +13,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt import ToolNode, create_react_agent
@@ -214,6 +215,40 @@ class TestInstrumentation:
             set_temp.invoke({"room": "garage", "temperature": 1})
         [span] = by_name(app_spans)["execute_tool set_temp"]
         assert span.status.status_code is StatusCode.ERROR
+
+
+@tool
+def sign_in(user: str, password: str, note: str) -> dict:
+    """Sign a user in."""
+    return {"user": user, "token": "t0k3n-secret-value", "echo": note}
+
+
+def test_tool_values_and_messages_are_redacted_and_bounded(store_url, app_spans):
+    """The handler's short paths (a few plain fields, a one-string prompt) keep redaction and the value bound: a
+    password key and an e-mail address are replaced, a value past ``max_value_length`` is cut with a marker and
+    named in ``toolpath.truncated``, in the arguments, the result and the agent's prompt alike."""
+    toolpath.init(store=store_url, max_value_length=200)
+    long_note = "n" * 500
+    outer = RunnableLambda(lambda _: sign_in.invoke({"user": "bob@example.com", "password": "hunter2", "note": "hi"}))
+    handler = tp_langchain.ToolpathCallbackHandler()
+    outer.invoke("sign me in, I am bob@example.com", config={"callbacks": [handler]})
+    sign_in.invoke({"user": "ann", "password": "pw", "note": long_note}, config={"callbacks": [handler]})
+    first, second = by_name(app_spans)["execute_tool sign_in"]
+    assert json.loads(first.attributes["gen_ai.tool.call.arguments"]) == {
+        "user": "[REDACTED]",
+        "password": "[REDACTED]",
+        "note": "hi",
+    }
+    assert json.loads(first.attributes["gen_ai.tool.call.result"])["token"] == "[REDACTED]"
+    assert "toolpath.truncated" not in first.attributes
+    [agent] = by_name(app_spans)["invoke_agent RunnableLambda"]
+    prompt = json.loads(agent.attributes["gen_ai.input.messages"])
+    assert prompt[0]["parts"][0]["content"] == "sign me in, I am [REDACTED]"
+    for key in ("gen_ai.tool.call.arguments", "gen_ai.tool.call.result"):
+        text = second.attributes[key]
+        assert "pw" not in text and long_note not in text and "truncated" in text[200:]
+        assert len(text) < 260
+    assert set(second.attributes["toolpath.truncated"]) == {"gen_ai.tool.call.arguments", "gen_ai.tool.call.result"}
 
 
 class TestConcurrency:

@@ -149,9 +149,13 @@ def current_span() -> Span:
     return trace.get_current_span()
 
 
-def start_child_tool_span(
+def start_current_tool_span(
     tool_name: str, description: str | None, arguments: Any, call_id: str | None, parent: Context | None
-) -> Span:
+) -> tuple[Span, Context, Token[Context]]:
+    """An ``execute_tool`` span in ``parent`` (a context from :func:`context_of`; the current one when ``None``), made
+    current at once so the tool's own spans nest under it: the span, the context holding it (for the tool's
+    children) and the token for :func:`restore`. End it with :func:`end_child_tool_span`. Every tool call of a
+    callback-driven adapter runs this, so it calls no helper it can do without."""
     static = _static_attributes.get((tool_name, description))
     if static is None:
         if len(_static_attributes) >= 4096:  # tools are few; a flood of generated names must not grow this
@@ -163,26 +167,26 @@ def start_child_tool_span(
     attrs = static[0].copy()
     attrs[sc.GEN_AI_TOOL_CALL_ID] = call_id or new_call_id()
     if content._policy.capture:
-        _put_json(attrs, sc.GEN_AI_TOOL_CALL_ARGUMENTS, arguments)
-    return _tracer.start_span(static[1], parent, SpanKind.INTERNAL, attrs)
+        text, cut = content.encode(arguments)
+        attrs[sc.GEN_AI_TOOL_CALL_ARGUMENTS] = text
+        if cut:
+            attrs[sc.TOOLPATH_TRUNCATED] = (sc.GEN_AI_TOOL_CALL_ARGUMENTS,)
+    span = _tracer.start_span(static[1], parent, SpanKind.INTERNAL, attrs)
+    ctx = trace.set_span_in_context(span)
+    return span, ctx, context.attach(ctx)
 
 
 _static_attributes: dict[tuple[str, str | None], tuple[dict[str, Any], str]] = {}
 
 
-def start_current_tool_span(
-    tool_name: str, description: str | None, arguments: Any, call_id: str | None, parent: Context | None
-) -> tuple[Span, Context, Token[Context]]:
-    """:func:`start_child_tool_span`, made current at once: the span, the context holding it (for the tool's
-    children) and the token for :func:`restore`."""
-    span = start_child_tool_span(tool_name, description, arguments, call_id, parent)
-    ctx = trace.set_span_in_context(span)
-    return span, ctx, context.attach(ctx)
-
-
 def end_child_tool_span(span: Span, result: Any) -> None:
+    """Record the tool's result and end a span from :func:`start_current_tool_span` (after :func:`restore`)."""
     if content._policy.capture and span.is_recording():
-        _set_json(span, sc.GEN_AI_TOOL_CALL_RESULT, result)
+        encoded = content.encode(result)
+        if encoded[1]:
+            _set_encoded(span, sc.GEN_AI_TOOL_CALL_RESULT, encoded)
+        else:
+            span.set_attribute(sc.GEN_AI_TOOL_CALL_RESULT, encoded[0])
     span.end()
 
 
