@@ -16,7 +16,7 @@ soon as the last one is acknowledged, and posts again a body answered 503 (busy)
 2. ``toolpath collect`` into SQLite, then into PostgreSQL (a throw-away local server, default durability:
    fsync on), once per ``--workers`` value;
 3. end to end: the real OTel SDK exporter (BatchSpanProcessor, 512-span batches) into ``toolpath collect``
-   on SQLite, timed until every invocation is queryable.
+   on SQLite, as it is and with ``--spool``, timed until every invocation is queryable.
 
 A 2xx means the spans and their invocations are committed, so the time to the last 2xx is the time to store
 them; the store is then counted (spans, invocations, tool calls) and must hold every one. Printed per row:
@@ -716,17 +716,19 @@ def main() -> None:
         if args.otel_spans and not args.seconds:
             own = exporter_ceiling(args.otel_spans)
             label = "OTel SDK exporter, null receiver (its ceiling)"
-            print(f"{label:<48}{own:>9,.0f} spans/s", flush=True)
-            rate, counts = end_to_end(f"sqlite:///{Path(folder) / 'otel.db'}", args.otel_spans, *worker_runs[-1])
+            print(f"{label:<56}{own:>9,.0f} spans/s", flush=True)
             traces = args.otel_spans // SPANS_PER_TRACE
-            whole = (counts["spans"], counts["invocations"], counts["tool_calls"]) == (
-                traces * SPANS_PER_TRACE, traces, traces * 9)  # fmt: skip
-            label = "OTel SDK exporter -> toolpath collect, SQLite"
-            print(f"{label:<48}{rate:>9,.0f} spans/s end to end, until queryable ({counts['spans']:,} spans, "
-                  f"{counts['tool_calls']:,} tool calls stored{'' if whole else ': SPANS DROPPED'})")  # fmt: skip
-            targets.append(f"target end to end: the exporter's own ceiling ({own:,.0f} spans/s), nothing dropped: "
-                           f"{'reached' if whole and rate >= 0.8 * own else 'NOT reached'} ({rate:,.0f} spans/s, "
-                           f"{rate / own:.0%} of it)")  # fmt: skip
+            for name, spooled in (("", ()), (" --spool", ("--spool", str(Path(folder) / "spool")))):
+                store_url = f"sqlite:///{Path(folder) / f'otel{len(spooled)}.db'}"
+                rate, counts = end_to_end(store_url, args.otel_spans, *worker_runs[-1], *spooled)
+                whole = (counts["spans"], counts["invocations"], counts["tool_calls"]) == (
+                    traces * SPANS_PER_TRACE, traces, traces * 9)  # fmt: skip
+                label = f"OTel SDK exporter -> toolpath collect{name}, SQLite"
+                print(f"{label:<56}{rate:>9,.0f} spans/s end to end, until queryable ({counts['spans']:,} spans, "
+                      f"{counts['tool_calls']:,} tool calls stored{'' if whole else ': SPANS DROPPED'})")  # fmt: skip
+                targets.append(f"target end to end{name}: the exporter's own ceiling ({own:,.0f} spans/s), nothing "
+                               f"dropped: {'reached' if whole and rate >= 0.8 * own else 'NOT reached'} ({rate:,.0f} "
+                               f"spans/s, {rate / own:.0%} of it)")  # fmt: skip
     for line in targets:
         print(line)
 
