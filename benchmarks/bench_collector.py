@@ -334,6 +334,14 @@ def cpu_seconds(pids: list[int]) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
+def server_cpu_seconds(pid: int) -> float:
+    """The CPU seconds of a database server: its processes' own, and those of its processes that have exited (the
+    postmaster's reaped children: PostgreSQL's autovacuum workers come and go, and their work counts)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return cpu_seconds(tree(pid)) + (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")  # cutime, cstime
+
+
 def rss_mb(pids: list[int]) -> float:
     total = 0
     for p in pids:
@@ -475,13 +483,13 @@ def send(template: Path, marker: bytes, port: int, pid: int, args: argparse.Name
         sender = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
         assert sender.stdout is not None
         last_spans, last_t, last_cpu = 0, 0.0, watch.cpu0
-        last_server = cpu_seconds(tree(server)) if server else 0.0
+        last_server = server_cpu_seconds(server) if server else 0.0
         result: dict[str, Any] = {}
         for line in sender.stdout:
             if line.startswith("W "):
                 cpu = cpu_seconds(tree(pid))
                 _, spans, at = line.split()
-                server_cpu = cpu_seconds(tree(server)) if server else None
+                server_cpu = server_cpu_seconds(server) if server else None
                 window = Window(int(spans) - last_spans, float(at) - last_t, cpu - last_cpu, rss_mb(tree(pid)),
                                 None if server_cpu is None else server_cpu - last_server)  # fmt: skip
                 last_server = server_cpu or 0.0
