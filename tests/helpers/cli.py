@@ -74,7 +74,9 @@ def _new_console() -> Iterator[None]:
     """The commands' shared rich console, made again as the command's own process would make it at start-up (it
     fixes its width from ``$COLUMNS`` then): the one made when this process imported the CLI has whatever width
     this process had."""
-    fresh = Console()
+    from toolpath.cli.output import make_console
+
+    fresh = make_console()
     shared = [
         (module, module.console)
         for name, module in list(sys.modules.items())

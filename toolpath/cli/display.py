@@ -1,4 +1,8 @@
-"""Rich tables the CLI prints: metric summaries, worst cases, sessions."""
+"""Rich tables the CLI prints: metric summaries, worst cases, sessions.
+
+They are printed through the commands' console (:func:`toolpath.cli.output.make_console`), which reads no markup
+or emoji codes in them: every stored or given value (ids, prompts, tool calls, errors, metric names) is put in as
+it is, and our own styling comes as :func:`~toolpath.cli.output.styled` text."""
 
 from __future__ import annotations
 
@@ -8,10 +12,10 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from toolpath.cli.output import styled
 from toolpath.evaluation.verdicts import format_score
 from toolpath.tracer import semconv as sc
 
@@ -34,11 +38,11 @@ def summary_table(
     if rows is not None:
         table.add_column("scored", justify="right", no_wrap=True)
     for name in names:
-        cells = [name, _num(summary.get(f"{name}/mean")), _num(summary.get(f"{name}/std"))]
+        cells: list[str | Text] = [name, _num(summary.get(f"{name}/mean")), _num(summary.get(f"{name}/std"))]
         if rows is not None:
             scored = sum(row.get(f"{name}/score") is not None for row in rows)
             shown = f"{scored}/{len(rows)}"
-            cells.append(shown if scored == len(rows) else f"[yellow]{shown}[/]")
+            cells.append(shown if scored == len(rows) else styled((shown, "yellow")))
         table.add_row(*cells)
     return table
 
@@ -78,7 +82,7 @@ def print_summary(
     """The summary table, then why rows went unscored."""
     console.print(summary_table(summary, names, title, rows))
     for line in not_scored(rows, names):
-        console.print(escape(line), style="yellow", highlight=False)
+        console.print(styled((line, "yellow")), highlight=False)
 
 
 def worst_cases_table(rows: Sequence[Mapping[str, Any]], metric_names: Sequence[str], limit: int) -> Table:
@@ -201,10 +205,10 @@ def session_table(session: Session, scores: Mapping[str, Sequence[Mapping[str, A
     scored = bool(scores) and any(scores.values())  # type: ignore[union-attr]
     for column in ("#", "prompt", "tool calls", "response", "latency s", "failure", *(["online"] if scored else [])):
         table.add_column(column)
-    notes = []
+    notes: list[Text] = []
     for i, inv in enumerate(session.invocations, start=1):
         calls = "\n".join(
-            f"{_by(c.agent_name, inv.agent_name)}{c.name}({_args(c.args)}){' ✗ ' + c.error if c.error else ''}"
+            f"{_by(c.agent_name, inv.agent_name)}{c.name}({args_text(c.args)}){' ✗ ' + c.error if c.error else ''}"
             for c in inv.tool_calls
         )
         note = content_note(
@@ -212,7 +216,7 @@ def session_table(session: Session, scores: Mapping[str, Sequence[Mapping[str, A
         )
         if note:
             calls += " ⚠" if calls else "⚠"
-            notes.append(f"[yellow]⚠ #{i}: {escape(note)}[/]")
+            notes.append(styled((f"⚠ #{i}: {note}", "yellow")))
         simulated = "simulated user: " if inv.attributes.get(sc.TOOLPATH_SIMULATED_USER) else ""
         table.add_row(
             str(i),
@@ -224,7 +228,7 @@ def session_table(session: Session, scores: Mapping[str, Sequence[Mapping[str, A
             *([_online(scores[inv.invocation_id] if scores else [])] if scored else []),
         )
     if notes:
-        table.caption, table.caption_justify = "\n".join(notes), "left"
+        table.caption, table.caption_justify = Text("\n").join(notes), "left"
     return table
 
 
@@ -235,13 +239,13 @@ def _online(scores: Sequence[Mapping[str, Any]]) -> str:
         label = f" {score['label']}" if score.get("label") else ""
         failed = score.get("label") in ("fail", "error")
         why = f": {score['explanation']}" if failed and score.get("explanation") else ""
-        lines.append(escape(f"{score['metric']} {_num(score.get('score'))}{label}{why}"))
+        lines.append(f"{score['metric']} {_num(score.get('score'))}{label}{why}")
     return "\n".join(lines)
 
 
 def _by(agent: str | None, root: str | None) -> str:
     """``"agent: "`` when another agent than the turn's own (a sub-agent) made the call or gave the answer."""
-    return escape(f"[{agent}] ") if agent and agent != root else ""
+    return f"[{agent}] " if agent and agent != root else ""
 
 
 def content_note(missing: bool, unknown: Any) -> str | None:
@@ -270,147 +274,13 @@ def _parsed(value: Any) -> Sequence[ToolCall] | None:
         return None
 
 
-def _args(args: Mapping[str, Any] | None) -> str:
+def args_text(args: Mapping[str, Any] | None) -> str:
+    """A call's arguments as ``k='v', …``."""
     return ", ".join(f"{k}={v!r}" for k, v in (args or {}).items())
 
 
 def _num(value: Any) -> str:
     return format_score(value)
-
-
-def eval_set_report(console: Console, result: Any, *, quiet: bool = False) -> None:
-    """ADK-like summary: cases passed and failed, then each failing criterion with expected vs actual."""
-    counts = {status: sum(c.status == status for c in result.cases) for status in ("PASSED", "FAILED", "NOT_EVALUATED")}
-    if not quiet:
-        table = Table(title="Eval cases", title_justify="left", caption=_EFFICIENCY_CAPTION, caption_justify="left")
-        id_column(table, "eval set", [case.eval_set_id for case in result.cases])
-        id_column(table, "case", [case.eval_id for case in result.cases])
-        for column in ("status", *result.metric_names):
-            table.add_column(column)
-        for column in _EFFICIENCY_COLUMNS:
-            table.add_column(column, justify="right")
-        crashed = any(getattr(case, "error", None) for case in result.cases)
-        if crashed:  # a run whose agent raised: the case failed unscored, as ADK's failed inference
-            table.add_column("error", overflow="fold", max_width=60)
-        for case in result.cases:
-            cells = [
-                f"{case.metrics[n].score:.3f} / {case.metrics[n].threshold:g}{_spread(case.metrics[n].run_scores)}"
-                if n in case.metrics and case.metrics[n].score is not None
-                else "—"
-                for n in result.metric_names
-            ]
-            style = {"PASSED": "green", "FAILED": "red"}.get(case.status, "yellow")
-            error = [f"[red]{escape(case.error)}[/]" if getattr(case, "error", None) else ""] if crashed else []
-            table.add_row(
-                case.eval_set_id, case.eval_id, f"[{style}]{case.status}[/]", *cells, *_efficiency(case), *error
-            )
-        console.print(table)
-        for case in result.cases:
-            if getattr(case, "simulated", False):
-                _print_conversation(console, case)
-            if case.status == "FAILED":
-                _print_failure(console, case)
-    line = f"{len(result.cases)} case(s): {counts['PASSED']} passed, {counts['FAILED']} failed"
-    if counts["NOT_EVALUATED"]:
-        line += f", {counts['NOT_EVALUATED']} not evaluated"
-    console.print(f"[bold]{line}[/] (run {result.run_id})")
-
-
-_EFFICIENCY_COLUMNS = ("tool calls", "model calls", "tokens", "seconds")
-_EFFICIENCY_CAPTION = (
-    "tool calls, model calls, tokens, seconds: ADK's efficiency figures, per turn (mean over the case's turns); "
-    "n/a: not recorded"
-)
-
-
-def _efficiency(case: Any) -> list[str]:
-    """ADK's efficiency figures of a case: tool calls, model calls, tokens and seconds per turn (with the
-    model / tool / framework split of the seconds when known)."""
-    figures = getattr(case, "efficiency", None) or {}
-
-    def num(value: Any, digits: int = 1) -> str:
-        return "n/a" if value is None else f"{value:.{digits}f}".rstrip("0").rstrip(".")
-
-    seconds = num(figures.get("invocation_duration_v1"), 3)
-    split = figures.get("duration_details") or {}
-    if split.get("model_seconds") is not None and split.get("tool_seconds") is not None:
-        seconds += (
-            f" (model {num(split['model_seconds'], 3)}, tool {num(split['tool_seconds'], 3)},"
-            f" framework {num(split.get('framework_seconds'), 3)})"
-        )
-    return [
-        num(figures.get("tool_call_count_v1")),
-        num(figures.get("inference_call_count_v1")),
-        num(figures.get("token_usage_v1")),
-        seconds,
-    ]
-
-
-def _spread(run_scores: Sequence[float | None]) -> str:
-    """The per-run spread of a criterion's score over several runs: `` (runs 0.500–1.000)``."""
-    known = [s for s in run_scores if s is not None]
-    return f" (runs {min(known):.3f}–{max(known):.3f})" if len(run_scores) > 1 and known else ""
-
-
-def _print_conversation(console: Console, case: Any) -> None:
-    """Who said what in a simulated conversation: the simulated user's turns and the agent's answers, per run."""
-    for run, turns in enumerate(case.turns, start=1):
-        which = f" (run {run})" if len(case.turns) > 1 else ""
-        console.print(f"{case.eval_set_id} / {case.eval_id}{which}: simulated conversation", markup=False)
-        for n, turn in enumerate(turns, start=1):
-            console.print(f"  {n}. simulated user: {turn.get('prompt')}", markup=False, highlight=False)
-            answer = turn.get("response") if not turn.get("error") else f"(failed: {turn['error']})"
-            answer = str(answer).replace("\n", "\n            ")
-            console.print(f"     agent: {answer}", markup=False, highlight=False)
-
-
-def _print_failure(console: Console, case: Any) -> None:
-    console.print(f"[red]FAILED[/] {case.eval_set_id} / {case.eval_id}")
-    if getattr(case, "error", None):
-        console.print(f"  error: {case.error}", markup=False)
-        for run, turns in enumerate(case.turns if not getattr(case, "simulated", False) else []):
-            if getattr(case, "run_error", lambda _: None)(run) and turns:  # the turn that raised, as it was made
-                which = f"run {run + 1}, " if len(case.turns) > 1 else ""
-                console.print(f"    {which}turn {len(turns)}: {turns[-1]['prompt']!r}", markup=False)
-                console.print(f"      actual tools: {_calls(turns[-1]['predicted_trajectory'])}", markup=False)
-    for name, metric in case.metrics.items():
-        if metric.status != "FAILED":
-            continue
-        console.print(f"  {name}: {metric.score:.3f} < threshold {metric.threshold:g}", markup=False)
-        if getattr(case, "simulated", False) and metric.explanation:
-            console.print(f"    why: {metric.explanation}", markup=False)
-        for index, score in enumerate(metric.per_invocation):
-            if score is None or score >= metric.threshold or not case.turns:
-                continue
-            turn = case.turns[0][index]
-            console.print(f"    turn {index + 1}: {turn['prompt']!r}", markup=False)
-            if turn.get("simulated_user"):  # nothing was expected: the conversation is printed above
-                continue
-            if "trajectory" in name or "tool" in name:
-                console.print(f"      expected tools: {_calls(turn['reference_trajectory'])}", markup=False)
-                console.print(f"      actual tools:   {_calls(turn['predicted_trajectory'])}", markup=False)
-            else:
-                console.print(f"      expected: {turn['reference']!r}", markup=False)
-                console.print(f"      actual:   {turn['response']!r}", markup=False)
-            if turn.get("error"):
-                console.print(f"      agent error: {turn['error']}", markup=False)
-
-
-def _calls(items: Sequence[Mapping[str, Any]] | None) -> str:
-    """``name(k=v, …)`` per call; a call without args at all (ADK tells it from one with ``{}``) as
-    ``name (without args)``."""
-    return (
-        ", ".join(
-            (
-                f"{c['tool_name']} (without args)"
-                if c.get("tool_input") is None
-                else f"{c['tool_name']}({_args(c['tool_input'])})"
-            )
-            + (f" ✗ {c['error']}" if c.get("error") else "")
-            for c in items or ()
-        )
-        or "—"
-    )
 
 
 def runs_table(runs: Sequence[Mapping[str, Any]]) -> Table:
@@ -442,7 +312,7 @@ def watch_table(rows: Sequence[Mapping[str, Any]]) -> Table:
     for column in ("agent", "prompt", "latency s", "failed", *metrics):
         table.add_column(column, overflow="ellipsis", no_wrap=column == "prompt", max_width=40)
     for row in rows:
-        cells = []
+        cells: list[str | Text] = []
         for metric in metrics:
             result = row["scores"].get(metric)
             if result is None:
@@ -450,7 +320,7 @@ def watch_table(rows: Sequence[Mapping[str, Any]]) -> Table:
                 continue
             colour = {"pass": "green", "fail": "red", "scored": "default"}.get(result["label"] or "", "yellow")
             shown = "null" if result["score"] is None else f"{result['score']:.2f}"
-            cells.append(f"[{colour}]{shown}[/]")
+            cells.append(styled((shown, colour)))
         latency = row["latency_seconds"]
         table.add_row(
             row["agent_name"] or "-",
@@ -487,7 +357,7 @@ def replay_report(console: Console, result: Any, *, quiet: bool = False) -> None
         shown = "null" if mean is None else f"{mean:.3f}"
         rule = result.rules.get(name) or {}
         side = "within" if rule.get("best") is not None else "at most" if rule.get("lower_is_better") else "at least"
-        console.print(f"[red]FAILED[/] {name}: mean {shown}, needed {side} {result.thresholds[name]}")
+        console.print(styled(("FAILED", "red"), f" {name}: mean {shown}, needed {side} {result.thresholds[name]}"))
     console.print(
         f"replay {result.run_id}: {len(result.sessions)} session(s), {len(changed)} changed "
         f"({sum(s.trajectory_changed for s in result.sessions)} in their trajectory)"

@@ -9,12 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.markup import escape
 
 from toolpath import tracing
 from toolpath.cli.agents import load_agent
 from toolpath.cli.options import open_existing_store, parse_thresholds, store_option, writable
-from toolpath.cli.output import console, print_run_line, progress
+from toolpath.cli.output import console, print_run_line, progress, styled
 from toolpath.config import DEFAULT_STORE_URL
 from toolpath.errors import ConfigError
 from toolpath.store.store import Store, resolve_store_url
@@ -281,9 +280,9 @@ def _finish(result: Any, output: Path | None, quiet: bool, title: str, stored: b
     print_run_line(result, output, stored=stored)
     missed = missed_gates(result.summary_metrics, names, result.rules, limits)
     for gate in missed:
-        console.print(f"[red]FAILED[/] {escape(gate.describe())}")
+        console.print(styled(("FAILED", "red"), f" {gate.describe()}"))
     if empty:
-        console.print(f"[red]FAILED[/] nothing scored by: {', '.join(empty)}")
+        console.print(styled(("FAILED", "red"), f" nothing scored by: {', '.join(empty)}"))
     if empty or missed:
         raise click.exceptions.Exit(1)
 
@@ -390,7 +389,7 @@ def _eval_sets(
     no_cache: bool,
     fresh: bool = False,
 ) -> None:
-    from toolpath.cli.display import eval_set_report
+    from toolpath.cli.evalset_display import eval_set_report
     from toolpath.evaluation.evalsets.evaluator import check_runnable, criteria_of, evaluate_eval_sets
     from toolpath.judges.client import Judge, settings_from
     from toolpath.judges.vertex import JudgeMetric
@@ -430,7 +429,7 @@ def _eval_from_results(
     quiet: bool,
     store_url: str | None,
 ) -> None:
-    from toolpath.cli.display import eval_set_report
+    from toolpath.cli.evalset_display import eval_set_report
     from toolpath.evaluation.evalsets.evaluator import save_evalset_run
     from toolpath.evaluation.evalsets.files import load_config
     from toolpath.evaluation.evalsets.history import score_recorded

@@ -56,7 +56,7 @@ def eval_recorded_sets(
 ) -> None:
     """Pair the eval set's cases with recorded sessions (of ``store_url``, or of ``from_spans`` ingested first)
     and judge them; exit 1 when a case failed or was not evaluated (unpaired, ambiguous)."""
-    from toolpath.cli.display import eval_set_report
+    from toolpath.cli.evalset_display import eval_set_report
     from toolpath.cli.options import open_existing_store
     from toolpath.collector.file_ingest import read_trace_files
     from toolpath.evaluation.evalsets.evaluator import check_runnable, criteria_of

@@ -1,4 +1,9 @@
-"""What the commands print: the console, tables or JSON, progress bars, the line that names a run."""
+"""What the commands print: the console, tables or JSON, progress bars, the line that names a run.
+
+The console prints what it is given as it is given: never read as rich's markup (``[red]``, ``[link=…]``) or
+emoji codes (``:smile:``). Session ids, prompts, tool names and arguments, answers, error messages, metric and
+file names reach the terminal as stored, whichever command prints them and however they are put together. Our
+own styling (``FAILED`` in red) comes as rich ``Text`` made by :func:`styled`, never as markup in a string."""
 
 from __future__ import annotations
 
@@ -10,8 +15,22 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.style import StyleType
+from rich.text import Text
 
-console = Console()
+
+def make_console() -> Console:
+    """The commands' console: strings printed as they are (no markup, no emoji codes); see the module's doc."""
+    return Console(markup=False, emoji=False)
+
+
+console = make_console()
+
+
+def styled(*parts: str | tuple[str, StyleType]) -> Text:
+    """One printed line or cell of ``parts``: a string is shown as it is, a ``(text, style)`` pair as it is in
+    that style (``styled(("FAILED", "red"), f" {name}")``); nothing in either is read as markup."""
+    return Text.assemble(*parts)
 
 
 class Bar:
@@ -48,7 +67,6 @@ def progress(total: int, description: str, quiet: bool) -> Iterator[Bar]:
         TextColumn,
         TimeRemainingColumn,
     )
-    from rich.text import Text
 
     class RateColumn(ProgressColumn):
         """Steps per second, readable: ``12.3/s`` (``0.25/s`` when slow)."""
@@ -56,7 +74,7 @@ def progress(total: int, description: str, quiet: bool) -> Iterator[Bar]:
         def render(self, task: Task) -> Text:
             return Text(format_rate(task.speed), style="progress.data.speed")
 
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), RateColumn())
+    columns = (TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), RateColumn())
     with Progress(*columns, TimeRemainingColumn(), console=console, transient=True) as bar:
         yield Bar(bar, bar.add_task(description, total=total), description)
 

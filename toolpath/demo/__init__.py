@@ -15,6 +15,7 @@ from rich.table import Table
 
 from toolpath import tracing
 from toolpath.cli.display import partial_credit_table, summary_table, worst_cases_table
+from toolpath.cli.output import styled
 from toolpath.evaluation.runner import EvalResult, evaluate
 from toolpath.store.store import Store
 
@@ -36,11 +37,20 @@ def dataset_path() -> Path:
 
 
 def run_demo(store_url: str | None, console: Console, worst: int = 6) -> EvalResult:
+    """The demo, printed to ``console`` (the commands' console, which shows every string as it is)."""
     from toolpath.demo.smart_home import smart_home_agent  # tools register on import; keep it out of CLI start-up
 
     store = Store(store_url)
     tracing.init(store=store, service_name="toolpath-demo")
-    console.print(f"Running [bold]smart_home_assistant[/] on {dataset_path().name} (traced into [bold]{store.url}[/])…")
+    console.print(
+        styled(
+            "Running ",
+            ("smart_home_assistant", "bold"),
+            f" on {dataset_path().name} (traced into ",
+            (store.url, "bold"),
+            ")…",
+        )
+    )
     # concurrency=1: the demo's home is one shared object, like a real house
     result = evaluate(
         dataset_path(), DEMO_METRICS + BEHAVIOUR_METRICS, runnable=smart_home_agent, store=store, concurrency=1
@@ -51,7 +61,9 @@ def run_demo(store_url: str | None, console: Console, worst: int = 6) -> EvalRes
     console.print(partial_credit_table(result.metrics_table))
     for row in result.metrics_table:
         if row.get("failure"):
-            console.print(f"[red]Run failed[/] on {row.get('case_id')} ({row.get('prompt')!r}): {row.get('error')}")
+            console.print(
+                styled(("Run failed", "red"), f" on {row.get('case_id')} ({row.get('prompt')!r}): {row.get('error')}")
+            )
     _other_wrappings(store, console, result)
     tracing.flush()
     counts = store.counts()
@@ -61,8 +73,8 @@ def run_demo(store_url: str | None, console: Console, worst: int = 6) -> EvalRes
     )
     stats = tracing.stats()
     if stats.get("spans_dropped") or stats.get("invocations_lost"):
-        console.print(f"[yellow]Tracing lost data: {stats}[/]")
-    console.print("See them with: [bold]toolpath sessions list[/]")
+        console.print(styled((f"Tracing lost data: {stats}", "yellow")))
+    console.print(styled("See them with: ", ("toolpath sessions list", "bold")))
     return result
 
 
@@ -74,10 +86,8 @@ def _other_wrappings(store: Store, console: Console, plain: EvalResult) -> None:
     try:
         from toolpath.demo.langgraph_home import build_app, build_graph
     except ImportError as exc:
-        console.print(
-            f"[yellow]Skipping the LangGraph and Agent Engine-style versions: {exc.name or exc} is not installed "
-            "(pip install 'toolpath\\[langgraph]').[/]"
-        )
+        skipped = f"Skipping the LangGraph and Agent Engine-style versions: {exc.name or exc} is not installed"
+        console.print(styled((f"{skipped} (pip install 'toolpath[langgraph]').", "yellow")))
         return
     console.print("Running the same planner as a LangGraph ReAct agent and as an Agent Engine-style app…")
     results = {"@toolpath.agent": plain}
