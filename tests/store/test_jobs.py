@@ -13,7 +13,7 @@ from tests.helpers.builders import invocation
 from toolpath.evaluation.online import OnlineConfig
 from toolpath.store import schema as t
 from toolpath.store.ingest import rescore
-from toolpath.store.job_queue import _STALE, _WAITING, JobQueue, sampled
+from toolpath.store.job_queue import _STALE, _WAITING, JobQueue, JobStatus, ShedPolicy, sampled
 from toolpath.store.store import Store
 
 
@@ -210,3 +210,24 @@ def test_a_worker_never_waits_for_an_ingest_rebuilding_one_of_its_jobs(postgres_
         assert queue.stats.lost_claims == 1
     finally:
         store.close()
+
+
+def test_job_statuses_are_stored_as_the_same_plain_text_on_every_driver(store):
+    """``JobStatus`` members go to the database as their lowercase values (the column other processes, older
+    versions and dashboards read), through SQLAlchemy and through the driver's own executemany alike."""
+    queue = JobQueue(store, max_backlog=3, shed="newest", max_attempts=0).attach()
+    assert queue.shed_policy is ShedPolicy.NEWEST
+    store.write([invocation(i) for i in range(4)])  # the driver's insert: pending; the fourth is shed
+    assert queue.claim("w0", 1, lease_seconds=60) == []  # max_attempts=0: the claimed job is given up: failed
+    queue.max_attempts = 3
+    done = queue.claim("w0", 1, lease_seconds=60)
+    queue.complete_batch("w0", {i: [] for i in done})
+    held = queue.claim("w1", 1, lease_seconds=60)
+    assert len(done) == len(held) == 1
+    with store.engine.connect() as conn:
+        stored = sorted(r[0] for r in conn.exec_driver_sql("SELECT status FROM eval_jobs"))
+    assert stored == ["claimed", "done", "failed", "shed"]
+    assert all(type(s) is str for s in stored)
+    counts = queue.counts()
+    assert counts == {"claimed": 1, "done": 1, "failed": 1, "shed": 1}
+    assert all(isinstance(s, JobStatus) for s in counts)

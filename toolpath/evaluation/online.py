@@ -58,7 +58,7 @@ from toolpath.metrics.base import Metric
 from toolpath.metrics.rows import row_ids, stored_row, with_parsed_trajectories
 from toolpath.model import Invocation, agent_span_id
 from toolpath.redact import Redactor
-from toolpath.store.job_queue import SHED_POLICIES, JobQueue, sampled
+from toolpath.store.job_queue import SHED_POLICIES, JobQueue, JobStatus, ShedPolicy, sampled
 from toolpath.store.reads import StoredTurn
 from toolpath.store.store import Store
 
@@ -82,7 +82,7 @@ class OnlineConfig:
     workers: int = 2
     batch_size: int = 16
     max_backlog: int | None = 10_000
-    shed: str = "oldest"
+    shed: ShedPolicy = ShedPolicy.OLDEST
     lease_seconds: float = 120.0
     poll_seconds: float = 0.5
     otlp_endpoint: str | None = None
@@ -97,6 +97,7 @@ class OnlineConfig:
             raise ConfigError(f"online: match must be 'exact' or 'normalized', got {self.match!r}")
         if self.shed not in SHED_POLICIES:
             raise ConfigError(f"online: shed must be one of {', '.join(SHED_POLICIES)}, got {self.shed!r}")
+        self.shed = ShedPolicy(self.shed)  # the TOML's string
         if self.workers < 1 or self.batch_size < 1:
             raise ConfigError("online: workers and batch_size must be at least 1")
 
@@ -289,7 +290,7 @@ class OnlineEvaluator:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             counts = self.queue.counts()
-            if not counts.get("pending") and not counts.get("claimed"):
+            if not counts.get(JobStatus.PENDING) and not counts.get(JobStatus.CLAIMED):
                 return True
             time.sleep(0.05)
         return False
@@ -341,7 +342,7 @@ class OnlineEvaluator:
         with self._lock:
             return self._running, len(self._threads)
 
-    def backlog(self) -> dict[str, int]:
+    def backlog(self) -> dict[JobStatus, int]:
         """Jobs in the store by status (every worker's, not only this process's)."""
         return self.queue.counts()
 

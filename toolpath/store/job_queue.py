@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, and_, func, select, text, update
@@ -24,8 +25,30 @@ from toolpath.model import Invocation
 from toolpath.store import schema as t
 from toolpath.store.store import Store
 
-PENDING, CLAIMED, DONE, SHED, FAILED = "pending", "claimed", "done", "shed", "failed"
-SHED_POLICIES = ("oldest", "newest")
+
+class JobStatus(StrEnum):
+    """A job's ``eval_jobs.status``, stored as its value."""
+
+    PENDING = "pending"
+    """Waiting to be claimed (again, when its worker gave it back or its invocation was rewritten)."""
+    CLAIMED = "claimed"
+    """Held by a worker until its lease runs out."""
+    DONE = "done"
+    """Completed together with its results."""
+    SHED = "shed"
+    """Dropped from a backlog over ``max_backlog``."""
+    FAILED = "failed"
+    """Given up after ``max_attempts`` claims."""
+
+
+class ShedPolicy(StrEnum):
+    """Which waiting jobs a backlog over ``max_backlog`` sheds."""
+
+    OLDEST = "oldest"
+    NEWEST = "newest"
+
+
+SHED_POLICIES = tuple(ShedPolicy)
 _IN_CHUNK = 500
 _INSERT_RESULTS = (  # plain tuples through the driver's executemany: no per-row SQLAlchemy processing
     "INSERT INTO online_results (invocation_id, metric, score, label, explanation, worker, created_at) VALUES ({marks})"
@@ -75,7 +98,7 @@ class JobQueue:
         *,
         accept: Callable[[Invocation], bool] = lambda inv: True,
         max_backlog: int | None = None,
-        shed: str = "oldest",
+        shed: ShedPolicy | str = ShedPolicy.OLDEST,
         max_attempts: int = 3,
     ) -> None:
         if shed not in SHED_POLICIES:
@@ -83,7 +106,7 @@ class JobQueue:
         self.store = store
         self.accept = accept
         self.max_backlog = max_backlog
-        self.shed_policy = shed
+        self.shed_policy = ShedPolicy(shed)
         self.max_attempts = max_attempts
         self.stats = QueueStats()
         self._lock = threading.Lock()
@@ -105,10 +128,10 @@ class JobQueue:
             return
         now = time.time_ns()
         if conn.dialect.name == "postgresql":
-            result = conn.exec_driver_sql(_ENQUEUE_PG, (chosen, PENDING, now))
+            result = conn.exec_driver_sql(_ENQUEUE_PG, (chosen, JobStatus.PENDING, now))
         else:
             mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
-            result = conn.exec_driver_sql(_ENQUEUE.format(mark=mark), [(i, PENDING, now) for i in chosen])
+            result = conn.exec_driver_sql(_ENQUEUE.format(mark=mark), [(i, JobStatus.PENDING, now) for i in chosen])
         added = max(result.rowcount, 0)
         shed = self._shed(conn) if self.max_backlog is not None else 0
         with self._lock:
@@ -117,16 +140,20 @@ class JobQueue:
 
     def _shed(self, conn: Connection) -> int:
         jobs = t.eval_jobs
-        waiting = conn.execute(select(func.count()).select_from(jobs).where(jobs.c.status == PENDING)).scalar_one()
+        waiting = conn.execute(
+            select(func.count()).select_from(jobs).where(jobs.c.status == JobStatus.PENDING)
+        ).scalar_one()
         excess = waiting - (self.max_backlog or 0)
         if excess <= 0:
             return 0
-        order = jobs.c.enqueued_at.asc() if self.shed_policy == "oldest" else jobs.c.enqueued_at.desc()
-        victims = select(jobs.c.invocation_id).where(jobs.c.status == PENDING).order_by(order).limit(excess)
+        order = jobs.c.enqueued_at.asc() if self.shed_policy is ShedPolicy.OLDEST else jobs.c.enqueued_at.desc()
+        victims = select(jobs.c.invocation_id).where(jobs.c.status == JobStatus.PENDING).order_by(order).limit(excess)
         if self.store.dialect == "postgresql":
             victims = victims.with_for_update(skip_locked=True)
         ids = [row.invocation_id for row in conn.execute(victims)]
-        conn.execute(update(jobs).where(jobs.c.invocation_id.in_(ids)).values(status=SHED, finished_at=time.time_ns()))
+        conn.execute(
+            update(jobs).where(jobs.c.invocation_id.in_(ids)).values(status=JobStatus.SHED, finished_at=time.time_ns())
+        )
         return len(ids)
 
     # --- worker side -------------------------------------------------------------------------------------
@@ -134,7 +161,11 @@ class JobQueue:
     def has_work(self, lease_seconds: float) -> bool:
         """Whether a job waits, or a claim's lease ran out: a read, without the write lock, so that a worker
         polling an empty queue writes nothing (the claim that follows decides)."""
-        params = {"claimed": CLAIMED, "pending": PENDING, "stale": time.time_ns() - int(lease_seconds * 1e9)}
+        params = {
+            "claimed": JobStatus.CLAIMED,
+            "pending": JobStatus.PENDING,
+            "stale": time.time_ns() - int(lease_seconds * 1e9),
+        }
         with self.store.engine.connect() as conn:
             return any(
                 conn.execute(text(f"SELECT 1 FROM eval_jobs WHERE {which} LIMIT 1"), params).first() is not None
@@ -185,7 +216,7 @@ class JobQueue:
                 conn.execute(
                     update(jobs)
                     .where(self._held(worker, invocation_ids[i : i + _IN_CHUNK]))
-                    .values(status=PENDING, claimed_by=None, claimed_at=None, attempts=jobs.c.attempts - 1)
+                    .values(status=JobStatus.PENDING, claimed_by=None, claimed_at=None, attempts=jobs.c.attempts - 1)
                 )
 
     def _held(self, worker: str, invocation_ids: Sequence[str]) -> ColumnElement[bool]:
@@ -194,7 +225,9 @@ class JobQueue:
         wait it again or to delete it (an ingest rebuilding its invocation, retention), so the claim is lost all
         the same, and a worker that waited while holding the other jobs of its batch could deadlock with it."""
         jobs = t.eval_jobs
-        held = and_(jobs.c.invocation_id.in_(invocation_ids), jobs.c.status == CLAIMED, jobs.c.claimed_by == worker)
+        held = and_(
+            jobs.c.invocation_id.in_(invocation_ids), jobs.c.status == JobStatus.CLAIMED, jobs.c.claimed_by == worker
+        )
         if self.store.dialect != "postgresql":
             return held  # one writer at a time: nothing to wait for
         unlocked = select(jobs.c.invocation_id).where(held).with_for_update(skip_locked=True)
@@ -203,7 +236,13 @@ class JobQueue:
     def _claim(self, conn: Connection, worker: str, limit: int, lease_seconds: float) -> list[str]:
         now = time.time_ns()
         stale = now - int(lease_seconds * 1e9)
-        params = {"claimed": CLAIMED, "pending": PENDING, "worker": worker, "now": now, "stale": stale}
+        params = {
+            "claimed": JobStatus.CLAIMED,
+            "pending": JobStatus.PENDING,
+            "worker": worker,
+            "now": now,
+            "stale": stale,
+        }
         # claims whose lease ran out first (few), then waiting jobs, oldest first: two index range scans that stop
         # at ``limit``; one query with an OR of both would sort every waiting job, however long the backlog
         rows = list(conn.execute(self._claiming(_STALE), {**params, "limit": limit}).all())
@@ -212,7 +251,9 @@ class JobQueue:
         worn = [r.invocation_id for r in rows if r.attempts > self.max_attempts]
         if worn:  # a job that keeps killing its workers is given up, not retried forever
             conn.execute(
-                update(t.eval_jobs).where(t.eval_jobs.c.invocation_id.in_(worn)).values(status=FAILED, finished_at=now)
+                update(t.eval_jobs)
+                .where(t.eval_jobs.c.invocation_id.in_(worn))
+                .values(status=JobStatus.FAILED, finished_at=now)
             )
         with self._lock:
             self.stats.claimed += len(rows) - len(worn)
@@ -237,7 +278,7 @@ class JobQueue:
                 conn.execute(
                     update(jobs)
                     .where(self._held(worker, ids[i : i + _IN_CHUNK]))
-                    .values(status=DONE, finished_at=now)
+                    .values(status=JobStatus.DONE, finished_at=now)
                     .returning(jobs.c.invocation_id)
                 ).scalars()
             )
@@ -258,11 +299,11 @@ class JobQueue:
             self.stats.lost_claims += len(ids) - len(closed)
         return closed
 
-    def counts(self) -> dict[str, int]:
+    def counts(self) -> dict[JobStatus, int]:
         jobs = t.eval_jobs
         with self.store.engine.connect() as conn:
             rows = conn.execute(select(jobs.c.status, func.count()).group_by(jobs.c.status)).all()
-        return {status: count for status, count in rows}
+        return {JobStatus(status): count for status, count in rows}
 
 
 def latest_scored(store: Store, *, after_ns: int = 0, limit: int = 50) -> list[dict[str, Any]]:
