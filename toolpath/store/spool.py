@@ -36,6 +36,10 @@ DEFAULT_SPOOL_BYTES = 1024 * 1024 * 1024
 _SCHEMA = "CREATE TABLE IF NOT EXISTS batches (id INTEGER PRIMARY KEY, spans INTEGER NOT NULL, body BLOB NOT NULL)"
 _PREFIX = "spool-"
 _WAIT_FOR_LOCK_MS = 10_000
+_WAL_KEPT_BYTES = 4 * 1024 * 1024
+"""The write-ahead log is cut back to this after a checkpoint (SQLite keeps it at its largest otherwise)."""
+_SHRINK_OVER_BYTES = 1024 * 1024
+"""A file emptied by the drain is compacted when it is larger than this (SQLite keeps freed pages otherwise)."""
 
 
 def check_spool_folder(folder: Path) -> None:
@@ -76,6 +80,7 @@ class _SpoolFile:
         )
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=FULL")  # an answered export is on disk, as a store commit is
+        self.conn.execute(f"PRAGMA journal_size_limit={_WAL_KEPT_BYTES}")  # a big export's log does not stay big
         self.conn.execute(_SCHEMA)
         self.lock = threading.Lock()
         spans, size = self.conn.execute(
@@ -83,6 +88,16 @@ class _SpoolFile:
         ).fetchone()
         self.spans: int = spans
         self.bytes: int = size
+
+    def shrink(self) -> None:
+        """Give back to the disk what an emptied file still holds (call with :attr:`lock` held)."""
+        pages, size = (self.conn.execute(f"PRAGMA {p}").fetchone()[0] for p in ("page_count", "page_size"))
+        if pages * size > _SHRINK_OVER_BYTES:
+            try:
+                self.conn.execute("VACUUM")  # nothing in it: quick
+                self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.Error as exc:  # a full disk: kept as it is, tried again when next emptied
+                logger.warning("toolpath: spool %s could not be compacted: %s", self.path, exc)
 
     def remove(self) -> None:
         self.conn.close()
@@ -129,7 +144,10 @@ class Spool:
             if made is not None:
                 claimed.append(made)
             n += 1
-        return claimed
+        for file in claimed[1:]:  # left empty by a process no longer running: nothing to drain, nothing to keep
+            if not file.spans:
+                file.remove()
+        return [claimed[0], *(f for f in claimed[1:] if f.spans)]
 
     def _try(self, n: int) -> _SpoolFile | None:
         lock_path = self.folder / f"{_PREFIX}{n}.lock"
@@ -167,35 +185,44 @@ class Spool:
         try:
             with own.lock:
                 own.conn.execute("INSERT INTO batches (spans, body) VALUES (?, ?)", (len(records), body))
-        except BaseException:
+        except BaseException as exc:
             with self._counts:
                 own.bytes -= len(body)
                 own.spans -= len(records)
+            if isinstance(exc, sqlite3.Error):  # a full disk, an I/O error: refused, and the exporter retries
+                logger.warning("toolpath: spool %s cannot be written: %s", own.path, exc)
+                raise SpoolFull(f"the spool cannot be written ({exc})") from None
             raise
         self.arrived.set()
 
     def take(self, max_spans: int) -> Batch | None:
         """The oldest waiting batches of one file, up to ``max_spans`` spans (at least one batch), or ``None``
         when nothing waits. They stay in the spool until :meth:`done`."""
-        for file in self._files:
-            records: list[SpanRecord] = []
-            last_id = spans = size = unreadable = 0
+        for file in list(self._files):
+            bodies: list[tuple[int, int, bytes]] = []
+            spans = 0
             with (
                 file.lock,
                 contextlib.closing(file.conn.execute("SELECT id, spans, body FROM batches ORDER BY id")) as rows,
             ):
                 for row_id, count, body in rows:
-                    if last_id and spans + count > max_spans:
+                    if bodies and spans + count > max_spans:
                         break
-                    last_id, spans, size = row_id, spans + count, size + len(body)
-                    try:
-                        records.extend(SpanRecord(*fields) for fields in marshal.loads(body))
-                    except (ValueError, EOFError, TypeError) as exc:
-                        logger.error("toolpath: spool %s, batch %d cannot be read back (%s): left out", file.path,
-                                     row_id, exc)  # fmt: skip
-                        unreadable += count
-            if last_id:
-                return Batch(file, last_id, spans, size, records, unreadable)
+                    bodies.append((row_id, count, body))
+                    spans += count
+            if not bodies:
+                continue
+            records: list[SpanRecord] = []
+            unreadable = 0
+            for row_id, count, body in bodies:  # read back outside the lock: puts go on meanwhile
+                try:
+                    records.extend(SpanRecord(*fields) for fields in marshal.loads(body))
+                except (ValueError, EOFError, TypeError) as exc:
+                    logger.error("toolpath: spool %s, batch %d cannot be read back (%s): left out", file.path,
+                                 row_id, exc)  # fmt: skip
+                    unreadable += count
+            size = sum(len(body) for _, _, body in bodies)
+            return Batch(file, bodies[-1][0], spans, size, records, unreadable)
         return None
 
     def done(self, batch: Batch) -> None:
@@ -203,12 +230,15 @@ class Spool:
         file = batch.file
         with file.lock:
             file.conn.execute("DELETE FROM batches WHERE id <= ?", (batch.last_id,))
-        with self._counts:
-            file.spans -= batch.spans
-            file.bytes -= batch.bytes
-        if file is not self._own and not file.spans:
+            with self._counts:
+                file.spans -= batch.spans
+                file.bytes -= batch.bytes
+                emptied = not file.spans
+            if emptied and file is self._own:
+                file.shrink()
+        if emptied and file is not self._own:
+            self._files = [f for f in self._files if f is not file]  # a new list: readers of the old one go on
             file.remove()
-            self._files.remove(file)
 
     def close(self) -> None:
         """Let the files go (what waits stays for the next process)."""

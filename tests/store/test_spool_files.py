@@ -1,0 +1,127 @@
+"""The spool's files (``toolpath collect --spool``): claims among processes, the bound under racing puts, a disk
+that refuses a write, the size the files keep on disk, and what :mod:`marshal` gives back."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+
+import pytest
+
+from toolpath.store.spanrecord import SpanRecord
+from toolpath.store.spool import Spool, SpoolFull
+
+
+def _record(span_id: str, **attributes: object) -> SpanRecord:
+    return SpanRecord("ab" * 16, span_id, None, "execute_tool t", 1, 1, 2, attributes=dict(attributes))
+
+
+def _drain(spool: Spool) -> list[str]:
+    taken: list[str] = []
+    while (batch := spool.take(1000)) is not None:
+        taken += [r.span_id for r in batch.records]
+        spool.done(batch)
+    return taken
+
+
+def _files(folder) -> list[str]:
+    """The spool files in ``folder`` by name, without their lock, log and shared-memory companions."""
+    return sorted({p.name.split(".")[0] for p in folder.iterdir()})
+
+
+def test_empty_files_of_stopped_processes_are_removed_when_claimed(tmp_path):
+    """Three workers stopped with their files drained; one restarts: it keeps one file, not three it never frees."""
+    folder = tmp_path / "spool"
+    workers = [Spool(folder) for _ in range(3)]
+    for n, spool in enumerate(workers):
+        spool.put([_record(f"{n:016x}")])
+        assert _drain(spool) == [f"{n:016x}"]
+        spool.close()
+    heir = Spool(folder)
+    assert _files(folder) == ["spool-0"]
+    assert heir.pending_spans == 0
+    heir.close()
+
+
+def test_a_left_file_is_drained_then_removed_with_its_log_and_lock(tmp_path):
+    folder = tmp_path / "spool"
+    first, second = Spool(folder), Spool(folder)
+    second.put([_record("02" * 8)])
+    first.close()
+    second.close()
+    heir = Spool(folder)
+    assert heir.pending_spans == 1
+    assert _drain(heir) == ["02" * 8]
+    assert _files(folder) == ["spool-0"]
+    heir.close()
+
+
+def test_two_collectors_on_one_folder_never_share_a_file(tmp_path):
+    folder = tmp_path / "spool"
+    first = Spool(folder)
+    first.put([_record("01" * 8)])
+    second = Spool(folder)  # first's file is held: a file of its own
+    second.put([_record("02" * 8)])
+    assert (first.pending_spans, second.pending_spans) == (1, 1)
+    assert (_drain(second), _drain(first)) == (["02" * 8], ["01" * 8])
+    first.close()
+    second.close()
+
+
+def test_racing_puts_never_pass_the_bound(tmp_path):
+    spool = Spool(tmp_path / "spool", max_bytes=20_000)
+    taken, refused = [], []
+    lock = threading.Lock()
+
+    def put(n: int) -> None:
+        for k in range(10):
+            try:
+                spool.put([_record(f"{n:08x}{k:08x}", text="x" * 900)])
+            except SpoolFull:
+                with lock:
+                    refused.append(1)
+            else:
+                with lock:
+                    taken.append(1)
+
+    threads = [threading.Thread(target=put, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert refused and taken and len(taken) + len(refused) == 80
+    assert spool.pending_bytes <= 20_000 and spool.pending_spans == len(taken)
+    with sqlite3.connect(tmp_path / "spool" / "spool-0.sqlite") as conn:
+        assert conn.execute("SELECT SUM(LENGTH(body)), SUM(spans) FROM batches").fetchone() == (
+            spool.pending_bytes,
+            len(taken),
+        )
+    spool.close()
+
+
+def test_a_write_the_disk_refuses_is_a_refusal_and_leaves_the_counts(tmp_path):
+    """A full disk (here: the file's page limit) refuses an export with :class:`SpoolFull` (a 503 the exporter
+    retries), not the driver's error; what was spooled before stays, and later puts that fit go on."""
+    spool = Spool(tmp_path / "spool")
+    spool.put([_record("01" * 8)])
+    spool._own.conn.execute("PRAGMA max_page_count = 8")
+    with pytest.raises(SpoolFull, match="cannot be written"):
+        spool.put([_record("02" * 8, text=os.urandom(200_000).hex())])
+    assert spool.pending_spans == 1
+    spool.put([_record("03" * 8)])
+    assert _drain(spool) == ["01" * 8, "03" * 8]
+    spool.close()
+
+
+def test_the_files_shrink_once_a_burst_is_written(tmp_path):
+    """What the spool holds on disk follows what waits: a burst written to the store leaves no big file or log."""
+    folder = tmp_path / "spool"
+    spool = Spool(folder)
+    for n in range(40):
+        spool.put([_record(f"{n:016x}", text=os.urandom(100_000).hex())])  # 8 MB waiting
+    assert sum(p.stat().st_size for p in folder.iterdir()) > 8_000_000
+    assert len(_drain(spool)) == 40
+    spool.put([_record("ff" * 8)])
+    assert sum(p.stat().st_size for p in folder.iterdir()) < 2_000_000
+    spool.close()
