@@ -1,0 +1,175 @@
+"""Every command prints stored and given text as it is. Session ids, agent and tool names, prompts, arguments,
+answers, errors, eval-set and case ids, dataset and file names holding rich's markup (``[red]x[/red]``,
+``[bold]``, ``[link=…]``), an emoji code (``:smile:``) or a trailing backslash are shown as stored: never
+styled away, turned into a link or an emoji, or cut where a backslash met a closing tag.
+
+Each value carries a few of those marks and stays short enough for the narrowest column it is shown in, so that
+a table never wraps it; together the values of each command carry all of them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.cli import CliResult, run_cli, run_script
+
+WIDE = {"COLUMNS": "400"}
+"""A terminal wide enough for a session's longest cell (a tool call with its arguments) on one line."""
+
+RED, BOLD, SMILE, LINK = "[red]x[/red]", "[bold]", ":smile:", "[link=https://e.x]l[/link]"
+
+
+def odd(tag: str, first: bool = True) -> str:
+    """``tag`` and half of the marks, ending in a backslash: ``first`` the red tag and the emoji code, else the
+    bold tag and the link."""
+    return f"{tag}{RED}{SMILE}\\" if first else f"{tag}{BOLD}{LINK}\\"
+
+
+def file_name(tag: str) -> str:
+    """``tag`` and every mark a file name can hold (no ``/``, so no closing tag), ending in a backslash."""
+    return f"{tag}[red]x[bold]{SMILE}[link=e]l\\"
+
+
+SESSION, OTHER_SESSION = odd("s1"), odd("s2", first=False)
+AGENT, HELPER = odd("a"), odd("h", first=False)
+TOOL, FAILING_TOOL = odd("t", first=False), odd("f")
+PROMPT, OTHER_PROMPT = odd("p"), odd("q", first=False)
+PLACE, NEW_PLACE = odd("v"), odd("w", first=False)
+ANSWER, NEW_ANSWER = odd("r", first=False), odd("n")
+ERROR = odd("e", first=False)
+
+AGENTS = f"""
+import toolpath
+
+@toolpath.tool(name={TOOL!r})
+def look(place: str) -> dict:
+    return {{"place": place}}
+
+@toolpath.tool(name={FAILING_TOOL!r})
+def fail(level: int) -> str:
+    raise ValueError({ERROR!r})
+
+@toolpath.agent(name={HELPER!r})
+def helper(place: str) -> str:
+    look(place)
+    return "helped"
+
+def plan(prompt: str, place: str, answer: str) -> str:
+    if prompt == {OTHER_PROMPT!r}:
+        helper(place)
+        try:
+            fail(3)
+        except ValueError:
+            pass
+        return answer
+    look(place)
+    return answer
+
+@toolpath.agent(name={AGENT!r})
+def v1(prompt: str) -> str:
+    return plan(prompt, {PLACE!r}, {ANSWER!r})
+
+@toolpath.agent(name={AGENT!r})
+def v2(prompt: str) -> str:
+    return plan(prompt, {NEW_PLACE!r}, {NEW_ANSWER!r})
+
+@toolpath.agent(name={AGENT!r})
+def crashing(prompt: str) -> str:
+    fail(3)
+    return "never"
+"""
+
+RECORD = f"""
+import sys, toolpath
+from odd_agents import v1
+tracing = toolpath.init(store=sys.argv[1], online={{"metrics": ["tool_call_count"], "poll_seconds": 0.05}})
+v1({PROMPT!r}, session_id={SESSION!r})
+v1({OTHER_PROMPT!r}, session_id={OTHER_SESSION!r})
+toolpath.flush()
+assert tracing.online.drain(20)
+toolpath.shutdown()
+"""
+
+
+def shown_as_stored(result: CliResult, *values: str) -> None:
+    """Each of ``values`` is in the command's output as it is, and no emoji was made of ``:smile:``."""
+    out = result.stdout + result.stderr
+    missing = [value for value in values if value not in out]
+    assert missing == [], f"not shown as stored: {missing}\n{out}"
+    assert "😄" not in out
+
+
+@pytest.fixture
+def recorded(tmp_path) -> Path:
+    """``odd_agents.py`` and a store (``s.db``) of two sessions recorded from ``v1``, scored online."""
+    (tmp_path / "odd_agents.py").write_text(AGENTS)
+    (tmp_path / "record.py").write_text(RECORD)
+    run_script(tmp_path, "record.py", "sqlite:///s.db")
+    return tmp_path
+
+
+def test_sessions_list_and_show(recorded):
+    listed = run_cli(recorded, "sessions", "list", "--store", "sqlite:///s.db")
+    assert listed.returncode == 0, listed.stderr
+    shown_as_stored(listed, SESSION, OTHER_SESSION, AGENT)
+    first = run_cli(recorded, "sessions", "show", SESSION, "--store", "sqlite:///s.db", env=WIDE)
+    assert first.returncode == 0, first.stderr
+    shown_as_stored(first, f"Session {SESSION}", PROMPT, f"{TOOL}(place={PLACE!r})", ANSWER)
+    other = run_cli(recorded, "sessions", "show", OTHER_SESSION, "--store", "sqlite:///s.db", env=WIDE)
+    assert other.returncode == 0, other.stderr
+    shown_as_stored(
+        other,
+        OTHER_PROMPT,
+        f"[{HELPER}] {TOOL}(place={PLACE!r})",  # a sub-agent's call, named by its agent
+        f"{FAILING_TOOL}(level=3) ✗ ValueError: {ERROR}",
+        ANSWER,
+    )
+    assert "tool_call_count 2.000" in " ".join(other.stdout.split())  # the online score, whose cell is plain too
+
+
+def test_watch(recorded):
+    result = run_cli(recorded, "watch", "--once", "--store", "sqlite:///s.db")
+    assert result.returncode == 0, result.stderr
+    shown_as_stored(result, AGENT, PROMPT, OTHER_PROMPT)
+
+
+def test_an_error_line_names_the_value_as_given(recorded):
+    result = run_cli(recorded, "sessions", "show", odd("missing"), "--store", "sqlite:///s.db")
+    assert result.returncode == 2
+    assert result.stderr == f"error: no session {odd('missing')!r} in the store\n"
+
+
+def test_replay_runs_report_and_export(recorded):
+    store = ("--store", "sqlite:///s.db")
+    replay = run_cli(recorded, "replay", "--agent", "odd_agents:v2", *store, "--threshold", "trajectory_exact_match=1")
+    assert replay.returncode == 1, replay.stdout + replay.stderr
+    table = replay.stdout.split("Replayed against recorded")[0]
+    shown_as_stored(
+        replay, SESSION, OTHER_SESSION, PROMPT, OTHER_PROMPT, f"~ {TOOL} arguments: changed place", f"{ANSWER!r}"
+    )
+    assert f"response: {ANSWER!r} → {NEW_ANSWER!r}" in table
+    assert "FAILED trajectory_exact_match: mean 0.000, needed at least 1" in replay.stdout
+
+    dataset = recorded / f"{file_name('d')}.jsonl"
+    rows = [{"case_id": odd("c"), "prompt": PROMPT, "reference_trajectory": [{"tool_name": TOOL}]}]
+    dataset.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    ran = run_cli(recorded, "eval", dataset.name, "--agent", "odd_agents:v1", "--metrics", "trajectory_exact_match",
+                  *store)  # fmt: skip
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    listed = run_cli(recorded, "runs", "list", *store)
+    shown_as_stored(listed, dataset.name)
+    [run] = json.loads(run_cli(recorded, "runs", "list", "--json", "--limit", "1", *store).stdout)
+    shown = run_cli(recorded, "runs", "show", run["run_id"], *store)
+    assert f"of {dataset.name}, agent odd_agents:v1" in shown.stdout, shown.stdout
+
+    html = file_name("o")
+    reported = run_cli(recorded, "report", "--html", html, *store)
+    assert reported.returncode == 0, reported.stderr
+    assert f"wrote {html} (dataset {run['run_id']}, 1 row(s))" in reported.stdout
+    output = file_name("x")
+    exported = run_cli(recorded, "export", "--format", "jsonl", "--session", SESSION, "--output", output, *store)
+    assert exported.returncode == 0, exported.stderr
+    assert exported.stdout == f"wrote 1 session(s), 1 turn(s) to {output}\n"
+    assert json.loads((recorded / output).read_text())["prompt"] == PROMPT
