@@ -68,23 +68,14 @@ def test_custom_metrics_number_dict_and_failure():
     assert result.summary_metrics["broken/mean"] is None
 
 
-def essential_tools_present(instance, required_tools=["get_weather", "book_table"]):  # noqa: B006
-    """Vertex AI's custom trajectory metric example, as Vertex users write it (plain dicts, ``{name: score}``)."""
-    trajectory = instance["predicted_trajectory"]
-    tools_present = [tool_used["tool_name"] for tool_used in trajectory]
-    if len(required_tools) == 0:
-        return {"essential_tools_present": 1}
-    score = 0
-    for tool in required_tools:
-        if tool in tools_present:
-            score += 1
-    return {
-        "essential_tools_present": score / len(required_tools),
-    }
+def needed_tools_called(instance, needed=("get_weather", "book_table")):
+    """A custom metric in Vertex AI's form: one row in as plain dicts, ``{metric name: score}`` out."""
+    called = {call["tool_name"] for call in instance["predicted_trajectory"]}
+    return {"needed_tools_called": sum(name in called for name in needed) / len(needed)}
 
 
 def test_vertex_custom_metric_as_vertex_users_write_it(tmp_path):
-    custom = toolpath.CustomMetric(name="essential_tools_present", metric_function=essential_tools_present)
+    custom = toolpath.CustomMetric(name="needed_tools_called", metric_function=needed_tools_called)
     (tmp_path / "cases.csv").write_text(
         "prompt,predicted_trajectory\n"
         'a,"[{""tool_name"": ""get_weather"", ""tool_input"": {}}, {""name"": ""book_table"", ""args"": {}}]"\n'
@@ -92,11 +83,11 @@ def test_vertex_custom_metric_as_vertex_users_write_it(tmp_path):
     )
     # a CSV's JSON text cells, an ADK-form call among them: the function sees Vertex-form dicts
     result = toolpath.evaluate(tmp_path / "cases.csv", [custom, "trajectory_single_tool_use(tool_name=get_weather)"])
-    assert [row["essential_tools_present/score"] for row in result.metrics_table] == [1.0, 0.0]
+    assert [row["needed_tools_called/score"] for row in result.metrics_table] == [1.0, 0.0]
     assert result.metrics_table[0]["trajectory_single_tool_use/score"] == 1.0
     rows = [{"prompt": "c", "predicted_trajectory": [{"tool_name": "get_weather", "tool_input": {"city": "Oslo"}}]}]
-    assert toolpath.evaluate(rows, [custom]).metrics_table[0]["essential_tools_present/score"] == 0.5
-    assert toolpath.CustomMetric("named", essential_tools_present).name == "named"  # Vertex's positional order
+    assert toolpath.evaluate(rows, [custom]).metrics_table[0]["needed_tools_called/score"] == 0.5
+    assert toolpath.CustomMetric("named", needed_tools_called).name == "named"  # Vertex's positional order
     with pytest.raises(MetricError, match="needs a function"):
         toolpath.CustomMetric(name="nothing")
 
