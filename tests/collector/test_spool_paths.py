@@ -4,11 +4,19 @@ online scoring of spooled spans, and PostgreSQL through an outage."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import subprocess
+import sys
 import time
+from pathlib import Path
+
+import pytest
 
 from tests.helpers import SPANS
-from tests.helpers.collector import post_traces, serving
+from tests.helpers.builders import otlp_json
+from tests.helpers.collector import TOKEN, Collector, http_get, post_traces, serving
+from tests.helpers.pgserver import postgres_server
 from toolpath.collector import otlp
 from toolpath.collector.ingestor import Ingestor
 from toolpath.collector.spool_drain import SpoolDrain
@@ -126,3 +134,93 @@ def test_a_spool_that_cannot_be_written_answers_503_and_logs_no_traceback(tmp_pa
         assert status == 503 and "Retry-After" in headers and b"the spool cannot be written" in body
     assert not [r for r in caplog.records if r.exc_info]
     store.close()
+
+
+ROOT = Path(__file__).resolve().parents[2]
+EVENT_ONLY = {
+    "ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS": "false",
+    "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "EVENT_ONLY",
+}
+
+
+@pytest.mark.parametrize("protocol", ["grpc", "http"])
+def test_real_exporters_spans_and_genai_events_spooled_then_stored_and_scored_online(tmp_path, protocol):
+    """The SDK's own OTLP exporters send an ADK run's spans and its GenAI events (the content, as logs) to a
+    collector with --spool and --online: the run is stored whole, its content from the events, and scored."""
+    (tmp_path / "online.toml").write_text('metrics = ["tool_call_count"]\npoll_seconds = 0.05\n')
+    collector = Collector(
+        tmp_path, None, "--workers", "1", "--spool", str(tmp_path / "spool"), "--online", str(tmp_path / "online.toml")
+    ).start()
+    endpoint = (
+        {"OTLP_GRPC_ENDPOINT": f"127.0.0.1:{collector.grpc_port}"}
+        if protocol == "grpc"
+        else {"OTLP_ENDPOINT": collector.url}
+    )
+    environment = {**os.environ, **EVENT_ONLY, **endpoint, "OTLP_TOKEN": TOKEN, "PYTHONPATH": str(ROOT)}
+    try:
+        done = subprocess.run([sys.executable, "-m", "tests.helpers.adk_log_events", str(tmp_path)], env=environment,
+                              capture_output=True, text=True, timeout=120, cwd=ROOT)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        store = collector.store()
+
+        def scored() -> bool:
+            with store.engine.connect() as conn:
+                return conn.execute(t.online_results.select()).first() is not None
+
+        _wait_for(scored)
+        metrics = http_get(f"{collector.url}/metrics", TOKEN)[1].decode()
+    finally:
+        collector.stop()
+    assert "Exception" not in done.stderr  # no export was refused
+    [invocation] = store.list_invocations()
+    assert invocation.prompt == "Is the hall light on, and how warm is the living room?"
+    assert [c.args for c in invocation.tool_calls] == [{"device_id": "light-hall"}, {"device_id": "thermostat-living"}]
+    assert all(c.result is not None for c in invocation.tool_calls)  # from the events
+    with store.engine.connect() as conn:
+        jobs = [(j.invocation_id, j.status) for j in conn.execute(t.eval_jobs.select())]
+        results = [(r.invocation_id, r.metric, r.score) for r in conn.execute(t.online_results.select())]
+    assert jobs == [(invocation.invocation_id, "done")]
+    assert results == [(invocation.invocation_id, "tool_call_count", 2.0)]
+    assert "toolpath_spool_spans 0.0" in metrics
+    store.close()
+
+
+@pytest.fixture
+def cluster():
+    with postgres_server().controlled() as running:
+        yield running
+
+
+def test_postgresql_outage_exports_answered_from_the_spool_and_stored_once_it_is_back(cluster, tmp_path):
+    """With PostgreSQL stopped (immediate shutdown: connections cut) the collector goes on answering 200, the
+    spans wait in the spool, and they are stored once the server is back, by the same process, nothing refused."""
+    collector = Collector(tmp_path, cluster.url, "--workers", "1", "--spool", str(tmp_path / "spool")).start()
+    store = collector.store()
+    try:
+        assert collector.post(otlp_json(f"{1:032x}", tool_calls=1), "application/json")[0] == 200
+        _wait_for(lambda: store.counts()["invocations"] == 1)
+        store.engine.dispose()
+        cluster.stop()
+        assert collector.post(otlp_json(f"{2:032x}", tool_calls=2), "application/json")[0] == 200
+        assert collector.post(BODY.read_bytes())[0] == 200
+        _wait_for(lambda: scrape_metrics(collector)["toolpath_store_errors_total"] >= 1)  # the drain tried
+        down = scrape_metrics(collector)
+        cluster.start()
+        _wait_for(lambda: store.counts()["invocations"] == 4)
+        _wait_for(lambda: scrape_metrics(collector)["toolpath_spool_spans"] == 0)
+        up = scrape_metrics(collector)
+    finally:
+        collector.stop()
+    assert down["toolpath_spool_spans"] == 3 + 13
+    assert up.get('toolpath_spans_rejected_total{reason="store_error"}', 0) == 0
+    assert up["toolpath_spans_stored_total"] == 2 + 3 + 13
+    assert [len(i.tool_calls) for i in store.get_session("home-session-0001").invocations] == [2, 3]
+    assert store.counts()["spans"] == 2 + 3 + 13
+    store.close()
+
+
+def scrape_metrics(collector: Collector) -> dict[str, float]:
+    """``/metrics`` as ``{'name{labels}': value}`` (the text format's sample lines as they are)."""
+    text = http_get(f"{collector.url}/metrics", TOKEN)[1].decode()
+    samples = (line.rsplit(" ", 1) for line in text.splitlines() if line and not line.startswith("#"))
+    return {name: float(value) for name, value in samples}

@@ -1,7 +1,7 @@
 """The scripted ADK home agent run once, its spans and GenAI log events recorded by the OpenTelemetry SDK as ADK
 emits them: ``python -m tests.helpers.adk_log_events FOLDER`` writes ``traces.pb`` and ``logs.pb`` (each an OTLP
 export request, encoded by the SDK's own OTLP encoders) and, with ``OTLP_ENDPOINT`` set, also exports both with the
-SDK's OTLP/HTTP exporters there. ADK's content capture comes from the environment (``ADK_CAPTURE_MESSAGE_CONTENT_IN_
+SDK's OTLP/HTTP exporters there (with ``OTLP_GRPC_ENDPOINT``, ``host:port``, its OTLP gRPC exporters). ADK's content capture comes from the environment (``ADK_CAPTURE_MESSAGE_CONTENT_IN_
 SPANS``, ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``): a process of its own, since the SDK's providers are
 set once per process."""
 
@@ -38,6 +38,18 @@ def main(folder: Path) -> None:
         )
         logger_provider.add_log_record_processor(
             SimpleLogRecordProcessor(OTLPLogExporter(f"{endpoint}/v1/logs", headers=headers))
+        )
+    grpc_endpoint = os.environ.get("OTLP_GRPC_ENDPOINT")
+    if grpc_endpoint:
+        from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as GrpcLogExporter
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpanExporter
+
+        metadata = {"authorization": f"Bearer {os.environ['OTLP_TOKEN']}"}
+        tracer_provider.add_span_processor(
+            SimpleSpanProcessor(GrpcSpanExporter(grpc_endpoint, insecure=True, headers=metadata))
+        )
+        logger_provider.add_log_record_processor(
+            SimpleLogRecordProcessor(GrpcLogExporter(grpc_endpoint, insecure=True, headers=metadata))
         )
     trace.set_tracer_provider(tracer_provider)
     _logs.set_logger_provider(logger_provider)
