@@ -16,7 +16,8 @@ import pytest
 from tests.helpers.cli import CliResult, run_cli, run_script
 
 WIDE = {"COLUMNS": "400"}
-"""A terminal wide enough for a session's longest cell (a tool call with its arguments) on one line."""
+"""A terminal wide enough for the longest cell of a session's turns (a tool call with its arguments) or of an
+eval set's cases on one line."""
 
 RED, BOLD, SMILE, LINK = "[red]x[/red]", "[bold]", ":smile:", "[link=https://e.x]l[/link]"
 
@@ -75,10 +76,16 @@ def v1(prompt: str) -> str:
 def v2(prompt: str) -> str:
     return plan(prompt, {NEW_PLACE!r}, {NEW_ANSWER!r})
 
+def zero(eval_metric, actual_invocations, expected_invocations, conversation_scenario):
+    from google.adk.evaluation.evaluator import EvalStatus, EvaluationResult
+
+    return EvaluationResult(overall_score=0.0, overall_eval_status=EvalStatus.FAILED)
+
 @toolpath.agent(name={AGENT!r})
-def crashing(prompt: str) -> str:
-    fail(3)
-    return "never"
+def judged(prompt: str) -> str:
+    if prompt == {OTHER_PROMPT!r}:
+        fail(3)
+    return plan(prompt, {NEW_PLACE!r}, {NEW_ANSWER!r})
 """
 
 RECORD = f"""
@@ -173,3 +180,40 @@ def test_replay_runs_report_and_export(recorded):
     assert exported.returncode == 0, exported.stderr
     assert exported.stdout == f"wrote 1 session(s), 1 turn(s) to {output}\n"
     assert json.loads((recorded / output).read_text())["prompt"] == PROMPT
+
+
+def test_eval_set_report(tmp_path):
+    """An eval set's ids, its cases' prompts, expected and actual calls and answers, and an agent's error, in the
+    cases table and the lines under it."""
+    (tmp_path / "odd_agents.py").write_text(AGENTS)
+    set_id, wrong, crashed = odd("set"), odd("c1", first=False), odd("c2")
+
+    def turn(prompt: str) -> dict:
+        return {
+            "user_content": {"role": "user", "parts": [{"text": prompt}]},
+            "final_response": {"role": "model", "parts": [{"text": ANSWER}]},
+            "intermediate_data": {"tool_uses": [{"name": TOOL, "args": {"place": PLACE}}], "tool_responses": []},
+        }
+
+    cases = [
+        {"eval_id": wrong, "conversation": [turn(PROMPT)]},
+        {"eval_id": crashed, "conversation": [turn(OTHER_PROMPT)]},
+    ]
+    (tmp_path / "odd.evalset.json").write_text(json.dumps({"eval_set_id": set_id, "eval_cases": cases}))
+    metric = odd("m", first=False)  # an ADK custom metric's name, given by the config
+    criteria = {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.9, metric: 0.5}
+    config = {"criteria": criteria, "custom_metrics": {metric: {"code_config": {"name": "odd_agents.zero"}}}}
+    (tmp_path / "test_config.json").write_text(json.dumps(config))
+    result = run_cli(tmp_path, "eval", "odd.evalset.json", "--agent", "odd_agents:judged", env=WIDE)
+    assert result.returncode == 1, result.stdout + result.stderr
+    error = f"turn 1: the agent failed: ValueError: {ERROR}"
+    shown_as_stored(result, set_id, wrong, crashed, ERROR, f"┃ {metric} ┃")
+    lines = result.stdout.split("\n")
+    assert f"FAILED {set_id} / {wrong}" in lines and f"FAILED {set_id} / {crashed}" in lines
+    assert f"  error: {error}" in lines
+    assert f"    turn 1: {PROMPT!r}" in lines and f"    turn 1: {OTHER_PROMPT!r}" in lines
+    assert f"      expected tools: {TOOL}(place={PLACE!r})" in lines
+    assert f"      actual tools:   {TOOL}(place={NEW_PLACE!r})" in lines
+    assert f"      actual tools: {FAILING_TOOL}(level=3) ✗ ValueError: {ERROR}" in lines
+    assert f"      expected: {ANSWER!r}" in lines and f"      actual:   {NEW_ANSWER!r}" in lines
+    assert f"  {metric}: 0.000 < threshold 0.5" in lines
