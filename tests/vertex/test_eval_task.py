@@ -17,13 +17,13 @@ from toolpath.errors import ConfigError, DatasetError, MetricError
 from toolpath.store.store import Store
 
 # rows of the demo's dataset that touch different devices, so their order of running does not change the home
-GUIDE_CASES = ("home-01", "home-03", "home-05", "home-13", "home-17", "home-18", "home-19", "home-21")
+DEMO_CASES = ("home-01", "home-03", "home-05", "home-13", "home-17", "home-18", "home-19", "home-21")
 
 
-def guide_rows() -> list[dict]:
+def demo_rows() -> list[dict]:
     text = files("toolpath.demo").joinpath("smart_home.jsonl").read_text(encoding="utf-8")
     rows = [json.loads(line) for line in text.splitlines()]
-    return [r for r in rows if r["case_id"] in GUIDE_CASES]
+    return [r for r in rows if r["case_id"] in DEMO_CASES]
 
 
 def follows(prompt: str, seen: int) -> Reply:
@@ -31,77 +31,67 @@ def follows(prompt: str, seen: int) -> Reply:
     return json_reply(score=1 if "set_" in prompt or "lock_door" in prompt else 0, explanation="judged")
 
 
-def test_the_guides_agent_example_runs_with_only_its_imports_changed(monkeypatch, tracing) -> None:
-    """The guide's agent-evaluation example (its metric list, custom metric and judge template as written there),
-    imports changed to toolpath.vertex: it runs, and every score is the one toolpath.evaluate gives."""
+def device_tools_used(instance):
+    """A Vertex-style custom metric: the share of two device tools the agent called, from the row as plain dicts."""
+    called = {step["tool_name"] for step in instance["predicted_trajectory"]}
+    wanted = ("get_device_info", "set_temperature")
+    return {"device_tools_used": len(called.intersection(wanted)) / len(wanted)}
+
+
+def test_vertex_style_agent_evaluation_runs_by_an_import_change(monkeypatch, tracing) -> None:
+    """Agent evaluation in the form Vertex AI's SDK takes — a custom metric over the row dict, a judge metric from
+    criteria and a rubric, TrajectorySingleToolUse, an EvalTask over a DataFrame run with an agent — imported from
+    toolpath.vertex instead: it runs, and every score is the one toolpath.evaluate gives."""
     from toolpath.vertex import CustomMetric, EvalTask, PointwiseMetric, PointwiseMetricPromptTemplate
     from toolpath.vertex.metrics import TrajectorySingleToolUse
 
-    EVAL_DATASET = pd.DataFrame(guide_rows())
-    RUNNABLE = smart_home_agent
-
-    def essential_tools_present(instance, required_tools=["get_device_info", "set_temperature"]):  # noqa: B006
-        trajectory = instance["predicted_trajectory"]
-        tools_present = [tool_used["tool_name"] for tool_used in trajectory]
-        if len(required_tools) == 0:
-            return {"essential_tools_present": 1}
-        score = 0
-        for tool in required_tools:
-            if tool in tools_present:
-                score += 1
-        return {
-            "essential_tools_present": score / len(required_tools),
-        }
-
-    custom_trajectory_eval_metric = CustomMetric(
-        name="essential_tools_present", metric_function=essential_tools_present
-    )
-    response_follows_trajectory_prompt_template = PointwiseMetricPromptTemplate(
-        criteria={"Follows trajectory": "Evaluate whether the agent's response logically follows from its actions."},
-        rating_rubric={"1": "Follows trajectory", "0": "Does not follow trajectory"},
-        input_variables=["prompt", "predicted_trajectory"],
-    )
-    response_follows_trajectory_metric = PointwiseMetric(
+    grounded_reply = PointwiseMetric(
         metric="response_follows_trajectory",
-        metric_prompt_template=response_follows_trajectory_prompt_template,
+        metric_prompt_template=PointwiseMetricPromptTemplate(
+            criteria={"grounded": "The reply reports what the listed tool calls did, and nothing they did not do."},
+            rating_rubric={"1": "every claim has a call behind it", "0": "a claim has no call behind it"},
+            input_variables=["prompt", "predicted_trajectory"],
+        ),
     )
-    single_tool_use_metric = TrajectorySingleToolUse(tool_name="set_temperature")
-    eval_task = EvalTask(
-        dataset=EVAL_DATASET,
+    task = EvalTask(
+        dataset=pd.DataFrame(demo_rows()),
         metrics=[
-            "rouge_l_sum",
-            "bleu",
-            custom_trajectory_eval_metric,
             "trajectory_exact_match",
             "trajectory_precision",
-            single_tool_use_metric,
-            response_follows_trajectory_metric,
+            TrajectorySingleToolUse(tool_name="set_temperature"),
+            CustomMetric(name="device_tools_used", metric_function=device_tools_used),
+            grounded_reply,
+            "bleu",
+            "rouge_l_sum",
         ],
     )
     with serving_gemini(monkeypatch, follows) as gemini:
         reset_home()
-        eval_result = eval_task.evaluate(runnable=RUNNABLE)
+        eval_result = task.evaluate(runnable=smart_home_agent)
         reset_home()
         ours = toolpath.evaluate(
-            guide_rows(),
+            demo_rows(),
             [
-                "rouge_l_sum",
-                "bleu",
-                toolpath.CustomMetric(essential_tools_present, name="essential_tools_present"),
                 "trajectory_exact_match",
                 "trajectory_precision",
                 "trajectory_single_tool_use(tool_name=set_temperature)",
+                toolpath.CustomMetric(device_tools_used, name="device_tools_used"),
                 "response_follows_trajectory",
+                "bleu",
+                "rouge_l_sum",
             ],
             runnable=smart_home_agent,
         )
-    assert gemini.requests == 2 * len(GUIDE_CASES)
+    assert gemini.requests == 2 * len(DEMO_CASES)
+    # the EvalTask's judge was asked with the template written above: its criteria and rubric
+    asked = [p for p in gemini.prompts if "nothing they did not do" in p]
+    assert len(asked) == len(DEMO_CASES) and all("a claim has no call behind it" in p for p in asked)
     table = eval_result.metrics_table
-    assert isinstance(table, pd.DataFrame) and len(table) == len(GUIDE_CASES)
+    assert isinstance(table, pd.DataFrame) and len(table) == len(DEMO_CASES)
     names = [
         "rouge_l_sum",
         "bleu",
-        "essential_tools_present",
+        "device_tools_used",
         "trajectory_exact_match",
         "trajectory_precision",
         "trajectory_single_tool_use",
@@ -116,9 +106,10 @@ def test_the_guides_agent_example_runs_with_only_its_imports_changed(monkeypatch
     for name in names:
         assert eval_result.summary_metrics[f"{name}/mean"] == pytest.approx(ours.summary_metrics[f"{name}/mean"])
     summary = eval_result.summary_metrics
-    assert summary["row_count"] == len(GUIDE_CASES)
+    assert summary["row_count"] == len(DEMO_CASES)
     assert 0 < summary["trajectory_exact_match/mean"] < 1  # the demo agent gets some of these wrong
     assert 0 < summary["response_follows_trajectory/mean"] < 1
+    assert 0 < summary["device_tools_used/mean"] < 1
     assert summary["latency_in_seconds/mean"] > 0 and summary["failure/mean"] == 0
     assert set(table.columns) >= {"latency_in_seconds", "failure", "predicted_trajectory", "prompt", "reference"}
 
@@ -277,15 +268,16 @@ def test_the_example_in_the_docs_runs(monkeypatch, tracing, capsys) -> None:
     page = (Path(__file__).resolve().parents[2] / "docs" / "vertex.md").read_text(encoding="utf-8")
     example = re.search(r"```python\n(.*?)```", page, re.DOTALL)
     assert example is not None
-    monkeypatch.setitem(sys.modules, "my_agent", types.SimpleNamespace(RUNNABLE=smart_home_agent))
+    monkeypatch.setitem(sys.modules, "my_agent", types.SimpleNamespace(agent=smart_home_agent))
     with serving_gemini(monkeypatch, follows) as gemini:
         reset_home()
         namespace: dict = {}
         exec(compile(example.group(1), "docs/vertex.md", "exec"), namespace)
-    summary = namespace["eval_result"].summary_metrics
+    summary = namespace["result"].summary_metrics
     assert summary["row_count"] == 2 and summary["trajectory_exact_match/mean"] == 1.0
-    assert summary["essential_tools_present/mean"] == 0.5 and summary["trajectory_single_tool_use/mean"] == 0.5
+    assert summary["changed_something/mean"] == 0.5 and summary["trajectory_single_tool_use/mean"] == 0.5
     assert gemini.requests == 2 and "row_count" in capsys.readouterr().out
+    assert all("claims nothing they did not do" in prompt for prompt in gemini.prompts)  # the page's criteria
 
 
 def test_importing_toolpath_vertex_is_light() -> None:

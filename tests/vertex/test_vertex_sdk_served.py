@@ -1,5 +1,5 @@
 """Vertex AI's own ``EvalTask`` (the installed ``vertexai.preview.evaluation``), pointed at a running
-``toolpath collect`` by ``vertexai.init(api_endpoint=…)``, scores the agent-evaluation guide's dataset through
+``toolpath collect`` by ``vertexai.init(api_endpoint=…)``, scores trajectory and text datasets through
 ``evaluateInstances``, and gets the numbers and names ``toolpath.vertex.EvalTask`` gives with its imports
 changed."""
 
@@ -14,22 +14,26 @@ import pytest
 
 from tests.helpers.collector import TOKEN, Collector
 
-# the guide's example dataset, as printed there
-GUIDE = pd.DataFrame(
+# trajectories that score differently on each trajectory metric: a wrong argument, the right calls out of order
+# with one extra, and an exact match
+TRAJECTORIES = pd.DataFrame(
     {
         "predicted_trajectory": [
-            [{"tool_name": "set_device_info", "tool_input": {"device_id": "device_3", "updates": {"status": "OFF"}}}],
+            [{"tool_name": "lock_door", "tool_input": {"door": "front"}}],
             [
-                {"tool_name": "get_user_preferences", "tool_input": {"user_id": "user_z"}},
-                {"tool_name": "set_temperature", "tool_input": {"location": "Living Room", "temperature": 23}},
+                {"tool_name": "set_temperature", "tool_input": {"location": "office", "temperature": 21}},
+                {"tool_name": "get_weather", "tool_input": {"city": "Porto"}},
+                {"tool_name": "notify", "tool_input": {"message": "office at 21"}},
             ],
+            [{"tool_name": "list_devices", "tool_input": {"room": "hall"}}],
         ],
         "reference_trajectory": [
-            [{"tool_name": "set_device_info", "tool_input": {"device_id": "device_2", "updates": {"status": "OFF"}}}],
+            [{"tool_name": "lock_door", "tool_input": {"door": "back"}}],
             [
-                {"tool_name": "get_user_preferences", "tool_input": {"user_id": "user_y"}},
-                {"tool_name": "set_temperature", "tool_input": {"location": "Living Room", "temperature": 23}},
+                {"tool_name": "get_weather", "tool_input": {"city": "Porto"}},
+                {"tool_name": "set_temperature", "tool_input": {"location": "office", "temperature": 21}},
             ],
+            [{"tool_name": "list_devices", "tool_input": {"room": "hall"}}],
         ],
     }
 )
@@ -76,7 +80,7 @@ def test_vertex_ais_eval_task_over_the_api_and_ours_agree(vertex_on_toolpath) ->
         }
     )
     tasks = [
-        (GUIDE, lambda m, ms: [*(f"trajectory_{n}" for n in ("exact_match", "in_order_match", "any_order_match",
+        (TRAJECTORIES, lambda m, ms: [*(f"trajectory_{n}" for n in ("exact_match", "in_order_match", "any_order_match",
                                                             "precision", "recall")),
                                ms.TrajectorySingleToolUse(tool_name="set_temperature")]),
         (text, lambda m, ms: ["exact_match", "bleu", "rouge_1", "rouge_l_sum", "tool_name_match",
@@ -94,4 +98,9 @@ def test_vertex_ais_eval_task_over_the_api_and_ours_agree(vertex_on_toolpath) ->
             if column.endswith("/score"):
                 pairs = zip(mine.metrics_table[column], theirs.metrics_table[column], strict=True)
                 assert all(same(a, b) for a, b in pairs), (column, list(mine.metrics_table[column]))
+        if dataset is TRAJECTORIES:  # the rows tell the trajectory metrics apart
+            scores = {
+                n: list(theirs.metrics_table[f"trajectory_{n}/score"]) for n in ("exact_match", "any_order_match")
+            }
+            assert scores == {"exact_match": [0, 0, 1], "any_order_match": [0, 1, 1]}
     assert theirs.summary_metrics["rouge/mean"] > 0  # something was scored, not all zeros
