@@ -36,7 +36,7 @@ def eval_set_report(console: Console, result: Any, *, quiet: bool = False) -> No
             style = {"PASSED": "green", "FAILED": "red"}.get(case.status, "yellow")
             error = [styled((case.error, "red")) if getattr(case, "error", None) else ""] if crashed else []
             table.add_row(
-                case.eval_set_id, case.eval_id, styled((case.status, style)), *cells, *_efficiency(case), *error
+                case.eval_set_id, case.eval_id, styled((str(case.status), style)), *cells, *_efficiency(case), *error
             )
         console.print(table)
         for case in result.cases:
