@@ -11,6 +11,7 @@ import functools
 import json
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Any, Generic, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -18,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from toolpath.errors import DatasetError
 from toolpath.values import json_identity, python_identity
 
-__all__ = ["Invocation", "MetricResult", "Session", "ToolCall"]
+__all__ = ["EvalStatus", "Invocation", "MetricResult", "Session", "ToolCall"]
 
 JsonValue = Any
 """Any value JSON can hold (object, array, string, number, boolean or null)."""
@@ -266,6 +267,17 @@ class EvalCase(_Record):
     """The file the case was read from."""
     rubrics: list[dict[str, JsonValue]] = Field(default_factory=list)
     """ADK's rubrics of the whole case (``Rubric`` as JSON): ADK's judges apply them to every invocation."""
+
+
+class EvalStatus(StrEnum):
+    """A verdict as ADK's ``EvalStatus`` names it: of an invocation, a criterion, a run or an eval case. Its value
+    is ADK's member name, the text toolpath's JSON results, the store and the UI hold."""
+
+    PASSED = "PASSED"
+    FAILED = "FAILED"
+    NOT_EVALUATED = "NOT_EVALUATED"
+    INFORMATIONAL = "INFORMATIONAL"
+    """ADK's efficiency figures: reported, never judged."""
 
 
 class MetricResult:

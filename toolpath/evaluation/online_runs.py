@@ -26,15 +26,14 @@ from sqlalchemy import Connection
 from toolpath.evaluation.catalog import passes
 from toolpath.evaluation.online_evalsets import EvalSetReferences
 from toolpath.metrics.base import invocation_mean
+from toolpath.model import EvalStatus
 from toolpath.store.reads import StoredTurn
 from toolpath.store.run_appends import append_run_results
 from toolpath.store.store import Store
 
 __all__ = ["OnlineRun"]
 
-PASSED, FAILED, NOT_EVALUATED = "PASSED", "FAILED", "NOT_EVALUATED"
-"""ADK's statuses, as :mod:`toolpath.evaluation.evalsets.case_results` records them (not imported: the tracer
-starts online scoring, and eval-set results import the tracer)."""
+PASSED, FAILED, NOT_EVALUATED = EvalStatus.PASSED, EvalStatus.FAILED, EvalStatus.NOT_EVALUATED
 _STATUS = {"pass": PASSED, "fail": FAILED}
 
 

@@ -8,6 +8,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from toolpath.evaluation.metric_table import passes
+from toolpath.model import EvalStatus
+
+_CELLS: dict[str, str] = {EvalStatus.PASSED: "pass", EvalStatus.FAILED: "fail"}
+"""The cell class of an eval-set criterion's status (any other: ``na``)."""
+_ROWS: dict[str, tuple[str, str]] = {EvalStatus.PASSED: ("pass", "passed"), EvalStatus.FAILED: ("fail", "failed")}
 
 
 def run_metric_names(run: Mapping[str, Any]) -> list[str]:
@@ -34,7 +39,7 @@ def verdicts(result: Mapping[str, Any], names: Sequence[str], rules: Mapping[str
     for name in names:
         criterion = criteria.get(name) if isinstance(criteria, Mapping) else None
         if isinstance(criterion, Mapping) and "status" in criterion:
-            out[name] = {"PASSED": "pass", "FAILED": "fail"}.get(str(criterion["status"]), "na")
+            out[name] = _CELLS.get(str(criterion["status"]), "na")
             continue
         verdict = passes(scores.get(name), **rules[name])
         out[name] = (
@@ -59,7 +64,7 @@ def row_status(run_kind: str, result: Mapping[str, Any], cells: Mapping[str, str
     if run_kind == "replay":
         return ("changed", "changed") if status == "changed" else ("same", "same")
     if status:
-        return {"PASSED": ("pass", "passed"), "FAILED": ("fail", "failed")}.get(status, ("na", status.lower()))
+        return _ROWS.get(status, ("na", status.lower()))
     kinds = set(cells.values())
     if "fail" in kinds:
         return "fail", "failed"

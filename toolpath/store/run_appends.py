@@ -18,6 +18,7 @@ from typing import Any
 
 from sqlalchemy import Connection, func, select, update
 
+from toolpath.model import EvalStatus
 from toolpath.store import schema as t
 from toolpath.store.store import Store, _json_safe
 
@@ -62,7 +63,7 @@ def append_run_results(
                 )
             ).one()
             summary = grown_summary(summary, [old.scores or {}], remove=True)
-            failed -= old.status == "FAILED"
+            failed -= old.status == EvalStatus.FAILED
             values = {k: v for k, v in merged.items() if k not in ("run_id", "position")}
             conn.execute(
                 update(rows)
@@ -71,7 +72,7 @@ def append_run_results(
             )
             result = merged
         summary = grown_summary(summary, [result.get("scores") or {}])
-        failed += result.get("status") == "FAILED"
+        failed += result.get("status") == EvalStatus.FAILED
     summary["row_count"] = count
     conn.execute(
         update(runs)

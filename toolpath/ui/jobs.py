@@ -13,6 +13,7 @@ from toolpath.errors import ToolpathError
 from toolpath.evaluation.agent_runs import record_runs_in
 from toolpath.evaluation.evalsets.evaluator import CaseResult, evaluate_eval_sets
 from toolpath.evaluation.evalsets.files import EvalConfig, EvalSet
+from toolpath.model import EvalStatus
 from toolpath.store.store import Store
 
 logger = logging.getLogger("toolpath.ui")
@@ -72,8 +73,8 @@ class Jobs:
         def on_case(case: CaseResult) -> None:
             with self._lock:
                 job.done += 1
-                job.passed += case.status == "PASSED"
-                job.failed += case.status == "FAILED"
+                job.passed += case.status == EvalStatus.PASSED
+                job.failed += case.status == EvalStatus.FAILED
                 if case.error is not None:
                     job.crashes.append(f"{case.eval_id}: {case.error}")
 

@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 from toolpath.evaluation.catalog import describe_rule
 from toolpath.evaluation.verdicts import row_status, run_metric_names, run_rules, verdicts
 from toolpath.metrics.diff import argument_diff, trajectory_diff
-from toolpath.model import ToolCall
+from toolpath.model import EvalStatus, ToolCall
 from toolpath.trajectory import parse_trajectory
 from toolpath.ui.views import compact
 
@@ -47,7 +47,7 @@ def case_error(kind: str, result: Mapping[str, Any]) -> str | None:
 
 def case_failed(kind: str, result: Mapping[str, Any], cells: Mapping[str, str]) -> bool:
     """The one meaning of a failed case (see the module docstring)."""
-    if case_error(kind, result) is not None or result.get("status") == "FAILED":
+    if case_error(kind, result) is not None or result.get("status") == EvalStatus.FAILED:
         return True
     return any(verdict == "fail" for verdict in cells.values())
 

@@ -9,12 +9,12 @@ from typing import Any
 
 from toolpath.evaluation.agent_runs import AgentOutcome
 from toolpath.evaluation.evalsets.criteria import Criterion
-from toolpath.model import EvalCase
+from toolpath.model import EvalCase, EvalStatus
 
-PASSED, FAILED, NOT_EVALUATED = "PASSED", "FAILED", "NOT_EVALUATED"
+PASSED, FAILED, NOT_EVALUATED = EvalStatus.PASSED, EvalStatus.FAILED, EvalStatus.NOT_EVALUATED
 
 
-def eval_status(score: float | None, threshold: float) -> str:
+def eval_status(score: float | None, threshold: float) -> EvalStatus:
     """ADK's status of a score: NOT_EVALUATED without one, PASSED when it reaches the threshold, else FAILED."""
     if score is None:
         return NOT_EVALUATED
@@ -27,9 +27,9 @@ class RunResult:
 
     score: float | None
     """The evaluator's overall score: the mean over the run's invocations."""
-    status: str
+    status: EvalStatus
     per_invocation: list[float | None]
-    per_invocation_status: list[str]
+    per_invocation_status: list[EvalStatus]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -45,18 +45,18 @@ class CriterionResult:
     score: float | None
     """The mean of every scored invocation over every run (ADK's ``AgentEvaluator``)."""
     threshold: float
-    status: str
+    status: EvalStatus
     per_invocation: list[float | None]
     """Each invocation's score, averaged over the runs."""
     explanation: str | None = None
-    per_invocation_status: list[str] = field(default_factory=list)
+    per_invocation_status: list[EvalStatus] = field(default_factory=list)
     """PASSED / FAILED / NOT_EVALUATED of each invocation (its mean score over the runs against the threshold,
     or the status an ADK custom metric reported)."""
     run_scores: list[float | None] = field(default_factory=list)
     run_per_invocation: list[list[float | None]] = field(default_factory=list)
-    run_status: list[str] = field(default_factory=list)
+    run_status: list[EvalStatus] = field(default_factory=list)
     """Per run: the score, the per-invocation scores and the status (ADK records each run on its own)."""
-    run_per_invocation_status: list[list[str]] = field(default_factory=list)
+    run_per_invocation_status: list[list[EvalStatus]] = field(default_factory=list)
 
     @property
     def runs(self) -> list[RunResult]:
@@ -87,7 +87,7 @@ class CriterionResult:
 class CaseResult:
     eval_set_id: str
     eval_id: str
-    status: str
+    status: EvalStatus
     metrics: dict[str, CriterionResult]
     sessions: list[str] = field(default_factory=list)
     """The session id of each run, to find the traced invocations in the store."""

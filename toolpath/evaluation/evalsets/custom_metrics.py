@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 from toolpath.errors import MetricError
 from toolpath.evaluation.evalsets.conversions import invocation_json
 from toolpath.metrics.base import CustomMetric, Row
-from toolpath.model import MetricResult
+from toolpath.model import EvalStatus, MetricResult
 from toolpath.trajectory import parse_trajectory
 
 
@@ -79,13 +79,14 @@ class AdkCustomMetric(CustomMetric):
             raise MetricError(f"{self.function_path} returned {type(result).__name__}, not an ADK EvaluationResult")
         per_invocation = list(result.per_invocation_results)
         score = result.overall_score
+        evaluated = EvalStatus(status.name) is not EvalStatus.NOT_EVALUATED  # ADK's member, by its name
         return MetricResult(
-            None if status.name == "NOT_EVALUATED" else score,
-            None if status.name != "NOT_EVALUATED" else f"{self.function_path} did not evaluate the case",
+            score if evaluated else None,
+            None if evaluated else f"{self.function_path} did not evaluate the case",
             {
-                "eval_status": status.name,
+                "eval_status": EvalStatus(status.name),
                 "per_invocation_scores": [r.score for r in per_invocation],
-                "per_invocation_status": [r.eval_status.name for r in per_invocation],
+                "per_invocation_status": [EvalStatus(r.eval_status.name) for r in per_invocation],
             },
         )
 

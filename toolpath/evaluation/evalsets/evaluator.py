@@ -52,7 +52,7 @@ from toolpath.evaluation.targets import Target, describe_target, resolve_target
 from toolpath.judges.client import Judge, settings_from
 from toolpath.judges.vertex import JudgeMetric
 from toolpath.metrics.base import Metric, invocation_mean
-from toolpath.model import EvalCase, MetricResult
+from toolpath.model import EvalCase, EvalStatus, MetricResult
 from toolpath.store.store import Store
 from toolpath.trajectory import Trajectory
 
@@ -63,6 +63,7 @@ __all__ = [
     "CaseResult",
     "CriterionResult",
     "EvalSetResult",
+    "EvalStatus",
     "RunResult",
     "eval_status",
     "evaluate_eval_sets",
@@ -383,7 +384,7 @@ def _criterion(
         status = eval_status(score, threshold)
     reported_each = results[0].details.get("per_invocation_status") if len(results) == 1 else None
     per_invocation_status = (
-        list(reported_each) if reported_each else [eval_status(s, threshold) for s in per_invocation]
+        [EvalStatus(s) for s in reported_each] if reported_each else [eval_status(s, threshold) for s in per_invocation]
     )
     failing = [r.explanation for r in results if r.score is not None and r.score < threshold]
     return CriterionResult(
@@ -400,17 +401,13 @@ def _criterion(
     )
 
 
-def _status(result: MetricResult, threshold: float) -> str:
+def _status(result: MetricResult, threshold: float) -> EvalStatus:
     reported = result.details.get("eval_status")
     if result.score is None:
         return NOT_EVALUATED
     if reported in (PASSED, FAILED, NOT_EVALUATED):
-        return str(reported)
-    return _verdict(result.score, threshold)
-
-
-def _verdict(score: float | None, threshold: float) -> str:
-    return NOT_EVALUATED if score is None else PASSED if score >= threshold else FAILED
+        return EvalStatus(reported)
+    return eval_status(result.score, threshold)
 
 
 def _score_run(metric: Metric, case: EvalCase, outcomes: Sequence[AgentOutcome], judges: LazyJudge) -> MetricResult:
@@ -482,7 +479,7 @@ def save_evalset_run(
             "started_at": started_ns,
             "finished_at": time.time_ns(),
             "row_count": len(result.cases),
-            "failed_count": sum(case.status == "FAILED" for case in result.cases),
+            "failed_count": sum(case.status == FAILED for case in result.cases),
             "summary": result.summary_metrics,
         },
         [

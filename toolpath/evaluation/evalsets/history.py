@@ -17,7 +17,8 @@ from typing import Any
 
 from toolpath.errors import DatasetError
 from toolpath.evaluation.agent_runs import AgentOutcome
-from toolpath.evaluation.evalsets.adk_models import EFFICIENCY_METRICS, EvalStatus
+from toolpath.evaluation.evalsets.adk_models import EFFICIENCY_METRICS
+from toolpath.evaluation.evalsets.adk_models import EvalStatus as AdkEvalStatus
 from toolpath.evaluation.evalsets.conversions import invocation_json, session_events_json
 from toolpath.evaluation.evalsets.criteria import Criterion, resolve_criteria
 from toolpath.evaluation.evalsets.evaluator import (
@@ -34,7 +35,7 @@ from toolpath.evaluation.evalsets.evaluator import (
 from toolpath.evaluation.evalsets.files import DEFAULT_CRITERIA, EvalConfig, EvalSet
 from toolpath.evaluation.evalsets.result_files import RecordedCase, write_eval_set_result
 from toolpath.judges.client import Judge
-from toolpath.model import EvalCase, Invocation
+from toolpath.model import EvalCase, EvalStatus, Invocation
 
 
 def score_recorded(
@@ -160,7 +161,7 @@ def _case_results(case: CaseResult, user_id: str, app_name: str) -> list[dict[st
                 "eval_set_file": case.eval_set_id,
                 "eval_set_id": case.eval_set_id,
                 "eval_id": case.eval_id,
-                "final_eval_status": EvalStatus[final].value,
+                "final_eval_status": AdkEvalStatus[final].value,
                 "overall_eval_metric_results": overall,
                 "eval_metric_result_per_invocation": per_invocation,
                 "session_id": session_id,
@@ -191,7 +192,7 @@ def _failed_run(case: CaseResult, run: int, user_id: str) -> dict[str, Any]:
         "eval_set_file": case.eval_set_id,
         "eval_set_id": case.eval_set_id,
         "eval_id": case.eval_id,
-        "final_eval_status": EvalStatus.FAILED.value,
+        "final_eval_status": AdkEvalStatus.FAILED.value,
         "overall_eval_metric_results": [],
         "eval_metric_result_per_invocation": [],
         "session_id": case.sessions[run] if run < len(case.sessions) else "",
@@ -219,7 +220,7 @@ def _expected(invocation: Any) -> dict[str, Any]:
 
 
 def _metric(
-    criterion: Criterion, score: float | None, status: str, details: Mapping[str, Any] | None = None
+    criterion: Criterion, score: float | None, status: EvalStatus, details: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
     return {
         "metric_name": criterion.name,
@@ -227,7 +228,7 @@ def _metric(
         "criterion": {**criterion.options, "threshold": criterion.threshold},
         "custom_function_path": criterion.custom_function_path,
         "score": score,
-        "eval_status": EvalStatus[status].value,
+        "eval_status": AdkEvalStatus[status].value,
         "details": dict(details or {}),
     }
 
@@ -258,7 +259,7 @@ def _efficiency_metrics(figures: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "criterion": None,
                 "custom_function_path": None,
                 "score": figures.get(name),
-                "eval_status": EvalStatus.INFORMATIONAL.value,
+                "eval_status": AdkEvalStatus.INFORMATIONAL.value,
                 "details": details,
             }
         )

@@ -27,7 +27,7 @@ from toolpath.evaluation.evalsets.scripted_runs import crash_message
 from toolpath.evaluation.online import normalize_prompt
 from toolpath.evaluation.replay import recorded_sessions
 from toolpath.judges.client import Judge
-from toolpath.model import EvalCase, Session, agent_span_id
+from toolpath.model import EvalCase, EvalStatus, Session, agent_span_id
 
 __all__ = [
     "Match",
@@ -39,7 +39,7 @@ __all__ = [
     "select_sessions",
 ]
 
-_LABELS = {"PASSED": "pass", "FAILED": "fail"}
+_LABELS: dict[str, str] = {EvalStatus.PASSED: "pass", EvalStatus.FAILED: "fail"}
 
 
 class Match(StrEnum):

@@ -22,7 +22,7 @@ from toolpath.errors import ConfigError, DatasetError
 from toolpath.evaluation.evalsets import adk_models as schema
 from toolpath.evaluation.evalsets.conversions import content_text, efficiency, expected_invocation, intermediate
 from toolpath.evaluation.evalsets.json_errors import explain, read_json
-from toolpath.model import ExpectedInvocation, ToolCall
+from toolpath.model import EvalStatus, ExpectedInvocation, ToolCall
 
 RESULT_SUFFIX = ".evalset_result.json"
 HISTORY_DIR = Path(".adk") / "eval_history"
@@ -53,7 +53,7 @@ class RecordedCase:
     eval_id: str
     session_id: str
     user_id: str | None
-    recorded_status: str
+    recorded_status: EvalStatus
     """ADK's own verdict: PASSED, FAILED or NOT_EVALUATED."""
     actual: list[RecordedInvocation]
     expected: list[ExpectedInvocation] | None
@@ -104,7 +104,7 @@ def _load_file(path: Path) -> list[RecordedCase]:
                 eval_id=result.eval_id,
                 session_id=result.session_id,
                 user_id=result.user_id,
-                recorded_status=result.final_eval_status.name,
+                recorded_status=EvalStatus(result.final_eval_status.name),
                 actual=[_recorded(p.actual_invocation) for p in per_invocation],
                 expected=[expected_invocation(e) for e in expected if e is not None]
                 if expected and all(e is not None for e in expected)
