@@ -217,3 +217,17 @@ def test_eval_set_report(tmp_path):
     assert f"      actual tools: {FAILING_TOOL}(level=3) ✗ ValueError: {ERROR}" in lines
     assert f"      expected: {ANSWER!r}" in lines and f"      actual:   {NEW_ANSWER!r}" in lines
     assert f"  {metric}: 0.000 < threshold 0.5" in lines
+
+
+def test_ingest_names_its_files_as_given(tmp_path):
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    from tests.helpers import SPANS
+    from tests.helpers.trace_files import write_json_lines
+
+    request = ExportTraceServiceRequest.FromString((SPANS / "adk-v2.shared.otlp.pb").read_bytes())
+    path = write_json_lines(tmp_path / f"{file_name('t')}.jsonl", request)
+    result = run_cli(tmp_path, "ingest", path.name, "--store", "sqlite:///s.db")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith(f"read {path.name} (otlp-json-lines): ")
+    assert "😄" not in result.stdout
