@@ -21,6 +21,7 @@ from toolpath.collector import otlp
 from toolpath.collector.ingestor import Ingestor
 from toolpath.collector.spool_drain import SpoolDrain
 from toolpath.evaluation.online import OnlineEvaluator
+from toolpath.redact import Redactor
 from toolpath.store import schema as t
 from toolpath.store.spanrecord import SpanRecord
 from toolpath.store.spool import Spool
@@ -224,3 +225,25 @@ def scrape_metrics(collector: Collector) -> dict[str, float]:
     text = http_get(f"{collector.url}/metrics", TOKEN)[1].decode()
     samples = (line.rsplit(" ", 1) for line in text.splitlines() if line and not line.startswith("#"))
     return {name: float(value) for name, value in samples}
+
+
+def test_the_bound_is_the_folders_whatever_the_number_of_workers(tmp_path):
+    """--spool-max-bytes is what may wait in the folder: two workers share it, rather than each taking it all."""
+    probe = Spool(tmp_path / "probe")
+    Ingestor(Store("sqlite://"), spool=probe, redactor=Redactor.build()).store_records(_records())
+    one_export = probe.pending_bytes
+    probe.close()
+    bound = 3 * one_export  # 1.5 exports a worker: each takes one, then refuses
+    collector = Collector(tmp_path, None, "--workers", "2", "--spool", str(tmp_path / "spool"),
+                          "--spool-max-bytes", str(bound)).start()  # fmt: skip
+    blocker = sqlite3.connect(collector.db, isolation_level=None)
+    blocker.execute("BEGIN EXCLUSIVE")  # the drains cannot empty the spool
+    try:
+        statuses = [collector.post(BODY.read_bytes())[0] for _ in range(8)]  # dealt to the workers in turn
+        waiting = scrape_metrics(collector)["toolpath_spool_spans"]
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+        collector.stop()
+    assert sorted(statuses) == [200] * 2 + [503] * 6
+    assert waiting == 2 * 13

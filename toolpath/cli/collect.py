@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
+from click.core import ParameterSource
 
 from toolpath.cli.options import store_option, token_option
 from toolpath.cli.output import console
@@ -60,14 +61,16 @@ if TYPE_CHECKING:
     "spool",
     type=click.Path(path_type=Path),
     default=None,
+    metavar="DIR",
     help="Answer exports once their spans (redacted) are synced to a spool in this folder; a thread writes them "
     "to the store (docs/collector.md). Default: answer after the store's commit.",
 )
 @click.option(
     "--spool-max-bytes",
-    default=None,
+    default=DEFAULT_SPOOL_BYTES,
+    show_default=True,
     type=click.IntRange(min=1),
-    help=f"What may wait in the spool; past it, exports get 503 and retry. [default: {DEFAULT_SPOOL_BYTES}]",
+    help="What may wait in the spool (all --workers together); past it, exports get 503 and retry.",
 )
 @click.option("--redact-key", "redact_keys", multiple=True, help="Also replace values of this key (repeatable).")
 @click.option(
@@ -128,7 +131,7 @@ def collect(
     max_body_bytes: int,
     max_in_flight: int,
     spool: Path | None,
-    spool_max_bytes: int | None,
+    spool_max_bytes: int,
     redact_keys: tuple[str, ...],
     redact_patterns: tuple[str, ...],
     no_redact: bool,
@@ -149,10 +152,10 @@ def collect(
         toolpath collect --store postgresql+psycopg://user@db/toolpath
         OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 python my_agent.py
 
-    A success reply means the spans are committed. SIGTERM or Ctrl-C stops accepting and finishes the
-    requests in flight. GET /metrics (Prometheus), /healthz and /readyz on the HTTP port; Vertex AI's
-    evaluateInstances on both ports (docs/vertex.md). Every option also
-    comes from --config FILE (TOML) and TOOLPATH_* variables; the command line wins, then the environment.
+    A success reply means the spans are committed (with --spool: to the spool). SIGTERM or Ctrl-C stops
+    accepting and finishes the requests in flight. GET /metrics (Prometheus), /healthz and /readyz on the HTTP
+    port; Vertex AI's evaluateInstances on both ports (docs/vertex.md). Every option also comes from
+    --config FILE (TOML) and TOOLPATH_* variables; the command line wins, then the environment.
     """
     from toolpath.collector.heap import settle_heap
     from toolpath.collector.limits import Limits
@@ -160,7 +163,10 @@ def collect(
 
     # Everything is checked before the store is opened (a new SQLite file is created then): a bad option
     # leaves nothing behind.
-    if spool_max_bytes is not None and spool is None:
+    spool_bound_given = (
+        click.get_current_context().get_parameter_source("spool_max_bytes") is not ParameterSource.DEFAULT
+    )
+    if spool_bound_given and spool is None:  # from the command line, the environment or the file
         raise ConfigError("--spool-max-bytes needs --spool")
     if spool is not None:
         check_spool_folder(spool)
@@ -188,7 +194,7 @@ def collect(
         log_to_root=log_format == "json",
         other_app=_ui(the_store, host, ui_token) if ui_token else None,
         spool=spool,
-        spool_max_bytes=spool_max_bytes or DEFAULT_SPOOL_BYTES,
+        spool_max_bytes=spool_max_bytes,
     )
     options.routes, options.grpc_methods = _vertex_api(the_store)  # Vertex AI's evaluateInstances, on both ports
     redactor = None if no_redact else _redactor(redact_keys, redact_patterns)
@@ -210,12 +216,13 @@ def collect(
             redact=None if no_redact else (redact_keys, redact_patterns), log_format=log_format, ui_token=ui_token,
             online=str(online_path.resolve()) if online_path is not None else None, run=run_worker,
             online_run=(online.run.run_id, online.run.started_ns) if online and online.run else None,
-            spool=str(spool) if spool is not None else None, spool_max_bytes=spool_max_bytes or DEFAULT_SPOOL_BYTES,
+            spool=str(spool) if spool is not None else None,
+            spool_max_bytes=max(1, spool_max_bytes // workers),  # the bound is the folder's: each worker its share
         )  # fmt: skip
         _serve_workers(spec, workers, the_store.url, retention, online)
         return
+    check_addresses(options)  # before the service makes its spool folder: a port in use leaves nothing behind
     service = CollectorService(the_store, options, redactor=redactor, online=online)
-    check_addresses(options)
     the_store.upgrade()
     with service_logging(log_format) as log:
 

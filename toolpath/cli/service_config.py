@@ -92,6 +92,10 @@ def _load_file(ctx: click.Context, param: click.Parameter, path: Path | None) ->
             raise ConfigError(f"{path}: {key}: a table is not a value of --{key.replace('_', '-')}")
         if option.multiple and isinstance(value, str):
             value = [value]
+        if isinstance(option.type, click.Path) and not all(
+            isinstance(v, str) for v in (value if option.multiple and isinstance(value, list) else [value])
+        ):  # click would take a number for a file descriptor
+            raise ConfigError(f"{path}: {key}: expected a path (a string), got {value!r}")
         if isinstance(option.type, click.Path) and isinstance(value, str) and not Path(value).is_absolute():
             value = str(path.parent / value)  # a file named in the file is found next to it
         if option.is_flag and not isinstance(value, bool):  # "no" is a true string: never a guess
