@@ -272,9 +272,9 @@ def _finish(result: Any, output: Path | None, quiet: bool, title: str, stored: b
     names, table = result.metric_names, result.metrics_table
     empty = [n for n in names if all(row.get(f"{n}/score") is None for row in table)]
     if quiet:
-        console.print(summary_line(result.summary_metrics, names, table, title), markup=False, highlight=False)
+        console.print(summary_line(result.summary_metrics, names, table, title), highlight=False)
         for line in not_scored(table, empty):
-            console.print(f"not scored {line}", markup=False, highlight=False)
+            console.print(f"not scored {line}", highlight=False)
     else:
         print_summary(console, result.summary_metrics, names, table, title)
     print_run_line(result, output, stored=stored)
@@ -476,4 +476,4 @@ def _write(result: Any, output: Path | None, adk_history: Path | None) -> None:
         from toolpath.evaluation.evalsets.history import write_adk_history
 
         for written in write_adk_history(result, adk_history):
-            console.print(f"ADK eval history: {written}", markup=False, highlight=False)
+            console.print(f"ADK eval history: {written}", highlight=False)

@@ -125,14 +125,12 @@ def eval_recorded_sets(
             sent = export_results(scored, exporter)
         finally:
             exporter.shutdown()
-        console.print(
-            f"sent {sent} gen_ai.evaluation.result event(s) to {otlp_endpoint}", markup=False, highlight=False
-        )
+        console.print(f"sent {sent} gen_ai.evaluation.result event(s) to {otlp_endpoint}", highlight=False)
     if adk_history is not None:
         from toolpath.evaluation.evalsets.history import write_adk_history
 
         for history in write_adk_history(result, adk_history):
-            console.print(f"ADK eval history: {history}", markup=False, highlight=False)
+            console.print(f"ADK eval history: {history}", highlight=False)
     if output is not None:  # the pairings too: which sessions each case was scored on, or why it was not
         written = result.to_dict()
         written["pairings"] = [
@@ -147,11 +145,10 @@ def eval_recorded_sets(
     console.print(
         f"paired {len(paired)} of {len(scored.pairings)} case(s) with {len(used)} recorded session(s) "
         f"of {len(sessions)}",
-        markup=False,
         highlight=False,
     )
     for pairing in scored.unpaired:
-        console.print(f"NOT EVALUATED {pairing.where}: {pairing.reason}", markup=False, highlight=False, style="yellow")
+        console.print(f"NOT EVALUATED {pairing.where}: {pairing.reason}", highlight=False, style="yellow")
     if not scored.passed:
         raise click.exceptions.Exit(1)
 

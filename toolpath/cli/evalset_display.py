@@ -90,44 +90,44 @@ def _print_conversation(console: Console, case: Any) -> None:
     """Who said what in a simulated conversation: the simulated user's turns and the agent's answers, per run."""
     for run, turns in enumerate(case.turns, start=1):
         which = f" (run {run})" if len(case.turns) > 1 else ""
-        console.print(f"{case.eval_set_id} / {case.eval_id}{which}: simulated conversation", markup=False)
+        console.print(f"{case.eval_set_id} / {case.eval_id}{which}: simulated conversation")
         for n, turn in enumerate(turns, start=1):
-            console.print(f"  {n}. simulated user: {turn.get('prompt')}", markup=False, highlight=False)
+            console.print(f"  {n}. simulated user: {turn.get('prompt')}", highlight=False)
             answer = turn.get("response") if not turn.get("error") else f"(failed: {turn['error']})"
             answer = str(answer).replace("\n", "\n            ")
-            console.print(f"     agent: {answer}", markup=False, highlight=False)
+            console.print(f"     agent: {answer}", highlight=False)
 
 
 def _print_failure(console: Console, case: Any) -> None:
     console.print(styled(("FAILED", "red"), f" {case.eval_set_id} / {case.eval_id}"))
     if getattr(case, "error", None):
-        console.print(f"  error: {case.error}", markup=False)
+        console.print(f"  error: {case.error}")
         for run, turns in enumerate(case.turns if not getattr(case, "simulated", False) else []):
             if getattr(case, "run_error", lambda _: None)(run) and turns:  # the turn that raised, as it was made
                 which = f"run {run + 1}, " if len(case.turns) > 1 else ""
-                console.print(f"    {which}turn {len(turns)}: {turns[-1]['prompt']!r}", markup=False)
-                console.print(f"      actual tools: {_calls(turns[-1]['predicted_trajectory'])}", markup=False)
+                console.print(f"    {which}turn {len(turns)}: {turns[-1]['prompt']!r}")
+                console.print(f"      actual tools: {_calls(turns[-1]['predicted_trajectory'])}")
     for name, metric in case.metrics.items():
         if metric.status != "FAILED":
             continue
-        console.print(f"  {name}: {metric.score:.3f} < threshold {metric.threshold:g}", markup=False)
+        console.print(f"  {name}: {metric.score:.3f} < threshold {metric.threshold:g}")
         if getattr(case, "simulated", False) and metric.explanation:
-            console.print(f"    why: {metric.explanation}", markup=False)
+            console.print(f"    why: {metric.explanation}")
         for index, score in enumerate(metric.per_invocation):
             if score is None or score >= metric.threshold or not case.turns:
                 continue
             turn = case.turns[0][index]
-            console.print(f"    turn {index + 1}: {turn['prompt']!r}", markup=False)
+            console.print(f"    turn {index + 1}: {turn['prompt']!r}")
             if turn.get("simulated_user"):  # nothing was expected: the conversation is printed above
                 continue
             if "trajectory" in name or "tool" in name:
-                console.print(f"      expected tools: {_calls(turn['reference_trajectory'])}", markup=False)
-                console.print(f"      actual tools:   {_calls(turn['predicted_trajectory'])}", markup=False)
+                console.print(f"      expected tools: {_calls(turn['reference_trajectory'])}")
+                console.print(f"      actual tools:   {_calls(turn['predicted_trajectory'])}")
             else:
-                console.print(f"      expected: {turn['reference']!r}", markup=False)
-                console.print(f"      actual:   {turn['response']!r}", markup=False)
+                console.print(f"      expected: {turn['reference']!r}")
+                console.print(f"      actual:   {turn['response']!r}")
             if turn.get("error"):
-                console.print(f"      agent error: {turn['error']}", markup=False)
+                console.print(f"      agent error: {turn['error']}")
 
 
 def _calls(items: Sequence[Mapping[str, Any]] | None) -> str:

@@ -67,10 +67,10 @@ def ingest_command(
 
 def print_ingest_report(report: Any) -> None:
     for file in report.files:
-        console.print(f"read {file.path} ({file.format}): {file.spans} span(s)", markup=False, highlight=False)
-    console.print(report.summary(), markup=False, highlight=False)
+        console.print(f"read {file.path} ({file.format}): {file.spans} span(s)", highlight=False)
+    console.print(report.summary(), highlight=False)
     for reason in report.rejected[:SHOWN_REJECTIONS]:
-        console.print(f"rejected {reason}", markup=False, highlight=False, style="yellow")
+        console.print(f"rejected {reason}", highlight=False, style="yellow")
     if len(report.rejected) > SHOWN_REJECTIONS:
         console.print(f"rejected: and {len(report.rejected) - SHOWN_REJECTIONS} more", style="yellow")
 
