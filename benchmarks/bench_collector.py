@@ -41,7 +41,7 @@ import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -469,9 +469,11 @@ def read_frames(path: Path) -> list[bytes]:
 
 
 def send(template: Path, marker: bytes, port: int, pid: int, args: argparse.Namespace, seconds: float = 0,
-         windows: bool = False, server: int | None = None) -> Sent:  # fmt: skip
+         windows: bool = False, server: int | None = None,
+         on_window: Callable[[], object] | None = None) -> Sent:  # fmt: skip
     """Post ``template``'s bodies (a cycle of them, :func:`write_bodies`) to ``port`` and time it; ``windows``:
-    print the rates of each window of :data:`WINDOW` spans as they end."""
+    print the rates of each window of :data:`WINDOW` spans as they end (``on_window`` called at the start and at
+    the end of each)."""
     seconds = seconds or args.seconds
     args.marker = marker.hex()
     bodies = 0 if seconds else bodies_per_run(args, template)
@@ -480,6 +482,8 @@ def send(template: Path, marker: bytes, port: int, pid: int, args: argparse.Name
                getattr(args, "time_marker", "")]  # fmt: skip
     found: list[Window] = []
     with Watch(pid, report_every=None) as watch:
+        if on_window is not None:
+            on_window()
         sender = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
         assert sender.stdout is not None
         last_spans, last_t, last_cpu = 0, 0.0, watch.cpu0
@@ -495,6 +499,8 @@ def send(template: Path, marker: bytes, port: int, pid: int, args: argparse.Name
                 last_server = server_cpu or 0.0
                 found.append(window)
                 print(f"{'':4}{window.describe(last_spans)}", flush=True)
+                if on_window is not None:
+                    on_window()
                 last_spans, last_t, last_cpu = int(spans), float(at), cpu
             else:
                 result = json.loads(line)
@@ -577,10 +583,11 @@ def postmaster(store_url: str) -> int | None:
 
 
 def collect_row(label: str, store_url: str, template: Path, marker: bytes, args: argparse.Namespace,
-                top: Sent, *extra: str) -> Sent:  # fmt: skip
+                top: Sent, *extra: str, on_window: Callable[[], object] | None = None) -> Sent:  # fmt: skip
     print(f"{label}:", flush=True)
     with collector(store_url, *extra) as (port, process):
-        sent = send(template, marker, port, process.pid, args, windows=True, server=postmaster(store_url))
+        sent = send(template, marker, port, process.pid, args, windows=True, server=postmaster(store_url),
+                    on_window=on_window)  # fmt: skip
     counts = counted(store_url)
     traces = sent.spans // SPANS_PER_TRACE
     lost = ""
@@ -678,6 +685,9 @@ def main() -> None:
                         "51 whole traces a body, root first")  # fmt: skip
     parser.add_argument("--concurrent-runs", type=int, default=32, help="finish mode: agent runs going on at once")
     parser.add_argument("--collect-args", default="", help="more `toolpath collect` flags for every row")
+    parser.add_argument("--pg-statements", action="store_true",
+                        help="PostgreSQL rows: load pg_stat_statements and print the statements that took the server's "
+                        "time in the first and the last window (benchmarks/pg_statements.py)")  # fmt: skip
     args = parser.parse_args()
     more = shlex.split(args.collect_args)
     worker_runs = [["--workers", w.strip(), *more] for w in args.workers.split(",") if w.strip()] or [more]
@@ -718,8 +728,16 @@ def main() -> None:
             else:
                 for extra in worker_runs:
                     label = "PostgreSQL " + " ".join(extra)
-                    with server.running(durable=True) as url:
-                        sent = collect_row(label, url, template, marker, args, top, *extra)
+                    with server.controlled(durable=True) as cluster:
+                        url, snapshots, hook = cluster.url, [], None
+                        if args.pg_statements:
+                            import pg_statements
+
+                            pg_statements.enable(url, cluster.stop, cluster.start)
+                            hook = lambda: snapshots.append(pg_statements.snapshot(url))  # noqa: E731, B023
+                        sent = collect_row(label, url, template, marker, args, top, *extra, on_window=hook)
+                        if args.pg_statements:
+                            print("\n".join(pg_statements.report(snapshots, [w.spans for w in sent.windows])))
                     targets.append(verdict(label, sent, 15_000))
         if args.otel_spans and not args.seconds:
             own = exporter_ceiling(args.otel_spans)
