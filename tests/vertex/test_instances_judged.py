@@ -20,18 +20,17 @@ from toolpath.vertex.instance_inputs import JUDGED, Side
 LOCATION = "projects/my-project/locations/us-central1"
 PATH = f"/v1beta1/{LOCATION}:evaluateInstances"
 CONTEXT = (
-    "France is a country located in Western Europe. It's bordered by Belgium, Luxembourg, Germany, Switzerland, "
-    "Italy, Monaco, Spain, and Andorra.  France's coastline stretches along the English Channel, the North Sea, the "
-    "Atlantic Ocean, and the Mediterranean Sea.  Known for its rich history, iconic landmarks like the Eiffel "
-    "Tower, and delicious cuisine, France is a major cultural and economic power in Europe and throughout the world."
+    "The night rate runs from 23:00 to 07:00 and costs 0.12 per kWh, against 0.31 in the day. The dishwasher and the "
+    "washing machine both have delay timers, and the car charger can be scheduled from the app. The water heater "
+    "has no timer of its own, but it is wired to a smart plug that can switch it on at a set hour."
 )
-PAIRWISE_EXAMPLE = {  # the reference's example, as its Python ``data``
+PAIRWISE_SUMMARY = {  # a pairwise summarization request: the candidate summary says more than the baseline
     "pairwise_summarization_quality_input": {
         "metric_spec": {},
         "instance": {
-            "prediction": "France is a country located in Western Europe.",
-            "baseline_prediction": "France is a country.",
-            "instruction": "Summarize the context.",
+            "prediction": "Run the dishwasher, washer, car charger and water heater between 23:00 and 07:00.",
+            "baseline_prediction": "Electricity is cheaper at night.",
+            "instruction": "Sum up how to save on electricity in two sentences at most.",
             "context": CONTEXT,
         },
     }
@@ -82,9 +81,9 @@ def camel(name: str) -> str:
     return "".join(w.capitalize() if i else w for i, w in enumerate(name.split("_")))
 
 
-def test_the_references_pairwise_example(judged):
+def test_a_pairwise_summarization_request(judged):
     collector, fake = judged
-    status, reply = post(collector.url, PAIRWISE_EXAMPLE)
+    status, reply = post(collector.url, PAIRWISE_SUMMARY)
     assert status == 200, reply
     # toolpath's pairwise judge shows the candidate as "Response A" on the first sample: "A" is the candidate
     assert reply == {
@@ -93,10 +92,10 @@ def test_the_references_pairwise_example(judged):
         }
     }  # fmt: skip
     prompt = fake.prompts[-1]
-    for given in PAIRWISE_EXAMPLE["pairwise_summarization_quality_input"]["instance"].values():
+    for given in PAIRWISE_SUMMARY["pairwise_summarization_quality_input"]["instance"].values():
         assert given in prompt
     # Google's clients ask for enums as numbers (the REST transport's query): CANDIDATE is 2
-    status, reply = post(collector.url, PAIRWISE_EXAMPLE, path=PATH + "?%24alt=json%3Benum-encoding%3Dint")
+    status, reply = post(collector.url, PAIRWISE_SUMMARY, path=PATH + "?%24alt=json%3Benum-encoding%3Dint")
     assert (status, reply["pairwiseSummarizationQualityResult"]["pairwiseChoice"]) == (200, 2)
 
 

@@ -1,6 +1,6 @@
-"""Vertex AI's ``evaluateInstances`` served by a running ``toolpath collect``: the reference's request bodies over
-real HTTP, the real ``google-cloud-aiplatform`` client over REST and gRPC, scores checked against toolpath's
-metrics, and malformed requests answered in the API's error shape."""
+"""Vertex AI's ``evaluateInstances`` served by a running ``toolpath collect``: request bodies (also as hand-written
+``curl`` bodies) over real HTTP, the real ``google-cloud-aiplatform`` client over REST and gRPC, scores checked
+against toolpath's metrics, and malformed requests answered in the API's error shape."""
 
 from __future__ import annotations
 
@@ -18,21 +18,21 @@ from toolpath.trajectory import parse_trajectory
 LOCATION = "projects/my-project/locations/us-central1"
 PATH = f"/v1beta1/{LOCATION}:evaluateInstances"
 
-ROUGE_PYTHON = {  # the reference's Python example, as its ``data``
+ROUGE_JSON = {  # rougeLsum over summaries of more than one sentence, where split_summaries counts
     "rouge_input": {
         "metric_spec": {"rouge_type": "rougeLsum", "use_stemmer": True, "split_summaries": True},
         "instances": [
             {
-                "prediction": "A fast brown fox leaps over a lazy dog.",
-                "reference": "The quick brown fox jumps over the lazy dog.",
+                "prediction": "The hall light is off. The front door is locked.",
+                "reference": "The front door is locked. The hall light is off.",
             },
             {
-                "prediction": "A quick brown fox jumps over the lazy canine.",
-                "reference": "The quick brown fox jumps over the lazy dog.",
+                "prediction": "Heating in the office is set to 21 degrees.",
+                "reference": "The office is now heated to 21 degrees.",
             },
             {
-                "prediction": "The speedy brown fox jumps over the lazy dog.",
-                "reference": "The quick brown fox jumps over the lazy dog.",
+                "prediction": "It will rain in Porto tomorrow. Take an umbrella.",
+                "reference": "Tomorrow brings rain to Porto.",
             },
         ],
     }
@@ -40,16 +40,16 @@ ROUGE_PYTHON = {  # the reference's Python example, as its ``data``
 ROUGE_CURL = """{
     "rouge_input": {
       "instances": {
-        "prediction": "A fast brown fox leaps over a lazy dog.",
-        "reference": "The quick brown fox jumps over the lazy dog.",
+        "prediction": "The hall light is off. The front door is locked.",
+        "reference": "The front door is locked. The hall light is off.",
       },
       "instances": {
-        "prediction": "A quick brown fox jumps over the lazy canine.",
-        "reference": "The quick brown fox jumps over the lazy dog.",
+        "prediction": "Heating in the office is set to 21 degrees.",
+        "reference": "The office is now heated to 21 degrees.",
       },
       "instances": {
-        "prediction": "The speedy brown fox jumps over the lazy dog.",
-        "reference": "The quick brown fox jumps over the lazy dog.",
+        "prediction": "It will rain in Porto tomorrow. Take an umbrella.",
+        "reference": "Tomorrow brings rain to Porto.",
       },
       "metric_spec": {
         "rouge_type": "rougeLsum",
@@ -58,7 +58,8 @@ ROUGE_CURL = """{
       }
     }
   }"""
-"""The reference's ``curl -d`` body, as printed: trailing commas, and ``instances`` given three times."""
+"""The same request as a hand-written ``curl -d`` body in the style of the API reference's: trailing commas, and
+the list ``instances`` written as one key per instance."""
 
 
 @pytest.fixture(scope="module")
@@ -99,14 +100,14 @@ def has_punkt() -> bool:
     return True
 
 
-def test_the_references_rouge_example_as_python_and_as_curl(collector):
-    status, reply, _ = post(collector.url, ROUGE_PYTHON)
+def test_a_rouge_request_as_json_and_as_a_lenient_curl_body(collector):
+    status, reply, _ = post(collector.url, ROUGE_JSON)
     assert post(collector.url, ROUGE_CURL)[:2] == (status, reply)  # the curl form reads as the same request
     if has_punkt():
         assert status == 200
         expected = [
             text.rouge(i["prediction"], i["reference"], rouge_type="rougeLsum", use_stemmer=True, split_summaries=True)
-            for i in ROUGE_PYTHON["rouge_input"]["instances"]
+            for i in ROUGE_JSON["rouge_input"]["instances"]
         ]
         assert scores(reply, "rougeResults") == pytest.approx([r.score for r in expected], abs=1e-6)
     else:  # NLTK's sentence model is not on this machine: said so, as the API says a failed precondition
@@ -115,8 +116,40 @@ def test_the_references_rouge_example_as_python_and_as_curl(collector):
         assert "punkt_tab" in reply["error"]["message"]
 
 
+def test_the_calling_examples_in_the_docs_run(collector, capsys):
+    """docs/vertex.md's ``curl`` and ``AuthorizedSession`` examples, run as written but for the collector's address
+    and token, print the replies the page shows."""
+    import ast
+    import os
+    import re
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "vertex.md").read_text(encoding="utf-8")
+    section = page.split("### Calling it", 1)[1]
+    shell = re.search(r"```bash\n(.*?)```", section, re.DOTALL)
+    python = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+    assert shell is not None and python is not None
+    address = "http://127.0.0.1:4318"
+    assert address in shell.group(1) and address in python.group(1)
+    if shutil.which("curl"):
+        run = subprocess.run(
+            ["bash", "-c", shell.group(1).replace(address, collector.url)],
+            env={**os.environ, "TOOLPATH_TOKEN": TOKEN}, capture_output=True, text=True, timeout=60, check=True,
+        )  # fmt: skip
+        shown = json.loads(shell.group(1).rsplit("# ", 1)[1])
+        got = json.loads(run.stdout)
+        assert got["rougeResults"]["rougeMetricValues"][0]["score"] == pytest.approx(
+            shown["rougeResults"]["rougeMetricValues"][0]["score"], abs=1e-6
+        )
+    code = python.group(1).replace(address, collector.url).replace("my-toolpath-token", TOKEN)
+    exec(compile(code, "docs/vertex.md", "exec"), {})
+    assert ast.literal_eval(capsys.readouterr().out) == ast.literal_eval(python.group(1).rsplit("# ", 1)[1])
+
+
 def test_rouge_scores_are_toolpaths_rouge(collector):
-    instances = ROUGE_PYTHON["rouge_input"]["instances"]
+    instances = ROUGE_JSON["rouge_input"]["instances"]
     for rouge_type, stemmer in (("rougeLsum", True), ("rouge1", False), ("rouge2", True), ("rougeL", False)):
         body = {"rougeInput": {"metricSpec": {"rougeType": rouge_type, "useStemmer": stemmer}, "instances": instances}}
         status, reply, _ = post(collector.url, body)
@@ -146,12 +179,12 @@ def calls(*named: tuple[str, dict]) -> str:
     return json.dumps({"content": "", "tool_calls": [{"name": n, "arguments": a} for n, a in named]})
 
 
-BOOK = {"movie": "Mission Impossible Dead Reckoning Part 1", "theater": "Regal Edwards 14", "num_tix": "2"}
+BOOK = {"restaurant": "Casa Azul", "party_size": "4", "time": "19:30"}
 TOOL_INSTANCES = [
-    {"prediction": calls(("book_tickets", BOOK)), "reference": calls(("book_tickets", BOOK))},
-    {"prediction": calls(("book_tickets", {**BOOK, "num_tix": " 2 ", "date": "x"})), "reference": calls(("book_tickets", BOOK))},
-    {"prediction": calls(("find_movie", {"movie": "Up"})), "reference": calls(("book_tickets", BOOK), ("pay", {}))},
-    {"prediction": json.dumps({"content": "no call", "tool_calls": []}), "reference": calls(("book_tickets", BOOK))},
+    {"prediction": calls(("reserve_table", BOOK)), "reference": calls(("reserve_table", BOOK))},
+    {"prediction": calls(("reserve_table", {**BOOK, "party_size": " 4 ", "note": "x"})), "reference": calls(("reserve_table", BOOK))},
+    {"prediction": calls(("find_restaurant", {"cuisine": "thai"})), "reference": calls(("reserve_table", BOOK), ("pay", {}))},
+    {"prediction": json.dumps({"content": "no call", "tool_calls": []}), "reference": calls(("reserve_table", BOOK))},
 ]  # fmt: skip
 
 
@@ -243,7 +276,7 @@ def test_the_real_client_over_rest_and_grpc_gets_the_http_replies(collector):
     auth = [("authorization", f"Bearer {TOKEN}")]
     bodies = [
         {"exact_match_input": {"instances": [{"prediction": "a", "reference": "a"}, {"prediction": "a", "reference": "b"}]}},
-        {"rouge_input": {"metric_spec": {"rouge_type": "rouge1"}, "instances": ROUGE_PYTHON["rouge_input"]["instances"]}},
+        {"rouge_input": {"metric_spec": {"rouge_type": "rouge1"}, "instances": ROUGE_JSON["rouge_input"]["instances"]}},
         {"tool_parameter_kv_match_input": {"instances": TOOL_INSTANCES}},
         {"trajectory_recall_input": {"instances": [{"predicted_trajectory": p, "reference_trajectory": r} for p, r in TRAJECTORIES]}},
     ]  # fmt: skip
@@ -330,7 +363,7 @@ def test_the_newer_vertexai_client_sdk_too(collector):
         project="my-project", location="us-central1", credentials=Credentials(token=TOKEN),
         http_options={"base_url": f"http://127.0.0.1:{collector.http_port}/"},
     )  # fmt: skip
-    instances = ROUGE_PYTHON["rouge_input"]["instances"]
+    instances = ROUGE_JSON["rouge_input"]["instances"]
     reply = client.evals.evaluate_instances(
         metric_config={"rouge_input": {"metric_spec": {"rouge_type": "rouge1"}, "instances": instances}}
     )
