@@ -8,16 +8,16 @@ import pytest
 
 from toolpath.errors import DatasetError
 
-# the agent-evaluation guide's dataset: trajectories only
-GUIDE = pd.DataFrame(
+# trajectories only: no prompt, response or reference text
+TRAJECTORIES = pd.DataFrame(
     {
         "predicted_trajectory": [
-            [{"tool_name": "set_device_info", "tool_input": {"device_id": "device_3"}}],
-            [{"tool_name": "set_temperature", "tool_input": {"location": "Living Room", "temperature": 23}}],
+            [{"tool_name": "lock_door", "tool_input": {"door": "garage"}}],
+            [{"tool_name": "get_weather", "tool_input": {"city": "Porto"}}],
         ],
         "reference_trajectory": [
-            [{"tool_name": "set_device_info", "tool_input": {"device_id": "device_2"}}],
-            [{"tool_name": "set_temperature", "tool_input": {"location": "Living Room", "temperature": 23}}],
+            [{"tool_name": "lock_door", "tool_input": {"door": "front"}}],
+            [{"tool_name": "get_weather", "tool_input": {"city": "Porto"}}],
         ],
     }
 )
@@ -36,9 +36,9 @@ def test_a_metrics_missing_column_is_one_error_naming_it() -> None:
     from toolpath.vertex import EvalTask, PointwiseMetric
 
     with pytest.raises(DatasetError, match=r"'response'.*rouge_l_sum.*predicted_trajectory, reference_trajectory"):
-        EvalTask(dataset=GUIDE, metrics=["rouge_l_sum", "trajectory_exact_match"]).evaluate()
+        EvalTask(dataset=TRAJECTORIES, metrics=["rouge_l_sum", "trajectory_exact_match"]).evaluate()
     with pytest.raises(DatasetError, match=r"'reference_trajectory'.*trajectory_precision"):
-        EvalTask(dataset=GUIDE[["predicted_trajectory"]], metrics=["trajectory_precision"]).evaluate()
+        EvalTask(dataset=TRAJECTORIES[["predicted_trajectory"]], metrics=["trajectory_precision"]).evaluate()
     with pytest.raises(ValueError, match=r"'reference'.*exact_match"):  # DatasetError is a ValueError, as Vertex's
         EvalTask(
             dataset={"model_1_response": ["a"], "ref": ["a"]},
@@ -55,7 +55,7 @@ def test_the_check_comes_before_the_agent_runs_and_counts_what_it_writes() -> No
     from toolpath.vertex.metrics import TrajectorySingleToolUse
 
     agent = Agent()
-    rows = {"prompt": ["Warm the living room", "Turn off device 2"]}
+    rows = {"prompt": ["Warm up the office", "Is it raining in Porto?"]}
     with pytest.raises(DatasetError, match="'reference'"):
         EvalTask(dataset=rows, metrics=["bleu"]).evaluate(runnable=agent)
     assert agent.calls == 0
