@@ -136,6 +136,28 @@ def test_sessions_list_and_show(recorded):
     assert "tool_call_count 2.000" in " ".join(other.stdout.split())  # the online score, whose cell is plain too
 
 
+def column(table: str, index: int) -> str:
+    """The text of the ``index``-th column of a rich table's rows, its lines joined (a folded word whole again)."""
+    return "".join(line.split("│")[index].strip() for line in table.splitlines() if line.startswith("│"))
+
+
+def test_long_values_are_folded_never_cut(recorded):
+    """In a terminal narrower than a turn's tool call, or a run's dataset name, the cell goes on over more lines:
+    nothing is cut off with an ellipsis."""
+    narrow = {"COLUMNS": "100"}
+    shown = run_cli(recorded, "sessions", "show", SESSION, "--store", "sqlite:///s.db", env=narrow)
+    assert shown.returncode == 0, shown.stderr
+    assert "…" not in shown.stdout
+    assert column(shown.stdout, 3) == f"{TOOL}(place={PLACE!r})"
+    dataset = recorded / f"{file_name('a-long-dataset-name')}.jsonl"
+    dataset.write_text(json.dumps({"prompt": PROMPT, "reference_trajectory": [{"tool_name": TOOL}]}) + "\n")
+    ran = run_cli(recorded, "eval", dataset.name, "--agent", "odd_agents:v1", "--metrics", "trajectory_exact_match",
+                  "--store", "sqlite:///s.db")  # fmt: skip
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    listed = run_cli(recorded, "runs", "list", "--store", "sqlite:///s.db", env=narrow)
+    assert column(listed.stdout, 3) == dataset.name
+
+
 def test_watch(recorded):
     result = run_cli(recorded, "watch", "--once", "--store", "sqlite:///s.db")
     assert result.returncode == 0, result.stderr

@@ -204,7 +204,7 @@ def session_table(session: Session, scores: Mapping[str, Sequence[Mapping[str, A
     table = Table(title=f"Session {session.session_id}", title_justify="left", show_lines=True)
     scored = bool(scores) and any(scores.values())  # type: ignore[union-attr]
     for column in ("#", "prompt", "tool calls", "response", "latency s", "failure", *(["online"] if scored else [])):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")  # a word wider than its column goes on the next line, never cut
     notes: list[Text] = []
     for i, inv in enumerate(session.invocations, start=1):
         calls = "\n".join(
@@ -287,7 +287,7 @@ def runs_table(runs: Sequence[Mapping[str, Any]]) -> Table:
     table = Table(title="Evaluation runs", title_justify="left")
     id_column(table, "run_id", [str(run["run_id"]) for run in runs])
     for column in ("kind", "dataset", "agent", "rows", "failed", "started_at", "means"):
-        table.add_column(column, max_width=40 if column in ("dataset", "means") else None)
+        table.add_column(column, max_width=40 if column in ("dataset", "means") else None, overflow="fold")
     for run in runs:
         means = ", ".join(
             f"{k.removesuffix('/mean')}={_num(v)}" for k, v in run["summary"].items() if k.endswith("/mean")
