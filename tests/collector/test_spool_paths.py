@@ -5,17 +5,20 @@ online scoring of spooled spans, and PostgreSQL through an outage."""
 from __future__ import annotations
 
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import grpc
 import pytest
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 
 from tests.helpers import SPANS
 from tests.helpers.builders import otlp_json
-from tests.helpers.collector import TOKEN, Collector, http_get, post_traces, serving
+from tests.helpers.collector import TOKEN, Collector, free_port, http_get, post_traces, serving
 from tests.helpers.pgserver import postgres_server
 from toolpath.collector import otlp
 from toolpath.collector.ingestor import Ingestor
@@ -41,6 +44,16 @@ def _wait_for(predicate, seconds: float = 30.0) -> None:
 
 def _records() -> list[SpanRecord]:
     return otlp.decode(BODY.read_bytes(), "application/x-protobuf")
+
+
+def _genai_event_logs() -> bytes:
+    """An OTLP logs export of one GenAI event, under a span of :data:`BODY`."""
+    record = _records()[0]
+    request = ExportLogsServiceRequest()
+    event = request.resource_logs.add().scope_logs.add().log_records.add(event_name="gen_ai.user.message")
+    event.trace_id, event.span_id = bytes.fromhex(record.trace_id), bytes.fromhex(record.span_id)
+    event.body.string_value = "hi " * 4000  # more than the page a full file has left
+    return request.SerializeToString()
 
 
 def _what_is_stored(store: Store) -> tuple:
@@ -128,12 +141,21 @@ def test_the_drain_goes_on_after_the_spool_fails_to_remove_a_batch(tmp_path, mon
 
 def test_a_spool_that_cannot_be_written_answers_503_and_logs_no_traceback(tmp_path, caplog):
     store = Store(f"sqlite:///{tmp_path / 's.db'}")
-    with serving(store, spool=tmp_path / "spool") as service:
+    with serving(store, spool=tmp_path / "spool", grpc_port=free_port()) as service:
         service.ingestor.spool._own.conn.execute("PRAGMA max_page_count = 2")  # as a full disk answers
         url = f"http://127.0.0.1:{service.options.http_port}"
         status, body, headers = post_traces(url, BODY.read_bytes(), token=None)
         assert status == 503 and "Retry-After" in headers and b"the spool cannot be written" in body
+        with grpc.insecure_channel(f"127.0.0.1:{service.options.grpc_port}") as channel:
+            for method in ("trace.v1.TraceService", "logs.v1.LogsService"):
+                export = channel.unary_unary(f"/opentelemetry.proto.collector.{method}/Export")
+                body = BODY.read_bytes() if method.startswith("trace") else _genai_event_logs()
+                with pytest.raises(grpc.RpcError) as refused:
+                    export(body, timeout=10)
+                assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+                assert "the spool cannot be written" in refused.value.details()
     assert not [r for r in caplog.records if r.exc_info]
+    assert store.counts()["spans"] == 0
     store.close()
 
 
@@ -247,3 +269,30 @@ def test_the_bound_is_the_folders_whatever_the_number_of_workers(tmp_path):
         collector.stop()
     assert sorted(statuses) == [200] * 2 + [503] * 6
     assert waiting == 2 * 13
+
+
+def test_three_workers_killed_with_a_backlog_then_one_writes_it_all_and_keeps_one_file(tmp_path):
+    spool = tmp_path / "spool"
+    collector = Collector(tmp_path, None, "--workers", "3", "--spool", str(spool)).start()
+    blocker = sqlite3.connect(collector.db, isolation_level=None)
+    blocker.execute("BEGIN EXCLUSIVE")
+    try:
+        statuses = [
+            collector.post(otlp_json(f"{n:032x}", tool_calls=1), "application/json")[0] for n in range(1, 7)
+        ]  # dealt to the three workers in turn: each spools some
+        held = sorted({p.name.split(".")[0] for p in spool.iterdir()})
+        collector.stop(signal.SIGKILL)
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    assert statuses == [200] * 6 and len(held) == 3
+    restarted = Collector(tmp_path, None, "--workers", "1", "--spool", str(spool)).start()
+    store = restarted.store()
+    try:
+        _wait_for(lambda: store.counts()["invocations"] == 6)
+        _wait_for(lambda: len({p.name.split(".")[0] for p in spool.iterdir()}) == 1)
+    finally:
+        restarted.stop()
+    assert store.counts()["spans"] == 6 * 2
+    assert len({p.name.split(".")[0] for p in spool.iterdir()}) == 1
+    store.close()

@@ -9,6 +9,7 @@ import threading
 
 import pytest
 
+from toolpath.errors import ConfigError
 from toolpath.store.spanrecord import SpanRecord
 from toolpath.store.spool import Spool, SpoolFull
 
@@ -125,3 +126,23 @@ def test_the_files_shrink_once_a_burst_is_written(tmp_path):
     spool.put([_record("ff" * 8)])
     assert sum(p.stat().st_size for p in folder.iterdir()) < 2_000_000
     spool.close()
+
+
+def test_a_damaged_file_is_named_and_nothing_is_held_open(tmp_path):
+    folder = tmp_path / "spool"
+    first = Spool(folder)
+    first.put([_record("01" * 8)])
+    first.close()
+    (folder / "spool-1.sqlite").write_bytes(b"not a database" * 100)
+    opened = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(ConfigError) as failed:
+        Spool(folder)
+    assert str(failed.value) == (
+        f"--spool {folder}: spool-1.sqlite cannot be used (file is not a database); move it elsewhere to start "
+        "without it"
+    )
+    assert len(os.listdir("/proc/self/fd")) == opened  # spool-0's connection and both locks let go
+    (folder / "spool-1.sqlite").unlink()
+    heir = Spool(folder)
+    assert _drain(heir) == ["01" * 8]
+    heir.close()

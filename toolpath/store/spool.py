@@ -78,14 +78,20 @@ class _SpoolFile:
         self.conn = sqlite3.connect(
             path, isolation_level=None, check_same_thread=False, timeout=_WAIT_FOR_LOCK_MS / 1000
         )
-        self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute("PRAGMA synchronous=FULL")  # an answered export is on disk, as a store commit is
-        self.conn.execute(f"PRAGMA journal_size_limit={_WAL_KEPT_BYTES}")  # a big export's log does not stay big
-        self.conn.execute(_SCHEMA)
+        try:
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=FULL")  # an answered export is on disk, as a store commit is
+            self.conn.execute(f"PRAGMA journal_size_limit={_WAL_KEPT_BYTES}")  # a big export's log stays small
+            self.conn.execute(_SCHEMA)
+            spans, size = self.conn.execute(
+                "SELECT COALESCE(SUM(spans), 0), COALESCE(SUM(LENGTH(body)), 0) FROM batches"
+            ).fetchone()
+        except sqlite3.Error as exc:
+            self.conn.close()
+            raise ConfigError(
+                f"--spool {path.parent}: {path.name} cannot be used ({exc}); move it elsewhere to start without it"
+            ) from None
         self.lock = threading.Lock()
-        spans, size = self.conn.execute(
-            "SELECT COALESCE(SUM(spans), 0), COALESCE(SUM(LENGTH(body)), 0) FROM batches"
-        ).fetchone()
         self.spans: int = spans
         self.bytes: int = size
 
@@ -137,13 +143,21 @@ class Spool:
             for p in self.folder.glob(f"{_PREFIX}*.sqlite")
             if p.stem[len(_PREFIX) :].isdigit()
         )
-        claimed = [f for n in numbers if (f := self._try(n)) is not None]
-        n = (numbers[-1] + 1) if numbers else 0
-        while not claimed:
-            made = self._try(n)
-            if made is not None:
-                claimed.append(made)
-            n += 1
+        claimed: list[_SpoolFile] = []
+        try:
+            for number in numbers:
+                if (file := self._try(number)) is not None:
+                    claimed.append(file)
+            n = (numbers[-1] + 1) if numbers else 0
+            while not claimed:
+                made = self._try(n)
+                if made is not None:
+                    claimed.append(made)
+                n += 1
+        except BaseException:
+            for file in claimed:  # let go of what was claimed before the failure
+                file.close()
+            raise
         for file in claimed[1:]:  # left empty by a process no longer running: nothing to drain, nothing to keep
             if not file.spans:
                 file.remove()
@@ -159,7 +173,11 @@ class Spool:
         except (BlockingIOError, FileNotFoundError):
             os.close(fd)
             return None
-        return _SpoolFile(self.folder / f"{_PREFIX}{n}.sqlite", fd)
+        try:
+            return _SpoolFile(self.folder / f"{_PREFIX}{n}.sqlite", fd)
+        except BaseException:
+            os.close(fd)  # and its lock with it: the error says why the spool cannot be used
+            raise
 
     @property
     def pending_spans(self) -> int:
