@@ -408,7 +408,10 @@ FOLLOWS_TRAJECTORY = PointwiseMetricPromptTemplate(
         "follows_trajectory": "The response is what the tool calls and their results support: it reports what the "
         "tools returned and does not claim actions the agent did not take."
     },
-    {"1": "The response follows the trajectory.", "0": "The response does not follow the trajectory."},
+    {
+        "1": "Supported: everything the response says is borne out by the calls and their results.",
+        "0": "Unsupported: the response contradicts a result, or claims an action no call made.",
+    },
     ("prompt", "predicted_trajectory"),
 )
 
