@@ -4,6 +4,7 @@ online scoring of spooled spans, and PostgreSQL through an outage."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -21,6 +22,7 @@ from tests.helpers.builders import otlp_json
 from tests.helpers.collector import TOKEN, Collector, free_port, http_get, post_traces, serving
 from tests.helpers.pgserver import postgres_server
 from toolpath.collector import otlp
+from toolpath.collector.health import readiness
 from toolpath.collector.ingestor import Ingestor
 from toolpath.collector.spool_drain import SpoolDrain
 from toolpath.evaluation.online import OnlineEvaluator
@@ -228,6 +230,7 @@ def test_postgresql_outage_exports_answered_from_the_spool_and_stored_once_it_is
         assert collector.post(BODY.read_bytes())[0] == 200
         _wait_for(lambda: scrape_metrics(collector)["toolpath_store_errors_total"] >= 1)  # the drain tried
         down = scrape_metrics(collector)
+        ready = http_get(f"{collector.url}/readyz")  # exports are answered: a load balancer keeps sending them
         cluster.start()
         _wait_for(lambda: store.counts()["invocations"] == 4)
         _wait_for(lambda: scrape_metrics(collector)["toolpath_spool_spans"] == 0)
@@ -235,6 +238,8 @@ def test_postgresql_outage_exports_answered_from_the_spool_and_stored_once_it_is
     finally:
         collector.stop()
     assert down["toolpath_spool_spans"] == 3 + 13
+    assert ready[0] == 200 and json.loads(ready[1])["store"].startswith("store unreachable: ")
+    assert json.loads(ready[1])["spool_spans"] == 3 + 13
     assert up.get('toolpath_spans_rejected_total{reason="store_error"}', 0) == 0
     assert up["toolpath_spans_stored_total"] == 2 + 3 + 13
     assert [len(i.tool_calls) for i in store.get_session("home-session-0001").invocations] == [2, 3]
@@ -296,3 +301,15 @@ def test_three_workers_killed_with_a_backlog_then_one_writes_it_all_and_keeps_on
     assert store.counts()["spans"] == 6 * 2
     assert len({p.name.split(".")[0] for p in spool.iterdir()}) == 1
     store.close()
+
+
+def test_ready_with_an_unreachable_store_only_while_the_spool_has_room(tmp_path):
+    unreachable = Store(f"postgresql+psycopg://toolpath@127.0.0.1:{free_port()}/toolpath", create=False)
+    assert readiness(unreachable)[0] is False
+    spool = Spool(tmp_path / "spool", max_bytes=10)
+    ready, body = readiness(unreachable, None, spool)
+    assert ready and body["store"].startswith("store unreachable: ") and body["spool_spans"] == 0
+    spool.put(_records())  # over the bound: taken, the spool was empty; now it is full
+    ready, body = readiness(unreachable, None, spool)
+    assert not ready and body["reason"].endswith(", and the spool is full")
+    spool.close()

@@ -171,7 +171,7 @@ class CollectorService:
 
     def ready(self) -> tuple[bool, dict[str, Any]]:
         """What ``GET /readyz`` answers: the store reachable at the schema head, the online workers running."""
-        return readiness(self.store, self.online)
+        return readiness(self.store, self.online, self.ingestor.spool)
 
     def wait(self) -> None:
         """Block until SIGTERM / SIGINT or :meth:`stop`, then shut down."""
