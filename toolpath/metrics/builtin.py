@@ -143,7 +143,7 @@ class ToolTrajectoryAvgScore(Metric):
     a list of ``{"predicted_trajectory", "reference_trajectory"}`` for a multi-turn case. Calls compare by
     ADK's rule; ``json_strict`` and ``null_args_wildcard`` are toolpath's options, off by default."""
 
-    match_type: str = "EXACT"
+    match_type: trajectory_match.MatchType = trajectory_match.MatchType.EXACT
     ignore_args: bool = False
     match: str = "name_and_args"
     json_strict: bool = False
@@ -152,10 +152,7 @@ class ToolTrajectoryAvgScore(Metric):
     case_level: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
-        if str(self.match_type).upper() not in trajectory_match.MATCH_TYPES:
-            raise MetricError(
-                f"match_type must be one of {', '.join(trajectory_match.MATCH_TYPES)}, got {self.match_type!r}"
-            )
+        object.__setattr__(self, "match_type", trajectory_match.match_type_of(self.match_type))  # "in_order" too
         for option in ("ignore_args", "json_strict", "null_args_wildcard"):
             object.__setattr__(self, option, flag(getattr(self, option), option))
         trajectory_match.check_mode(self.match)

@@ -11,6 +11,7 @@ path first when both trajectories compare by their cached keys (:func:`~toolpath
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from enum import StrEnum
 from typing import Any
 
 from toolpath.errors import MetricError
@@ -279,14 +280,36 @@ def single_tool_use(predicted: Sequence[ToolCall], tool_name: str) -> MetricResu
     return _result(used, f"{tool_name} {'was' if used else 'was not'} called")
 
 
-MATCH_TYPES = {"EXACT": exact_match, "IN_ORDER": in_order_match, "ANY_ORDER": any_order_match}
+class MatchType(StrEnum):
+    """How ``tool_trajectory_avg_score`` matches an invocation's calls: ADK's ``ToolTrajectoryCriterion.MatchType``,
+    its member names as the values (ADK's own numbers are its files' business:
+    :class:`toolpath.evaluation.evalsets.adk_models.MatchType`)."""
+
+    EXACT = "EXACT"
+    IN_ORDER = "IN_ORDER"
+    ANY_ORDER = "ANY_ORDER"
+
+
+MATCH_TYPES: dict[MatchType, Callable[..., MetricResult]] = {
+    MatchType.EXACT: exact_match,
+    MatchType.IN_ORDER: in_order_match,
+    MatchType.ANY_ORDER: any_order_match,
+}
+
+
+def match_type_of(value: object) -> MatchType:
+    """``value`` as a :class:`MatchType`, in any case (``"in_order"``); else a :class:`MetricError` naming them."""
+    try:
+        return MatchType(str(value).upper())
+    except ValueError:
+        raise MetricError(f"match_type must be one of {', '.join(MatchType)}, got {value!r}") from None
 
 
 def tool_trajectory_avg_score(
     actual: Sequence[Sequence[ToolCall]],
     expected: Sequence[Sequence[ToolCall]],
     *,
-    match_type: str = "EXACT",
+    match_type: MatchType | str = MatchType.EXACT,
     ignore_args: bool = False,
     match: str = "name_and_args",
     json_strict: bool = False,
@@ -295,7 +318,7 @@ def tool_trajectory_avg_score(
     """ADK's criterion: the mean over a case's invocations of the 0/1 trajectory match of each, by ADK's call
     equality unless an option asks otherwise (no wildcards by default: ``None`` arguments are a value)."""
     if (
-        match_type == "EXACT"
+        match_type == MatchType.EXACT
         and match == "name_and_args"
         and not ignore_args
         and not json_strict
@@ -314,9 +337,8 @@ def tool_trajectory_avg_score(
             {"per_invocation_scores": [score]},
         )
     mode = check_mode(match, ignore_args)
-    compare = MATCH_TYPES.get(match_type) or MATCH_TYPES.get(match_type.upper())
-    if compare is None:
-        raise MetricError(f"match_type must be one of {', '.join(MATCH_TYPES)}, got {match_type!r}")
+    kind = match_type_of(match_type)
+    compare = MATCH_TYPES[kind]
     if not expected:
         return MetricResult.not_evaluated("no invocations to compare")
     if len(actual) != len(expected):
@@ -333,7 +355,7 @@ def tool_trajectory_avg_score(
 
     def explain() -> str:
         if all(scores):
-            return f"all {len(scores)} invocation(s) match ({match_type.upper()})"
+            return f"all {len(scores)} invocation(s) match ({kind})"
         return "; ".join(
             f"invocation {i + 1}: {compare(a, e, **options).explanation}"
             for i, (a, e, score) in enumerate(zip(actual, expected, scores, strict=True))

@@ -11,10 +11,12 @@ from typing import Any
 
 import pytest
 
-from toolpath.errors import ConfigError, DatasetError
+from toolpath.errors import ConfigError, DatasetError, MetricError
 from toolpath.evaluation.evalsets import adk_models as adk_schema
 from toolpath.evaluation.evalsets.criteria import resolve_criteria
 from toolpath.evaluation.evalsets.files import load_config
+from toolpath.metrics.trajectory_match import MatchType, tool_trajectory_avg_score
+from toolpath.model import ToolCall
 
 DEFAULTS = {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}
 
@@ -221,3 +223,34 @@ def test_criteria_given_in_python_read_as_a_config_file_reads_them():
         match=r"criteria: \$.criteria.tool_trajectory_avg_score.match_type: expected EXACT, IN_ORDER or ANY_ORDER .*; got 'sideways'",
     ):
         resolve_criteria({"tool_trajectory_avg_score": {"threshold": 1, "match_type": "sideways"}})
+
+
+def test_match_types_are_adks_and_read_back_from_adks_own_files(tmp_path):
+    """ADK's ``MatchType`` members, by name, as toolpath's; a criterion ADK itself wrote (its numbers) reaches the
+    metric as the member of the same name, is written out again as the name, and ADK reads that back as its own."""
+    pytest.importorskip("google.adk.evaluation.eval_metrics")
+    from google.adk.evaluation.eval_config import EvalConfig
+    from google.adk.evaluation.eval_metrics import ToolTrajectoryCriterion
+
+    theirs = list(ToolTrajectoryCriterion.MatchType)
+    assert [m.value for m in MatchType] == [m.name for m in theirs]
+    assert [(m.name, m.value) for m in adk_schema.MatchType] == [(m.name, m.value) for m in theirs]
+    for member in theirs:
+        written = EvalConfig(
+            criteria={"tool_trajectory_avg_score": ToolTrajectoryCriterion(threshold=1.0, match_type=member)}
+        )
+        path = tmp_path / "test_config.json"
+        path.write_text(written.model_dump_json(by_alias=True))  # ADK's file: "matchType": 0, 1 or 2
+        criteria = load_config(path).criteria
+        ours = criteria["tool_trajectory_avg_score"]["match_type"]
+        assert type(ours) is MatchType and ours == member.name
+        assert f'"match_type": "{member.name}"' in json.dumps(criteria)  # the text results and the store hold
+        [criterion] = resolve_criteria(criteria).values()
+        assert criterion.metric.match_type is ours
+        read_back = ToolTrajectoryCriterion.model_validate({"threshold": 1.0, "match_type": str(ours)})
+        assert read_back.match_type is member
+    calls = [ToolCall(name="a", args={}), ToolCall(name="b", args={})]
+    result = tool_trajectory_avg_score([calls[::-1]], [calls], match_type="any_order")
+    assert (result.score, result.explanation) == (1.0, "all 1 invocation(s) match (ANY_ORDER)")
+    with pytest.raises(MetricError, match=r"^match_type must be one of EXACT, IN_ORDER, ANY_ORDER, got 'sideways'$"):
+        tool_trajectory_avg_score([calls], [calls], match_type="sideways")

@@ -22,6 +22,7 @@ from pydantic.alias_generators import to_snake
 from toolpath.errors import DatasetError
 from toolpath.evaluation.evalsets import adk_models as schema
 from toolpath.evaluation.evalsets.json_errors import explain, json_kind, read_json
+from toolpath.metrics.trajectory_match import MatchType
 
 CONFIG_NAME = "test_config.json"
 DEFAULT_CRITERIA: dict[str, Any] = {"tool_trajectory_avg_score": 1.0, "response_match_score": 0.8}
@@ -105,7 +106,7 @@ def _criterion(path: object, name: str, value: float | schema.BaseCriterion, cus
         snake = _snake(key)
         if snake in model.model_fields:  # ADK's value, as ADK's criterion model read it
             item = getattr(typed, snake)
-            item = item.name if isinstance(item, schema.MatchType) else _plain(item)
+            item = MatchType[item.name] if isinstance(item, schema.MatchType) else _plain(item)
         out[snake] = item  # a key ADK's model does not define: judged by toolpath.evaluation.evalsets.criteria
     return out
 
