@@ -253,3 +253,31 @@ def test_ingest_names_its_files_as_given(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.startswith(f"read {path.name} (otlp-json-lines): ")
     assert "😄" not in result.stdout
+
+
+def test_the_demos_tables_show_rows_as_stored():
+    """The worst-cases and partial-credit tables `toolpath demo` prints, over rows whose ids, prompts, tool names
+    and arguments hold the marks (the demo's own rows hold none), printed through the commands' console."""
+    from toolpath.cli.display import partial_credit_table, worst_cases_table
+    from toolpath.cli.output import make_console
+
+    reference = [{"tool_name": TOOL, "tool_input": {"place": PLACE}}, {"tool_name": FAILING_TOOL, "tool_input": {}}]
+    row = {
+        "case_id": odd("c"),
+        "prompt": OTHER_PROMPT,
+        "reference_trajectory": reference,
+        "predicted_trajectory": [{"tool_name": TOOL, "tool_input": {"place": NEW_PLACE}}],
+        "trajectory_exact_match/score": 0.0,
+        "trajectory_f1/score": 0.5,
+        "tool_argument_similarity/score": 0.25,
+    }
+    console = make_console()
+    console.width = 300
+    with console.capture() as captured:
+        console.print(worst_cases_table([row], ["trajectory_exact_match"], 1))
+        console.print(partial_credit_table([row]))
+    out = captured.get()
+    assert "😄" not in out
+    # what differs: the argument's two values as JSON, and the call left out
+    for value in (odd("c"), OTHER_PROMPT, json.dumps(PLACE), json.dumps(NEW_PLACE), f"{FAILING_TOOL} (was call 2)"):
+        assert out.count(value) == 2, (value, out)
