@@ -9,6 +9,7 @@ a table never wraps it; together the values of each command carry all of them.""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -281,3 +282,23 @@ def test_the_demos_tables_show_rows_as_stored():
     # what differs: the argument's two values as JSON, and the call left out
     for value in (odd("c"), OTHER_PROMPT, json.dumps(PLACE), json.dumps(NEW_PLACE), f"{FAILING_TOOL} (was call 2)"):
         assert out.count(value) == 2, (value, out)
+
+
+GRADER = f"""#!{sys.executable}
+import json
+print(json.dumps({{"score": None, "explanation": {odd("why") + odd("why", first=False)!r}}}))
+"""
+
+
+def test_eval_summary_gives_a_metrics_reasons_as_given(tmp_path):
+    """The reason an executable metric gave for not scoring a row is printed under the summary, with and without
+    --quiet."""
+    grader = tmp_path / "grade.py"
+    grader.write_text(GRADER)
+    grader.chmod(0o755)
+    (tmp_path / "cases.jsonl").write_text(json.dumps({"prompt": PROMPT, "reference_trajectory": []}) + "\n")
+    for quiet in ((), ("--quiet",)):
+        result = run_cli(tmp_path, "eval", "cases.jsonl", "--metrics", "exec:./grade.py", *quiet)
+        assert result.returncode == 1, result.stdout + result.stderr  # the metric scored nothing
+        reason = odd("why") + odd("why", first=False)
+        shown_as_stored(result, f"grade: 1 of 1 row(s) not scored: {reason} (1)")
