@@ -5,8 +5,9 @@ stored: never styled away, turned into a link or an emoji, or cut where a backsl
 wider than its column is folded onto more lines, never cut.
 
 Each value carries half of those marks and stays short enough for the column it is shown in (or the terminal is
-made wide enough), so that a table never wraps it; the values each command is fed carry all of them. With rich's
-default console, every test here but the one of the error line fails."""
+made wide enough), so that a table never wraps it; the values each command is fed carry all of them (a file
+name all but a closing tag, which would need a ``/``). With rich's default console, every test here but the
+one of the error line fails."""
 
 from __future__ import annotations
 
