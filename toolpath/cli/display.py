@@ -16,7 +16,6 @@ from rich.table import Table
 from rich.text import Text
 
 from toolpath.cli.output import styled
-from toolpath.evaluation.verdicts import format_score
 from toolpath.tracer import semconv as sc
 
 if TYPE_CHECKING:  # the model and the metrics load with the tables that show them: `sessions list` needs none
@@ -280,6 +279,8 @@ def args_text(args: Mapping[str, Any] | None) -> str:
 
 
 def _num(value: Any) -> str:
+    from toolpath.evaluation.verdicts import format_score  # with its verdicts' statuses (the model): not for a listing
+
     return format_score(value)
 
 
