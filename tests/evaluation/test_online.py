@@ -24,8 +24,10 @@ from tests.helpers.otlp_sink import OtlpSink
 from tests.helpers.weather import bot
 from toolpath.errors import ConfigError
 from toolpath.evaluation.online import OnlineConfig, OnlineEvaluator, normalize_prompt
-from toolpath.store.job_queue import JobQueue, latest_scored
+from toolpath.store.browse import online_series, session_page
+from toolpath.store.job_queue import JobQueue, ResultLabel, latest_scored
 from toolpath.store.store import Store
+from toolpath.ui.params import BadRequest, session_filter
 
 GOLDEN = [
     {
@@ -390,3 +392,38 @@ def test_computation_metrics_score_in_the_shared_turns_and_a_judge_does_not_wait
         finally:
             judged.stop()
     assert judged.queue.counts() == {"done": 2}
+
+
+def test_result_labels_are_stored_as_before_and_read_back_by_the_filters_and_series(store):
+    """``ResultLabel`` members go to ``online_results.label`` as the same plain text, and the session filter and the
+    series of the UI read them back from SQLite and PostgreSQL."""
+    online = OnlineEvaluator(store, {"metrics": ["failure", "tool_call_count", "exact_match"], "poll_seconds": 0.01})
+    online.start()
+    try:
+        store.write([invocation(1), invocation(2, failure=1)])
+        assert online.drain(20)
+    finally:
+        online.stop()
+    with store.engine.connect() as conn:
+        stored = {
+            (r[0], r[1]): r[2] for r in conn.exec_driver_sql("SELECT invocation_id, metric, label FROM online_results")
+        }
+    first, second = invocation(1).invocation_id, invocation(2).invocation_id
+    assert stored == {
+        (first, "failure"): "pass",
+        (second, "failure"): "fail",
+        (first, "tool_call_count"): "scored",  # no pass mark
+        (second, "tool_call_count"): "scored",
+        (first, "exact_match"): "error",  # no reference: no score
+        (second, "exact_match"): "error",
+    }
+    assert all(type(label) is str for label in stored.values())
+    by_metric = {r["metric"]: r for r in online_series(store, since_ns=0, bucket_ns=10**18)}
+    assert (by_metric["failure"]["passed"], by_metric["failure"]["failed"]) == (1, 1)
+    assert by_metric["exact_match"]["errors"] == 2
+    for label, sessions in (("fail", ["s-2"]), ("pass", ["s-1"]), ("error", [])):
+        where = session_filter({"metric": "failure", "label": label})
+        assert where.label is ResultLabel(label)
+        assert [row["session_id"] for row in session_page(store, where).rows] == sessions
+    with pytest.raises(BadRequest, match=r"^label='scored': expected one of pass, fail, error$"):
+        session_filter({"metric": "failure", "label": "scored"})

@@ -58,15 +58,16 @@ from toolpath.metrics.base import Metric
 from toolpath.metrics.rows import row_ids, stored_row, with_parsed_trajectories
 from toolpath.model import Invocation, agent_span_id
 from toolpath.redact import Redactor
-from toolpath.store.job_queue import SHED_POLICIES, JobQueue, JobStatus, ShedPolicy, sampled
+from toolpath.store.job_queue import SHED_POLICIES, JobQueue, JobStatus, ResultLabel, ShedPolicy, sampled
 from toolpath.store.reads import StoredTurn
 from toolpath.store.store import Store
 
 __all__ = ["OnlineConfig"]
 
 logger = logging.getLogger("toolpath.online")
-NO_THRESHOLD = "scored"
-"""The label of a score with no pass mark (a metric that only measures, e.g. latency, and no threshold)."""
+NO_THRESHOLD = ResultLabel.SCORED
+_LABELS = {True: ResultLabel.PASS, False: ResultLabel.FAIL, None: ResultLabel.SCORED}
+"""An online result's label by its score's verdict (``None``: the metric has no pass mark)."""
 
 
 @dataclass
@@ -425,7 +426,7 @@ class OnlineEvaluator:
     def _result(self, metric: str, scored: Mapping[str, Any]) -> dict[str, Any]:
         score = scored.get(f"{metric}/score")
         verdict = passes(score, **self.rules[metric])
-        label = "error" if score is None else {True: "pass", False: "fail", None: NO_THRESHOLD}[verdict]
+        label = ResultLabel.ERROR if score is None else _LABELS[verdict]
         explanation = scored.get(f"{metric}/explanation")
         return {"metric": metric, "score": score, "label": label, "explanation": explanation}
 

@@ -27,6 +27,7 @@ from toolpath.evaluation.catalog import passes
 from toolpath.evaluation.online_evalsets import EvalSetReferences
 from toolpath.metrics.base import invocation_mean
 from toolpath.model import EvalStatus
+from toolpath.store.job_queue import ResultLabel
 from toolpath.store.reads import StoredTurn
 from toolpath.store.run_appends import append_run_results
 from toolpath.store.store import Store
@@ -34,7 +35,7 @@ from toolpath.store.store import Store
 __all__ = ["OnlineRun"]
 
 PASSED, FAILED, NOT_EVALUATED = EvalStatus.PASSED, EvalStatus.FAILED, EvalStatus.NOT_EVALUATED
-_STATUS = {"pass": PASSED, "fail": FAILED}
+_STATUS: dict[str, EvalStatus] = {ResultLabel.PASS: PASSED, ResultLabel.FAIL: FAILED}
 
 
 class OnlineRun:

@@ -13,6 +13,7 @@ from sqlalchemy import Text, and_, case, cast, exists, func, or_, select, union
 
 from toolpath.store import schema as t
 from toolpath.store import session_list
+from toolpath.store.job_queue import ResultLabel
 from toolpath.store.session_list import EVALUATION_PREFIXES, Reader
 from toolpath.store.store import Store
 
@@ -35,7 +36,7 @@ class SessionFilter:
     """With ``metric``: only sessions with a score worse than this by the metric's direction (below it, or above
     it where lower is better: ``lower_is_better``)."""
     lower_is_better: bool = False
-    label: str | None = None
+    label: ResultLabel | None = None
     """With ``metric``: only sessions with an online result of this label (``pass``, ``fail``, ``error``)."""
     text: str | None = None
     """Only sessions with this text (case-insensitive) in a prompt, a response, an error, the session id, a tool's
@@ -268,9 +269,9 @@ def online_series(store: Store, *, since_ns: int, bucket_ns: int) -> list[dict[s
             inv.c.agent_name,
             func.count().label("results"),
             func.count(res.c.score).label("scored"),
-            func.sum(case((res.c.label == "error", 1), else_=0)).label("errors"),
-            func.sum(case((res.c.label == "pass", 1), else_=0)).label("passed"),
-            func.sum(case((res.c.label == "fail", 1), else_=0)).label("failed"),
+            func.sum(case((res.c.label == ResultLabel.ERROR, 1), else_=0)).label("errors"),
+            func.sum(case((res.c.label == ResultLabel.PASS, 1), else_=0)).label("passed"),
+            func.sum(case((res.c.label == ResultLabel.FAIL, 1), else_=0)).label("failed"),
             func.avg(res.c.score).label("mean"),
         )
         .select_from(res.join(inv, inv.c.invocation_id == res.c.invocation_id))
@@ -301,7 +302,7 @@ def recent_online_failures(store: Store, *, limit: int = 20) -> list[dict[str, A
     query = (
         select(res, inv.c.session_id, inv.c.agent_name, inv.c.prompt)
         .select_from(res.join(inv, inv.c.invocation_id == res.c.invocation_id))
-        .where(res.c.label == "fail")
+        .where(res.c.label == ResultLabel.FAIL)
         .order_by(res.c.created_at.desc())
         .limit(limit)
     )

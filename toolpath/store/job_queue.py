@@ -41,6 +41,17 @@ class JobStatus(StrEnum):
     """Given up after ``max_attempts`` claims."""
 
 
+class ResultLabel(StrEnum):
+    """An online result's ``online_results.label`` (and its OTel ``gen_ai.evaluation.score.label``)."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    ERROR = "error"
+    """No score: the metric could not be computed."""
+    SCORED = "scored"
+    """A score with no pass mark (a metric that only measures, e.g. latency, and no threshold)."""
+
+
 class ShedPolicy(StrEnum):
     """Which waiting jobs a backlog over ``max_backlog`` sheds."""
 

@@ -11,6 +11,7 @@ from typing import Any
 from toolpath.errors import ToolpathError
 from toolpath.evaluation.catalog import metric_info
 from toolpath.store.browse import SessionFilter
+from toolpath.store.job_queue import ResultLabel
 from toolpath.store.session_order import TEXT_SORTS, SessionSort
 from toolpath.tracer import semconv as sc
 
@@ -78,7 +79,7 @@ def timestamp_ns(params: Mapping[str, str], name: str) -> int | None:
     return int(when.timestamp() * 1_000_000) * 1000
 
 
-LABELS = ("pass", "fail", "error")
+LABELS = (ResultLabel.PASS, ResultLabel.FAIL, ResultLabel.ERROR)
 """The labels of online results a filter can ask for."""
 REVIEWS = ("pass", "fail", "any")
 """What a reviewer's annotations a filter can ask for: a label, or any annotation."""
@@ -108,7 +109,7 @@ def session_filter(params: Mapping[str, str]) -> SessionFilter:
         below=below,
         worse_than=worse,
         lower_is_better=metric is not None and metric_info(metric).lower_is_better,
-        label=label,
+        label=None if label is None else ResultLabel(label),
         text=text(params, "q"),
         in_spans=flag(params, "in_spans"),
         tool=text(params, "tool"),

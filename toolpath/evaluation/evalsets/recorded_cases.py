@@ -28,6 +28,7 @@ from toolpath.evaluation.online import normalize_prompt
 from toolpath.evaluation.replay import recorded_sessions
 from toolpath.judges.client import Judge
 from toolpath.model import EvalCase, EvalStatus, Session, agent_span_id
+from toolpath.store.job_queue import ResultLabel
 
 __all__ = [
     "Match",
@@ -39,7 +40,7 @@ __all__ = [
     "select_sessions",
 ]
 
-_LABELS: dict[str, str] = {EvalStatus.PASSED: "pass", EvalStatus.FAILED: "fail"}
+_LABELS: dict[str, ResultLabel] = {EvalStatus.PASSED: ResultLabel.PASS, EvalStatus.FAILED: ResultLabel.FAIL}
 
 
 class Match(StrEnum):
@@ -246,7 +247,7 @@ def export_results(scored: RecordedSetsResult, exporter: Any) -> int:
                         agent_name=invocation.agent_name,
                         metric=name,
                         score=score,
-                        label="error" if score is None else _LABELS.get(str(status), "error"),
+                        label=ResultLabel.ERROR if score is None else _LABELS.get(str(status), ResultLabel.ERROR),
                         explanation=criterion.explanation,
                     )
                     sent += 1
