@@ -21,7 +21,7 @@ from tests.helpers import SPANS
 from tests.helpers.builders import otlp_json
 from tests.helpers.collector import TOKEN, Collector, free_port, http_get, post_traces, serving
 from tests.helpers.pgserver import postgres_server
-from toolpath.collector import otlp
+from toolpath.collector import otlp, spool_drain
 from toolpath.collector.health import readiness
 from toolpath.collector.ingestor import Ingestor
 from toolpath.collector.spool_drain import SpoolDrain
@@ -313,3 +313,16 @@ def test_ready_with_an_unreachable_store_only_while_the_spool_has_room(tmp_path)
     ready, body = readiness(unreachable, None, spool)
     assert not ready and body["reason"].endswith(", and the spool is full")
     spool.close()
+
+
+def test_the_drain_takes_up_what_a_collector_stopped_since_left_in_its_folder(tmp_path, monkeypatch):
+    monkeypatch.setattr(spool_drain, "CLAIM_EVERY", 0.1)
+    store = Store(f"sqlite:///{tmp_path / 's.db'}")
+    running, other = Spool(tmp_path / "spool"), Spool(tmp_path / "spool")
+    drain = SpoolDrain(Ingestor(store, spool=running), running).start()
+    Ingestor(store, spool=other).store_records(_records())
+    other.close()  # its collector stopped with the store down, and is not started again
+    _wait_for(lambda: store.counts()["invocations"] == 2)
+    assert drain.stop(5) == 0
+    assert sorted({p.name.split(".")[0] for p in (tmp_path / "spool").iterdir()}) == ["spool-0"]
+    store.close()

@@ -146,3 +146,34 @@ def test_a_damaged_file_is_named_and_nothing_is_held_open(tmp_path):
     heir = Spool(folder)
     assert _drain(heir) == ["01" * 8]
     heir.close()
+
+
+def test_files_left_by_others_are_written_before_this_processs_own(tmp_path):
+    """The own file is fed while the drain works and may never be empty under load: what others left, all of it
+    older, goes first."""
+    folder = tmp_path / "spool"
+    first, second = Spool(folder), Spool(folder)
+    first.put([_record("00" * 8)])
+    second.put([_record("01" * 8)])
+    first.close()
+    second.close()
+    heir = Spool(folder)  # spool-0 its own, spool-1 left by another
+    heir.put([_record("02" * 8)])
+    batch = heir.take(1)
+    assert batch is not None and [r.span_id for r in batch.records] == ["01" * 8]
+    heir.done(batch)
+    assert _drain(heir) == ["00" * 8, "02" * 8]
+    heir.close()
+
+
+def test_a_running_process_claims_what_a_stopped_one_left_later(tmp_path):
+    folder = tmp_path / "spool"
+    running, stopping, idle = Spool(folder), Spool(folder), Spool(folder)
+    stopping.put([_record("01" * 8), _record("02" * 8)])
+    assert running.claim_left() == 0  # still held
+    stopping.close()
+    idle.close()  # its file left empty: removed, not kept
+    assert running.claim_left() == 2 and running.pending_spans == 2
+    assert _drain(running) == ["01" * 8, "02" * 8]
+    assert _files(folder) == ["spool-0"]
+    running.close()

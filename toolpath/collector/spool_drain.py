@@ -22,6 +22,8 @@ DRAIN_SPANS = 2048
 FIRST_PAUSE = 0.1
 MOST_PAUSE = 5.0
 _IDLE_WAIT = 0.5
+CLAIM_EVERY = 10.0
+"""How often the drain looks for files that processes stopped since it started left."""
 
 
 class SpoolDrain:
@@ -56,11 +58,15 @@ class SpoolDrain:
 
     def _run(self) -> None:
         pause = FIRST_PAUSE
+        next_claim = time.monotonic() + CLAIM_EVERY
         while True:
             if self._stop.is_set() and self._deadline is not None and time.monotonic() >= self._deadline:
                 return
             self.spool.arrived.clear()
             try:
+                if time.monotonic() >= next_claim and not self._stop.is_set():
+                    next_claim = time.monotonic() + CLAIM_EVERY  # files processes stopped since left: drained here
+                    self.spool.claim_left()
                 drained = self._once()
             except Exception as exc:  # the thread never ends on an error: what waits would wait for good
                 if store_unavailable(exc):

@@ -9,9 +9,9 @@ one to open the folder stores what is left. What waits is bounded (``max_bytes``
 exporter retries later), and what is on disk there is what would be stored: redacted.
 
 Each process claims files of its own in the folder, by a lock held as long as it runs (``spool-N.lock`` beside
-``spool-N.sqlite``). It adds to the first it claims and drains every one it claims, oldest first, so files that
-processes no longer running left (fewer ``--workers`` than last time) are drained by whoever claims them, then
-removed. Records are written with :mod:`marshal`, which keeps every value a span can hold exactly (``NaN``, bytes,
+``spool-N.sqlite``). It adds to the first it claims and drains every one it claims, the others' first, so files that
+processes no longer running left (fewer ``--workers`` than last time, at start; a collector stopped since, through
+:meth:`Spool.claim_left`) are drained by whoever claims them, then removed. Records are written with :mod:`marshal`, which keeps every value a span can hold exactly (``NaN``, bytes,
 large integers) and runs no code when read.
 """
 
@@ -129,6 +129,7 @@ class Spool:
         self._counts = threading.Lock()
         self.arrived = threading.Event()
         """Set by every :meth:`put`: the drain waits on it when the spool is empty."""
+        self._unusable: set[int] = set()
         try:
             folder.mkdir(mode=0o700, exist_ok=True)
             self._files = self._claim()
@@ -136,13 +137,42 @@ class Spool:
             raise ConfigError(f"--spool {folder}: cannot use it ({exc})") from None
         self._own = self._files[0]
 
-    def _claim(self) -> list[_SpoolFile]:
-        """Every file of the folder no other process holds, oldest first, then (when none was free) a new one."""
-        numbers = sorted(
+    def _numbers(self) -> list[int]:
+        return sorted(
             int(p.stem[len(_PREFIX) :])
             for p in self.folder.glob(f"{_PREFIX}*.sqlite")
             if p.stem[len(_PREFIX) :].isdigit()
         )
+
+    def claim_left(self) -> int:
+        """Claim the files of the folder that processes stopped since this one started left (another collector on
+        the folder, a worker not restarted): drained from now on, the empty ones removed. Returns the spans
+        claimed. A file that cannot be opened is left where it is (logged once)."""
+        held = {f.path.name for f in self._files}
+        added: list[_SpoolFile] = []
+        for number in self._numbers():
+            if f"{_PREFIX}{number}.sqlite" in held or number in self._unusable:
+                continue
+            try:
+                file = self._try(number)
+            except (ConfigError, OSError) as exc:
+                self._unusable.add(number)
+                logger.error("toolpath: %s", exc)
+                continue
+            if file is None:
+                continue
+            if file.spans:
+                added.append(file)
+            else:
+                file.remove()
+        if added:
+            with self._counts:
+                self._files = [*self._files, *added]
+        return sum(f.spans for f in added)
+
+    def _claim(self) -> list[_SpoolFile]:
+        """Every file of the folder no other process holds, oldest first, then (when none was free) a new one."""
+        numbers = self._numbers()
         claimed: list[_SpoolFile] = []
         try:
             for number in numbers:
@@ -215,8 +245,10 @@ class Spool:
 
     def take(self, max_spans: int) -> Batch | None:
         """The oldest waiting batches of one file, up to ``max_spans`` spans (at least one batch), or ``None``
-        when nothing waits. They stay in the spool until :meth:`done`."""
-        for file in list(self._files):
+        when nothing waits. They stay in the spool until :meth:`done`. Files other processes left come first:
+        all they hold is older than what this one adds, and its own file, fed while it drains, may never empty."""
+        files = self._files
+        for file in [*(f for f in files if f is not self._own), self._own]:
             bodies: list[tuple[int, int, bytes]] = []
             spans = 0
             with (
