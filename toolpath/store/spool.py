@@ -11,8 +11,9 @@ exporter retries later), and what is on disk there is what would be stored: reda
 Each process claims files of its own in the folder, by a lock held as long as it runs (``spool-N.lock`` beside
 ``spool-N.sqlite``). It adds to the first it claims and drains every one it claims, the others' first, so files that
 processes no longer running left (fewer ``--workers`` than last time, at start; a collector stopped since, through
-:meth:`Spool.claim_left`) are drained by whoever claims them, then removed. Records are written with :mod:`marshal`, which keeps every value a span can hold exactly (``NaN``, bytes,
-large integers) and runs no code when read.
+:meth:`Spool.claim_left`) are drained by whoever claims them, then removed. Records are written with
+:mod:`marshal`, which keeps every value a span can hold exactly (``NaN``, bytes, large integers) and runs no code
+when read.
 """
 
 from __future__ import annotations
