@@ -3,13 +3,19 @@ that refuses a write, the size the files keep on disk, and what :mod:`marshal` g
 
 from __future__ import annotations
 
+import math
 import os
 import sqlite3
 import threading
 
 import pytest
 
+from tests.helpers import SPANS
+from toolpath.collector import otlp
+from toolpath.collector.limits import Limits
+from toolpath.collector.prepare import SpanPreparer
 from toolpath.errors import ConfigError
+from toolpath.redact import Redactor
 from toolpath.store.spanrecord import SpanRecord
 from toolpath.store.spool import Spool, SpoolFull
 
@@ -177,3 +183,38 @@ def test_a_running_process_claims_what_a_stopped_one_left_later(tmp_path):
     assert _drain(running) == ["01" * 8, "02" * 8]
     assert _files(folder) == ["spool-0"]
     running.close()
+
+
+def _exactly(a: object, b: object) -> bool:
+    """Equal, with the same types all the way down (a tuple is not a list, ``True`` is not ``1``), keys in order."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_exactly(v, b[k]) for k, v in a.items())  # type: ignore[index]
+    if isinstance(a, list | tuple):
+        return len(a) == len(b) and all(_exactly(x, y) for x, y in zip(a, b, strict=True))  # type: ignore[arg-type]
+    if isinstance(a, float) and math.isnan(a):
+        return math.isnan(b)  # type: ignore[arg-type]
+    return a == b
+
+
+@pytest.mark.parametrize("encoding", ["pb", "json"])
+def test_every_recorded_framework_s_spans_come_back_exactly_as_prepared(tmp_path, encoding):
+    """What the decoders make of every recorded framework's export, prepared as the collector does, goes into the
+    spool (never the direct write a value marshal refuses takes) and comes back with the same types and values."""
+    content_type = "application/json" if encoding == "json" else "application/x-protobuf"
+    spool = Spool(tmp_path / "spool")
+    preparer = SpanPreparer(Redactor.build(), Limits())
+    sent: list[SpanRecord] = []
+    for path in sorted(SPANS.glob(f"*.otlp.{encoding}")):
+        ready = preparer.prepare(otlp.decode(path.read_bytes(), content_type))
+        spool.put(ready)
+        sent += ready
+    back: list[SpanRecord] = []
+    while (batch := spool.take(100_000)) is not None:
+        back += batch.records
+        spool.done(batch)
+    assert len(back) == len(sent) > 900
+    for original, returned in zip(sent, back, strict=True):
+        assert all(_exactly(getattr(original, f), getattr(returned, f)) for f in SpanRecord.__slots__), original
+    spool.close()
