@@ -126,11 +126,15 @@ def test_the_files_shrink_once_a_burst_is_written(tmp_path):
     folder = tmp_path / "spool"
     spool = Spool(folder)
     for n in range(40):
-        spool.put([_record(f"{n:016x}", text=os.urandom(100_000).hex())])  # 8 MB waiting
-    assert sum(p.stat().st_size for p in folder.iterdir()) > 8_000_000
+        spool.put([_record(f"{n:016x}", text=os.urandom(500_000).hex())])  # 40 MB waiting
+    assert sum(p.stat().st_size for p in folder.iterdir()) > 40_000_000
     assert len(_drain(spool)) == 40
     spool.put([_record("ff" * 8)])
     assert sum(p.stat().st_size for p in folder.iterdir()) < 2_000_000
+    for n in range(5):  # a few exports' worth: not worth compacting each time it empties
+        spool.put([_record(f"{n:016x}", text=os.urandom(100_000).hex())])
+    _drain(spool)
+    assert sum(p.stat().st_size for p in folder.iterdir()) > 1_000_000
     spool.close()
 
 

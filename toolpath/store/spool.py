@@ -39,8 +39,9 @@ _PREFIX = "spool-"
 _WAIT_FOR_LOCK_MS = 10_000
 _WAL_KEPT_BYTES = 4 * 1024 * 1024
 """The write-ahead log is cut back to this after a checkpoint (SQLite keeps it at its largest otherwise)."""
-_SHRINK_OVER_BYTES = 1024 * 1024
-"""A file emptied by the drain is compacted when it is larger than this (SQLite keeps freed pages otherwise)."""
+_SHRINK_OVER_BYTES = 32 * 1024 * 1024
+"""A file emptied by the drain is compacted when it is larger than this (SQLite keeps freed pages otherwise): after
+a burst or an outage, not after every few exports."""
 
 
 def check_spool_folder(folder: Path) -> None:
