@@ -2,7 +2,10 @@
 that stores spans and the invocations they make.
 
 A success answer means the spans and the rebuilt invocations are committed: the write happens before the
-reply, so a collector killed right after answering has lost nothing it acknowledged. Rules, as the OTLP
+reply, so a collector killed right after answering has lost nothing it acknowledged. With a spool
+(:mod:`toolpath.store.spool`) the prepared spans are committed there instead, and a drain
+(:mod:`.spool_drain`) writes them to the store; a spool that is full or cannot be written answers 503 as an
+unavailable store does. Rules, as the OTLP
 specification asks:
 
 - protobuf and JSON bodies, gzip-compressed or not; the reply uses the request's encoding;
