@@ -19,7 +19,7 @@ from typing import Any
 
 from toolpath.cli.display import content_note
 from toolpath.evaluation.catalog import describe_rule
-from toolpath.evaluation.verdicts import row_status, run_metric_names, run_rules, verdicts
+from toolpath.evaluation.verdicts import ReplayStatus, RunKind, row_status, run_metric_names, run_rules, verdicts
 from toolpath.metrics.diff import argument_diff, trajectory_diff
 from toolpath.model import ToolCall
 from toolpath.trajectory import parse_trajectory
@@ -75,7 +75,7 @@ def render_report(run: Mapping[str, Any]) -> str:
         _summary(run, metric_names, results, rules),
         _cases(run, metric_names, results, rules),
     ]
-    if run["kind"] == "replay":
+    if run["kind"] == RunKind.REPLAY:
         parts.append(_replay(rows))
     parts.append(_latency(rows))
     parts.append(f"</main><script>{SCRIPT}</script></body></html>")
@@ -228,7 +228,7 @@ def _side_by_side(prompt: Any, reference: list[ToolCall], predicted: list[ToolCa
     note = content_note(bool(turn.get("content_missing")), turn.get("arguments_unknown"))
     if note:
         response += f"<p class='na content-missing'>⚠ {html.escape(note)}</p>"
-    state = "changed" if changes else "same"
+    state = ReplayStatus.CHANGED if changes else ReplayStatus.SAME
     return (
         f"<details class='turn' data-diff='{state}' {'open' if changes else ''}><summary>{title} "
         f"<span class='badge {state}'>{len(changes)} change(s)</span></summary><div class='traj'>"

@@ -25,6 +25,7 @@ from sqlalchemy import Connection
 
 from toolpath.evaluation.catalog import passes
 from toolpath.evaluation.online_evalsets import EvalSetReferences
+from toolpath.evaluation.verdicts import RunKind
 from toolpath.metrics.base import invocation_mean
 from toolpath.model import EvalStatus
 from toolpath.store.job_queue import ResultLabel
@@ -65,7 +66,7 @@ class OnlineRun:
         """The run's ``eval_runs`` columns before any case (its counts and summary grow with them)."""
         return {
             "run_id": self.run_id,
-            "kind": "evalset",
+            "kind": RunKind.EVALSET,
             "dataset": self.name,
             "agent": None,
             "metrics": {self.source: self.references.criteria},

@@ -21,6 +21,7 @@ from toolpath.evaluation.catalog import pass_rules, passes, resolve_metric
 from toolpath.evaluation.runner import evaluate
 from toolpath.evaluation.scoring import prepare_judge
 from toolpath.evaluation.targets import Target, resolve_target
+from toolpath.evaluation.verdicts import ReplayStatus, RunKind
 from toolpath.metrics.diff import trajectory_diff
 from toolpath.model import Session
 from toolpath.store.store import Store
@@ -195,7 +196,7 @@ def save_replay_run(store: Store, result: ReplayResult, *, agent: str | None, st
     store.write_eval_run(
         {
             "run_id": result.run_id,
-            "kind": "replay",
+            "kind": RunKind.REPLAY,
             "dataset": f"{len(result.sessions)} recorded session(s)",
             "agent": agent,
             "metrics": {"metrics": result.metric_names, "thresholds": result.thresholds, "rules": result.rules},
@@ -211,7 +212,7 @@ def save_replay_run(store: Store, result: ReplayResult, *, agent: str | None, st
                 "position": i,
                 "case_id": session.original_session_id,
                 "invocation_id": turn.get("recorded_invocation_id"),
-                "status": "changed" if turn["changes"] or turn["response_changed"] else "same",
+                "status": ReplayStatus.CHANGED if turn["changes"] or turn["response_changed"] else ReplayStatus.SAME,
                 "scores": {name: turn.get(f"{name}/score") for name in result.metric_names},
                 "row": {**turn, "session_id": session.session_id, "original_session_id": session.original_session_id},
             }

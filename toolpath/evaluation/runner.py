@@ -22,6 +22,7 @@ from toolpath.evaluation.like_with_like import produced_views, store_redactor
 from toolpath.evaluation.scoring import prepare_judge, score_views
 from toolpath.evaluation.targets import describe_target, resolve_target
 from toolpath.evaluation.tool_names import check_prefixes, strip_views
+from toolpath.evaluation.verdicts import RunKind
 from toolpath.judges.client import Judge, JudgeSettings
 from toolpath.metrics.base import Metric
 from toolpath.store.store import Store
@@ -247,7 +248,7 @@ def save_dataset_run(
     store.write_eval_run(
         {
             "run_id": result.run_id,
-            "kind": "dataset",
+            "kind": RunKind.DATASET,
             "dataset": dataset,
             "agent": agent,
             "metrics": described,

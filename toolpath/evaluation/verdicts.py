@@ -5,10 +5,30 @@ and its metric's direction (:func:`toolpath.evaluation.catalog.passes`), and eac
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from enum import StrEnum
 from typing import Any
 
 from toolpath.evaluation.metric_table import passes
 from toolpath.model import EvalStatus
+
+
+class RunKind(StrEnum):
+    """What a stored run evaluated (``eval_runs.kind``), which says how its rows read."""
+
+    DATASET = "dataset"
+    """Rows of a dataset, each scored by the run's metrics and their pass rules."""
+    EVALSET = "evalset"
+    """ADK eval-set cases, each with its own :class:`~toolpath.model.EvalStatus`."""
+    REPLAY = "replay"
+    """Recorded turns run again, each :class:`ReplayStatus` against its recording."""
+
+
+class ReplayStatus(StrEnum):
+    """A replayed turn's ``eval_results.status``: whether its calls or response differ from its recording."""
+
+    CHANGED = "changed"
+    SAME = "same"
+
 
 _CELLS: dict[str, str] = {EvalStatus.PASSED: "pass", EvalStatus.FAILED: "fail"}
 """The cell class of an eval-set criterion's status (any other: ``na``)."""
@@ -61,8 +81,8 @@ def row_status(run_kind: str, result: Mapping[str, Any], cells: Mapping[str, str
     """(css class, label) of one result row: a replayed turn changed or not, an eval-set case's status, or else
     failed when any score fails its pass mark, not scored when any is missing, passed otherwise."""
     status = result.get("status")
-    if run_kind == "replay":
-        return ("changed", "changed") if status == "changed" else ("same", "same")
+    if run_kind == RunKind.REPLAY:
+        return ("changed", "changed") if status == ReplayStatus.CHANGED else ("same", "same")
     if status:
         return _ROWS.get(status, ("na", status.lower()))
     kinds = set(cells.values())

@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from toolpath.evaluation.verdicts import run_metric_names, run_rules
+from toolpath.evaluation.verdicts import RunKind, run_metric_names, run_rules
 from toolpath.metrics.diff import trajectory_diff
 from toolpath.ui import params
 from toolpath.ui.run_cases import calls_of, run_view, turns_of
@@ -60,9 +60,9 @@ def _as_cases_of(replay: Mapping[str, Any], run: Mapping[str, Any]) -> dict[str,
 
 
 def compare_view(first: Mapping[str, Any], second: Mapping[str, Any]) -> dict[str, Any]:
-    if second["kind"] == "replay" and first["kind"] != "replay":
+    if second["kind"] == RunKind.REPLAY and first["kind"] != RunKind.REPLAY:
         second = _as_cases_of(second, first)
-    elif first["kind"] == "replay" and second["kind"] != "replay":
+    elif first["kind"] == RunKind.REPLAY and second["kind"] != RunKind.REPLAY:
         first = _as_cases_of(first, second)
     a, b = run_view(first), run_view(second)
     names = [n for n in a["names"] if n in b["names"]] + [n for n in b["names"] if n not in a["names"]]

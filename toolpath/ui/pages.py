@@ -15,6 +15,7 @@ from starlette.routing import Route
 from toolpath.evaluation.evalsets.evaluator import criteria_of
 from toolpath.evaluation.evalsets.files import EvalConfig, EvalSet
 from toolpath.evaluation.evalsets.folder import EditedCall, EditedTurn, parse_args
+from toolpath.evaluation.verdicts import ReplayStatus, RunKind
 from toolpath.store import browse, session_order
 from toolpath.store.annotations import annotations_of
 from toolpath.store.session_order import SessionSort
@@ -180,7 +181,8 @@ def runs(request: Request) -> Response:
     for r in listed:  # one meaning of failed: the run page's (its agent raised, or a score failed its mark)
         results = outcomes.get(r["run_id"], [])
         r["failed"] = failed_count(r["kind"], r, results)
-        r["changed"] = sum(x["status"] == "changed" for x in results) if r["kind"] == "replay" else None
+        replay = r["kind"] == RunKind.REPLAY
+        r["changed"] = sum(x["status"] == ReplayStatus.CHANGED for x in results) if replay else None
     return _render(request, "runs.html", {"runs": listed})
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from toolpath.evaluation.catalog import describe_rule
-from toolpath.evaluation.verdicts import row_status, run_metric_names, run_rules, verdicts
+from toolpath.evaluation.verdicts import ReplayStatus, RunKind, row_status, run_metric_names, run_rules, verdicts
 from toolpath.metrics.diff import argument_diff, trajectory_diff
 from toolpath.model import EvalStatus, ToolCall
 from toolpath.trajectory import parse_trajectory
@@ -57,7 +57,7 @@ def case_status(kind: str, result: Mapping[str, Any], cells: Mapping[str, str]) 
     if case_error(kind, result) is not None:
         return "fail", "crashed"
     css, label = row_status(kind, result, cells)
-    if kind == "replay":
+    if kind == RunKind.REPLAY:
         return css, label
     return ("fail", "failed") if case_failed(kind, result, cells) else (css, label)
 
@@ -73,7 +73,7 @@ def case_links(kind: str, result: Mapping[str, Any]) -> list[dict[str, str]]:
     """Where a case came from: its traced turns (each opens its session at that turn), else its sessions."""
     row = result.get("row") or {}
     links: list[dict[str, str]] = []
-    if kind == "replay":
+    if kind == RunKind.REPLAY:
         if row.get("invocation_id"):
             links.append({"label": "replayed turn", "href": turn_link(str(row["invocation_id"]))})
         elif row.get("session_id"):
@@ -155,7 +155,7 @@ def run_view(run: Mapping[str, Any]) -> dict[str, Any]:
         "names": names,
         "failed": sum(c["failed"] for c in cases),
         "crashed": sum(c["error"] is not None for c in cases),
-        "changed": sum(c["status"] == "changed" for c in cases) if kind == "replay" else None,
+        "changed": sum(c["status"] == ReplayStatus.CHANGED for c in cases) if kind == RunKind.REPLAY else None,
     }
 
 

@@ -49,6 +49,7 @@ from toolpath.evaluation.evalsets.simulation.scenarios import (
 from toolpath.evaluation.like_with_like import kept_turns, scrubbed
 from toolpath.evaluation.scoring import judge_rows, score_row, summarize
 from toolpath.evaluation.targets import Target, describe_target, resolve_target
+from toolpath.evaluation.verdicts import RunKind
 from toolpath.judges.client import Judge, settings_from
 from toolpath.judges.vertex import JudgeMetric
 from toolpath.metrics.base import Metric, invocation_mean
@@ -472,7 +473,7 @@ def save_evalset_run(
     store.write_eval_run(
         {
             "run_id": result.run_id,
-            "kind": "evalset",
+            "kind": RunKind.EVALSET,
             "dataset": dataset,
             "agent": agent,
             "metrics": criteria if criteria is not None else {},

@@ -1,0 +1,46 @@
+"""Run kinds and replay statuses as ``RunKind`` and ``ReplayStatus``: stored as the same text as before, and read
+back by the UI's run page and the HTML report."""
+
+from __future__ import annotations
+
+import toolpath
+from tests.helpers.weather import bot, get_weather
+from toolpath.cli.report import render_report
+from toolpath.evaluation.replay import recorded_sessions, replay_sessions, save_replay_run
+from toolpath.evaluation.verdicts import ReplayStatus, RunKind
+from toolpath.store.store import Store
+from toolpath.ui.run_cases import run_view
+
+
+def paris_only(prompt: str) -> str:
+    """The weather agent changed: Paris, whatever the prompt names."""
+    get_weather("Paris")
+    return "Sunny in Paris."
+
+
+def test_kinds_and_replay_statuses_are_stored_as_before_and_read_back(tracing, store_url):
+    for session, prompt in (("s-paris", "Weather in Paris?"), ("s-oslo", "Weather in Oslo?")):
+        bot(prompt, session_id=session)
+    toolpath.flush()
+    store = Store(store_url)
+    result = replay_sessions(recorded_sessions(store), paris_only, metrics=["trajectory_exact_match"])
+    save_replay_run(store, result, agent=None, started_ns=1)
+    toolpath.evaluate([{"prompt": "p", "response": "a", "reference": "a"}], ["exact_match"], store=store)
+    with store.engine.connect() as conn:
+        kinds = sorted(r[0] for r in conn.exec_driver_sql("SELECT kind FROM eval_runs"))
+        statuses = {
+            r[0]: r[1]
+            for r in conn.exec_driver_sql("SELECT case_id, status FROM eval_results WHERE run_id = ?", (result.run_id,))
+        }
+    assert kinds == ["dataset", "replay"] and all(type(k) is str for k in kinds)
+    assert statuses == {"s-oslo": "changed", "s-paris": "same"}
+    assert [k.value for k in RunKind] == ["dataset", "evalset", "replay"]
+    assert [s.value for s in ReplayStatus] == ["changed", "same"]
+
+    run = store.get_eval_run(result.run_id)
+    assert run is not None
+    view = run_view(run)
+    assert view["changed"] == 1
+    assert sorted(c["status"] for c in view["cases"]) == ["changed", "same"]
+    report = render_report(run)
+    assert "data-diff='changed'" in report and "data-diff='same'" in report
