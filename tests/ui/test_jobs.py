@@ -19,7 +19,7 @@ from toolpath.evaluation.evalsets.files import EvalConfig
 from toolpath.evaluation.evalsets.folder import EvalSetFiles
 from toolpath.model import Invocation, ToolCall
 from toolpath.store.store import Store
-from toolpath.ui.jobs import Job, Jobs
+from toolpath.ui.jobs import Job, Jobs, JobState
 
 PROMPT = "What temperature is the living room thermostat set to?"
 JOB_PAGE = re.compile(r"/jobs/[0-9a-f]+$")
@@ -74,7 +74,7 @@ def test_every_job_ends_done_or_failed_with_the_reason(served, agent, state):
     jobs = Jobs(store)
     eval_set = files.load("cases")
     job = ended(jobs, jobs.start("cases", eval_set, load_agent(agent), agent, EvalConfig()))
-    assert job.state == state
+    assert job.state is JobState(state)
     if state == "done":
         assert job.error is None and job.run_id is not None and store.get_eval_run(job.run_id) is not None
     else:
@@ -118,6 +118,20 @@ def test_a_failed_run_shows_its_error(served, chromium):
     assert page.inner_text("#job-error") == f"SystemExit: the agent gave up on {PROMPT!r}"
     page.reload()  # a failed job's page says why as it loads
     assert "SystemExit" in page.inner_text("#job-error")
+
+
+def test_a_job_s_state_reaches_its_json_and_its_page_as_the_same_text(served, chromium):
+    """``JobState`` members are rendered and serialised as their text, which the page's script compares."""
+    assert [s.value for s in JobState] == ["running", "done", "failed"]
+    url, _, _ = served
+    page = Watched(chromium.new_page()).page
+    start_from_page(page, url, EXITING_AGENT)
+    page.wait_for_function(JOB_ENDED, timeout=30_000)
+    with urllib.request.urlopen(f"{page.url}.json", timeout=30) as reply:
+        raw = reply.read()
+    assert json.loads(raw)["state"] == "failed" and b'"failed"' in raw
+    page.reload()  # rendered by the server's template with the job already failed
+    assert page.get_attribute("#job", "data-state") == "failed"
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from toolpath.errors import ToolpathError
@@ -19,6 +20,15 @@ from toolpath.store.store import Store
 logger = logging.getLogger("toolpath.ui")
 
 
+class JobState(StrEnum):
+    """Where an evaluation started from the UI is (the job page polls it, and its script reads the text)."""
+
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    """The run itself could not finish (``Job.error`` says why)."""
+
+
 @dataclass
 class Job:
     job_id: str
@@ -28,8 +38,7 @@ class Job:
     done: int = 0
     passed: int = 0
     failed: int = 0
-    state: str = "running"
-    """``running``, ``done`` or ``failed`` (the run itself could not finish; ``error`` says why)."""
+    state: JobState = JobState.RUNNING
     run_id: str | None = None
     error: str | None = None
     crashes: list[str] = field(default_factory=list)
@@ -80,13 +89,13 @@ class Jobs:
 
         def run() -> None:
             # Whatever happens, the job ends as done or failed: a page polling it never waits for ever.
-            state = "failed"
+            state = JobState.FAILED
             run_id: str | None = None
             error: str | None = "the evaluation stopped without a result"
             try:
                 record_runs_in(self.store)  # each case's turns stored, so its row links to its session and spans
                 result = evaluate_eval_sets([eval_set], target, criteria=config, store=self.store, on_case=on_case)
-                state, run_id, error = "done", result.run_id, None
+                state, run_id, error = JobState.DONE, result.run_id, None
             except ToolpathError as exc:
                 error = str(exc)
             except BaseException as exc:  # SystemExit from an agent's code too: it would end this thread silently
