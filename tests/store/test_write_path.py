@@ -123,3 +123,56 @@ def test_rows_encoded_ahead_serve_only_the_invocation_encoded():
     row, calls = encoded.rows(capped)  # another object (capped under the lock): encoded afresh
     assert json.loads(row[11]) == {"capped": 2}
     assert [c[2] for c in calls] == ["tool_0"]
+
+
+ARRAY_TEXTS = [
+    'a "quoted" word',
+    "back\\slash \\\\ two",
+    "{braces}, commas",
+    "NULL",
+    "",
+    " spaced ",
+    "é ✓ \n\t",
+    "plain",
+]
+
+
+def test_array_literals_read_back_as_the_values_on_postgresql(postgres_url):
+    from sqlalchemy import create_engine
+
+    engine = create_engine(postgres_url)
+    try:
+        with engine.connect() as conn:
+            for values, kind in [
+                (ARRAY_TEXTS, "text"),
+                (["plain", "ids", "only"], "text"),  # the unescaped path
+                ([None, "x", None], "text"),
+                ([], "text"),
+                ([0, -3, 2**62, None], "bigint"),
+                ([1.5, 1e-05, -2.25e300, float("nan"), float("inf"), None], "double precision"),
+                ([True, False], "integer"),
+            ]:
+                got = conn.exec_driver_sql(f"SELECT CAST(%s AS {kind}[])", (bulk.pg_array(values),)).scalar()
+                want = [int(v) if isinstance(v, bool) else v for v in values]
+                assert repr(got) == repr(want), kind  # repr: nan equals nan
+    finally:
+        engine.dispose()
+
+
+def test_texts_that_need_escaping_go_through_the_write_path_unchanged(store):
+    texts = iter(ARRAY_TEXTS)
+    inv = _invocation(2).model_copy(
+        update={
+            "prompt": next(texts),
+            "response": next(texts),
+            "agent_name": next(texts),
+            "session_id": next(texts),
+            "error": next(texts),
+            "attributes": {"k": next(texts)},
+        }
+    )
+    store.write([inv])
+    got = store.get_invocation(inv.invocation_id)
+    assert got is not None
+    assert (got.prompt, got.response, got.agent_name, got.session_id, got.error, got.attributes) == (
+        inv.prompt, inv.response, inv.agent_name, inv.session_id, inv.error, inv.attributes)  # fmt: skip

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from sqlalchemy import Connection, delete, text, update
 
 from toolpath.store import schema as t
-from toolpath.store.bulk import EncodedInvocations, delete_of_invocations, insert_span_rows, span_rows
+from toolpath.store.bulk import EncodedInvocations, delete_of_invocations, insert_span_rows, pg_array, span_rows
 from toolpath.store.spanrecord import SpanRecord
 
 if TYPE_CHECKING:  # the pydantic model is imported where an invocation is built: reading lists needs none
@@ -222,7 +222,7 @@ def lock_traces(conn: Connection, trace_ids: Sequence[str]) -> None:
     if conn.dialect.name == "postgresql" and trace_ids:
         conn.execute(
             text("SELECT count(pg_advisory_xact_lock(hashtext(t))) FROM unnest(CAST(:ids AS text[])) AS t"),
-            {"ids": sorted(trace_ids)},
+            {"ids": pg_array(sorted(trace_ids))},
         )
 
 
@@ -356,7 +356,7 @@ def _spans_at(conn: Connection, columns: str, second: str, pairs: Sequence[Key])
         join = f"JOIN spans ON spans.trace_id = k.t AND spans.{second} = k.s"
         if conn.dialect.name == "postgresql":
             sql = f"SELECT {columns} FROM unnest(CAST(%s AS text[]), CAST(%s AS text[])) AS k(t, s) {join}"
-            yield from conn.exec_driver_sql(sql, ([p[0] for p in chunk], [p[1] for p in chunk]))
+            yield from conn.exec_driver_sql(sql, (pg_array([p[0] for p in chunk]), pg_array([p[1] for p in chunk])))
         else:
             mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
             values = ", ".join(f"({mark}, {mark})" for _ in chunk)
@@ -414,9 +414,11 @@ def _execute_in(conn: Connection, sql: str, values: Sequence[Any], pg_sql: str |
     for chunk in _chunks(values):
         if conn.dialect.name == "postgresql":
             if pg_sql is not None:
-                results.append(conn.exec_driver_sql(pg_sql, (list(chunk),)))
+                results.append(conn.exec_driver_sql(pg_sql, (pg_array(chunk),)))
             else:
-                results.append(conn.exec_driver_sql(sql.format(**{"in": "= ANY(CAST(%s AS text[]))"}), (list(chunk),)))
+                results.append(
+                    conn.exec_driver_sql(sql.format(**{"in": "= ANY(CAST(%s AS text[]))"}), (pg_array(chunk),))
+                )
         else:
             marks = ", ".join(("?" if conn.dialect.paramstyle == "qmark" else "%s") for _ in chunk)
             results.append(conn.exec_driver_sql(sql.format(**{"in": f"IN ({marks})"}), tuple(chunk)))
