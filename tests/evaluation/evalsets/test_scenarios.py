@@ -17,7 +17,13 @@ from toolpath.errors import ConfigError
 from toolpath.evaluation.evalsets.adk_models import STOP_SIGNAL, LlmBackedUserSimulatorConfig
 from toolpath.evaluation.evalsets.evaluator import evaluate_eval_sets
 from toolpath.evaluation.evalsets.files import load_eval_set
-from toolpath.evaluation.evalsets.simulation.simulator import Exchange, Scenario, UserSimulator, conversation_history
+from toolpath.evaluation.evalsets.simulation.simulator import (
+    Exchange,
+    Scenario,
+    SimulatorStatus,
+    UserSimulator,
+    conversation_history,
+)
 from toolpath.judges.client import Judge, JudgeSettings
 from toolpath.model import ToolCall
 from toolpath.store import schema
@@ -216,3 +222,16 @@ def test_without_google_adk_a_scenario_is_one_config_error_naming_the_extra(tmp_
     with pytest.raises(ConfigError, match=r"eval case 'book': .*simulated user.*pip install 'toolpath\[adk\]'"):
         evaluate_eval_sets([load_eval_set(path)], calls.append)
     assert calls == []
+
+
+def test_the_simulators_statuses_are_adks(tmp_path):
+    """ADK's ``user_simulator.Status``, names and values; a simulator past its turn limit says so by ADK's value."""
+    from google.adk.evaluation.simulation.user_simulator import Status
+
+    assert [(m.name, m.value) for m in SimulatorStatus] == [(m.name, m.value) for m in Status]
+    config = LlmBackedUserSimulatorConfig(max_allowed_invocations=1)
+    user = UserSimulator(config, Scenario(START, PLAN), judge=None)  # type: ignore[arg-type] - no model asked
+    first, second = user.next_message([]), user.next_message([Exchange(START, "flights", "Where from?")])
+    assert (first.status, first.text) == (SimulatorStatus.SUCCESS, START)
+    assert (second.status, second.text) == (SimulatorStatus.TURN_LIMIT_REACHED, None)
+    assert [Status(m.status) for m in (first, second)] == [Status.SUCCESS, Status.TURN_LIMIT_REACHED]

@@ -26,6 +26,7 @@ from toolpath.evaluation.evalsets.simulation.simulator import (
     Exchange,
     Scenario,
     SimulatorError,
+    SimulatorStatus,
     UserSimulator,
     simulator_config,
 )
@@ -43,7 +44,7 @@ class SimulatedRun:
     """One run of a scenario: the agent's turns, why the conversation ended, and the run's error if it failed."""
 
     outcomes: list[AgentOutcome] = field(default_factory=list)
-    ended: str | None = None
+    ended: SimulatorStatus | None = None
     """``stop_signal_detected`` or ``turn_limit_reached`` (ADK's statuses); ``None`` when the run failed."""
     error: str | None = None
 

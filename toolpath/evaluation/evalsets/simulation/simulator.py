@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from toolpath.errors import ConfigError, InternalSignal
@@ -27,7 +28,22 @@ from toolpath.judges.client import EMPTY_REPLY, Ask, Judge, JudgeReply, JudgeReq
 from toolpath.model import ToolCall
 from toolpath.tracer import spans
 
-SUCCESS, STOP_SIGNAL_DETECTED, TURN_LIMIT_REACHED = "success", "stop_signal_detected", "turn_limit_reached"
+
+class SimulatorStatus(StrEnum):
+    """Why the user simulator gave a message or not: ADK's ``user_simulator.Status``, its values."""
+
+    SUCCESS = "success"
+    TURN_LIMIT_REACHED = "turn_limit_reached"
+    STOP_SIGNAL_DETECTED = "stop_signal_detected"
+    NO_MESSAGE_GENERATED = "no_message_generated"
+    """ADK's; toolpath fails the case instead (:class:`SimulatorError`)."""
+
+
+SUCCESS, STOP_SIGNAL_DETECTED, TURN_LIMIT_REACHED = (
+    SimulatorStatus.SUCCESS,
+    SimulatorStatus.STOP_SIGNAL_DETECTED,
+    SimulatorStatus.TURN_LIMIT_REACHED,
+)
 """ADK's ``Status`` of ``get_next_user_message``."""
 CACHE_NAMESPACE = "usersim"
 """The simulated user's entries in the store's judge cache (``judge_cache`` keys ``usersim:…``)."""
@@ -62,7 +78,7 @@ class Exchange:
 
 @dataclass
 class NextUserMessage:
-    status: str
+    status: SimulatorStatus
     text: str | None = None
 
 
