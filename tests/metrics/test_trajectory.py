@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from toolpath.errors import MetricError
 from toolpath.evaluation.catalog import resolve_metric
+from toolpath.evaluation.evalsets.criteria import resolve_criteria
 from toolpath.metrics import trajectory_match as tj
+from toolpath.metrics.equality import CallMatch
 from toolpath.model import ToolCall
 from toolpath.trajectory import Trajectory
 
@@ -305,3 +308,22 @@ class TestRowMetrics:
         result = resolve_metric("tool_trajectory_avg_score").score(row)
         assert result.score == 0.5
         assert result.details["per_invocation_scores"] == [1.0, 0.0]
+
+
+def test_call_match_modes_read_from_specs_and_criteria_as_members_with_their_text():
+    """``CallMatch``: the ``match`` option of a metric spec and of an eval-set criterion becomes a member, scores as
+    its mode says, and a wrong value is refused with the modes' text."""
+    assert [m.value for m in CallMatch] == ["name", "name_and_args", "name_and_required_args"]
+    row = {
+        "predicted_trajectory": [{"tool_name": "a", "tool_input": {"x": 1, "extra": 2}}],
+        "reference_trajectory": [{"tool_name": "a", "tool_input": {"x": 1}}],
+    }
+    scores = {str(m): resolve_metric(f"trajectory_exact_match(match={m})").score(row).score for m in CallMatch}
+    assert scores == {"name": 1.0, "name_and_args": 0.0, "name_and_required_args": 1.0}
+    [criterion] = resolve_criteria({"tool_trajectory_avg_score": {"threshold": 1, "match": "name"}}).values()
+    assert criterion.metric.match is CallMatch.NAME and dict(criterion.options) == {"match": "name"}
+    assert criterion.metric.score(row).score == 1.0
+    with pytest.raises(
+        MetricError, match=r"match must be one of name, name_and_args, name_and_required_args, got 'names'"
+    ):
+        resolve_metric("trajectory_exact_match(match=names)")

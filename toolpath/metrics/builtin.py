@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 from toolpath.errors import MetricError
 from toolpath.metrics import analytics, text, tool_calls, trajectory_match
 from toolpath.metrics.base import Metric, MissingInput, Row
+from toolpath.metrics.equality import CallMatch
 from toolpath.metrics.rows import flag, text_column, trajectory_column
 from toolpath.model import MetricResult
 from toolpath.trajectory import Trajectory
@@ -63,7 +64,7 @@ def reference_metric(name: str, fn: Callable[..., MetricResult], *, has_order: b
 
     def factory(
         ignore_args: Any = False,
-        match: str = "name_and_args",
+        match: CallMatch | str = CallMatch.NAME_AND_ARGS,
         json_strict: Any = False,
         null_args_wildcard: Any = True,
         agent: Any = None,
@@ -145,7 +146,7 @@ class ToolTrajectoryAvgScore(Metric):
 
     match_type: trajectory_match.MatchType = trajectory_match.MatchType.EXACT
     ignore_args: bool = False
-    match: str = "name_and_args"
+    match: CallMatch = CallMatch.NAME_AND_ARGS
     json_strict: bool = False
     null_args_wildcard: bool = False
     name: str = "tool_trajectory_avg_score"
@@ -155,7 +156,7 @@ class ToolTrajectoryAvgScore(Metric):
         object.__setattr__(self, "match_type", trajectory_match.match_type_of(self.match_type))  # "in_order" too
         for option in ("ignore_args", "json_strict", "null_args_wildcard"):
             object.__setattr__(self, option, flag(getattr(self, option), option))
-        trajectory_match.check_mode(self.match)
+        object.__setattr__(self, "match", trajectory_match.check_mode(self.match))
 
     def score(self, row: Row) -> MetricResult:
         turns = row.get("invocations")

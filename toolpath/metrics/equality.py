@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from enum import StrEnum
 from typing import Any
 
 from toolpath.errors import MetricError
@@ -96,16 +97,26 @@ def _brief(value: Any) -> str:
     return int.__repr__(value) if value.__class__ is int else _encode(value)
 
 
-MATCH_MODES = ("name", "name_and_args", "name_and_required_args")
+class CallMatch(StrEnum):
+    """What of two calls must be equal for them to match (a trajectory metric's ``match`` option)."""
+
+    NAME = "name"
+    NAME_AND_ARGS = "name_and_args"
+    """The default: ADK's rule."""
+    NAME_AND_REQUIRED_ARGS = "name_and_required_args"
+    """Every argument the reference gives, equal; extra predicted arguments are fine."""
 
 
-def check_mode(match: str, ignore_args: bool = False) -> str:
+MATCH_MODES = tuple(CallMatch)
+
+
+def check_mode(match: CallMatch | str, ignore_args: bool = False) -> CallMatch:
     """The effective match mode; ``ignore_args`` is the ADK spelling of ``match="name"``."""
-    if match == "name_and_args":  # the default: nothing to check
-        return "name" if ignore_args else match
+    if match == CallMatch.NAME_AND_ARGS:  # the default: nothing to check
+        return CallMatch.NAME if ignore_args else CallMatch.NAME_AND_ARGS
     if match not in MATCH_MODES:
         raise MetricError(f"match must be one of {', '.join(MATCH_MODES)}, got {match!r}")
-    return "name" if ignore_args else match
+    return CallMatch.NAME if ignore_args else CallMatch(match)
 
 
 def required_args_match(predicted: ToolCall, reference: ToolCall, json_strict: bool = False) -> bool:
@@ -123,10 +134,10 @@ def required_args_match(predicted: ToolCall, reference: ToolCall, json_strict: b
 CallPredicate = Callable[[ToolCall, ToolCall], bool]
 
 
-def call_predicate(mode: str, json_strict: bool = False, null_args_wildcard: bool = True) -> CallPredicate:
+def call_predicate(mode: CallMatch | str, json_strict: bool = False, null_args_wildcard: bool = True) -> CallPredicate:
     """Whether two calls match under a match mode and the equality options."""
-    if mode == "name":
+    if mode == CallMatch.NAME:
         return lambda p, r: p.name == r.name
-    if mode == "name_and_args":
+    if mode == CallMatch.NAME_AND_ARGS:
         return lambda p, r: calls_match(p, r, json_strict=json_strict, null_args_wildcard=null_args_wildcard)
     return lambda p, r: required_args_match(p, r, json_strict)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from toolpath.metrics.equality import CallPredicate
+from toolpath.metrics.equality import CallMatch, CallPredicate
 from toolpath.model import ToolCall
 from toolpath.trajectory import Trajectory, has_wildcard, identities, identity_counts, match_keys
 
@@ -30,7 +30,7 @@ SMALL = 64
 def keyed(
     predicted: Sequence[ToolCall],
     reference: Sequence[ToolCall],
-    match: str,
+    match: CallMatch | str,
     ignore_args: bool,
     json_strict: bool,
     wildcard: bool,
@@ -41,7 +41,7 @@ def keyed(
     return (
         predicted.__class__ is Trajectory
         and reference.__class__ is Trajectory
-        and match == "name_and_args"
+        and match == CallMatch.NAME_AND_ARGS
         and not ignore_args
         and not json_strict
         and not (wildcard and reference.has_wildcard)

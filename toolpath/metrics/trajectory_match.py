@@ -17,6 +17,7 @@ from typing import Any
 from toolpath.errors import MetricError
 from toolpath.metrics.base import invocation_mean
 from toolpath.metrics.equality import (
+    CallMatch,
     CallPredicate,
     call_predicate,
     calls_match,
@@ -56,7 +57,7 @@ def exact_match(
     reference: Sequence[ToolCall],
     *,
     ignore_args: bool = False,
-    match: str = "name_and_args",
+    match: CallMatch | str = CallMatch.NAME_AND_ARGS,
     json_strict: bool = False,
     null_args_wildcard: bool = True,
 ) -> MetricResult:
@@ -65,8 +66,8 @@ def exact_match(
             return MetricResult(1.0, "every call matches in order")
         return MetricResult(0.0, lambda: _keyed_difference(predicted, reference))  # type: ignore[arg-type]
     mode = check_mode(match, ignore_args)
-    ignore_args = mode == "name"
-    if mode == "name_and_required_args" and len(predicted) == len(reference):
+    ignore_args = mode == CallMatch.NAME
+    if mode == CallMatch.NAME_AND_REQUIRED_ARGS and len(predicted) == len(reference):
         same = call_predicate(mode, json_strict, null_args_wildcard)
         ok = all(same(p, r) for p, r in zip(predicted, reference, strict=True))
         return (
@@ -123,7 +124,7 @@ def in_order_match(
     reference: Sequence[ToolCall],
     *,
     ignore_args: bool = False,
-    match: str = "name_and_args",
+    match: CallMatch | str = CallMatch.NAME_AND_ARGS,
     json_strict: bool = False,
     null_args_wildcard: bool = True,
 ) -> MetricResult:
@@ -137,8 +138,8 @@ def in_order_match(
                 return MetricResult(0.0, _not_found_in_order(key[0]))
         return MetricResult(1.0, "reference calls appear in order")
     mode = check_mode(match, ignore_args)
-    ignore_args = mode == "name"
-    if mode == "name_and_required_args":
+    ignore_args = mode == CallMatch.NAME
+    if mode == CallMatch.NAME_AND_REQUIRED_ARGS:
         same = call_predicate(mode, json_strict, null_args_wildcard)
         position = 0
         for ref in reference:
@@ -176,7 +177,7 @@ def any_order_match(
     reference: Sequence[ToolCall],
     *,
     ignore_args: bool = False,
-    match: str = "name_and_args",
+    match: CallMatch | str = CallMatch.NAME_AND_ARGS,
     json_strict: bool = False,
     null_args_wildcard: bool = True,
 ) -> MetricResult:
@@ -188,16 +189,19 @@ def any_order_match(
             return MetricResult(1.0, "every reference call is matched")
         return MetricResult(0.0, lambda: _unmatched_text(missing, len(reference)))
     mode = check_mode(match, ignore_args)
-    if mode == "name_and_required_args":
+    if mode == CallMatch.NAME_AND_REQUIRED_ARGS:
         pairs = max_matching(predicted, reference, call_predicate(mode, json_strict, null_args_wildcard))
         if pairs == len(reference):
             return MetricResult(1.0, "every reference call is matched")
         return MetricResult(0.0, lambda: f"{len(reference) - pairs} of {len(reference)} reference call(s) unmatched")
-    if count_pairs(predicted, reference, mode == "name", json_strict, null_args_wildcard) == len(reference):
+    if count_pairs(predicted, reference, mode == CallMatch.NAME, json_strict, null_args_wildcard) == len(reference):
         return MetricResult(1.0, "every reference call is matched")
     equality = (json_strict, null_args_wildcard)
     return MetricResult(
-        0.0, lambda: _unmatched_text(match_calls(predicted, reference, mode == "name", *equality)[1], len(reference))
+        0.0,
+        lambda: _unmatched_text(
+            match_calls(predicted, reference, mode == CallMatch.NAME, *equality)[1], len(reference)
+        ),
     )
 
 
@@ -210,7 +214,7 @@ def precision(
     reference: Sequence[ToolCall],
     *,
     ignore_args: bool = False,
-    match: str = "name_and_args",
+    match: CallMatch | str = CallMatch.NAME_AND_ARGS,
     order: str = "any",
     json_strict: bool = False,
     null_args_wildcard: bool = True,
@@ -230,7 +234,7 @@ def recall(
     reference: Sequence[ToolCall],
     *,
     ignore_args: bool = False,
-    match: str = "name_and_args",
+    match: CallMatch | str = CallMatch.NAME_AND_ARGS,
     order: str = "any",
     json_strict: bool = False,
     null_args_wildcard: bool = True,
@@ -257,21 +261,26 @@ def _recall_text(
     predicted: Sequence[ToolCall],
     reference: Sequence[ToolCall],
     matched: int,
-    mode: str,
+    mode: CallMatch,
     order: str,
     equality: tuple[bool, bool],
 ) -> str:
     text = f"{matched} of {len(reference)} reference call(s) matched"
-    if order == "any" and mode != "name_and_required_args" and matched < len(reference):  # name what is missing
-        text += _names(match_calls(predicted, reference, mode == "name", *equality)[1])
+    if order == "any" and mode != CallMatch.NAME_AND_REQUIRED_ARGS and matched < len(reference):  # name what is missing
+        text += _names(match_calls(predicted, reference, mode == CallMatch.NAME, *equality)[1])
     return text
 
 
 def _count(
-    predicted: Sequence[ToolCall], reference: Sequence[ToolCall], mode: str, order: str, strict: bool, wildcard: bool
+    predicted: Sequence[ToolCall],
+    reference: Sequence[ToolCall],
+    mode: CallMatch,
+    order: str,
+    strict: bool,
+    wildcard: bool,
 ) -> int:
-    if order == "any" and mode != "name_and_required_args":  # the common case, without a dispatch
-        return count_pairs(predicted, reference, mode == "name", strict, wildcard)
+    if order == "any" and mode != CallMatch.NAME_AND_REQUIRED_ARGS:  # the common case, without a dispatch
+        return count_pairs(predicted, reference, mode == CallMatch.NAME, strict, wildcard)
     return pair_count(predicted, reference, match=mode, order=order, json_strict=strict, null_args_wildcard=wildcard)
 
 
@@ -311,7 +320,7 @@ def tool_trajectory_avg_score(
     *,
     match_type: MatchType | str = MatchType.EXACT,
     ignore_args: bool = False,
-    match: str = "name_and_args",
+    match: CallMatch | str = CallMatch.NAME_AND_ARGS,
     json_strict: bool = False,
     null_args_wildcard: bool = False,
 ) -> MetricResult:
@@ -319,7 +328,7 @@ def tool_trajectory_avg_score(
     equality unless an option asks otherwise (no wildcards by default: ``None`` arguments are a value)."""
     if (
         match_type == MatchType.EXACT
-        and match == "name_and_args"
+        and match == CallMatch.NAME_AND_ARGS
         and not ignore_args
         and not json_strict
         and not null_args_wildcard
@@ -344,7 +353,11 @@ def tool_trajectory_avg_score(
     if len(actual) != len(expected):
         return MetricResult.not_evaluated(f"{len(actual)} actual invocation(s) for {len(expected)} expected")
     options: dict[str, Any] = {"match": mode, "json_strict": json_strict, "null_args_wildcard": null_args_wildcard}
-    if compare is exact_match and mode == "name_and_args" and not (null_args_wildcard and _any_wildcard(expected)):
+    if (
+        compare is exact_match
+        and mode == CallMatch.NAME_AND_ARGS
+        and not (null_args_wildcard and _any_wildcard(expected))
+    ):
         # equal key sequences are an exact match: score without a result object per invocation
         scores = [
             1.0 if match_keys(a, json_strict) == match_keys(e, json_strict) else 0.0
@@ -388,7 +401,7 @@ def pair_count(
     predicted: Sequence[ToolCall],
     reference: Sequence[ToolCall],
     *,
-    match: str = "name_and_args",
+    match: CallMatch | str = CallMatch.NAME_AND_ARGS,
     order: str = "any",
     json_strict: bool = False,
     null_args_wildcard: bool = True,
@@ -396,8 +409,10 @@ def pair_count(
     """Matched pairs under a match mode: a maximum one-to-one matching (``any``) or the longest common
     subsequence (``in_order``)."""
     if order == "any":
-        if match == "name_and_args" or match == "name":  # the common case first: a multiset intersection
-            return count_pairs(predicted, reference, match == "name", json_strict, null_args_wildcard)
+        if (
+            match == CallMatch.NAME_AND_ARGS or match == CallMatch.NAME
+        ):  # the common case first: a multiset intersection
+            return count_pairs(predicted, reference, match == CallMatch.NAME, json_strict, null_args_wildcard)
         return max_matching(predicted, reference, call_predicate(match, json_strict, null_args_wildcard))
     if order != "in_order":
         raise MetricError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
@@ -408,7 +423,7 @@ def precision_recall_f1(
     predicted: Sequence[ToolCall],
     reference: Sequence[ToolCall],
     *,
-    match: str = "name_and_args",
+    match: CallMatch | str = CallMatch.NAME_AND_ARGS,
     order: str = "any",
     json_strict: bool = False,
     null_args_wildcard: bool = True,
@@ -427,7 +442,7 @@ def f1(
     predicted: Sequence[ToolCall],
     reference: Sequence[ToolCall],
     *,
-    match: str = "name_and_args",
+    match: CallMatch | str = CallMatch.NAME_AND_ARGS,
     order: str = "any",
     json_strict: bool = False,
     null_args_wildcard: bool = True,
