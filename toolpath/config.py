@@ -44,5 +44,8 @@ MAX_WORKERS_PER_CORE = 4
 """``collect --workers`` takes at most this many processes per core (each holds its own interpreter and store
 connections: more only compete for the same cores)."""
 
+SPOOL_DRAIN_SECONDS = 30.0
+"""How long a stopping collector goes on writing what waits in its spool (what is left stays for the next start)."""
+
 MAX_HEAD_BYTES = 16 * 1024
 """The largest request head (request line and headers) the collector and the UI take; a larger one is a 431."""

@@ -325,3 +325,25 @@ def test_the_drain_takes_up_what_a_collector_stopped_since_left_in_its_folder(tm
     assert drain.stop(5) == 0
     assert sorted({p.name.split(".")[0] for p in (tmp_path / "spool").iterdir()}) == ["spool-0"]
     store.close()
+
+
+def test_workers_stopped_while_the_store_is_down_say_what_they_left(cluster, tmp_path):
+    """SIGTERM with PostgreSQL down throughout: each worker tries for its drain time (not killed before it ends),
+    and the last line adds up what they left, which the next start writes."""
+    spool = str(tmp_path / "spool")
+    collector = Collector(tmp_path, cluster.url, "--workers", "2", "--spool", spool).start()
+    cluster.stop()
+    try:
+        assert [collector.post(BODY.read_bytes())[0] for _ in range(2)] == [200, 200]  # one to each worker
+        collector.process.send_signal(signal.SIGTERM)
+        out, _ = collector.process.communicate(timeout=120)
+    finally:
+        cluster.start()
+    assert "stopped; 0 span(s) stored; 26 span(s) left in the spool, written at the next start" in " ".join(out.split())
+    restarted = Collector(tmp_path, cluster.url, "--workers", "1", "--spool", spool).start()
+    store = restarted.store()
+    try:
+        _wait_for(lambda: store.counts()["spans"] == 13 and scrape_metrics(restarted)["toolpath_spool_spans"] == 0)
+    finally:
+        restarted.stop()
+    store.close()

@@ -250,7 +250,8 @@ def collect(
         if online is not None:
             scored, shed = online.stats.scored, online.queue.stats.shed
             say(f"online: {scored} invocation(s) scored, {shed} shed", scored=scored, shed=shed)
-        say(service.summary(), spans_stored=service.ingestor.spans_stored, limits_hit=dict(options.limits.hits))
+        say(service.summary(), spans_stored=service.ingestor.spans_stored, limits_hit=dict(options.limits.hits),
+            spool_left=service.spool_left)  # fmt: skip
 
 
 def _serve_workers(
@@ -286,7 +287,8 @@ def _serve_workers(
             retention.stop()
         if online is not None:
             say(f"online: {scored['scored']} invocation(s) scored, {scored['shed']} shed", **scored)
-        say(summary(stored, hits), spans_stored=stored, limits_hit=dict(hits))
+        left = scored["spool_left"]
+        say(summary(stored, hits, left), spans_stored=stored, limits_hit=dict(hits), spool_left=left)
 
 
 def _ui(store: Store, host: str, token: str) -> object:
@@ -364,6 +366,7 @@ def run_worker(spec: WorkerSpec, channel: socket.socket | None, started: Callabl
         started()
         service.wait()
     scored = {"scored": online.stats.scored, "shed": online.queue.stats.shed} if online is not None else {}
+    scored["spool_left"] = service.spool_left  # summed with the others' for the parent's last line
     return service.ingestor.spans_stored, dict(options.limits.hits), scored
 
 

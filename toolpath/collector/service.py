@@ -23,14 +23,12 @@ from toolpath.collector.limits import Limits
 from toolpath.collector.prometheus import ServiceMetrics
 from toolpath.collector.routes import GrpcMethod, PostRoute
 from toolpath.collector.spool_drain import SpoolDrain
-from toolpath.config import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_IN_FLIGHT
+from toolpath.config import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_IN_FLIGHT, SPOOL_DRAIN_SECONDS
 from toolpath.errors import ConfigError
 from toolpath.redact import Redactor
 from toolpath.store.spool import DEFAULT_SPOOL_BYTES, Spool
 from toolpath.store.store import Store
 
-SPOOL_DRAIN_SECONDS = 30.0
-"""How long a stopping collector goes on writing what waits in its spool (what is left stays for the next start)."""
 
 
 @dataclass

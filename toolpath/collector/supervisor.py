@@ -34,15 +34,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from toolpath.config import SPOOL_DRAIN_SECONDS
 from toolpath.errors import ConfigError, ToolpathError
 
 logger = logging.getLogger("toolpath.collector.workers")
 _START_SECONDS = 120.0
+_STOP_SECONDS = 30.0
+"""How long stopping workers have to finish the requests in flight (and, with a spool, as long again to write what
+waits in it) before they are killed."""
 _PR_SET_PDEATHSIG = 1
 
 
 WorkerTotals = tuple[int, dict[str, int], dict[str, int]]
-"""What a worker did, returned when it stops: spans stored, limits hit, and the online ``scored`` / ``shed``."""
+"""What a worker did, returned when it stops: spans stored, limits hit, and the online ``scored`` / ``shed`` with
+the spans it left in its spool (``spool_left``)."""
 WorkerRun = Callable[["WorkerSpec", "socket.socket | None", Callable[[], None]], WorkerTotals]
 
 
@@ -151,8 +156,9 @@ def serve(spec: WorkerSpec, count: int, ready: Callable[[], None]) -> tuple[int,
             for process, _ in workers:
                 if process.is_alive():
                     process.terminate()  # SIGTERM: finish the requests in flight
-            for process, _ in workers:
-                process.join(30)
+            stopping = time.monotonic() + _STOP_SECONDS + (SPOOL_DRAIN_SECONDS if spec.spool is not None else 0)
+            for process, _ in workers:  # with a spool, each goes on writing what waits for a while
+                process.join(max(0.0, stopping - time.monotonic()))
                 if process.is_alive():
                     process.kill()
                     process.join()
