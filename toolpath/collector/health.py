@@ -1,5 +1,6 @@
 """Readiness, as orchestrators probe it (``GET /readyz``): the store answers (or, with ``--spool``, the spool has
-room), its schema is at the migrations' head, and the online workers (when there are any) are running. ``GET /healthz`` only says the process serves."""
+room), its schema is at the migrations' head, and the online workers (when there are any) are running.
+``GET /healthz`` only says the process serves."""
 
 from __future__ import annotations
 

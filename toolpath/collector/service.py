@@ -30,7 +30,6 @@ from toolpath.store.spool import DEFAULT_SPOOL_BYTES, Spool
 from toolpath.store.store import Store
 
 
-
 @dataclass
 class ServiceOptions:
     host: str = "127.0.0.1"
