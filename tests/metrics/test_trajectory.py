@@ -327,3 +327,18 @@ def test_call_match_modes_read_from_specs_and_criteria_as_members_with_their_tex
         MetricError, match=r"match must be one of name, name_and_args, name_and_required_args, got 'names'"
     ):
         resolve_metric("trajectory_exact_match(match=names)")
+
+
+def test_call_orders_read_from_specs_as_members_with_their_text():
+    """``CallOrder``: the ``order`` option of precision, recall and F1 becomes a member and pairs as it says."""
+    assert [o.value for o in tj.CallOrder] == ["any", "in_order"]
+    row = {
+        "predicted_trajectory": [{"tool_name": n, "tool_input": {}} for n in ("b", "a")],
+        "reference_trajectory": [{"tool_name": n, "tool_input": {}} for n in ("a", "b")],
+    }
+    metrics = {str(o): resolve_metric(f"trajectory_recall(order={o})") for o in tj.CallOrder}
+    assert {o: dict(m.options)["order"] for o, m in metrics.items()} == {o: tj.CallOrder(o) for o in metrics}
+    assert all(type(dict(m.options)["order"]) is tj.CallOrder for m in metrics.values())
+    assert {o: m.score(row).score for o, m in metrics.items()} == {"any": 1.0, "in_order": 0.5}
+    with pytest.raises(MetricError, match=r"order must be one of any, in_order, got 'sideways'"):
+        resolve_metric("trajectory_recall(order=sideways)")

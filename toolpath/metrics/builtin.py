@@ -75,14 +75,14 @@ def reference_metric(name: str, fn: Callable[..., MetricResult], *, has_order: b
             "json_strict": flag(json_strict, "json_strict"),
             "null_args_wildcard": flag(null_args_wildcard, "null_args_wildcard"),
         }
-        order = rest.pop("order", "any")
+        order = rest.pop("order", trajectory_match.CallOrder.ANY)
         if rest:
             raise MetricError(f"unknown parameter(s): {', '.join(rest)}")
         if has_order:
             if order not in trajectory_match.ORDERS:
                 raise MetricError(f"order must be one of {', '.join(trajectory_match.ORDERS)}, got {order!r}")
-            options["order"] = order
-        elif order != "any":
+            options["order"] = trajectory_match.CallOrder(order)
+        elif order != trajectory_match.CallOrder.ANY:
             raise MetricError("order applies to trajectory_precision, trajectory_recall and trajectory_f1")
         if agent is not None and (not isinstance(agent, str) or not agent):
             raise MetricError(f"agent must be an agent's name, got {agent!r}")

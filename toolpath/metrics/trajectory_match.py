@@ -37,7 +37,17 @@ from toolpath.metrics.pairing import (
 from toolpath.model import MetricResult, ToolCall
 from toolpath.trajectory import Trajectory, has_wildcard, match_keys
 
-ORDERS = ("any", "in_order")
+
+class CallOrder(StrEnum):
+    """How precision, recall and F1 pair calls (their ``order`` option)."""
+
+    ANY = "any"
+    """A maximum one-to-one matching, in any order."""
+    IN_ORDER = "in_order"
+    """The longest common subsequence: pairs in the same order on both sides."""
+
+
+ORDERS = tuple(CallOrder)
 
 
 def matched_pairs(
@@ -215,14 +225,14 @@ def precision(
     *,
     ignore_args: bool = False,
     match: CallMatch | str = CallMatch.NAME_AND_ARGS,
-    order: str = "any",
+    order: CallOrder | str = CallOrder.ANY,
     json_strict: bool = False,
     null_args_wildcard: bool = True,
 ) -> MetricResult:
     if not predicted:
         check_mode(match, ignore_args)
         return MetricResult(1.0 if not reference else 0.0, "no predicted calls")
-    if order == "any" and keyed(predicted, reference, match, ignore_args, json_strict, null_args_wildcard):
+    if order == CallOrder.ANY and keyed(predicted, reference, match, ignore_args, json_strict, null_args_wildcard):
         matched = len(reference) - len(unmatched(predicted, reference))  # type: ignore[arg-type]
     else:
         matched = _count(predicted, reference, check_mode(match, ignore_args), order, json_strict, null_args_wildcard)
@@ -235,14 +245,14 @@ def recall(
     *,
     ignore_args: bool = False,
     match: CallMatch | str = CallMatch.NAME_AND_ARGS,
-    order: str = "any",
+    order: CallOrder | str = CallOrder.ANY,
     json_strict: bool = False,
     null_args_wildcard: bool = True,
 ) -> MetricResult:
     if not reference:
         check_mode(match, ignore_args)
         return MetricResult(1.0, "empty reference")
-    if order == "any" and keyed(predicted, reference, match, ignore_args, json_strict, null_args_wildcard):
+    if order == CallOrder.ANY and keyed(predicted, reference, match, ignore_args, json_strict, null_args_wildcard):
         count = len(reference)
         if same_keys(predicted, reference):  # type: ignore[arg-type]
             return MetricResult(1.0, lambda: f"{count} of {count} reference call(s) matched")
@@ -262,11 +272,12 @@ def _recall_text(
     reference: Sequence[ToolCall],
     matched: int,
     mode: CallMatch,
-    order: str,
+    order: CallOrder | str,
     equality: tuple[bool, bool],
 ) -> str:
     text = f"{matched} of {len(reference)} reference call(s) matched"
-    if order == "any" and mode != CallMatch.NAME_AND_REQUIRED_ARGS and matched < len(reference):  # name what is missing
+    missing = order == CallOrder.ANY and mode != CallMatch.NAME_AND_REQUIRED_ARGS and matched < len(reference)
+    if missing:  # name what is missing
         text += _names(match_calls(predicted, reference, mode == CallMatch.NAME, *equality)[1])
     return text
 
@@ -275,11 +286,11 @@ def _count(
     predicted: Sequence[ToolCall],
     reference: Sequence[ToolCall],
     mode: CallMatch,
-    order: str,
+    order: CallOrder | str,
     strict: bool,
     wildcard: bool,
 ) -> int:
-    if order == "any" and mode != CallMatch.NAME_AND_REQUIRED_ARGS:  # the common case, without a dispatch
+    if order == CallOrder.ANY and mode != CallMatch.NAME_AND_REQUIRED_ARGS:  # the common case, without a dispatch
         return count_pairs(predicted, reference, mode == CallMatch.NAME, strict, wildcard)
     return pair_count(predicted, reference, match=mode, order=order, json_strict=strict, null_args_wildcard=wildcard)
 
@@ -402,19 +413,19 @@ def pair_count(
     reference: Sequence[ToolCall],
     *,
     match: CallMatch | str = CallMatch.NAME_AND_ARGS,
-    order: str = "any",
+    order: CallOrder | str = CallOrder.ANY,
     json_strict: bool = False,
     null_args_wildcard: bool = True,
 ) -> int:
     """Matched pairs under a match mode: a maximum one-to-one matching (``any``) or the longest common
     subsequence (``in_order``)."""
-    if order == "any":
+    if order == CallOrder.ANY:
         if (
             match == CallMatch.NAME_AND_ARGS or match == CallMatch.NAME
         ):  # the common case first: a multiset intersection
             return count_pairs(predicted, reference, match == CallMatch.NAME, json_strict, null_args_wildcard)
         return max_matching(predicted, reference, call_predicate(match, json_strict, null_args_wildcard))
-    if order != "in_order":
+    if order != CallOrder.IN_ORDER:
         raise MetricError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
     return lcs(predicted, reference, call_predicate(match, json_strict, null_args_wildcard))
 
@@ -424,7 +435,7 @@ def precision_recall_f1(
     reference: Sequence[ToolCall],
     *,
     match: CallMatch | str = CallMatch.NAME_AND_ARGS,
-    order: str = "any",
+    order: CallOrder | str = CallOrder.ANY,
     json_strict: bool = False,
     null_args_wildcard: bool = True,
 ) -> tuple[float, float, float, int]:
@@ -443,7 +454,7 @@ def f1(
     reference: Sequence[ToolCall],
     *,
     match: CallMatch | str = CallMatch.NAME_AND_ARGS,
-    order: str = "any",
+    order: CallOrder | str = CallOrder.ANY,
     json_strict: bool = False,
     null_args_wildcard: bool = True,
 ) -> MetricResult:
