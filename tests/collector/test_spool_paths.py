@@ -347,3 +347,37 @@ def test_workers_stopped_while_the_store_is_down_say_what_they_left(cluster, tmp
     finally:
         restarted.stop()
     store.close()
+
+
+def test_a_collector_of_another_store_never_writes_what_was_spooled_for_this_one(tmp_path):
+    spool = str(tmp_path / "spool")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = Collector(tmp_path / "a", None, "--workers", "1", "--spool", spool).start()
+    blocker = sqlite3.connect(first.db, isolation_level=None)
+    blocker.execute("BEGIN EXCLUSIVE")
+    try:
+        assert first.post(BODY.read_bytes())[0] == 200
+        first.stop(signal.SIGKILL)
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    other = Collector(tmp_path / "b", None, "--workers", "1", "--spool", spool).start()  # same folder, store b
+    try:
+        assert other.post(otlp_json(f"{7:032x}", tool_calls=1), "application/json")[0] == 200
+        other_store = other.store()
+        _wait_for(lambda: other_store.counts()["spans"] == 2)
+        time.sleep(1)
+        assert other_store.counts()["spans"] == 2  # store a's spans stayed out of store b
+    finally:
+        other.stop()
+    assert "holds spans for the store sqlite:///" in other.process.stderr.read()
+    again = Collector(tmp_path / "a", None, "--workers", "1", "--spool", spool).start()
+    store = again.store()
+    try:
+        _wait_for(lambda: store.counts()["invocations"] == 2)
+    finally:
+        again.stop()
+    assert store.counts()["spans"] == 13
+    other_store.close()
+    store.close()

@@ -222,3 +222,26 @@ def test_every_recorded_framework_s_spans_come_back_exactly_as_prepared(tmp_path
     for original, returned in zip(sent, back, strict=True):
         assert all(_exactly(getattr(original, f), getattr(returned, f)) for f in SpanRecord.__slots__), original
     spool.close()
+
+
+def test_files_written_for_another_store_are_left_for_it(tmp_path, caplog):
+    folder = tmp_path / "spool"
+    theirs = Spool(folder, owner="sqlite:////data/a.db")
+    theirs.put([_record("01" * 8)])
+    empty_theirs = Spool(folder, owner="sqlite:////data/a.db")
+    theirs.close()
+    empty_theirs.close()
+    ours = Spool(folder, owner="sqlite:////data/b.db")  # spool-0 is a.db's: not taken; spool-1, empty, removed
+    assert ours.pending_spans == 0 and _files(folder) == ["spool-0", "spool-2"]
+    assert ours.claim_left() == 0
+    warned = [r.getMessage() for r in caplog.records if "holds spans for the store" in r.getMessage()]
+    assert warned == [
+        f"toolpath: spool {folder / 'spool-0.sqlite'} holds spans for the store sqlite:////data/a.db, not "
+        "sqlite:////data/b.db: left for a collector of that store"
+    ]  # once, not at every look
+    ours.put([_record("02" * 8)])
+    assert _drain(ours) == ["02" * 8]
+    again = Spool(folder, owner="sqlite:////data/a.db")
+    assert _drain(again) == ["01" * 8]
+    ours.close()
+    again.close()

@@ -26,7 +26,7 @@ from toolpath.collector.spool_drain import SpoolDrain
 from toolpath.config import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_IN_FLIGHT, SPOOL_DRAIN_SECONDS
 from toolpath.errors import ConfigError
 from toolpath.redact import Redactor
-from toolpath.store.spool import DEFAULT_SPOOL_BYTES, Spool
+from toolpath.store.spool import DEFAULT_SPOOL_BYTES, Spool, spool_owner
 from toolpath.store.store import Store
 
 
@@ -111,7 +111,7 @@ class CollectorService:
             redactor=redactor,
             limits=options.limits,
             metrics=self.metrics,
-            spool=Spool(options.spool, options.spool_max_bytes) if options.spool is not None else None,
+            spool=Spool(options.spool, options.spool_max_bytes, spool_owner(store)) if options.spool else None,
         )
         self._drain = SpoolDrain(self.ingestor, self.ingestor.spool) if self.ingestor.spool is not None else None
         self.spool_left = 0

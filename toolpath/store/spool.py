@@ -27,14 +27,19 @@ import sqlite3
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolpath.errors import ConfigError, InternalSignal
 from toolpath.store.spanrecord import SpanRecord
+from toolpath.store.writelock import sqlite_file
+
+if TYPE_CHECKING:
+    from toolpath.store.store import Store
 
 logger = logging.getLogger("toolpath.store.spool")
 DEFAULT_SPOOL_BYTES = 1024 * 1024 * 1024
 _SCHEMA = "CREATE TABLE IF NOT EXISTS batches (id INTEGER PRIMARY KEY, spans INTEGER NOT NULL, body BLOB NOT NULL)"
+_META = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 _PREFIX = "spool-"
 _WAIT_FOR_LOCK_MS = 10_000
 _WAL_KEPT_BYTES = 4 * 1024 * 1024
@@ -73,8 +78,17 @@ class Batch:
     """Spans of batches that could not be read back (a damaged file): left out, counted."""
 
 
+def spool_owner(store: Store) -> str:
+    """The store a spool's spans are for, as its files record it: the URL (password hidden), a SQLite file's path
+    made absolute, so that collectors of different stores sharing a folder never write each other's spans."""
+    url = store.engine.url
+    if store.dialect == "sqlite":
+        return f"sqlite:///{sqlite_file(url.database) or url.database or ':memory:'}"
+    return url.render_as_string(hide_password=True)
+
+
 class _SpoolFile:
-    def __init__(self, path: Path, lock_fd: int) -> None:
+    def __init__(self, path: Path, lock_fd: int, owner: str) -> None:
         self.path = path
         self.lock_fd = lock_fd
         self.conn = sqlite3.connect(
@@ -85,6 +99,9 @@ class _SpoolFile:
             self.conn.execute("PRAGMA synchronous=FULL")  # an answered export is on disk, as a store commit is
             self.conn.execute(f"PRAGMA journal_size_limit={_WAL_KEPT_BYTES}")  # a big export's log stays small
             self.conn.execute(_SCHEMA)
+            self.conn.execute(_META)
+            self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('store', ?)", (owner,))  # a new file: ours
+            self.owner: str = self.conn.execute("SELECT value FROM meta WHERE key = 'store'").fetchone()[0]
             spans, size = self.conn.execute(
                 "SELECT COALESCE(SUM(spans), 0), COALESCE(SUM(LENGTH(body)), 0) FROM batches"
             ).fetchone()
@@ -125,9 +142,12 @@ class Spool:
     """The spool files this process claimed in ``folder``: :meth:`put` from any thread, :meth:`take` and
     :meth:`done` from one draining thread."""
 
-    def __init__(self, folder: Path, max_bytes: int = DEFAULT_SPOOL_BYTES) -> None:
+    def __init__(self, folder: Path, max_bytes: int = DEFAULT_SPOOL_BYTES, owner: str = "") -> None:
+        """``owner``: the store the spans are for (:func:`spool_owner`); files of the folder written for another
+        store are left alone (logged), for a collector of that store."""
         self.folder = folder
         self.max_bytes = max_bytes
+        self.owner = owner
         self._counts = threading.Lock()
         self.arrived = threading.Event()
         """Set by every :meth:`put`: the drain waits on it when the spool is empty."""
@@ -206,10 +226,21 @@ class Spool:
             os.close(fd)
             return None
         try:
-            return _SpoolFile(self.folder / f"{_PREFIX}{n}.sqlite", fd)
+            file = _SpoolFile(self.folder / f"{_PREFIX}{n}.sqlite", fd, self.owner)
         except BaseException:
             os.close(fd)  # and its lock with it: the error says why the spool cannot be used
             raise
+        if file.owner != self.owner:
+            if not file.spans:  # nothing in it for anyone
+                file.remove()
+                return None
+            if n not in self._unusable:
+                self._unusable.add(n)
+                logger.warning("toolpath: spool %s holds spans for the store %s, not %s: left for a collector of "
+                               "that store", file.path, file.owner, self.owner)  # fmt: skip
+            file.close()
+            return None
+        return file
 
     @property
     def pending_spans(self) -> int:
