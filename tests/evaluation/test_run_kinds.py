@@ -3,11 +3,14 @@ back by the UI's run page and the HTML report."""
 
 from __future__ import annotations
 
+import json
+
 import toolpath
 from tests.helpers.weather import bot, get_weather
 from toolpath.cli.report import render_report
 from toolpath.evaluation.replay import recorded_sessions, replay_sessions, save_replay_run
 from toolpath.evaluation.verdicts import ReplayStatus, RunKind
+from toolpath.metrics.diff import ChangeKind
 from toolpath.store.store import Store
 from toolpath.ui.run_cases import run_view
 
@@ -44,3 +47,17 @@ def test_kinds_and_replay_statuses_are_stored_as_before_and_read_back(tracing, s
     assert sorted(c["status"] for c in view["cases"]) == ["changed", "same"]
     report = render_report(run)
     assert "data-diff='changed'" in report and "data-diff='same'" in report
+
+    # the changed session's call: its argument changed, stored as the kind's text, marked "args" where shown
+    [oslo] = [r for r in run["results"] if r["case_id"] == "s-oslo"]
+    changes = (json.loads(oslo["row"]) if isinstance(oslo["row"], str) else oslo["row"])["changes"]
+    assert [(c["kind"], c["tool"]) for c in changes] == [("args_changed", "get_weather")]
+    assert {str(k): k.mark for k in ChangeKind} == {
+        "added": "added",
+        "removed": "removed",
+        "reordered": "moved",
+        "args_changed": "args",
+    }
+    assert "call args" in report
+    marks = [c["mark"] for case in view["cases"] for t in case["turns"] for c in [*t["expected"], *t["actual"]]]
+    assert sorted(set(marks) - {""}) == ["args"]

@@ -20,7 +20,7 @@ from typing import Any
 from toolpath.cli.display import content_note
 from toolpath.evaluation.catalog import describe_rule
 from toolpath.evaluation.verdicts import ReplayStatus, RunKind, row_status, run_metric_names, run_rules, verdicts
-from toolpath.metrics.diff import argument_diff, trajectory_diff
+from toolpath.metrics.diff import ChangeKind, argument_diff, trajectory_diff
 from toolpath.model import ToolCall
 from toolpath.trajectory import parse_trajectory
 
@@ -204,12 +204,13 @@ def _side_by_side(prompt: Any, reference: list[ToolCall], predicted: list[ToolCa
     ref_marks: dict[int, str] = {}
     pred_marks: dict[int, str] = {}
     for change in changes:
-        kind = {"added": "added", "removed": "removed", "reordered": "moved", "args_changed": "args"}[change.kind]
+        kind = change.kind.mark
         if change.reference_index is not None:
             ref_marks[change.reference_index] = kind
         if change.predicted_index is not None:
             pred_marks[change.predicted_index] = kind
-    pairs = {c.predicted_index: reference[c.reference_index] for c in changes if c.kind in ("args_changed", "reordered")
+    moved = (ChangeKind.ARGS_CHANGED, ChangeKind.REORDERED)
+    pairs = {c.predicted_index: reference[c.reference_index] for c in changes if c.kind in moved
              and c.reference_index is not None and c.predicted_index is not None}  # fmt: skip
     left = "".join(_call(c, ref_marks.get(i, "")) for i, c in enumerate(reference)) or "<i class='muted'>none</i>"
     right = "".join(_call(c, pred_marks.get(i, ""), pairs.get(i)) for i, c in enumerate(predicted))

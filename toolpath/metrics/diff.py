@@ -10,16 +10,31 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from toolpath.metrics.equality import json_equal
 from toolpath.model import ToolCall
 
 
+class ChangeKind(StrEnum):
+    """How one call differs between the reference trajectory and the new one."""
+
+    ADDED = "added"
+    REMOVED = "removed"
+    REORDERED = "reordered"
+    """The same call name, moved (its arguments compared too)."""
+    ARGS_CHANGED = "args_changed"
+
+    @property
+    def mark(self) -> str:
+        """Its short name on the calls the UI and the HTML report mark (``moved``, ``args``)."""
+        return {ChangeKind.REORDERED: "moved", ChangeKind.ARGS_CHANGED: "args"}.get(self, self.value)
+
+
 @dataclass
 class Change:
-    kind: str
-    """``added``, ``removed``, ``reordered`` or ``args_changed``."""
+    kind: ChangeKind
     tool: str
     reference_index: int | None = None
     predicted_index: int | None = None
@@ -27,16 +42,16 @@ class Change:
     """For changed arguments: ``{"added": [...], "removed": [...], "changed": [...]}`` (keys only, non-empty)."""
 
     def describe(self) -> str:
-        if self.kind == "added":
+        if self.kind == ChangeKind.ADDED:
             return f"+ {self.tool} (call {self.predicted_index + 1 if self.predicted_index is not None else '?'})"
-        if self.kind == "removed":
+        if self.kind == ChangeKind.REMOVED:
             return f"- {self.tool} (was call {self.reference_index + 1 if self.reference_index is not None else '?'})"
         moved = ""
-        if self.kind == "reordered":
+        if self.kind == ChangeKind.REORDERED:
             before, after = (self.reference_index or 0) + 1, (self.predicted_index or 0) + 1
             moved = f"{self.tool} moved from call {before} to {after}"
         details = "; ".join(f"{what} {', '.join(keys)}" for what, keys in self.args.items())
-        if self.kind == "args_changed":
+        if self.kind == ChangeKind.ARGS_CHANGED:
             return f"~ {self.tool} arguments: {details}"
         return f"↕ {moved}" + (f" (arguments: {details})" if details else "")
 
@@ -56,7 +71,7 @@ def trajectory_diff(reference: Sequence[ToolCall], predicted: Sequence[ToolCall]
     for i, j in pairs:
         args = argument_diff(reference[i].args, predicted[j].args)
         if args:
-            changes.append(Change("args_changed", reference[i].name, i, j, args))
+            changes.append(Change(ChangeKind.ARGS_CHANGED, reference[i].name, i, j, args))
     aligned_ref = {i for i, _ in pairs}
     aligned_pred = {j for _, j in pairs}
     removed = [i for i in range(len(reference)) if i not in aligned_ref]
@@ -64,18 +79,18 @@ def trajectory_diff(reference: Sequence[ToolCall], predicted: Sequence[ToolCall]
     for i in removed:
         partner = next((j for j in added if predicted[j].name == reference[i].name), None)
         if partner is None:
-            changes.append(Change("removed", reference[i].name, i, None))
+            changes.append(Change(ChangeKind.REMOVED, reference[i].name, i, None))
             continue
         added.remove(partner)
         args = argument_diff(reference[i].args, predicted[partner].args)
-        changes.append(Change("reordered", reference[i].name, i, partner, args))
-    changes.extend(Change("added", predicted[j].name, None, j) for j in added)
+        changes.append(Change(ChangeKind.REORDERED, reference[i].name, i, partner, args))
+    changes.extend(Change(ChangeKind.ADDED, predicted[j].name, None, j) for j in added)
     return sorted(changes, key=_position)
 
 
 def _position(change: Change) -> tuple[int, int]:
     anchor = change.predicted_index if change.predicted_index is not None else change.reference_index
-    return (anchor if anchor is not None else 0, 0 if change.kind == "removed" else 1)
+    return (anchor if anchor is not None else 0, 0 if change.kind == ChangeKind.REMOVED else 1)
 
 
 def argument_diff(reference: Any, predicted: Any) -> dict[str, list[str]]:

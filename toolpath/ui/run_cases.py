@@ -198,7 +198,7 @@ def side_by_side(turn: Mapping[str, Any]) -> dict[str, Any]:
     marks: dict[tuple[str, int], str] = {}
     partner: dict[int, ToolCall] = {}
     for change in changes:
-        kind = {"reordered": "moved", "args_changed": "args"}.get(change.kind, change.kind)
+        kind = change.kind.mark
         if change.reference_index is not None:
             marks["ref", change.reference_index] = kind
         if change.predicted_index is not None:
