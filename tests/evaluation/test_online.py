@@ -23,7 +23,7 @@ from tests.helpers.fake_gemini import FakeGemini, Reply
 from tests.helpers.otlp_sink import OtlpSink
 from tests.helpers.weather import bot
 from toolpath.errors import ConfigError
-from toolpath.evaluation.online import OnlineConfig, OnlineEvaluator, normalize_prompt
+from toolpath.evaluation.online import OnlineConfig, OnlineEvaluator, PromptMatch, References, normalize_prompt
 from toolpath.store.browse import online_series, session_page
 from toolpath.store.job_queue import JobQueue, ResultLabel, latest_scored
 from toolpath.store.store import Store
@@ -427,3 +427,21 @@ def test_result_labels_are_stored_as_before_and_read_back_by_the_filters_and_ser
         assert [row["session_id"] for row in session_page(store, where).rows] == sessions
     with pytest.raises(BadRequest, match=r"^label='scored': expected one of pass, fail, error$"):
         session_filter({"metric": "failure", "label": "scored"})
+
+
+def test_the_prompt_match_of_online_toml_is_a_member_and_finds_as_it_says(tmp_path):
+    """``PromptMatch``: ``match`` read from ``online.toml`` as a member; the golden row found exactly or normalised."""
+    (tmp_path / "golden.jsonl").write_text("".join(json.dumps(r) + "\n" for r in GOLDEN))
+    for match, found in (("exact", False), ("normalized", True)):
+        (tmp_path / "online.toml").write_text(
+            f'metrics = ["trajectory_exact_match"]\nreference_dataset = "golden.jsonl"\nmatch = "{match}"\n'
+        )
+        config = OnlineConfig.load(tmp_path / "online.toml")
+        assert config.match is PromptMatch(match)
+        golden = References(config.reference_dataset, config.match)
+        assert (golden.find("Weather in Paris?") is not None, golden.find("  weather in PARIS ") is not None) == (
+            True,
+            found,
+        )
+    with pytest.raises(ConfigError, match=r"^online: match must be 'exact' or 'normalized', got 'fuzzy'$"):
+        OnlineConfig(metrics=["trajectory_exact_match"], match="fuzzy")  # type: ignore[arg-type]

@@ -44,6 +44,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass, field, fields
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -70,6 +71,14 @@ _LABELS = {True: ResultLabel.PASS, False: ResultLabel.FAIL, None: ResultLabel.SC
 """An online result's label by its score's verdict (``None``: the metric has no pass mark)."""
 
 
+class PromptMatch(StrEnum):
+    """How a stored prompt finds its golden row (``match`` in ``online.toml``)."""
+
+    EXACT = "exact"
+    NORMALIZED = "normalized"
+    """As :func:`normalize_prompt` leaves them: case, spacing and outer punctuation aside."""
+
+
 @dataclass
 class OnlineConfig:
     metrics: list[str]
@@ -78,7 +87,7 @@ class OnlineConfig:
     failures_only: bool = False
     attributes: dict[str, Any] = field(default_factory=dict)
     reference_dataset: str | None = None
-    match: str = "normalized"
+    match: PromptMatch = PromptMatch.NORMALIZED
     thresholds: dict[str, float] = field(default_factory=dict)
     workers: int = 2
     batch_size: int = 16
@@ -94,8 +103,9 @@ class OnlineConfig:
             raise ConfigError("online: 'metrics' names no metric")
         if not 0.0 <= self.sample_rate <= 1.0:
             raise ConfigError(f"online: sample_rate must be between 0 and 1, got {self.sample_rate}")
-        if self.match not in ("exact", "normalized"):
+        if self.match not in tuple(PromptMatch):
             raise ConfigError(f"online: match must be 'exact' or 'normalized', got {self.match!r}")
+        self.match = PromptMatch(self.match)  # the TOML's string
         if self.shed not in SHED_POLICIES:
             raise ConfigError(f"online: shed must be one of {', '.join(SHED_POLICIES)}, got {self.shed!r}")
         self.shed = ShedPolicy(self.shed)  # the TOML's string
@@ -158,10 +168,12 @@ def normalize_prompt(text: str) -> str:
 class References(RedactedReferences):
     """Golden rows by prompt (exact or normalised)."""
 
-    def __init__(self, dataset: str | None, match: str, rules: Redactor | None = None, store: Any = None) -> None:
+    def __init__(
+        self, dataset: str | None, match: PromptMatch, rules: Redactor | None = None, store: Any = None
+    ) -> None:
         """``rules``: the store's redaction rules; each reference is redacted by them (with ``store``'s pseudonym
         key, read when first needed) to be compared with stored values."""
-        super().__init__(normalize_prompt if match == "normalized" else str, rules, store)
+        super().__init__(normalize_prompt if match == PromptMatch.NORMALIZED else str, rules, store)
         self.match = match
         if dataset:
             from toolpath.datasets import load_rows
@@ -210,7 +222,7 @@ class OnlineEvaluator:
         rules = Redactor.build() if redactor is True else redactor or None
         golden: EvalSetReferences | None = None
         if is_eval_set_path(self.config.reference_dataset):  # its criteria are metrics, passing at their thresholds
-            key = normalize_prompt if self.config.match == "normalized" else str
+            key = normalize_prompt if self.config.match == PromptMatch.NORMALIZED else str
             golden = EvalSetReferences(str(self.config.reference_dataset), key, rules, store)
             check_metrics(self.metrics, golden.metrics)
             self.metrics += golden.metrics
