@@ -3,6 +3,7 @@ that refuses a write, the size the files keep on disk, and what :mod:`marshal` g
 
 from __future__ import annotations
 
+import marshal
 import math
 import os
 import sqlite3
@@ -17,7 +18,7 @@ from toolpath.collector.prepare import SpanPreparer
 from toolpath.errors import ConfigError
 from toolpath.redact import Redactor
 from toolpath.store.spanrecord import SpanRecord
-from toolpath.store.spool import Spool, SpoolFull
+from toolpath.store.spool import _WRITTEN, Spool, SpoolFull, _fields
 
 
 def _record(span_id: str, **attributes: object) -> SpanRecord:
@@ -245,3 +246,34 @@ def test_files_written_for_another_store_are_left_for_it(tmp_path, caplog):
     assert _drain(again) == ["01" * 8]
     ours.close()
     again.close()
+
+
+def test_a_file_another_version_wrote_is_read_by_field_name_and_never_added_to(tmp_path):
+    """A toolpath whose records had their fields in another order, one more, one fewer, left a backlog: it is read
+    back by name (the dropped field gone, the new one its default), and new exports go to a file of this version."""
+    folder = tmp_path / "spool"
+    Spool(folder).close()
+    older = ("span_id", "trace_id", "legacy", *(n for n in SpanRecord.__slots__[2:] if n != "scope"))
+    record = _record("01" * 8, city="Lisbon")
+    record.scope = "written by this version only"
+    values = {"legacy": "gone", **{name: getattr(record, name) for name in SpanRecord.__slots__}}
+    with sqlite3.connect(folder / "spool-0.sqlite") as conn:
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'fields'", (",".join(older),))
+        body = marshal.dumps([tuple(values[name] for name in older)])
+        conn.execute("INSERT INTO batches (spans, body) VALUES (1, ?)", (body,))
+    spool = Spool(folder)
+    spool.put([_record("02" * 8)])
+    assert _files(folder) == ["spool-0", "spool-1"]  # the older file is drained, not fed
+    batch = spool.take(100)
+    assert batch is not None and batch.unreadable == 0
+    [back] = batch.records
+    assert (back.trace_id, back.span_id, back.attributes, back.scope) == ("ab" * 16, "01" * 8, {"city": "Lisbon"}, None)
+    spool.done(batch)
+    assert _drain(spool) == ["02" * 8] and _files(folder) == ["spool-1"]
+    spool.close()
+
+
+def test_a_record_is_written_with_every_field_in_the_order_the_file_names():
+    record = SpanRecord(*(f"value {n}" for n in range(len(SpanRecord.__slots__))))
+    assert _fields(record) == tuple(getattr(record, name) for name in _WRITTEN)
+    assert SpanRecord.__slots__ == _WRITTEN

@@ -26,6 +26,7 @@ import os
 import sqlite3
 import threading
 from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -101,7 +102,11 @@ class _SpoolFile:
             self.conn.execute(_SCHEMA)
             self.conn.execute(_META)
             self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('store', ?)", (owner,))  # a new file: ours
-            self.owner: str = self.conn.execute("SELECT value FROM meta WHERE key = 'store'").fetchone()[0]
+            self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('fields', ?)", (",".join(_WRITTEN),))
+            meta = dict(self.conn.execute("SELECT key, value FROM meta").fetchall())
+            self.owner: str = meta["store"]
+            self.fields: tuple[str, ...] = tuple(meta["fields"].split(","))
+            """What its records hold, in order: :data:`_WRITTEN` unless another version of toolpath wrote it."""
             spans, size = self.conn.execute(
                 "SELECT COALESCE(SUM(spans), 0), COALESCE(SUM(LENGTH(body)), 0) FROM batches"
             ).fetchone()
@@ -200,20 +205,20 @@ class Spool:
             for number in numbers:
                 if (file := self._try(number)) is not None:
                     claimed.append(file)
+            own = next((f for f in claimed if f.fields == _WRITTEN), None)  # another version's: drained, not fed
             n = (numbers[-1] + 1) if numbers else 0
-            while not claimed:
-                made = self._try(n)
-                if made is not None:
-                    claimed.append(made)
+            while own is None:
+                own = self._try(n)
                 n += 1
         except BaseException:
             for file in claimed:  # let go of what was claimed before the failure
                 file.close()
             raise
-        for file in claimed[1:]:  # left empty by a process no longer running: nothing to drain, nothing to keep
+        others = [f for f in claimed if f is not own]
+        for file in others:  # left empty by a process no longer running: nothing to drain, nothing to keep
             if not file.spans:
                 file.remove()
-        return [claimed[0], *(f for f in claimed[1:] if f.spans)]
+        return [own, *(f for f in others if f.spans)]
 
     def _try(self, n: int) -> _SpoolFile | None:
         lock_path = self.folder / f"{_PREFIX}{n}.lock"
@@ -299,7 +304,10 @@ class Spool:
             unreadable = 0
             for row_id, count, body in bodies:  # read back outside the lock: puts go on meanwhile
                 try:
-                    records.extend(SpanRecord(*fields) for fields in marshal.loads(body))
+                    if file.fields == _WRITTEN:
+                        records.extend(SpanRecord(*fields) for fields in marshal.loads(body))
+                    else:  # by name: a field this version lacks is dropped, one it added takes its default
+                        records.extend(SpanRecord(**_known(file.fields, values)) for values in marshal.loads(body))
                 except (ValueError, EOFError, TypeError) as exc:
                     logger.error("toolpath: spool %s, batch %d cannot be read back (%s): left out", file.path,
                                  row_id, exc)  # fmt: skip
@@ -330,7 +338,13 @@ class Spool:
         self._files = []
 
 
+_WRITTEN = tuple(f.name for f in dataclass_fields(SpanRecord))
+"""The fields of a written record, in order; a file records them, so that one written by another version of
+toolpath is read back by name."""
+
+
 def _fields(record: SpanRecord) -> tuple[Any, ...]:
+    """``record``'s values in the order of :data:`_WRITTEN` (spelled out: faster than a getter by names)."""
     return (
         record.trace_id,
         record.span_id,
@@ -346,3 +360,7 @@ def _fields(record: SpanRecord) -> tuple[Any, ...]:
         record.resource,
         record.scope,
     )
+
+
+def _known(names: tuple[str, ...], values: Any) -> dict[str, Any]:
+    return {name: value for name, value in zip(names, values, strict=True) if name in _WRITTEN}
