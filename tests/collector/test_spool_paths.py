@@ -381,3 +381,21 @@ def test_a_collector_of_another_store_never_writes_what_was_spooled_for_this_one
     assert store.counts()["spans"] == 13
     other_store.close()
     store.close()
+
+
+def test_a_backlog_left_by_an_earlier_run_shows_on_metrics_at_start(tmp_path):
+    spool = str(tmp_path / "spool")
+    first = Collector(tmp_path, None, "--workers", "1", "--spool", spool).start()
+    blocker = sqlite3.connect(first.db, isolation_level=None)
+    blocker.execute("BEGIN EXCLUSIVE")  # through both runs: nothing can be written
+    try:
+        assert first.post(BODY.read_bytes())[0] == 200
+        first.stop(signal.SIGKILL)
+        second = Collector(tmp_path, None, "--workers", "1", "--spool", spool).start()
+        try:
+            assert scrape_metrics(second)["toolpath_spool_spans"] == 13
+        finally:
+            second.stop(signal.SIGKILL)
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()

@@ -39,6 +39,7 @@ class SpoolDrain:
         self._thread = threading.Thread(target=self._run, name="toolpath-spool-drain", daemon=True)
 
     def start(self) -> SpoolDrain:
+        self.ingestor.metrics.spool_spans.set(self.spool.pending_spans)  # what an earlier run left, shown at once
         self._thread.start()
         return self
 
@@ -66,7 +67,8 @@ class SpoolDrain:
             try:
                 if time.monotonic() >= next_claim and not self._stop.is_set():
                     next_claim = time.monotonic() + CLAIM_EVERY  # files processes stopped since left: drained here
-                    self.spool.claim_left()
+                    if self.spool.claim_left():
+                        self.ingestor.metrics.spool_spans.set(self.spool.pending_spans)
                 drained = self._once()
             except Exception as exc:  # the thread never ends on an error: what waits would wait for good
                 if store_unavailable(exc):
