@@ -356,12 +356,13 @@ def _spans_at(conn: Connection, columns: str, second: str, pairs: Sequence[Key])
         join = f"JOIN spans ON spans.trace_id = k.t AND spans.{second} = k.s"
         if conn.dialect.name == "postgresql":
             sql = f"SELECT {columns} FROM unnest(CAST(%s AS text[]), CAST(%s AS text[])) AS k(t, s) {join}"
-            yield from conn.exec_driver_sql(sql, (pg_array([p[0] for p in chunk]), pg_array([p[1] for p in chunk])))
+            arrays = (pg_array([p[0] for p in chunk]), pg_array([p[1] for p in chunk]))
+            yield from conn.exec_driver_sql(sql, arrays).fetchall()  # one call for the rows, not one a row
         else:
             mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
             values = ", ".join(f"({mark}, {mark})" for _ in chunk)
             sql = f"WITH k(t, s) AS (VALUES {values}) SELECT {columns} FROM k CROSS {join}"  # k first: the seeks
-            yield from conn.exec_driver_sql(sql, tuple(v for pair in chunk for v in pair))
+            yield from conn.exec_driver_sql(sql, tuple(v for pair in chunk for v in pair)).fetchall()
 
 
 def _spans_with_keys(conn: Connection, keys: Sequence[Key]) -> list[SpanRecord]:
@@ -403,7 +404,7 @@ _BY_INDEX = {
 def _rows_in(conn: Connection, sql: str, values: Sequence[Any]) -> Iterator[Any]:
     """The rows of ``sql`` whose ``{in}`` is "among ``values``" (see :func:`_execute_in`)."""
     for result in _execute_in(conn, sql, values, _BY_INDEX.get(sql)):
-        yield from result
+        yield from result.fetchall()
 
 
 def _execute_in(conn: Connection, sql: str, values: Sequence[Any], pg_sql: str | None = None) -> list[Any]:
