@@ -399,3 +399,30 @@ def test_a_backlog_left_by_an_earlier_run_shows_on_metrics_at_start(tmp_path):
     finally:
         blocker.execute("ROLLBACK")
         blocker.close()
+
+
+class _FailingRedactor(Redactor):
+    """The default rules, failing on one span (redaction is total; this stands for a bug in it)."""
+
+    def span(self, record):
+        if record.span_id == _records()[0].span_id:
+            raise RuntimeError("redaction failed")
+        return super().span(record)
+
+
+@pytest.mark.parametrize("spooled", [False, True], ids=["direct", "spooled"])
+def test_a_span_that_cannot_be_redacted_is_reported_and_counted(tmp_path, spooled):
+    store = Store(f"sqlite:///{tmp_path / 's.db'}")
+    spool = Spool(tmp_path / "spool") if spooled else None
+    ingestor = Ingestor(store, redactor=_FailingRedactor.build(), spool=spool)
+    records = _records()
+    records[0].attributes["api_key"] = "sk-not-a-plain-key"  # not proven plain: redacted span by span
+    assert ingestor.store_records(records) == 1  # told back in partial_success
+    rejected = ingestor.metrics.spans_rejected.labels("quarantined")._value.get()
+    assert rejected == 1 and ingestor.limits.hits["spans_quarantined"] == 1
+    if spool is not None:
+        assert spool.pending_spans == 12
+        spool.close()
+    else:
+        assert store.counts()["spans"] == 12
+    store.close()

@@ -112,12 +112,16 @@ class Ingestor:
     def store_records(self, records: list[Any]) -> int:
         """Write records and rebuild their traces, or with a spool, commit them to it (:class:`SpoolFull` when it
         is); raises what the store raised when it is unavailable. A span the store still refuses once cleaned is
-        quarantined alone; returns how many were (0 when spooled: they are counted when written)."""
+        quarantined alone; returns how many were (when spooled, those the preparer could not redact: the others are
+        counted when written)."""
         if not records:
             return 0
         self.metrics.spans_received.inc(len(records))
         ready = self._preparer.prepare(records)
-        if self.spool is not None:
+        unredactable = len(records) - len(ready)  # quarantined by the preparer: never stored unredacted
+        if unredactable:
+            self.metrics.spans_rejected.labels("quarantined").inc(unredactable)
+        if self.spool is not None and ready:  # (none ready: nothing to spool)
             try:
                 self.spool.put(ready)
             except SpoolFull:
@@ -127,10 +131,10 @@ class Ingestor:
                 logger.warning("toolpath: an export's spans could not be spooled; written to the store directly")
             else:
                 self.metrics.spool_spans.set(self.spool.pending_spans)
-                return 0
+                return unredactable
             with self.turns:
-                return self.write_prepared(ready)
-        return self.write_prepared(ready)
+                return unredactable + self.write_prepared(ready)
+        return unredactable + self.write_prepared(ready)
 
     def write_prepared(self, ready: list[SpanRecord]) -> int:
         """Store prepared records (see :meth:`store_records`) and count them; returns the spans quarantined."""
