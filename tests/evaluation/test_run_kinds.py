@@ -9,7 +9,7 @@ import toolpath
 from tests.helpers.weather import bot, get_weather
 from toolpath.cli.report import render_report
 from toolpath.evaluation.replay import recorded_sessions, replay_sessions, save_replay_run
-from toolpath.evaluation.verdicts import ReplayStatus, RunKind
+from toolpath.evaluation.verdicts import ReplayStatus, RunKind, Verdict
 from toolpath.metrics.diff import ChangeKind
 from toolpath.store.store import Store
 from toolpath.ui.run_cases import run_view
@@ -61,3 +61,34 @@ def test_kinds_and_replay_statuses_are_stored_as_before_and_read_back(tracing, s
     assert "call args" in report
     marks = [c["mark"] for case in view["cases"] for t in case["turns"] for c in [*t["expected"], *t["actual"]]]
     assert sorted(set(marks) - {""}) == ["args"]
+
+
+def test_score_verdicts_are_members_and_the_page_and_report_classes_are_their_text(tracing, store_url):
+    """``Verdict``: a dataset run's cells (pass, fail, no score, no pass mark) as the UI's run view and the HTML
+    report class them, read back from the store."""
+    store = Store(store_url)
+    rows = [
+        {"prompt": "p1", "response": "a", "reference": "a", "predicted_trajectory": [], "reference_trajectory": []},
+        {"prompt": "p2", "response": "a", "reference": "b", "predicted_trajectory": [], "reference_trajectory": []},
+        {"prompt": "p3", "response": "a", "predicted_trajectory": []},
+    ]
+    result = toolpath.evaluate(rows, ["exact_match", "tool_call_count"], store=store)
+    run = store.get_eval_run(result.run_id)
+    assert run is not None
+    view = run_view(run)
+    cells = [{c["metric"]: c["verdict"] for c in case["cells"]} for case in view["cases"]]
+    assert cells == [
+        {"exact_match": "pass", "tool_call_count": "neutral"},
+        {"exact_match": "fail", "tool_call_count": "neutral"},
+        {"exact_match": "na", "tool_call_count": "neutral"},
+    ]
+    assert all(type(v) is Verdict for c in cells for v in c.values())
+    assert [(c["status"], c["label"]) for c in view["cases"]] == [
+        ("pass", "passed"),
+        ("fail", "failed"),
+        ("na", "not scored"),
+    ]
+    report = render_report(run)
+    for css in ("pass", "fail", "na", "neutral"):
+        assert f"<td class='num {css}' data-metric=" in report
+    assert [m["passed"] for m in view["metrics"]] == [1, 0] and [m["failed"] for m in view["metrics"]] == [1, 0]

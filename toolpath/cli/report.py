@@ -19,7 +19,15 @@ from typing import Any
 
 from toolpath.cli.display import content_note
 from toolpath.evaluation.catalog import describe_rule
-from toolpath.evaluation.verdicts import ReplayStatus, RunKind, row_status, run_metric_names, run_rules, verdicts
+from toolpath.evaluation.verdicts import (
+    ReplayStatus,
+    RunKind,
+    Verdict,
+    row_status,
+    run_metric_names,
+    run_rules,
+    verdicts,
+)
 from toolpath.metrics.diff import ChangeKind, argument_diff, trajectory_diff
 from toolpath.model import ToolCall
 from toolpath.trajectory import parse_trajectory
@@ -144,7 +152,7 @@ def _cases(
     for result in results:
         cells = verdicts(result, names, rules)
         css, label = row_status(run["kind"], result, cells)
-        ok = "ok" if css in ("pass", "same", "neutral") else "bad"
+        ok = "ok" if css in (Verdict.PASS, ReplayStatus.SAME, Verdict.NEUTRAL) else "bad"
         case_id = html.escape(str(result.get("case_id") or result.get("position")))
         scores = result.get("scores") or {}
         lines.append(

@@ -30,9 +30,25 @@ class ReplayStatus(StrEnum):
     SAME = "same"
 
 
-_CELLS: dict[str, str] = {EvalStatus.PASSED: "pass", EvalStatus.FAILED: "fail"}
+class Verdict(StrEnum):
+    """The class of one score of a stored run where it is shown (a table cell, a row): the page's CSS class too."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    NA = "na"
+    """No score."""
+    NEUTRAL = "neutral"
+    """A score with no pass mark."""
+    CRASH = "crash"
+    """A score of a case whose agent raised: not a measurement of anything (the UI's)."""
+
+
+_CELLS: dict[str, Verdict] = {EvalStatus.PASSED: Verdict.PASS, EvalStatus.FAILED: Verdict.FAIL}
 """The cell class of an eval-set criterion's status (any other: ``na``)."""
-_ROWS: dict[str, tuple[str, str]] = {EvalStatus.PASSED: ("pass", "passed"), EvalStatus.FAILED: ("fail", "failed")}
+_ROWS: dict[str, tuple[str, str]] = {
+    EvalStatus.PASSED: (Verdict.PASS, "passed"),
+    EvalStatus.FAILED: (Verdict.FAIL, "failed"),
+}
 
 
 def run_metric_names(run: Mapping[str, Any]) -> list[str]:
@@ -50,7 +66,9 @@ def run_rules(run: Mapping[str, Any], names: Sequence[str]) -> dict[str, dict[st
     return {n: (stored or {}).get(n) or metric_info(n).rule() for n in names}
 
 
-def verdicts(result: Mapping[str, Any], names: Sequence[str], rules: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+def verdicts(
+    result: Mapping[str, Any], names: Sequence[str], rules: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Verdict]:
     """Per metric, the class of one result's score: ``pass``, ``fail``, ``na`` (no score) or ``neutral`` (no pass
     mark). An eval-set case carries each criterion's own verdict; other rows are judged by the run's rules."""
     scores = result.get("scores") or {}
@@ -59,11 +77,17 @@ def verdicts(result: Mapping[str, Any], names: Sequence[str], rules: Mapping[str
     for name in names:
         criterion = criteria.get(name) if isinstance(criteria, Mapping) else None
         if isinstance(criterion, Mapping) and "status" in criterion:
-            out[name] = _CELLS.get(str(criterion["status"]), "na")
+            out[name] = _CELLS.get(str(criterion["status"]), Verdict.NA)
             continue
         verdict = passes(scores.get(name), **rules[name])
         out[name] = (
-            "na" if scores.get(name) is None else "neutral" if verdict is None else "pass" if verdict else "fail"
+            Verdict.NA
+            if scores.get(name) is None
+            else Verdict.NEUTRAL
+            if verdict is None
+            else Verdict.PASS
+            if verdict
+            else Verdict.FAIL
         )
     return out
 
@@ -82,12 +106,13 @@ def row_status(run_kind: str, result: Mapping[str, Any], cells: Mapping[str, str
     failed when any score fails its pass mark, not scored when any is missing, passed otherwise."""
     status = result.get("status")
     if run_kind == RunKind.REPLAY:
-        return ("changed", "changed") if status == ReplayStatus.CHANGED else ("same", "same")
+        changed = status == ReplayStatus.CHANGED
+        return (ReplayStatus.CHANGED, "changed") if changed else (ReplayStatus.SAME, "same")
     if status:
-        return _ROWS.get(status, ("na", status.lower()))
+        return _ROWS.get(status, (Verdict.NA, status.lower()))
     kinds = set(cells.values())
-    if "fail" in kinds:
-        return "fail", "failed"
-    if "na" in kinds:
-        return "na", "not scored"
-    return ("pass", "passed") if "pass" in kinds else ("neutral", "scored")
+    if Verdict.FAIL in kinds:
+        return Verdict.FAIL, "failed"
+    if Verdict.NA in kinds:
+        return Verdict.NA, "not scored"
+    return (Verdict.PASS, "passed") if Verdict.PASS in kinds else (Verdict.NEUTRAL, "scored")

@@ -15,14 +15,21 @@ from typing import Any
 from urllib.parse import urlencode
 
 from toolpath.evaluation.catalog import describe_rule
-from toolpath.evaluation.verdicts import ReplayStatus, RunKind, row_status, run_metric_names, run_rules, verdicts
+from toolpath.evaluation.verdicts import (
+    ReplayStatus,
+    RunKind,
+    Verdict,
+    row_status,
+    run_metric_names,
+    run_rules,
+    verdicts,
+)
 from toolpath.metrics.diff import argument_diff, trajectory_diff
 from toolpath.model import EvalStatus, ToolCall
 from toolpath.trajectory import parse_trajectory
 from toolpath.ui.views import compact
 
-CRASHED = "crash"
-"""The verdict class of a score of a case whose agent raised: not a measurement of anything."""
+CRASHED = Verdict.CRASH
 
 
 def turn_link(invocation_id: str) -> str:
@@ -49,17 +56,17 @@ def case_failed(kind: str, result: Mapping[str, Any], cells: Mapping[str, str]) 
     """The one meaning of a failed case (see the module docstring)."""
     if case_error(kind, result) is not None or result.get("status") == EvalStatus.FAILED:
         return True
-    return any(verdict == "fail" for verdict in cells.values())
+    return any(verdict == Verdict.FAIL for verdict in cells.values())
 
 
 def case_status(kind: str, result: Mapping[str, Any], cells: Mapping[str, str]) -> tuple[str, str]:
     """(css class, label) of a case: ``crashed`` when its agent raised, else as the CLI and report say."""
     if case_error(kind, result) is not None:
-        return "fail", "crashed"
+        return Verdict.FAIL, "crashed"
     css, label = row_status(kind, result, cells)
     if kind == RunKind.REPLAY:
         return css, label
-    return ("fail", "failed") if case_failed(kind, result, cells) else (css, label)
+    return (Verdict.FAIL, "failed") if case_failed(kind, result, cells) else (css, label)
 
 
 def failed_count(kind: str, run: Mapping[str, Any], results: Sequence[Mapping[str, Any]]) -> int:
@@ -109,7 +116,7 @@ def run_view(run: Mapping[str, Any]) -> dict[str, Any]:
         cells = verdicts(result, names, rules)
         error = case_error(kind, result)
         if error is not None:  # a crash: a passing score of it measures nothing; a failing one stays a fail
-            cells = {n: v if v == "fail" else CRASHED for n, v in cells.items()}
+            cells = {n: v if v == Verdict.FAIL else CRASHED for n, v in cells.items()}
         css, label = case_status(kind, result, cells)
         turns = [side_by_side(turn) for turn in turns_of(result.get("row") or {})]
         hover = "\n\n".join(t["hover"] for t in turns if t["hover"])
@@ -123,7 +130,7 @@ def run_view(run: Mapping[str, Any]) -> dict[str, Any]:
                 "links": case_links(kind, result),
                 "cells": [
                     {"metric": n, "score": (result.get("scores") or {}).get(n) if cells[n] != CRASHED else None,
-                     "verdict": cells[n], "hover": hover if cells[n] == "fail" else "",
+                     "verdict": cells[n], "hover": hover if cells[n] == Verdict.FAIL else "",
                      "note": "the agent raised: not scored" if cells[n] == CRASHED else ""}
                     for n in names
                 ],
@@ -141,8 +148,8 @@ def run_view(run: Mapping[str, Any]) -> dict[str, Any]:
                 "std": summary.get(f"{name}/std"),
                 "scored": len(known),
                 "rows": len(results),
-                "passed": verdict.count("pass"),
-                "failed": verdict.count("fail"),
+                "passed": verdict.count(Verdict.PASS),
+                "failed": verdict.count(Verdict.FAIL),
                 "crashed": verdict.count(CRASHED),
                 "mark": describe_rule(rules[name]),
                 "bins": distribution(known),
