@@ -27,6 +27,9 @@ class ReviewLabel(StrEnum):
     FAIL = "fail"
 
 
+REVIEW_LABELS = tuple(ReviewLabel)
+
+
 @dataclass(frozen=True)
 class Annotation:
     invocation_id: str
@@ -95,7 +98,7 @@ def annotations_of(store: Store, invocation_ids: Sequence[str]) -> dict[str, lis
             chunk = list(invocation_ids[start : start + 500])
             query = select(a).where(a.c.invocation_id.in_(chunk)).order_by(a.c.created_at, a.c.annotation_id)
             for r in conn.execute(query):
-                label = ReviewLabel(r.label) if r.label in ("pass", "fail") else None
+                label = ReviewLabel(r.label) if r.label in REVIEW_LABELS else None
                 out[r.invocation_id].append(
                     Annotation(r.invocation_id, r.author, label, r.score, r.comment, r.created_at)
                 )

@@ -10,6 +10,7 @@ from typing import Any
 
 from toolpath.errors import ToolpathError
 from toolpath.evaluation.catalog import metric_info
+from toolpath.store.annotations import REVIEW_LABELS
 from toolpath.store.browse import SessionFilter
 from toolpath.store.job_queue import ResultLabel
 from toolpath.store.session_order import TEXT_SORTS, SessionSort
@@ -81,7 +82,7 @@ def timestamp_ns(params: Mapping[str, str], name: str) -> int | None:
 
 LABELS = (ResultLabel.PASS, ResultLabel.FAIL, ResultLabel.ERROR)
 """The labels of online results a filter can ask for."""
-REVIEWS = ("pass", "fail", "any")
+REVIEWS = (*REVIEW_LABELS, "any")
 """What a reviewer's annotations a filter can ask for: a label, or any annotation."""
 
 

@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from toolpath.store.annotations import ReviewLabel, annotate
+from toolpath.store.annotations import REVIEW_LABELS, ReviewLabel, annotate
 from toolpath.ui import params
 
 
@@ -18,7 +18,7 @@ async def annotate_page(request: Request) -> Response:
     invocation_id = request.path_params["invocation_id"]
     form: dict[str, Any] = {k: str(v) for k, v in (await request.form()).items()}
     raw_label = params.text(form, "label")
-    if raw_label is not None and raw_label not in ("pass", "fail"):
+    if raw_label is not None and raw_label not in REVIEW_LABELS:
         raise params.BadRequest(f"label={raw_label!r}: expected pass or fail (or none)")
     label = ReviewLabel(raw_label) if raw_label is not None else None
     score = params.number(form, "score")
