@@ -11,6 +11,7 @@ from tests.helpers.fake_gemini import FakeGemini, Reply, json_reply
 from toolpath.errors import ConfigError
 from toolpath.evaluation.runner import evaluate
 from toolpath.judges import adk_bridge
+from toolpath.judges.adk_criteria import GOOD_LABELS, HALLUCINATION_LABELS, SentenceLabel
 from toolpath.judges.client import Judge, JudgeSettings
 from toolpath.store.store import Store
 
@@ -277,8 +278,16 @@ def test_hallucinations_segments_then_validates(gemini, toolpath_judge):
     row = {**ROWS[0], "predicted_trajectory": [{"tool_name": "set_temperature", "tool_input": {"temperature": 22}}]}
     [out] = evaluate([row], ["hallucinations_v1"], judge=quick()).metrics_table
     assert out["hallucinations_v1/score"] == pytest.approx(2 / 3)
-    assert "1 contradictory" in out["hallucinations_v1/explanation"]
+    assert out["hallucinations_v1/explanation"] == "judge: toolpath; 1 contradictory, 1 not_applicable, 1 supported"
     assert fake.requests == 2 and "set_temperature" in fake.prompts[1]
+
+
+def test_hallucination_labels_are_adks():
+    """``SentenceLabel``: the labels ADK's hallucinations_v1 reads, those that count for a sentence the same."""
+    adk = pytest.importorskip("google.adk.evaluation.hallucinations_v1")
+    assert set(HALLUCINATION_LABELS) == adk._POSITIVE_LABELS | adk._NEGATIVE_LABELS
+    assert set(GOOD_LABELS) == adk._POSITIVE_LABELS
+    assert all(type(label) is SentenceLabel for label in HALLUCINATION_LABELS)
 
 
 def test_no_credentials_is_a_clear_error(monkeypatch):

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from enum import StrEnum
 from typing import Any
 
 from toolpath.judges.adk_bridge import ADK_PROMPTED, judge_of, judge_with_adk
@@ -37,8 +38,21 @@ from toolpath.trajectory import parse_trajectory
 RUBRIC_REPLY = (
     'Reply with one JSON object: {"rubrics": [{"id": "<rubric id>", "verdict": "yes" | "no", "reason": "<why>"}]}'
 )
-HALLUCINATION_LABELS = ("supported", "unsupported", "contradictory", "disputed", "not_applicable")
-GOOD_LABELS = ("supported", "not_applicable")
+
+
+class SentenceLabel(StrEnum):
+    """A sentence's label in ``hallucinations_v1``'s validation step: ADK's labels, as its judge writes them."""
+
+    SUPPORTED = "supported"
+    UNSUPPORTED = "unsupported"
+    CONTRADICTORY = "contradictory"
+    DISPUTED = "disputed"
+    NOT_APPLICABLE = "not_applicable"
+
+
+HALLUCINATION_LABELS = tuple(SentenceLabel)
+GOOD_LABELS = (SentenceLabel.SUPPORTED, SentenceLabel.NOT_APPLICABLE)
+"""The labels that count for a sentence (ADK's positive labels)."""
 
 
 class AdkJudgeMetric(JudgeMetric):
@@ -252,7 +266,7 @@ class HallucinationsV1(AdkJudgeMetric):
             texts = [*(str(t) for t in row.get("intermediate_responses") or [] if t), *texts]
         context = f"User prompt:\n{_cell(row, 'prompt')}\n\nTool calls and results:\n{_calls(row)}"
         scores: list[float] = []
-        labels_seen: Counter[str] = Counter()
+        labels_seen: Counter[SentenceLabel] = Counter()
         errors: list[str] = []
         for sample in range(self.num_samples):
             result = await self._one_sample(texts, context, ask, sample)
@@ -271,7 +285,7 @@ class HallucinationsV1(AdkJudgeMetric):
             {"samples": scores, **({"judge_errors": errors} if errors else {})},
         )
 
-    async def _one_sample(self, texts: list[str], context: str, ask: Ask, sample: int) -> list[str] | str:
+    async def _one_sample(self, texts: list[str], context: str, ask: Ask, sample: int) -> list[SentenceLabel] | str:
         segment = (
             "Split the following text into its sentences, keeping each sentence's words unchanged.\n\n"
             + "\n\n".join(texts)
@@ -300,7 +314,7 @@ class HallucinationsV1(AdkJudgeMetric):
         unknown = [label for label in labels if label not in HALLUCINATION_LABELS]
         if unknown or len(labels) != len(sentences):
             return f"validation labelled {len(labels)} of {len(sentences)} sentence(s), unknown labels {unknown}"
-        return labels
+        return [SentenceLabel(label) for label in labels]
 
 
 class SafetyV1(AdkJudgeMetric):
