@@ -167,6 +167,8 @@ def test_report_of_a_dataset_run_and_bad_ids(recorded):
     assert missing.returncode == 2 and "no run 'nope'" in missing.stderr
     both = run_cli(recorded, "report", "--run", run_id, "--replay", run_id, "--html", "x.html", *store)
     assert both.returncode == 2 and "give one of --run ID or --replay ID" in both.stderr
+    not_replay = run_cli(recorded, "report", "--replay", run_id, "--html", "x.html", *store)
+    assert not_replay.returncode == 2 and f"{run_id!r} is a dataset run, not a replay (use --run)" in not_replay.stderr
     latest = run_cli(recorded, "report", "--html", "latest.html", *store)
     assert latest.returncode == 0, latest.stderr
     assert latest.stdout.startswith(f"reporting the latest dataset run, {run_id}")

@@ -61,6 +61,7 @@ def report(store: str | None, run_id: str | None, replay_id: str | None, html_pa
         toolpath report --run 1a2b3c4d5e6f --html report.html
     """
     from toolpath.cli.report import render_report
+    from toolpath.evaluation.verdicts import RunKind
 
     if run_id is not None and replay_id is not None:
         raise ConfigError("give one of --run ID or --replay ID (or neither, for the latest)")
@@ -75,7 +76,7 @@ def report(store: str | None, run_id: str | None, replay_id: str | None, html_pa
     run = the_store.get_eval_run(run_id or replay_id or "")
     if run is None:
         raise ConfigError(f"no {'run' if run_id else 'replay'} {run_id or replay_id!r} in {the_store.url}")
-    if replay_id and run["kind"] != "replay":
+    if replay_id and run["kind"] != RunKind.REPLAY:
         raise ConfigError(f"{replay_id!r} is a {run['kind']} run, not a replay (use --run)")
     html_path.write_text(render_report(run), encoding="utf-8")
     console.print(f"wrote {html_path} ({run['kind']} {run['run_id']}, {run['row_count']} row(s))")
