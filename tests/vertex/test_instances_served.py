@@ -14,6 +14,8 @@ import pytest
 from tests.helpers.collector import TOKEN, Collector
 from toolpath.metrics import text, tool_calls, trajectory_match
 from toolpath.trajectory import parse_trajectory
+from toolpath.vertex.instance_judges import RpcCode
+from toolpath.vertex.instances import error_body
 
 LOCATION = "projects/my-project/locations/us-central1"
 PATH = f"/v1beta1/{LOCATION}:evaluateInstances"
@@ -502,3 +504,18 @@ def test_collect_with_the_ui_serves_both(tmp_path):
         with urllib.request.urlopen(page, timeout=30) as reply:
             assert reply.status == 200 and b"<html" in reply.read().lower()
     store.close()
+
+
+def test_error_statuses_are_google_rpc_codes_spelt_as_before():
+    """``RpcCode``: ``google.rpc.Code``'s names (installed), the gRPC front end's status codes by the same names, and
+    the error body's bytes as before."""
+    import grpc
+    from google.rpc import code_pb2
+
+    assert [c.value for c in RpcCode] == list(code_pb2.Code.keys())
+    assert all(getattr(grpc.StatusCode, c).name == c for c in RpcCode)
+    assert error_body(429, "over budget") == (
+        b'{"error": {"code": 429, "message": "over budget", "status": "RESOURCE_EXHAUSTED"}}'
+    )
+    assert json.loads(error_body(400, "m", RpcCode.FAILED_PRECONDITION))["error"]["status"] == "FAILED_PRECONDITION"
+    assert json.loads(error_body(418, "m"))["error"]["status"] == "UNKNOWN"

@@ -22,6 +22,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Sequence
+from enum import StrEnum
 from typing import Any
 
 from toolpath.errors import ConfigError, InternalSignal
@@ -48,10 +49,32 @@ CHOICES = {"CANDIDATE": "CANDIDATE", "BASELINE": "BASELINE", "SAME": "TIE"}
 """toolpath's pairwise choice -> the API's ``PairwiseChoice``."""
 
 
+class RpcCode(StrEnum):
+    """A ``google.rpc.Code`` by name: the ``status`` of a Google API error, as the API and its SDKs spell it."""
+
+    OK = "OK"
+    CANCELLED = "CANCELLED"
+    UNKNOWN = "UNKNOWN"
+    INVALID_ARGUMENT = "INVALID_ARGUMENT"
+    DEADLINE_EXCEEDED = "DEADLINE_EXCEEDED"
+    NOT_FOUND = "NOT_FOUND"
+    ALREADY_EXISTS = "ALREADY_EXISTS"
+    PERMISSION_DENIED = "PERMISSION_DENIED"
+    UNAUTHENTICATED = "UNAUTHENTICATED"
+    RESOURCE_EXHAUSTED = "RESOURCE_EXHAUSTED"
+    FAILED_PRECONDITION = "FAILED_PRECONDITION"
+    ABORTED = "ABORTED"
+    OUT_OF_RANGE = "OUT_OF_RANGE"
+    UNIMPLEMENTED = "UNIMPLEMENTED"
+    INTERNAL = "INTERNAL"
+    UNAVAILABLE = "UNAVAILABLE"
+    DATA_LOSS = "DATA_LOSS"
+
+
 class JudgeFailure(InternalSignal):
     """No result from the judge: an HTTP status, its ``google.rpc`` code name, and why."""
 
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(self, status: int, code: RpcCode, message: str) -> None:
         super().__init__(message)
         self.status, self.code, self.message = status, code, message
 
@@ -259,7 +282,7 @@ def _run(judge: Judge, work: Any) -> Any:
     try:
         return _checked(judge.run(work))
     except ConfigError as exc:  # no credentials for the judge model on this server
-        raise JudgeFailure(400, "FAILED_PRECONDITION", str(exc)) from None
+        raise JudgeFailure(400, RpcCode.FAILED_PRECONDITION, str(exc)) from None
 
 
 def _checked(result: Any) -> Any:
@@ -282,12 +305,12 @@ def _failure(errors: Sequence[str]) -> JudgeFailure | None:
     worth a retry). ``None`` when it was asked and its replies held no rating: that is the result."""
     text = "; ".join(errors)
     if any("budget exhausted" in e for e in errors):
-        return JudgeFailure(429, "RESOURCE_EXHAUSTED", text)
+        return JudgeFailure(429, RpcCode.RESOURCE_EXHAUSTED, text)
     codes = [int(m.group(1)) for e in errors for m in [MODEL_ERROR.search(e)] if m]
     if any(400 <= code < 500 for code in codes):
-        return JudgeFailure(400, "FAILED_PRECONDITION", f"the judge model refused the request: {text}")
+        return JudgeFailure(400, RpcCode.FAILED_PRECONDITION, f"the judge model refused the request: {text}")
     if codes or any(s in e for e in errors for s in ("unavailable", "judge request failed")):
-        return JudgeFailure(503, "UNAVAILABLE", text)
+        return JudgeFailure(503, RpcCode.UNAVAILABLE, text)
     return None
 
 

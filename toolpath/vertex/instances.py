@@ -27,7 +27,7 @@ from toolpath.evaluation.catalog import create_metric
 from toolpath.judges.client import Backend, Judge, JudgeCache, JudgeSettings, settings_from
 from toolpath.metrics.base import MissingInput
 from toolpath.vertex.instance_inputs import COMPUTED, JUDGED, NOT_SERVED, InputError
-from toolpath.vertex.instance_judges import JudgeFailure, JudgeOptions, judged_result, templated_result
+from toolpath.vertex.instance_judges import JudgeFailure, JudgeOptions, RpcCode, judged_result, templated_result
 
 __all__ = ["PATH", "ApiVersion", "EvaluateInstances", "InstancesError", "error_body"]
 
@@ -39,18 +39,18 @@ LOCATION = re.compile(r"projects/[^/:]+/locations/[^/:]+")
 INSTALL_HINT = "pip install 'toolpath[vertex]'"
 
 STATUS_NAMES = {
-    400: "INVALID_ARGUMENT",
-    401: "UNAUTHENTICATED",
-    403: "PERMISSION_DENIED",
-    404: "NOT_FOUND",
-    405: "UNIMPLEMENTED",
-    408: "DEADLINE_EXCEEDED",
-    413: "INVALID_ARGUMENT",
-    415: "INVALID_ARGUMENT",
-    429: "RESOURCE_EXHAUSTED",
-    500: "INTERNAL",
-    501: "UNIMPLEMENTED",
-    503: "UNAVAILABLE",
+    400: RpcCode.INVALID_ARGUMENT,
+    401: RpcCode.UNAUTHENTICATED,
+    403: RpcCode.PERMISSION_DENIED,
+    404: RpcCode.NOT_FOUND,
+    405: RpcCode.UNIMPLEMENTED,
+    408: RpcCode.DEADLINE_EXCEEDED,
+    413: RpcCode.INVALID_ARGUMENT,
+    415: RpcCode.INVALID_ARGUMENT,
+    429: RpcCode.RESOURCE_EXHAUSTED,
+    500: RpcCode.INTERNAL,
+    501: RpcCode.UNIMPLEMENTED,
+    503: RpcCode.UNAVAILABLE,
 }
 
 
@@ -63,15 +63,15 @@ class InstancesError(InternalSignal):
     """A request answered with an error: the HTTP status, the ``google.rpc`` code name (``INVALID_ARGUMENT``)
     and the message."""
 
-    def __init__(self, status: int, message: str, code: str | None = None) -> None:
+    def __init__(self, status: int, message: str, code: RpcCode | None = None) -> None:
         super().__init__(message)
         self.status, self.message = status, message
-        self.code = code or STATUS_NAMES.get(status, "UNKNOWN")
+        self.code = code or STATUS_NAMES.get(status, RpcCode.UNKNOWN)
 
 
-def error_body(status: int, message: str, code: str | None = None) -> bytes:
+def error_body(status: int, message: str, code: RpcCode | None = None) -> bytes:
     """A Google API error: ``{"error": {"code": 400, "message": "…", "status": "INVALID_ARGUMENT"}}``."""
-    error = {"code": status, "message": message, "status": code or STATUS_NAMES.get(status, "UNKNOWN")}
+    error = {"code": status, "message": message, "status": code or STATUS_NAMES.get(status, RpcCode.UNKNOWN)}
     return json.dumps({"error": error}, ensure_ascii=False).encode()
 
 
@@ -186,7 +186,7 @@ class EvaluateInstances:
         except (InputError, MetricError) as exc:
             raise InstancesError(400, str(exc)) from None
         except ConfigError as exc:  # what a metric needs is missing on this server (NLTK's data)
-            raise InstancesError(400, str(exc), "FAILED_PRECONDITION") from None
+            raise InstancesError(400, str(exc), RpcCode.FAILED_PRECONDITION) from None
         except JudgeFailure as exc:
             raise InstancesError(exc.status, exc.message, exc.code) from None
         from google.protobuf import json_format
