@@ -17,8 +17,10 @@ from toolpath.collector.ingestor import Ingestor, store_unavailable
 from toolpath.store.spool import Spool
 
 logger = logging.getLogger("toolpath.collector.spool_drain")
-DRAIN_SPANS = 2048
-"""Spans written in one transaction at most (several exports' worth when they wait)."""
+DRAIN_SPANS = 512
+"""Spans written in one transaction at most: small exports that wait are written together (a transaction's fixed
+cost is shared), an SDK exporter's batch of 512 alone (writing four such batches at once cost 5-7% more CPU a span
+than one at a time: larger lookups, nothing shared)."""
 FIRST_PAUSE = 0.1
 MOST_PAUSE = 5.0
 _IDLE_WAIT = 0.5
