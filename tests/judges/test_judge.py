@@ -13,7 +13,9 @@ from toolpath.evaluation.runner import evaluate
 from toolpath.judges import adk_bridge
 from toolpath.judges.adk_criteria import GOOD_LABELS, HALLUCINATION_LABELS, SentenceLabel
 from toolpath.judges.client import Judge, JudgeSettings
+from toolpath.judges.vertex import PairwiseChoice
 from toolpath.store.store import Store
+from toolpath.vertex.instance_judges import CHOICES
 
 ROWS = [
     {"prompt": "Set the office to 22 degrees.", "response": "Set the office to 22.0 °C.", "reference": "Done: 22 °C."},
@@ -164,6 +166,19 @@ def test_pairwise_flips_positions_and_reports_win_rates(gemini):
     assert result.metrics_table[0]["pairwise_fluency/pairwise_choice"] == "CANDIDATE"
     assert result.summary_metrics["pairwise_fluency/candidate_model_win_rate"] == 1.0
     assert result.summary_metrics["pairwise_fluency/baseline_model_win_rate"] == 0.0
+    # a member, written as its name wherever the table goes (the JSON report, the store)
+    assert type(result.metrics_table[0]["pairwise_fluency/pairwise_choice"]) is PairwiseChoice
+    assert '"pairwise_fluency/pairwise_choice": "CANDIDATE"' in json.dumps(result.metrics_table[0])
+
+
+def test_pairwise_choices_are_the_apis_with_a_tie_for_same():
+    """``PairwiseChoice``: the candidate and the baseline are the API's ``PairwiseChoice`` names (both versions,
+    installed), and a tie is its ``TIE``."""
+    for version in ("aiplatform_v1", "aiplatform_v1beta1"):
+        api = pytest.importorskip(f"google.cloud.{version}.types.evaluation_service").PairwiseChoice
+        assert set(CHOICES) == set(PairwiseChoice)
+        assert all(api[name] for name in CHOICES.values())
+        assert CHOICES[PairwiseChoice.SAME] == api.TIE.name
 
 
 def test_missing_column_is_not_evaluated_without_asking(gemini):

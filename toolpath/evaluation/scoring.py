@@ -13,7 +13,7 @@ from typing import Any
 
 from toolpath.evaluation.like_with_like import judged_view, scrubber
 from toolpath.judges.client import Ask, Judge, JudgeSettings, settings_from
-from toolpath.judges.vertex import JudgeMetric
+from toolpath.judges.vertex import JudgeMetric, PairwiseChoice
 from toolpath.metrics.base import Metric, MissingInput
 from toolpath.metrics.rows import with_parsed_trajectories
 from toolpath.model import MetricResult
@@ -127,8 +127,8 @@ def win_rates(table: Sequence[Mapping[str, Any]], name: str) -> dict[str, float 
     if not choices:
         return {f"{name}/candidate_model_win_rate": None, f"{name}/baseline_model_win_rate": None}
     return {
-        f"{name}/candidate_model_win_rate": choices.count("CANDIDATE") / len(choices),
-        f"{name}/baseline_model_win_rate": choices.count("BASELINE") / len(choices),
+        f"{name}/candidate_model_win_rate": choices.count(PairwiseChoice.CANDIDATE) / len(choices),
+        f"{name}/baseline_model_win_rate": choices.count(PairwiseChoice.BASELINE) / len(choices),
     }
 
 

@@ -17,6 +17,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, TypedDict
 
 from toolpath.errors import MetricError
@@ -284,25 +285,39 @@ class PairwiseMetric(TemplateMetric):
         if not choices:
             return MetricResult(None, "; ".join(errors), {"judge_errors": errors})
         ranked = Counter(choices).most_common()
-        winner = ranked[0][0] if len(ranked) == 1 or ranked[0][1] > ranked[1][1] else "SAME"
+        winner = ranked[0][0] if len(ranked) == 1 or ranked[0][1] > ranked[1][1] else PairwiseChoice.SAME
         details: dict[str, Any] = {"pairwise_choice": winner, "samples": choices}
         if errors:
             details["judge_errors"] = errors
         return MetricResult(CHOICE_SCORES[winner], explanations[0], details)
 
 
-CHOICE_SCORES = {"CANDIDATE": 1.0, "SAME": 0.5, "BASELINE": 0.0}
+class PairwiseChoice(StrEnum):
+    """A pairwise judge's verdict: the candidate (``response``) won, tied, or lost to the baseline."""
+
+    CANDIDATE = "CANDIDATE"
+    BASELINE = "BASELINE"
+    SAME = "SAME"
+    """A tie (Vertex AI's tables and API write it ``TIE``)."""
+
+
+CHOICE_SCORES = {PairwiseChoice.CANDIDATE: 1.0, PairwiseChoice.SAME: 0.5, PairwiseChoice.BASELINE: 0.0}
 """A pairwise row's score: the candidate (``response``) won, tied, or lost to the baseline."""
 
 
-def _choice(reply: JudgeReply, *, flipped: bool) -> tuple[str, str]:
+def _choice(reply: JudgeReply, *, flipped: bool) -> tuple[PairwiseChoice, str]:
     if reply.error:
         raise JudgeParseError(reply.error, reply.text or "")
     data = parse_reply(reply.text)
     raw = str(data.get("pairwise_choice", data.get("choice", ""))).strip().upper()
-    positions = {"A": "BASELINE", "B": "CANDIDATE"} if flipped else {"A": "CANDIDATE", "B": "BASELINE"}
-    if raw == "SAME":
-        return "SAME", str(data.get("explanation") or "")
+    a, b = (
+        (PairwiseChoice.BASELINE, PairwiseChoice.CANDIDATE)
+        if flipped
+        else (PairwiseChoice.CANDIDATE, PairwiseChoice.BASELINE)
+    )
+    positions = {"A": a, "B": b}
+    if raw == PairwiseChoice.SAME:
+        return PairwiseChoice.SAME, str(data.get("explanation") or "")
     if raw not in positions:
         raise JudgeParseError(f"pairwise_choice {raw!r} is not A, SAME or B", reply.text or "")
     return positions[raw], str(data.get("explanation") or "")

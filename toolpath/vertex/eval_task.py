@@ -27,7 +27,7 @@ from toolpath import tracing
 from toolpath.datasets import load_rows
 from toolpath.errors import ConfigError, DatasetError, MetricError
 from toolpath.evaluation.runner import evaluate as toolpath_evaluate
-from toolpath.judges.vertex import VARIABLE
+from toolpath.judges.vertex import VARIABLE, PairwiseChoice
 from toolpath.store.store import Store
 from toolpath.vertex.generated_responses import generate
 from toolpath.vertex.model_based import PairwiseMetric
@@ -297,7 +297,7 @@ def _task_metric(metric: Any, autorater_config: Any) -> Any:
 def _vertex_row(row: dict[str, Any], pairwise: Sequence[str]) -> dict[str, Any]:
     """A table row as Vertex AI writes it: a pairwise tie is ``TIE``."""
     for name in pairwise:
-        if row.get(f"{name}/pairwise_choice") == "SAME":
+        if row.get(f"{name}/pairwise_choice") == PairwiseChoice.SAME:
             row[f"{name}/pairwise_choice"] = "TIE"
     return row
 
@@ -306,7 +306,7 @@ def verdict_win_rates(table: Sequence[Mapping[str, Any]], name: str) -> dict[str
     """Win rates of a pairwise metric whose choices a parser wrote: Vertex AI's rubric parser writes verdict
     sentences, which Vertex AI's summary counts as wins (read from the installed package), beside the
     ``CANDIDATE`` / ``BASELINE`` of the others. Shares of all rows, as in Vertex AI."""
-    candidate, baseline = {"CANDIDATE"}, {"BASELINE"}
+    candidate, baseline = {str(PairwiseChoice.CANDIDATE)}, {str(PairwiseChoice.BASELINE)}
     try:
         from vertexai.preview.evaluation.utils import RATING_TO_VERDICT
     except ImportError:

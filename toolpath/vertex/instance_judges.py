@@ -33,6 +33,7 @@ from toolpath.judges.vertex import (
     PAIRWISE_FORMAT,
     PAIRWISE_RUBRIC,
     POINTWISE_FORMAT,
+    PairwiseChoice,
     PairwiseMetric,
     PairwiseMetricPromptTemplate,
     PointwiseMetric,
@@ -45,8 +46,8 @@ __all__ = ["JudgeFailure", "JudgeOptions", "judged_result", "templated_result"]
 VARIABLE = re.compile(r"\{([_a-zA-Z][_a-zA-Z0-9]*)\}")
 """A template variable, as ``vertexai.evaluation.PromptTemplate`` reads them."""
 MAX_SAMPLES = 32
-CHOICES = {"CANDIDATE": "CANDIDATE", "BASELINE": "BASELINE", "SAME": "TIE"}
-"""toolpath's pairwise choice -> the API's ``PairwiseChoice``."""
+CHOICES = {PairwiseChoice.CANDIDATE: "CANDIDATE", PairwiseChoice.BASELINE: "BASELINE", PairwiseChoice.SAME: "TIE"}
+"""toolpath's pairwise choice -> the API's ``PairwiseChoice`` (its member's name)."""
 
 
 class RpcCode(StrEnum):
@@ -141,7 +142,7 @@ def judged_result(name: str, input: Judged, message: Any, options: JudgeOptions)
         if result.score is None:
             return _no_rating(result.explanation or "")
         choices = _samples(result)
-        choice = str(result.details["pairwise_choice"])
+        choice = PairwiseChoice(result.details["pairwise_choice"])
         return {
             "pairwise_choice": CHOICES[choice],
             "explanation": result.explanation or "",
@@ -232,7 +233,7 @@ def templated_result(name: str, message: Any, options: JudgeOptions) -> dict[str
         return {**fields, **_no_rating("; ".join(errors))}
     if pairwise:
         ranked = Counter(values_read).most_common()
-        winner = ranked[0][0] if len(ranked) == 1 or ranked[0][1] > ranked[1][1] else "SAME"
+        winner = ranked[0][0] if len(ranked) == 1 or ranked[0][1] > ranked[1][1] else PairwiseChoice.SAME
         fields["pairwise_choice"] = CHOICES[winner]
         fields["explanation"] = explanations[values_read.index(winner)] if winner in values_read else explanations[0]
     else:
@@ -339,15 +340,19 @@ def _read_score(reply: JudgeReply) -> tuple[float, str]:
         raise JudgeParseError(f"score {raw!r} is not a number", reply.text or "") from None
 
 
-def _read_choice(reply: JudgeReply, flipped: bool) -> tuple[str, str]:
+def _read_choice(reply: JudgeReply, flipped: bool) -> tuple[PairwiseChoice, str]:
     """A pairwise reply: "A" is the baseline, "B" the candidate, as in Vertex AI's pairwise templates (the other
     way round in a ``flipped`` sample)."""
     if reply.error:
         raise JudgeParseError(reply.error, reply.text or "")
     data = parse_reply(reply.text)
     raw = str(data.get("pairwise_choice", data.get("choice", ""))).strip().upper()
-    a, b = ("CANDIDATE", "BASELINE") if flipped else ("BASELINE", "CANDIDATE")
-    chosen = {"A": a, "B": b, "SAME": "SAME", "TIE": "SAME"}.get(raw)
+    a, b = (
+        (PairwiseChoice.CANDIDATE, PairwiseChoice.BASELINE)
+        if flipped
+        else (PairwiseChoice.BASELINE, PairwiseChoice.CANDIDATE)
+    )
+    chosen = {"A": a, "B": b, "SAME": PairwiseChoice.SAME, "TIE": PairwiseChoice.SAME}.get(raw)
     if chosen is None:
         raise JudgeParseError(f"pairwise_choice {raw!r} is not A, SAME or B", reply.text or "")
     return chosen, str(data.get("explanation") or "")
