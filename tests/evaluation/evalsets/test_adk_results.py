@@ -201,6 +201,13 @@ def short_answers(eval_metric, actual_invocations, expected_invocations, convers
 async def always_fails(eval_metric, actual_invocations, expected_invocations, conversation_scenario):
     assert eval_metric.threshold is None and expected_invocations is not None
     return EvaluationResult(overall_score=1.0, overall_eval_status=EvalStatus.FAILED)
+
+
+def odd_status(eval_metric, actual_invocations, expected_invocations, conversation_scenario):
+    """An EvaluationResult look-alike whose status ADK does not have."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(overall_score=1.0, overall_eval_status="MAYBE", per_invocation_results=[])
 '''
 
 
@@ -233,6 +240,21 @@ class TestCustomMetrics:
         strict = case.metrics["strict"]
         assert (strict.score, strict.status) == (1.0, "FAILED")  # the function's verdict, not score >= threshold
         assert case.status == "FAILED"
+
+    def test_a_status_adk_does_not_have_is_said_not_passed_on(self, tracing, config):
+        config.write_text(
+            json.dumps(
+                {
+                    "criteria": {"odd": 0.5},
+                    "custom_metrics": {"odd": {"code_config": {"name": "my_metrics.odd_status"}}},
+                }
+            )
+        )
+        eval_set = load_eval_set(ADK_FIXTURES / "weather.evalset.json", config)
+        [case] = evaluate_eval_sets([eval_set], good_agent).cases
+        odd = case.metrics["odd"]
+        assert (odd.score, odd.status) == (None, "NOT_EVALUATED")
+        assert "my_metrics.odd_status returned the status 'MAYBE', not an ADK EvalStatus" in (odd.explanation or "")
 
     def test_on_recorded_results(self, history, config):
         from toolpath.evaluation.evalsets.files import load_config

@@ -79,16 +79,24 @@ class AdkCustomMetric(CustomMetric):
             raise MetricError(f"{self.function_path} returned {type(result).__name__}, not an ADK EvaluationResult")
         per_invocation = list(result.per_invocation_results)
         score = result.overall_score
-        evaluated = EvalStatus(status.name) is not EvalStatus.NOT_EVALUATED  # ADK's member, by its name
+        overall = self._status(status)
+        evaluated = overall is not EvalStatus.NOT_EVALUATED
         return MetricResult(
             score if evaluated else None,
             None if evaluated else f"{self.function_path} did not evaluate the case",
             {
-                "eval_status": EvalStatus(status.name),
+                "eval_status": overall,
                 "per_invocation_scores": [r.score for r in per_invocation],
-                "per_invocation_status": [EvalStatus(r.eval_status.name) for r in per_invocation],
+                "per_invocation_status": [self._status(r.eval_status) for r in per_invocation],
             },
         )
+
+    def _status(self, status: Any) -> EvalStatus:
+        """ADK's ``EvalStatus`` member as toolpath's, by its name."""
+        try:
+            return EvalStatus(getattr(status, "name", status))
+        except ValueError:
+            raise MetricError(f"{self.function_path} returned the status {status!r}, not an ADK EvalStatus") from None
 
 
 async def _awaited(awaitable: Any) -> Any:
