@@ -2,7 +2,8 @@
 span (its trace and span ids), and two OTel metrics labelled by metric and agent:
 
 - ``gen_ai.evaluation.score`` (histogram of the scores),
-- ``gen_ai.evaluation.results`` (counter; ``gen_ai.evaluation.score.label`` is ``pass``, ``fail`` or ``error``).
+- ``gen_ai.evaluation.results`` (counter; ``gen_ai.evaluation.score.label`` is a
+  :class:`~toolpath.store.job_queue.ResultLabel`: ``pass``, ``fail``, ``error`` or ``scored``).
 
 The standard OTLP/HTTP exporters are used, so ``OTEL_EXPORTER_OTLP_ENDPOINT`` / ``…_HEADERS`` and the per-signal
 variants apply; an explicit endpoint (``http://host:4318``) overrides them.
@@ -22,6 +23,7 @@ from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
+from toolpath.store.job_queue import ResultLabel
 from toolpath.tracer import semconv as sc
 
 EVENT_NAME = "gen_ai.evaluation.result"
@@ -54,7 +56,7 @@ class ResultExporter:
         agent_name: str | None,
         metric: str,
         score: float | None,
-        label: str,
+        label: ResultLabel,
         explanation: str | None,
     ) -> None:
         labels = {sc.GEN_AI_EVALUATION_NAME: metric, sc.GEN_AI_AGENT_NAME: agent_name or "unknown"}
