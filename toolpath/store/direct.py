@@ -62,12 +62,7 @@ def _open(url: str) -> tuple[Any, Reader] | None:
 
         with _opening_errors(url):
             connection: Any = sqlite3.connect(path, timeout=30)  # the file SQLAlchemy's sqlite3 would open
-            reader = Reader.of_driver(connection, "sqlite")
-            try:
-                at_head = revision(reader) == HEAD
-            except BaseException:
-                connection.close()
-                raise
+            reader, at_head = _read_revision(connection, "sqlite")
     elif url.startswith(_PSYCOPG):
         try:
             import psycopg
@@ -78,18 +73,24 @@ def _open(url: str) -> tuple[Any, Reader] | None:
                 connection = psycopg.connect("postgresql://" + url.removeprefix(_PSYCOPG), autocommit=True)
             except psycopg.ProgrammingError:  # an option libpq does not know: SQLAlchemy's reading of the URL decides
                 return None
-            reader = Reader.of_driver(connection, "postgresql")
-            try:
-                at_head = revision(reader) == HEAD
-            except BaseException:
-                connection.close()
-                raise
+            reader, at_head = _read_revision(connection, "postgresql")
     else:
         return None
     if not at_head:
         connection.close()
         return None
     return connection, reader
+
+
+def _read_revision(connection: Any, dialect: str) -> tuple[Reader, bool]:
+    """A reader of the driver's ``connection`` and whether its schema is at the head (the connection is closed if
+    reading the revision fails)."""
+    reader = Reader.of_driver(connection, dialect)
+    try:
+        return reader, revision(reader) == HEAD
+    except BaseException:
+        connection.close()
+        raise
 
 
 @contextlib.contextmanager
