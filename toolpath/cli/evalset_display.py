@@ -10,11 +10,12 @@ from rich.table import Table
 
 from toolpath.cli.display import args_text, id_column
 from toolpath.cli.output import styled
+from toolpath.model import EvalStatus
 
 
 def eval_set_report(console: Console, result: Any, *, quiet: bool = False) -> None:
     """ADK-like summary: cases passed and failed, then each failing criterion with expected vs actual."""
-    counts = {status: sum(c.status == status for c in result.cases) for status in ("PASSED", "FAILED", "NOT_EVALUATED")}
+    counts = {status: sum(c.status == status for c in result.cases) for status in EvalStatus}
     if not quiet:
         table = Table(title="Eval cases", title_justify="left", caption=_EFFICIENCY_CAPTION, caption_justify="left")
         id_column(table, "eval set", [case.eval_set_id for case in result.cases])
@@ -33,7 +34,7 @@ def eval_set_report(console: Console, result: Any, *, quiet: bool = False) -> No
                 else "—"
                 for n in result.metric_names
             ]
-            style = {"PASSED": "green", "FAILED": "red"}.get(case.status, "yellow")
+            style = {EvalStatus.PASSED: "green", EvalStatus.FAILED: "red"}.get(case.status, "yellow")
             error = [styled((case.error, "red")) if getattr(case, "error", None) else ""] if crashed else []
             table.add_row(
                 case.eval_set_id, case.eval_id, styled((str(case.status), style)), *cells, *_efficiency(case), *error
@@ -42,11 +43,12 @@ def eval_set_report(console: Console, result: Any, *, quiet: bool = False) -> No
         for case in result.cases:
             if getattr(case, "simulated", False):
                 _print_conversation(console, case)
-            if case.status == "FAILED":
+            if case.status == EvalStatus.FAILED:
                 _print_failure(console, case)
-    line = f"{len(result.cases)} case(s): {counts['PASSED']} passed, {counts['FAILED']} failed"
-    if counts["NOT_EVALUATED"]:
-        line += f", {counts['NOT_EVALUATED']} not evaluated"
+    passed, failed, unscored = (counts[s] for s in (EvalStatus.PASSED, EvalStatus.FAILED, EvalStatus.NOT_EVALUATED))
+    line = f"{len(result.cases)} case(s): {passed} passed, {failed} failed"
+    if unscored:
+        line += f", {unscored} not evaluated"
     console.print(styled((line, "bold"), f" (run {result.run_id})"))
 
 
@@ -108,7 +110,7 @@ def _print_failure(console: Console, case: Any) -> None:
                 console.print(f"    {which}turn {len(turns)}: {turns[-1]['prompt']!r}")
                 console.print(f"      actual tools: {_calls(turns[-1]['predicted_trajectory'])}")
     for name, metric in case.metrics.items():
-        if metric.status != "FAILED":
+        if metric.status != EvalStatus.FAILED:
             continue
         console.print(f"  {name}: {metric.score:.3f} < threshold {metric.threshold:g}")
         if getattr(case, "simulated", False) and metric.explanation:
