@@ -87,11 +87,13 @@ def test_adk_reads_the_statuses_toolpath_writes_as_its_own(scored, tmp_path: Pat
     [written] = write_adk_history(scored, tmp_path / "weather_app")
     name = written.name.removesuffix(".evalset_result.json")
     loaded = LocalEvalSetResultsManager(agents_dir=str(tmp_path)).get_eval_set_result("weather_app", name)
-    london, paris, _ = loaded.eval_case_results
-    assert (london.final_eval_status, paris.final_eval_status) == (
+    london, paris, crashed = loaded.eval_case_results
+    assert (london.final_eval_status, paris.final_eval_status, crashed.final_eval_status) == (
         adk_metrics.EvalStatus.PASSED,
         adk_metrics.EvalStatus.FAILED,
+        adk_metrics.EvalStatus.FAILED,  # ADK's failed inference, as ADK's LocalEvalService writes it
     )
+    assert crashed.overall_eval_metric_results == [] and crashed.eval_metric_result_per_invocation == []
     overall = {m.metric_name: m.eval_status for m in paris.overall_eval_metric_results}
     assert overall["tool_trajectory_avg_score"] == adk_metrics.EvalStatus.FAILED
     assert overall["tool_call_count_v1"] == adk_metrics.EvalStatus.INFORMATIONAL

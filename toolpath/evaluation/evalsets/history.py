@@ -75,10 +75,14 @@ def score_recorded(
         )
         if not rc.actual and (case.invocations or rc.recorded_status == FAILED):  # ADK's failed inference
             result.status = FAILED
+            result.run_errors = [_NO_INVOCATIONS]  # written back as ADK writes one: FAILED, no metric results
             for metric in result.metrics.values():
-                metric.explanation = "the recorded run has no invocations (the agent failed)"
+                metric.explanation = _NO_INVOCATIONS
         cases.append(result)
     return collect(cases, uuid.uuid4().hex[:12])
+
+
+_NO_INVOCATIONS = "the recorded run has no invocations (the agent failed)"
 
 
 def _outcome(rc: RecordedCase, index: int) -> AgentOutcome:
