@@ -24,6 +24,8 @@ COLLECT = ("collect", "--store", "c.db", "--http-port", "0", "--grpc-port", "0")
             "error: Invalid value for '--spool-max-bytes' (from $TOOLPATH_SPOOL_MAX_BYTES): 0 is not in the range "
             "x>=1. (see 'toolpath collect --help')",
         ),
+        (["--spool", ""], {}, None, "error: --spool: empty; give the folder to spool in"),
+        ([], {"TOOLPATH_SPOOL": " "}, None, "error: --spool: empty; give the folder to spool in"),
         ([], {}, "spool = 5\n", "error: collector.toml: spool: expected a path (a string), got 5"),
         ([], {}, 'spool = "notes.txt"\n', "error: --spool notes.txt: not a folder"),
         (
@@ -33,7 +35,16 @@ COLLECT = ("collect", "--store", "c.db", "--http-port", "0", "--grpc-port", "0")
             "error: collector.toml: spool_max_bytes: -1 is not in the range x>=1.",
         ),
     ],
-    ids=["env-a-file", "env-bound-alone", "env-bound-zero", "file-a-number", "file-a-file", "file-bound-negative"],
+    ids=[
+        "env-a-file",
+        "env-bound-alone",
+        "env-bound-zero",
+        "empty",
+        "env-empty",
+        "file-a-number",
+        "file-a-file",
+        "file-bound-negative",
+    ],
 )
 def test_bad_spool_settings_are_one_error_line_and_create_nothing(tmp_path, args, env, config, first):
     (tmp_path / "notes.txt").write_text("notes\n")

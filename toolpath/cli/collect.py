@@ -58,8 +58,8 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--spool",
-    "spool",
-    type=click.Path(path_type=Path),
+    "spool_text",
+    type=click.Path(),
     default=None,
     metavar="DIR",
     help="Answer exports once their spans (redacted) are synced to a spool in this folder; a thread writes them "
@@ -130,7 +130,7 @@ def collect(
     token: str | None,
     max_body_bytes: int,
     max_in_flight: int,
-    spool: Path | None,
+    spool_text: str | None,
     spool_max_bytes: int,
     redact_keys: tuple[str, ...],
     redact_patterns: tuple[str, ...],
@@ -166,11 +166,14 @@ def collect(
     spool_bound_given = (
         click.get_current_context().get_parameter_source("spool_max_bytes") is not ParameterSource.DEFAULT
     )
-    if spool_bound_given and spool is None:  # from the command line, the environment or the file
+    if spool_bound_given and spool_text is None:  # from the command line, the environment or the file
         raise ConfigError("--spool-max-bytes needs --spool")
-    if spool is not None:
-        check_spool_folder(spool)
-        spool = spool.resolve()
+    spool = None
+    if spool_text is not None:
+        if not spool_text.strip():  # Path("") is the current folder: never a spool nobody named
+            raise ConfigError("--spool: empty; give the folder to spool in")
+        check_spool_folder(Path(spool_text))
+        spool = Path(spool_text).resolve()
     if workers == 0:
         workers = default_workers()
     if workers > (most := MAX_WORKERS_PER_CORE * default_workers()):
