@@ -28,8 +28,10 @@ def test_a_string_template_is_filled_from_the_row_and_any_number_scores(monkeypa
         sampled = EvalTask(dataset=rows[:1], metrics=[metric], autorater_config=AutoraterConfig(sampling_count=3))
         sampled_result = sampled.evaluate()
     assert list(result.metrics_table["politeness/score"]) == [7.5, 2.0]
-    assert gemini.prompts[0].startswith("Rate 1 to 10 how polite hello there is, given hi.")
-    assert gemini.bodies[0]["systemInstruction"]["parts"][0]["text"] == "You are a strict rater."
+    first_two = sorted(gemini.prompts[:2])  # the rows are judged at once: in whichever order they arrive
+    assert first_two[0].startswith("Rate 1 to 10 how polite hello there is, given hi.")
+    assert first_two[1].startswith("Rate 1 to 10 how polite what is, given yo.")
+    assert {body["systemInstruction"]["parts"][0]["text"] for body in gemini.bodies} == {"You are a strict rater."}
     assert gemini.requests == 2 + 3  # the task's autorater config: three samples of the one row
     assert sampled_result.summary_metrics["politeness/mean"] == 7.5
     assert metric.metric_prompt_template.startswith("Rate 1 to 10")
