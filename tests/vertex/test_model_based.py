@@ -132,5 +132,5 @@ def test_a_custom_output_config_gets_the_raw_replies_and_parses_them(monkeypatch
     assert row["critique/score"] == 0.5 and row["critique/samples"] == 2
     assert row["critique/explanation"] in ("Verdict: YES", "Verdict: NO")
     assert row["kept/raw_output"] == ["Verdict: YES"] and row["kept/score"] is None
-    assert gemini.prompts[0] == "Does 4 answer 2+2?? Say Verdict: YES or NO."  # the template alone
+    assert "Does 4 answer 2+2?? Say Verdict: YES or NO." in gemini.prompts  # the template alone (metrics at once)
     assert all("responseMimeType" not in body.get("generationConfig", {}) for body in gemini.bodies)
