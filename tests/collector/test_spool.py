@@ -151,31 +151,36 @@ def test_a_full_spool_answers_503_with_retry_after(tmp_path):
     collector = Collector(
         tmp_path, None, "--workers", "1", "--spool", str(tmp_path / "spool"), "--spool-max-bytes", "1"
     ).start()
-    blocker = sqlite3.connect(collector.db, isolation_level=None)
-    blocker.execute("BEGIN EXCLUSIVE")  # the drain cannot empty the spool
     try:
-        assert collector.post(BODY.read_bytes())[0] == 200  # an empty spool takes any export
-        status, body, headers = collector.post(BODY.read_bytes())
-        assert status == 503 and "Retry-After" in headers
-        assert b"the spool holds" in body and b"its bound is 1" in body
+        blocker = sqlite3.connect(collector.db, isolation_level=None)
+        blocker.execute("BEGIN EXCLUSIVE")  # the drain cannot empty the spool
+        try:
+            assert collector.post(BODY.read_bytes())[0] == 200  # an empty spool takes any export
+            status, body, headers = collector.post(BODY.read_bytes())
+            assert status == 503 and "Retry-After" in headers
+            assert b"the spool holds" in body and b"its bound is 1" in body
+        finally:
+            blocker.execute("ROLLBACK")
+            blocker.close()
+        store = collector.store()
+        _wait_for(lambda: store.counts()["invocations"] == 2)
     finally:
-        blocker.execute("ROLLBACK")
-        blocker.close()
-    store = collector.store()
-    _wait_for(lambda: store.counts()["invocations"] == 2)
-    collector.stop()
+        collector.stop()  # a failed assertion leaves no collector running
 
 
 def test_sigterm_writes_what_waits_before_it_stops(tmp_path):
     collector = Collector(tmp_path, None, "--workers", "1", "--spool", str(tmp_path / "spool")).start()
-    blocker = sqlite3.connect(collector.db, isolation_level=None)
-    blocker.execute("BEGIN EXCLUSIVE")
-    assert collector.post(BODY.read_bytes())[0] == 200
-    collector.process.send_signal(signal.SIGTERM)
-    time.sleep(0.5)  # stopping, the store still locked: the drain keeps trying
-    blocker.execute("ROLLBACK")
-    blocker.close()
-    out, _ = collector.process.communicate(timeout=60)
+    try:
+        blocker = sqlite3.connect(collector.db, isolation_level=None)
+        blocker.execute("BEGIN EXCLUSIVE")
+        assert collector.post(BODY.read_bytes())[0] == 200
+        collector.process.send_signal(signal.SIGTERM)
+        time.sleep(0.5)  # stopping, the store still locked: the drain keeps trying
+        blocker.execute("ROLLBACK")
+        blocker.close()
+        out, _ = collector.process.communicate(timeout=60)
+    finally:
+        collector.stop()  # a failed step leaves no collector running
     assert "13 span(s) stored" in out and "left in the spool" not in out
     assert collector.store().counts()["invocations"] == 2
 
