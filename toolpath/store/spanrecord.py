@@ -29,7 +29,8 @@ class SpanRecord:
 
     def to_row(self) -> dict[str, Any]:
         """The record as a shallow dict (``dataclasses.asdict`` would deep-copy every attribute value)."""
-        return {name: getattr(self, name) for name in _FIELDS}
+        return {name: getattr(self, name) for name in FIELDS}
 
 
-_FIELDS = tuple(f.name for f in fields(SpanRecord))
+FIELDS = tuple(f.name for f in fields(SpanRecord))
+"""The record's fields, in order."""

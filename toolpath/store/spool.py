@@ -26,13 +26,11 @@ import os
 import sqlite3
 import threading
 from dataclasses import dataclass
-from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolpath.errors import ConfigError, InternalSignal
-from toolpath.store.spanrecord import SpanRecord
-from toolpath.store.writelock import sqlite_file
+from toolpath.store.spanrecord import FIELDS, SpanRecord
 
 if TYPE_CHECKING:
     from toolpath.store.store import Store
@@ -84,7 +82,7 @@ def spool_owner(store: Store) -> str:
     made absolute, so that collectors of different stores sharing a folder never write each other's spans."""
     url = store.engine.url
     if store.dialect == "sqlite":
-        return f"sqlite:///{sqlite_file(url.database) or url.database or ':memory:'}"
+        return f"sqlite:///{store.database_file or url.database or ':memory:'}"
     return url.render_as_string(hide_password=True)
 
 
@@ -338,7 +336,7 @@ class Spool:
         self._files = []
 
 
-_WRITTEN = tuple(f.name for f in dataclass_fields(SpanRecord))
+_WRITTEN = FIELDS
 """The fields of a written record, in order; a file records them, so that one written by another version of
 toolpath is read back by name."""
 

@@ -51,10 +51,10 @@ class Store:
         self.url = display_url(resolved)
         """The URL as it may be shown: its password hidden (the engine holds the real one)."""
         self.engine = make_engine(resolved, echo=echo)
+        self.database_file = sqlite_file(self.engine.url.database) if self.engine.dialect.name == "sqlite" else None
+        """A SQLite store's file, its path made absolute (``None``: in memory, or not SQLite)."""
         self.write_lock: contextlib.AbstractContextManager[Any] = (
-            WriteLock(sqlite_file(self.engine.url.database))
-            if self.engine.dialect.name == "sqlite"
-            else contextlib.nullcontext()
+            WriteLock(self.database_file) if self.engine.dialect.name == "sqlite" else contextlib.nullcontext()
         )
         """Held by :meth:`ingest` across its write transaction on SQLite: one writer at a time in this process and
         across processes (the file has one write lock, and queueing for it beats polling for it:
@@ -72,8 +72,7 @@ class Store:
         """Bring the schema to ``revision`` (what opening a store does); returns the revision reached. A file
         that is not a database, or a server that cannot be reached, is a :class:`ConfigError`."""
         with self.opening_errors():
-            database = sqlite_file(self.engine.url.database) if self.dialect == "sqlite" else None
-            return migrate.upgrade(self.engine, revision, database_file_lock(database))
+            return migrate.upgrade(self.engine, revision, database_file_lock(self.database_file))
 
     @contextlib.contextmanager
     def opening_errors(self) -> Iterator[None]:
@@ -178,8 +177,7 @@ class Store:
     @functools.cached_property
     def _log_file(self) -> str | None:
         """The SQLite WAL file commits append to (``None``: not a SQLite file in WAL mode)."""
-        file = sqlite_file(self.engine.url.database) if self.dialect == "sqlite" else None
-        return durability.wal_file(self.engine, file)
+        return durability.wal_file(self.engine, self.database_file)
 
     def ingest(
         self,
