@@ -692,7 +692,7 @@ def main() -> None:
     parser.add_argument("--workers", default="", help="comma-separated --workers values to time (default: as is)")
     parser.add_argument("--connections", type=int, default=4, help="the sender's keep-alive connections")
     parser.add_argument("--no-redact", action="store_true", help="also time SQLite with redaction off")
-    parser.add_argument("--otel-spans", type=int, default=20_000, help="spans of the end-to-end row (0: skip it)")
+    parser.add_argument("--otel-spans", type=int, default=50_000, help="spans of the end-to-end row (0: skip it)")
     parser.add_argument("--mode", choices=["finish", "whole"], default="finish",
                         help="finish: 512-span bodies in the order spans end, as exporters send (default); whole: "
                         "51 whole traces a body, root first")  # fmt: skip
