@@ -44,6 +44,7 @@ from toolpath.config import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_IN_FLIGHT
 from toolpath.errors import InternalSignal
 from toolpath.model import Invocation
 from toolpath.redact import Redactor
+from toolpath.store.lock_waits import NoTimeLeft, time_left
 from toolpath.store.spanrecord import SpanRecord
 from toolpath.store.spool import Spool, SpoolFull
 from toolpath.store.store import Store
@@ -199,8 +200,8 @@ class Ingestor:
             try:
                 written = self.store.ingest(records, timed_rebuild, is_run_span, limits)
             except Exception as exc:
-                if not store_unavailable(exc) or attempt + 1 == _STORE_ATTEMPTS:
-                    raise
+                if not store_unavailable(exc) or attempt + 1 == _STORE_ATTEMPTS or not time_left():
+                    raise  # (no time left: the caller's deadline, lock_waits.bounded, has passed)
                 m.store_retries.inc()
                 time.sleep(_RETRY_PAUSE * (attempt + 1))
             else:
@@ -349,9 +350,8 @@ def rebuild(spans: list[SpanRecord]) -> list[Invocation]:
 
 def store_unavailable(exc: BaseException) -> bool:
     """Whether ``exc`` says the store cannot be reached or used now (as opposed to refusing a value)."""
-    return isinstance(exc, OperationalError | InterfaceError | DisconnectionError | SQLAlchemyTimeoutError) or bool(
-        getattr(exc, "connection_invalidated", False)
-    )
+    unavailable = OperationalError | InterfaceError | DisconnectionError | SQLAlchemyTimeoutError | NoTimeLeft
+    return isinstance(exc, unavailable) or bool(getattr(exc, "connection_invalidated", False))
 
 
 class Busy(InternalSignal):

@@ -2,9 +2,11 @@
 
 It takes the oldest batches, up to :data:`DRAIN_SPANS` spans, writes them in one ingest transaction (taking one of
 the process's ingest turns, as an export would), then removes them from the spool. While the store is unavailable
-it keeps them and tries again, waiting longer each time (up to :data:`MOST_PAUSE` seconds): exporters go on being
-answered until the spool is full. A batch written and not yet removed when the process dies is written again by
-the next one: the store's ingest is idempotent.
+(or its write lock held longer than :data:`LOCK_WAIT`) it keeps them and tries again, waiting longer each time (up
+to :data:`MOST_PAUSE` seconds): exporters go on being answered until the spool is full. Stopping, it goes on until
+its deadline and no further: a write's waits for the store's locks end by then (:mod:`toolpath.store.lock_waits`),
+and no write starts after it. A batch written and not yet removed when the process dies is written again by the
+next one: the store's ingest is idempotent.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import threading
 import time
 
 from toolpath.collector.ingestor import Ingestor, store_unavailable
+from toolpath.store.lock_waits import bounded
 from toolpath.store.spool import Spool
 
 logger = logging.getLogger("toolpath.collector.spool_drain")
@@ -24,6 +27,10 @@ than one at a time: larger lookups, nothing shared)."""
 FIRST_PAUSE = 0.1
 MOST_PAUSE = 5.0
 _IDLE_WAIT = 0.5
+LOCK_WAIT = 5.0
+"""The longest a drain write waits for the store's write lock (SQLite's busy wait, PostgreSQL's lock wait) before
+it gives up and tries again later: a write that started waiting just before SIGTERM ends well within the drain's
+shutdown time."""
 CLAIM_EVERY = 10.0
 """How often the drain looks for files that processes stopped since it started left."""
 
@@ -95,10 +102,26 @@ class SpoolDrain:
         batch = self.spool.take(self.batch_spans)
         if batch is None:
             return False
-        with self.ingestor.turns:
-            self.ingestor.write_prepared(batch.records)
+        if not self._take_turn():
+            return True  # the deadline came first: the loop ends
+        try:
+            with bounded(LOCK_WAIT, lambda: self._deadline):
+                self.ingestor.write_prepared(batch.records)
+        finally:
+            self.ingestor.turns.release()
         if batch.unreadable:
             self.ingestor.metrics.spans_rejected.labels("quarantined").inc(batch.unreadable)
         self.spool.done(batch)  # raising here: the batch is written again, which the store's ingest allows
         self.ingestor.metrics.spool_spans.set(self.spool.pending_spans)
         return True
+
+    def _take_turn(self) -> bool:
+        """One of the process's ingest turns (online scoring may hold them), waited for until the deadline once
+        there is one; ``False`` when it passed first."""
+        while True:
+            deadline = self._deadline
+            wait = LOCK_WAIT if deadline is None else min(LOCK_WAIT, deadline - time.monotonic())
+            if wait <= 0:
+                return False
+            if self.ingestor.turns.acquire(timeout=wait):
+                return True

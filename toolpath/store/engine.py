@@ -23,6 +23,9 @@ collector promises that what it acknowledged is stored."""
 SQLITE_AUTOCHECKPOINT = 1000
 """Pages in the log after which a commit copies them into the database (SQLite's default; the collector's writes
 wait longer: :mod:`toolpath.store.durability`)."""
+SQLITE_BUSY_SECONDS = 30
+"""How long a SQLite connection waits for a lock another connection holds before it gives up ("database is
+locked"); a caller with a deadline waits less (:mod:`toolpath.store.lock_waits`)."""
 STORE_EXAMPLES = "e.g. sqlite:///toolpath.db, ./toolpath.db or postgresql+psycopg://user@localhost:5432/toolpath"
 
 
@@ -91,7 +94,7 @@ def make_engine(real_url: str, *, echo: bool) -> Engine:
     kwargs: dict[str, Any] = {"echo": echo}
     is_sqlite = parsed.get_backend_name() == "sqlite"
     if is_sqlite:
-        kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
+        kwargs["connect_args"] = {"check_same_thread": False, "timeout": SQLITE_BUSY_SECONDS}
         if parsed.database in (None, "", ":memory:"):
             kwargs["poolclass"] = StaticPool  # one shared connection, or each thread sees its own empty db
         else:

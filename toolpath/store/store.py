@@ -21,10 +21,11 @@ from sqlalchemy.pool import StaticPool
 
 from toolpath.errors import ConfigError
 from toolpath.redact import Redactor
-from toolpath.store import bulk, durability, ingest, migrate, reads, session_list
+from toolpath.store import bulk, durability, ingest, lock_waits, migrate, reads, session_list
 from toolpath.store import schema as t
 from toolpath.store.engine import (
     DEFAULT_STORE_URL,
+    SQLITE_BUSY_SECONDS,
     STORE_ENV,
     display_url,
     hide_store_password,
@@ -169,7 +170,14 @@ class Store:
             conn = held.enter_context(self.engine.connect())
             if log is not None:
                 held.enter_context(durability.relaxed(conn))
+            bound = lock_waits.wait_bound()  # read once the write lock is held: what is left of the caller's time
+            if bound is not None and self.dialect == "sqlite":
+                held.enter_context(_sqlite_busy_timeout(conn, bound.lock_wait))
             with conn.begin():
+                if bound is not None and self.dialect == "postgresql":
+                    conn.exec_driver_sql(f"SET LOCAL lock_timeout = {_ms(bound.lock_wait)}")
+                    if bound.statement is not None:
+                        conn.exec_driver_sql(f"SET LOCAL statement_timeout = {_ms(bound.statement)}")
                 yield conn
         if log is not None:
             durability.sync_file(log)
@@ -341,6 +349,28 @@ class Store:
     @staticmethod
     def _tool_calls(conn: Connection, invocation_ids: Sequence[str]) -> dict[str, list[ToolCall]]:
         return reads.tool_calls(conn, invocation_ids)
+
+
+@contextlib.contextmanager
+def _sqlite_busy_timeout(conn: Connection, seconds: float) -> Iterator[None]:
+    """SQLite's wait for another connection's lock bounded to ``seconds`` on this connection for the ``with``, then
+    set back to :data:`~toolpath.store.engine.SQLITE_BUSY_SECONDS` (or the connection discarded)."""
+    driver = conn.connection.driver_connection
+    assert driver is not None  # an open connection
+    driver.execute(f"PRAGMA busy_timeout = {_ms(seconds)}")
+    try:
+        yield
+    finally:
+        try:
+            driver.execute(f"PRAGMA busy_timeout = {int(SQLITE_BUSY_SECONDS * 1000)}")
+        except Exception:
+            conn.invalidate()  # never pooled again with a short wait
+            raise
+
+
+def _ms(seconds: float) -> int:
+    """``seconds`` as the whole milliseconds a timeout setting takes (at least one: zero means none)."""
+    return max(1, int(seconds * 1000))
 
 
 def _run_dict(row: Any) -> dict[str, Any]:

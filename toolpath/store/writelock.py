@@ -5,7 +5,9 @@ so two collector processes writing one file lose much of their time asleep. Inge
 on an advisory lock of a file beside the database (``flock``: the kernel wakes the next waiter the moment the
 lock is let go), and in this process on a thread lock first, as ``flock`` is held per open file, not per thread.
 Online jobs' claims and results queue here too. SQLite's own lock still decides who writes (pruning goes straight
-to it); this only makes these writers take turns without sleeping.
+to it); this only makes these writers take turns without sleeping. A thread whose waits are bounded
+(:mod:`toolpath.store.lock_waits`) waits for this process's other writers no longer than its bound; the wait for
+other processes' turns (``flock``) is not: a process holds it for one write at a time.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
+
+from toolpath.store.lock_waits import NoTimeLeft, wait_bound
 
 try:
     import fcntl
@@ -34,7 +38,9 @@ class WriteLock:
         self._fd: int | None = None
 
     def __enter__(self) -> WriteLock:
-        self._threads.acquire()
+        bound = wait_bound()  # a caller with a deadline waits for this process's other writers no longer
+        if not self._threads.acquire(timeout=-1 if bound is None else bound.lock_wait):
+            raise NoTimeLeft("this process's other writers held the store's write lock until the deadline")
         try:
             if self._path is not None:
                 if self._fd is None:

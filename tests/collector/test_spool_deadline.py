@@ -1,0 +1,85 @@
+"""``toolpath collect --spool``: SIGTERM drains for at most its deadline, even when another process holds the
+store's write lock, says what it left, and the next start writes that once."""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+from tests.helpers import SPANS
+from tests.helpers.builders import otlp_json
+from tests.helpers.collector import TOKEN, Collector, http_get
+from toolpath.config import SPOOL_DRAIN_SECONDS
+
+BODY = SPANS / "otel-genai-langchain.shared.otlp.pb"
+"""13 spans: two invocations of session ``home-session-0001``."""
+MARGIN = 5.0
+"""What stopping may take past the drain's deadline: the servers' stop before it, the process's exit after."""
+_HOLD = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN IMMEDIATE")
+print("held", flush=True)
+sys.stdin.readline()
+conn.execute("ROLLBACK")
+"""
+
+
+def _wait_for(predicate, seconds: float = 60.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def _hold_write_lock(db) -> subprocess.Popen:
+    """Another process holding the SQLite store's write lock until a line comes on its stdin."""
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(db)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)  # fmt: skip
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    return holder
+
+
+def _release(holder: subprocess.Popen) -> None:
+    if holder.poll() is None:
+        holder.communicate("\n", timeout=10)
+
+
+def test_sigterm_stops_by_the_deadline_while_another_process_holds_the_write_lock(tmp_path):
+    spool = str(tmp_path / "spool")
+    collector = Collector(tmp_path, None, "--workers", "1", "--spool", spool).start()
+    holder = _hold_write_lock(collector.db)
+    try:
+        assert collector.post(BODY.read_bytes())[0] == 200
+        assert collector.post(otlp_json("cd" * 16, 3), "application/json")[0] == 200
+        time.sleep(1.0)  # the drain is waiting for the write lock when the signal comes
+        collector.process.send_signal(signal.SIGTERM)
+        signalled = time.monotonic()
+        out, err = collector.process.communicate(timeout=3 * SPOOL_DRAIN_SECONDS)
+        took = time.monotonic() - signalled
+    finally:
+        collector.stop()  # a failed step leaves no collector running
+        _release(holder)
+    assert collector.process.returncode == 0, err
+    # it went on trying until its deadline, and no further
+    assert SPOOL_DRAIN_SECONDS - 1 <= took <= SPOOL_DRAIN_SECONDS + MARGIN, (took, err)
+    said = " ".join(out.split())  # the console wraps long lines
+    assert "stopped; 0 span(s) stored; 17 span(s) left in the spool, written at the next start" in said
+    store = collector.store()
+    assert store.counts()["spans"] == 0
+
+    restarted = Collector(tmp_path, None, "--workers", "1", "--spool", spool).start()
+    try:
+        _wait_for(lambda: store.counts()["invocations"] == 3)
+        _wait_for(lambda: b"toolpath_spool_spans 0.0" in http_get(f"{restarted.url}/metrics", TOKEN)[1])
+    finally:
+        restarted.stop()
+    said = " ".join(restarted.process.communicate()[0].split())
+    assert "stopped; 17 span(s) stored" in said and "left in the spool" not in said
+    with sqlite3.connect(collector.db) as conn:  # each span once, each run rebuilt once
+        assert conn.execute("SELECT COUNT(*), COUNT(DISTINCT trace_id || span_id) FROM spans").fetchone() == (17, 17)
+    assert store.counts()["invocations"] == 3
+    assert [len(i.tool_calls) for i in store.get_session("home-session-0001").invocations] == [2, 3]
