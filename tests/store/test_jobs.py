@@ -3,6 +3,8 @@ and filtered), the backlog shed by policy, claims exclusive, and a dead worker's
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 
@@ -13,7 +15,8 @@ from tests.helpers.builders import invocation
 from toolpath.evaluation.online import OnlineConfig
 from toolpath.store import schema as t
 from toolpath.store.ingest import rescore
-from toolpath.store.job_queue import _STALE, _WAITING, JobQueue, JobStatus, ShedPolicy, sampled
+from toolpath.store.job_queue import _STALE, _WAITING, JobQueue, sampled
+from toolpath.store.job_status import SHED_POLICIES, UNFINISHED, JobStatus, ShedPolicy
 from toolpath.store.store import Store
 
 
@@ -231,3 +234,31 @@ def test_job_statuses_are_stored_as_the_same_plain_text_on_every_driver(store):
     counts = queue.counts()
     assert counts == {"claimed": 1, "done": 1, "failed": 1, "shed": 1}
     assert all(isinstance(s, JobStatus) for s in counts)
+    with store.engine.begin() as conn:  # the ingest's rescore: every job but the shed one waits again
+        rescore(conn, [invocation(i).invocation_id for i in range(4)])
+    with store.engine.connect() as conn:
+        stored = sorted(r[0] for r in conn.exec_driver_sql("SELECT status FROM eval_jobs"))
+    assert stored == ["pending", "pending", "pending", "shed"]
+    assert all(type(s) is str for s in stored)
+    assert queue.counts() == {JobStatus.PENDING: 3, JobStatus.SHED: 1}
+
+
+def test_job_statuses_and_shed_policies_keep_the_text_they_are_stored_and_configured_as():
+    """The values are the stored column (read by older versions and other processes), the ``shed`` option of
+    online.toml and the backlog's Prometheus label: each member prints as its value and reads back from it."""
+    assert [s.value for s in JobStatus] == ["pending", "claimed", "done", "shed", "failed"]
+    assert [p.value for p in ShedPolicy] == ["oldest", "newest"]
+    assert SHED_POLICIES == (ShedPolicy.OLDEST, ShedPolicy.NEWEST)
+    assert UNFINISHED == (JobStatus.PENDING, JobStatus.CLAIMED)
+    for member in (*JobStatus, *ShedPolicy):
+        assert str(member) == f"{member}" == member.value
+        assert type(member)(member.value) is member
+    assert ", ".join(SHED_POLICIES) == "oldest, newest"  # as the error for a bad ``shed`` lists them
+
+
+def test_the_status_enums_load_without_sqlalchemy():
+    """The ingest, the job queue and the collector's metrics share these enums; importing them (or the metrics
+    module that labels the backlog with them) loads no SQLAlchemy (a fresh process)."""
+    code = "import sys, toolpath.store.job_status, toolpath.collector.prometheus\nprint('sqlalchemy' in sys.modules)\n"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "False"

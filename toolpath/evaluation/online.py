@@ -59,7 +59,8 @@ from toolpath.metrics.base import Metric
 from toolpath.metrics.rows import row_ids, stored_row, with_parsed_trajectories
 from toolpath.model import Invocation, agent_span_id
 from toolpath.redact import Redactor
-from toolpath.store.job_queue import SHED_POLICIES, JobQueue, JobStatus, ResultLabel, ShedPolicy, sampled
+from toolpath.store.job_queue import JobQueue, ResultLabel, sampled
+from toolpath.store.job_status import SHED_POLICIES, UNFINISHED, JobStatus, ShedPolicy
 from toolpath.store.reads import StoredTurn
 from toolpath.store.store import Store
 
@@ -303,7 +304,7 @@ class OnlineEvaluator:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             counts = self.queue.counts()
-            if not counts.get(JobStatus.PENDING) and not counts.get(JobStatus.CLAIMED):
+            if not any(counts.get(status) for status in UNFINISHED):
                 return True
             time.sleep(0.05)
         return False

@@ -24,6 +24,7 @@ from sqlalchemy import Connection, delete, text, update
 
 from toolpath.store import schema as t
 from toolpath.store.bulk import EncodedInvocations, delete_of_invocations, insert_span_rows, pg_array, span_rows
+from toolpath.store.job_status import JobStatus
 from toolpath.store.spanrecord import SpanRecord
 
 if TYPE_CHECKING:  # the pydantic model is imported where an invocation is built: reading lists needs none
@@ -446,8 +447,8 @@ def rescore(conn: Connection, invocation_ids: Sequence[str]) -> None:
         # invocation as it was) before this transaction commits
         conn.execute(
             update(jobs)
-            .where(jobs.c.invocation_id.in_(chunk), jobs.c.status != "shed")
-            .values(status="pending", claimed_by=None, claimed_at=None, finished_at=None, attempts=0)
+            .where(jobs.c.invocation_id.in_(chunk), jobs.c.status != JobStatus.SHED)
+            .values(status=JobStatus.PENDING, claimed_by=None, claimed_at=None, finished_at=None, attempts=0)
         )
         delete_of_invocations(conn, t.online_results, chunk)
 

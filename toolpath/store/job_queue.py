@@ -23,22 +23,8 @@ from sqlalchemy import ColumnElement, Connection, and_, func, select, text, upda
 from toolpath.errors import ConfigError
 from toolpath.model import Invocation
 from toolpath.store import schema as t
+from toolpath.store.job_status import SHED_POLICIES, JobStatus, ShedPolicy
 from toolpath.store.store import Store
-
-
-class JobStatus(StrEnum):
-    """A job's ``eval_jobs.status``, stored as its value."""
-
-    PENDING = "pending"
-    """Waiting to be claimed (again, when its worker gave it back or its invocation was rewritten)."""
-    CLAIMED = "claimed"
-    """Held by a worker until its lease runs out."""
-    DONE = "done"
-    """Completed together with its results."""
-    SHED = "shed"
-    """Dropped from a backlog over ``max_backlog``."""
-    FAILED = "failed"
-    """Given up after ``max_attempts`` claims."""
 
 
 class ResultLabel(StrEnum):
@@ -52,14 +38,6 @@ class ResultLabel(StrEnum):
     """A score with no pass mark (a metric that only measures, e.g. latency, and no threshold)."""
 
 
-class ShedPolicy(StrEnum):
-    """Which waiting jobs a backlog over ``max_backlog`` sheds."""
-
-    OLDEST = "oldest"
-    NEWEST = "newest"
-
-
-SHED_POLICIES = tuple(ShedPolicy)
 _IN_CHUNK = 500
 _INSERT_RESULTS = (  # plain tuples through the driver's executemany: no per-row SQLAlchemy processing
     "INSERT INTO online_results (invocation_id, metric, score, label, explanation, worker, created_at) VALUES ({marks})"

@@ -133,7 +133,7 @@ eval_jobs = Table(
     "eval_jobs",
     metadata,
     Column("invocation_id", String(64), primary_key=True),
-    Column("status", String(16), nullable=False),  # pending, claimed, done, shed
+    Column("status", String(16), nullable=False),  # a JobStatus value (toolpath.store.job_status)
     Column("enqueued_at", BigInteger, nullable=False),
     Column("claimed_by", String(128)),
     Column("claimed_at", BigInteger),

@@ -1,0 +1,36 @@
+"""What an online-evaluation job's ``eval_jobs.status`` can say, and how a backlog is shed: plain enums that import
+nothing, so that the ingest (which rescores jobs), the job queue and the collector's metrics (which must not load
+SQLAlchemy) all name them from here. Each member is stored and printed as its value."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class JobStatus(StrEnum):
+    """A job's ``eval_jobs.status``, stored as its value."""
+
+    PENDING = "pending"
+    """Waiting to be claimed (again, when its worker gave it back or its invocation was rewritten)."""
+    CLAIMED = "claimed"
+    """Held by a worker until its lease runs out."""
+    DONE = "done"
+    """Completed together with its results."""
+    SHED = "shed"
+    """Dropped from a backlog over ``max_backlog``."""
+    FAILED = "failed"
+    """Given up after ``max_attempts`` claims."""
+
+
+UNFINISHED = (JobStatus.PENDING, JobStatus.CLAIMED)
+"""The statuses of a job still in the backlog; the others are final."""
+
+
+class ShedPolicy(StrEnum):
+    """Which waiting jobs a backlog over ``max_backlog`` sheds."""
+
+    OLDEST = "oldest"
+    NEWEST = "newest"
+
+
+SHED_POLICIES = tuple(ShedPolicy)
