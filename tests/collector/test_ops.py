@@ -14,7 +14,7 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.helpers.builders import otlp_json
+from tests.helpers.builders import invocation, otlp_json
 from tests.helpers.collector import TOKEN as TOKEN_OF_COLLECTOR
 from tests.helpers.collector import Collector, free_port, http_get, post_traces, serving
 from tests.helpers.pgserver import postgres_server
@@ -144,6 +144,7 @@ def test_online_scores_are_exposed_under_the_names_of_the_otlp_export(tmp_path):
         assert value(samples, f"toolpath_online_jobs_{family}_total") == expected
     assert value(samples, "toolpath_online_scoring_lag_seconds_count") == 3
     assert value(samples, "toolpath_online_backlog", status="pending") == 0
+    assert value(samples, "toolpath_online_backlog", status="claimed") == 0
     assert value(samples, "toolpath_online_workers_alive") == 2
     store.close()
 
@@ -280,3 +281,24 @@ def test_labelled_counters_start_at_zero_on_a_healthy_collector(tmp_path, worker
     for direction in ("input", "output"):
         assert value(samples, "toolpath_judge_tokens_total", direction=direction) == 0
     assert value(samples, "toolpath_spans_stored_total") == 2
+
+
+def test_the_online_backlog_is_exposed_by_the_status_values_the_store_keeps(tmp_path):
+    """``toolpath_online_backlog`` has one series per unfinished job status, labelled with the very text that
+    ``eval_jobs.status`` holds (docs/operating.md lists them), and counts every worker's jobs."""
+    from toolpath.collector.prometheus import ServiceMetrics
+
+    store = Store(f"sqlite:///{tmp_path / 'b.db'}")
+    try:
+        online = OnlineEvaluator(store, {"metrics": ["tool_call_count"]})
+        online.queue.attach()  # jobs are enqueued as invocations are stored; no worker of this process claims them
+        store.write([invocation(i) for i in range(3)])
+        assert len(online.queue.claim("elsewhere", 1, lease_seconds=60)) == 1
+        metrics = ServiceMetrics()
+        metrics.watch(online=online)
+        backlog = sorted(
+            line for line in metrics.expose().decode().splitlines() if line.startswith("toolpath_online_backlog")
+        )
+    finally:
+        store.close()
+    assert backlog == ['toolpath_online_backlog{status="claimed"} 1.0', 'toolpath_online_backlog{status="pending"} 2.0']

@@ -28,6 +28,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from toolpath.collector.limits import LIMIT_KINDS
+from toolpath.store.job_status import UNFINISHED
 from toolpath.tracer import semconv as sc
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -290,7 +291,7 @@ class _ReadAtScrape:
         jobs = GaugeMetricFamily(
             "toolpath_online_backlog", "Online jobs in the store by status (all workers)", labels=["status"]
         )
-        for status in ("pending", "claimed"):
+        for status in UNFINISHED:
             jobs.add_metric([status], backlog.get(status, 0))
         yield jobs
 
