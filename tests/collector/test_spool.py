@@ -13,8 +13,12 @@ import pytest
 from tests.helpers import SPANS
 from tests.helpers.cli import run_cli
 from tests.helpers.collector import TOKEN, Collector, http_get
+from toolpath.collector import otlp
+from toolpath.collector.ingestor import Ingestor
+from toolpath.redact import Redactor
 from toolpath.store.spanrecord import SpanRecord
-from toolpath.store.spool import Spool, SpoolFull
+from toolpath.store.spool import Spool, SpoolFull, TooBigToSpool
+from toolpath.store.store import Store
 
 BODY = SPANS / "otel-genai-langchain.shared.otlp.pb"
 """13 spans: two invocations of session ``home-session-0001``."""
@@ -29,6 +33,16 @@ def _wait_for(predicate, seconds: float = 30.0) -> None:
     while not predicate():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.05)
+
+
+def _spooled_bytes(tmp_path) -> int:
+    """What :data:`BODY`'s spans take in a spool."""
+    probe = Spool(tmp_path / "probe")
+    records = otlp.decode(BODY.read_bytes(), "application/x-protobuf")
+    Ingestor(Store("sqlite://"), spool=probe, redactor=Redactor.build()).store_records(records)
+    size = probe.pending_bytes
+    probe.close()
+    return size
 
 
 # --- the spool ------------------------------------------------------------------------------------------------
@@ -60,14 +74,21 @@ def test_take_stops_at_max_spans_but_always_takes_one_batch(tmp_path):
     assert len(spool.take(1).records) == 2  # one batch over the limit is still taken
 
 
-def test_full_spool_refuses_and_an_empty_one_takes_any_batch(tmp_path):
-    spool = Spool(tmp_path / "spool", max_bytes=10)
-    spool.put([_record("01" * 8, text="x" * 100)])  # over the bound alone: taken, the spool was empty
-    with pytest.raises(SpoolFull, match="its bound is 10"):
+def test_full_spool_refuses_and_a_batch_over_the_bound_alone_is_never_spooled(tmp_path):
+    probe = Spool(tmp_path / "probe")
+    probe.put([_record("01" * 8, text="x" * 100)])
+    size = probe.pending_bytes
+    probe.close()
+    spool = Spool(tmp_path / "spool", max_bytes=size + 10)
+    spool.put([_record("01" * 8, text="x" * 100)])
+    with pytest.raises(SpoolFull, match=f"its bound is {size + 10:,}"):
         spool.put([_record("02" * 8)])
     assert spool.pending_spans == 1
     spool.done(spool.take(10))
-    spool.put([_record("03" * 8)])
+    with pytest.raises(TooBigToSpool, match=f"over the spool's bound of {size + 10:,}"):
+        spool.put([_record("03" * 8, text="x" * 200)])  # empty, and still refused: it would never fit
+    assert (spool.pending_spans, spool.pending_bytes, spool.take(10)) == (0, 0, None)
+    spool.put([_record("04" * 8)])
 
 
 def test_each_process_claims_its_own_file_and_left_files_are_drained_then_removed(tmp_path):
@@ -148,17 +169,18 @@ def test_store_outage_then_kill_9_loses_nothing_answered(tmp_path, workers):
 
 
 def test_a_full_spool_answers_503_with_retry_after(tmp_path):
+    bound = 3 * _spooled_bytes(tmp_path) // 2  # room for one export, not two
     collector = Collector(
-        tmp_path, None, "--workers", "1", "--spool", str(tmp_path / "spool"), "--spool-max-bytes", "1"
+        tmp_path, None, "--workers", "1", "--spool", str(tmp_path / "spool"), "--spool-max-bytes", str(bound)
     ).start()
     try:
         blocker = sqlite3.connect(collector.db, isolation_level=None)
         blocker.execute("BEGIN EXCLUSIVE")  # the drain cannot empty the spool
         try:
-            assert collector.post(BODY.read_bytes())[0] == 200  # an empty spool takes any export
+            assert collector.post(BODY.read_bytes())[0] == 200
             status, body, headers = collector.post(BODY.read_bytes())
             assert status == 503 and "Retry-After" in headers
-            assert b"the spool holds" in body and b"its bound is 1" in body
+            assert b"the spool holds" in body and f"its bound is {bound:,}".encode() in body
         finally:
             blocker.execute("ROLLBACK")
             blocker.close()

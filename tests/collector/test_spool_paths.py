@@ -305,10 +305,13 @@ def test_three_workers_killed_with_a_backlog_then_one_writes_it_all_and_keeps_on
 def test_ready_with_an_unreachable_store_only_while_the_spool_has_room(tmp_path):
     unreachable = Store(f"postgresql+psycopg://toolpath@127.0.0.1:{free_port()}/toolpath", create=False)
     assert readiness(unreachable)[0] is False
-    spool = Spool(tmp_path / "spool", max_bytes=10)
+    probe = Spool(tmp_path / "probe")
+    probe.put(_records())
+    spool = Spool(tmp_path / "spool", max_bytes=probe.pending_bytes)
+    probe.close()
     ready, body = readiness(unreachable, None, spool)
     assert ready and body["store"].startswith("store unreachable: ") and body["spool_spans"] == 0
-    spool.put(_records())  # over the bound: taken, the spool was empty; now it is full
+    spool.put(_records())  # the bound exactly: now it is full
     ready, body = readiness(unreachable, None, spool)
     assert not ready and body["reason"].endswith(", and the spool is full")
     spool.close()

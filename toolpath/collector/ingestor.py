@@ -5,7 +5,8 @@ A success answer means the spans and the rebuilt invocations are committed: the 
 reply, so a collector killed right after answering has lost nothing it acknowledged. With a spool
 (:mod:`toolpath.store.spool`) the prepared spans are committed there instead, and a drain
 (:mod:`.spool_drain`) writes them to the store; a spool that is full or cannot be written answers 503 as an
-unavailable store does. Rules, as the OTLP
+unavailable store does, and an export too big for the spool even when it is empty is written to the store before
+it is answered, as without a spool. Rules, as the OTLP
 specification asks:
 
 - protobuf and JSON bodies, gzip-compressed or not; the reply uses the request's encoding;
@@ -46,7 +47,7 @@ from toolpath.model import Invocation
 from toolpath.redact import Redactor
 from toolpath.store.lock_waits import NoTimeLeft, time_left
 from toolpath.store.spanrecord import SpanRecord
-from toolpath.store.spool import Spool, SpoolFull
+from toolpath.store.spool import Spool, SpoolFull, TooBigToSpool
 from toolpath.store.store import Store
 
 logger = logging.getLogger("toolpath.collector.ingestor")
@@ -77,6 +78,8 @@ class Ingestor:
         """Held while an export is decoded and stored (:meth:`admitted`); online scoring in the same process takes
         them too."""
         self._counting = threading.Lock()
+        self._told_too_big = False
+        """An export too big to spool was logged (once as a warning, then at DEBUG)."""
         self.spans_stored = 0
         self._preparer = SpanPreparer(redactor, self.limits)
 
@@ -128,13 +131,23 @@ class Ingestor:
             except SpoolFull:
                 self.metrics.exports_refused.inc()
                 raise
+            except TooBigToSpool as exc:  # it would never fit: written now, answered once committed
+                level, self._told_too_big = (logging.DEBUG if self._told_too_big else logging.WARNING), True
+                logger.log(level, "toolpath: an export of %d span(s) is too big to spool (%s): written to the store "
+                           "before it is answered (a larger --spool-max-bytes spools such exports)", len(ready),
+                           exc)  # fmt: skip
             except ValueError:  # a value the spool's format cannot hold: written now instead
                 logger.warning("toolpath: an export's spans could not be spooled; written to the store directly")
             else:
                 self.metrics.spool_spans.set(self.spool.pending_spans)
                 return unredactable
             with self.turns:
-                return unredactable + self.write_prepared(ready)
+                try:
+                    return unredactable + self.write_prepared(ready)
+                except Exception as exc:
+                    if store_unavailable(exc):  # not kept anywhere: the exporter sends them again
+                        self.metrics.spans_rejected.labels("store_error").inc(len(ready))
+                    raise
         return unredactable + self.write_prepared(ready)
 
     def write_prepared(self, ready: list[SpanRecord]) -> int:

@@ -6,7 +6,8 @@ is answered once its spans, decoded and redacted, are committed to a SQLite file
 (synced to disk, as a store commit is); a thread of the collector then writes them to the store in arrival order
 and removes them from the spool in the same breath. A collector killed after an answer has lost nothing: the next
 one to open the folder stores what is left. What waits is bounded (``max_bytes``: a full spool refuses, and the
-exporter retries later), and what is on disk there is what would be stored: redacted.
+exporter retries later; a batch larger than the bound alone is never spooled: the collector writes it to the
+store before it answers), and what is on disk there is what would be stored: redacted.
 
 Each process claims files of its own in the folder, by a lock held as long as it runs (``spool-N.lock`` beside
 ``spool-N.sqlite``). It adds to the first it claims and drains every one it claims, the others' first, so files that
@@ -62,6 +63,11 @@ def check_spool_folder(folder: Path) -> None:
 
 class SpoolFull(InternalSignal):
     """What waits in the spool is at its bound: the exporter should retry later."""
+
+
+class TooBigToSpool(InternalSignal):
+    """The batch alone is larger than the spool's bound: it never fits, so it is written to the store directly
+    (nothing was spooled)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,13 +262,16 @@ class Spool:
 
     def put(self, records: list[SpanRecord]) -> None:
         """Commit ``records`` to this process's file (synced); :class:`SpoolFull` when what waits would pass
-        ``max_bytes`` (a spool holding nothing takes any batch). A value :mod:`marshal` cannot write raises
-        ``ValueError`` before anything is written."""
+        ``max_bytes``, :class:`TooBigToSpool` when ``records`` alone would (they would never fit: waiting for room
+        could starve them while smaller batches keep coming). A value :mod:`marshal` cannot write raises
+        ``ValueError``. Nothing is written when it raises."""
         body = marshal.dumps([_fields(r) for r in records])
+        if len(body) > self.max_bytes:
+            raise TooBigToSpool(f"{len(body):,} bytes, over the spool's bound of {self.max_bytes:,}")
         own = self._own
         with self._counts:
             waiting = self.pending_bytes
-            if waiting and waiting + len(body) > self.max_bytes:
+            if waiting + len(body) > self.max_bytes:
                 raise SpoolFull(f"the spool holds {waiting:,} bytes, its bound is {self.max_bytes:,}")
             own.bytes += len(body)  # counted before the write, so that puts at once cannot pass the bound
             own.spans += len(records)
