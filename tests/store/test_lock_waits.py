@@ -1,0 +1,108 @@
+"""A thread's bound on its writes' lock waits (:mod:`toolpath.store.lock_waits`), on a real SQLite file whose write
+lock another connection holds and on a real PostgreSQL server where another transaction holds a trace's lock."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import OperationalError
+
+from tests.helpers import SPANS
+from toolpath.collector import otlp
+from toolpath.collector.ingestor import rebuild, store_unavailable
+from toolpath.collector.reconstruct import is_run_span
+from toolpath.store.lock_waits import NoTimeLeft, bounded, time_left
+from toolpath.store.spanrecord import SpanRecord
+from toolpath.store.store import Store
+
+BODY = SPANS / "otel-genai-langchain.shared.otlp.pb"
+"""13 spans: two invocations, one trace."""
+
+
+def _records() -> list[SpanRecord]:
+    return otlp.decode(BODY.read_bytes(), "application/x-protobuf")
+
+
+class _Holder:
+    """Another connection holding what a write of ``trace_id`` must wait for: the SQLite file's write lock, or on
+    PostgreSQL the trace's lock (as another collector's write holds it), until :meth:`release`."""
+
+    def __init__(self, store: Store, trace_id: str) -> None:
+        self.sqlite: sqlite3.Connection | None = None
+        self.pg = None
+        if store.dialect == "sqlite":
+            self.sqlite = sqlite3.connect(store.database_file, isolation_level=None, check_same_thread=False)
+            self.sqlite.execute("BEGIN IMMEDIATE")
+        else:
+            self.pg = store.engine.connect()
+            self.pg.begin()
+            self.pg.execute(text("SELECT pg_advisory_xact_lock(hashtext(:t))"), {"t": trace_id})
+
+    def release(self) -> None:
+        if self.sqlite is not None:
+            self.sqlite.execute("ROLLBACK")
+            self.sqlite.close()
+        if self.pg is not None:
+            self.pg.rollback()
+            self.pg.close()
+
+
+@contextlib.contextmanager
+def _locked(store: Store, trace_id: str) -> Iterator[None]:
+    holder = _Holder(store, trace_id)
+    try:
+        yield
+    finally:
+        holder.release()
+
+
+def _ingest(store: Store, records: list[SpanRecord]) -> int:
+    return store.ingest(records, rebuild, is_run_span)
+
+
+def test_a_bounded_write_gives_up_waiting_for_a_lock_then_writes_once_it_is_free(store):
+    records = _records()
+    with _locked(store, records[0].trace_id), bounded(0.5):
+        started = time.monotonic()
+        with pytest.raises(OperationalError) as raised:
+            _ingest(store, records)
+        waited = time.monotonic() - started
+    assert 0.4 <= waited < 3.0 and store_unavailable(raised.value)
+    assert store.counts()["spans"] == 0
+    with bounded(0.5):
+        assert _ingest(store, records) == 2
+    assert store.counts()["spans"] == 13
+    if store.dialect == "sqlite":  # the connection waits as long as before for writers without a bound
+        with store.engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30_000
+
+
+def test_the_deadline_bounds_a_wait_and_no_write_starts_after_it(store):
+    records = _records()
+    with _locked(store, records[0].trace_id), bounded(30.0, lambda: started + 0.5):
+        started = time.monotonic()
+        with pytest.raises(OperationalError):
+            _ingest(store, records)
+        waited = time.monotonic() - started
+    assert 0.4 <= waited < 3.0
+    past = time.monotonic() - 1
+    with bounded(30.0, lambda: past):
+        assert not time_left()
+        with pytest.raises(NoTimeLeft):
+            _ingest(store, records)
+    assert time_left() and store.counts()["spans"] == 0  # outside the with: no bound
+
+
+def test_without_a_bound_a_write_waits_for_the_lock(store):
+    records = _records()
+    holder = _Holder(store, records[0].trace_id)
+    threading.Timer(1.0, holder.release).start()
+    started = time.monotonic()
+    assert _ingest(store, records) == 2  # waited, then wrote
+    assert time.monotonic() - started >= 0.9 and store.counts()["spans"] == 13
