@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+from sqlalchemy import text
+
 from tests.helpers import SPANS
 from tests.helpers.builders import otlp_json
 from tests.helpers.collector import TOKEN, Collector, http_get
@@ -83,3 +85,37 @@ def test_sigterm_stops_by_the_deadline_while_another_process_holds_the_write_loc
         assert conn.execute("SELECT COUNT(*), COUNT(DISTINCT trace_id || span_id) FROM spans").fetchone() == (17, 17)
     assert store.counts()["invocations"] == 3
     assert [len(i.tool_calls) for i in store.get_session("home-session-0001").invocations] == [2, 3]
+
+
+def test_sigterm_stops_by_the_deadline_while_another_postgresql_writer_holds_the_trace(postgres_url, tmp_path):
+    """On PostgreSQL a write waits for the lock of each trace it writes (held here by another transaction, as
+    another collector's write would hold it): that wait ends by the deadline too."""
+    trace = "dd" * 16
+    spool = str(tmp_path / "spool")
+    collector = Collector(tmp_path, postgres_url, "--workers", "1", "--spool", spool).start()
+    store = collector.store()
+    holder = store.engine.connect()
+    try:
+        holder.begin()
+        holder.execute(text("SELECT pg_advisory_xact_lock(hashtext(:t))"), {"t": trace})
+        assert collector.post(otlp_json(trace, 2), "application/json")[0] == 200
+        time.sleep(1.0)  # the drain is waiting for the trace's lock when the signal comes
+        collector.process.send_signal(signal.SIGTERM)
+        signalled = time.monotonic()
+        out, err = collector.process.communicate(timeout=3 * SPOOL_DRAIN_SECONDS)
+        took = time.monotonic() - signalled
+    finally:
+        collector.stop()
+        holder.rollback()
+        holder.close()
+    assert SPOOL_DRAIN_SECONDS - 1 <= took <= SPOOL_DRAIN_SECONDS + MARGIN, (took, err)
+    assert "stopped; 0 span(s) stored; 3 span(s) left in the spool" in " ".join(out.split())
+    assert store.spans_of_trace(trace) == []
+    restarted = Collector(tmp_path, postgres_url, "--workers", "1", "--spool", spool).start()
+    try:
+        _wait_for(lambda: len(store.spans_of_trace(trace)) == 3)
+    finally:
+        restarted.stop()
+    assert "stopped; 3 span(s) stored" in " ".join(restarted.process.communicate()[0].split())
+    assert len(store.spans_of_trace(trace)) == 3
+    store.close()
