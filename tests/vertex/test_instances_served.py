@@ -356,50 +356,6 @@ def test_the_vertex_sdk_reads_the_replies(collector):
         assert _instance_evaluation.handle_response(reply) == {"score": expected}
 
 
-def test_the_newer_vertexai_client_sdk_too(collector):
-    """``vertexai.Client(...).evals`` (the GenAI-style SDK) posts to ``…/locations/{l}/:evaluateInstances``."""
-    import vertexai
-    from google.oauth2.credentials import Credentials
-
-    client = vertexai.Client(
-        project="my-project", location="us-central1", credentials=Credentials(token=TOKEN),
-        http_options={"base_url": f"http://127.0.0.1:{collector.http_port}/"},
-    )  # fmt: skip
-    instances = ROUGE_JSON["rouge_input"]["instances"]
-    reply = client.evals.evaluate_instances(
-        metric_config={"rouge_input": {"metric_spec": {"rouge_type": "rouge1"}, "instances": instances}}
-    )
-    expected = [text.rouge(i["prediction"], i["reference"], rouge_type="rouge1").score for i in instances]
-    assert [v.score for v in reply.rouge_results.rouge_metric_values] == pytest.approx(expected, abs=1e-6)
-
-
-def test_the_newer_sdks_evaluate_runs_whole_against_toolpath(collector):
-    """``client.evals.evaluate`` (its computation metrics call ``evaluateInstances`` per case) gives toolpath's
-    scores case by case."""
-    import pandas as pd
-    import vertexai
-    from google.oauth2.credentials import Credentials
-    from vertexai import types
-
-    client = vertexai.Client(
-        project="my-project", location="us-central1", credentials=Credentials(token=TOKEN),
-        http_options={"base_url": f"http://127.0.0.1:{collector.http_port}/"},
-    )  # fmt: skip
-    responses = ["The capital of France is Paris.", "Lyon, I think."]
-    reference = "Paris is the capital of France."
-    dataset = pd.DataFrame({"prompt": ["capital?", "capital?"], "response": responses, "reference": [reference] * 2})
-    result = client.evals.evaluate(
-        dataset=dataset, metrics=[types.Metric(name="exact_match"), types.Metric(name="rouge_1")]
-    )
-    got = [{name: r.score for name, r in case.response_candidate_results[0].metric_results.items()}
-           for case in result.eval_case_results]  # fmt: skip
-    assert got == [
-        {"exact_match": 0.0, "rouge_1": pytest.approx(text.rouge(response, reference, rouge_type="rouge1").score)}
-        for response in responses
-    ]
-    assert got[0]["rouge_1"] != got[1]["rouge_1"]
-
-
 @pytest.mark.parametrize(
     ("body", "status", "code", "said"),
     [

@@ -264,5 +264,6 @@ NOT_SERVED: dict[str, str] = {
     "comet_input": "COMET needs Google's hosted translation model",
     "metricx_input": "MetricX needs Google's hosted translation model",
     "rubric_based_instruction_following_input": "rubric generation is not served",
+    "rubric_based_metric_input": "rubric-based metrics (rubrics Google's service writes or holds) are not served",
 }
 """Inputs of the API toolpath does not compute, and why: an UNIMPLEMENTED reply that says so."""

@@ -34,7 +34,7 @@ __all__ = ["PATH", "ApiVersion", "EvaluateInstances", "InstancesError", "error_b
 PATH = re.compile(r"/(?P<version>v1|v1beta1)(?:/(?P<location>projects/[^/:]+/locations/[^/:]+))?/?:evaluateInstances")
 """The paths served: ``/v1beta1/{location=projects/*/locations/*}:evaluateInstances``, ``/v1beta1:evaluateInstances``
 (the location in the body), and the same under ``/v1``; a ``/`` before ``:evaluateInstances`` is taken, as the
-``vertexai.Client`` SDK sends one and the service takes it."""
+GenAI-style SDK (``agentplatform.Client``, formerly ``vertexai.Client``) sends one and the service takes it."""
 LOCATION = re.compile(r"projects/[^/:]+/locations/[^/:]+")
 INSTALL_HINT = "pip install 'toolpath[vertex]'"
 
@@ -149,6 +149,7 @@ class EvaluateInstances:
         if not isinstance(data, dict):
             raise InstancesError(400, "Invalid JSON payload received. The request must be a JSON object.")
         request_type = types.EvaluateInstancesRequest.pb()
+        _newer_fields(data, request_type.DESCRIPTOR)
         plain = _fold(data, request_type.DESCRIPTOR, "")
         request = request_type()
         try:
@@ -210,6 +211,31 @@ class EvaluateInstances:
             if result.score is None:
                 raise InputError(f"{where}: {result.explanation}")
             values.add(score=result.score)
+
+
+def _newer_fields(data: dict[str, Any], descriptor: Any) -> None:
+    """The request fields the GenAI SDK (``agentplatform.Client``) sends that the installed message types may lack:
+    an input toolpath does not serve is said to be (501), not an unknown field; ``allowCrossRegionModel`` is taken off
+    ``data``, once checked to be one boolean. That flag lets Google's service route a judge's request to another
+    region; toolpath's judge asks the model its settings name, wherever that is, so it has nothing to change here.
+    Types that know a field parse it like any other."""
+    for name, why in NOT_SERVED.items():
+        if name not in descriptor.fields_by_name and (name in data or _camel(name) in data):
+            raise InstancesError(501, f"{name}: {why}")
+    if "allow_cross_region_model" in descriptor.fields_by_name:
+        return
+    names = [key for key in ("allow_cross_region_model", "allowCrossRegionModel") if key in data]
+    times = sum(len(data.repeated.get(key, [None])) if isinstance(data, _Keys) else 1 for key in names)
+    if times > 1:
+        raise InstancesError(400, f"Invalid JSON payload received. allowCrossRegionModel is given {times} times.")
+    for key in names:
+        if not isinstance(data.pop(key), bool):
+            raise InstancesError(400, f"Invalid JSON payload received. {key} must be a boolean.")
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word.capitalize() for word in rest)
 
 
 def _has(message: Any, field: str) -> bool:
