@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 from sqlalchemy import text
 
 from tests.helpers import SPANS
@@ -50,9 +51,11 @@ def _release(holder: subprocess.Popen) -> None:
         holder.communicate("\n", timeout=10)
 
 
-def test_sigterm_stops_by_the_deadline_while_another_process_holds_the_write_lock(tmp_path):
+@pytest.mark.parametrize("workers", ["1", "2"], ids=["one-process", "two-workers"])
+def test_sigterm_stops_by_the_deadline_while_another_process_holds_the_write_lock(tmp_path, workers):
+    """With two workers each drains its own spool, and they queue for the store's write lock between them."""
     spool = str(tmp_path / "spool")
-    collector = Collector(tmp_path, None, "--workers", "1", "--spool", spool).start()
+    collector = Collector(tmp_path, None, "--workers", workers, "--spool", spool).start()
     holder = _hold_write_lock(collector.db)
     try:
         assert collector.post(BODY.read_bytes())[0] == 200
