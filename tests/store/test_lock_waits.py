@@ -106,3 +106,22 @@ def test_without_a_bound_a_write_waits_for_the_lock(store):
     started = time.monotonic()
     assert _ingest(store, records) == 2  # waited, then wrote
     assert time.monotonic() - started >= 0.9 and store.counts()["spans"] == 13
+
+
+def test_postgresql_cuts_statements_only_once_there_is_a_deadline(postgres_url):
+    store = Store(postgres_url)
+
+    def settings() -> tuple[str, str]:
+        with store.durable_write() as conn:
+            return conn.exec_driver_sql("SHOW lock_timeout").scalar(), conn.exec_driver_sql(
+                "SHOW statement_timeout"
+            ).scalar()
+
+    before = settings()
+    with bounded(0.5):
+        assert settings() == ("500ms", before[1])
+    with bounded(5.0, lambda: time.monotonic() + 2.0):
+        lock, statement = settings()
+    assert lock == statement and statement.endswith("ms") and 1500 < int(statement[:-2]) <= 2000
+    assert settings() == before  # for the transaction only
+    store.close()

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, func, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DatabaseError, OperationalError
 from sqlalchemy.pool import StaticPool
@@ -41,6 +41,12 @@ if TYPE_CHECKING:  # the pydantic model is imported where an invocation is built
 
 __all__ = ["DEFAULT_STORE_URL", "STORE_ENV", "Store", "display_url", "resolve_store_url"]
 _IN_CHUNK = 500
+_PG_BOUNDS = text(
+    "SELECT set_config('lock_timeout', :lock, true),"
+    " set_config('statement_timeout', COALESCE(:statement, current_setting('statement_timeout')), true)"
+)
+"""A bounded write's ``lock_timeout`` and ``statement_timeout`` (kept as it is without a deadline), in milliseconds,
+until the transaction ends (:mod:`toolpath.store.lock_waits`)."""
 _T = TypeVar("_T")
 
 
@@ -174,10 +180,9 @@ class Store:
             if bound is not None and self.dialect == "sqlite":
                 held.enter_context(_sqlite_busy_timeout(conn, bound.lock_wait))
             with conn.begin():
-                if bound is not None and self.dialect == "postgresql":
-                    conn.exec_driver_sql(f"SET LOCAL lock_timeout = {_ms(bound.lock_wait)}")
-                    if bound.statement is not None:
-                        conn.exec_driver_sql(f"SET LOCAL statement_timeout = {_ms(bound.statement)}")
+                if bound is not None and self.dialect == "postgresql":  # for this transaction, in one round trip
+                    statement = None if bound.statement is None else str(_ms(bound.statement))
+                    conn.execute(_PG_BOUNDS, {"lock": str(_ms(bound.lock_wait)), "statement": statement})
                 yield conn
         if log is not None:
             durability.sync_file(log)
