@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from toolpath.model import Invocation, ToolCall
 from toolpath.store import browse
-from toolpath.store.browse import SessionFilter
+from toolpath.store.session_filter import SessionFilter
 
 
 def turn(n: int, session: str, **fields) -> Invocation:

@@ -15,8 +15,8 @@ from toolpath.model import Invocation, ToolCall
 from toolpath.store import browse, session_list
 from toolpath.store import schema as t
 from toolpath.store.annotations import ReviewLabel, annotate
-from toolpath.store.browse import SessionFilter
 from toolpath.store.job_queue import ResultLabel
+from toolpath.store.session_filter import SessionFilter
 from toolpath.store.session_list import Reader
 from toolpath.store.session_order import SessionSort, ordered_session_page
 
@@ -113,10 +113,12 @@ def walk(store, where: SessionFilter, limit: int) -> tuple[list[list[str]], list
     while True:
         pages.append([r["session_id"] for r in page.rows])
         cursors.append((page.previous_cursor, page.next_cursor))
+        assert len(pages) <= len(LAST), "the cursors do not come to the last page"
         if page.next_cursor is None:
             break
         page = browse.session_page(store, where, limit=limit, after=page.next_cursor)
     while page.previous_cursor is not None:
+        assert len(pages) <= 2 * len(LAST), "the cursors do not come back to the first page"
         page = browse.session_page(store, where, limit=limit, before=page.previous_cursor)
         pages.append([r["session_id"] for r in page.rows])
         cursors.append((page.previous_cursor, page.next_cursor))

@@ -17,7 +17,8 @@ from sqlalchemy import insert
 from tests.helpers.cli import run_process
 from tests.helpers.ui import Watched, browser, serve_ui
 from toolpath.store import schema as t
-from toolpath.store.browse import SessionFilter, session_page
+from toolpath.store.browse import session_page
+from toolpath.store.session_filter import SessionFilter
 from toolpath.store.store import Store
 from toolpath.tracer import semconv as sc
 

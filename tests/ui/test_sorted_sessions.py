@@ -20,7 +20,7 @@ from tests.helpers.ui import (
     serve_ui,
 )
 from toolpath.store import schema as t
-from toolpath.store.browse import SessionFilter
+from toolpath.store.session_filter import SessionFilter
 from toolpath.store.session_order import SessionSort, ordered_session_page
 from toolpath.store.store import Store
 from toolpath.store.usage import ModelPrice

@@ -17,7 +17,8 @@ from toolpath.evaluation.evalsets.folder import EvalSetFiles
 from toolpath.evaluation.recorded import rows_from_store
 from toolpath.evaluation.runner import evaluate
 from toolpath.model import Invocation, Session
-from toolpath.store.browse import SessionFilter, session_page
+from toolpath.store.browse import session_page
+from toolpath.store.session_filter import SessionFilter
 from toolpath.store.store import Store
 
 DEFAULT_SESSION_METRICS = ("tool_error_rate", "error_recovery", "redundant_tool_calls", "tool_loop_detected")

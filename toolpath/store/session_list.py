@@ -1,7 +1,8 @@
-"""The sessions list: which sessions, newest first, how many there are, and each one's row (turns, failures, tool
-calls, slowest turn, first prompt, evaluation or not). One home for what ``toolpath sessions list``,
-:meth:`toolpath.store.store.Store.list_sessions` (the MCP tool, replays) and the UI's sessions page show of a
-session.
+"""The sessions list: which sessions, newest first (a page at a time, by keyset cursors), how many there are, and
+each one's row (turns, failures, tool calls, slowest turn, first prompt, evaluation or not). One home for what
+``toolpath sessions list``, :meth:`toolpath.store.store.Store.list_sessions` (the MCP tool, replays) and the UI's
+sessions pages show: the UI's filters (:mod:`toolpath.store.session_filter`) are :class:`Condition` s given here,
+and its pages in another order (:mod:`toolpath.store.session_order`) take their rows and counts from here.
 
 The SQL goes to the database driver itself (DB-API: ``sqlite3``, psycopg), through a :class:`Reader` over either a
 connection of the store's SQLAlchemy engine or one the driver opened alone (:mod:`toolpath.store.direct`): a
@@ -19,7 +20,9 @@ EVALUATION_PREFIXES = ("eval-", "replay-")
 ``toolpath replay``, and the runs the UI starts): evaluation traffic, not production's. The turns evaluations run
 are also marked (``toolpath.evaluation``), whatever their session id; the prefixes keep older stores' apart."""
 _IN_CHUNK = 500
-_HEAD = "SELECT session_id, agent_name, first_started_at, last_started_at FROM sessions"
+_HEAD = (
+    "SELECT sessions.session_id, sessions.agent_name, sessions.first_started_at, sessions.last_started_at FROM sessions"
+)
 
 
 class Reader:
@@ -64,23 +67,97 @@ class SessionHead(NamedTuple):
     last_started_at: int
 
 
-def newest(reader: Reader, *, agent_name: str | None = None, limit: int | None = None) -> list[SessionHead]:
-    """Sessions (of ``agent_name``), newest first (by last activity, ties by id): one walk of the indexed
-    ``last_started_at``."""
-    sql, params = _HEAD, list[Any]()
-    if agent_name is not None:
-        sql, params = f"{sql} WHERE agent_name = ?", [agent_name]
-    sql += " ORDER BY last_started_at DESC, session_id"
+Cursor = tuple[int, str]
+"""A place in the newest-first order: a session's ``last_started_at`` and its id."""
+
+
+class Condition(NamedTuple):
+    """A condition on the ``sessions`` table (its columns named ``sessions.<column>``), written with ``?`` marks,
+    and its parameters: what narrows the list (:func:`of_agent`; the UI's filters,
+    :func:`toolpath.store.session_filter.conditions`)."""
+
+    sql: str
+    params: tuple[Any, ...] = ()
+
+
+class NewestPage(NamedTuple):
+    """A page of the list newest first, and where the pages beside it start."""
+
+    heads: list[SessionHead]
+    older: Cursor | None
+    """Where the next (older) page starts (``after``); ``None`` on the last page."""
+    newer: Cursor | None
+    """Where the previous (newer) page ends (``before``); ``None`` on the first page."""
+
+
+def of_agent(agent_name: str | None) -> list[Condition]:
+    """Only the sessions of ``agent_name`` (none: every session)."""
+    return [] if agent_name is None else [Condition("sessions.agent_name = ?", (agent_name,))]
+
+
+def newest_page(
+    reader: Reader,
+    conditions: Sequence[Condition] = (),
+    *,
+    limit: int | None = None,
+    after: Cursor | None = None,
+    before: Cursor | None = None,
+) -> NewestPage:
+    """Up to ``limit`` sessions matching ``conditions``, newest first (by last activity, ties by id): the first,
+    those after the ``after`` cursor (older ones) or those before the ``before`` cursor (newer ones). A keyset on
+    the indexed ``(last_started_at, session_id)``: the first page of a large store is one index walk."""
+    where = list(conditions)
+    order = "sessions.last_started_at DESC, sessions.session_id"
+    if before is not None:
+        at, session_id = before
+        later = "sessions.last_started_at > ? OR (sessions.last_started_at = ? AND sessions.session_id < ?)"
+        where.append(Condition(f"({later})", (at, at, session_id)))
+        order = "sessions.last_started_at, sessions.session_id DESC"
+    elif after is not None:
+        at, session_id = after
+        earlier = "sessions.last_started_at < ? OR (sessions.last_started_at = ? AND sessions.session_id > ?)"
+        where.append(Condition(f"({earlier})", (at, at, session_id)))
+    sql, params = _where(_HEAD, where)
+    sql += f" ORDER BY {order}"
     if limit is not None:
-        sql, params = f"{sql} LIMIT ?", [*params, limit]
-    return [SessionHead(*row) for row in reader.rows(sql, params)]
+        sql, params = f"{sql} LIMIT ?", [*params, limit + 1]
+    found = [SessionHead(*row) for row in reader.rows(sql, params)]
+    heads = found if limit is None else found[:limit]
+    more = len(heads) < len(found)
+    if before is not None:
+        heads.reverse()
+    older = (heads[-1].last_started_at, heads[-1].session_id) if heads and (before is not None or more) else None
+    newer = (
+        (heads[0].last_started_at, heads[0].session_id) if heads and (after is not None or (before and more)) else None
+    )
+    return NewestPage(heads, older, newer)
+
+
+def newest(reader: Reader, *, agent_name: str | None = None, limit: int | None = None) -> list[SessionHead]:
+    """Sessions (of ``agent_name``), newest first (:func:`newest_page`'s first page)."""
+    return newest_page(reader, of_agent(agent_name), limit=limit).heads
 
 
 def count(reader: Reader, *, agent_name: str | None = None) -> int:
     """How many sessions (of ``agent_name``) there are."""
-    if agent_name is None:
-        return int(reader.rows("SELECT count(*) FROM sessions")[0][0])
-    return int(reader.rows("SELECT count(*) FROM sessions WHERE agent_name = ?", [agent_name])[0][0])
+    return counted(reader, of_agent(agent_name))[0]
+
+
+def counted(reader: Reader, conditions: Sequence[Condition] = (), *, cap: int | None = None) -> tuple[int, bool]:
+    """How many sessions match ``conditions``, and whether the count stopped at ``cap`` (given conditions: a
+    count of every session is the table's, never capped)."""
+    if not conditions or cap is None:
+        sql, params = _where("SELECT count(*) FROM sessions", conditions)
+        return int(reader.rows(sql, params)[0][0]), False
+    sql, params = _where("SELECT sessions.session_id FROM sessions", conditions)
+    found = int(reader.rows(f"SELECT count(*) FROM ({sql} LIMIT ?) capped", [*params, cap + 1])[0][0])
+    return min(found, cap), found > cap
+
+
+def _where(sql: str, conditions: Sequence[Condition]) -> tuple[str, list[Any]]:
+    if not conditions:
+        return sql, []
+    return f"{sql} WHERE " + " AND ".join(c.sql for c in conditions), [p for c in conditions for p in c.params]
 
 
 def listed(
@@ -111,7 +188,7 @@ def session_rows(reader: Reader, page: Sequence[Any], evaluation_attribute: str 
     prompts: dict[str, str | None] = {}
     for chunk, marks in _chunks(ids):
         if evaluation_attribute is not None:
-            marked, key = _marked(reader.dialect, evaluation_attribute)
+            marked, key = marked_true(reader.dialect, evaluation_attribute)
             sql = f"SELECT DISTINCT session_id FROM invocations WHERE session_id IN ({marks}) AND {marked}"
             evaluated.update(r[0] for r in reader.rows(sql, [*chunk, key]))
         sql = (
@@ -159,12 +236,12 @@ def iso(ns: int | None) -> str | None:
     return None if ns is None else datetime.fromtimestamp(ns / 1e9, tz=UTC).isoformat()
 
 
-def _marked(dialect: str, attribute: str) -> tuple[str, str]:
-    """The condition that an invocation's ``attribute`` is ``true``, and its parameter: as SQLAlchemy's
-    ``attributes[name].as_boolean().is_(True)`` reads it (the UI's filter that hides evaluations reads it so)."""
+def marked_true(dialect: str, attribute: str, column: str = "attributes") -> tuple[str, str]:
+    """The condition that an invocation's ``attribute`` (in its JSON ``column``) is ``true``, and its parameter: as
+    SQLAlchemy's ``attributes[name].as_boolean().is_(True)`` reads it."""
     if dialect == "postgresql":
-        return "CAST((attributes ->> CAST(? AS TEXT)) AS BOOLEAN) IS true", attribute
-    return "CAST(json_extract(attributes, ?) AS BOOLEAN) IS 1", '$."{}"'.format(attribute.replace('"', '\\"'))
+        return f"CAST(({column} ->> CAST(? AS TEXT)) AS BOOLEAN) IS true", attribute
+    return f"CAST(json_extract({column}, ?) AS BOOLEAN) IS 1", '$."{}"'.format(attribute.replace('"', '\\"'))
 
 
 def _chunks(ids: Sequence[str]) -> list[tuple[list[str], str]]:

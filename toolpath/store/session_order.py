@@ -9,12 +9,14 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import Float, case, cast, func, literal, or_, select
+from sqlalchemy import Float, TextClause, case, cast, func, literal, or_, select, text
 from sqlalchemy.sql.elements import ColumnElement
 
+from toolpath.store import browse, session_filter, session_list
 from toolpath.store import schema as t
-from toolpath.store.browse import SessionFilter, SessionPage, count_sessions, session_conditions
-from toolpath.store.session_list import Reader, session_rows
+from toolpath.store.browse import SessionPage
+from toolpath.store.session_filter import SessionFilter
+from toolpath.store.session_list import Condition, Reader
 from toolpath.store.store import Store
 from toolpath.store.usage import ModelPrice
 
@@ -151,17 +153,27 @@ def ordered_session_page(
     s = t.sessions
     value = sort_value(key, keys, prices).label("sort_value")
     ordered = value.desc().nulls_last() if descending else value.asc().nulls_last()
-    sqlite = store.dialect == "sqlite"
-    query = (
-        select(s.c.session_id, s.c.agent_name, s.c.first_started_at, s.c.last_started_at, value)
-        .where(*session_conditions(where, sqlite=sqlite))
-        .order_by(ordered, s.c.session_id)
-        .offset((page - 1) * limit)
-        .limit(limit + 1)
-    )
     with store.engine.connect() as conn:
+        reader = Reader.of_connection(conn)
+        conditions = session_filter.conditions(where, reader.dialect)
+        query = (
+            select(s.c.session_id, s.c.agent_name, s.c.first_started_at, s.c.last_started_at, value)
+            .where(*(_clause(n, c) for n, c in enumerate(conditions)))
+            .order_by(ordered, s.c.session_id)
+            .offset((page - 1) * limit)
+            .limit(limit + 1)
+        )
         found = list(conn.execute(query).all())
         shown = found[:limit]
-        total, capped = count_sessions(conn, session_conditions(where, sqlite=sqlite))
-        rows = session_rows(Reader.of_connection(conn), shown, where.evaluation_attribute)
+        total, capped = session_list.counted(reader, conditions, cap=browse.COUNT_CAP)
+        rows = session_list.session_rows(reader, shown, where.evaluation_attribute)
     return OrderedPage(SessionPage(rows, None, None, total, capped), page, len(found) > limit)
+
+
+def _clause(number: int, condition: Condition) -> TextClause:
+    """``condition`` in a SQLAlchemy query: its ``?`` marks as bound parameters named apart from other
+    conditions' (none of the filters' SQL holds a ``?`` or ``:`` of its own)."""
+    pieces = condition.sql.split("?")
+    names = [f"c{number}_{i}" for i in range(len(pieces) - 1)]
+    sql = pieces[0] + "".join(f":{name}{piece}" for name, piece in zip(names, pieces[1:], strict=True))
+    return text(sql).bindparams(**dict(zip(names, condition.params, strict=True)))
