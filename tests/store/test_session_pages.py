@@ -169,7 +169,7 @@ def test_a_row_is_the_same_on_the_ui_page_as_in_the_list(store):
     assert marked == {"s04", "eval-s05", "replay-s09"}
 
 
-@pytest.mark.parametrize(("where", "matching"), [f for f in FILTERS if f[0].keys() & {"agent", "text", "metric"}])
+@pytest.mark.parametrize(("where", "matching"), FILTERS, ids=[repr(w) for w, _ in FILTERS])
 def test_an_order_by_turns_pages_a_filtered_set(store, where, matching):
     fill(store)
     want = sorted(matching, key=lambda sid: (-TURN_COUNT[sid], sid))
