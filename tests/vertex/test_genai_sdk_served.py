@@ -197,9 +197,9 @@ def test_errors_arrive_as_the_sdks_errors(collector):
             metric_config={"exact_match_input": {"instances": INSTANCES}}
         )
     assert (raised.value.code, raised.value.status) == (401, "UNAUTHENTICATED")
-    with pytest.raises(errors.ServerError, match="metrics with instance is not served") as raised:  # not computed here
+    with pytest.raises(errors.ServerError, match=r"predefined_metric_spec \(general_quality_v1\)") as raised:
         client.evals.evaluate_instances(
-            metric_config={"metrics": [{"name": "exact_match"}], "instance": {"response": {"text": "a"}}}
+            metric_config={"metrics": [{"name": "general_quality_v1"}], "instance": {"response": {"text": "a"}}}
         )
     assert (raised.value.code, raised.value.status) == (501, "UNIMPLEMENTED")
     rubric_based = {"metric_spec": {"inline_rubrics": [{"content": {"property": {"description": "brief"}}}]},

@@ -19,9 +19,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from toolpath.evaluation.catalog import create_metric
 from toolpath.judges.vertex import PointwiseMetricPromptTemplate
+from toolpath.metrics.base import Metric, MissingInput
 
-__all__ = ["COMPUTED", "JUDGED", "NOT_SERVED", "Computed", "InputError", "Judged"]
+__all__ = ["COMPUTED", "JUDGED", "NOT_SERVED", "Computed", "InputError", "Judged", "computed_score"]
 
 
 class InputError(ValueError):
@@ -30,18 +32,33 @@ class InputError(ValueError):
 
 @dataclass(frozen=True)
 class Computed:
-    """An input of many instances, each scored by the catalog metric ``metric`` (with ``params(spec)``) over the
-    row ``row(instance, where)``."""
+    """An input of many instances, each scored by the catalog metric ``metric`` (with ``params(spec, where)``, ``where``
+    the spec's place in the request) over the row ``row(instance, where)``."""
 
     metric: str
     results: str
     """The reply's field: ``exact_match_results``; its list is ``exact_match_metric_values``."""
     row: Callable[[Any, str], dict[str, Any]]
-    params: Callable[[Any], dict[str, Any]] = lambda spec: {}
+    params: Callable[[Any, str], dict[str, Any]] = lambda spec, where: {}
 
     @property
     def values(self) -> str:
         return self.results.removesuffix("_results") + "_metric_values"
+
+    def build(self, spec: Any, where: str) -> Metric:
+        """The catalog metric for ``spec`` (its message at ``where`` in the request)."""
+        return create_metric(self.metric, **self.params(spec, where))
+
+
+def computed_score(metric: Metric, row: dict[str, Any], where: str) -> float:
+    """``metric``'s score of ``row`` (the instance at ``where``); what it cannot score is an :class:`InputError`."""
+    try:
+        result = metric.score(row)
+    except MissingInput as exc:
+        raise InputError(f"{where}: {exc}") from None
+    if result.score is None:
+        raise InputError(f"{where}: {result.explanation}")
+    return result.score
 
 
 class Side(StrEnum):
@@ -114,22 +131,22 @@ def _predicted(instance: Any, where: str) -> dict[str, Any]:
     return {"predicted_trajectory": trajectory(instance.predicted_trajectory, f"{where}.predicted_trajectory")}
 
 
-def _rouge(spec: Any) -> dict[str, Any]:
+def _rouge(spec: Any, where: str) -> dict[str, Any]:
     if not spec.rouge_type:
-        raise InputError("rouge_input.metric_spec.rouge_type is required (rouge1 to rouge9, rougeL or rougeLsum)")
+        raise InputError(f"{where}.rouge_type is required (rouge1 to rouge9, rougeL or rougeLsum)")
     return {"rouge_type": spec.rouge_type, "use_stemmer": spec.use_stemmer, "split_summaries": spec.split_summaries}
 
 
-def _single_tool(spec: Any) -> dict[str, Any]:
+def _single_tool(spec: Any, where: str) -> dict[str, Any]:
     if not spec.tool_name:
-        raise InputError("trajectory_single_tool_use_input.metric_spec.tool_name is required")
+        raise InputError(f"{where}.tool_name is required")
     return {"tool_name": spec.tool_name}
 
 
 COMPUTED: dict[str, Computed] = {
     "exact_match_input": Computed("exact_match", "exact_match_results", _responses),
     "bleu_input": Computed(
-        "bleu", "bleu_results", _responses, lambda spec: {"use_effective_order": spec.use_effective_order}
+        "bleu", "bleu_results", _responses, lambda spec, where: {"use_effective_order": spec.use_effective_order}
     ),
     "rouge_input": Computed("rouge", "rouge_results", _responses, _rouge),
     "tool_call_valid_input": Computed("tool_call_valid", "tool_call_valid_results", _prediction),
@@ -141,7 +158,7 @@ COMPUTED: dict[str, Computed] = {
         "tool_parameter_kv_match",
         "tool_parameter_kv_match_results",
         _responses,
-        lambda spec: {"use_strict_string_match": spec.use_strict_string_match},
+        lambda spec, where: {"use_strict_string_match": spec.use_strict_string_match},
     ),
     "trajectory_exact_match_input": Computed("trajectory_exact_match", "trajectory_exact_match_results", _trajectories),
     "trajectory_in_order_match_input": Computed(

@@ -23,11 +23,10 @@ from enum import StrEnum
 from typing import Any
 
 from toolpath.errors import ConfigError, InternalSignal, MetricError
-from toolpath.evaluation.catalog import create_metric
 from toolpath.judges.client import Backend, Judge, JudgeCache, JudgeSettings, settings_from
-from toolpath.metrics.base import MissingInput
-from toolpath.vertex.instance_inputs import COMPUTED, JUDGED, NOT_SERVED, InputError
+from toolpath.vertex.instance_inputs import COMPUTED, JUDGED, NOT_SERVED, InputError, computed_score
 from toolpath.vertex.instance_judges import JudgeFailure, JudgeOptions, RpcCode, judged_result, templated_result
+from toolpath.vertex.instance_metrics import metric_results
 
 __all__ = ["PATH", "ApiVersion", "EvaluateInstances", "InstancesError", "error_body"]
 
@@ -164,15 +163,20 @@ class EvaluateInstances:
         if not LOCATION.fullmatch(request.location):
             raise InstancesError(400, f"location {request.location!r}: expected projects/*/locations/*")
         which = request.WhichOneof("metric_inputs")
-        if which is None:
-            if any(_has(request, field) for field in ("metrics", "metric_sources", "instance")):
-                raise InstancesError(501, "metrics with instance is not served; send one of the *_input fields")
-            raise InstancesError(400, "the request has no metric input (exact_match_input, rouge_input, …)")
+        newer = [field for field in ("metrics", "metric_sources", "instance") if _has(request, field)]
+        if which is None and not newer:
+            raise InstancesError(400, "the request has no metric input (exact_match_input, rouge_input, …, or metrics)")
+        if which is not None and newer:
+            raise InstancesError(400, f"{which} and {newer[0]} are two forms of request: send one")
         if which in NOT_SERVED:
             raise InstancesError(501, f"{which}: {NOT_SERVED[which]}")
         reply = types.EvaluateInstancesResponse.pb()()
-        message = getattr(request, which)
         try:
+            if which is None:  # metrics (or metric_sources) with an instance
+                for result in metric_results(request, self.judge):
+                    _set(reply.metric_results.add(), result)
+                return reply
+            message = getattr(request, which)
             if which in COMPUTED:
                 self._computed(which, message, reply)
                 return reply
@@ -190,27 +194,18 @@ class EvaluateInstances:
             raise InstancesError(400, str(exc), RpcCode.FAILED_PRECONDITION) from None
         except JudgeFailure as exc:
             raise InstancesError(exc.status, exc.message, exc.code) from None
-        from google.protobuf import json_format
-
-        json_format.ParseDict(fields, getattr(reply, result_field))
+        _set(getattr(reply, result_field), fields)
         return reply
 
     def _computed(self, which: str, message: Any, reply: Any) -> None:
         spec = COMPUTED[which]
-        metric = create_metric(spec.metric, **spec.params(message.metric_spec))
+        metric = spec.build(message.metric_spec, f"{which}.metric_spec")
         if not len(message.instances):
             raise InputError(f"{which}.instances is empty: nothing to evaluate")
         values = getattr(getattr(reply, spec.results), spec.values)
         for i, instance in enumerate(message.instances):
             where = f"{which}.instances[{i}]"
-            row = spec.row(instance, where)
-            try:
-                result = metric.score(row)
-            except MissingInput as exc:
-                raise InputError(f"{where}: {exc}") from None
-            if result.score is None:
-                raise InputError(f"{where}: {result.explanation}")
-            values.add(score=result.score)
+            values.add(score=computed_score(metric, spec.row(instance, where), where))
 
 
 def _newer_fields(data: dict[str, Any], descriptor: Any) -> None:
@@ -231,6 +226,12 @@ def _newer_fields(data: dict[str, Any], descriptor: Any) -> None:
     for key in names:
         if not isinstance(data.pop(key), bool):
             raise InstancesError(400, f"Invalid JSON payload received. {key} must be a boolean.")
+
+
+def _set(message: Any, fields: dict[str, Any]) -> None:
+    from google.protobuf import json_format
+
+    json_format.ParseDict(fields, message)
 
 
 def _camel(name: str) -> str:

@@ -1,0 +1,163 @@
+"""The newer form of ``evaluateInstances`` (``v1beta1``): ``metrics`` (or ``metric_sources``) and one ``instance``,
+answered with ``metric_results``, one ``MetricResult`` (``score``, ``explanation``, ``error``) per metric, in the
+order given (docs/vertex.md).
+
+- ``exact_match_spec``, ``bleu_spec``, ``rouge_spec`` and ``computation_based_metric_spec`` (``EXACT_MATCH``,
+  ``BLEU``, ``ROUGE`` with its ``parameters``) are scored by the metrics that score the older ``*_input`` fields
+  (:data:`toolpath.vertex.instance_inputs.COMPUTED`), over the instance's ``response`` and ``reference``.
+- What toolpath does not do is refused by name: Google's managed metrics (``predefined_metric_spec``), metrics
+  registered in a Google project (``metric_resource_name``), and code sent in the request
+  (``custom_code_execution_spec``), which is never run.
+
+Google's service reads only the first metric of a request; toolpath scores each. The failure of a request's only
+metric is the request's failure (an error status, as the older form has); with several metrics, a metric that
+fails or is refused gets its ``error`` (a ``google.rpc.Status``) and the others their scores. A malformed request
+is one 400 whatever the number of metrics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from toolpath.errors import ConfigError
+from toolpath.judges.client import Judge
+from toolpath.metrics.text import ROUGE_TYPES
+from toolpath.vertex.instance_inputs import COMPUTED, InputError, computed_score
+from toolpath.vertex.instance_judges import JudgeFailure, RpcCode
+
+__all__ = ["metric_results"]
+
+SPEC_INPUTS = {"exact_match_spec": "exact_match_input", "bleu_spec": "bleu_input", "rouge_spec": "rouge_input"}
+"""A computation spec of ``Metric`` -> the older input scored by the same metric, with the same spec message."""
+COMPUTATION_TYPES = {"EXACT_MATCH": "exact_match_spec", "BLEU": "bleu_spec", "ROUGE": "rouge_spec"}
+"""``computation_based_metric_spec.type`` -> the spec its ``parameters`` are read as."""
+ROUGE_NAMES = {name.lower(): name for name in ROUGE_TYPES}
+"""``rouge_type`` in any case: the SDK sends its metric's name lowercased (``rouge_l_sum`` as ``rougelsum``)."""
+REFUSED = {
+    "predefined_metric_spec": "Google's managed metrics are judged with prompts and rubrics held by Google's "
+    "service, which toolpath does not have",
+    "custom_code_execution_spec": "toolpath never runs code sent in a request",
+}
+
+
+def metric_results(request: Any, judge: Judge) -> list[dict[str, Any]]:
+    """The ``metric_results`` (as JSON) of a request in the newer form. Raises :class:`InputError` for a malformed
+    request and, when it has one metric, :class:`JudgeFailure` (or :class:`ConfigError`) for that metric's failure."""
+    metrics = [(f"metrics[{i}]", metric) for i, metric in enumerate(request.metrics)]
+    for i, source in enumerate(request.metric_sources):
+        where = f"metric_sources[{i}]"
+        if source.WhichOneof("metric_source") == "metric_resource_name":
+            metrics.append((where, None))
+        elif source.HasField("metric"):
+            metrics.append((f"{where}.metric", source.metric))
+        else:
+            raise InputError(f"{where} needs metric or metric_resource_name")
+    if not metrics:
+        raise InputError("metrics is empty: nothing to evaluate")
+    if not request.HasField("instance"):
+        raise InputError("instance is required with metrics")
+    scorers = [(where, _scorer(metric, where)) for where, metric in metrics]  # every spec checked before any is run
+    if len(scorers) == 1:
+        return [scorers[0][1](request)]
+    return [_or_error(score, request) for _, score in scorers]
+
+
+Scorer = Callable[[Any], dict[str, Any]]
+
+
+def _scorer(metric: Any | None, where: str) -> Scorer:
+    """How the metric at ``where`` scores a request: a function of the request to a ``MetricResult`` as JSON."""
+    if metric is None:
+        return _refusal(f"{where}.metric_resource_name: metrics registered in a Google Cloud project are not served")
+    kind = metric.WhichOneof("metric_spec")
+    if kind is None:
+        raise InputError(f"{where} has no metric spec (exact_match_spec, llm_based_metric_spec, …)")
+    if kind in REFUSED:
+        named = f" ({metric.predefined_metric_spec.metric_spec_name})" if kind == "predefined_metric_spec" else ""
+        return _refusal(f"{where}.{kind}{named}: {REFUSED[kind]}")
+    spec = getattr(metric, kind)
+    if kind == "computation_based_metric_spec":
+        kind, spec = _computation_spec(metric, f"{where}.{kind}")
+    if kind in SPEC_INPUTS:
+        return _computed(SPEC_INPUTS[kind], spec, f"{where}.{kind}")
+    return _refusal(f"{where}.{kind}: not served in the metrics form")
+
+
+def _computation_spec(metric: Any, where: str) -> tuple[str, Any]:
+    """A metric's ``computation_based_metric_spec`` as the spec of its type, its ``parameters`` read as that spec's
+    fields."""
+    from google.protobuf import json_format
+
+    spec = metric.computation_based_metric_spec
+    type_name = type(spec).ComputationBasedMetricType.Name(spec.type_)
+    kind = COMPUTATION_TYPES.get(type_name)
+    if kind is None:
+        known = ", ".join(COMPUTATION_TYPES)
+        raise InputError(f"{where}.type is {type_name}: expected one of {known}")
+    target = type(getattr(metric, kind))()
+    parameters = json_format.MessageToDict(spec.parameters, preserving_proto_field_name=True)
+    try:
+        json_format.ParseDict(parameters, target)
+    except json_format.ParseError as exc:
+        said = str(exc).split("\n Available Fields", 1)[0]
+        raise InputError(f"{where}.parameters: {said}") from None
+    return kind, target
+
+
+def _computed(input_name: str, spec: Any, where: str) -> Scorer:
+    if input_name == "rouge_input" and spec.rouge_type.lower() in ROUGE_NAMES:
+        spec = type(spec)(rouge_type=ROUGE_NAMES[spec.rouge_type.lower()], use_stemmer=spec.use_stemmer,
+                          split_summaries=spec.split_summaries)  # fmt: skip
+    metric = COMPUTED[input_name].build(spec, where)
+
+    def score(request: Any) -> dict[str, Any]:
+        instance = request.instance
+        row = {field: instance_text(instance, field) for field in ("response", "reference")}
+        return {"score": computed_score(metric, row, "instance")}
+
+    return score
+
+
+def instance_text(instance: Any, field: str) -> str:
+    """The text of the instance's ``field`` (``InstanceData``): its ``text``, or its contents' text parts joined by new
+    lines; another part is an :class:`InputError`, as is a field not given."""
+    where = f"instance.{field}"
+    if not instance.HasField(field):
+        raise InputError(f"{where} is required")
+    return data_text(getattr(instance, field), where)
+
+
+def data_text(data: Any, where: str) -> str:
+    """The text of an ``InstanceData`` at ``where``."""
+    kind = data.WhichOneof("data")
+    if kind == "text":
+        return str(data.text)
+    if kind is None:
+        raise InputError(f"{where} needs text or contents")
+    texts = []
+    for c, content in enumerate(data.contents.contents):
+        for p, part in enumerate(content.parts):
+            if part.WhichOneof("data") != "text":
+                raise InputError(f"{where}.contents.contents[{c}].parts[{p}]: only text parts are read")
+            texts.append(part.text)
+    return "\n".join(texts)
+
+
+def _refusal(message: str) -> Scorer:
+    def refuse(request: Any) -> dict[str, Any]:
+        raise JudgeFailure(501, RpcCode.UNIMPLEMENTED, message)
+
+    return refuse
+
+
+def _or_error(score: Scorer, request: Any) -> dict[str, Any]:
+    """One of several metrics' results: its failure is its ``error``, a ``google.rpc.Status``."""
+    from google.rpc import code_pb2
+
+    try:
+        return score(request)
+    except JudgeFailure as exc:
+        return {"error": {"code": code_pb2.Code.Value(exc.code), "message": exc.message}}
+    except ConfigError as exc:
+        return {"error": {"code": code_pb2.Code.Value(RpcCode.FAILED_PRECONDITION), "message": str(exc)}}
