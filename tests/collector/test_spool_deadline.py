@@ -3,6 +3,8 @@ store's write lock, says what it left, and the next start writes that once."""
 
 from __future__ import annotations
 
+import fcntl
+import os
 import signal
 import sqlite3
 import subprocess
@@ -16,6 +18,7 @@ from tests.helpers import SPANS
 from tests.helpers.builders import otlp_json
 from tests.helpers.collector import TOKEN, Collector, http_get
 from toolpath.config import SPOOL_DRAIN_SECONDS
+from toolpath.store.writelock import LOCK_SUFFIX
 
 BODY = SPANS / "otel-genai-langchain.shared.otlp.pb"
 """13 spans: two invocations of session ``home-session-0001``."""
@@ -122,3 +125,35 @@ def test_sigterm_stops_by_the_deadline_while_another_postgresql_writer_holds_the
     assert "stopped; 3 span(s) stored" in " ".join(restarted.process.communicate()[0].split())
     assert len(store.spans_of_trace(trace)) == 3
     store.close()
+
+
+def test_a_write_waiting_for_another_process_turn_is_left_to_the_exit(tmp_path):
+    """Another toolpath process's turn at the SQLite store's write lock (its lock file, held here) is a wait the
+    drain cannot bound: it stops waiting for that write shortly after its deadline and exits, counting its spans as
+    left; the next start writes them."""
+    spool = str(tmp_path / "spool")
+    collector = Collector(tmp_path, None, "--workers", "1", "--spool", spool).start()
+    turn = os.open(f"{collector.db}{LOCK_SUFFIX}", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(turn, fcntl.LOCK_EX)
+        assert collector.post(BODY.read_bytes())[0] == 200
+        time.sleep(1.0)  # the drain waits for its turn when the signal comes
+        collector.process.send_signal(signal.SIGTERM)
+        signalled = time.monotonic()
+        out, err = collector.process.communicate(timeout=3 * SPOOL_DRAIN_SECONDS)
+        took = time.monotonic() - signalled
+    finally:
+        collector.stop()
+        os.close(turn)  # lets the lock go
+    assert collector.process.returncode == 0, err
+    assert SPOOL_DRAIN_SECONDS <= took <= SPOOL_DRAIN_SECONDS + MARGIN, (took, err)
+    assert "stopped; 0 span(s) stored; 13 span(s) left in the spool" in " ".join(out.split())
+    assert "a write of spooled spans still runs 2 s past the drain time" in " ".join(err.split())
+    store = collector.store()
+    restarted = Collector(tmp_path, None, "--workers", "1", "--spool", spool).start()
+    try:
+        _wait_for(lambda: store.counts()["invocations"] == 2)
+    finally:
+        restarted.stop()
+    assert "stopped; 13 span(s) stored" in " ".join(restarted.process.communicate()[0].split())
+    assert store.counts()["spans"] == 13
