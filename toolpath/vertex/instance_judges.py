@@ -41,7 +41,7 @@ from toolpath.judges.vertex import (
 from toolpath.model import MetricResult
 from toolpath.vertex.instance_inputs import InputError, Judged, Side
 
-__all__ = ["JudgeFailure", "JudgeOptions", "judged_result", "templated_result"]
+__all__ = ["JudgeFailure", "JudgeOptions", "asked_template", "check_variables", "judged_result", "templated_result"]
 
 VARIABLE = re.compile(r"\{([_a-zA-Z][_a-zA-Z0-9]*)\}")
 """A template variable, as ``vertexai.evaluation.PromptTemplate`` reads them."""
@@ -162,21 +162,43 @@ def templated_result(name: str, message: Any, options: JudgeOptions) -> dict[str
     """The result fields of ``pointwise_metric_input`` / ``pairwise_metric_input``: the template filled from the
     instance, asked ``sampling_count`` times; ``custom_output`` holds the raw replies when the spec asks."""
     spec = message.metric_spec
-    pairwise = name == "pairwise_metric_input"
-    if not spec.metric_prompt_template.strip():
-        raise InputError(f"{name}.metric_spec.metric_prompt_template is required")
     values = _instance_values(message.instance, f"{name}.instance")
+    return asked_template(
+        f"{name}.metric_spec",
+        f"{name}.instance",
+        spec,
+        values,
+        options,
+        pairwise=name == "pairwise_metric_input",
+        raw_output=spec.custom_output_format_config.return_raw_output,
+    )
+
+
+def asked_template(
+    where: str,
+    instance_where: str,
+    spec: Any,
+    values: dict[str, str],
+    options: JudgeOptions,
+    *,
+    pairwise: bool = False,
+    raw_output: bool = False,
+) -> dict[str, Any]:
+    """The result fields of a judge's prompt template, ``spec.metric_prompt_template`` (``spec`` at ``where`` in the
+    request; its ``system_instruction`` and, pairwise, its response field names read too), its ``{variables}``
+    filled from ``values`` (the instance's, at ``instance_where``) and asked ``options.samples`` times: ``score``
+    (their mean) or ``pairwise_choice`` (the most chosen), and ``explanation``."""
+    if not spec.metric_prompt_template.strip():
+        raise InputError(f"{where}.metric_prompt_template is required")
     columns: tuple[str, str] | None = None
     if pairwise:
         candidate = spec.candidate_response_field_name or "response"
         baseline = spec.baseline_response_field_name or "baseline_model_response"
         for field, column in (("candidate_response_field_name", candidate), ("baseline_response_field_name", baseline)):
             if column not in values:
-                raise InputError(f"{name}.instance has no {column!r} ({field})")
+                raise InputError(f"{instance_where} has no {column!r} ({field})")
         columns = (candidate, baseline)
-    missing = sorted({v for v in VARIABLE.findall(spec.metric_prompt_template) if v not in values})
-    if missing:
-        raise InputError(f"{name}.instance has no value for the template's {', '.join(missing)}")
+    check_variables(spec.metric_prompt_template, values, instance_where)
     flips = [bool(columns and options.flip and i % 2) for i in range(options.samples)]
 
     def prompt(flipped: bool) -> str:
@@ -195,7 +217,6 @@ def templated_result(name: str, message: Any, options: JudgeOptions) -> dict[str
         if options.temperature is not None:
             given["temperature"] = options.temperature
         config = json.dumps(given)
-    raw_output = spec.custom_output_format_config.return_raw_output
     requests = [
         JudgeRequest(  # with a config, a namespace: the cache keys it by the config too
             prompt(flipped),
@@ -241,6 +262,13 @@ def templated_result(name: str, message: Any, options: JudgeOptions) -> dict[str
         fields["score"] = score
         fields["explanation"] = explanations[values_read.index(score)] if score in values_read else explanations[0]
     return fields
+
+
+def check_variables(template: str, values: dict[str, str], instance_where: str) -> None:
+    """An :class:`InputError` naming the variables of ``template`` that ``values`` (the instance's) lacks."""
+    missing = sorted({v for v in VARIABLE.findall(template) if v not in values})
+    if missing:
+        raise InputError(f"{instance_where} has no value for the template's {', '.join(missing)}")
 
 
 # --- helpers -------------------------------------------------------------------------------------------------

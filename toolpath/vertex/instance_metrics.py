@@ -5,14 +5,18 @@ order given (docs/vertex.md).
 - ``exact_match_spec``, ``bleu_spec``, ``rouge_spec`` and ``computation_based_metric_spec`` (``EXACT_MATCH``,
   ``BLEU``, ``ROUGE`` with its ``parameters``) are scored by the metrics that score the older ``*_input`` fields
   (:data:`toolpath.vertex.instance_inputs.COMPUTED`), over the instance's ``response`` and ``reference``.
-- What toolpath does not do is refused by name: Google's managed metrics (``predefined_metric_spec``), metrics
-  registered in a Google project (``metric_resource_name``), and code sent in the request
-  (``custom_code_execution_spec``), which is never run.
+- ``llm_based_metric_spec`` and ``pointwise_metric_spec`` carry a judge's prompt template: its ``{variables}`` are
+  filled from the instance (``prompt``, ``response``, ``reference``, then ``other_data``'s keys) and it is asked
+  of toolpath's judge as ``pointwise_metric_input``'s template is (``instance_judges.asked_template``).
+- What toolpath does not do is refused by name: Google's managed metrics (``predefined_metric_spec``), rubrics
+  (given, generated or Google's), metrics registered in a Google project (``metric_resource_name``), a pairwise
+  template (a ``MetricResult`` has no field for its choice), and code sent in the request
+  (``custom_code_execution_spec``, ``result_parser_config``), which is never run.
 
 Google's service reads only the first metric of a request; toolpath scores each. The failure of a request's only
 metric is the request's failure (an error status, as the older form has); with several metrics, a metric that
 fails or is refused gets its ``error`` (a ``google.rpc.Status``) and the others their scores. A malformed request
-is one 400 whatever the number of metrics.
+is one 400 whatever the number of metrics, found before any metric is run.
 """
 
 from __future__ import annotations
@@ -24,7 +28,14 @@ from toolpath.errors import ConfigError
 from toolpath.judges.client import Judge
 from toolpath.metrics.text import ROUGE_TYPES
 from toolpath.vertex.instance_inputs import COMPUTED, InputError, computed_score
-from toolpath.vertex.instance_judges import JudgeFailure, RpcCode
+from toolpath.vertex.instance_judges import (
+    VARIABLE,
+    JudgeFailure,
+    JudgeOptions,
+    RpcCode,
+    asked_template,
+    check_variables,
+)
 
 __all__ = ["metric_results"]
 
@@ -38,7 +49,11 @@ REFUSED = {
     "predefined_metric_spec": "Google's managed metrics are judged with prompts and rubrics held by Google's "
     "service, which toolpath does not have",
     "custom_code_execution_spec": "toolpath never runs code sent in a request",
+    "pairwise_metric_spec": "a MetricResult has no field for a pairwise choice; toolpath judges pairwise templates "
+    "sent as pairwise_metric_input",
 }
+INSTANCE_FIELDS = ("prompt", "response", "reference")
+"""The instance's own fields a template may name; ``other_data``'s keys name the rest."""
 
 
 def metric_results(request: Any, judge: Judge) -> list[dict[str, Any]]:
@@ -57,7 +72,7 @@ def metric_results(request: Any, judge: Judge) -> list[dict[str, Any]]:
         raise InputError("metrics is empty: nothing to evaluate")
     if not request.HasField("instance"):
         raise InputError("instance is required with metrics")
-    scorers = [(where, _scorer(metric, where)) for where, metric in metrics]  # every spec checked before any is run
+    scorers = [(where, _scorer(metric, where, request, judge)) for where, metric in metrics]  # all checked, then run
     if len(scorers) == 1:
         return [scorers[0][1](request)]
     return [_or_error(score, request) for _, score in scorers]
@@ -66,8 +81,9 @@ def metric_results(request: Any, judge: Judge) -> list[dict[str, Any]]:
 Scorer = Callable[[Any], dict[str, Any]]
 
 
-def _scorer(metric: Any | None, where: str) -> Scorer:
-    """How the metric at ``where`` scores a request: a function of the request to a ``MetricResult`` as JSON."""
+def _scorer(metric: Any | None, where: str, request: Any, judge: Judge) -> Scorer:
+    """How the metric at ``where`` scores a request: a function of the request to a ``MetricResult`` as JSON. What
+    the request lacks for it is an :class:`InputError` here, before any metric is run."""
     if metric is None:
         return _refusal(f"{where}.metric_resource_name: metrics registered in a Google Cloud project are not served")
     kind = metric.WhichOneof("metric_spec")
@@ -81,7 +97,57 @@ def _scorer(metric: Any | None, where: str) -> Scorer:
         kind, spec = _computation_spec(metric, f"{where}.{kind}")
     if kind in SPEC_INPUTS:
         return _computed(SPEC_INPUTS[kind], spec, f"{where}.{kind}")
-    return _refusal(f"{where}.{kind}: not served in the metrics form")
+    if kind in ("llm_based_metric_spec", "pointwise_metric_spec"):
+        return _judged(spec, f"{where}.{kind}", request, judge)
+    return _refusal(f"{where}.{kind}: {REFUSED.get(kind, 'not served in the metrics form')}")
+
+
+def _judged(spec: Any, where: str, request: Any, judge: Judge) -> Scorer:
+    """A judge's template (``llm_based_metric_spec``, ``pointwise_metric_spec``) asked of toolpath's judge, with the
+    spec's ``judge_autorater_config`` or else the request's ``autorater_config``."""
+    autorater = request.autorater_config if request.HasField("autorater_config") else None
+    if spec.DESCRIPTOR.name == "LLMBasedMetricSpec":
+        source = spec.WhichOneof("rubrics_source")
+        if source is not None:
+            return _refusal(f"{where}.{source}: judging against rubrics (given, generated or Google's) is not served")
+        if spec.HasField("result_parser_config"):
+            return _refusal(f"{where}.result_parser_config: toolpath never runs code sent in a request")
+        if spec.HasField("additional_config"):
+            return _refusal(f"{where}.additional_config: settings for Google's service; toolpath's judge has none")
+        if spec.HasField("judge_autorater_config"):
+            autorater = spec.judge_autorater_config
+    elif spec.custom_output_format_config.return_raw_output:
+        return _refusal(f"{where}.custom_output_format_config: a MetricResult has no field for the judge's raw output")
+    options = JudgeOptions.of(judge, autorater)
+    if not spec.metric_prompt_template.strip():
+        raise InputError(f"{where}.metric_prompt_template is required")
+    instance = request.instance
+    values = _template_values(instance, spec.metric_prompt_template)
+    has_agent_data = instance.HasField("agent_eval_data") or instance.HasField("agent_data")
+    if has_agent_data and "agent_data" in VARIABLE.findall(spec.metric_prompt_template) and "agent_data" not in values:
+        return _refusal(f"{where}.metric_prompt_template: toolpath does not render an instance's agent data "
+                        "for {agent_data}; put what the judge should see in other_data")  # fmt: skip
+    check_variables(spec.metric_prompt_template, values, "instance")
+
+    def score(request: Any) -> dict[str, Any]:
+        fields = asked_template(where, "instance", spec, values, options)
+        return {field: fields[field] for field in ("score", "explanation") if field in fields}
+
+    return score
+
+
+def _template_values(instance: Any, template: str) -> dict[str, str]:
+    """The instance's text for each variable of ``template`` it has: its ``prompt``, ``response`` and ``reference``,
+    then ``other_data``'s keys (a field given wins over a key of its name, as the API has it). Only what the template
+    names is read, so a part that is not text elsewhere in the instance does not matter."""
+    other = instance.other_data.map_instance
+    values = {}
+    for name in dict.fromkeys(VARIABLE.findall(template)):
+        if name in INSTANCE_FIELDS and instance.HasField(name):
+            values[name] = data_text(getattr(instance, name), f"instance.{name}")
+        elif name in other:
+            values[name] = data_text(other[name], f"instance.other_data.map_instance[{name!r}]")
+    return values
 
 
 def _computation_spec(metric: Any, where: str) -> tuple[str, Any]:
