@@ -141,6 +141,9 @@ def test_judged_and_computed_metrics_in_one_request(judged):
     assert set(garbage) == {"explanation"} and garbage["explanation"].startswith("no rating")
     status, reply = post(collector, {"metrics": metrics[2:3], "instance": instance})
     assert (status, reply["error"]["status"]) == (400, "FAILED_PRECONDITION")
+    asked = fake.requests  # a malformed request is found before the judge is asked for its first metric
+    status, reply = post(collector, {"metrics": metrics[:2], "instance": {**instance, "reference": {}}})
+    assert (status, fake.requests) == (400, asked) and "instance.reference needs text" in reply["error"]["message"]
 
 
 @pytest.mark.parametrize(

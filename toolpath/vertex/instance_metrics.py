@@ -96,7 +96,7 @@ def _scorer(metric: Any | None, where: str, request: Any, judge: Judge) -> Score
     if kind == "computation_based_metric_spec":
         kind, spec = _computation_spec(metric, f"{where}.{kind}")
     if kind in SPEC_INPUTS:
-        return _computed(SPEC_INPUTS[kind], spec, f"{where}.{kind}")
+        return _computed(SPEC_INPUTS[kind], spec, f"{where}.{kind}", request.instance)
     if kind in ("llm_based_metric_spec", "pointwise_metric_spec"):
         return _judged(spec, f"{where}.{kind}", request, judge)
     return _refusal(f"{where}.{kind}: {REFUSED.get(kind, 'not served in the metrics form')}")
@@ -171,15 +171,14 @@ def _computation_spec(metric: Any, where: str) -> tuple[str, Any]:
     return kind, target
 
 
-def _computed(input_name: str, spec: Any, where: str) -> Scorer:
+def _computed(input_name: str, spec: Any, where: str, instance: Any) -> Scorer:
     if input_name == "rouge_input" and spec.rouge_type.lower() in ROUGE_NAMES:
         spec = type(spec)(rouge_type=ROUGE_NAMES[spec.rouge_type.lower()], use_stemmer=spec.use_stemmer,
                           split_summaries=spec.split_summaries)  # fmt: skip
     metric = COMPUTED[input_name].build(spec, where)
+    row = {field: instance_text(instance, field) for field in ("response", "reference")}
 
     def score(request: Any) -> dict[str, Any]:
-        instance = request.instance
-        row = {field: instance_text(instance, field) for field in ("response", "reference")}
         return {"score": computed_score(metric, row, "instance")}
 
     return score
