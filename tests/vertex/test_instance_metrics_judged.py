@@ -199,3 +199,31 @@ def test_a_rubric_metric_from_the_sdk_gets_its_error(judged):
     assert results["answer"].score == 5.0
     assert results["general_quality_v1"].score is None
     assert "predefined_metric_spec (general_quality_v1)" in results["general_quality_v1"].error_message
+
+
+def test_the_metrics_form_over_grpc(judged):
+    """``google-cloud-aiplatform``'s own client over gRPC: a computed and a judged metric, and a refused one alone as
+    the client's ``NotImplemented`` error."""
+    import grpc
+    from google.api_core import exceptions
+    from google.cloud import aiplatform_v1beta1 as v1beta1
+    from google.cloud.aiplatform_v1beta1.services.evaluation_service.transports import EvaluationServiceGrpcTransport
+
+    collector, fake = judged
+    auth = [("authorization", f"Bearer {TOKEN}")]
+    instance = {"response": {"text": "four over gRPC"}, "reference": {"text": "four over gRPC"}}
+    with grpc.insecure_channel(f"127.0.0.1:{collector.grpc_port}") as channel:
+        client = v1beta1.EvaluationServiceClient(transport=EvaluationServiceGrpcTransport(channel=channel))
+        location = "projects/my-project/locations/us-central1"
+        metrics = [
+            {"exact_match_spec": {}},
+            {"llm_based_metric_spec": {"metric_prompt_template": "Answer: {response}"}},
+        ]
+        reply = client.evaluate_instances(
+            request={"location": location, "metrics": metrics, "instance": instance}, metadata=auth
+        )
+        with pytest.raises(exceptions.MethodNotImplemented, match="predefined_metric_spec"):
+            client.evaluate_instances(request={"location": location, "instance": instance, "metrics": [
+                {"predefined_metric_spec": {"metric_spec_name": "safety_v1"}}]}, metadata=auth)  # fmt: skip
+    assert [r.score for r in reply.metric_results] == [1.0, 5.0]
+    assert fake.prompts[-1].startswith("Answer: four over gRPC")
