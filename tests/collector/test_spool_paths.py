@@ -112,6 +112,8 @@ def test_a_value_the_spool_cannot_hold_is_written_to_the_store_at_once(tmp_path)
     ingestor = Ingestor(store, spool=spool)
     assert ingestor.store_records(records) == 0
     assert (spool.pending_spans, store.counts()["spans"], store.counts()["invocations"]) == (0, 13, 2)
+    unspooled = ingestor.metrics.exports_unspooled
+    assert (unspooled.labels("unspoolable_value")._value.get(), unspooled.labels("too_big")._value.get()) == (1, 0)
     spool.close()
     store.close()
 

@@ -125,6 +125,9 @@ def test_an_export_over_the_bound_is_stored_before_its_answer_while_smaller_ones
             # the store free, smaller exports still coming: another big one is taken at once, never refused
             status = collector.post(otlp_json("bf" * 16, 40, big="z" * 2000), "application/json")[0]
             assert status == 200 and len(store.spans_of_trace("bf" * 16)) == 41
+            metrics = http_get(f"{collector.url}/metrics", TOKEN)[1].decode()
+            assert 'toolpath_exports_unspooled_total{reason="too_big"} 2.0' in metrics  # counted, each once
+            assert 'toolpath_exports_unspooled_total{reason="unspoolable_value"} 0.0' in metrics
             time.sleep(0.5)
         assert posters.errors == []
         for body, headers in posters.refusals:

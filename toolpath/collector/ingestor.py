@@ -132,11 +132,13 @@ class Ingestor:
                 self.metrics.exports_refused.inc()
                 raise
             except TooBigToSpool as exc:  # it would never fit: written now, answered once committed
+                self.metrics.exports_unspooled.labels("too_big").inc()
                 level, self._told_too_big = (logging.DEBUG if self._told_too_big else logging.WARNING), True
                 logger.log(level, "toolpath: an export of %d span(s) is too big to spool (%s): written to the store "
                            "before it is answered (a larger --spool-max-bytes spools such exports)", len(ready),
                            exc)  # fmt: skip
             except ValueError:  # a value the spool's format cannot hold: written now instead
+                self.metrics.exports_unspooled.labels("unspoolable_value").inc()
                 logger.warning("toolpath: an export's spans could not be spooled; written to the store directly")
             else:
                 self.metrics.spool_spans.set(self.spool.pending_spans)

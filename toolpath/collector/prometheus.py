@@ -66,6 +66,8 @@ OTHER_AGENTS = "other"
 
 REJECT_REASONS = ("store_error", "trace_limit", "quarantined")
 """The ``reason`` label values of ``toolpath_spans_rejected``."""
+UNSPOOLED_REASONS = ("too_big", "unspoolable_value")
+"""The ``reason`` label values of ``toolpath_exports_unspooled``."""
 TOKEN_DIRECTIONS = ("input", "output")
 
 
@@ -123,6 +125,15 @@ class ServiceMetrics:
             "Exports refused (503) because max_in_flight were admitted (not decoded) or the spool was full",
             registry=r,
         )
+        self.exports_unspooled = Counter(
+            "toolpath_exports_unspooled",
+            "Exports a collector with a spool wrote to the store before answering: too_big (larger than the spool's "
+            "bound alone), unspoolable_value (a value the spool's format cannot hold)",
+            ["reason"],
+            registry=r,
+        )
+        for reason in UNSPOOLED_REASONS:
+            self.exports_unspooled.labels(reason)
         self.spool_spans = Gauge(
             "toolpath_spool_spans",
             "Spans answered and waiting in the spool to be written to the store (collect --spool)",
