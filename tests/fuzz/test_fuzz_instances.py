@@ -111,3 +111,49 @@ def test_judged_inputs_with_random_text(path, field, instance, spec, values):
     templated = field in ("pointwise_metric_input", "pairwise_metric_input")
     body = {field: {"metric_spec": spec, "instance": {"json_instance": json.dumps(values)} if templated else instance}}
     check(*SERVICE.post(path, json.dumps(body).encode()))
+
+
+SPECS = ["exact_match_spec", "bleu_spec", "rouge_spec", "computation_based_metric_spec", "llm_based_metric_spec",
+         "pointwise_metric_spec", "pairwise_metric_spec", "predefined_metric_spec", "custom_code_execution_spec"]  # fmt: skip
+SPEC_FIELDS = ["rouge_type", "use_stemmer", "use_effective_order", "type", "parameters", "metric_prompt_template",
+               "system_instruction", "judge_autorater_config", "sampling_count", "rubric_group_key",
+               "metric_spec_name", "evaluation_function"]  # fmt: skip
+instance_data = st.builds(lambda t: {"text": t}, st.text(max_size=20)) | st.builds(
+    lambda ts: {"contents": {"contents": [{"parts": [{"text": t} for t in ts]}]}}, st.lists(st.text(max_size=10), max_size=3)
+) | shaped  # fmt: skip
+
+
+WELL_FORMED = [{"exact_match_spec": {}}, {"bleu_spec": {}}, {"rouge_spec": {"rouge_type": "rougeL"}},
+               {"computation_based_metric_spec": {"type": "ROUGE", "parameters": {"rouge_type": "rouge1"}}},
+               {"pointwise_metric_spec": {"metric_prompt_template": "{response}"}},
+               {"llm_based_metric_spec": {"metric_prompt_template": "{prompt} {response} {extra}"}},
+               {"predefined_metric_spec": {"metric_spec_name": "safety_v1"}}]  # fmt: skip
+metric_specs = st.sampled_from(WELL_FORMED) | st.dictionaries(
+    st.sampled_from(SPECS), st.dictionaries(st.sampled_from(SPEC_FIELDS), shaped, max_size=3) | shaped, max_size=2
+)
+
+text_data = st.builds(lambda t: {"text": t}, st.text(max_size=20))
+instances = st.fixed_dictionaries(
+    {"response": text_data, "reference": text_data},
+    optional={"prompt": text_data, "other_data": st.builds(lambda t: {"map_instance": {"extra": {"text": t}}},
+                                                           st.text(max_size=10))},
+) | st.dictionaries(st.sampled_from(["prompt", "response", "reference", "other_data", "agent_eval_data"]),
+                    instance_data, max_size=5)  # fmt: skip
+
+
+@FUZZ
+@given(
+    st.lists(metric_specs, max_size=3),
+    instances,
+    st.booleans(),
+)  # fmt: skip
+def test_the_metrics_form_with_random_specs_and_instances(metrics, instance, as_sources):
+    """Random ``metrics`` (or ``metric_sources``) with a random instance: a reply or a Google API error, and each
+    ``MetricResult`` a score, an explanation or an error."""
+    body: dict = {"instance": instance}
+    body["metric_sources" if as_sources else "metrics"] = [{"metric": m} for m in metrics] if as_sources else metrics
+    status, reply = SERVICE.post(PATH, json.dumps(body).encode())
+    check(status, reply)
+    if status == 200:
+        results = json.loads(reply)["metricResults"]
+        assert len(results) == len(metrics) and all(set(r) & {"score", "explanation", "error"} for r in results)
