@@ -174,6 +174,20 @@ def test_what_is_not_served_is_refused_by_name(collector, tmp_path):
             client.evals.evaluate_instances(metric_config={"metrics": [metric], "instance": instance})
         assert (raised.value.code, raised.value.status) == (501, "UNIMPLEMENTED")
     assert not ran.exists()
+    raw = types.LLMMetric(name="raw", prompt_template="Rate {response}.", return_raw_output=True)
+    with pytest.raises(errors.ServerError, match=r"metrics\[0\]\.llm_based_metric_spec\.custom_output_format_config"):
+        client.evals.evaluate_instances(metric_config={"metrics": [raw], "instance": instance})
+    # fields the SDK sends that the installed message types lack: said to be refused, not unknown
+    newer = [
+        ({"metrics": [{"predefined_metric_spec": {"metric_spec_name": "multi_turn_general_quality_v1",
+                                                  "step_autorater_configs": [{}]}}], "instance": INSTANCE},
+         "metrics[0].predefined_metric_spec.step_autorater_configs: Google's managed metrics"),
+        ({"metrics": [{"exact_match_spec": {}}], "instance": {**INSTANCE, "interactionsDataSource": {"name": "x"}}},
+         "instance.interactions_data_source: toolpath does not fetch interactions"),
+    ]  # fmt: skip
+    for body, said in newer:
+        status, reply = post(collector, body)
+        assert (status, reply["error"]["status"]) == (501, "UNIMPLEMENTED") and said in reply["error"]["message"]
     status, reply = post(collector, {"metric_sources": [{"metric_resource_name": "projects/p/locations/l/evaluationMetrics/m"}],
                                      "instance": INSTANCE})  # fmt: skip
     assert status == 501 and "metric_sources[0].metric_resource_name" in reply["error"]["message"]

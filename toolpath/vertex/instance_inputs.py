@@ -23,7 +23,7 @@ from toolpath.evaluation.catalog import create_metric
 from toolpath.judges.vertex import PointwiseMetricPromptTemplate
 from toolpath.metrics.base import Metric, MissingInput
 
-__all__ = ["COMPUTED", "JUDGED", "NOT_SERVED", "Computed", "InputError", "Judged", "computed_score"]
+__all__ = ["COMPUTED", "JUDGED", "NOT_SERVED", "Computed", "InputError", "Judged", "camel_case", "computed_score"]
 
 
 class InputError(ValueError):
@@ -48,6 +48,12 @@ class Computed:
     def build(self, spec: Any, where: str) -> Metric:
         """The catalog metric for ``spec`` (its message at ``where`` in the request)."""
         return create_metric(self.metric, **self.params(spec, where))
+
+
+def camel_case(name: str) -> str:
+    """A field's JSON name: ``exact_match_input`` -> ``exactMatchInput``."""
+    head, *rest = name.split("_")
+    return head + "".join(word.capitalize() for word in rest)
 
 
 def computed_score(metric: Metric, row: dict[str, Any], where: str) -> float:

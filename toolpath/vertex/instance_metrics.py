@@ -27,7 +27,7 @@ from typing import Any
 from toolpath.errors import ConfigError
 from toolpath.judges.client import Judge
 from toolpath.metrics.text import ROUGE_TYPES
-from toolpath.vertex.instance_inputs import COMPUTED, InputError, computed_score
+from toolpath.vertex.instance_inputs import COMPUTED, InputError, camel_case, computed_score
 from toolpath.vertex.instance_judges import (
     VARIABLE,
     JudgeFailure,
@@ -37,7 +37,7 @@ from toolpath.vertex.instance_judges import (
     check_variables,
 )
 
-__all__ = ["metric_results"]
+__all__ = ["metric_results", "newer_field"]
 
 SPEC_INPUTS = {"exact_match_spec": "exact_match_input", "bleu_spec": "bleu_input", "rouge_spec": "rouge_input"}
 """A computation spec of ``Metric`` -> the older input scored by the same metric, with the same spec message."""
@@ -79,6 +79,46 @@ def metric_results(request: Any, judge: Judge) -> list[dict[str, Any]]:
 
 
 Scorer = Callable[[Any], dict[str, Any]]
+
+
+NEWER_FIELDS = {
+    ("metrics", "llm_based_metric_spec", "custom_output_format_config"): "a MetricResult has no field for the "
+    "judge's raw output",
+    ("metrics", "predefined_metric_spec", "step_autorater_configs"): REFUSED["predefined_metric_spec"],
+    ("instance", "interactions_data_source"): "toolpath does not fetch interactions from Google's service; give the "
+    "instance's prompt and response",
+}
+"""Fields the GenAI SDK sends in this form that the installed message types may lack, and why toolpath does not
+serve what they ask (a 501 naming them, rather than an unknown field)."""
+
+
+def newer_field(data: dict[str, Any], descriptor: Any) -> str | None:
+    """Why a field of :data:`NEWER_FIELDS` in the request ``data`` (JSON; ``descriptor`` its message type's) is not
+    served, when the installed types lack it; ``None`` when there is none."""
+    for path, why in NEWER_FIELDS.items():
+        for found in _found(data, descriptor, path, path[0]):
+            return f"{found}: {why}"
+    return None
+
+
+def _found(data: Any, descriptor: Any, path: tuple[str, ...], where: str) -> list[str]:
+    """Where ``path`` (field names, snake_case) is given in ``data`` while ``descriptor`` lacks its last field."""
+    name, *rest = path
+    if not isinstance(data, dict):
+        return []
+    field = descriptor.fields_by_name.get(name)
+    given = name in data or camel_case(name) in data
+    if not rest:
+        return [where] if field is None and given else []
+    if field is None:  # an unknown field on the way: the parser names it
+        return []
+    value = data.get(name, data.get(camel_case(name)))
+    items = value if isinstance(value, list) else [value]
+    found = []
+    for i, item in enumerate(items):
+        at = f"{where}[{i}]" if isinstance(value, list) else where
+        found += _found(item, field.message_type, tuple(rest), f"{at}.{rest[0]}")
+    return found
 
 
 def _scorer(metric: Any | None, where: str, request: Any, judge: Judge) -> Scorer:

@@ -24,9 +24,9 @@ from typing import Any
 
 from toolpath.errors import ConfigError, InternalSignal, MetricError
 from toolpath.judges.client import Backend, Judge, JudgeCache, JudgeSettings, settings_from
-from toolpath.vertex.instance_inputs import COMPUTED, JUDGED, NOT_SERVED, InputError, computed_score
+from toolpath.vertex.instance_inputs import COMPUTED, JUDGED, NOT_SERVED, InputError, camel_case, computed_score
 from toolpath.vertex.instance_judges import JudgeFailure, JudgeOptions, RpcCode, judged_result, templated_result
-from toolpath.vertex.instance_metrics import metric_results
+from toolpath.vertex.instance_metrics import metric_results, newer_field
 
 __all__ = ["PATH", "ApiVersion", "EvaluateInstances", "InstancesError", "error_body"]
 
@@ -215,8 +215,11 @@ def _newer_fields(data: dict[str, Any], descriptor: Any) -> None:
     region; toolpath's judge asks the model its settings name, wherever that is, so it has nothing to change here.
     Types that know a field parse it like any other."""
     for name, why in NOT_SERVED.items():
-        if name not in descriptor.fields_by_name and (name in data or _camel(name) in data):
+        if name not in descriptor.fields_by_name and (name in data or camel_case(name) in data):
             raise InstancesError(501, f"{name}: {why}")
+    refused = newer_field(data, descriptor)
+    if refused is not None:
+        raise InstancesError(501, refused)
     if "allow_cross_region_model" in descriptor.fields_by_name:
         return
     names = [key for key in ("allow_cross_region_model", "allowCrossRegionModel") if key in data]
@@ -232,11 +235,6 @@ def _set(message: Any, fields: dict[str, Any]) -> None:
     from google.protobuf import json_format
 
     json_format.ParseDict(fields, message)
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(word.capitalize() for word in rest)
 
 
 def _has(message: Any, field: str) -> bool:
