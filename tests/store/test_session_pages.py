@@ -186,3 +186,14 @@ def test_an_order_by_turns_pages_a_filtered_set(store, where, matching):
     ascending = ordered_session_page(store, SessionFilter(**where), SessionSort.SESSION, descending=False, limit=50)
     assert [r["session_id"] for r in ascending.page.rows] == sorted(matching)
     assert [r["invocations"] for r in ascending.page.rows] == [TURN_COUNT[sid] for sid in sorted(matching)]
+
+
+def test_hiding_evaluation_traffic_reads_the_id_prefixes_as_the_rows_do(store):
+    """A session id the evaluators never give (``EVAL-…``: the prefixes are lowercase) is production traffic on
+    both stores: listed with evaluation traffic hidden, and its row not marked evaluation."""
+    store.write([turn("u1", "EVAL-7", 10), turn("u2", "Replay-8", 20), turn("u3", "eval-9", 30)])
+    page = browse.session_page(store, SessionFilter(hide_evaluation=True))
+    assert [(r["session_id"], r["evaluation"]) for r in page.rows] == [("Replay-8", False), ("EVAL-7", False)]
+    assert page.total == 2
+    ordered = ordered_session_page(store, SessionFilter(hide_evaluation=True), SessionSort.SESSION, descending=False)
+    assert [r["session_id"] for r in ordered.page.rows] == ["EVAL-7", "Replay-8"]

@@ -108,7 +108,8 @@ def conditions(where: SessionFilter, dialect: str) -> list[Condition]:
     if where.until_ns is not None:
         out.append(Condition("sessions.first_started_at <= ?", (where.until_ns,)))
     if where.hide_evaluation:
-        out += [Condition("sessions.session_id NOT LIKE ?", (f"{prefix}%",)) for prefix in EVALUATION_PREFIXES]
+        # the prefix compared as it is (SQLite's LIKE would ignore its case, PostgreSQL's would not, nor the rows)
+        out += [Condition("substr(sessions.session_id, 1, ?) <> ?", (len(p), p)) for p in EVALUATION_PREFIXES]
         if where.evaluation_attribute is not None:
             marked, key = marked_true(dialect, where.evaluation_attribute, "invocations.attributes")
             out.append(Condition(f"NOT EXISTS ({_TURN} AND {marked})", (key,)))
