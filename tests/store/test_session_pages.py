@@ -197,3 +197,14 @@ def test_hiding_evaluation_traffic_reads_the_id_prefixes_as_the_rows_do(store):
     assert page.total == 2
     ordered = ordered_session_page(store, SessionFilter(hide_evaluation=True), SessionSort.SESSION, descending=False)
     assert [r["session_id"] for r in ordered.page.rows] == ["EVAL-7", "Replay-8"]
+
+
+@pytest.mark.parametrize("text", ["CAFÉ", "café", "Café au", "münchen", "MÜNCHEN", "日本"])
+def test_text_search_ignores_the_case_of_letters_beyond_ascii(store, text):
+    """SQLite's LIKE folds ASCII letters only: the search folds the others itself, as PostgreSQL's ILIKE does."""
+    store.write([turn("u1", "s-cafe", 10, prompt="CAFÉ au lait"),
+                 turn("u2", "s-city", 20, tool_calls=[ToolCall(name="weather", args={"city": "München 日本"})]),
+                 turn("u3", "s-none", 30, prompt="cafe munchen")])  # fmt: skip
+    want = {"CAFÉ": ["s-cafe"], "café": ["s-cafe"], "Café au": ["s-cafe"], "münchen": ["s-city"],
+            "MÜNCHEN": ["s-city"], "日本": ["s-city"]}[text]  # fmt: skip
+    assert [r["session_id"] for r in browse.session_page(store, SessionFilter(text=text)).rows] == want

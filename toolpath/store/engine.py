@@ -26,6 +26,10 @@ wait longer: :mod:`toolpath.store.durability`)."""
 SQLITE_BUSY_SECONDS = 30
 """How long a SQLite connection waits for a lock another connection holds before it gives up ("database is
 locked"); a caller with a deadline waits less (:mod:`toolpath.store.lock_waits`)."""
+SQLITE_LOWER = "toolpath_lower"
+"""A SQLite function every connection of a store's engine has: its text argument in lower case, every letter (SQLite's
+own ``lower()`` and ``LIKE`` fold ASCII letters only); what a text search beyond ASCII compares
+(:mod:`toolpath.store.session_filter`)."""
 STORE_EXAMPLES = "e.g. sqlite:///toolpath.db, ./toolpath.db or postgresql+psycopg://user@localhost:5432/toolpath"
 
 
@@ -122,3 +126,8 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute(f"PRAGMA wal_autocheckpoint={SQLITE_AUTOCHECKPOINT}")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
+    dbapi_connection.create_function(SQLITE_LOWER, 1, _lower, deterministic=True)
+
+
+def _lower(value: object) -> object:
+    return value.lower() if isinstance(value, str) else value

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from toolpath.store.engine import SQLITE_LOWER
 from toolpath.store.job_queue import ResultLabel
 from toolpath.store.session_list import EVALUATION_PREFIXES, Condition, marked_true
 
@@ -72,12 +73,16 @@ def _like(text: str) -> str:
 def _search(where: SessionFilter, text: str, dialect: str) -> Condition:
     """Sessions with ``text`` in a column of :data:`_TEXT_COLUMNS` (spans' only with ``in_spans``): one pass over
     each table (an IN of their union), not a probe of every session's turns in page order."""
-    # SQLite's LIKE ignores ASCII case as it is (lower() on every row tripled the scan); PostgreSQL: ILIKE
+    # SQLite's LIKE ignores ASCII case as it is (lower() on every row tripled the scan), and only ASCII's: text with
+    # other letters is compared in lower case (a Python function on every row: the rarer, slower search);
+    # PostgreSQL: ILIKE
     like = "LIKE" if dialect == "sqlite" else "ILIKE"
+    fold = dialect == "sqlite" and any(not c.isascii() and c.lower() != c.upper() for c in text)
 
     def has(table: str) -> str:
         named = [f"{table}.{column}" for column in _TEXT_COLUMNS[table]]
         read = [f"CAST({name} AS TEXT)" if name in _JSON_COLUMNS else name for name in named]
+        read = [f"{SQLITE_LOWER}({column})" for column in read] if fold else read
         return " OR ".join(f"{column} {like} ? ESCAPE '\\'" for column in read)
 
     selects = [
