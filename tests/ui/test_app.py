@@ -93,6 +93,21 @@ def test_a_bad_filter_is_a_400_that_says_why(store, tmp_path, query, message):
     assert message in reply.text
 
 
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
+def test_a_nul_character_in_a_parameter_is_a_400_on_either_store(store, tmp_path, request, dialect):
+    """No stored text holds a NUL (the collector cleans them out; PostgreSQL refuses them, which the page would
+    have shown as the store being unavailable): a parameter with one is refused by name, on either store."""
+    served = store if dialect == "sqlite" else Store(request.getfixturevalue("postgres_url"))
+    try:
+        c = client(served, tmp_path)
+        for path, name in (("/sessions", "q"), ("/sessions", "agent"), ("/sessions", "tool"), ("/session", "id")):
+            reply = c.get(path, params={name: "light\x00"})
+            assert reply.status_code == 400 and f"{name}: holds a NUL character" in reply.text, (path, name)
+    finally:
+        if served is not store:
+            served.close()
+
+
 def test_unknown_things_are_404(store, tmp_path):
     c = client(store, tmp_path)
     assert c.get("/session", params={"id": "nope"}).status_code == 404

@@ -26,7 +26,11 @@ _FALSE = ("", "0", "off", "false", "no")
 
 
 def text(params: Mapping[str, str], name: str) -> str | None:
+    """The parameter ``name`` stripped, ``None`` when empty. A NUL character is refused: no stored text holds one
+    (the collector cleans them out) and PostgreSQL refuses any query that carries one."""
     value = params.get(name, "").strip()
+    if "\x00" in value:
+        raise BadRequest(f"{name}: holds a NUL character, which no stored text has")
     return value or None
 
 
