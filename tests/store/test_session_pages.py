@@ -208,3 +208,18 @@ def test_text_search_ignores_the_case_of_letters_beyond_ascii(store, text):
     want = {"CAFÉ": ["s-cafe"], "café": ["s-cafe"], "Café au": ["s-cafe"], "münchen": ["s-city"],
             "MÜNCHEN": ["s-city"], "日本": ["s-city"]}[text]  # fmt: skip
     assert [r["session_id"] for r in browse.session_page(store, SessionFilter(text=text)).rows] == want
+
+
+@pytest.mark.parametrize("value", ["banana", "yes", "true", 1, 0, False, None, [True], {"x": True}])
+def test_only_a_json_true_marks_a_turn_as_evaluation_traffic(store, value):
+    """The mark is what toolpath's tracer writes, a JSON ``true``; any other value an instrumentation put under the
+    same name marks nothing, and never fails the page (on PostgreSQL a cast of ``banana`` to boolean would)."""
+    store.write(
+        [turn("u1", "s-odd", 10, attributes={MARK: value}), turn("u2", "s-marked", 20, attributes={MARK: True})]
+    )
+    where = SessionFilter(hide_evaluation=True, evaluation_attribute=MARK)
+    assert [r["session_id"] for r in browse.session_page(store, where).rows] == ["s-odd"]
+    ordered = ordered_session_page(store, where, SessionSort.SESSION, descending=False)
+    assert [r["session_id"] for r in ordered.page.rows] == ["s-odd"]
+    rows = browse.session_page(store, SessionFilter(evaluation_attribute=MARK)).rows
+    assert [(r["session_id"], r["evaluation"]) for r in rows] == [("s-marked", True), ("s-odd", False)]

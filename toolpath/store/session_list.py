@@ -237,11 +237,12 @@ def iso(ns: int | None) -> str | None:
 
 
 def marked_true(dialect: str, attribute: str, column: str = "attributes") -> tuple[str, str]:
-    """The condition that an invocation's ``attribute`` (in its JSON ``column``) is ``true``, and its parameter: as
-    SQLAlchemy's ``attributes[name].as_boolean().is_(True)`` reads it."""
+    """The condition that an invocation's ``attribute`` (in its JSON ``column``) is the JSON ``true`` the collector
+    writes, and its parameter. Nothing else marks a turn — not ``"yes"`` or ``1`` — and no value under that name
+    can fail the query (a cast to boolean would, of ``"banana"``, on PostgreSQL)."""
     if dialect == "postgresql":
-        return f"CAST(({column} ->> CAST(? AS TEXT)) AS BOOLEAN) IS true", attribute
-    return f"CAST(json_extract({column}, ?) AS BOOLEAN) IS 1", '$."{}"'.format(attribute.replace('"', '\\"'))
+        return f"({column} -> CAST(? AS TEXT)) = 'true'::jsonb", attribute
+    return f"json_type({column}, ?) = 'true'", '$."{}"'.format(attribute.replace('"', '\\"'))
 
 
 def _chunks(ids: Sequence[str]) -> list[tuple[list[str], str]]:
