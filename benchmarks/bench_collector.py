@@ -687,7 +687,7 @@ def main() -> None:
         "--store",
         choices=["sqlite", "postgresql", "both", "none"],
         default="both",
-        help="the stores of the ingest rows (none: only the ceilings and the end-to-end rows)",
+        help="the stores of the ingest rows (none: only the exporter's ceiling and the end-to-end rows)",
     )
     parser.add_argument("--workers", default="", help="comma-separated --workers values to time (default: as is)")
     parser.add_argument("--connections", type=int, default=4, help="the sender's keep-alive connections")

@@ -73,7 +73,7 @@ def test_the_help_names_the_folder_and_the_bound_with_its_default_and_variable(t
     result = run_cli(tmp_path, "collect", "--help")
     text = " ".join(result.stdout.split())
     assert "--spool DIR Answer exports once their spans (redacted) are synced to a spool in this folder" in text
-    assert "(all --workers together)" in text
-    assert "An export larger than it alone is written to the store before its answer." in text
+    assert "(all --workers together, each its share)" in text
+    assert "An export larger than a worker's share alone is written to the store before its answer." in text
     assert "[env var: TOOLPATH_SPOOL_MAX_BYTES; default: 1073741824; x>=1]" in text
     assert "committed (with --spool: to the spool)" in text

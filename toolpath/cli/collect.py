@@ -70,8 +70,8 @@ if TYPE_CHECKING:
     default=DEFAULT_SPOOL_BYTES,
     show_default=True,
     type=click.IntRange(min=1),
-    help="What may wait in the spool (all --workers together); past it, exports get 503 and retry. An export "
-    "larger than it alone is written to the store before its answer.",
+    help="What may wait in the spool (all --workers together, each its share); past it, exports get 503 and "
+    "retry. An export larger than a worker's share alone is written to the store before its answer.",
 )
 @click.option("--redact-key", "redact_keys", multiple=True, help="Also replace values of this key (repeatable).")
 @click.option(

@@ -40,7 +40,7 @@ class WriteLock:
     def __enter__(self) -> WriteLock:
         bound = wait_bound()  # a caller with a deadline waits for this process's other writers no longer
         if not self._threads.acquire(timeout=-1 if bound is None else bound.lock_wait):
-            raise NoTimeLeft("this process's other writers held the store's write lock until the deadline")
+            raise NoTimeLeft("this process's other writers held the store's write lock longer than this write may wait")
         try:
             if self._path is not None:
                 if self._fd is None:
