@@ -25,7 +25,8 @@ from tests.helpers.weather import bot
 from toolpath.errors import ConfigError
 from toolpath.evaluation.online import OnlineConfig, OnlineEvaluator, PromptMatch, References, normalize_prompt
 from toolpath.store.browse import online_series, session_page
-from toolpath.store.job_queue import JobQueue, ResultLabel, latest_scored
+from toolpath.store.job_queue import JobQueue, latest_scored
+from toolpath.store.job_status import ResultLabel
 from toolpath.store.store import Store
 from toolpath.ui.params import BadRequest, session_filter
 

@@ -16,7 +16,7 @@ from toolpath.evaluation.online import OnlineConfig
 from toolpath.store import schema as t
 from toolpath.store.ingest import rescore
 from toolpath.store.job_queue import _STALE, _WAITING, JobQueue, sampled
-from toolpath.store.job_status import SHED_POLICIES, UNFINISHED, JobStatus, ShedPolicy
+from toolpath.store.job_status import SHED_POLICIES, UNFINISHED, JobStatus, ResultLabel, ShedPolicy
 from toolpath.store.store import Store
 
 
@@ -248,9 +248,10 @@ def test_job_statuses_and_shed_policies_keep_the_text_they_are_stored_and_config
     online.toml and the backlog's Prometheus label: each member prints as its value and reads back from it."""
     assert [s.value for s in JobStatus] == ["pending", "claimed", "done", "shed", "failed"]
     assert [p.value for p in ShedPolicy] == ["oldest", "newest"]
+    assert [label.value for label in ResultLabel] == ["pass", "fail", "error", "scored"]
     assert SHED_POLICIES == (ShedPolicy.OLDEST, ShedPolicy.NEWEST)
     assert UNFINISHED == (JobStatus.PENDING, JobStatus.CLAIMED)
-    for member in (*JobStatus, *ShedPolicy):
+    for member in (*JobStatus, *ShedPolicy, *ResultLabel):
         assert str(member) == f"{member}" == member.value
         assert type(member)(member.value) is member
     assert ", ".join(SHED_POLICIES) == "oldest, newest"  # as the error for a bad ``shed`` lists them
@@ -258,7 +259,11 @@ def test_job_statuses_and_shed_policies_keep_the_text_they_are_stored_and_config
 
 def test_the_status_enums_load_without_sqlalchemy():
     """The ingest, the job queue and the collector's metrics share these enums; importing them (or the metrics
-    module that labels the backlog with them) loads no SQLAlchemy (a fresh process)."""
-    code = "import sys, toolpath.store.job_status, toolpath.collector.prometheus\nprint('sqlalchemy' in sys.modules)\n"
+    module that labels the backlog with them, or the sessions filter that names a result label) loads no
+    SQLAlchemy (a fresh process)."""
+    code = (
+        "import sys, toolpath.store.job_status, toolpath.collector.prometheus, toolpath.store.session_filter\n"
+        "print('sqlalchemy' in sys.modules)\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "False"

@@ -15,7 +15,7 @@ from toolpath.model import Invocation, ToolCall
 from toolpath.store import browse, session_list
 from toolpath.store import schema as t
 from toolpath.store.annotations import ReviewLabel, annotate
-from toolpath.store.job_queue import ResultLabel
+from toolpath.store.job_status import ResultLabel
 from toolpath.store.session_filter import SessionFilter
 from toolpath.store.session_list import Reader
 from toolpath.store.session_order import SessionSort, ordered_session_page

@@ -59,8 +59,8 @@ from toolpath.metrics.base import Metric
 from toolpath.metrics.rows import row_ids, stored_row, with_parsed_trajectories
 from toolpath.model import Invocation, agent_span_id
 from toolpath.redact import Redactor
-from toolpath.store.job_queue import JobQueue, ResultLabel, sampled
-from toolpath.store.job_status import SHED_POLICIES, UNFINISHED, JobStatus, ShedPolicy
+from toolpath.store.job_queue import JobQueue, sampled
+from toolpath.store.job_status import SHED_POLICIES, UNFINISHED, JobStatus, ResultLabel, ShedPolicy
 from toolpath.store.reads import StoredTurn
 from toolpath.store.store import Store
 

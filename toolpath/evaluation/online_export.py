@@ -3,7 +3,7 @@ span (its trace and span ids), and two OTel metrics labelled by metric and agent
 
 - ``gen_ai.evaluation.score`` (histogram of the scores),
 - ``gen_ai.evaluation.results`` (counter; ``gen_ai.evaluation.score.label`` is a
-  :class:`~toolpath.store.job_queue.ResultLabel`: ``pass``, ``fail``, ``error`` or ``scored``).
+  :class:`~toolpath.store.job_status.ResultLabel`: ``pass``, ``fail``, ``error`` or ``scored``).
 
 The standard OTLP/HTTP exporters are used, so ``OTEL_EXPORTER_OTLP_ENDPOINT`` / ``…_HEADERS`` and the per-signal
 variants apply; an explicit endpoint (``http://host:4318``) overrides them.
@@ -23,7 +23,7 @@ from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
-from toolpath.store.job_queue import ResultLabel
+from toolpath.store.job_status import ResultLabel
 from toolpath.tracer import semconv as sc
 
 EVENT_NAME = "gen_ai.evaluation.result"

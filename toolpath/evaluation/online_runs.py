@@ -28,7 +28,7 @@ from toolpath.evaluation.online_evalsets import EvalSetReferences
 from toolpath.evaluation.verdicts import RunKind
 from toolpath.metrics.base import invocation_mean
 from toolpath.model import EvalStatus
-from toolpath.store.job_queue import ResultLabel
+from toolpath.store.job_status import ResultLabel
 from toolpath.store.reads import StoredTurn
 from toolpath.store.run_appends import append_run_results
 from toolpath.store.store import Store

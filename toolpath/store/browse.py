@@ -13,7 +13,7 @@ from sqlalchemy import and_, case, func, or_, select
 
 from toolpath.store import schema as t
 from toolpath.store import session_filter, session_list
-from toolpath.store.job_queue import ResultLabel
+from toolpath.store.job_status import ResultLabel
 from toolpath.store.session_filter import SessionFilter
 from toolpath.store.session_list import Cursor, Reader
 from toolpath.store.store import Store

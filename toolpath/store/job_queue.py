@@ -15,7 +15,6 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, and_, func, select, text, update
@@ -25,18 +24,6 @@ from toolpath.model import Invocation
 from toolpath.store import schema as t
 from toolpath.store.job_status import SHED_POLICIES, JobStatus, ShedPolicy
 from toolpath.store.store import Store
-
-
-class ResultLabel(StrEnum):
-    """An online result's ``online_results.label`` (and its OTel ``gen_ai.evaluation.score.label``)."""
-
-    PASS = "pass"
-    FAIL = "fail"
-    ERROR = "error"
-    """No score: the metric could not be computed."""
-    SCORED = "scored"
-    """A score with no pass mark (a metric that only measures, e.g. latency, and no threshold)."""
-
 
 _IN_CHUNK = 500
 _INSERT_RESULTS = (  # plain tuples through the driver's executemany: no per-row SQLAlchemy processing

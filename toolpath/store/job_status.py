@@ -1,6 +1,7 @@
-"""What an online-evaluation job's ``eval_jobs.status`` can say, and how a backlog is shed: plain enums that import
-nothing, so that the ingest (which rescores jobs), the job queue and the collector's metrics (which must not load
-SQLAlchemy) all name them from here. Each member is stored and printed as its value."""
+"""What an online-evaluation job's ``eval_jobs.status`` can say, how a backlog is shed, and how a job's results are
+labelled: plain enums that import nothing, so that the ingest (which rescores jobs), the job queue, the sessions
+filter and the collector's metrics (which must not load SQLAlchemy) all name them from here. Each member is stored
+and printed as its value."""
 
 from __future__ import annotations
 
@@ -34,3 +35,14 @@ class ShedPolicy(StrEnum):
 
 
 SHED_POLICIES = tuple(ShedPolicy)
+
+
+class ResultLabel(StrEnum):
+    """An online result's ``online_results.label`` (and its OTel ``gen_ai.evaluation.score.label``)."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    ERROR = "error"
+    """No score: the metric could not be computed."""
+    SCORED = "scored"
+    """A score with no pass mark (a metric that only measures, e.g. latency, and no threshold)."""

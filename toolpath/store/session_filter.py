@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from toolpath.store.engine import SQLITE_LOWER
-from toolpath.store.job_queue import ResultLabel
+from toolpath.store.job_status import ResultLabel
 from toolpath.store.session_list import EVALUATION_PREFIXES, Condition, marked_true
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from toolpath.errors import ToolpathError
 from toolpath.evaluation.catalog import metric_info
 from toolpath.store.annotations import REVIEW_LABELS
-from toolpath.store.job_queue import ResultLabel
+from toolpath.store.job_status import ResultLabel
 from toolpath.store.session_filter import SessionFilter
 from toolpath.store.session_order import TEXT_SORTS, SessionSort
 from toolpath.tracer import semconv as sc

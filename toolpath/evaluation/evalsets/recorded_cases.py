@@ -28,7 +28,7 @@ from toolpath.evaluation.online import normalize_prompt
 from toolpath.evaluation.replay import recorded_sessions
 from toolpath.judges.client import Judge
 from toolpath.model import EvalCase, EvalStatus, Session, agent_span_id
-from toolpath.store.job_queue import ResultLabel
+from toolpath.store.job_status import ResultLabel
 
 __all__ = [
     "Match",
