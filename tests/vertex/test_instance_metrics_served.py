@@ -76,6 +76,38 @@ def test_computed_specs_through_the_sdk(collector):
         assert reply.metric_results[0].error is None
 
 
+def test_contents_read_as_the_sdk_reads_them_for_the_older_form(collector):
+    """A response of several text parts and a thought part: ``client.evals.evaluate`` sends its text in the older
+    form (``exact_match_input``, its text parts run together, the thought left out); the same contents in the
+    metrics form get the same scores."""
+    from agentplatform import types
+    from google.genai import types as genai_types
+
+    client = new_client(collector)
+    parts = [genai_types.Part(text="Let me check the hall.", thought=True), genai_types.Part(text="The hall light"),
+             genai_types.Part(text=" is off.")]  # fmt: skip
+    response = genai_types.Content(role="model", parts=parts)
+    reference = genai_types.Content(parts=[genai_types.Part(text="The hall light is off.")])
+    case = types.EvalCase(
+        prompt=genai_types.Content(parts=[genai_types.Part(text="Turn off the hall light.")]),
+        responses=[types.ResponseCandidate(response=response)], reference=types.ResponseCandidate(response=reference),
+    )  # fmt: skip
+    names = ("exact_match", "rouge_l_sum")
+    result = client.evals.evaluate(dataset=types.EvaluationDataset(eval_cases=[case]),
+                                   metrics=[types.Metric(name=n) for n in names])  # fmt: skip
+    older = {n: r.score for n, r in result.eval_case_results[0].response_candidate_results[0].metric_results.items()}
+    assert older == {"exact_match": 1.0, "rouge_l_sum": 1.0}
+
+    def data(content: Any) -> Any:
+        return types.evals.InstanceData(contents=types.evals.InstanceDataContents(contents=[content]))
+
+    instance = types.EvaluationInstance(response=data(response), reference=data(reference))
+    reply = client.evals.evaluate_instances(
+        metric_config={"metrics": [types.Metric(name=n) for n in names], "instance": instance}
+    )
+    assert [r.score for r in reply.metric_results] == [older[n] for n in names]
+
+
 def test_spec_options_and_computation_based_specs_over_raw_json(collector):
     """``rouge_spec``'s ``rouge_type``, ``use_stemmer`` and ``split_summaries``, ``bleu_spec``'s
     ``use_effective_order``, and ``computation_based_metric_spec`` with the same options as its ``parameters``:

@@ -225,8 +225,8 @@ def _computed(input_name: str, spec: Any, where: str, instance: Any) -> Scorer:
 
 
 def instance_text(instance: Any, field: str) -> str:
-    """The text of the instance's ``field`` (``InstanceData``): its ``text``, or its contents' text parts joined by new
-    lines; another part is an :class:`InputError`, as is a field not given."""
+    """The text of the instance's ``field`` (``InstanceData``, read by :func:`data_text`); a field not given is an
+    :class:`InputError`."""
     where = f"instance.{field}"
     if not instance.HasField(field):
         raise InputError(f"{where} is required")
@@ -234,7 +234,10 @@ def instance_text(instance: Any, field: str) -> str:
 
 
 def data_text(data: Any, where: str) -> str:
-    """The text of an ``InstanceData`` at ``where``."""
+    """The text of an ``InstanceData`` at ``where``: its ``text``, or its contents' text parts run together, a
+    thought part (the model's reasoning) left out, as the GenAI SDK reads a content's text for the older form
+    (``_extract_text_from_content``) and runs adjacent text parts together in a template; another part is an
+    :class:`InputError`."""
     kind = data.WhichOneof("data")
     if kind == "text":
         return str(data.text)
@@ -245,8 +248,9 @@ def data_text(data: Any, where: str) -> str:
         for p, part in enumerate(content.parts):
             if part.WhichOneof("data") != "text":
                 raise InputError(f"{where}.contents.contents[{c}].parts[{p}]: only text parts are read")
-            texts.append(part.text)
-    return "\n".join(texts)
+            if not part.thought:
+                texts.append(part.text)
+    return "".join(texts)
 
 
 def _refusal(message: str) -> Scorer:
