@@ -146,6 +146,26 @@ def test_judged_and_computed_metrics_in_one_request(judged):
     assert (status, fake.requests) == (400, asked) and "instance.reference needs text" in reply["error"]["message"]
 
 
+def test_one_request_does_a_bounded_amount_of_work(judged):
+    """``sampling_count`` caps one ``pointwise_metric_input`` at 32 asks of the judge; a metrics request is capped
+    the same way in all (its judged metrics' samples summed), and at 32 metrics: past either, one 400 before the
+    judge is asked."""
+    collector, fake = judged
+    instance = {"prompt": {"text": "2+2?"}, "response": {"text": "four"}, "reference": {"text": "four"}}
+    status, reply = post(collector, {"metrics": [{"exact_match_spec": {}}] * 32, "instance": instance})
+    assert status == 200 and [r["score"] for r in reply["metricResults"]] == [1.0] * 32
+    asked = fake.requests
+    status, reply = post(collector, {"metrics": [{"exact_match_spec": {}}] * 33, "instance": instance})
+    assert status == 400 and "33 metrics in one request; at most 32" in reply["error"]["message"]
+    judged_metric = {"llm_based_metric_spec": {"metric_prompt_template": "Answer: {response}",
+                                               "judge_autorater_config": {"sampling_count": 17}}}  # fmt: skip
+    status, reply = post(collector, {"metrics": [judged_metric, judged_metric], "instance": instance})
+    assert status == 400 and "ask the judge 34 times in all" in reply["error"]["message"]
+    many = [{"pointwise_metric_spec": {"metric_prompt_template": f"Answer {i}: {{response}}"}} for i in range(33)]
+    status, reply = post(collector, {"metrics": many, "instance": instance})
+    assert status == 400 and fake.requests == asked
+
+
 @pytest.mark.parametrize(
     ("spec", "status", "said"),
     [

@@ -16,7 +16,8 @@ order given (docs/vertex.md).
 Google's service reads only the first metric of a request; toolpath scores each. The failure of a request's only
 metric is the request's failure (an error status, as the older form has); with several metrics, a metric that
 fails or is refused gets its ``error`` (a ``google.rpc.Status``) and the others their scores. A malformed request
-is one 400 whatever the number of metrics, found before any metric is run.
+is one 400 whatever the number of metrics, found before any metric is run, as is a request of more than
+:data:`MAX_METRICS` metrics or whose judged metrics would ask the judge more than ``MAX_SAMPLES`` times in all.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from toolpath.judges.client import Judge
 from toolpath.metrics.text import ROUGE_TYPES
 from toolpath.vertex.instance_inputs import COMPUTED, InputError, camel_case, computed_score
 from toolpath.vertex.instance_judges import (
+    MAX_SAMPLES,
     VARIABLE,
     JudgeFailure,
     JudgeOptions,
@@ -52,6 +54,9 @@ REFUSED = {
     "pairwise_metric_spec": "a MetricResult has no field for a pairwise choice; toolpath judges pairwise templates "
     "sent as pairwise_metric_input",
 }
+MAX_METRICS = 32
+"""The most metrics one request may name (Google's service reads only the first); its judged metrics together ask
+the judge at most ``MAX_SAMPLES`` times, as one ``pointwise_metric_input`` may."""
 INSTANCE_FIELDS = ("prompt", "response", "reference")
 """The instance's own fields a template may name; ``other_data``'s keys name the rest."""
 
@@ -70,15 +75,29 @@ def metric_results(request: Any, judge: Judge) -> list[dict[str, Any]]:
             raise InputError(f"{where} needs metric or metric_resource_name")
     if not metrics:
         raise InputError("metrics is empty: nothing to evaluate")
+    if len(metrics) > MAX_METRICS:
+        raise InputError(f"metrics: {len(metrics)} metrics in one request; at most {MAX_METRICS} are evaluated")
     if not request.HasField("instance"):
         raise InputError("instance is required with metrics")
-    scorers = [(where, _scorer(metric, where, request, judge)) for where, metric in metrics]  # all checked, then run
+    scorers = [_scorer(metric, where, request, judge) for where, metric in metrics]  # all checked, then run
+    asks = sum(scorer.asks for scorer in scorers)
+    if asks > MAX_SAMPLES:
+        raise InputError(f"metrics: the judged metrics ask the judge {asks} times in all (their sampling_count); "
+                         f"one request asks it at most {MAX_SAMPLES} times")  # fmt: skip
     if len(scorers) == 1:
-        return [scorers[0][1](request)]
-    return [_or_error(score, request) for _, score in scorers]
+        return [scorers[0](request)]
+    return [_or_error(score, request) for score in scorers]
 
 
-Scorer = Callable[[Any], dict[str, Any]]
+class Scorer:
+    """How one metric scores a request: ``scorer(request)`` is its ``MetricResult`` as JSON; ``asks`` is how many
+    times it asks the judge."""
+
+    def __init__(self, score: Callable[[Any], dict[str, Any]], asks: int = 0) -> None:
+        self.score, self.asks = score, asks
+
+    def __call__(self, request: Any) -> dict[str, Any]:
+        return self.score(request)
 
 
 NEWER_FIELDS = {
@@ -173,7 +192,7 @@ def _judged(spec: Any, where: str, request: Any, judge: Judge) -> Scorer:
         fields = asked_template(where, "instance", spec, values, options)
         return {field: fields[field] for field in ("score", "explanation") if field in fields}
 
-    return score
+    return Scorer(score, options.samples)
 
 
 def _template_values(instance: Any, template: str) -> dict[str, str]:
@@ -221,7 +240,7 @@ def _computed(input_name: str, spec: Any, where: str, instance: Any) -> Scorer:
     def score(request: Any) -> dict[str, Any]:
         return {"score": computed_score(metric, row, "instance")}
 
-    return score
+    return Scorer(score)
 
 
 def instance_text(instance: Any, field: str) -> str:
@@ -257,7 +276,7 @@ def _refusal(message: str) -> Scorer:
     def refuse(request: Any) -> dict[str, Any]:
         raise JudgeFailure(501, RpcCode.UNIMPLEMENTED, message)
 
-    return refuse
+    return Scorer(refuse)
 
 
 def _or_error(score: Scorer, request: Any) -> dict[str, Any]:
