@@ -97,7 +97,7 @@ class Tracing:
     def losses(self) -> int:
         s = self.collector.stats
         exported = self.exporter.dropped if self.exporter is not None else 0
-        return s.spans_dropped + s.invocations_lost + exported + untraced.count()
+        return s.spans_dropped + s.spans_quarantined + s.invocations_lost + exported + untraced.count()
 
 
 _slots: weakref.WeakKeyDictionary[TracerProvider, _Slot] = weakref.WeakKeyDictionary()
@@ -254,9 +254,9 @@ def shutdown(timeout: float = 10.0) -> None:
 
 
 def stats() -> dict[str, int]:
-    """Counters: spans received and dropped, invocations written and lost; with an OTLP exporter, spans
-    exported and dropped (``spans_export_dropped``: refused, failed, or ``spans_export_queue_full`` of them
-    dropped because the export queue was full)."""
+    """Counters: spans received, dropped and quarantined (not redactable), invocations written and lost; with an
+    OTLP exporter, spans exported and dropped (``spans_export_dropped``: refused, failed, or
+    ``spans_export_queue_full`` of them dropped because the export queue was full)."""
     tracing = _current
     if tracing is None:
         return {}
@@ -264,6 +264,7 @@ def stats() -> dict[str, int]:
     out = {
         "spans_received": s.spans_received,
         "spans_dropped": s.spans_dropped,
+        "spans_quarantined": s.spans_quarantined,
         "invocations_written": s.invocations_written,
         "invocations_lost": s.invocations_lost,
         "store_errors": s.store_errors,

@@ -21,9 +21,11 @@ from typing import Any
 
 from opentelemetry import context
 from opentelemetry.sdk.trace import ReadableSpan, Span
+from opentelemetry.trace import SpanKind, StatusCode
 
-from toolpath.collector.clean import clean_invocation, clean_span, fit_names
+from toolpath.collector.clean import clean_invocation
 from toolpath.collector.evaluated_runs import EvaluatedRuns
+from toolpath.collector.prepare import SpanPreparer
 from toolpath.collector.reconstruct import AGENT_SPAN_PREFIXES, invocation_of_run, is_agent_span
 from toolpath.model import Invocation
 from toolpath.redact import Redactor, hide_passwords
@@ -52,6 +54,9 @@ class CollectorStats:
     invocations_written: int = 0
     invocations_lost: int = 0
     """Invocations that could not be written after retries (the store was down)."""
+    spans_quarantined: int = 0
+    """Spans left out because they could not be redacted (nothing is stored unredacted); the rest of their batch
+    is kept."""
     store_errors: int = 0
     internal_errors: int = 0
     extra: dict[str, int] = field(default_factory=dict)
@@ -90,6 +95,7 @@ class InProcessCollector:
         """Opens the store later, on this worker, when it could not be opened at start (down, locked)."""
         self._next_open = 0.0
         self.redactor = redactor
+        self._preparer = SpanPreparer(redactor)
         self.stats = CollectorStats()
         self._max_queue = max_queue
         self._interval = interval
@@ -214,37 +220,46 @@ class InProcessCollector:
             if self.store is None and self._open_store is not None:
                 self._try_open()  # before redacting: spans written to the store carry the store's pseudonyms
             markers: list[_Marker] = []
-            roots: list[SpanRecord] = []
-            now = time.monotonic()
+            items: list[tuple[ReadableSpan, bool, bool]] = []
             for _ in range(len(self._queue)):
                 item = self._queue.popleft()
                 if isinstance(item, _Marker):
                     markers.append(item)
-                    continue
-                span, is_root, nested = item
-                record = record_from_readable(span)
-                if self.evaluated:  # an evaluation waits for this run: a copy with the agent's values, kept here
+                else:
+                    items.append(item)
+            records = [record_from_readable(span) for span, _, _ in items]
+            if self.evaluated:  # an evaluation waits for these runs: copies with the agent's values, kept here
+                for record in records:
                     self.evaluated.keep(record)
-                clean_span(record, shorten=False)  # what the store cannot take (NUL, NaN, times past 2262, …)
-                if self.redactor is not None:
-                    # every span: other instrumentations' spans, and what the application added to ours (names,
-                    # attributes, events, resource); values the tracer already cleaned pass the cheap tests fast
-                    self.redactor.span(record)
-                fit_names(record)  # redacted, then shortened: a secret at the cut is still found
-                self.stats.spans_received += 1
-                trace = self._traces.pop(record.trace_id, None) or _Trace()
-                self._traces[record.trace_id] = trace  # re-insert: dict order = least recently touched first
-                if record.span_id not in trace.spans:
-                    self._buffered += 1
-                trace.spans[record.span_id] = record
-                trace.touched = now
-                if nested:
-                    trace.deferred.append(record)
-                elif is_root:
-                    roots.append(record)
-            self._complete(roots)
+            # every span cleaned (what the store cannot take: NUL, NaN, times past 2262…), redacted (other
+            # instrumentations' spans, and what the application added to ours) and its names fitted, the batch at
+            # once: spans nothing would change are proven so by a few tests over all their text
+            self._take(self._preparer.prepare_each(records), items)
             for marker in markers:
                 marker.done.set()
+
+    def _take(self, records: list[SpanRecord | None], items: list[tuple[ReadableSpan, bool, bool]]) -> None:
+        """Hold each prepared span in its trace and rebuild the runs that ended; a span that could not be redacted
+        (``None``) is left out, counted, and the rest go on."""
+        roots: list[SpanRecord] = []
+        now = time.monotonic()
+        traces = self._traces
+        for record, (_, is_root, nested) in zip(records, items, strict=True):
+            if record is None:
+                self.stats.spans_quarantined += 1
+                continue
+            self.stats.spans_received += 1
+            trace = traces.pop(record.trace_id, None) or _Trace()
+            traces[record.trace_id] = trace  # re-insert: dict order = least recently touched first
+            if record.span_id not in trace.spans:
+                self._buffered += 1
+            trace.spans[record.span_id] = record
+            trace.touched = now
+            if nested:
+                trace.deferred.append(record)
+            elif is_root:
+                roots.append(record)
+        self._complete(roots)
 
     def _complete(self, roots: list[SpanRecord]) -> None:
         if not roots:
@@ -380,37 +395,57 @@ def record_from_readable(span: ReadableSpan) -> SpanRecord:
     """An SDK span as a :class:`SpanRecord`."""
     ctx = span.context
     parent = span.parent
+    status = span.status
+    scope = span.instrumentation_scope
+    trace_id = ctx.trace_id
+    hex_trace = _trace_hex.get(trace_id)
+    if hex_trace is None:  # the spans of a run share their trace: its id is formatted once
+        if len(_trace_hex) >= _TRACE_HEX_KEPT:
+            _trace_hex.clear()
+        hex_trace = _trace_hex[trace_id] = format(trace_id, "032x")
     return SpanRecord(
-        trace_id=format(ctx.trace_id, "032x"),
-        span_id=format(ctx.span_id, "016x"),
-        parent_span_id=format(parent.span_id, "016x") if parent is not None else None,
-        name=span.name,
-        kind=span.kind.value + 1,  # SDK enum starts at INTERNAL=0, OTLP at INTERNAL=1
-        start_time=span.start_time or 0,
-        end_time=span.end_time,
-        status_code=_STATUS_FROM_SDK[span.status.status_code.name],
-        status_message=span.status.description,
-        attributes=_plain(span.attributes),
-        events=[
-            {"name": e.name, "time_unix_nano": e.timestamp, "attributes": _plain(e.attributes)} for e in span.events
-        ]
-        if span.events
+        hex_trace,
+        format(ctx.span_id, "016x"),
+        format(parent.span_id, "016x") if parent is not None else None,
+        span.name,
+        _KIND_FROM_SDK[span.kind],  # SDK enum starts at INTERNAL=0, OTLP at INTERNAL=1
+        span.start_time or 0,
+        span.end_time,
+        _STATUS_FROM_SDK[status.status_code],
+        status.description,
+        _plain(_attributes_of(span)),
+        [{"name": e.name, "time_unix_nano": e.timestamp, "attributes": _plain(e.attributes)} for e in span.events]
+        if getattr(span, "_events", True)  # a span with none (the usual one) is not copied for nothing
         else [],
-        resource=_resource(span.resource),
-        scope=span.instrumentation_scope.name if span.instrumentation_scope is not None else None,
+        _resource(span.resource),
+        scope.name if scope is not None else None,
     )
 
 
-_STATUS_FROM_SDK = {"UNSET": STATUS_UNSET, "OK": STATUS_OK, "ERROR": STATUS_ERROR}
+_STATUS_FROM_SDK = {StatusCode.UNSET: STATUS_UNSET, StatusCode.OK: STATUS_OK, StatusCode.ERROR: STATUS_ERROR}
+_KIND_FROM_SDK = {kind: kind.value + 1 for kind in SpanKind}
+_trace_hex: dict[int, str] = {}
+_TRACE_HEX_KEPT = 1024
+
+
+def _attributes_of(span: ReadableSpan) -> Any:
+    """The span's attributes; the SDK's own dict when it can be read directly (``span.attributes`` wraps it in a
+    read-only proxy over a mapping whose every read is a Python call: six times slower to copy)."""
+    bounded = getattr(span, "_attributes", None)
+    inner = getattr(bounded, "_dict", None)
+    if inner.__class__ is dict or inner.__class__ is OrderedDict:
+        return inner
+    return span.attributes
 
 
 def _plain(attributes: Any) -> dict[str, Any]:
     if not attributes:
         return {}
     plain = dict(attributes)
-    for key, value in plain.items():
-        if type(value) is tuple:  # sequence attributes: store as JSON arrays
-            plain[key] = list(value)
+    if tuple in set(map(type, plain.values())):
+        for key, value in plain.items():
+            if type(value) is tuple:  # sequence attributes: store as JSON arrays
+                plain[key] = list(value)
     return plain
 
 

@@ -54,6 +54,10 @@ class SpanPreparer:
     def prepare(self, records: list[SpanRecord]) -> list[SpanRecord]:
         """``records`` ready for the store, in their order; a span that cannot be redacted is quarantined (logged,
         counted, left out), as nothing may be stored unredacted."""
+        return [record for record in self.prepare_each(records) if record is not None]
+
+    def prepare_each(self, records: list[SpanRecord]) -> list[SpanRecord | None]:
+        """Each of ``records`` ready for the store, at its place; ``None`` where one was quarantined."""
         if self.redactor is not None and not self.redactor.has_prefilters:  # custom rules: no cheap proof
             texts: list[list[str] | None] = [None] * len(records)
         else:
@@ -64,13 +68,13 @@ class SpanPreparer:
             unchanged = [t is not None for t in texts]
         else:  # something somewhere may change: span by span
             unchanged = [t is not None and self._text_unchanged(t) for t in texts]
-        ready = []
+        ready: list[SpanRecord | None] = []
         for record, plain in zip(records, unchanged, strict=True):
             if plain:
                 self.fast += 1
                 ready.append(record)
-            elif (prepared := self._prepare_fully(record)) is not None:
-                ready.append(prepared)
+            else:
+                ready.append(self._prepare_fully(record))
         return ready
 
     def _prepare_fully(self, record: SpanRecord) -> SpanRecord | None:
