@@ -101,7 +101,8 @@ def test_pointwise_spec_other_data_and_judge_settings_over_raw_json(judged):
     ``llm_based_metric_spec``'s ``judge_autorater_config`` wins over the request's."""
     collector, fake = judged
     instance = {
-        "prompt": {"contents": {"contents": [{"role": "user", "parts": [{"text": "What is "}, {"text": "2+2, exactly?"}]}]}},
+        "prompt": {"contents": {"contents": [{"role": "user", "parts": [{"text": "What is "}, {"text": "2+2,"}]},
+                                             {"role": "user", "parts": [{"text": "exactly?"}]}]}},
         "response": {"text": "four"},
         "other_data": {"map_instance": {"context": {"text": "arithmetic"}, "response": {"text": "five"},
                                         "reference": {"text": "4"}}},
@@ -112,7 +113,7 @@ def test_pointwise_spec_other_data_and_judge_settings_over_raw_json(judged):
     assert status == 200, reply
     assert reply["metricResults"] == [{"score": 5.0, "explanation": "right, sample 0"}]
     assert fake.prompts[-1].startswith(
-        "Question: What is 2+2, exactly?\nContext: arithmetic\nReference: 4\nAnswer: four\nRate the answer."
+        "Question: What is 2+2,\nexactly?\nContext: arithmetic\nReference: 4\nAnswer: four\nRate the answer."
     )
     assert fake.models[-1] == "gemini-judge"
     spec = {"metric_prompt_template": TEMPLATE, "judge_autorater_config": {"autorater_model": "gemini-spec-judge"}}

@@ -253,23 +253,25 @@ def instance_text(instance: Any, field: str) -> str:
 
 
 def data_text(data: Any, where: str) -> str:
-    """The text of an ``InstanceData`` at ``where``: its ``text``, or its contents' text parts run together, a
+    """The text of an ``InstanceData`` at ``where``: its ``text``, or each content's text parts run together, a
     thought part (the model's reasoning) left out, as the GenAI SDK reads a content's text for the older form
-    (``_extract_text_from_content``) and runs adjacent text parts together in a template; another part is an
-    :class:`InputError`."""
+    (``_extract_text_from_content``) and runs adjacent text parts together in a template; several contents (turns)
+    on lines of their own. Another part is an :class:`InputError`."""
     kind = data.WhichOneof("data")
     if kind == "text":
         return str(data.text)
     if kind is None:
         raise InputError(f"{where} needs text or contents")
-    texts = []
+    turns = []
     for c, content in enumerate(data.contents.contents):
+        texts = []
         for p, part in enumerate(content.parts):
             if part.WhichOneof("data") != "text":
                 raise InputError(f"{where}.contents.contents[{c}].parts[{p}]: only text parts are read")
             if not part.thought:
                 texts.append(part.text)
-    return "".join(texts)
+        turns.append("".join(texts))
+    return "\n".join(turns)
 
 
 def _refusal(message: str) -> Scorer:
