@@ -27,6 +27,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
@@ -144,56 +145,70 @@ class Ingestor:
                 self.metrics.spool_spans.set(self.spool.pending_spans)
                 return unredactable
             with self.turns:
-                try:
-                    return unredactable + self.write_prepared(ready)
-                except Exception as exc:
-                    if store_unavailable(exc):  # not kept anywhere: the exporter sends them again
-                        self.metrics.spans_rejected.labels("store_error").inc(len(ready))
-                    raise
-        return unredactable + self.write_prepared(ready)
+                return unredactable + self.write_prepared(ready, spooled=False)
+        return unredactable + self.write_prepared(ready, spooled=False)
 
-    def write_prepared(self, ready: list[SpanRecord]) -> int:
-        """Store prepared records (see :meth:`store_records`) and count them; returns the spans quarantined."""
-        m = self.metrics
-        stored, written, over_limit = self._ingest(ready)
-        with self._counting:
-            self.spans_stored += stored
-        m.spans_stored.inc(stored - over_limit)
-        if over_limit:
-            m.spans_rejected.labels("trace_limit").inc(over_limit)
-        if len(ready) > stored:
-            m.spans_rejected.labels("quarantined").inc(len(ready) - stored)
-        m.invocations_written.inc(written)
-        return len(ready) - stored
+    def write_prepared(self, ready: list[SpanRecord], *, spooled: bool = True) -> int:
+        """Store prepared records (see :meth:`store_records`) and count them; returns the spans quarantined.
 
-    def _ingest(self, records: list[SpanRecord]) -> tuple[int, int, int]:
-        """Store ``records`` in one transaction; if the store refuses a value, trace by trace, then span by span,
-        so that only a span refused alone is lost (quarantined: logged and counted). Returns the spans stored,
-        the invocations written and the spans the trace limit turned away (of those stored); raises when the
-        store is unavailable (the client retries)."""
-        if not records:
-            return 0, 0, 0
+        When the store becomes unavailable part-way (a batch the store refused a value of is written trace by
+        trace, each committed alone), what is raised follows the traces already committed. For an export
+        (``spooled`` false) they are counted as stored, a span refused alone as quarantined, and only the rest as
+        rejected ``store_error`` (the exporter sends them again). Spooled spans stay in the spool and are counted
+        when their batch is written again."""
+        done = _Written()
         try:
-            return len(records), *self._write(records)
+            self._ingest(ready, done)
+        except Exception as exc:
+            if not spooled and store_unavailable(exc):
+                self._count(done)
+                self.metrics.spans_rejected.labels("store_error").inc(len(ready) - done.stored - done.quarantined)
+            raise
+        self._count(done)
+        return done.quarantined
+
+    def _count(self, done: _Written) -> None:
+        m = self.metrics
+        with self._counting:
+            self.spans_stored += done.stored
+        m.spans_stored.inc(done.stored - done.over_limit)
+        if done.over_limit:
+            m.spans_rejected.labels("trace_limit").inc(done.over_limit)
+        if done.quarantined:
+            m.spans_rejected.labels("quarantined").inc(done.quarantined)
+        m.invocations_written.inc(done.written)
+
+    def _ingest(self, records: list[SpanRecord], done: _Written) -> None:
+        """Store ``records`` in one transaction; if the store refuses a value, trace by trace, then span by span,
+        so that only a span refused alone is lost (quarantined: logged and counted). Adds to ``done`` as each
+        transaction commits; raises when the store is unavailable (the client retries)."""
+        if not records:
+            return
+        try:
+            written, over_limit = self._write(records)
         except Exception as exc:
             if store_unavailable(exc):
                 self.metrics.store_errors.inc()
-                if self.spool is None:  # spooled spans wait for the store to come back
-                    self.metrics.spans_rejected.labels("store_error").inc(len(records))
                 raise
             failure = exc
+        else:
+            done.stored += len(records)
+            done.written += written
+            done.over_limit += over_limit
+            return
         traces: dict[str, list[SpanRecord]] = {}
         for record in records:
             traces.setdefault(record.trace_id, []).append(record)
         parts = list(traces.values()) if len(traces) > 1 else [[r] for r in records] if len(records) > 1 else None
         if parts is not None:
-            done = [self._ingest(part) for part in parts]
-            return sum(d[0] for d in done), sum(d[1] for d in done), sum(d[2] for d in done)
+            for part in parts:
+                self._ingest(part, done)
+            return
         [record] = records
         logger.error("toolpath: span %s/%s quarantined: the store refuses it: %r", record.trace_id, record.span_id,
                      failure)  # fmt: skip
         self.limits.count("spans_quarantined")
-        return 0, 0, 0
+        done.quarantined += 1
 
     def _write(self, records: list[SpanRecord]) -> tuple[int, int]:
         """``store.ingest``, tried again after a transient database error (a dropped connection, a locked SQLite
@@ -367,6 +382,20 @@ def store_unavailable(exc: BaseException) -> bool:
     """Whether ``exc`` says the store cannot be reached or used now (as opposed to refusing a value)."""
     unavailable = OperationalError | InterfaceError | DisconnectionError | SQLAlchemyTimeoutError | NoTimeLeft
     return isinstance(exc, unavailable) or bool(getattr(exc, "connection_invalidated", False))
+
+
+@dataclass
+class _Written:
+    """What :meth:`Ingestor.write_prepared` has committed so far, transaction by transaction."""
+
+    stored: int = 0
+    """Spans committed (with those the trace limit turned away)."""
+    written: int = 0
+    """Invocations written."""
+    over_limit: int = 0
+    """Spans the trace limit turned away, of those stored."""
+    quarantined: int = 0
+    """Spans the store refused alone."""
 
 
 class Busy(InternalSignal):

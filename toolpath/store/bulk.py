@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import JSON, BigInteger, Connection, Float, Integer, String, Text, delete
+from sqlalchemy.exc import DBAPIError
 
 from toolpath.jsontext import dumps
 from toolpath.store import schema as t
@@ -51,9 +52,18 @@ def _write(
         driver = conn.connection.driver_connection
         assert driver is not None  # an open connection
         cursor = driver.cursor()
-        with cursor.copy(f"COPY {table.name} ({columns}) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(row)
+        statement = f"COPY {table.name} ({columns}) FROM STDIN"
+        driver_error = conn.dialect.loaded_dbapi.Error
+        try:
+            with cursor.copy(statement) as copy:
+                for row in rows:
+                    copy.write_row(row)
+        except driver_error as exc:  # raised as SQLAlchemy raises a statement's: a lock timeout is operational
+            lost = conn.dialect.is_disconnect(exc, conn.connection.dbapi_connection, cursor)
+            if lost:
+                conn.invalidate(exc)
+            raise DBAPIError.instance(statement, None, exc, driver_error, connection_invalidated=lost,
+                                      dialect=conn.dialect) from exc  # fmt: skip
         return
     if conn.dialect.name != "postgresql":
         marks = ", ".join("?" if conn.dialect.paramstyle == "qmark" else "%s" for _ in names)
