@@ -92,9 +92,10 @@ class JudgeOptions:
     """Show a templated pairwise input's two responses the other way round on every other sample."""
 
     @classmethod
-    def of(cls, judge: Judge, autorater: Any | None) -> JudgeOptions:
-        """From the request's ``autorater_config``: ``autorater_model``, ``sampling_count``, ``flip_enabled`` and
-        ``generation_config.temperature``; another generation setting is refused, not ignored."""
+    def of(cls, judge: Judge, autorater: Any | None, where: str = "autorater_config") -> JudgeOptions:
+        """From the request's ``autorater_config`` (an ``AutoraterConfig`` at ``where``): ``autorater_model``,
+        ``sampling_count``, ``flip_enabled`` and ``generation_config.temperature``; another generation setting is
+        refused, not ignored."""
         model, samples, temperature = judge.settings.model, 1, None
         if autorater is None:
             return cls(judge, model)
@@ -103,14 +104,12 @@ class JudgeOptions:
         if autorater.HasField("sampling_count"):
             samples = autorater.sampling_count
             if not 1 <= samples <= MAX_SAMPLES:
-                raise InputError(f"autorater_config.sampling_count must be 1 to {MAX_SAMPLES}, got {samples}")
+                raise InputError(f"{where}.sampling_count must be 1 to {MAX_SAMPLES}, got {samples}")
         if autorater.HasField("generation_config"):
             config = autorater.generation_config
             others = [f.name for f, _ in config.ListFields() if f.name != "temperature"]
             if others:
-                raise InputError(
-                    f"autorater_config.generation_config.{others[0]}: toolpath's judge takes only temperature"
-                )
+                raise InputError(f"{where}.generation_config.{others[0]}: toolpath's judge takes only temperature")
             if config.HasField("temperature"):
                 temperature = config.temperature
         return cls(judge, model, samples, temperature, autorater.flip_enabled)

@@ -165,6 +165,7 @@ def _judged(spec: Any, where: str, request: Any, judge: Judge) -> Scorer:
     """A judge's template (``llm_based_metric_spec``, ``pointwise_metric_spec``) asked of toolpath's judge, with the
     spec's ``judge_autorater_config`` or else the request's ``autorater_config``."""
     autorater = request.autorater_config if request.HasField("autorater_config") else None
+    autorater_where = "autorater_config"
     if spec.DESCRIPTOR.name == "LLMBasedMetricSpec":
         source = spec.WhichOneof("rubrics_source")
         if source is not None:
@@ -174,10 +175,10 @@ def _judged(spec: Any, where: str, request: Any, judge: Judge) -> Scorer:
         if spec.HasField("additional_config"):
             return _refusal(f"{where}.additional_config: settings for Google's service; toolpath's judge has none")
         if spec.HasField("judge_autorater_config"):
-            autorater = spec.judge_autorater_config
+            autorater, autorater_where = spec.judge_autorater_config, f"{where}.judge_autorater_config"
     elif spec.custom_output_format_config.return_raw_output:
         return _refusal(f"{where}.custom_output_format_config: a MetricResult has no field for the judge's raw output")
-    options = JudgeOptions.of(judge, autorater)
+    options = JudgeOptions.of(judge, autorater, autorater_where)
     if not spec.metric_prompt_template.strip():
         raise InputError(f"{where}.metric_prompt_template is required")
     instance = request.instance
