@@ -31,7 +31,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from toolpath.store.engine import SQLITE_AUTOCHECKPOINT, SQLITE_SYNCHRONOUS
+from toolpath.store.engine import SQLITE_AUTOCHECKPOINT, SQLITE_SYNCHRONOUS, changed_settings
 
 RELAXED = "NORMAL"
 CHECKPOINT_PAGES = 10_000
@@ -42,19 +42,10 @@ CHECKPOINT_PAGES = 10_000
 def relaxed(conn: Connection) -> Iterator[None]:
     """``synchronous=NORMAL`` and a checkpoint every :data:`CHECKPOINT_PAGES` on this SQLite connection for the
     ``with``, outside any transaction."""
-    driver = conn.connection.driver_connection
-    assert driver is not None  # an open connection
-    driver.execute(f"PRAGMA synchronous={RELAXED}")
-    driver.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_PAGES}")
-    try:
+    during = [f"PRAGMA synchronous={RELAXED}", f"PRAGMA wal_autocheckpoint={CHECKPOINT_PAGES}"]
+    after = [f"PRAGMA synchronous={SQLITE_SYNCHRONOUS}", f"PRAGMA wal_autocheckpoint={SQLITE_AUTOCHECKPOINT}"]
+    with changed_settings(conn, during, after, "synchronous and wal_autocheckpoint"):
         yield
-    finally:
-        try:
-            driver.execute(f"PRAGMA synchronous={SQLITE_SYNCHRONOUS}")
-            driver.execute(f"PRAGMA wal_autocheckpoint={SQLITE_AUTOCHECKPOINT}")
-        except Exception:
-            conn.invalidate()  # never pooled again: a write on it would not wait for the disk
-            raise
 
 
 def wal_file(engine: Any, database_file: str | None) -> str | None:

@@ -6,7 +6,10 @@ store URL and reads it through its driver alone (:mod:`toolpath.store.direct`) n
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +17,9 @@ from toolpath.config import DEFAULT_STORE_URL, STORE_ENV
 from toolpath.errors import ConfigError
 
 if TYPE_CHECKING:
-    from sqlalchemy import Engine
+    from sqlalchemy import Connection, Engine
+
+logger = logging.getLogger("toolpath.store.engine")
 
 SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 SQLITE_SYNCHRONOUS = "FULL"
@@ -131,3 +136,40 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 
 def _lower(value: object) -> object:
     return value.lower() if isinstance(value, str) else value
+
+
+@contextlib.contextmanager
+def changed_settings(conn: Connection, during: Sequence[str], after: Sequence[str], what: str) -> Iterator[None]:
+    """``during`` (statements such as ``PRAGMA``) run on ``conn``'s driver connection for the ``with``, then
+    ``after`` to set it back before it returns to the pool. When setting back fails the connection is invalidated
+    (closed: never pooled again with ``what`` changed) and the failure logged; it never replaces an error of the
+    ``with`` (it is noted on it), and after a ``with`` that ended well it is not raised: its work is done (a write
+    committed), and only the connection is lost. A connection already invalidated (another setting failed to go
+    back) is left as it is."""
+    driver = conn.connection.driver_connection
+    assert driver is not None  # an open connection
+    for statement in during:
+        driver.execute(statement)
+    try:
+        yield
+    except BaseException as exc:
+        failure = _set_back(conn, after, what)
+        if failure is not None:
+            exc.add_note(f"the connection's {what} could not be set back ({failure!r}): the connection was discarded")
+        raise
+    _set_back(conn, after, what)
+
+
+def _set_back(conn: Connection, statements: Sequence[str], what: str) -> Exception | None:
+    if conn.invalidated:
+        return None
+    try:
+        driver = conn.connection.driver_connection
+        assert driver is not None  # an open connection
+        for statement in statements:
+            driver.execute(statement)
+    except Exception as exc:
+        conn.invalidate(exc)
+        logger.warning("toolpath: a store connection's %s could not be set back (%r): it was discarded", what, exc)
+        return exc
+    return None

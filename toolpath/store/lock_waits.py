@@ -8,7 +8,9 @@ there is none). :meth:`toolpath.store.store.Store.durable_write` applies the bou
 starts: SQLite's ``busy_timeout``; PostgreSQL's ``lock_timeout``, and once there is a deadline its
 ``statement_timeout`` too. A write that finds no time left is not started (:class:`NoTimeLeft`); a wait that runs
 out raises what the driver raises for a locked database or a cancelled statement. Either way, to the caller the
-store is unavailable for now.
+store is unavailable for now. PostgreSQL's settings end with the transaction; SQLite's busy timeout is set back
+after it, and a connection that cannot be set back is discarded, its failure never raised over the write's own
+error or its commit (:func:`toolpath.store.engine.changed_settings`).
 """
 
 from __future__ import annotations

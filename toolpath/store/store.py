@@ -27,6 +27,7 @@ from toolpath.store.engine import (
     DEFAULT_STORE_URL,
     SQLITE_BUSY_SECONDS,
     STORE_ENV,
+    changed_settings,
     display_url,
     hide_store_password,
     make_engine,
@@ -356,21 +357,11 @@ class Store:
         return reads.tool_calls(conn, invocation_ids)
 
 
-@contextlib.contextmanager
-def _sqlite_busy_timeout(conn: Connection, seconds: float) -> Iterator[None]:
+def _sqlite_busy_timeout(conn: Connection, seconds: float) -> contextlib.AbstractContextManager[None]:
     """SQLite's wait for another connection's lock bounded to ``seconds`` on this connection for the ``with``, then
     set back to :data:`~toolpath.store.engine.SQLITE_BUSY_SECONDS` (or the connection discarded)."""
-    driver = conn.connection.driver_connection
-    assert driver is not None  # an open connection
-    driver.execute(f"PRAGMA busy_timeout = {_ms(seconds)}")
-    try:
-        yield
-    finally:
-        try:
-            driver.execute(f"PRAGMA busy_timeout = {int(SQLITE_BUSY_SECONDS * 1000)}")
-        except Exception:
-            conn.invalidate()  # never pooled again with a short wait
-            raise
+    bounded = f"PRAGMA busy_timeout = {_ms(seconds)}"
+    return changed_settings(conn, [bounded], [f"PRAGMA busy_timeout = {SQLITE_BUSY_SECONDS * 1000}"], "busy timeout")
 
 
 def _ms(seconds: float) -> int:
