@@ -3,8 +3,9 @@
 ``on_start`` / ``on_end`` run on the agent's thread, so they only note agent spans and append to a bounded
 deque; when the deque is full the span is dropped and counted, never blocking the agent. Spans that end
 while no agent run is open in their trace (the application's own HTTP or database spans) are not taken:
-holding them would cost memory and garbage-collector time for nothing. A daemon worker
-groups spans by trace, rebuilds each outermost agent run once its span has ended (children end before their
+holding them would cost memory and garbage-collector time for nothing. A daemon worker wakes every ``interval``
+(or sooner: a flush, an evaluation waiting for a run, a filling queue), prepares the drained spans as one batch,
+groups them by trace, rebuilds each outermost agent run once its span has ended (children end before their
 parent, so by then its tool spans are in), and writes invocations and raw spans to the store in batches.
 """
 
@@ -39,6 +40,7 @@ DEFAULT_MAX_QUEUE = 50_000
 _IDLE_TRACE_SECONDS = 60.0
 _MAX_BUFFERED_SPANS = 200_000
 """Spans held while waiting for their agent run to end; past this the least recently touched traces go."""
+_WAKE_AT = 2048
 _RECENT_RESULTS = 256
 _WRITE_ATTEMPTS = 3
 _REOPEN_SECONDS = 5.0
@@ -98,6 +100,8 @@ class InProcessCollector:
         self._preparer = SpanPreparer(redactor)
         self.stats = CollectorStats()
         self._max_queue = max_queue
+        self._wake_at = min(_WAKE_AT, max_queue // 2)
+        """Queued spans that wake the worker before its interval is up."""
         self._interval = interval
         self._queue: deque[Any] = deque()
         self._open_agents: set[int] = set()
@@ -145,11 +149,15 @@ class InProcessCollector:
                 nested = is_root and left > 0
         elif ctx.trace_id not in self._agent_traces:
             return  # not inside an agent run: not ours to keep (the application's exporters still get it)
-        if len(self._queue) >= self._max_queue or self._stopping:
+        queued = len(self._queue)
+        if queued >= self._max_queue or self._stopping:
             self._count_drop()
             return
         self._queue.append((span, is_root, nested))
-        if is_root and not nested:  # process finished runs promptly: small batches keep few spans alive (less GC work)
+        # The worker drains every ``interval`` on its own, or when a flush or an evaluation waits: waking it at
+        # each run's end handed the interpreter lock back and forth on every run (20 µs a tool call on the
+        # agent's thread, and a worker working on cold caches). A queue filling up wakes it early.
+        if queued == self._wake_at:
             self._wake.set()
 
     def _count_drop(self) -> None:
