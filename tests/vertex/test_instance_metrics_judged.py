@@ -195,12 +195,22 @@ def test_one_request_does_a_bounded_amount_of_work(judged):
          "custom_output_format_config"),
         ({"llm_based_metric_spec": {"metric_prompt_template": "{response} {agent_data}"}}, 501,
          "does not render an instance's agent data"),
+        ({"pointwise_metric_spec": {"metric_prompt_template": "{response} {picture}"}}, 400,
+         "instance.other_data.map_instance['picture'].contents.contents[0].parts[1]: only text parts are read"),
     ],
 )  # fmt: skip
 def test_what_cannot_be_judged_is_said(judged, spec, status, said):
     collector, fake = judged
+    picture = {
+        "contents": {
+            "contents": [
+                {"parts": [{"text": "a chart"}, {"inline_data": {"mime_type": "image/png", "data": "iVBORw0K"}}]}
+            ]
+        }
+    }
     instance = {"response": {"text": "four"}, "agent_eval_data": {"turns": [{"turn_index": 0, "events": [
-        {"author": "user", "content": {"parts": [{"text": "2+2?"}]}}]}]}}  # fmt: skip
+        {"author": "user", "content": {"parts": [{"text": "2+2?"}]}}]}]}, "other_data": {"map_instance": {
+        "picture": picture}}}  # fmt: skip
     asked = fake.requests
     got, reply = post(collector, {"metrics": [spec], "instance": instance})
     assert got == status, reply

@@ -77,14 +77,15 @@ def test_computed_specs_through_the_sdk(collector):
 
 
 def test_contents_read_as_the_sdk_reads_them_for_the_older_form(collector):
-    """A response of several text parts and a thought part: ``client.evals.evaluate`` sends its text in the older
-    form (``exact_match_input``, its text parts run together, the thought left out); the same contents in the
-    metrics form get the same scores."""
+    """A response of several text parts, a thought part and a function call: ``client.evals.evaluate`` sends its
+    text in the older form (``exact_match_input``, its text parts run together, the thought and the call left out);
+    the same contents in the metrics form get the same scores. A response with no text part is a 400 naming it."""
     from agentplatform import types
     from google.genai import types as genai_types
 
     client = new_client(collector)
-    parts = [genai_types.Part(text="Let me check the hall.", thought=True), genai_types.Part(text="The hall light"),
+    call = genai_types.Part(function_call=genai_types.FunctionCall(name="lights_off", args={"room": "hall"}))
+    parts = [genai_types.Part(text="Let me check the hall.", thought=True), call, genai_types.Part(text="The hall light"),
              genai_types.Part(text=" is off.")]  # fmt: skip
     response = genai_types.Content(role="model", parts=parts)
     reference = genai_types.Content(parts=[genai_types.Part(text="The hall light is off.")])
@@ -106,6 +107,13 @@ def test_contents_read_as_the_sdk_reads_them_for_the_older_form(collector):
         metric_config={"metrics": [types.Metric(name=n) for n in names], "instance": instance}
     )
     assert [r.score for r in reply.metric_results] == [older[n] for n in names]
+    only_a_call = {"contents": {"contents": [{"role": "model", "parts": [{"function_call": {"name": "lights_off"}}]}]}}
+    status, reply = post(collector, {"metrics": [{"exact_match_spec": {}}],
+                                     "instance": {"response": only_a_call, "reference": {"text": "off"}}})  # fmt: skip
+    assert status == 400
+    assert reply["error"]["message"] == (
+        "instance.response.contents.contents[0].parts[0]: instance.response has no text part to score"
+    )
 
 
 def test_spec_options_and_computation_based_specs_over_raw_json(collector):

@@ -245,33 +245,41 @@ def _computed(input_name: str, spec: Any, where: str, instance: Any) -> Scorer:
 
 
 def instance_text(instance: Any, field: str) -> str:
-    """The text of the instance's ``field`` (``InstanceData``, read by :func:`data_text`); a field not given is an
-    :class:`InputError`."""
+    """The text a computed metric scores of the instance's ``field`` (``InstanceData``, read by :func:`data_text`
+    with its parts that are not text left out, as the GenAI SDK reads a response's text for the older form); a field
+    not given is an :class:`InputError`."""
     where = f"instance.{field}"
     if not instance.HasField(field):
         raise InputError(f"{where} is required")
-    return data_text(getattr(instance, field), where)
+    return data_text(getattr(instance, field), where, text_only=False)
 
 
-def data_text(data: Any, where: str) -> str:
+def data_text(data: Any, where: str, *, text_only: bool = True) -> str:
     """The text of an ``InstanceData`` at ``where``: its ``text``, or each content's text parts run together, a
     thought part (the model's reasoning) left out, as the GenAI SDK reads a content's text for the older form
     (``_extract_text_from_content``) and runs adjacent text parts together in a template; several contents (turns)
-    on lines of their own. Another part is an :class:`InputError`."""
+    on lines of their own. Another part (an image, a function call) is an :class:`InputError` when ``text_only``,
+    else left out, unless no text part is left."""
     kind = data.WhichOneof("data")
     if kind == "text":
         return str(data.text)
     if kind is None:
         raise InputError(f"{where} needs text or contents")
     turns = []
+    other: str | None = None
     for c, content in enumerate(data.contents.contents):
-        texts = []
+        texts, left_out = [], False
         for p, part in enumerate(content.parts):
             if part.WhichOneof("data") != "text":
-                raise InputError(f"{where}.contents.contents[{c}].parts[{p}]: only text parts are read")
-            if not part.thought:
+                other, left_out = other or f"{where}.contents.contents[{c}].parts[{p}]", True
+                if text_only:
+                    raise InputError(f"{other}: only text parts are read")
+            elif not part.thought:
                 texts.append(part.text)
-        turns.append("".join(texts))
+        if texts or not left_out:  # a turn that was only a function call is no line
+            turns.append("".join(texts))
+    if other is not None and not turns:
+        raise InputError(f"{other}: {where} has no text part to score")
     return "\n".join(turns)
 
 
