@@ -7,8 +7,6 @@ import fcntl
 import os
 import signal
 import sqlite3
-import subprocess
-import sys
 import time
 
 import pytest
@@ -16,7 +14,7 @@ from sqlalchemy import text
 
 from tests.helpers import SPANS
 from tests.helpers.builders import otlp_json
-from tests.helpers.collector import TOKEN, Collector, http_get
+from tests.helpers.collector import TOKEN, Collector, hold_write_lock, http_get, release_write_lock
 from toolpath.config import SPOOL_DRAIN_SECONDS
 from toolpath.store.writelock import LOCK_SUFFIX
 
@@ -24,14 +22,6 @@ BODY = SPANS / "otel-genai-langchain.shared.otlp.pb"
 """13 spans: two invocations of session ``home-session-0001``."""
 MARGIN = 5.0
 """What stopping may take past the drain's deadline: the servers' stop before it, the process's exit after."""
-_HOLD = """
-import sqlite3, sys
-conn = sqlite3.connect(sys.argv[1], isolation_level=None)
-conn.execute("BEGIN IMMEDIATE")
-print("held", flush=True)
-sys.stdin.readline()
-conn.execute("ROLLBACK")
-"""
 
 
 def _wait_for(predicate, seconds: float = 60.0) -> None:
@@ -41,25 +31,12 @@ def _wait_for(predicate, seconds: float = 60.0) -> None:
         time.sleep(0.05)
 
 
-def _hold_write_lock(db) -> subprocess.Popen:
-    """Another process holding the SQLite store's write lock until a line comes on its stdin."""
-    holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(db)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              text=True)  # fmt: skip
-    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
-    return holder
-
-
-def _release(holder: subprocess.Popen) -> None:
-    if holder.poll() is None:
-        holder.communicate("\n", timeout=10)
-
-
 @pytest.mark.parametrize("workers", ["1", "2"], ids=["one-process", "two-workers"])
 def test_sigterm_stops_by_the_deadline_while_another_process_holds_the_write_lock(tmp_path, workers):
     """With two workers each drains its own spool, and they queue for the store's write lock between them."""
     spool = str(tmp_path / "spool")
     collector = Collector(tmp_path, None, "--workers", workers, "--spool", spool).start()
-    holder = _hold_write_lock(collector.db)
+    holder = hold_write_lock(collector.db)
     try:
         assert collector.post(BODY.read_bytes())[0] == 200
         assert collector.post(otlp_json("cd" * 16, 3), "application/json")[0] == 200
@@ -70,7 +47,7 @@ def test_sigterm_stops_by_the_deadline_while_another_process_holds_the_write_loc
         took = time.monotonic() - signalled
     finally:
         collector.stop()  # a failed step leaves no collector running
-        _release(holder)
+        release_write_lock(holder)
     assert collector.process.returncode == 0, err
     # it went on trying until its deadline, and no further
     assert SPOOL_DRAIN_SECONDS - 1 <= took <= SPOOL_DRAIN_SECONDS + MARGIN, (took, err)

@@ -4,13 +4,11 @@ answered, so steady smaller exports never starve it, and it is answered only onc
 from __future__ import annotations
 
 import sqlite3
-import subprocess
-import sys
 import threading
 import time
 
 from tests.helpers.builders import otlp_json
-from tests.helpers.collector import TOKEN, Collector, http_get
+from tests.helpers.collector import TOKEN, Collector, hold_write_lock, http_get, release_write_lock
 from toolpath.collector import otlp
 from toolpath.collector.ingestor import Ingestor
 from toolpath.redact import Redactor
@@ -20,14 +18,6 @@ from toolpath.store.store import Store
 BIG_TRACE = "be" * 16
 BIG = otlp_json(BIG_TRACE, 40, big="y" * 2000)
 """41 spans: one invocation of 40 tool calls."""
-_HOLD = """
-import sqlite3, sys
-conn = sqlite3.connect(sys.argv[1], isolation_level=None)
-conn.execute("BEGIN IMMEDIATE")
-print("held", flush=True)
-sys.stdin.readline()
-conn.execute("ROLLBACK")
-"""
 
 
 def _small(n: int) -> bytes:
@@ -103,12 +93,10 @@ def test_an_export_over_the_bound_is_stored_before_its_answer_while_smaller_ones
     assert big > 3 * bound  # it would never fit, even in an empty spool
     collector = Collector(tmp_path, None, "--workers", "1", "--spool", str(tmp_path / "spool"),
                           "--spool-max-bytes", str(bound)).start()  # fmt: skip
-    holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(collector.db)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)  # fmt: skip
+    holder = hold_write_lock(collector.db)  # the drain cannot write
     answers: list[tuple[int, float]] = []
     store = collector.store()
     try:
-        assert holder.stdout is not None and holder.stdout.readline() == "held\n"  # the drain cannot write
         with _Posters(collector, 3) as posters:
             _wait_for(lambda: _spool_spans(collector) >= 2 and len(posters.refusals) > 0)  # full, refusing
             post = threading.Thread(target=lambda: answers.append((collector.post(BIG, "application/json")[0],
@@ -117,7 +105,7 @@ def test_an_export_over_the_bound_is_stored_before_its_answer_while_smaller_ones
             time.sleep(1.5)
             assert answers == []  # neither refused nor answered: it waits for the store, not for room
             released = time.monotonic()
-            holder.communicate("\n", timeout=10)
+            release_write_lock(holder)
             post.join(timeout=60)
             assert [status for status, _ in answers] == [200] and answers[0][1] >= released
             stored = store.spans_of_trace(BIG_TRACE)  # answered: committed, whatever the spool holds
@@ -134,8 +122,7 @@ def test_an_export_over_the_bound_is_stored_before_its_answer_while_smaller_ones
             assert b"the spool holds" in body and "Retry-After" in headers
         _wait_for(lambda: _spool_spans(collector) == 0)
     finally:
-        if holder.poll() is None:
-            holder.communicate("\n", timeout=10)
+        release_write_lock(holder)
         collector.stop()
     taken = posters.taken
     assert len(taken) > 6  # some were spooled while the big one waited, more after

@@ -123,3 +123,26 @@ def _exchange(request: urllib.request.Request, token: str | None) -> tuple[int, 
             return reply.status, reply.read(), dict(reply.headers)
     except urllib.error.HTTPError as error:
         return error.code, error.read(), dict(error.headers)
+
+
+_HOLD = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN IMMEDIATE")
+print("held", flush=True)
+sys.stdin.readline()
+conn.execute("ROLLBACK")
+"""
+
+
+def hold_write_lock(db: Path | str) -> subprocess.Popen:
+    """Another process holding the SQLite store ``db``'s write lock until :func:`release_write_lock`."""
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(db)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)  # fmt: skip
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    return holder
+
+
+def release_write_lock(holder: subprocess.Popen) -> None:
+    if holder.poll() is None:
+        holder.communicate("\n", timeout=10)

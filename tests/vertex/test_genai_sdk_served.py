@@ -12,6 +12,7 @@ import pytest
 
 from tests.helpers.collector import TOKEN, Collector
 from tests.helpers.fake_gemini import FakeGemini, Reply, json_reply
+from tests.helpers.genai_client import new_client, post
 from toolpath.metrics import text, tool_calls
 
 INSTANCES = [
@@ -61,33 +62,6 @@ def judged(tmp_path_factory) -> Any:
             yield served, fake
         finally:
             served.stop()
-
-
-def new_client(collector: Collector, token: str = TOKEN, **http_options: Any) -> Any:
-    """``agentplatform.Client`` as its users make it, with toolpath's address as its ``base_url``."""
-    import agentplatform
-    from google.oauth2.credentials import Credentials
-
-    return agentplatform.Client(
-        project="my-project", location="us-central1", credentials=Credentials(token=token),
-        http_options={"base_url": f"{collector.url}/", **http_options},
-    )  # fmt: skip
-
-
-def post(collector: Collector, body: str) -> tuple[int, Any]:
-    """``body`` posted to ``evaluateInstances`` as written: the status and the JSON reply."""
-    import urllib.error
-    import urllib.request
-
-    request = urllib.request.Request(
-        f"{collector.url}/v1beta1/projects/my-project/locations/us-central1:evaluateInstances", data=body.encode(),
-        headers={"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"},
-    )  # fmt: skip
-    try:
-        with urllib.request.urlopen(request, timeout=60) as reply:
-            return reply.status, json.loads(reply.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
 
 
 def test_evaluate_instances_gets_toolpaths_scores(collector):

@@ -5,15 +5,13 @@ toolpath's judge, here a fake Gemini server on loopback, and its score and expla
 
 from __future__ import annotations
 
-import json
-import urllib.error
-import urllib.request
 from typing import Any
 
 import pytest
 
 from tests.helpers.collector import TOKEN, Collector
 from tests.helpers.fake_gemini import FakeGemini, Reply, json_reply
+from tests.helpers.genai_client import new_client, post
 
 
 def script(prompt: str, seen: int) -> Reply:
@@ -38,29 +36,6 @@ def judged(tmp_path_factory) -> Any:
             yield collector, fake
         finally:
             collector.stop()
-
-
-def new_client(collector: Collector) -> Any:
-    import agentplatform
-    from google.oauth2.credentials import Credentials
-
-    return agentplatform.Client(
-        project="my-project", location="us-central1", credentials=Credentials(token=TOKEN),
-        http_options={"base_url": f"{collector.url}/"},
-    )  # fmt: skip
-
-
-def post(collector: Collector, body: Any) -> tuple[int, Any]:
-    request = urllib.request.Request(
-        f"{collector.url}/v1beta1/projects/my-project/locations/us-central1:evaluateInstances",
-        data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=60) as reply:
-            return reply.status, json.loads(reply.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
 
 
 TEMPLATE = "Question: {prompt}\nContext: {context}\nReference: {reference}\nAnswer: {response}\nRate the answer."

@@ -4,14 +4,12 @@ metrics give the numbers toolpath's metric functions give, and what toolpath doe
 
 from __future__ import annotations
 
-import json
-import urllib.error
-import urllib.request
 from typing import Any
 
 import pytest
 
-from tests.helpers.collector import TOKEN, Collector
+from tests.helpers.collector import Collector
+from tests.helpers.genai_client import new_client, post
 from toolpath.errors import ConfigError
 from toolpath.metrics import text
 
@@ -25,29 +23,6 @@ def collector(tmp_path_factory) -> Any:
     served = Collector(tmp_path_factory.mktemp("instance_metrics")).start()
     yield served
     served.stop()
-
-
-def new_client(collector: Collector) -> Any:
-    import agentplatform
-    from google.oauth2.credentials import Credentials
-
-    return agentplatform.Client(
-        project="my-project", location="us-central1", credentials=Credentials(token=TOKEN),
-        http_options={"base_url": f"{collector.url}/"},
-    )  # fmt: skip
-
-
-def post(collector: Collector, body: Any) -> tuple[int, Any]:
-    data = body if isinstance(body, str) else json.dumps(body)
-    request = urllib.request.Request(
-        f"{collector.url}/v1beta1/projects/my-project/locations/us-central1:evaluateInstances", data=data.encode(),
-        headers={"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"},
-    )  # fmt: skip
-    try:
-        with urllib.request.urlopen(request, timeout=60) as reply:
-            return reply.status, json.loads(reply.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
 
 
 def test_computed_specs_through_the_sdk(collector):
