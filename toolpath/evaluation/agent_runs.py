@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from toolpath import tracing
 from toolpath.errors import ConfigError
 from toolpath.evaluation.like_with_like import redact_references, tracer_redactor
+from toolpath.evaluation.outcomes import AgentOutcome
 from toolpath.evaluation.targets import resolve_target
 from toolpath.metrics.rows import turn_row, with_parsed_trajectories
 from toolpath.model import Invocation, ToolCall, invocation_key
@@ -20,27 +20,6 @@ from toolpath.tracer import originals
 from toolpath.tracer import semconv as sc
 from toolpath.tracer.spans import run_attributes, split_agent_result
 from toolpath.trajectory import parse_trajectory
-
-
-@dataclass
-class AgentOutcome:
-    """What one agent call produced, as the runner fills it into a row."""
-
-    response: str | None
-    tool_calls: Sequence[ToolCall]
-    latency_in_seconds: float | None
-    failure: int
-    error: str | None
-    invocation: Invocation | None
-    """The invocation as traced and stored; ``None`` if tracing could not deliver it in time."""
-    prompt: str | None = None
-    """The user's text, when it is not the eval case's own (a simulated user wrote it)."""
-    produced: Invocation | None = field(default=None, repr=False)
-    """The same run rebuilt from the values the agent produced, before redaction: what computed metrics score
-    (:func:`scored_row`). It lives in this process's memory only: never store, write, log or show it."""
-    adk_invocation: dict[str, Any] | None = field(default=None, repr=False)
-    """ADK's own ``Invocation`` of this turn (JSON, as ADK's inference records it: app details, events in order),
-    when ADK ran or recorded it; for ADK's judges (:mod:`toolpath.evaluation.evalsets.adk_invocations`)."""
 
 
 def outcome_row(outcome: AgentOutcome, prompt: str) -> dict[str, Any]:

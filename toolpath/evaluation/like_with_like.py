@@ -4,7 +4,7 @@ Two rules:
 
 - **A run toolpath executes** (``eval --agent``, ``toolpath.evaluate(runnable=…)``, eval sets, simulated
   conversations) is scored on the values the agent produced, rebuilt in memory before redaction
-  (:attr:`~toolpath.evaluation.agent_runs.AgentOutcome.produced`): the computed metrics read a
+  (:attr:`~toolpath.evaluation.outcomes.AgentOutcome.produced`): the computed metrics read a
   :class:`ProducedView`. Whatever leaves the process — the stored row, the JSON output, a judge's request — is
   the redacted row, and a judge reads it with its references redacted too (:attr:`ProducedView.stored`).
 - **Where only the stored, redacted values exist** (online scoring, ``--from-store``, replay's recorded side),

@@ -26,14 +26,12 @@ from __future__ import annotations
 import functools
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from toolpath.evaluation.like_with_like import tracer_redactor
+from toolpath.evaluation.outcomes import AgentOutcome
 from toolpath.model import EvalCase
 from toolpath.redact import Redactor
-
-if TYPE_CHECKING:
-    from toolpath.evaluation.agent_runs import AgentOutcome
 
 _REQUEST_KEY = "toolpath_llm_request"
 """The key of a model response's ``custom_metadata`` naming the request it answered."""

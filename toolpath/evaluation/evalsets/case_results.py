@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolpath.evaluation.agent_runs import AgentOutcome
 from toolpath.evaluation.evalsets.criteria import Criterion
+from toolpath.evaluation.outcomes import AgentOutcome
 from toolpath.model import EvalCase, EvalStatus
 
 PASSED, FAILED, NOT_EVALUATED = EvalStatus.PASSED, EvalStatus.FAILED, EvalStatus.NOT_EVALUATED

@@ -24,7 +24,7 @@ from typing import Any
 
 from toolpath import tracing
 from toolpath.errors import ConfigError, DatasetError
-from toolpath.evaluation.agent_runs import AgentOutcome, compared_rows, content_notes, outcome_row, stored_ids
+from toolpath.evaluation.agent_runs import compared_rows, content_notes, outcome_row, stored_ids
 from toolpath.evaluation.evalsets.adk_invocations import attach_recorded, judge_columns
 from toolpath.evaluation.evalsets.case_results import (
     FAILED,
@@ -47,6 +47,7 @@ from toolpath.evaluation.evalsets.simulation.scenarios import (
     simulated_turns,
 )
 from toolpath.evaluation.like_with_like import kept_turns, scrubbed
+from toolpath.evaluation.outcomes import AgentOutcome
 from toolpath.evaluation.scoring import judge_rows, score_row, summarize
 from toolpath.evaluation.targets import Target, describe_target, resolve_target
 from toolpath.evaluation.verdicts import RunKind

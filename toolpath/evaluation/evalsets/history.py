@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from toolpath.errors import DatasetError
-from toolpath.evaluation.agent_runs import AgentOutcome
 from toolpath.evaluation.evalsets.adk_models import EFFICIENCY_METRICS
 from toolpath.evaluation.evalsets.adk_models import EvalStatus as AdkEvalStatus
 from toolpath.evaluation.evalsets.conversions import invocation_json, session_events_json
@@ -34,6 +33,7 @@ from toolpath.evaluation.evalsets.evaluator import (
 )
 from toolpath.evaluation.evalsets.files import DEFAULT_CRITERIA, EvalConfig, EvalSet
 from toolpath.evaluation.evalsets.result_files import RecordedCase, write_eval_set_result
+from toolpath.evaluation.outcomes import AgentOutcome
 from toolpath.judges.client import Judge
 from toolpath.model import EvalCase, EvalStatus, Invocation
 

@@ -18,13 +18,13 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from toolpath.evaluation.agent_runs import AgentOutcome
 from toolpath.evaluation.evalsets.case_results import NOT_EVALUATED, CaseResult, EvalSetResult
 from toolpath.evaluation.evalsets.efficiency import spans_under, traced_efficiency
 from toolpath.evaluation.evalsets.evaluator import LazyJudge, collect, criteria_of, judge_case
 from toolpath.evaluation.evalsets.files import EvalConfig, EvalSet
 from toolpath.evaluation.evalsets.scripted_runs import crash_message
 from toolpath.evaluation.online import normalize_prompt
+from toolpath.evaluation.outcomes import AgentOutcome
 from toolpath.evaluation.replay import recorded_sessions
 from toolpath.judges.client import Judge
 from toolpath.model import EvalCase, EvalStatus, Session, agent_span_id

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from toolpath.evaluation.agent_runs import AgentOutcome, run_agent
+from toolpath.evaluation.agent_runs import run_agent
+from toolpath.evaluation.outcomes import AgentOutcome
 from toolpath.evaluation.targets import Target
 from toolpath.model import EvalCase
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolpath.errors import ConfigError
-from toolpath.evaluation.agent_runs import AgentOutcome, run_agent
+from toolpath.evaluation.agent_runs import run_agent
 from toolpath.evaluation.catalog import metric_info
 from toolpath.evaluation.evalsets.criteria import Criterion
 from toolpath.evaluation.evalsets.simulation.prompts import require_simulator_prompt
@@ -30,6 +30,7 @@ from toolpath.evaluation.evalsets.simulation.simulator import (
     UserSimulator,
     simulator_config,
 )
+from toolpath.evaluation.outcomes import AgentOutcome
 from toolpath.evaluation.targets import Target
 from toolpath.judges.client import Judge, settings_from
 from toolpath.model import EvalCase
