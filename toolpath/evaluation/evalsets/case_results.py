@@ -1,5 +1,5 @@
 """The results of judging eval cases, as ADK records them: per criterion, per run and per invocation a score and a
-status (PASSED, FAILED, NOT_EVALUATED), the case's status, and the run's summary."""
+status (PASSED, FAILED, NOT_EVALUATED), the case's status, and the run's summary (:func:`collect`)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 
 from toolpath.evaluation.evalsets.criteria import Criterion
 from toolpath.evaluation.outcomes import AgentOutcome
+from toolpath.evaluation.scoring import summarize
 from toolpath.model import EvalCase, EvalStatus
 
 PASSED, FAILED, NOT_EVALUATED = EvalStatus.PASSED, EvalStatus.FAILED, EvalStatus.NOT_EVALUATED
@@ -155,3 +156,19 @@ class EvalSetResult:
             "metrics_table": self.metrics_table,
             "eval_cases": [case.to_dict() for case in self.cases],
         }
+
+
+def collect(cases: list[CaseResult], run_id: str) -> EvalSetResult:
+    """The result of judged cases: the per-case table and its summary."""
+    names = sorted({name for case in cases for name in case.metrics})
+    table = [
+        {
+            "eval_set_id": case.eval_set_id,
+            "eval_id": case.eval_id,
+            "status": case.status,
+            **{f"{n}/score": case.metrics[n].score for n in case.metrics},
+            **{f"{n}/explanation": case.metrics[n].explanation for n in case.metrics},
+        }
+        for case in cases
+    ]
+    return EvalSetResult(cases, summarize(table, names), table, names, run_id)

@@ -20,6 +20,7 @@ from toolpath.errors import ConfigError, MetricError
 from toolpath.evaluation import catalog
 from toolpath.evaluation.evalsets import adk_models as adk_schema
 from toolpath.evaluation.evalsets.eval_config import canonical_criteria
+from toolpath.evaluation.evalsets.files import EvalConfig, EvalSet
 from toolpath.metrics.base import Metric
 
 TOOLPATH_OPTIONS: dict[str, tuple[str, ...]] = {"tool_trajectory_avg_score": ("match",)}
@@ -51,6 +52,16 @@ def resolve_criteria(
         raise ConfigError(f"{source}: no criteria: nothing would be evaluated")
     criteria = canonical_criteria(criteria, custom, source)
     return {name: _resolve(name, spec, custom.get(name), source) for name, spec in criteria.items()}
+
+
+def criteria_of(eval_set: EvalSet, override: Mapping[str, Any] | EvalConfig | None = None) -> dict[str, Criterion]:
+    """The checked criteria an eval set is judged by (``override`` instead of its own, if given)."""
+    if isinstance(override, EvalConfig):
+        return resolve_criteria(override.criteria, override.custom_metrics, source=override.path or "criteria")
+    if override is not None:
+        return resolve_criteria(override, source="criteria")
+    source = eval_set.config_path or f"{eval_set.path or eval_set.eval_set_id} (default criteria)"
+    return resolve_criteria(eval_set.criteria, eval_set.custom_metrics, source=source)
 
 
 def known_criteria(custom_metrics: Mapping[str, str] | None = None) -> list[str]:

@@ -18,19 +18,10 @@ from typing import Any
 from toolpath.errors import DatasetError
 from toolpath.evaluation.evalsets.adk_models import EFFICIENCY_METRICS
 from toolpath.evaluation.evalsets.adk_models import EvalStatus as AdkEvalStatus
+from toolpath.evaluation.evalsets.case_judging import LazyJudge, judge_case
+from toolpath.evaluation.evalsets.case_results import FAILED, NOT_EVALUATED, PASSED, CaseResult, EvalSetResult, collect
 from toolpath.evaluation.evalsets.conversions import invocation_json, session_events_json
-from toolpath.evaluation.evalsets.criteria import Criterion, resolve_criteria
-from toolpath.evaluation.evalsets.evaluator import (
-    FAILED,
-    NOT_EVALUATED,
-    PASSED,
-    CaseResult,
-    EvalSetResult,
-    LazyJudge,
-    collect,
-    criteria_of,
-    judge_case,
-)
+from toolpath.evaluation.evalsets.criteria import Criterion, criteria_of, resolve_criteria
 from toolpath.evaluation.evalsets.files import DEFAULT_CRITERIA, EvalConfig, EvalSet
 from toolpath.evaluation.evalsets.result_files import RecordedCase, write_eval_set_result
 from toolpath.evaluation.outcomes import AgentOutcome

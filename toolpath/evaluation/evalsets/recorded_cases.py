@@ -1,6 +1,6 @@
 """ADK eval sets scored against recorded traffic, without running anything: each eval case paired with the
 recorded sessions that played it, and judged by the eval set's criteria exactly as a live run of that traffic is
-judged (:func:`toolpath.evaluation.evalsets.evaluator.judge_case`, one run per paired session).
+judged (:func:`toolpath.evaluation.evalsets.case_judging.judge_case`, one run per paired session).
 
 A case pairs with a session by its id: the case's ``session_input.session_id``, its ``eval_id``, or the session
 a live ``toolpath eval SET --agent`` run gave it (``eval-<run>-<eval set>-<case>-<n>``); else, when asked, by its
@@ -18,9 +18,10 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from toolpath.evaluation.evalsets.case_results import NOT_EVALUATED, CaseResult, EvalSetResult
+from toolpath.evaluation.evalsets.case_judging import LazyJudge, judge_case
+from toolpath.evaluation.evalsets.case_results import NOT_EVALUATED, CaseResult, EvalSetResult, collect
+from toolpath.evaluation.evalsets.criteria import criteria_of
 from toolpath.evaluation.evalsets.efficiency import spans_under, traced_efficiency
-from toolpath.evaluation.evalsets.evaluator import LazyJudge, collect, criteria_of, judge_case
 from toolpath.evaluation.evalsets.files import EvalConfig, EvalSet
 from toolpath.evaluation.evalsets.scripted_runs import crash_message
 from toolpath.evaluation.online import normalize_prompt
