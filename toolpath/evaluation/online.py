@@ -34,17 +34,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
 import socket
 import threading
 import time
 import tomllib
-import unicodedata
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass, field, fields
-from enum import StrEnum
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -53,6 +50,7 @@ from toolpath.evaluation.catalog import pass_rules, passes, resolve_metric
 from toolpath.evaluation.like_with_like import RedactedReferences
 from toolpath.evaluation.online_evalsets import EvalSetReferences, check_metrics, is_eval_set_path
 from toolpath.evaluation.online_runs import OnlineRun
+from toolpath.evaluation.prompt_match import PromptMatch, prompt_key
 from toolpath.evaluation.scoring import prepare_judge, score_views
 from toolpath.judges.client import Judge, settings_from
 from toolpath.metrics.base import Metric
@@ -70,14 +68,6 @@ logger = logging.getLogger("toolpath.online")
 NO_THRESHOLD = ResultLabel.SCORED
 _LABELS = {True: ResultLabel.PASS, False: ResultLabel.FAIL, None: ResultLabel.SCORED}
 """An online result's label by its score's verdict (``None``: the metric has no pass mark)."""
-
-
-class PromptMatch(StrEnum):
-    """How a stored prompt finds its golden row (``match`` in ``online.toml``)."""
-
-    EXACT = "exact"
-    NORMALIZED = "normalized"
-    """As :func:`normalize_prompt` leaves them: case, spacing and outer punctuation aside."""
 
 
 @dataclass
@@ -160,12 +150,6 @@ class OnlineConfig:
         return sampled(invocation.invocation_id, self.sample_rate)
 
 
-def normalize_prompt(text: str) -> str:
-    """Prompt text for ``match = "normalized"``: NFKC, case-folded, whitespace collapsed, outer punctuation off."""
-    text = unicodedata.normalize("NFKC", text).casefold()
-    return re.sub(r"\s+", " ", text).strip(" \t\n.!?;:,\"'")
-
-
 class References(RedactedReferences):
     """Golden rows by prompt (exact or normalised)."""
 
@@ -174,7 +158,7 @@ class References(RedactedReferences):
     ) -> None:
         """``rules``: the store's redaction rules; each reference is redacted by them (with ``store``'s pseudonym
         key, read when first needed) to be compared with stored values."""
-        super().__init__(normalize_prompt if match == PromptMatch.NORMALIZED else str, rules, store)
+        super().__init__(prompt_key(match), rules, store)
         self.match = match
         if dataset:
             from toolpath.datasets import load_rows
@@ -223,7 +207,7 @@ class OnlineEvaluator:
         rules = Redactor.build() if redactor is True else redactor or None
         golden: EvalSetReferences | None = None
         if is_eval_set_path(self.config.reference_dataset):  # its criteria are metrics, passing at their thresholds
-            key = normalize_prompt if self.config.match == PromptMatch.NORMALIZED else str
+            key = prompt_key(self.config.match)
             golden = EvalSetReferences(str(self.config.reference_dataset), key, rules, store)
             check_metrics(self.metrics, golden.metrics)
             self.metrics += golden.metrics

@@ -5,7 +5,7 @@ judged (:func:`toolpath.evaluation.evalsets.case_judging.judge_case`, one run pe
 A case pairs with a session by its id: the case's ``session_input.session_id``, its ``eval_id``, or the session
 a live ``toolpath eval SET --agent`` run gave it (``eval-<run>-<eval set>-<case>-<n>``); else, when asked, by its
 turns' user text — the session's prompts, in order, are the case's (``exact``, or ``normalized`` as online
-``reference_dataset`` compares them: :func:`toolpath.evaluation.online.normalize_prompt`). A case that pairs
+``reference_dataset`` compares them: :func:`toolpath.evaluation.prompt_match.normalize_prompt`). A case that pairs
 with no session, or with several (unless each is to be scored: ``each``), is not evaluated, with the reason."""
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from toolpath.evaluation.evalsets.criteria import criteria_of
 from toolpath.evaluation.evalsets.efficiency import spans_under, traced_efficiency
 from toolpath.evaluation.evalsets.files import EvalConfig, EvalSet
 from toolpath.evaluation.evalsets.scripted_runs import crash_message
-from toolpath.evaluation.online import normalize_prompt
 from toolpath.evaluation.outcomes import AgentOutcome
+from toolpath.evaluation.prompt_match import normalize_prompt
 from toolpath.evaluation.replay import recorded_sessions
 from toolpath.judges.client import Judge
 from toolpath.model import EvalCase, EvalStatus, Session, agent_span_id
