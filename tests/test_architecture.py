@@ -26,6 +26,7 @@ BASE = (
     "toolpath.redact",
     "toolpath.values",
     "toolpath.jsontext",
+    "toolpath.private_files",
 )
 
 # room -> the rooms (module prefixes) it may import, beside itself and BASE.

@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from toolpath.errors import ConfigError
-from toolpath.store.engine import display_url, hide_store_password, resolve_store_url
+from toolpath.store.engine import display_url, hide_store_password, resolve_store_url, warn_if_store_shared
 from toolpath.store.migrate import HEAD, revision
 from toolpath.store.session_list import Reader
 
@@ -58,6 +58,7 @@ def _open(url: str) -> tuple[Any, Reader] | None:
         path = unquote(url.removeprefix(_SQLITE))
         if path in ("", ":memory:") or not Path(path).is_file():
             return None
+        warn_if_store_shared(path)
         import sqlite3
 
         with _opening_errors(url):

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolpath.config import DEFAULT_STORE_URL, STORE_ENV
 from toolpath.errors import ConfigError
+from toolpath.private_files import create_private, warn_if_shared
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
@@ -35,6 +36,10 @@ SQLITE_LOWER = "toolpath_lower"
 """A SQLite function every connection of a store's engine has: its text argument in lower case, every letter (SQLite's
 own ``lower()`` and ``LIKE`` fold ASCII letters only); what a text search beyond ASCII compares
 (:mod:`toolpath.store.session_filter`)."""
+SQLITE_SIDE_FILES = ("-wal", "-shm")
+"""The files SQLite keeps beside a database file in WAL mode (with the database file's mode)."""
+STORE_HOLDS = "recorded runs and the key of the store's pseudonyms"
+"""What a store's files hold, as a warning about who may read them says it."""
 STORE_EXAMPLES = "e.g. sqlite:///toolpath.db, ./toolpath.db or postgresql+psycopg://user@localhost:5432/toolpath"
 
 
@@ -113,6 +118,8 @@ def make_engine(real_url: str, *, echo: bool) -> Engine:
             folder = path.resolve().parent
             if not folder.is_dir():
                 raise ConfigError(f"store {url}: folder {folder} does not exist")
+            if not parsed.database.startswith("file:"):
+                warn_if_store_shared(parsed.database)
     try:
         engine = create_engine(parsed, **kwargs)
     except (NoSuchModuleError, ModuleNotFoundError) as exc:
@@ -120,8 +127,24 @@ def make_engine(real_url: str, *, echo: bool) -> Engine:
         why = hide_store_password(str(exc), real_url)
         raise ConfigError(f"store {url}: no driver for this URL{hint}: {why}") from None
     if is_sqlite:
+        event.listen(engine, "do_connect", _private_database_file)
         event.listen(engine, "connect", _sqlite_pragmas)
     return engine
+
+
+def warn_if_store_shared(database: str) -> None:
+    """One warning line when other users may read a SQLite store's file or its ``-wal`` / ``-shm`` (a file made
+    before toolpath made them 0600, or by another program): their modes are the owner's to change."""
+    warn_if_shared((database, *(f"{database}{suffix}" for suffix in SQLITE_SIDE_FILES)), STORE_HOLDS)
+
+
+def _private_database_file(_dialect: Any, _record: Any, cargs: Sequence[Any], cparams: dict[str, Any]) -> None:
+    """Before SQLite opens a database file that does not exist, create it 0600: SQLite would create it with the
+    umask's mode (0644 by default), and gives its ``-wal`` and ``-shm`` files the database file's mode."""
+    database = cargs[0] if cargs else cparams.get("database")
+    if isinstance(database, str) and database not in ("", ":memory:") and not cparams.get("uri"):
+        with contextlib.suppress(OSError):  # a folder that refuses it: SQLite says so when it opens the file
+            create_private(database)
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:

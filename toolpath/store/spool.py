@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolpath.errors import ConfigError, InternalSignal
+from toolpath.private_files import create_private, warn_if_shared
+from toolpath.store.engine import SQLITE_SIDE_FILES
 from toolpath.store.spanrecord import FIELDS, SpanRecord
 
 if TYPE_CHECKING:
@@ -96,6 +98,8 @@ class _SpoolFile:
     def __init__(self, path: Path, lock_fd: int, owner: str) -> None:
         self.path = path
         self.lock_fd = lock_fd
+        if not create_private(path):  # made 0600 before SQLite opens it: its -wal and -shm take its mode
+            warn_if_shared([path, *(f"{path}{suffix}" for suffix in SQLITE_SIDE_FILES)], "spans waiting for the store")
         self.conn = sqlite3.connect(
             path, isolation_level=None, check_same_thread=False, timeout=_WAIT_FOR_LOCK_MS / 1000
         )
@@ -135,7 +139,7 @@ class _SpoolFile:
 
     def remove(self) -> None:
         self.conn.close()
-        for suffix in ("", "-wal", "-shm"):
+        for suffix in ("", *SQLITE_SIDE_FILES):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(f"{self.path}{suffix}")
         with contextlib.suppress(FileNotFoundError):
