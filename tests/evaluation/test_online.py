@@ -23,7 +23,8 @@ from tests.helpers.fake_gemini import FakeGemini, Reply
 from tests.helpers.otlp_sink import OtlpSink
 from tests.helpers.weather import bot
 from toolpath.errors import ConfigError
-from toolpath.evaluation.online import OnlineConfig, OnlineEvaluator, References
+from toolpath.evaluation.online import OnlineConfig, OnlineEvaluator
+from toolpath.evaluation.online.references import References
 from toolpath.evaluation.prompt_match import PromptMatch, normalize_prompt
 from toolpath.store.browse import online_series, session_page
 from toolpath.store.job_queue import JobQueue, latest_scored

@@ -1,33 +1,6 @@
-"""Online evaluation: score live invocations as they are stored, never in the agent's way.
-
-    toolpath.init(online="online.toml")              # in the agent's process
-    toolpath collect --online online.toml             # in the collector service (any number of them)
-
-The store enqueues a job for each invocation that passes the filters and the sample, in the transaction that
-writes it (:mod:`toolpath.store.job_queue`). Workers of their own claim jobs, build a row per invocation (its
-prompt, response, trajectory, latency and failure, plus the golden dataset's reference when the prompt is found
-there), score it with the configured metrics (computation and judge), store the scores with the job, and send
-each over OTLP (:mod:`toolpath.evaluation.online_export`). The agent's thread does none of this.
-
-``online.toml``::
-
-    metrics = ["trajectory_exact_match", "tool_error_rate", "fluency"]
-    sample_rate = 0.25                 # share of invocations scored (by a hash of their id)
-    agent_names = ["support_bot"]      # only these agents (default: all)
-    failures_only = false
-    attributes = { "service.name" = "support" }   # invocation attributes that must match
-    reference_dataset = "golden.jsonl" # references matched by prompt; omit for reference-free metrics;
-                                       # an ADK *.evalset.json adds its criteria and thresholds
-    match = "normalized"               # or "exact"
-    thresholds = { fluency = 4 }       # pass marks (default: each metric's own, see `toolpath metrics`)
-    workers = 2
-    max_backlog = 10000                # waiting jobs past this are shed…
-    shed = "oldest"                    # …oldest first (or "newest"), and counted
-    otlp_endpoint = "http://127.0.0.1:4318"   # default: OTEL_EXPORTER_OTLP_* if set, else no export
-    [judge]
-    model = "gemini-2.5-flash"
-    concurrency = 8
-"""
+"""The online evaluator: worker threads that claim the store's online jobs, score each invocation (its row, plus
+the golden reference when its prompt is found), store the results with the job, and tell them to the sinks and
+the OTLP exporter."""
 
 from __future__ import annotations
 
@@ -37,135 +10,36 @@ import os
 import socket
 import threading
 import time
-import tomllib
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack, nullcontext
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from toolpath.errors import ConfigError
 from toolpath.evaluation.catalog import pass_rules, passes, resolve_metric
-from toolpath.evaluation.like_with_like import RedactedReferences
+from toolpath.evaluation.online.references import References
+from toolpath.evaluation.online.settings import OnlineConfig
 from toolpath.evaluation.online_evalsets import EvalSetReferences, check_metrics, is_eval_set_path
 from toolpath.evaluation.online_runs import OnlineRun
-from toolpath.evaluation.prompt_match import PromptMatch, prompt_key
+from toolpath.evaluation.prompt_match import prompt_key
 from toolpath.evaluation.scoring import prepare_judge, score_views
 from toolpath.judges.client import Judge, settings_from
 from toolpath.metrics.base import Metric
 from toolpath.metrics.rows import row_ids, stored_row, with_parsed_trajectories
-from toolpath.model import Invocation, agent_span_id
+from toolpath.model import agent_span_id
 from toolpath.redact import Redactor
-from toolpath.store.job_queue import JobQueue, sampled
-from toolpath.store.job_status import SHED_POLICIES, UNFINISHED, JobStatus, ResultLabel, ShedPolicy
+from toolpath.store.job_queue import JobQueue
+from toolpath.store.job_status import UNFINISHED, JobStatus, ResultLabel
 from toolpath.store.reads import StoredTurn
 from toolpath.store.store import Store
 
-__all__ = ["OnlineConfig"]
+__all__ = ["OnlineEvaluator", "OnlineStats", "ResultSink"]
 
 logger = logging.getLogger("toolpath.online")
-NO_THRESHOLD = ResultLabel.SCORED
 _LABELS = {True: ResultLabel.PASS, False: ResultLabel.FAIL, None: ResultLabel.SCORED}
 """An online result's label by its score's verdict (``None``: the metric has no pass mark)."""
-
-
-@dataclass
-class OnlineConfig:
-    metrics: list[str]
-    sample_rate: float = 1.0
-    agent_names: list[str] | None = None
-    failures_only: bool = False
-    attributes: dict[str, Any] = field(default_factory=dict)
-    reference_dataset: str | None = None
-    match: PromptMatch = PromptMatch.NORMALIZED
-    thresholds: dict[str, float] = field(default_factory=dict)
-    workers: int = 2
-    batch_size: int = 16
-    max_backlog: int | None = 10_000
-    shed: ShedPolicy = ShedPolicy.OLDEST
-    lease_seconds: float = 120.0
-    poll_seconds: float = 0.5
-    otlp_endpoint: str | None = None
-    judge: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if not self.metrics and not is_eval_set_path(self.reference_dataset):  # an eval set brings its criteria
-            raise ConfigError("online: 'metrics' names no metric")
-        if not 0.0 <= self.sample_rate <= 1.0:
-            raise ConfigError(f"online: sample_rate must be between 0 and 1, got {self.sample_rate}")
-        if self.match not in tuple(PromptMatch):
-            raise ConfigError(f"online: match must be 'exact' or 'normalized', got {self.match!r}")
-        self.match = PromptMatch(self.match)  # the TOML's string
-        if self.shed not in SHED_POLICIES:
-            raise ConfigError(f"online: shed must be one of {', '.join(SHED_POLICIES)}, got {self.shed!r}")
-        self.shed = ShedPolicy(self.shed)  # the TOML's string
-        if self.workers < 1 or self.batch_size < 1:
-            raise ConfigError("online: workers and batch_size must be at least 1")
-
-    @classmethod
-    def load(cls, source: str | Path | Mapping[str, Any] | OnlineConfig) -> OnlineConfig:
-        """From an ``online.toml`` path, a mapping with the same keys, or a config (returned as is)."""
-        if isinstance(source, OnlineConfig):
-            return source
-        where = "online config"
-        if isinstance(source, str | Path):
-            where = str(source)
-            try:
-                data: Mapping[str, Any] = tomllib.loads(Path(source).read_text(encoding="utf-8"))
-            except FileNotFoundError:
-                raise ConfigError(f"{where}: no such file") from None
-            except IsADirectoryError:
-                raise ConfigError(f"{where}: is a folder; give the online.toml file in it") from None
-            except (OSError, UnicodeDecodeError) as exc:
-                raise ConfigError(f"{where}: cannot read ({exc})") from None
-            except tomllib.TOMLDecodeError as exc:
-                raise ConfigError(f"{where}: not valid TOML ({exc})") from None
-            base = Path(source).parent
-            if isinstance(data.get("reference_dataset"), str) and not Path(data["reference_dataset"]).is_absolute():
-                data = {**data, "reference_dataset": str(base / data["reference_dataset"])}
-        else:
-            data = source
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-        if "metrics" not in data and not is_eval_set_path(data.get("reference_dataset")):
-            raise ConfigError(f"{where}: 'metrics' is required (or an eval set as reference_dataset)")
-        data = {"metrics": [], **data}
-        try:
-            return cls(**data)
-        except TypeError as exc:
-            raise ConfigError(f"{where}: {exc}") from None
-
-    def accepts(self, invocation: Invocation) -> bool:
-        """The filters and the sample, as the store applies them when it writes ``invocation``."""
-        if self.agent_names is not None and invocation.agent_name not in self.agent_names:
-            return False
-        if self.failures_only and not invocation.failure:
-            return False
-        for key, value in self.attributes.items():
-            if invocation.attributes.get(key) != value:
-                return False
-        return sampled(invocation.invocation_id, self.sample_rate)
-
-
-class References(RedactedReferences):
-    """Golden rows by prompt (exact or normalised)."""
-
-    def __init__(
-        self, dataset: str | None, match: PromptMatch, rules: Redactor | None = None, store: Any = None
-    ) -> None:
-        """``rules``: the store's redaction rules; each reference is redacted by them (with ``store``'s pseudonym
-        key, read when first needed) to be compared with stored values."""
-        super().__init__(prompt_key(match), rules, store)
-        self.match = match
-        if dataset:
-            from toolpath.datasets import load_rows
-
-            for row in load_rows(dataset):
-                if isinstance(row.get("prompt"), str):
-                    self.by_prompt.setdefault(self._key(row["prompt"]), row)
 
 
 class ResultSink(Protocol):
