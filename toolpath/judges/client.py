@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from toolpath.config import JUDGE_CONCURRENCY_ENV, JUDGE_MAX_REQUESTS_ENV, JUDGE_MODEL_ENV
 from toolpath.errors import ConfigError, InternalSignal
+from toolpath.judges.process_budget import BudgetSpent, WhenSpent, process_budget
 
 __all__ = ["JudgeSettings"]
 
@@ -69,6 +70,8 @@ class JudgeReply:
     input_tokens: int = 0
     output_tokens: int = 0
     cached: bool = False
+    retry_after: float | None = None
+    """When the process's judge budget refused the call: the seconds after which it has room again."""
 
 
 Ask = Callable[[JudgeRequest], Awaitable[JudgeReply]]
@@ -97,6 +100,9 @@ class JudgeSettings:
     """Budget: model calls per run (cache hits are free); requests past it get an error, not a score."""
     max_tokens: int | None = None
     """Budget: input + output tokens per run."""
+    max_prompt_chars: int = 1_000_000
+    """The longest prompt sent to the judge (about 250,000 tokens); a longer one is an error, never sent. Prompts
+    filled from a request's template are measured before they are built."""
 
 
 @dataclass
@@ -235,6 +241,9 @@ class Judge:
     usage: JudgeUsage = field(default_factory=JudgeUsage)
     fresh: bool = False
     """Ask the model even where the cache has a reply, and keep the new reply there instead."""
+    when_spent: WhenSpent = WhenSpent.WAIT
+    """When the process's judge budget (:mod:`toolpath.judges.process_budget`) is spent: wait for room (an
+    evaluation someone started) or refuse the call at once (a request, online scoring)."""
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -279,16 +288,26 @@ class Judge:
             if hit is not None:
                 self.usage.cached += 1
                 return JudgeReply(hit["reply"], None, hit["input_tokens"], hit["output_tokens"], cached=True)
+        if len(request.prompt) > self.settings.max_prompt_chars:
+            self.usage.errors += 1
+            return JudgeReply(None, prompt_too_long(len(request.prompt), self.settings.max_prompt_chars))
         over = self._over_budget()
         if over:
             self.usage.over_budget += 1
             return JudgeReply(None, over)
         self.usage.requests += 1  # counted when sent, so requests in flight count against the budget too
+        budget = process_budget()
         try:
-            reply = await self._with_retries(request)
+            async with budget.slot():
+                reply = await self._with_retries(request)
+        except BudgetSpent as spent:
+            self.usage.requests -= 1
+            self.usage.over_budget += 1
+            return JudgeReply(None, str(spent), retry_after=spent.retry_after)
         except Exception as exc:  # an unreadable reply (a proxy's HTML page), an SDK error: this request's error
             logger.warning("toolpath: judge request failed: %s: %s", type(exc).__name__, exc)
             reply = JudgeReply(None, f"judge request failed: {type(exc).__name__}: {exc}")
+        budget.spent_tokens(reply.input_tokens + reply.output_tokens)
         self.usage.input_tokens += reply.input_tokens
         self.usage.output_tokens += reply.output_tokens
         if reply.error:
@@ -319,6 +338,15 @@ class Judge:
         delay = self.settings.backoff
         for attempt in range(1, self.settings.max_attempts + 1):
             try:
+                # each attempt is a call to the model: the process's budget counts it (a first one refused is
+                # BudgetSpent for the caller; a retry refused ends the request with what it has)
+                await process_budget().admit(self.when_spent)
+            except BudgetSpent as spent:
+                if attempt == 1:
+                    raise
+                return JudgeReply(None, f"judge model unavailable after {attempt - 1} attempt(s), {spent}",
+                                  retry_after=spent.retry_after)  # fmt: skip
+            try:
                 return await self.backend.generate(request, self.settings.timeout)
             except TransientError as exc:
                 if attempt == self.settings.max_attempts:
@@ -340,6 +368,11 @@ class Judge:
                     self.cache.save_judge_replies(pending)
             except Exception:  # a cache that cannot be written costs a re-ask next time, nothing more
                 logger.warning("toolpath: could not save %d judge replies to the cache", len(pending), exc_info=True)
+
+
+def prompt_too_long(length: int, limit: int) -> str:
+    """The error of a judge prompt over the ``max_prompt_chars`` limit."""
+    return f"the judge prompt would be {length} characters, over the limit of {limit} (judge setting max_prompt_chars)"
 
 
 _loop: asyncio.AbstractEventLoop | None = None
