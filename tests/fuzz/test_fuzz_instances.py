@@ -47,7 +47,7 @@ requests = st.dictionaries(st.sampled_from([*COMPUTED, *JUDGED, "pointwise_metri
                                             "autorater_config", "exactMatchInput", "nope"]), shaped, max_size=2)  # fmt: skip
 
 
-def check(status: int, body: bytes) -> None:
+def check(status: int, body: bytes, headers: dict[str, str]) -> None:
     assert status in ANSWERS, (status, body)
     reply = json.loads(body)
     if status == 200:
@@ -55,6 +55,7 @@ def check(status: int, body: bytes) -> None:
     else:
         assert set(reply) == {"error"} and set(reply["error"]) == {"code", "message", "status"}
         assert reply["error"]["code"] == status
+    assert ("Retry-After" in headers) == (status == 429)  # only a spent budget says when to come back
 
 
 @FUZZ
@@ -152,7 +153,7 @@ def test_the_metrics_form_with_random_specs_and_instances(metrics, instance, as_
     ``MetricResult`` a score, an explanation or an error."""
     body: dict = {"instance": instance}
     body["metric_sources" if as_sources else "metrics"] = [{"metric": m} for m in metrics] if as_sources else metrics
-    status, reply = SERVICE.post(PATH, json.dumps(body).encode())
+    status, reply, _ = SERVICE.post(PATH, json.dumps(body).encode())
     check(status, reply)
     if status == 200:
         results = json.loads(reply)["metricResults"]

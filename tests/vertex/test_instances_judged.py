@@ -281,7 +281,7 @@ def test_a_server_without_judge_credentials_says_so(monkeypatch):
 
     for var in ("GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_CLOUD_PROJECT"):
         monkeypatch.delenv(var, raising=False)
-    status, body = EvaluateInstances().post(PATH, b'{"fluency_input": {"instance": {"prediction": "hi"}}}')
+    status, body, _ = EvaluateInstances().post(PATH, b'{"fluency_input": {"instance": {"prediction": "hi"}}}')
     error = json.loads(body)["error"]
     assert (status, error["status"]) == (400, "FAILED_PRECONDITION")
     assert "GOOGLE_API_KEY" in error["message"]
@@ -315,7 +315,7 @@ def test_the_judge_budget_is_the_services(monkeypatch):
             service.post(PATH, json.dumps({"coherence_input": {"instance": {"prediction": f"text {i}"}}}).encode())
             for i in range(3)
         ]
-    assert [status for status, _ in answers] == [200, 200, 429]
+    assert [status for status, _, _ in answers] == [200, 200, 429]
     error = json.loads(answers[2][1])["error"]
     assert error["status"] == "RESOURCE_EXHAUSTED" and "budget" in error["message"]
     assert fake.requests == 2

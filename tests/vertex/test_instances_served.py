@@ -436,7 +436,7 @@ def test_without_google_cloud_aiplatform_the_api_says_what_to_install(monkeypatc
     from toolpath.vertex.instances import EvaluateInstances
 
     monkeypatch.setitem(sys.modules, "google.cloud.aiplatform_v1beta1.types.evaluation_service", None)  # not installed
-    status, body = EvaluateInstances().post(PATH, b'{"exact_match_input": {}}')
+    status, body, _ = EvaluateInstances().post(PATH, b'{"exact_match_input": {}}')
     assert (status, json.loads(body)["error"]["status"]) == (501, "UNIMPLEMENTED")
     assert "pip install 'toolpath[vertex]'" in json.loads(body)["error"]["message"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -44,13 +44,13 @@ Send = Callable[[Message], Awaitable[None]]
 @dataclass(frozen=True)
 class PostRoute:
     """``POST`` to a path ``pattern`` matches whole (the query string apart), answered by
-    ``call(path, query, body)`` (``query``: the raw query string, decoded as Latin-1) with an HTTP status and a body
-    of ``content_type``. ``refusal(status, message)`` is the body of an error the collector answers for the route
-    before calling it (a missing token, a body too large), so that a client of the API reads every error in the
-    API's own shape."""
+    ``call(path, query, body)`` (``query``: the raw query string, decoded as Latin-1) with an HTTP status, a body
+    of ``content_type`` and extra headers (``Retry-After``). ``refusal(status, message)`` is the body of an error
+    the collector answers for the route before calling it (a missing token, a body too large), so that a client of
+    the API reads every error in the API's own shape."""
 
     pattern: re.Pattern[str]
-    call: Callable[[str, str, bytes], tuple[int, bytes]]
+    call: Callable[[str, str, bytes], tuple[int, bytes, Mapping[str, str]]]
     refusal: Callable[[int, str], bytes]
     content_type: str = "application/json"
 
@@ -130,11 +130,11 @@ class RouteServer:
 
         def call() -> Reply:
             try:
-                status, answer = route.call(path, query, body)
+                status, answer, extra = route.call(path, query, body)
             except Exception:  # a fault of the route's own: logged here, the client told no more than that
                 logger.exception("toolpath: POST %s failed", path)
                 return refuse(500, "internal error (logged by the server)")
-            return Reply(status, answer, route.content_type)
+            return Reply(status, answer, route.content_type, dict(extra))
 
         return await asyncio.get_running_loop().run_in_executor(self.pool, call)
 

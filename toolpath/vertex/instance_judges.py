@@ -28,6 +28,7 @@ from typing import Any
 from toolpath.errors import ConfigError, InternalSignal
 from toolpath.judges.client import Judge, JudgeReply, JudgeRequest
 from toolpath.judges.parse import JudgeParseError, brief, parse_reply
+from toolpath.judges.process_budget import BudgetSpent, process_budget
 from toolpath.judges.vertex import (
     BUILTIN_TEMPLATES,
     PAIRWISE_FORMAT,
@@ -41,7 +42,15 @@ from toolpath.judges.vertex import (
 from toolpath.model import MetricResult
 from toolpath.vertex.instance_inputs import InputError, Judged, Side
 
-__all__ = ["JudgeFailure", "JudgeOptions", "asked_template", "check_variables", "judged_result", "templated_result"]
+__all__ = [
+    "JudgeFailure",
+    "JudgeOptions",
+    "asked_template",
+    "check_variables",
+    "judged_result",
+    "room_for",
+    "templated_result",
+]
 
 VARIABLE = re.compile(r"\{([_a-zA-Z][_a-zA-Z0-9]*)\}")
 """A template variable, as ``vertexai.evaluation.PromptTemplate`` reads them."""
@@ -75,9 +84,11 @@ class RpcCode(StrEnum):
 class JudgeFailure(InternalSignal):
     """No result from the judge: an HTTP status, its ``google.rpc`` code name, and why."""
 
-    def __init__(self, status: int, code: RpcCode, message: str) -> None:
+    def __init__(self, status: int, code: RpcCode, message: str, *, retry_after: int | None = None) -> None:
         super().__init__(message)
         self.status, self.code, self.message = status, code, message
+        self.retry_after = retry_after
+        """Seconds after which the judge's budget has room again (429)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,6 +139,7 @@ def judged_result(name: str, input: Judged, message: Any, options: JudgeOptions)
         shown.append("reference")
     base = BUILTIN_TEMPLATES[input.template] if isinstance(input.template, str) else input.template
     metric_name = name.removesuffix("_input")
+    room_for(options.samples)  # the process's judge budget: a request refused before any call, not half-way
     if input.side is Side.PAIRWISE:
         row["baseline_model_response"] = _required(instance, "baseline_prediction", where)
         pairwise = PairwiseMetric(
@@ -199,6 +211,8 @@ def asked_template(
         columns = (candidate, baseline)
     check_variables(spec.metric_prompt_template, values, instance_where)
     flips = [bool(columns and options.flip and i % 2) for i in range(options.samples)]
+    check_prompt_size(spec.metric_prompt_template, values, columns, options, where)
+    room_for(options.samples)  # the process's judge budget: a request refused before any call, not half-way
 
     def prompt(flipped: bool) -> str:
         shown = dict(values)
@@ -263,6 +277,35 @@ def asked_template(
     return fields
 
 
+def room_for(calls: int) -> None:
+    """A 429 :class:`JudgeFailure` (with when to try again) unless the process's judge budget has room for
+    ``calls`` more calls this minute."""
+    try:
+        process_budget().check(calls)
+    except BudgetSpent as spent:
+        raise JudgeFailure(429, RpcCode.RESOURCE_EXHAUSTED, str(spent), retry_after=spent.retry_after) from None
+
+
+def check_prompt_size(
+    template: str, values: dict[str, str], columns: tuple[str, str] | None, options: JudgeOptions, where: str
+) -> None:
+    """An :class:`InputError` when ``template`` filled from ``values`` would be longer than the judge's
+    ``max_prompt_chars``, measured before it is built: a short template that names a long value many times would
+    otherwise make a prompt many times the request's size."""
+    lengths = {name: len(value) for name, value in values.items()}
+    orders = [lengths]
+    if columns is not None and options.flip:  # a flipped sample shows each response where the other stood
+        orders.append({**lengths, columns[0]: lengths[columns[1]], columns[1]: lengths[columns[0]]})
+    limit = options.judge.settings.max_prompt_chars
+    for shown in orders:
+        size = len(template) + sum(shown[m.group(1)] - len(m.group(0)) for m in VARIABLE.finditer(template))
+        if size > limit:
+            raise InputError(
+                f"{where}.metric_prompt_template: filled from the instance, the judge prompt would be {size} "
+                f"characters, over this server's limit of {limit} (judge setting max_prompt_chars)"
+            )
+
+
 def check_variables(template: str, values: dict[str, str], instance_where: str) -> None:
     """An :class:`InputError` naming the variables of ``template`` that ``values`` (the instance's) lacks."""
     missing = sorted({v for v in VARIABLE.findall(template) if v not in values})
@@ -325,6 +368,7 @@ def _checked(result: Any) -> Any:
 
 
 MODEL_ERROR = re.compile(r"judge model error (\d{3})")
+RETRY_AFTER = re.compile(r"retry after (\d+) s")
 
 
 def _failure(errors: Sequence[str]) -> JudgeFailure | None:
@@ -332,8 +376,11 @@ def _failure(errors: Sequence[str]) -> JudgeFailure | None:
     model name or the request is wrong; asking again changes nothing), the model unreachable or failing (503,
     worth a retry). ``None`` when it was asked and its replies held no rating: that is the result."""
     text = "; ".join(errors)
-    if any("budget exhausted" in e for e in errors):
-        return JudgeFailure(429, RpcCode.RESOURCE_EXHAUSTED, text)
+    if any("budget exhausted" in e or "judge budget spent" in e for e in errors):
+        waits = [int(m.group(1)) for e in errors for m in [RETRY_AFTER.search(e)] if m]
+        return JudgeFailure(429, RpcCode.RESOURCE_EXHAUSTED, text, retry_after=max(waits) if waits else None)
+    if any("judge setting max_prompt_chars" in e for e in errors):
+        return JudgeFailure(400, RpcCode.INVALID_ARGUMENT, text)
     codes = [int(m.group(1)) for e in errors for m in [MODEL_ERROR.search(e)] if m]
     if any(400 <= code < 500 for code in codes):
         return JudgeFailure(400, RpcCode.FAILED_PRECONDITION, f"the judge model refused the request: {text}")

@@ -37,6 +37,7 @@ from toolpath.vertex.instance_judges import (
     RpcCode,
     asked_template,
     check_variables,
+    room_for,
 )
 
 __all__ = ["metric_results", "newer_field"]
@@ -84,6 +85,8 @@ def metric_results(request: Any, judge: Judge) -> list[dict[str, Any]]:
     if asks > MAX_SAMPLES:
         raise InputError(f"metrics: the judged metrics ask the judge {asks} times in all (their sampling_count); "
                          f"one request asks it at most {MAX_SAMPLES} times")  # fmt: skip
+    if asks:
+        room_for(asks)  # the process's judge budget: refused before any work, not half-way
     if len(scorers) == 1:
         return [scorers[0](request)]
     return [_or_error(score, request) for score in scorers]

@@ -24,8 +24,15 @@ from typing import Any
 
 from toolpath.errors import ConfigError, InternalSignal, MetricError
 from toolpath.judges.client import Backend, Judge, JudgeCache, JudgeSettings, settings_from
+from toolpath.judges.process_budget import WhenSpent
 from toolpath.vertex.instance_inputs import COMPUTED, JUDGED, NOT_SERVED, InputError, camel_case, computed_score
-from toolpath.vertex.instance_judges import JudgeFailure, JudgeOptions, RpcCode, judged_result, templated_result
+from toolpath.vertex.instance_judges import (
+    JudgeFailure,
+    JudgeOptions,
+    RpcCode,
+    judged_result,
+    templated_result,
+)
 from toolpath.vertex.instance_metrics import metric_results, newer_field
 
 __all__ = ["PATH", "ApiVersion", "EvaluateInstances", "InstancesError", "error_body"]
@@ -62,10 +69,17 @@ class InstancesError(InternalSignal):
     """A request answered with an error: the HTTP status, the ``google.rpc`` code name (``INVALID_ARGUMENT``)
     and the message."""
 
-    def __init__(self, status: int, message: str, code: RpcCode | None = None) -> None:
+    def __init__(
+        self, status: int, message: str, code: RpcCode | None = None, *, retry_after: int | None = None
+    ) -> None:
         super().__init__(message)
         self.status, self.message = status, message
         self.code = code or STATUS_NAMES.get(status, RpcCode.UNKNOWN)
+        self.retry_after = retry_after
+        """With a 429: the seconds after which the judge's budget has room (``Retry-After``)."""
+
+    def headers(self) -> dict[str, str]:
+        return {} if self.retry_after is None else {"Retry-After": str(self.retry_after)}
 
 
 def error_body(status: int, message: str, code: RpcCode | None = None) -> bytes:
@@ -92,13 +106,16 @@ class EvaluateInstances:
     def __init__(
         self, *, cache: JudgeCache | None = None, settings: JudgeSettings | None = None, backend: Backend | None = None
     ) -> None:
-        self.judge = Judge(settings=settings or settings_from(None), cache=cache, backend=backend)
+        # a request's judge calls never wait for the process's judge budget: over it, the request is a 429
+        self.judge = Judge(
+            settings=settings or settings_from(None), cache=cache, backend=backend, when_spent=WhenSpent.REFUSE
+        )
 
     # --- front doors ---------------------------------------------------------------------------------------
 
-    def post(self, path: str, body: bytes, query: str = "") -> tuple[int, bytes]:
-        """An HTTP request's status and JSON reply; enums as numbers when the query asks, as Google's clients do
-        (``$alt=json;enum-encoding=int``)."""
+    def post(self, path: str, body: bytes, query: str = "") -> tuple[int, bytes, dict[str, str]]:
+        """An HTTP request's status, JSON reply and extra headers (``Retry-After`` with a 429); enums as numbers
+        when the query asks, as Google's clients do (``$alt=json;enum-encoding=int``)."""
         try:
             match = PATH.fullmatch(path)
             if match is None:
@@ -110,12 +127,12 @@ class EvaluateInstances:
                 request.location = match.group("location")
             reply = self.evaluate(request, types)
         except InstancesError as exc:
-            return exc.status, error_body(exc.status, exc.message, exc.code)
+            return exc.status, error_body(exc.status, exc.message, exc.code), exc.headers()
         from google.protobuf import json_format
 
         as_numbers = "enum-encoding=int" in urllib.parse.unquote(query)
         reply_json = json_format.MessageToDict(reply, use_integers_for_enums=as_numbers)
-        return 200, json.dumps(reply_json, ensure_ascii=False).encode()
+        return 200, json.dumps(reply_json, ensure_ascii=False).encode(), {}
 
     def grpc_call(self, version: ApiVersion, body: bytes) -> bytes:
         """A gRPC request's serialized reply; :class:`InstancesError` for an error status."""
@@ -193,7 +210,7 @@ class EvaluateInstances:
         except ConfigError as exc:  # what a metric needs is missing on this server (NLTK's data)
             raise InstancesError(400, str(exc), RpcCode.FAILED_PRECONDITION) from None
         except JudgeFailure as exc:
-            raise InstancesError(exc.status, exc.message, exc.code) from None
+            raise InstancesError(exc.status, exc.message, exc.code, retry_after=exc.retry_after) from None
         _set(getattr(reply, result_field), fields)
         return reply
 
