@@ -2,10 +2,16 @@
 :class:`MetricInfo` (what it reads, its range, which way is better, its default pass mark), the one place the
 CLI's tables, the HTML report, ``toolpath metrics`` and online labels read.
 
-``resolve_metric`` turns a spec (a name, ``name(key=value, ...)``, ``module:function``, a :class:`Metric` or a
-callable) into a metric; ``criterion_metric`` does the same for an eval set's criterion and its options
-(``test_config.json``). Nothing else in toolpath looks a metric up by name. Every metric takes ``name=`` besides
-its own parameters, so two variants can run side by side: ``trajectory_f1(match=name, name=f1_names)``.
+``resolve_metric`` turns a spec (a name, ``name(key=value, ...)``, ``module:function``, ``exec:PATH``, a
+:class:`Metric` or a callable) into a metric; ``criterion_metric`` does the same for an eval set's criterion and its
+options (``test_config.json``).
+
+**No request runs code.** A spec that imports or runs code (``module:function``, ``exec:PATH``, an eval set's
+custom function) is accepted only from the operator — the command line, Python, the files the operator named;
+a spec from a request (:attr:`SpecOrigin.REQUEST`: an MCP call, a UI form, an API body) may name only registered
+metrics. This module is the one place that rule is checked. Nothing else in toolpath looks a metric up by name.
+Every metric takes ``name=`` besides its own parameters, so two variants can run side by side:
+``trajectory_f1(match=name, name=f1_names)``.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import copy
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from enum import StrEnum
 from typing import Any
 
 from toolpath.errors import ConfigError, MetricError
@@ -28,7 +35,18 @@ from toolpath.metrics.base import CustomMetric, Metric, Row, import_callable, pa
 from toolpath.metrics.rows import flag
 from toolpath.model import MetricResult
 
-__all__ = ["create_metric", "criterion_metric", "metric_names", "register_metric", "resolve_metric"]
+__all__ = ["SpecOrigin", "create_metric", "criterion_metric", "metric_names", "register_metric", "resolve_metric"]
+
+
+class SpecOrigin(StrEnum):
+    """Who named a metric spec, and so whether it may import or run code."""
+
+    OPERATOR = "operator"
+    """The person running toolpath: its command line, its Python, the files it named. Code is theirs to run."""
+    REQUEST = "request"
+    """A request to a running toolpath (an MCP tool call, a UI form, an HTTP or gRPC body): registered metrics
+    only, never code."""
+
 
 Factory = Callable[..., Metric]
 
@@ -98,8 +116,11 @@ def renamed(metric: Metric, new_name: Any, catalog_name: str | None = None) -> M
     return copied
 
 
-def resolve_metric(spec: str | Metric | Callable[[Row], Any]) -> Metric:
-    """Turn a metric spec into a :class:`Metric`; unknown names raise :class:`MetricError`."""
+def resolve_metric(spec: str | Metric | Callable[[Row], Any], *, origin: SpecOrigin = SpecOrigin.OPERATOR) -> Metric:
+    """Turn a metric spec into a :class:`Metric`; unknown names raise :class:`MetricError`, and so does a spec that
+    would import or run code when ``origin`` is :attr:`SpecOrigin.REQUEST` (checked before anything is imported)."""
+    if origin is SpecOrigin.REQUEST:
+        return _request_metric(spec)
     if isinstance(spec, Metric):
         return spec
     if callable(spec) and not isinstance(spec, str):
@@ -117,6 +138,23 @@ def resolve_metric(spec: str | Metric | Callable[[Row], Any]) -> Metric:
         if params:
             raise MetricError(f"custom metric {name!r} takes no parameters but name=, got {', '.join(params)}")
         return custom if new_name is None else renamed(custom, new_name)
+    return create_metric(name, **params)
+
+
+def _request_metric(spec: object) -> Metric:
+    """A request's metric: a registered name with its parameters, and nothing that imports or runs code."""
+    if not isinstance(spec, str):
+        raise MetricError(f"a metric must be given by name in a request, got {type(spec).__name__}")
+    refused = MetricError(
+        f"metric {spec[:200]!r}: a request may name only toolpath's metrics (toolpath metrics lists them); "
+        "metrics that import or run code (module:function, exec:PATH) are given by whoever runs toolpath, "
+        "on its command line or in Python"
+    )
+    if spec.strip().startswith("exec:"):
+        raise refused
+    name, params = parse_spec(spec)
+    if name not in _CATALOG:
+        raise refused if ":" in name else MetricError(f"unknown metric {name!r}; known: {', '.join(sorted(_CATALOG))}")
     return create_metric(name, **params)
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from toolpath.errors import ConfigError
+from toolpath.evaluation.catalog import SpecOrigin, resolve_metric
 from toolpath.evaluation.evalsets.files import EVALSET_SUFFIX
 from toolpath.evaluation.evalsets.folder import EvalSetFiles
 from toolpath.evaluation.recorded import rows_from_store
@@ -58,11 +59,14 @@ class StoreTools:
         }
 
     def score_session(self, session_id: str, metrics: Sequence[str] | None = None) -> dict[str, Any]:
-        """Score each turn of a session with ``metrics`` (default: :data:`DEFAULT_SESSION_METRICS`); nothing is
-        written to the store."""
+        """Score each turn of a session with ``metrics`` (default: :data:`DEFAULT_SESSION_METRICS`): toolpath's
+        metrics by name only — a request never names code to import or run; nothing is written to the store."""
+        if metrics is not None and (isinstance(metrics, str) or not isinstance(metrics, Sequence)):
+            raise ConfigError(f"metrics must be a list of metric names, got {type(metrics).__name__}")
+        chosen = [resolve_metric(spec, origin=SpecOrigin.REQUEST) for spec in (metrics or DEFAULT_SESSION_METRICS)]
         self._session(session_id)
         rows = rows_from_store(self.store, session_id=session_id, limit=None)
-        result = evaluate(rows, list(metrics or DEFAULT_SESSION_METRICS), judge=None)
+        result = evaluate(rows, chosen, judge=None)
         names = result.metric_names
         return {
             "session_id": session_id,
