@@ -15,6 +15,10 @@ from toolpath.store.engine import resolve_store_url
 if TYPE_CHECKING:  # SQLAlchemy loads with the store, when a command opens one: `sessions list` reads without it
     from toolpath.store.store import Store
 
+SERVED_JUDGE_IN_FLIGHT, SERVED_JUDGE_CALLS, SERVED_JUDGE_TOKENS = 32, 600, 1_000_000
+"""The judge budget of a serving command (``collect``, ``ui``, ``mcp``) unless its options say otherwise: calls in
+flight, calls per minute, tokens per minute."""
+
 store_option = click.option(
     "--store",
     envvar=STORE_ENV,
@@ -33,6 +37,40 @@ def token_option(help: str) -> Any:
         return value
 
     return click.option("--token", envvar=TOKEN_ENV, default=None, callback=nonempty, help=help)
+
+
+def judge_budget_options(fn: Any) -> Any:
+    """--judge-in-flight / --judge-calls-per-minute / --judge-tokens-per-minute: the judge budget of a command that
+    serves requests (every source of judge calls in the process together: docs/collector.md)."""
+    fn = click.option(
+        "--judge-tokens-per-minute",
+        type=click.IntRange(min=1),
+        default=SERVED_JUDGE_TOKENS,
+        show_default=True,
+        help="Judge tokens (in + out) per minute; once spent, requests get 429 with Retry-After.",
+    )(fn)
+    fn = click.option(
+        "--judge-calls-per-minute",
+        type=click.IntRange(min=1),
+        default=SERVED_JUDGE_CALLS,
+        show_default=True,
+        help="Judge model calls per minute; more get 429 with Retry-After (online scoring skips).",
+    )(fn)
+    return click.option(
+        "--judge-in-flight",
+        type=click.IntRange(min=1),
+        default=SERVED_JUDGE_IN_FLIGHT,
+        show_default=True,
+        help="Judge model calls in flight at once; more wait for a place.",
+    )(fn)
+
+
+def set_judge_budget(in_flight: int, calls_per_minute: int, tokens_per_minute: int, *, processes: int = 1) -> None:
+    """This process's judge budget, its share of the command's when ``processes`` serve together."""
+    from toolpath.judges.process_budget import BudgetLimits, process_budget
+
+    limits = BudgetLimits(in_flight, calls_per_minute, tokens_per_minute)
+    process_budget().configure(limits.divided(processes) if processes > 1 else limits)
 
 
 def selection_options(fn: Any) -> Any:

@@ -31,6 +31,21 @@ def evaluate_instances_api(cache: JudgeCache | None) -> tuple[list[PostRoute], l
     return routes, methods
 
 
+def instances_refused(why: str) -> tuple[list[PostRoute], list[GrpcMethod]]:
+    """The routes and methods of :func:`evaluate_instances_api` answering every request 403 / PERMISSION_DENIED with
+    ``why`` (how to turn it on): a client is told, where a missing route would be a bare 404."""
+
+    def refuse(path: str, query: str, body: bytes) -> tuple[int, bytes, dict[str, str]]:
+        return 403, error_body(403, why), {}
+
+    def refuse_rpc(body: bytes) -> bytes:
+        raise RpcError("PERMISSION_DENIED", why)
+
+    routes = [PostRoute(PATH, refuse, lambda status, message: error_body(status, message))]
+    methods = [GrpcMethod(GRPC_SERVICE.format(version=v.value), "EvaluateInstances", refuse_rpc) for v in ApiVersion]
+    return routes, methods
+
+
 def _grpc(service: EvaluateInstances, version: ApiVersion) -> Any:
     def call(body: bytes) -> bytes:
         try:
