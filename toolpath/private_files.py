@@ -93,7 +93,7 @@ def write_private(
     path: str | os.PathLike[str],
     text: str,
     *,
-    what: str = "what toolpath exported",
+    what: str = "prompts, answers and scores toolpath wrote",
     warn_shared: bool = True,
     check: Callable[[Path], object] | None = None,
 ) -> None:

@@ -16,6 +16,7 @@ from toolpath.cli.options import open_existing_store, parse_thresholds, store_op
 from toolpath.cli.output import console, print_run_line, progress, styled
 from toolpath.config import DEFAULT_STORE_URL
 from toolpath.errors import ConfigError
+from toolpath.private_files import write_private
 from toolpath.store.store import Store, resolve_store_url
 
 
@@ -471,7 +472,7 @@ def _importable_cwd() -> None:
 
 def _write(result: Any, output: Path | None, adk_history: Path | None) -> None:
     if output is not None:
-        output.write_text(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n")
+        write_private(output, json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n")
     if adk_history is not None:
         from toolpath.evaluation.evalsets.history import write_adk_history
 

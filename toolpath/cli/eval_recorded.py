@@ -17,6 +17,7 @@ import click
 
 from toolpath.cli.output import console, progress
 from toolpath.errors import ConfigError
+from toolpath.private_files import write_private
 
 
 @dataclass(frozen=True)
@@ -138,7 +139,7 @@ def eval_recorded_sets(
              "sessions": [s.session_id for s in p.sessions] if p.reason is None else [], "not_evaluated": p.reason}
             for p in scored.pairings
         ]  # fmt: skip
-        output.write_text(json.dumps(written, indent=2, ensure_ascii=False, default=str) + "\n")
+        write_private(output, json.dumps(written, indent=2, ensure_ascii=False, default=str) + "\n")
     eval_set_report(console, result, quiet=quiet)
     paired = [p for p in scored.pairings if p.reason is None]
     used = {s.session_id for p in paired for s in p.sessions}

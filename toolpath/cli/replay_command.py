@@ -19,6 +19,7 @@ from toolpath.cli.options import (
     writable,
 )
 from toolpath.cli.output import console, progress
+from toolpath.private_files import write_private
 
 
 @click.command()
@@ -77,7 +78,7 @@ def replay(
     tracing.flush()
     save_replay_run(the_store, result, agent=describe_target(agent_ref), started_ns=started)
     if output is not None:
-        output.write_text(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n")
+        write_private(output, json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n")
     replay_report(console, result, quiet=quiet)
     if not result.passed:
         raise click.exceptions.Exit(1)

@@ -10,6 +10,7 @@ import click
 from toolpath.cli.options import open_existing_store, store_option, writable
 from toolpath.cli.output import console, emit
 from toolpath.errors import ConfigError
+from toolpath.private_files import write_private
 
 
 @click.group()
@@ -78,5 +79,5 @@ def report(store: str | None, run_id: str | None, replay_id: str | None, html_pa
         raise ConfigError(f"no {'run' if run_id else 'replay'} {run_id or replay_id!r} in {the_store.url}")
     if replay_id and run["kind"] != RunKind.REPLAY:
         raise ConfigError(f"{replay_id!r} is a {run['kind']} run, not a replay (use --run)")
-    html_path.write_text(render_report(run), encoding="utf-8")
+    write_private(html_path, render_report(run))
     console.print(f"wrote {html_path} ({run['kind']} {run['run_id']}, {run['row_count']} row(s))")

@@ -16,6 +16,7 @@ from typing import Any
 
 from toolpath.datasets.agent_data import agent_data_rows
 from toolpath.model import Invocation, Session, ToolCall
+from toolpath.private_files import write_private
 
 ANNOTATIONS_KEY = "annotations"
 """The key of a case's reviewers' annotations in an exported eval set (ADK's ``EvalCase`` keeps extra keys)."""
@@ -159,8 +160,8 @@ def write_export(
     if fmt == "evalset":
         set_id = eval_set_id or _safe_id(output.name.removesuffix(".json").removesuffix(".evalset"))
         document = to_evalset(sessions, set_id, annotations)
-        output.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        write_private(output, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
     else:
         rows = agent_data_rows(sessions) if fmt == "agent_data" else to_jsonl_rows(sessions)
-        output.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+        write_private(output, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     return sum(len(s.invocations) for s in sessions)

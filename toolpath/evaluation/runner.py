@@ -25,6 +25,7 @@ from toolpath.evaluation.tool_names import check_prefixes, strip_views
 from toolpath.evaluation.verdicts import RunKind
 from toolpath.judges.client import Judge, JudgeSettings
 from toolpath.metrics.base import Metric
+from toolpath.private_files import write_private
 from toolpath.store.store import Store
 from toolpath.tracer import content
 
@@ -54,9 +55,7 @@ class EvalResult:
         return out
 
     def write_json(self, path: str | Path) -> None:
-        Path(path).write_text(
-            json.dumps(self.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8"
-        )
+        write_private(path, json.dumps(self.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n")
 
     def to_pandas(self) -> Any:
         import pandas as pd  # optional

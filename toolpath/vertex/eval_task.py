@@ -28,6 +28,7 @@ from toolpath.datasets import load_rows
 from toolpath.errors import ConfigError, DatasetError, MetricError
 from toolpath.evaluation.runner import evaluate as toolpath_evaluate
 from toolpath.judges.vertex import VARIABLE, PairwiseChoice
+from toolpath.private_files import write_private
 from toolpath.store.store import Store
 from toolpath.vertex.generated_responses import generate
 from toolpath.vertex.model_based import PairwiseMetric
@@ -343,16 +344,18 @@ def write_results(prefix: Path, file_name: str, result: EvalResult) -> None:
     rows = table.to_dict(orient="records") if hasattr(table, "to_dict") else list(table or [])
     target = folder / file_name
     if file_name.endswith(".jsonl"):
-        target.write_text("".join(json.dumps(r, default=str) + "\n" for r in rows), encoding="utf-8")
+        write_private(target, "".join(json.dumps(r, default=str) + "\n" for r in rows))
     elif hasattr(table, "to_csv"):
-        table.to_csv(target, index=False)
+        write_private(target, table.to_csv(index=False))
     else:
         import csv
+        import io
 
         columns = list(dict.fromkeys(k for r in rows for k in r))
-        with target.open("w", newline="", encoding="utf-8") as out:
-            writer = csv.DictWriter(out, columns)
-            writer.writeheader()
-            writer.writerows(rows)
+        out = io.StringIO(newline="")
+        writer = csv.DictWriter(out, columns)
+        writer.writeheader()
+        writer.writerows(rows)
+        write_private(target, out.getvalue())
     summary = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in result.summary_metrics.items()}
-    (folder / "summary_metrics.json").write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
+    write_private(folder / "summary_metrics.json", json.dumps(summary, indent=2, default=str) + "\n")

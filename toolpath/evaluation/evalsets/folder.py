@@ -10,9 +10,7 @@ replaces the old one, so the file stays one ADK accepts.
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +21,7 @@ from toolpath.errors import ConfigError, DatasetError
 from toolpath.evaluation.evalsets.files import EVALSET_SUFFIX, EvalSet, load_eval_set
 from toolpath.jsontext import strict_loads
 from toolpath.model import Session
+from toolpath.private_files import write_private
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")  # whole names only: fullmatch (no "$" before a newline)
 
@@ -123,20 +122,12 @@ class EvalSetFiles:
         self._write(path, data)
 
     def _write(self, path: Path, data: Mapping[str, Any]) -> None:
-        """Write ``data`` to ``path`` if it loads as an eval set (through a temporary file beside it)."""
+        """Write ``data`` to ``path`` if it loads as an eval set (through a temporary file beside it). A new eval set
+        is 0600, as every file toolpath writes (it holds what the store holds); an edited one keeps its mode, and
+        is not warned about: eval sets are often shared on purpose (kept in a repository beside the agent)."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        fd, temporary = tempfile.mkstemp(prefix=".toolpath-", suffix=EVALSET_SUFFIX, dir=self.folder)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-            load_eval_set(temporary)
-            # mkstemp makes the file 0600: an edited eval set keeps its mode, a new one gets the umask's
-            mode = path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask()
-            os.chmod(temporary, mode)
-            os.replace(temporary, path)
-        finally:
-            if os.path.exists(temporary):
-                os.unlink(temporary)
+        text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+        write_private(path, text, warn_shared=False, check=load_eval_set)
 
 
 def parse_args(text: str, where: str) -> dict[str, Any]:
@@ -210,9 +201,3 @@ def _same_call_id(before: Sequence[Any], index: int, name: str) -> Any:
     if index < len(before) and isinstance(before[index], Mapping) and before[index].get("name") == name:
         return before[index].get("id")
     return None
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask

@@ -23,6 +23,7 @@ from toolpath.evaluation.evalsets import adk_models as schema
 from toolpath.evaluation.evalsets.conversions import content_text, efficiency, expected_invocation, intermediate
 from toolpath.evaluation.evalsets.json_errors import explain, read_json
 from toolpath.model import EvalStatus, ExpectedInvocation, ToolCall
+from toolpath.private_files import write_private
 
 RESULT_SUFFIX = ".evalset_result.json"
 HISTORY_DIR = Path(".adk") / "eval_history"
@@ -153,5 +154,5 @@ def write_eval_set_result(app_dir: str | Path, eval_set_id: str, case_results: l
     folder = app_dir / HISTORY_DIR
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / f"{result.eval_set_result_name}{RESULT_SUFFIX}"
-    target.write_text(result.model_dump_json(indent=2), encoding="utf-8")
+    write_private(target, result.model_dump_json(indent=2))
     return target
