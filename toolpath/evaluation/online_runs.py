@@ -24,7 +24,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from toolpath.evaluation.catalog import passes
-from toolpath.evaluation.online_evalsets import EvalSetReferences
+from toolpath.evaluation.online.references import EvalSetReferences
 from toolpath.evaluation.verdicts import RunKind
 from toolpath.metrics.base import invocation_mean
 from toolpath.model import EvalStatus

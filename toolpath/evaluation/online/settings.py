@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from toolpath.errors import ConfigError
-from toolpath.evaluation.online_evalsets import is_eval_set_path
+from toolpath.evaluation.online.references import is_eval_set_path
 from toolpath.evaluation.prompt_match import PromptMatch
 from toolpath.model import Invocation
 from toolpath.store.job_queue import sampled

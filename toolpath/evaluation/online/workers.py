@@ -19,9 +19,8 @@ from typing import Any, Protocol
 
 from toolpath.errors import ConfigError
 from toolpath.evaluation.catalog import pass_rules, passes, resolve_metric
-from toolpath.evaluation.online.references import References
+from toolpath.evaluation.online.references import EvalSetReferences, References, check_metrics, is_eval_set_path
 from toolpath.evaluation.online.settings import OnlineConfig
-from toolpath.evaluation.online_evalsets import EvalSetReferences, check_metrics, is_eval_set_path
 from toolpath.evaluation.online_runs import OnlineRun
 from toolpath.evaluation.prompt_match import prompt_key
 from toolpath.evaluation.scoring import prepare_judge, score_views
