@@ -19,9 +19,9 @@ from typing import Any, Protocol
 
 from toolpath.errors import ConfigError
 from toolpath.evaluation.catalog import pass_rules, passes, resolve_metric
+from toolpath.evaluation.online.evalset_runs import OnlineRun
 from toolpath.evaluation.online.references import EvalSetReferences, References, check_metrics, is_eval_set_path
 from toolpath.evaluation.online.settings import OnlineConfig
-from toolpath.evaluation.online_runs import OnlineRun
 from toolpath.evaluation.prompt_match import prompt_key
 from toolpath.evaluation.scoring import prepare_judge, score_views
 from toolpath.judges.client import Judge, settings_from
@@ -73,7 +73,7 @@ class OnlineEvaluator:
         none); golden references are redacted by them, with the store's pseudonym key, before they are compared.
         ``run``: with an eval set as ``reference_dataset``, the id and start (ns) of the evaluation run its cases
         go to, when another process made it (``collect --workers``); else this evaluator's own
-        (:mod:`toolpath.evaluation.online_runs`)."""
+        (:mod:`toolpath.evaluation.online.evalset_runs`)."""
         self.store = store
         self.config = OnlineConfig.load(config)
         self.metrics: list[Metric] = [resolve_metric(m) for m in self.config.metrics]
