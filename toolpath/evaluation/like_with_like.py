@@ -38,9 +38,10 @@ class ProducedView(dict[str, Any]):
 
 def scrubber(view: Mapping[str, Any]) -> Callable[[Any], Any] | None:
     """How to redact what a metric says of ``view`` (an explanation may quote an argument) before it is kept:
-    ``None`` for a view of stored values."""
+    ``None`` for a view of stored values. As :func:`scrubbed`: the rules, and every value the view holds under a
+    secret key wherever it is quoted."""
     redactor = getattr(view, "redactor", None)
-    return None if redactor is None else redactor.value
+    return None if redactor is None else _cleaner(redactor, [view])
 
 
 def store_redactor(store: Any, rules: Redactor | None) -> Redactor | None:
@@ -148,21 +149,31 @@ def scrubbed(result: MetricResult, redactor: Redactor | None, rows: Sequence[Map
     key any more: the values ``rows`` hold under secret keys are replaced wherever they are quoted."""
     if redactor is None:
         return result
-    secrets = sorted({v for row in rows for v in _secret_values(row, redactor)}, key=len, reverse=True)
+    clean = _cleaner(redactor, rows)
+    details = {key: clean(value) for key, value in result.detail_items()}
+    return MetricResult(result.score, clean(result.explanation), details or None)
+
+
+def _cleaner(redactor: Redactor, rows: Sequence[Mapping[str, Any]]) -> Callable[[Any], Any]:
+    """A value (an explanation, a detail) redacted by ``redactor``, and each value ``rows`` hold under a secret key
+    replaced wherever it is quoted, as it is or JSON-escaped (the longest first)."""
+    found = {v for row in rows for v in _secret_values(row, redactor)}
+    escaped = {json.dumps(v, ensure_ascii=False)[1:-1] for v in found} | {json.dumps(v)[1:-1] for v in found}
+    secrets = sorted(found | escaped, key=len, reverse=True)
 
     def clean(value: Any) -> Any:
         value = redactor.value(value)
         if isinstance(value, str):
             for secret in secrets:
-                value = value.replace(secret, "[REDACTED]")
+                if secret in value:
+                    value = value.replace(secret, "[REDACTED]")
         elif isinstance(value, dict | list) and secrets:
             text = json.dumps(value, ensure_ascii=False)
             if any(secret in text for secret in secrets):
                 value = json.loads(clean(text))
         return value
 
-    details = {key: clean(value) for key, value in result.detail_items()}
-    return MetricResult(result.score, clean(result.explanation), details or None)
+    return clean
 
 
 def _secret_values(value: Any, redactor: Redactor, secret: bool = False) -> Iterator[str]:

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 from toolpath.config import JUDGE_CONCURRENCY_ENV, JUDGE_MAX_REQUESTS_ENV, JUDGE_MODEL_ENV
 from toolpath.errors import ConfigError, InternalSignal
 from toolpath.judges.process_budget import BudgetSpent, WhenSpent, process_budget
+from toolpath.redact import Redactor
 
 __all__ = ["JudgeSettings"]
 
@@ -241,6 +242,8 @@ class Judge:
     usage: JudgeUsage = field(default_factory=JudgeUsage)
     fresh: bool = False
     """Ask the model even where the cache has a reply, and keep the new reply there instead."""
+    cache_redactor: Redactor | None = None
+    """The rules a reply is redacted with before the cache keeps it (``None``: the default rules)."""
     when_spent: WhenSpent = WhenSpent.WAIT
     """When the process's judge budget (:mod:`toolpath.judges.process_budget`) is spent: wait for room (an
     evaluation someone started) or refuse the call at once (a request, online scoring)."""
@@ -361,6 +364,10 @@ class Judge:
         with self._lock:
             pending, self._pending = list({row["key"]: row for row in self._pending}.values()), []
         if pending and self.cache is not None:
+            # a reply may quote its prompt (a request's own values, never redacted): kept redacted, as spans are
+            redactor = self.cache_redactor or _default_redactor()
+            for row in pending:
+                row["reply"] = redactor.value(row["reply"])
             try:
                 if self.fresh:
                     self.cache.save_judge_replies(pending, replace=True)
@@ -368,6 +375,11 @@ class Judge:
                     self.cache.save_judge_replies(pending)
             except Exception:  # a cache that cannot be written costs a re-ask next time, nothing more
                 logger.warning("toolpath: could not save %d judge replies to the cache", len(pending), exc_info=True)
+
+
+@functools.lru_cache(maxsize=1)
+def _default_redactor() -> Redactor:
+    return Redactor()
 
 
 def prompt_too_long(length: int, limit: int) -> str:
