@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,12 +18,18 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.helpers.cli import run_cli
+from tests.helpers.doors import closed, door, dribble, send
 from tests.helpers.mcp_weather import ROOT, WEATHER_EVALSET, python_on_port
 from toolpath.evaluation.evalsets.files import load_eval_set
 from toolpath.model import Invocation, ToolCall, ns_to_datetime
 from toolpath.store.store import Store
 
 TOKEN = "mcp-s3cret"
+INITIALIZE = json.dumps(
+    {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+     "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}
+).encode()  # fmt: skip
+"""The one request a client sends before it has a session: answered 200 when the port serves it."""
 
 
 def turn(n: int, session: str, calls: list[ToolCall], response: str) -> Invocation:
@@ -126,7 +133,7 @@ def test_http_needs_the_token_and_a_loopback_host_and_may_write(http_server: str
     wrong = {**accept, "Authorization": "Bearer nope"}
     assert httpx.post(http_server, json=hello, headers=wrong).status_code == 401
     rebound = {**accept, "Authorization": f"Bearer {TOKEN}", "Host": "evil.test"}
-    assert httpx.post(http_server, json=hello, headers=rebound).status_code in (403, 421)
+    assert httpx.post(http_server, json=hello, headers=rebound).status_code == 421
 
     async def main() -> tuple[set[str], Any, Any]:
         client = httpx.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
@@ -183,3 +190,41 @@ def test_score_evalset_runs_only_a_named_agent_and_saves_nothing_read_only(store
     [case] = scored.structuredContent["eval_cases"]
     assert case["eval_id"] == "oslo"
     assert Store(store_url).list_eval_runs() == []  # read-only: the run is not saved
+
+
+def test_http_refuses_every_host_but_this_very_server(http_server: str) -> None:
+    port = int(http_server.split(":")[2].split("/")[0])
+    ping = INITIALIZE
+    base = {"Authorization": f"Bearer {TOKEN}", "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json"}  # fmt: skip
+    expected = {f"127.0.0.1:{port}@evil.test": 400, "": 400, "evil.test": 421, f"evil.test:{port}": 421,
+                "127.0.0.1:1": 421, "127.0.0.1": 421}  # fmt: skip
+    for host, status in expected.items():
+        reply = send(port, "POST", "/mcp", {**base, "Host": host}, ping)
+        assert (reply.status, reply.header("content-type")) == (status, "text/plain"), host  # ours, not the SDK's
+    assert send(port, "POST", "/mcp", {**base, "Host": f"127.0.0.1:{port}"}, ping).status == 200
+
+
+def test_http_closes_dribbled_heads_at_the_deadline_and_caps_connections(store_url: str, tmp_path: Path) -> None:
+    """The MCP port under the UI's rules (served as the command serves it, with a short deadline and a low cap)."""
+    from toolpath.mcp_server.serving import http_app
+    from toolpath.mcp_server.store_tools import StoreTools
+
+    store = Store(store_url)
+    app = http_app(StoreTools(store, tmp_path / "evalsets"), token=TOKEN)
+    ping = INITIALIZE
+    try:
+        with door(app, header_seconds=1.0, max_connections=20, lifespan="on") as port:
+            headers = {"Host": f"127.0.0.1:{port}", "Authorization": f"Bearer {TOKEN}",
+                       "Accept": "application/json, text/event-stream", "Content-Type": "application/json"}  # fmt: skip
+            held = dribble(port, 19)
+            try:
+                assert send(port, "POST", "/mcp", headers, ping).status == 503  # the twentieth connection
+                time.sleep(2.0)  # past the head deadline
+                assert all(closed(conn) for conn in held)
+                assert send(port, "POST", "/mcp", headers, ping).status == 200
+            finally:
+                for conn in held:
+                    conn.close()
+    finally:
+        store.close()

@@ -167,3 +167,59 @@ def test_toolpath_ui_refuses_a_huge_request_head_and_still_serves(tmp_path):
         process.terminate()
         process.wait(timeout=30)
         out.close()
+
+
+def test_ui_session_options_are_checked_before_anything_listens(tmp_path):
+    for args, message in (
+        (["--session-idle", "0s"], "error: --session-idle '0s': must be more than zero"),
+        (["--session-lifetime", "soon"], "error: --session-lifetime 'soon': not a duration"),
+        (["--session-idle", "8d"], "error: --session-idle: longer than --session-lifetime"),
+        (["--max-sessions", "0"], "--max-sessions"),
+    ):
+        result = run_cli(tmp_path, "ui", "--store", "sqlite:///u.db", *args)
+        assert result.returncode == 2 and message in result.stderr, (args, result.stderr)
+    assert not (tmp_path / "u.db").exists()
+
+
+def test_collect_behind_tls_needs_the_ui(tmp_path):
+    result = run_cli(tmp_path, "collect", "--behind-tls", "--store", "sqlite:///c.db")
+    assert result.returncode == 2 and "error: --behind-tls applies to --ui only" in result.stderr
+
+
+def test_collect_ui_workers_share_logins_and_logouts(tmp_path):
+    """Connections are dealt to the workers in turn: a login at one is a login at all, a logout at one at all."""
+    import subprocess
+    import sys
+
+    from tests.helpers.collector import free_port
+    from tests.helpers.doors import send
+
+    token, port = "tok-" + "w9" * 12, free_port()
+    log = (tmp_path / "collector.log").open("w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "toolpath.cli", "collect", "--store", f"sqlite:///{tmp_path / 'c.db'}", "--ui",
+         "--http-port", str(port), "--grpc-port", "0", "--token", token, "--workers", "2", "--behind-tls"],
+        stdout=log, stderr=log,
+    )  # fmt: skip
+    host = {"Host": f"127.0.0.1:{port}"}
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                assert urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=10).status == 200
+                break
+            except OSError:
+                assert time.monotonic() < deadline and process.poll() is None, (tmp_path / "collector.log").read_text()
+                time.sleep(0.1)
+        login = send(port, "GET", f"/sessions?token={token}", host)
+        [cookie] = login.all("set-cookie")
+        assert login.status == 303 and "Secure" in cookie
+        jar = {**host, "Cookie": cookie.split(";")[0]}
+        assert [send(port, "GET", "/sessions", jar).status for _ in range(4)] == [200] * 4  # each worker in turn
+        out = send(port, "POST", "/logout", {**jar, "Origin": f"https://127.0.0.1:{port}"})
+        assert out.status == 200
+        assert [send(port, "GET", "/sessions", jar).status for _ in range(4)] == [401] * 4
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        log.close()

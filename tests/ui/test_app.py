@@ -154,9 +154,13 @@ def test_changes_need_the_same_origin_or_the_bearer_token(store, tmp_path):
 
 
 def test_another_host_name_is_refused_on_loopback(store, tmp_path):
-    """DNS rebinding: a page of evil.example resolved to 127.0.0.1 sends Host: evil.example."""
-    assert client(store, tmp_path, base="http://evil.example").get("/sessions").status_code == 403
+    """DNS rebinding: a page of evil.example resolved to 127.0.0.1 sends Host: evil.example. A Host naming another
+    port is refused too (421), and one that is no Host at all (400)."""
+    assert client(store, tmp_path, base="http://evil.example").get("/sessions").status_code == 421
     assert client(store, tmp_path, base="http://localhost:8765").get("/sessions").status_code == 200
+    c = client(store, tmp_path)
+    assert c.get("/sessions", headers={"host": "127.0.0.1:9999"}).status_code == 421
+    assert c.get("/sessions", headers={"host": "127.0.0.1:8765@evil.test"}).status_code == 400
 
 
 def test_bad_eval_set_input_is_a_400_and_leaves_the_file_as_it_was(store, tmp_path):

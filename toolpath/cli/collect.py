@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import secrets
 import socket
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -115,6 +117,12 @@ if TYPE_CHECKING:
 @log_format_option
 @click.option("--ui", "with_ui", is_flag=True, help="Also serve toolpath ui on the OTLP/HTTP port.")
 @click.option(
+    "--behind-tls",
+    is_flag=True,
+    help="With --ui: browsers reach it through a proxy that terminates TLS (its login cookie is Secure, changes "
+    "must come from its https:// pages).",
+)
+@click.option(
     "--retain-spans", default=None, help="Prune raw spans this old in the background (e.g. 7d; default: keep all)."
 )
 @click.option(
@@ -143,6 +151,7 @@ def collect(
     workers: int,
     log_format: str,
     with_ui: bool,
+    behind_tls: bool,
     retain_spans: str | None,
     retain_invocations: str | None,
     prune_every: str,
@@ -185,6 +194,8 @@ def collect(
     the_store = Store(store, create=False)
     if with_ui and not token and not _is_loopback(host):
         raise ConfigError("--ui off loopback needs --token (the pages show recorded traffic)")
+    if behind_tls and not with_ui:
+        raise ConfigError("--behind-tls applies to --ui only (the UI's login cookie); OTLP needs no such flag")
     # the UI's changes always need a credential: --token, else one made up now (its login link is printed)
     ui_token = (token or secrets.token_urlsafe(24)) if with_ui else None
     options = ServiceOptions(
@@ -196,7 +207,7 @@ def collect(
         max_in_flight=max_in_flight,
         limits=Limits(max_attribute_length, max_spans_per_trace, max_tool_calls),
         log_to_root=log_format == "json",
-        other_app=_ui(the_store, host, ui_token) if ui_token else None,
+        other_app=_ui(the_store, host, ui_token, behind_tls=behind_tls) if ui_token else None,
         spool=spool,
         spool_max_bytes=spool_max_bytes,
     )
@@ -222,8 +233,21 @@ def collect(
             online_run=(online.run.run_id, online.run.started_ns) if online and online.run else None,
             spool=str(spool) if spool is not None else None,
             spool_max_bytes=max(1, spool_max_bytes // workers),  # the bound is the folder's: each worker its share
+            ui_behind_tls=behind_tls,
         )  # fmt: skip
-        _serve_workers(spec, workers, the_store.url, retention, online)
+        if ui_token is None:
+            _serve_workers(spec, workers, the_store.url, retention, online)
+            return
+        from toolpath.cli.ui_command import login_sessions
+
+        # the UI's login sessions, in a file every worker shares; removed at the end (a restart logs everyone out)
+        with tempfile.TemporaryDirectory(prefix="toolpath-ui-") as folder:  # made private (0700)
+            file = Path(folder) / "sessions.sqlite"
+            shared = dataclasses.replace(spec, ui_sessions=str(file))
+            table = login_sessions(path=file)
+            table.prepare()
+            table.close()
+            _serve_workers(shared, workers, the_store.url, retention, online)
         return
     check_addresses(options)  # before the service makes its spool folder: a port in use leaves nothing behind
     service = CollectorService(the_store, options, redactor=redactor, online=online)
@@ -295,10 +319,18 @@ def _serve_workers(
         say(summary(stored, hits, left), spans_stored=stored, limits_hit=dict(hits), spool_left=left)
 
 
-def _ui(store: Store, host: str, token: str) -> object:
-    from toolpath.cli.ui_command import build_ui, is_loopback
+def _ui(store: Store, host: str, token: str, *, behind_tls: bool, sessions: str | None = None) -> object:
+    """The UI's app, its login sessions in this process's memory, or in the file ``sessions`` the workers share."""
+    from toolpath.cli.ui_command import build_ui, is_loopback, login_sessions
 
-    return build_ui(store, evalsets=Path("evalsets"), token=token, loopback_only=is_loopback(host))
+    return build_ui(
+        store,
+        evalsets=Path("evalsets"),
+        token=token,
+        loopback_only=is_loopback(host),
+        behind_tls=behind_tls,
+        sessions=login_sessions(path=Path(sessions) if sessions is not None else None),
+    )
 
 
 def _vertex_api(store: Store) -> tuple[list[PostRoute], list[GrpcMethod]]:
@@ -350,7 +382,11 @@ def run_worker(spec: WorkerSpec, channel: socket.socket | None, started: Callabl
         max_in_flight=spec.max_in_flight,
         limits=Limits(*spec.limits),
         log_to_root=spec.log_format == "json",
-        other_app=_ui(store, spec.host, spec.ui_token) if spec.ui_token else None,
+        other_app=(
+            _ui(store, spec.host, spec.ui_token, behind_tls=spec.ui_behind_tls, sessions=spec.ui_sessions)
+            if spec.ui_token
+            else None
+        ),
         http_channel=channel,
         metrics_dir=spec.metrics_dir,
         spool=Path(spec.spool) if spec.spool is not None else None,

@@ -85,9 +85,9 @@ def _serve_http(
 ) -> None:
     import uvicorn
 
-    from toolpath.cli.ui_command import is_loopback
+    from toolpath.cli.ui_command import door_config, is_loopback
     from toolpath.collector.http import bind
-    from toolpath.mcp_server.serving import build_server, with_bearer_token
+    from toolpath.mcp_server.serving import http_app
     from toolpath.mcp_server.store_tools import StoreTools
 
     try:
@@ -100,7 +100,7 @@ def _serve_http(
         made_up = not token
         token = token or secrets.token_urlsafe(24)  # every request needs a credential
         tools = StoreTools(the_store, evalsets, allow_write=allow_write, agents=agents)
-        app = with_bearer_token(build_server(tools, loopback_only=loopback).streamable_http_app(), token)
+        app = http_app(tools, token=token, loopback_only=loopback)
         shown = f"[{host}]" if ":" in host else host
         url = f"http://{shown}:{sock.getsockname()[1]}/mcp"
         mode = "read-write" if allow_write else "read-only"
@@ -108,5 +108,5 @@ def _serve_http(
         print(
             f"toolpath mcp on {url} over {the_store.url} ({mode}){said}; Ctrl-C stops it", file=sys.stderr, flush=True
         )
-        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
-        uvicorn.Server(config).run(sockets=[sock])
+        # the UI's rules for its port: a head deadline, a head size limit, a cap on connections
+        uvicorn.Server(door_config(app, lifespan="on")).run(sockets=[sock])

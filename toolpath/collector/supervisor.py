@@ -80,8 +80,12 @@ class WorkerSpec:
     spool_max_bytes: int = 0
     metrics_dir: str = ""
     ui_token: str | None = None
-    """The UI's token when the workers also serve ``toolpath ui`` (``None``: no UI); one for every worker, so a
-    login at one is a login at all."""
+    """The UI's token when the workers also serve ``toolpath ui`` (``None``: no UI); one for every worker."""
+    ui_sessions: str | None = None
+    """The file (SQLite, in a private folder of the command's) where every worker keeps the UI's login sessions:
+    a login at one is a login at all, a logout at one a logout at all."""
+    ui_behind_tls: bool = False
+    """Browsers reach the UI through a proxy that terminates TLS (``--behind-tls``)."""
 
 
 def default_workers() -> int:

@@ -1,6 +1,7 @@
 """``toolpath mcp``'s server: the :class:`StoreTools` as MCP tools (the official ``mcp`` SDK's FastMCP), on stdio
 or on Streamable HTTP. Over HTTP every request needs the bearer token, compared in constant time, and on loopback a
-``Host`` that is no loopback name is refused (DNS rebinding), as for ``toolpath ui`` (SECURITY.md)."""
+``Host`` that is not exactly a loopback name or address with the port served is refused (DNS rebinding; 400 when
+it is no Host at all, 421 when it names another host or port), as by ``toolpath ui`` (SECURITY.md)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from toolpath.errors import ConfigError
+from toolpath.hosts import host_refusal
 from toolpath.mcp_server.store_tools import StoreTools
 
 Scope = MutableMapping[str, Any]
@@ -54,23 +56,39 @@ def _in_thread(method: Callable[..., Any]) -> Callable[..., Any]:
     return tool
 
 
-def with_bearer_token(app: Callable[[Scope, Receive, Send], Awaitable[None]], token: str) -> Any:
-    """``app`` answering 401 to an HTTP request without ``Authorization: Bearer <token>``."""
+def http_app(tools: StoreTools, *, token: str, loopback_only: bool = True) -> Any:
+    """The Streamable HTTP app (at ``/mcp``) serving ``tools``, behind :func:`guarded`."""
+    return guarded(build_server(tools, loopback_only=loopback_only).streamable_http_app(), token, loopback_only)
+
+
+def guarded(app: Callable[[Scope, Receive, Send], Awaitable[None]], token: str, loopback_only: bool) -> Any:
+    """``app`` answering an HTTP request whose ``Host`` is not this loopback server's exactly (on loopback: 400 or
+    421), then one without ``Authorization: Bearer <token>`` (401)."""
     expected = f"Bearer {token}".encode()
 
-    async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
+    async def guard(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            given = dict(scope.get("headers") or ()).get(b"authorization", b"")
-            if not hmac.compare_digest(given, expected):
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 401,
-                        "headers": [(b"content-type", b"text/plain"), (b"www-authenticate", b"Bearer")],
-                    }
-                )
-                await send({"type": "http.response.body", "body": b"missing or wrong bearer token"})
+            headers = dict(scope.get("headers") or ())
+            if loopback_only:
+                host = headers.get(b"host", b"").decode("latin-1")
+                wrong = host_refusal(host, scope.get("server"), scope.get("scheme", "http"))
+                if wrong is not None:
+                    await _refuse(send, wrong[0], wrong[1].encode())
+                    return
+            if not hmac.compare_digest(headers.get(b"authorization", b""), expected):
+                await _refuse(send, 401, b"missing or wrong bearer token", [(b"www-authenticate", b"Bearer")])
                 return
         await app(scope, receive, send)
 
-    return guarded
+    return guard
+
+
+async def _refuse(send: Send, status: int, text: bytes, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"text/plain"), *(headers or [])],
+        }
+    )
+    await send({"type": "http.response.body", "body": text})

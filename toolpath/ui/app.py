@@ -1,24 +1,28 @@
 """The ASGI app of ``toolpath ui``: pages over a store, with what guards a local web app needs.
 
 - With a token, every request needs it: ``Authorization: Bearer <token>``, or the cookie a first visit with
-  ``?token=<token>`` sets (HttpOnly, SameSite=Strict; the token is then dropped from the address).
-- A request that changes something (POST) must come from the app's own pages (its Origin, or else Referer, names
-  this host) or carry the bearer token in its header: a page on another site cannot post to it (CSRF).
-- On loopback, a Host header that is not a loopback name is refused (DNS rebinding).
+  ``?token=<token>`` sets. That cookie holds the random id of a login session the server keeps
+  (:mod:`toolpath.ui.login_sessions`: it ends when idle, at its lifetime, at logout), never the token; HttpOnly,
+  SameSite=Strict, ``Secure`` over TLS (or ``behind_tls``). The login redirects, without the token, to a path of
+  this host only.
+- A request that changes something (POST) must come from the app's own pages (its Origin, or else Referer, is
+  exactly this scheme, host and port) or carry the bearer token in its header: a page on another site, or on
+  another port of this host, cannot post to it (CSRF).
+- On loopback, a Host header that is not exactly a loopback name or address with the port served is refused
+  (DNS rebinding): 400 when it is no Host at all, 421 when it names another host or port.
 - Every page is sent with a Content-Security-Policy that allows only the app's own scripts and styles (no inline
   script), and templates escape everything they show.
 """
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 import jinja2
 from sqlalchemy.exc import DBAPIError
@@ -35,11 +39,12 @@ from toolpath.config import MAX_HEAD_BYTES
 from toolpath.errors import ToolpathError
 from toolpath.evaluation.evalsets.folder import EvalSetFiles
 from toolpath.evaluation.verdicts import format_score
-from toolpath.hosts import is_loopback_host
+from toolpath.hosts import host_refusal
 from toolpath.redact import hide_passwords
 from toolpath.store.store import Store
 from toolpath.ui import pages
 from toolpath.ui.jobs import Jobs
+from toolpath.ui.login_sessions import LoginSessions
 from toolpath.ui.params import BadRequest
 from toolpath.ui.views import breakable, compact, ns_text, seconds_text
 
@@ -47,6 +52,8 @@ HERE = Path(__file__).parent
 logger = logging.getLogger("toolpath.ui")
 COOKIE = "toolpath_ui_session"
 """The session cookie's name; the port the UI answers on is appended (one UI per port, one cookie each)."""
+LOGOUT_PATH = "/logout"
+"""``POST`` here ends the session of the cookie sent (a change like any other: same origin or the bearer token)."""
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
@@ -73,9 +80,13 @@ def create_app(
     agents: Mapping[str, Any] | None = None,
     token: str | None = None,
     loopback_only: bool = True,
+    sessions: LoginSessions | None = None,
+    behind_tls: bool = False,
 ) -> Guard:
     """The UI over ``store``; eval sets are read and written in the folder ``evalsets``. ``agents`` (name ->
-    loaded agent) are the agents its run form may run, and the only ones."""
+    loaded agent) are the agents its run form may run, and the only ones. ``sessions``: where its logins are kept
+    (default: in this process's memory, with the default idle time and lifetime); ``behind_tls``: browsers reach
+    it through a proxy that terminates TLS (its cookie is ``Secure``, its pages' origin ``https://``)."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True, undefined=jinja2.StrictUndefined
     )
@@ -85,6 +96,7 @@ def create_app(
     env.filters["breakable"] = breakable
     env.filters["duration"] = seconds_text
     env.globals["urlencode"] = urlencode
+    env.globals["logout"] = LOGOUT_PATH if token else None
     templates = Jinja2Templates(env=env)
     state = UiState(store, EvalSetFiles(evalsets), dict(agents or {}))
 
@@ -114,7 +126,7 @@ def create_app(
     )
     app.state.ui = state
     app.state.templates = templates
-    return Guard(app, token=token, loopback_only=loopback_only)
+    return Guard(app, token=token, loopback_only=loopback_only, sessions=sessions, behind_tls=behind_tls)
 
 
 def _error(templates: Jinja2Templates, request: Request, status: int, message: str) -> Response:
@@ -124,15 +136,20 @@ def _error(templates: Jinja2Templates, request: Request, status: int, message: s
 
 
 class Guard:
-    """Token, CSRF and Host checks in front of the app, and the security headers on every reply."""
+    """Token, login session, CSRF and Host checks in front of the app, and the security headers on every reply."""
 
-    def __init__(self, app: ASGIApp, *, token: str | None, loopback_only: bool) -> None:
-        self.app, self.token, self.loopback_only = app, token, loopback_only
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        token: str | None,
+        loopback_only: bool,
+        sessions: LoginSessions | None = None,
+        behind_tls: bool = False,
+    ) -> None:
+        self.app, self.token, self.loopback_only, self.behind_tls = app, token, loopback_only, behind_tls
+        self.sessions = sessions if sessions is not None else LoginSessions()
         self.state = getattr(app, "state", None)
-        # The cookie holds a session value derived from the token, never the token itself: a server on another
-        # port of this host sees the cookie (cookies ignore ports) but not the token, which with collect --ui
-        # is also the ingestion token. Derived, not random, so every --workers process accepts it.
-        self._session = hmac.new(token.encode(), b"toolpath ui session", hashlib.sha256).hexdigest() if token else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -148,11 +165,10 @@ class Guard:
             await refusal(scope, receive, send)
             return
         if self.token and request.query_params.get("token") is not None:
-            # a link with ?token= : keep it in a cookie, and drop it from the address bar and history
-            rest = urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "token"])
-            response = RedirectResponse(request.url.path + (f"?{rest}" if rest else ""), status_code=303)
-            response.set_cookie(cookie_name(host), self._session or "", httponly=True, samesite="strict", path="/")
-            await response(scope, receive, send)
+            await self._login(request, host)(scope, receive, send)
+            return
+        if request.method == "POST" and request.url.path == LOGOUT_PATH:
+            await self._logout(request, host)(scope, receive, send)
             return
 
         async def secured(message: Any) -> None:
@@ -169,20 +185,52 @@ class Guard:
 
         await self.app(scope, receive, secured)
 
+    def _login(self, request: Request, host: str) -> Response:
+        """The login link: a new session (the one the browser held, if any, ends: an id is never reused from
+        before a login), its id in the cookie, and the same page without the token, on this host."""
+        name = cookie_name(host)
+        session = self.sessions.open(replacing=request.cookies.get(name))
+        rest = urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "token"])
+        path = local_path(request.scope["path"])  # as decoded: %2F%2F is two slashes to a browser too
+        response = RedirectResponse(path + (f"?{rest}" if rest else ""), status_code=303)
+        lifetime = int(self.sessions.policy.lifetime_seconds)
+        response.set_cookie(
+            name, session, max_age=lifetime, httponly=True, samesite="strict", path="/", secure=self._tls(request)
+        )
+        return response
+
+    def _logout(self, request: Request, host: str) -> Response:
+        name = cookie_name(host)
+        session = request.cookies.get(name)
+        if session is not None:
+            self.sessions.revoke(session)
+        response = PlainTextResponse(
+            "logged out: open the address toolpath ui printed (…?token=…) to log in again",
+            headers={"Cache-Control": "no-store"},
+        )
+        response.delete_cookie(name, path="/", httponly=True, samesite="strict", secure=self._tls(request))
+        return response
+
+    def _tls(self, request: Request) -> bool:
+        """Whether browsers reach this app over TLS: its own (``https``), or a proxy's (``behind_tls``)."""
+        return self.behind_tls or request.url.scheme == "https"
+
     def _authenticated(self, request: Request, host: str, bearer: str | None) -> bool:
-        """The bearer token, the session cookie its login link set, or the login link's own ``?token=``."""
-        token, session = (self.token or "").encode(), (self._session or "").encode()
+        """The bearer token, the cookie of an open session, or the login link's own ``?token=``."""
+        token = (self.token or "").encode()
         cookie = request.cookies.get(cookie_name(host))
         link = request.query_params.get("token")
         return (
             (bearer is not None and hmac.compare_digest(bearer.encode(), token))
-            or (cookie is not None and hmac.compare_digest(cookie.encode(), session))
             or (link is not None and hmac.compare_digest(link.encode(), token))
+            or (cookie is not None and self.sessions.check(cookie))
         )
 
     def _refusal(self, request: Request, host: str) -> Response | None:
-        if self.loopback_only and not _loopback(host):
-            return PlainTextResponse("host not allowed", status_code=403)
+        if self.loopback_only:
+            wrong = host_refusal(host, request.scope.get("server"), request.url.scheme)
+            if wrong is not None:
+                return PlainTextResponse(wrong[1], status_code=wrong[0])
         bearer = _bearer(request)
         if self.token and not self._authenticated(request, host, bearer):
             return PlainTextResponse(
@@ -194,12 +242,29 @@ class Guard:
         if request.method not in ("GET", "HEAD", "OPTIONS"):
             if self.token and bearer and hmac.compare_digest(bearer.encode(), self.token.encode()):
                 return None
-            origin = request.headers.get("origin") or request.headers.get("referer")
-            if not origin or urlsplit(origin).netloc != host:
+            if not self._same_origin(request, host):
                 return PlainTextResponse(
                     "cross-site request refused: changes must come from this app's own pages", status_code=403
                 )
         return None
+
+    def _same_origin(self, request: Request, host: str) -> bool:
+        """Whether the request's ``Origin`` (or, without one, its ``Referer``) is exactly this app's origin: the
+        scheme browsers reach it by and the host and port of the request (checked above on loopback). A page of
+        another port of this host has another origin, though browsers send it this host's cookies."""
+        own = f"{'https' if self._tls(request) else 'http'}://{host}".lower()
+        origin = request.headers.get("origin")
+        if origin is None:
+            referer = urlsplit(request.headers.get("referer") or "")
+            origin = f"{referer.scheme}://{referer.netloc}" if referer.scheme and referer.netloc else ""
+        return bool(host) and hmac.compare_digest(origin.lower().encode(), own.encode())
+
+
+def local_path(path: str) -> str:
+    """``path`` as a path of this host, and nothing else: browsers read ``//evil.test/x`` (and ``///evil.test``,
+    ``/\\evil.test``) as another host, so the leading slashes (and backslashes) become one, and the rest is
+    percent-encoded as a path."""
+    return "/" + quote(path.lstrip("/\\"), safe="/:@!$&'()*+,;=-._~")
 
 
 def head_bytes(scope: Scope) -> int:
@@ -220,7 +285,3 @@ def cookie_name(host: str) -> str:
 def _bearer(request: Request) -> str | None:
     scheme, _, value = request.headers.get("authorization", "").partition(" ")
     return value.strip() if scheme.lower() == "bearer" and value.strip() else None
-
-
-def _loopback(host: str) -> bool:
-    return is_loopback_host(host)
