@@ -29,7 +29,7 @@ from tests.helpers.prometheus import (
 )
 from toolpath.collector.limits import Limits
 from toolpath.evaluation.online import OnlineEvaluator
-from toolpath.evaluation.online_export import RESULT_COUNTER, SCORE_HISTOGRAM
+from toolpath.evaluation.online.result_export import RESULT_COUNTER, SCORE_HISTOGRAM
 from toolpath.store.store import Store
 from toolpath.tracer import semconv as sc
 

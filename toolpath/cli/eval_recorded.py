@@ -119,7 +119,7 @@ def eval_recorded_sets(
         store.close()
     if otlp_endpoint is not None:
         from toolpath.evaluation.evalsets.recorded_cases import export_results
-        from toolpath.evaluation.online_export import ResultExporter
+        from toolpath.evaluation.online.result_export import ResultExporter
 
         exporter = ResultExporter(otlp_endpoint, service_name="toolpath-eval")
         try:

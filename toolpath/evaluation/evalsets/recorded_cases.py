@@ -225,9 +225,10 @@ def _text(value: Any) -> str | None:
 
 def export_results(scored: RecordedSetsResult, exporter: Any) -> int:
     """Send every per-invocation result of the paired cases as a ``gen_ai.evaluation.result`` event parented to
-    the evaluated invocation's agent span (``exporter``: a :class:`~toolpath.evaluation.online_export.
-    ResultExporter`): the criterion's name, the invocation's score in that run, ``pass`` / ``fail`` by its
-    status (``error`` when not scored) and the criterion's explanation. Returns how many were sent."""
+    the evaluated invocation's agent span (``exporter``: a
+    :class:`~toolpath.evaluation.online.result_export.ResultExporter`): the criterion's name, the invocation's score
+    in that run, ``pass`` / ``fail`` by its status (``error`` when not scored) and the criterion's explanation.
+    Returns how many were sent."""
     sent = 0
     by_case = {(c.eval_set_id, c.eval_id): c for c in scored.result.cases}
     for pairing in scored.pairings:

@@ -7,7 +7,7 @@ The store enqueues a job for each invocation that passes the filters and the sam
 writes it (:mod:`toolpath.store.job_queue`). Workers of their own claim jobs, build a row per invocation (its
 prompt, response, trajectory, latency and failure, plus the golden dataset's reference when the prompt is found
 there), score it with the configured metrics (computation and judge), store the scores with the job, and send
-each over OTLP (:mod:`toolpath.evaluation.online_export`). The agent's thread does none of this.
+each over OTLP (:mod:`toolpath.evaluation.online.result_export`). The agent's thread does none of this.
 
 ``online.toml``::
 

@@ -131,7 +131,7 @@ class OnlineEvaluator:
             os.environ.get(v) for v in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
         ):
             return None
-        from toolpath.evaluation.online_export import ResultExporter
+        from toolpath.evaluation.online.result_export import ResultExporter
 
         return ResultExporter(endpoint)
 
