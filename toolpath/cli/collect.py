@@ -8,13 +8,14 @@ import secrets
 import socket
 import tempfile
 from collections.abc import Callable
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 from click.core import ParameterSource
 
-from toolpath.cli.options import store_option, token_option
+from toolpath.cli.options import judge_budget_options, set_judge_budget, store_option, token_option
 from toolpath.cli.output import console
 from toolpath.cli.service_config import log_format_option, service_logging, service_settings
 from toolpath.collector.supervisor import WorkerSpec, WorkerTotals, default_workers, serve
@@ -35,6 +36,14 @@ if TYPE_CHECKING:
     from toolpath.collector.routes import GrpcMethod, PostRoute
     from toolpath.evaluation.online import OnlineEvaluator
     from toolpath.store.retention import RetentionWorker
+
+
+class InstancesMode(StrEnum):
+    """``--evaluate-instances``: whether Vertex AI's ``evaluateInstances`` is served."""
+
+    AUTO = "auto"
+    ON = "on"
+    OFF = "off"
 
 
 @service_settings
@@ -131,6 +140,16 @@ if TYPE_CHECKING:
     help="Prune invocations this old, with their tool calls and online scores (e.g. 90d; at least --retain-spans).",
 )
 @click.option("--prune-every", default="10m", show_default=True, help="How often retention runs.")
+@click.option(
+    "--evaluate-instances",
+    "instances_mode",
+    type=click.Choice([mode.value for mode in InstancesMode]),
+    default=InstancesMode.AUTO.value,
+    show_default=True,
+    help="Serve Vertex AI's evaluateInstances (it asks the judge model): auto serves it behind --token or on "
+    "loopback, and refuses it (403) beyond loopback without a token.",
+)
+@judge_budget_options
 def collect(
     store: str | None,
     host: str,
@@ -155,6 +174,10 @@ def collect(
     retain_spans: str | None,
     retain_invocations: str | None,
     prune_every: str,
+    instances_mode: str,
+    judge_in_flight: int,
+    judge_calls_per_minute: int,
+    judge_tokens_per_minute: int,
 ) -> None:
     """Receive OTLP traces from agents in other processes and store their invocations.
 
@@ -211,7 +234,10 @@ def collect(
         spool=spool,
         spool_max_bytes=spool_max_bytes,
     )
-    options.routes, options.grpc_methods = _vertex_api(the_store)  # Vertex AI's evaluateInstances, on both ports
+    instances = instances_served(InstancesMode(instances_mode), host, token)
+    options.routes, options.grpc_methods = _vertex_api(the_store, instances)  # Vertex AI's, on both ports
+    judge_budget = (judge_in_flight, judge_calls_per_minute, judge_tokens_per_minute)
+    set_judge_budget(*judge_budget, processes=max(1, workers))  # with --workers, each worker keeps its share
     redactor = None if no_redact else _redactor(redact_keys, redact_patterns)
     retention = _retention(the_store, retain_spans, retain_invocations, prune_every)
     online = None
@@ -233,7 +259,7 @@ def collect(
             online_run=(online.run.run_id, online.run.started_ns) if online and online.run else None,
             spool=str(spool) if spool is not None else None,
             spool_max_bytes=max(1, spool_max_bytes // workers),  # the bound is the folder's: each worker its share
-            ui_behind_tls=behind_tls,
+            ui_behind_tls=behind_tls, judge_budget=(*judge_budget, workers), instances=instances,
         )  # fmt: skip
         if ui_token is None:
             _serve_workers(spec, workers, the_store.url, retention, online)
@@ -333,10 +359,26 @@ def _ui(store: Store, host: str, token: str, *, behind_tls: bool, sessions: str 
     )
 
 
-def _vertex_api(store: Store) -> tuple[list[PostRoute], list[GrpcMethod]]:
-    from toolpath.cli.vertex_api import evaluate_instances_api
+def _vertex_api(store: Store, served: bool) -> tuple[list[PostRoute], list[GrpcMethod]]:
+    from toolpath.cli.vertex_api import evaluate_instances_api, instances_refused
 
-    return evaluate_instances_api(store)
+    return evaluate_instances_api(store) if served else instances_refused(OFF_BEYOND_LOOPBACK)
+
+
+OFF_BEYOND_LOOPBACK = (
+    "evaluateInstances is off on this collector: it listens beyond loopback without a token, and each request asks "
+    "the judge model; start it with --token, or with --evaluate-instances on"
+)
+
+
+def instances_served(mode: InstancesMode, host: str, token: str | None) -> bool:
+    """Whether ``evaluateInstances`` is served: ``auto`` serves it behind a token or on loopback only."""
+    if mode is InstancesMode.AUTO:
+        return bool(token) or _is_loopback(host)
+    if mode is InstancesMode.ON and not token and not _is_loopback(host):
+        console.print(f"warning: evaluateInstances is served on {host} without --token: anyone who reaches the port "
+                      "spends this collector's judge budget")  # fmt: skip
+    return mode is InstancesMode.ON
 
 
 def _retention(store: Store, spans: str | None, invocations: str | None, every: str) -> RetentionWorker | None:
@@ -392,7 +434,8 @@ def run_worker(spec: WorkerSpec, channel: socket.socket | None, started: Callabl
         spool=Path(spec.spool) if spec.spool is not None else None,
         spool_max_bytes=spec.spool_max_bytes,
     )
-    options.routes, options.grpc_methods = _vertex_api(store)
+    options.routes, options.grpc_methods = _vertex_api(store, spec.instances)
+    set_judge_budget(*spec.judge_budget[:3], processes=spec.judge_budget[3])
     redactor = None if spec.redact is None else _redactor(*spec.redact)
     online = (
         OnlineEvaluator(store, spec.online, redactor=redactor, run=spec.online_run) if spec.online is not None else None

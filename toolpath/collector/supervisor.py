@@ -86,6 +86,10 @@ class WorkerSpec:
     a login at one is a login at all, a logout at one a logout at all."""
     ui_behind_tls: bool = False
     """Browsers reach the UI through a proxy that terminates TLS (``--behind-tls``)."""
+    judge_budget: tuple[int, int, int, int] = (32, 600, 1_000_000, 1)
+    """The command's judge budget (calls in flight, calls and tokens per minute) and the processes sharing it."""
+    instances: bool = True
+    """Whether Vertex AI's ``evaluateInstances`` is served (else refused, 403)."""
 
 
 def default_workers() -> int:
