@@ -54,7 +54,7 @@ def judge_budget_options(fn: Any) -> Any:
         type=click.IntRange(min=1),
         default=SERVED_JUDGE_CALLS,
         show_default=True,
-        help="Judge model calls per minute; more get 429 with Retry-After (online scoring skips).",
+        help="Judge model calls per minute; more get 429 with Retry-After (online scoring: a result saying so).",
     )(fn)
     return click.option(
         "--judge-in-flight",

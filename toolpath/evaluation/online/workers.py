@@ -25,6 +25,7 @@ from toolpath.evaluation.online.settings import OnlineConfig
 from toolpath.evaluation.prompt_match import prompt_key
 from toolpath.evaluation.scoring import prepare_judge, score_views
 from toolpath.judges.client import Judge, settings_from
+from toolpath.judges.process_budget import WhenSpent
 from toolpath.metrics.base import Metric
 from toolpath.metrics.rows import row_ids, stored_row, with_parsed_trajectories
 from toolpath.model import agent_span_id
@@ -92,6 +93,8 @@ class OnlineEvaluator:
             )
         # judge metrics without credentials: refuse to start, rather than score nothing batch after batch
         self.judge: Judge | None = prepare_judge(self.metrics, settings_from(self.config.judge), cache=store)
+        if self.judge is not None:  # past the process's judge budget a call is refused (its result says so): a
+            self.judge.when_spent = WhenSpent.REFUSE  # job waiting a minute for room would outlive its lease
         self.rules = pass_rules(self.metrics, {**(golden.thresholds if golden else {}), **self.config.thresholds})
         unknown = sorted(set(self.config.thresholds) - set(self.rules))
         if unknown:
