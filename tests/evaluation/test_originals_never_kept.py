@@ -7,7 +7,9 @@ the ``--output`` file, the HTML report, the console, or the judge cache."""
 from __future__ import annotations
 
 import asyncio
+import html
 import json
+import re
 from pathlib import Path
 
 from tests.helpers.cli import run_cli
@@ -64,6 +66,27 @@ def test_an_explanation_quoting_both_passwords_keeps_neither(tmp_path):
     printed = result.stdout + result.stderr + report.stdout + report.stderr + shown.stdout + shown.stderr
     assert [c for c in CANARIES if c in printed] == []
     assert leaks(tmp_path) == []
+    assert [c for c in CANARIES if c in ui_pages(tmp_path / "s.db")] == []
+
+
+def ui_pages(db: Path) -> str:
+    """Every page of the UI that shows the run: the runs list, the run, each of its turns and their traces."""
+    from starlette.testclient import TestClient
+
+    from toolpath.ui import create_app
+
+    store = Store(f"sqlite:///{db}")
+    try:
+        client = TestClient(create_app(store, evalsets=db.parent / "evalsets"), base_url="http://127.0.0.1:8765")
+        pages = [client.get("/runs"), client.get("/sessions")]
+        for run_id in re.findall(r'href="/runs/([^"?#]+)"', pages[0].text):
+            pages.append(client.get(f"/runs/{run_id}"))
+        for link in re.findall(r'href="(/(?:turn|traces|session)[^"#]*)"', " ".join(p.text for p in pages)):
+            pages.append(client.get(html.unescape(link)))
+        assert all(page.status_code == 200 for page in pages) and len(pages) > 4
+        return " ".join(page.text for page in pages)
+    finally:
+        store.close()
 
 
 class QuotingBackend:
