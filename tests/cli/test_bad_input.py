@@ -187,7 +187,7 @@ CASES = [
     case("collect-not-a-database", "collect", "--store", "notes.db", "--http-port", "{free}", "--grpc-port", "0",
          first=CANNOT_OPEN, files={"notes.db": NOT_A_DATABASE}),
     case("collect-config-unknown-key", "collect", "--config", "collector.toml",
-         first="error: collector.toml: unknown key 'http_prot' (known: grpc_port, host, http_port, log_format,",
+         first="error: collector.toml: unknown key 'http_prot' (known: ", contains="grpc_port, host, http_port,",
          files={"collector.toml": 'store = "c.db"\nhttp_prot = 4318\n'}),
     case("collect-config-bad-value", "collect", "--config", "collector.toml",
          first="error: collector.toml: max_in_flight: 0 is not in the range x>=1.",
