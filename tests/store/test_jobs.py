@@ -13,16 +13,17 @@ from sqlalchemy import text
 
 from tests.helpers.builders import invocation
 from toolpath.evaluation.online import OnlineConfig
+from toolpath.evaluation.online.sampling import sampled
 from toolpath.store import schema as t
 from toolpath.store.ingest import rescore
-from toolpath.store.job_queue import _STALE, _WAITING, JobQueue, sampled
+from toolpath.store.job_queue import _STALE, _WAITING, JobQueue
 from toolpath.store.job_status import SHED_POLICIES, UNFINISHED, JobStatus, ResultLabel, ShedPolicy
 from toolpath.store.store import Store
 
 
 def test_sampling_and_filters_are_applied_when_stored(store):
     config = OnlineConfig(metrics=["tool_call_count"], sample_rate=0.5, agent_names=["bot"])
-    queue = JobQueue(store, accept=config.accepts).attach()
+    queue = JobQueue(store, accept=config.evaluator.accepts).attach()
     invocations = [invocation(i) for i in range(40)] + [invocation(100 + i, agent="other") for i in range(5)]
     store.write(invocations)
     expected = {inv.invocation_id for inv in invocations[:40] if sampled(inv.invocation_id, 0.5)}
@@ -33,7 +34,7 @@ def test_sampling_and_filters_are_applied_when_stored(store):
     store.write(invocations)  # rewriting an invocation (late spans) does not enqueue it twice
     assert queue.counts() == {"pending": len(expected)}
 
-    failures = OnlineConfig(metrics=["tool_call_count"], failures_only=True)
+    failures = OnlineConfig(metrics=["tool_call_count"], failures_only=True).evaluator
     assert failures.accepts(invocation(1, failure=1)) and not failures.accepts(invocation(2))
 
 

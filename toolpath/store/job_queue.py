@@ -10,7 +10,6 @@ jobs wait, the queue sheds (marks ``shed``) the oldest or the newest, and counts
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -45,14 +44,6 @@ _ENQUEUE_PG = (
     "INSERT INTO eval_jobs (invocation_id, status, enqueued_at, attempts) "
     "SELECT unnest(CAST(%s AS text[])), %s, %s, 0 ON CONFLICT (invocation_id) DO NOTHING"
 )
-
-
-def sampled(invocation_id: str, rate: float) -> bool:
-    """Whether an invocation falls in a sample of ``rate``: a hash of its id, so every process agrees."""
-    if rate >= 1.0:
-        return True
-    digest = hashlib.blake2b(invocation_id.encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big") / 2**64 < rate
 
 
 @dataclass

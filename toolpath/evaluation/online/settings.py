@@ -1,6 +1,7 @@
 """Online scoring's settings: ``online.toml``, a mapping with its keys (``toolpath.init(online={...})``), or a
 :class:`OnlineConfig` made in code, checked into one typed config; each bad key or value is one
-:class:`~toolpath.errors.ConfigError` naming it."""
+:class:`~toolpath.errors.ConfigError` naming it. What the config asks to score is an :class:`EvaluatorSpec`: a flat
+``online.toml`` declares one."""
 
 from __future__ import annotations
 
@@ -12,16 +13,43 @@ from typing import Any
 
 from toolpath.errors import ConfigError
 from toolpath.evaluation.online.references import is_eval_set_path
+from toolpath.evaluation.online.sampling import Limits, check_rate
+from toolpath.evaluation.online.selection import Filters, TargetKind
 from toolpath.evaluation.prompt_match import PromptMatch
 from toolpath.model import Invocation
-from toolpath.store.job_queue import sampled
 from toolpath.store.job_status import SHED_POLICIES, ShedPolicy
 
-__all__ = ["OnlineConfig"]
+__all__ = ["EvaluatorSpec", "OnlineConfig"]
+
+FLAT_EVALUATOR = ("default", "1")
+"""The name and version of the one evaluator a flat ``online.toml`` declares."""
+
+
+@dataclass(frozen=True)
+class EvaluatorSpec:
+    """One online evaluator, declared: its name and version (what its results can name), the metrics it scores,
+    what it scores them on (``target``, ``filters``) and how much of the traffic it takes (``limits``)."""
+
+    name: str
+    version: str
+    metrics: tuple[str, ...]
+    target: TargetKind = TargetKind.TURN
+    filters: Filters = field(default_factory=Filters)
+    limits: Limits = field(default_factory=Limits)
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise ConfigError("online: an evaluator's name is empty")
+
+    def accepts(self, invocation: Invocation) -> bool:
+        """Its filters and its sample, as the store applies them when it writes ``invocation``."""
+        return self.filters.admits(invocation) and self.limits.samples(invocation.invocation_id)
 
 
 @dataclass
 class OnlineConfig:
+    """Online scoring's settings, as ``online.toml`` holds them (:mod:`toolpath.evaluation.online`)."""
+
     metrics: list[str]
     sample_rate: float = 1.0
     agent_names: list[str] | None = None
@@ -42,8 +70,7 @@ class OnlineConfig:
     def __post_init__(self) -> None:
         if not self.metrics and not is_eval_set_path(self.reference_dataset):  # an eval set brings its criteria
             raise ConfigError("online: 'metrics' names no metric")
-        if not 0.0 <= self.sample_rate <= 1.0:
-            raise ConfigError(f"online: sample_rate must be between 0 and 1, got {self.sample_rate}")
+        check_rate(self.sample_rate)
         if self.match not in tuple(PromptMatch):
             raise ConfigError(f"online: match must be 'exact' or 'normalized', got {self.match!r}")
         self.match = PromptMatch(self.match)  # the TOML's string
@@ -88,13 +115,16 @@ class OnlineConfig:
         except TypeError as exc:
             raise ConfigError(f"{where}: {exc}") from None
 
-    def accepts(self, invocation: Invocation) -> bool:
-        """The filters and the sample, as the store applies them when it writes ``invocation``."""
-        if self.agent_names is not None and invocation.agent_name not in self.agent_names:
-            return False
-        if self.failures_only and not invocation.failure:
-            return False
-        for key, value in self.attributes.items():
-            if invocation.attributes.get(key) != value:
-                return False
-        return sampled(invocation.invocation_id, self.sample_rate)
+    @property
+    def evaluator(self) -> EvaluatorSpec:
+        """The one evaluator this config declares: its metrics on each turn, behind its filters and sample."""
+        name, version = FLAT_EVALUATOR
+        agents = tuple(self.agent_names) if self.agent_names is not None else None
+        return EvaluatorSpec(
+            name,
+            version,
+            tuple(self.metrics),
+            TargetKind.TURN,
+            Filters(agents, self.failures_only, dict(self.attributes)),
+            Limits(self.sample_rate),
+        )

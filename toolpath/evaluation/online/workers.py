@@ -77,7 +77,9 @@ class OnlineEvaluator:
         (:mod:`toolpath.evaluation.online.evalset_runs`)."""
         self.store = store
         self.config = OnlineConfig.load(config)
-        self.metrics: list[Metric] = [resolve_metric(m) for m in self.config.metrics]
+        self.spec = self.config.evaluator
+        """The evaluator the config declares: its metrics, filters and sample."""
+        self.metrics: list[Metric] = [resolve_metric(m) for m in self.spec.metrics]
         rules = Redactor.build() if redactor is True else redactor or None
         golden: EvalSetReferences | None = None
         if is_eval_set_path(self.config.reference_dataset):  # its criteria are metrics, passing at their thresholds
@@ -109,7 +111,7 @@ class OnlineEvaluator:
             source = str(self.config.reference_dataset)
             self.run = OnlineRun(golden, self.rules, source=source, run_id=run_id, started_ns=started_ns)
         self.queue = JobQueue(
-            store, accept=self.config.accepts, max_backlog=self.config.max_backlog, shed=self.config.shed
+            store, accept=self.spec.accepts, max_backlog=self.config.max_backlog, shed=self.config.shed
         )
         self.name = name or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self.stats = OnlineStats()
