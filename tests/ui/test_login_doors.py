@@ -163,6 +163,9 @@ def test_each_login_gets_a_new_session_and_ends_the_one_it_came_with(ui: Ui) -> 
     assert second != first
     assert ui.get("/sessions", first).status == 401  # a cookie set before a login (fixation) is dead after it
     assert ui.get("/sessions", second).status == 200
+    wrong = ui.get("/sessions?token=not-it", second)  # a link with a wrong token opens nothing, cookie or not
+    assert wrong.status == 401 and wrong.all("set-cookie") == []
+    assert ui.get("/sessions", second).status == 200
 
 
 def test_past_the_bound_the_oldest_session_ends(ui: Ui) -> None:

@@ -216,14 +216,15 @@ class Guard:
         return self.behind_tls or request.url.scheme == "https"
 
     def _authenticated(self, request: Request, host: str, bearer: str | None) -> bool:
-        """The bearer token, the cookie of an open session, or the login link's own ``?token=``."""
+        """The login link's own ``?token=`` (a link with a wrong one logs no one in, whatever else the request
+        holds: only the right token opens a session), else the bearer token or the cookie of an open session."""
         token = (self.token or "").encode()
-        cookie = request.cookies.get(cookie_name(host))
         link = request.query_params.get("token")
-        return (
-            (bearer is not None and hmac.compare_digest(bearer.encode(), token))
-            or (link is not None and hmac.compare_digest(link.encode(), token))
-            or (cookie is not None and self.sessions.check(cookie))
+        if link is not None:
+            return hmac.compare_digest(link.encode(), token)
+        cookie = request.cookies.get(cookie_name(host))
+        return (bearer is not None and hmac.compare_digest(bearer.encode(), token)) or (
+            cookie is not None and self.sessions.check(cookie)
         )
 
     def _refusal(self, request: Request, host: str) -> Response | None:
