@@ -24,6 +24,8 @@ BASE = (
     "toolpath.model",
     "toolpath.trajectory",
     "toolpath.redact",
+    "toolpath.redact_catalogue",
+    "toolpath.redact_text",
     "toolpath.values",
     "toolpath.jsontext",
     "toolpath.private_files",
