@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from enum import Enum
+from typing import Any
+
+_Message = MutableMapping[str, Any]
+_App = Callable[[_Message, Callable[[], Awaitable[_Message]], Callable[[_Message], Awaitable[None]]], Awaitable[None]]
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
 _HOST = re.compile(r"(?P<name>\[[0-9A-Fa-f:.]{2,45}\]|[A-Za-z0-9.-]{1,253})(?::(?P<port>[0-9]{1,5}))?")
@@ -60,6 +64,27 @@ def host_refusal(host: str, server: Sequence[object] | None, scheme: str) -> tup
     port = server[1] if server else None
     served = port if isinstance(port, int) else None
     return check_served_host(host, served, default_port=443 if scheme == "https" else 80).refusal
+
+
+def exact_host(app: _App) -> _App:
+    """``app`` (ASGI) behind :func:`host_refusal`: an HTTP request whose ``Host`` is not exactly this loopback
+    server's gets 400 or 421 (plain text) before ``app`` sees it. For the ports that serve on loopback only."""
+
+    async def guard(
+        scope: _Message, receive: Callable[[], Awaitable[_Message]], send: Callable[[_Message], Awaitable[None]]
+    ) -> None:
+        if scope["type"] == "http":
+            host = dict(scope.get("headers") or ()).get(b"host", b"").decode("latin-1")
+            wrong = host_refusal(host, scope.get("server"), scope.get("scheme", "http"))
+            if wrong is not None:
+                status, text = wrong
+                await send({"type": "http.response.start", "status": status,
+                            "headers": [(b"content-type", b"text/plain")]})  # fmt: skip
+                await send({"type": "http.response.body", "body": text.encode()})
+                return
+        await app(scope, receive, send)
+
+    return guard
 
 
 def _loopback_name(name: str) -> bool:

@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 
 from tests.helpers.doors import Reply, closed, door, dribble, send
-from toolpath.cli.ui_command import build_ui
-from toolpath.cli.vertex_api import with_evaluate_instances
+from toolpath.cli.ui_command import build_ui, ui_port_app
 from toolpath.store.store import Store
 from toolpath.store.usage import prices
 from toolpath.ui.login_sessions import LoginSessions, SessionPolicy
@@ -78,7 +77,7 @@ def serve(tmp_path: Path, *, behind_tls: bool = False, **serving: Any) -> Any:
     app = build_ui(
         store, evalsets=tmp_path / "evalsets", token=TOKEN, loopback_only=True, behind_tls=behind_tls, sessions=sessions
     )
-    app = with_evaluate_instances(app, store, token=TOKEN, loopback_only=True)
+    app = ui_port_app(app, store, token=TOKEN, loopback_only=True)
     return store, clock, door(app, **serving)
 
 
@@ -212,6 +211,9 @@ def test_a_copied_cookie_replayed_from_another_origin_or_port_changes_nothing(ui
 def test_the_host_must_name_this_very_server(ui: Ui, host: str, status: int) -> None:
     given = host.format(here=ui.host, port=ui.port)
     assert ui.get("/sessions", Host=given).status == status  # 401: served, and asks for the token
+    api = "/v1beta1/projects/p/locations/us-central1:evaluateInstances"  # the Vertex AI API on the same port
+    reply = send(ui.port, "POST", api, {"Host": given, "Content-Type": "application/json"}, b"{}")
+    assert reply.status == status
 
 
 def test_dribbled_heads_are_closed_at_the_deadline_and_connections_are_capped(tmp_path: Path) -> None:

@@ -50,6 +50,16 @@ def build_ui(
     )
 
 
+def ui_port_app(ui: Any, store: Any, *, token: str, loopback_only: bool) -> Any:
+    """What ``toolpath ui`` serves on its port: Vertex AI's evaluateInstances in front of the UI's app ``ui``
+    (behind the bearer ``token``), and on loopback all of it behind the exact ``Host`` check."""
+    from toolpath.cli.vertex_api import with_evaluate_instances
+    from toolpath.hosts import exact_host
+
+    app = with_evaluate_instances(ui, store, token=token, loopback_only=loopback_only)
+    return exact_host(app) if loopback_only else app
+
+
 def door_config(
     app: Any,
     *,
@@ -181,9 +191,7 @@ def ui_command(
             behind_tls=behind_tls,
             sessions=sessions,
         )
-        from toolpath.cli.vertex_api import with_evaluate_instances
-
-        app = with_evaluate_instances(app, the_store, token=token, loopback_only=loopback)  # Vertex AI's API
+        app = ui_port_app(app, the_store, token=token, loopback_only=loopback)  # and Vertex AI's API
         shown = f"[{host}]" if ":" in host else host
         link = f"http://{shown}:{port}/sessions?token={token}"
         console.print(

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from toolpath.errors import ConfigError
-from toolpath.hosts import host_refusal
+from toolpath.hosts import exact_host
 from toolpath.mcp_server.store_tools import StoreTools
 
 Scope = MutableMapping[str, Any]
@@ -57,38 +57,29 @@ def _in_thread(method: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def http_app(tools: StoreTools, *, token: str, loopback_only: bool = True) -> Any:
-    """The Streamable HTTP app (at ``/mcp``) serving ``tools``, behind :func:`guarded`."""
-    return guarded(build_server(tools, loopback_only=loopback_only).streamable_http_app(), token, loopback_only)
+    """The Streamable HTTP app (at ``/mcp``) serving ``tools``: on loopback behind the exact ``Host`` check (400 or
+    421), then behind the bearer ``token`` (401)."""
+    app = with_bearer_token(build_server(tools, loopback_only=loopback_only).streamable_http_app(), token)
+    return exact_host(app) if loopback_only else app
 
 
-def guarded(app: Callable[[Scope, Receive, Send], Awaitable[None]], token: str, loopback_only: bool) -> Any:
-    """``app`` answering an HTTP request whose ``Host`` is not this loopback server's exactly (on loopback: 400 or
-    421), then one without ``Authorization: Bearer <token>`` (401)."""
+def with_bearer_token(app: Callable[[Scope, Receive, Send], Awaitable[None]], token: str) -> Any:
+    """``app`` answering 401 to an HTTP request without ``Authorization: Bearer <token>``."""
     expected = f"Bearer {token}".encode()
 
-    async def guard(scope: Scope, receive: Receive, send: Send) -> None:
+    async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            headers = dict(scope.get("headers") or ())
-            if loopback_only:
-                host = headers.get(b"host", b"").decode("latin-1")
-                wrong = host_refusal(host, scope.get("server"), scope.get("scheme", "http"))
-                if wrong is not None:
-                    await _refuse(send, wrong[0], wrong[1].encode())
-                    return
-            if not hmac.compare_digest(headers.get(b"authorization", b""), expected):
-                await _refuse(send, 401, b"missing or wrong bearer token", [(b"www-authenticate", b"Bearer")])
+            given = dict(scope.get("headers") or ()).get(b"authorization", b"")
+            if not hmac.compare_digest(given, expected):
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [(b"content-type", b"text/plain"), (b"www-authenticate", b"Bearer")],
+                    }
+                )
+                await send({"type": "http.response.body", "body": b"missing or wrong bearer token"})
                 return
         await app(scope, receive, send)
 
-    return guard
-
-
-async def _refuse(send: Send, status: int, text: bytes, headers: list[tuple[bytes, bytes]] | None = None) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", b"text/plain"), *(headers or [])],
-        }
-    )
-    await send({"type": "http.response.body", "body": text})
+    return guarded
