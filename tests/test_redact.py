@@ -347,3 +347,25 @@ def test_a_key_seen_clean_still_has_its_values_redacted_every_time():
     hits = r.hits
     r.value({"note": API_KEY})
     assert r.hits == hits + 1
+
+
+def test_text_read_for_its_escapes_comes_back_as_written_when_nothing_is_redacted():
+    r = Redactor(pseudonym_key=b"k" * 32)
+    for written in ('{"city": "Caf\\u00e9 de Flore"', "path C:\\\\users\\\\x and \\u0041BC", "a \\/ b \\u00e9 token"):
+        assert r.text(written) == written
+    assert r.text('note {"pass\\u0077ord": "x1"') == 'note {"password": "[REDACTED]"'  # read, then redacted
+
+
+def test_redacting_twice_changes_nothing_the_second_time():
+    r = Redactor(pseudonym_key=b"k" * 32)
+    once = r.text("password=hunter2 Cookie: a=1; b=2\n'api_key': 'k-123456' token: Bearer abcdefghij")
+    hits = r.hits
+    assert r.text(once) == once and r.hits == hits
+
+
+def test_store_errors_hide_every_password_key_and_no_other():
+    from toolpath.redact import hide_passwords
+
+    shown = hide_passwords("postgresql://me:pw1@db/x?db_password=pw2&passcode=pw3&sslmode=require PWD: pw4")
+    assert shown == "postgresql://me:***@db/x?db_password=***&passcode=***&sslmode=require PWD: ***"
+    assert hide_passwords("password authentication failed for user me") == "password authentication failed for user me"

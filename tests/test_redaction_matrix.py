@@ -41,16 +41,25 @@ FREE_KEY = "fkCanaryFreeText8812"
 FREE_TOKEN = "ftCanaryFreeToken5530"
 GLUED = "ghp_" + "CanaryGlued" * 4
 """A GitHub token glued to the word before it."""
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYCANARYKEY"
+NON_ASCII_EMAIL = "zoë.canary@bücher.de"
+ESCAPED = "escCanary4471"
+"""A password under a JSON-escaped key (``pass\\u0077ord``) in text that is not JSON."""
+PEM_BODY = "MIIEvQIBADANCanaryPem0000"
+COOKIE = "cookieCanary9931"
 CANARIES = (
     PASSWORD, API_KEY, JWT, GITHUB_PAT, EMAIL, BEARER, CARD, CARD.replace(" ", ""), "canary.person", FREE_KEY,
-    FREE_TOKEN, GLUED, "CanaryGluedCanary",
+    FREE_TOKEN, GLUED, "CanaryGluedCanary", AWS_SECRET, NON_ASCII_EMAIL, "zoë.canary", ESCAPED, PEM_BODY, COOKIE,
 )  # fmt: skip
 ALL = (
-    f"key {API_KEY} jwt {JWT} pat {GITHUB_PAT} mail {EMAIL} Authorization: Bearer {BEARER} card {CARD} "
-    f"password={PASSWORD} api_key={FREE_KEY} token: {FREE_TOKEN} id42{GLUED}"
+    f"key {API_KEY} jwt {JWT} pat {GITHUB_PAT} mail {EMAIL} card {CARD} password={PASSWORD} api_key={FREE_KEY} "
+    f"token: {FREE_TOKEN} id42{GLUED} aws_secret_access_key={AWS_SECRET} to {NON_ASCII_EMAIL} "
+    f'{{"pass\\u0077ord": "{ESCAPED}"}} -----BEGIN PRIVATE KEY-----{PEM_BODY}-----END PRIVATE KEY-----\n'
+    f"Authorization: Bearer {BEARER}\nCookie: sid={COOKIE}"
 )
-"""One text holding every canary (the password as ``password=…``, keys as ``api_key=…`` and ``token: …``, as free
-text has them, and a token glued to a word)."""
+"""One text holding every canary (the password as ``password=…``, keys as ``api_key=…``, ``token: …`` and
+``aws_secret_access_key=…``, as free text has them, a token glued to a word, an address in another script, a JSON
+key escaped, a PEM key, then header lines, whose value is the rest of their line)."""
 CUT_NAME = "n" * 1000 + GLUED + " tail"
 """A span name whose token straddles the name column's cut (1,024 characters)."""
 SESSION = f"chat-{EMAIL}"
