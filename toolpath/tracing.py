@@ -9,7 +9,6 @@ replaces or removes the application's own processors. Otherwise it installs a pr
 
 from __future__ import annotations
 
-import atexit
 import logging
 import os
 import threading
@@ -27,6 +26,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from toolpath.collector.in_process import InProcessCollector, use_store_pseudonyms
 from toolpath.errors import ConfigError
+from toolpath.process_events import unwatch_process, watch_process
 from toolpath.redact import Redactor
 from toolpath.store import migrate
 from toolpath.store.store import Store, resolve_store_url
@@ -103,7 +103,6 @@ class Tracing:
 _slots: weakref.WeakKeyDictionary[TracerProvider, _Slot] = weakref.WeakKeyDictionary()
 _current: Tracing | None = None
 _lock = threading.RLock()
-_atexit_registered = False
 
 
 def init(
@@ -141,7 +140,7 @@ def init(
             :class:`~toolpath.evaluation.online.OnlineConfig`: every invocation written to the store from now on
             that passes its filters and sample is scored by workers of their own, off the agent's threads.
     """
-    global _current, _atexit_registered
+    global _current
     with _lock:
         if _current is not None:
             _start_online(_current, online)
@@ -173,9 +172,7 @@ def init(
         slot.targets = tuple(targets)
         _current = Tracing(provider, collector, the_store, exporter, export_processor, slot)
         _current.losses_seen = _current.losses()  # calls untraced before this setup are not its losses
-        if not _atexit_registered:
-            atexit.register(shutdown)
-            _atexit_registered = True
+        watch_process(shutdown, _in_forked_child)  # exit, SIGTERM, fork: nothing traced is lost silently
         _start_online(_current, online)
         return _current
 
@@ -240,6 +237,7 @@ def shutdown(timeout: float = 10.0) -> None:
         if tracing is None:
             return
         _current = None
+        unwatch_process()
         tracing.slot.targets = ()
         tracing.collector.shutdown(timeout)
         if tracing.online is not None:  # after the collector's last writes, so their jobs are enqueued
@@ -251,6 +249,22 @@ def shutdown(timeout: float = 10.0) -> None:
         if opened is not None:
             opened.close()
         content.set_policy(content.ContentPolicy())
+
+
+def _in_forked_child() -> None:
+    """In a child of ``fork()``: the lock, the collector's worker thread and the store's connections anew (none of
+    the parent's threads exist here, and its connections are the parent's to use)."""
+    global _lock
+    _lock = threading.RLock()
+    tracing = _current
+    if tracing is None:
+        return
+    tracing.collector.after_fork()
+    opened = tracing.store or tracing.collector.store
+    if opened is not None:
+        opened.engine.dispose(close=False)
+    if tracing.online is not None:  # online scoring stays with the parent's workers
+        tracing.online = None
 
 
 def stats() -> dict[str, int]:

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from sqlalchemy import func, select
 
 from toolpath.store import schema as t
@@ -71,32 +72,39 @@ def stored_invocations(folder: Path) -> int:
         store.close()
 
 
-def test_the_first_ctrl_c_starts_no_new_run_and_keeps_what_ran(tmp_path):
+@pytest.mark.parametrize(
+    ("sig", "code", "said"), [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")]
+)
+def test_the_first_ctrl_c_or_sigterm_starts_no_new_run_and_keeps_what_ran(tmp_path, sig, code, said):
     process = start_eval(tmp_path, [f"slow-{n}" for n in range(24)], slow_seconds=2.0)
     wait_for_starts(tmp_path, 8)  # the first eight run at once
     interrupted = time.monotonic()
-    process.send_signal(signal.SIGINT)
+    process.send_signal(sig)  # SIGTERM: what timeout, CI runners, Kubernetes and systemd send
     out, err = process.communicate(timeout=60)
     took = time.monotonic() - interrupted
-    assert process.returncode == 130, out + err
+    assert process.returncode == code, out + err
     assert "Traceback" not in err
-    assert "interrupted: 8 of 24 agent runs finished (their traces are stored); 0 still running were left, " in err
+    assert f"{said}: 8 of 24 agent runs finished (their traces are stored); 0 still running were left, " in err
     assert len(list((tmp_path / "started").iterdir())) == 8  # the sixteen queued never started
     assert took < 6  # the running ones finished (2 s each); the queued 16 (4 s more) were not run
     assert stored_invocations(tmp_path) == 8
 
 
-def test_a_second_ctrl_c_stops_at_once_and_what_was_stored_stays(tmp_path):
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_second_ctrl_c_or_sigterm_stops_at_once_and_what_was_stored_stays(tmp_path, sig, code):
     prompts = [f"fast-{n}" for n in range(4)] + [f"slow-{n}" for n in range(20)]
     process = start_eval(tmp_path, prompts, slow_seconds=60.0)
     wait_for_starts(tmp_path, 12)  # four fast runs ended; eight slow ones are running
-    process.send_signal(signal.SIGINT)
+    process.send_signal(sig)
     time.sleep(2.0)  # the finished runs are written first; then it waits for the running ones
     second = time.monotonic()
-    process.send_signal(signal.SIGINT)
+    process.send_signal(sig)
     out, err = process.communicate(timeout=60)
     assert time.monotonic() - second < 5
-    assert process.returncode == 130, out + err
+    assert process.returncode == code, out + err
     assert "Traceback" not in err
-    assert "interrupted: 4 of 24 agent runs finished (their traces are stored); 8 still running were left, 12 " in err
+    assert (
+        f"{'terminated' if sig == signal.SIGTERM else 'interrupted'}: 4 of 24 agent runs finished (their traces are stored); 8 still running were left, 12 "
+        in err
+    )
     assert stored_invocations(tmp_path) == 4  # written before the wait the second Ctrl-C cut short

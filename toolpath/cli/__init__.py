@@ -11,6 +11,7 @@ import importlib
 import os
 import signal
 import sys
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -112,8 +113,14 @@ def cli() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    global _terminated
+    _terminated = False
+    previous = _handle_sigterm()
     try:
         code = cli.main(args=argv, prog_name="toolpath", standalone_mode=False)
+        if _terminated:  # a command that ends on an interrupt by itself (watch): still a SIGTERM's exit
+            click.echo("terminated", err=True)
+            sys.exit(TERMINATED)
         if isinstance(code, int) and code:  # an Exit raised inside a command comes back as a return value
             sys.exit(code)
     except ToolpathError as exc:
@@ -121,13 +128,19 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2)
     except click.exceptions.Abort as exc:
         signal.signal(signal.SIGINT, _stop_at_once)  # writing what was traced now: a second Ctrl-C ends that
+        if previous is not None:
+            signal.signal(signal.SIGTERM, _stop_at_once)
+        code = TERMINATED if _terminated else INTERRUPTED
+        said = "terminated" if _terminated else "interrupted"
         cause = exc.__cause__
-        click.echo(f"interrupted: {cause}" if isinstance(cause, Interrupted) else "aborted", err=True)
+        click.echo(
+            f"{said}: {cause}" if isinstance(cause, Interrupted) else said if _terminated else "aborted", err=True
+        )
         _shutdown_tracing()
         if isinstance(cause, Interrupted) and cause.unfinished:
             sys.stdout.flush()
-            os._exit(130)  # agent runs still going in threads would hold the interpreter's exit
-        sys.exit(130)
+            os._exit(code)  # agent runs still going in threads would hold the interpreter's exit
+        sys.exit(code)
     except click.UsageError as exc:  # a bad option or argument is bad input too: one line, the help to read
         command = exc.ctx.command_path if exc.ctx is not None else "toolpath"
         click.echo(f"error: {exc.format_message()} (see '{command} --help')", err=True)
@@ -139,6 +152,29 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     finally:
         _shutdown_tracing()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+INTERRUPTED, TERMINATED = 130, 143
+"""Exit codes after Ctrl-C and after SIGTERM (128 + the signal's number, as a shell reports them)."""
+_terminated = False
+
+
+def _handle_sigterm() -> Any:
+    """SIGTERM (what ``timeout``, CI runners, Kubernetes and systemd send) handled as the first Ctrl-C: the command
+    finishes what it can, keeps what ran and says so, then exits 143; a second SIGTERM stops at once. The handler it
+    replaces, to put back (``None`` off the main thread, where none can be set). A command that serves (``collect``)
+    installs its own."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def terminated(*_: object) -> None:
+        global _terminated
+        _terminated = True
+        raise KeyboardInterrupt  # where Ctrl-C would land: the same finishing, on the main thread
+
+    return signal.signal(signal.SIGTERM, terminated)
 
 
 def _shutdown_tracing() -> None:
@@ -148,10 +184,11 @@ def _shutdown_tracing() -> None:
         tracing.shutdown()
 
 
-def _stop_at_once(*_: object) -> None:
-    """A second Ctrl-C: stop now; what the store committed stays."""
-    os.write(2, b"interrupted again: stopped at once; what was already stored is kept\n")
-    os._exit(130)
+def _stop_at_once(signum: int, _: object = None) -> None:
+    """A second Ctrl-C (or SIGTERM): stop now; what the store committed stays."""
+    said = b"terminated" if signum == signal.SIGTERM else b"interrupted"
+    os.write(2, said + b" again: stopped at once; what was already stored is kept\n")
+    os._exit(TERMINATED if signum == signal.SIGTERM else INTERRUPTED)
 
 
 if __name__ == "__main__":

@@ -120,6 +120,24 @@ class InProcessCollector:
         self._worker = threading.Thread(target=self._run, name="toolpath-collector", daemon=True)
         self._worker.start()
 
+    def after_fork(self) -> None:
+        """In a child of ``fork()``: the worker thread did not come along, and the spans and runs the parent had
+        queued are the parent's to write. Start empty, with a worker of this process's own."""
+        self._queue = deque()
+        self._open_agents = set()
+        self._agent_traces = {}
+        self._wake = threading.Event()
+        self._stopping = False
+        self._lock = threading.Lock()
+        self._traces = {}
+        self._buffered = 0
+        self._waiters = {}
+        self._recent = OrderedDict()
+        self.evaluated = EvaluatedRuns()
+        self.stats = CollectorStats()
+        self._worker = threading.Thread(target=self._run, name="toolpath-collector", daemon=True)
+        self._worker.start()
+
     # --- agent thread --------------------------------------------------------------------------------------
 
     def on_start(self, span: Span, parent_context: Any = None) -> None:
