@@ -1,5 +1,6 @@
 """Whether a request's ``Host`` header names this machine's loopback interface (the DNS-rebinding check of the
-collector, the UI and the MCP server when they listen on loopback), and whether it names the very port served."""
+collector, the UI and the MCP server when they listen on loopback), and whether it names the very port served; and
+:func:`guard_port`, the guard in front of the UI's and the MCP server's ports (the head's size, then the Host)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import re
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from enum import Enum
 from typing import Any
+
+from toolpath.config import MAX_HEAD_BYTES
 
 _Message = MutableMapping[str, Any]
 _App = Callable[[_Message, Callable[[], Awaitable[_Message]], Callable[[_Message], Awaitable[None]]], Awaitable[None]]
@@ -66,16 +69,22 @@ def host_refusal(host: str, server: Sequence[object] | None, scheme: str) -> tup
     return check_served_host(host, served, default_port=443 if scheme == "https" else 80).refusal
 
 
-def exact_host(app: _App) -> _App:
-    """``app`` (ASGI) behind :func:`host_refusal`: an HTTP request whose ``Host`` is not exactly this loopback
-    server's gets 400 or 421 (plain text) before ``app`` sees it. For the ports that serve on loopback only."""
+def guard_port(app: _App, *, loopback_only: bool = True) -> _App:
+    """``app`` (ASGI) behind the checks a port people's tools reach makes before anything else: a request head over
+    :data:`~toolpath.config.MAX_HEAD_BYTES` gets 431 (uvicorn's own limit holds only a head that arrives in
+    pieces), and on loopback (``loopback_only``) a ``Host`` that is not exactly this server's gets 400 or 421
+    (:func:`host_refusal`); plain text, before ``app`` sees the request."""
 
     async def guard(
         scope: _Message, receive: Callable[[], Awaitable[_Message]], send: Callable[[_Message], Awaitable[None]]
     ) -> None:
         if scope["type"] == "http":
-            host = dict(scope.get("headers") or ()).get(b"host", b"").decode("latin-1")
-            wrong = host_refusal(host, scope.get("server"), scope.get("scheme", "http"))
+            wrong: tuple[int, str] | None = None
+            if head_bytes(scope) > MAX_HEAD_BYTES:
+                wrong = 431, "request head too large"
+            elif loopback_only:
+                host = dict(scope.get("headers") or ()).get(b"host", b"").decode("latin-1")
+                wrong = host_refusal(host, scope.get("server"), scope.get("scheme", "http"))
             if wrong is not None:
                 status, text = wrong
                 await send({"type": "http.response.start", "status": status,
@@ -85,6 +94,15 @@ def exact_host(app: _App) -> _App:
         await app(scope, receive, send)
 
     return guard
+
+
+def head_bytes(scope: _Message) -> int:
+    """The size of an ASGI request's head as received: its target and every header."""
+    return (
+        len(scope.get("raw_path") or b"")
+        + len(scope.get("query_string") or b"")
+        + sum(len(name) + len(value) + 4 for name, value in scope["headers"])
+    )
 
 
 def _loopback_name(name: str) -> bool:

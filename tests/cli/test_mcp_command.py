@@ -203,6 +203,8 @@ def test_http_refuses_every_host_but_this_very_server(http_server: str) -> None:
         reply = send(port, "POST", "/mcp", {**base, "Host": host}, ping)
         assert (reply.status, reply.header("content-type")) == (status, "text/plain"), host  # ours, not the SDK's
     assert send(port, "POST", "/mcp", {**base, "Host": f"127.0.0.1:{port}"}, ping).status == 200
+    huge = {**base, "Host": f"127.0.0.1:{port}", "X-Big": "a" * 20 * 1024}  # whole in one piece: past uvicorn's
+    assert send(port, "POST", "/mcp", huge, ping).status == 431
     page = {**base, "Host": f"127.0.0.1:{port}", "Origin": f"http://127.0.0.1:{port}"}
     assert send(port, "POST", "/mcp", page, ping).status == 403  # no web page is a client
 

@@ -52,12 +52,13 @@ def build_ui(
 
 def ui_port_app(ui: Any, store: Any, *, token: str, loopback_only: bool) -> Any:
     """What ``toolpath ui`` serves on its port: Vertex AI's evaluateInstances in front of the UI's app ``ui``
-    (behind the bearer ``token``), and on loopback all of it behind the exact ``Host`` check."""
+    (behind the bearer ``token``), all of it behind the head's size limit and, on loopback, the exact ``Host``
+    check."""
     from toolpath.cli.vertex_api import with_evaluate_instances
-    from toolpath.hosts import exact_host
+    from toolpath.hosts import guard_port
 
     app = with_evaluate_instances(ui, store, token=token, loopback_only=loopback_only)
-    return exact_host(app) if loopback_only else app
+    return guard_port(app, loopback_only=loopback_only)
 
 
 def door_config(

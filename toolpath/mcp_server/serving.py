@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from toolpath.errors import ConfigError
-from toolpath.hosts import exact_host
+from toolpath.hosts import guard_port
 from toolpath.mcp_server.store_tools import StoreTools
 
 Scope = MutableMapping[str, Any]
@@ -57,10 +57,10 @@ def _in_thread(method: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def http_app(tools: StoreTools, *, token: str, loopback_only: bool = True) -> Any:
-    """The Streamable HTTP app (at ``/mcp``) serving ``tools``: on loopback behind the exact ``Host`` check (400 or
-    421), then behind the bearer ``token`` (401)."""
+    """The Streamable HTTP app (at ``/mcp``) serving ``tools``: behind the head's size limit (431) and, on
+    loopback, the exact ``Host`` check (400 or 421), then behind the bearer ``token`` (401)."""
     app = with_bearer_token(build_server(tools, loopback_only=loopback_only).streamable_http_app(), token)
-    return exact_host(app) if loopback_only else app
+    return guard_port(app, loopback_only=loopback_only)
 
 
 def with_bearer_token(app: Callable[[Scope, Receive, Send], Awaitable[None]], token: str) -> Any:

@@ -39,7 +39,7 @@ from toolpath.config import MAX_HEAD_BYTES
 from toolpath.errors import ToolpathError
 from toolpath.evaluation.evalsets.folder import EvalSetFiles
 from toolpath.evaluation.verdicts import format_score
-from toolpath.hosts import host_refusal
+from toolpath.hosts import head_bytes, host_refusal
 from toolpath.redact import hide_passwords
 from toolpath.store.store import Store
 from toolpath.ui import pages
@@ -266,15 +266,6 @@ def local_path(path: str) -> str:
     ``/\\evil.test``) as another host, so the leading slashes (and backslashes) become one, and the rest is
     percent-encoded as a path."""
     return "/" + quote(path.lstrip("/\\"), safe="/:@!$&'()*+,;=-._~")
-
-
-def head_bytes(scope: Scope) -> int:
-    """The size of a request's head as received: its target and every header."""
-    return (
-        len(scope.get("raw_path") or b"")
-        + len(scope.get("query_string") or b"")
-        + sum(len(name) + len(value) + 4 for name, value in scope["headers"])
-    )
 
 
 def cookie_name(host: str) -> str:
