@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import statistics
 
 import pytest
@@ -281,3 +282,20 @@ def test_each_agent_run_is_reported_as_it_ends_before_any_row_is_scored(tracing)
     # a progress bar moves during the agent phase: one report per run, all of them before scoring starts
     assert sorted(events[:4]) == [("ran", i) for i in range(4)]
     assert events[4:] == [("scored", i) for i in range(4)]
+
+
+@pytest.mark.parametrize(
+    ("metrics", "said"),
+    [
+        ([], "metrics is empty"),
+        (None, "got NoneType"),
+        ("trajectory_exact_match", "did you mean ['trajectory_exact_match']?"),
+        ({"trajectory_exact_match": 1}, "got dict"),
+    ],
+)
+def test_evaluate_with_nothing_to_score_is_an_error_not_a_summary(metrics, said):
+    from toolpath.errors import ConfigError
+    from toolpath.evaluation.runner import evaluate
+
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        evaluate([{"prompt": "x", "predicted_trajectory": [], "reference_trajectory": []}], metrics)

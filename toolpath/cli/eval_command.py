@@ -108,6 +108,12 @@ from toolpath.store.store import Store, resolve_store_url
 @click.option("--output", type=click.Path(path_type=Path), default=None, help="Write results as JSON here.")
 @click.option("--no-cache", is_flag=True, help="Ask the judge model again: do not read or keep cached replies.")
 @click.option("--quiet", is_flag=True, help="Print only the summary line.")
+@click.option(
+    "--allow-empty",
+    is_flag=True,
+    help="Exit 0 when nothing was checked (a dataset without rows, an eval set without cases, a metric that scored "
+    "no row); by default such a run fails: a green run must have checked something.",
+)
 @store_option
 def eval_command(
     dataset: Path | None,
@@ -133,6 +139,7 @@ def eval_command(
     output: Path | None,
     no_cache: bool,
     quiet: bool,
+    allow_empty: bool,
     store: str | None,
 ) -> None:
     """Score a JSONL/CSV/JSON dataset with metrics, or run ADK eval sets against an agent.
@@ -193,8 +200,9 @@ def eval_command(
         if not metrics_text:
             raise ConfigError("--metrics is required")
         _eval_recorded(
-            store, metrics_text, agent_name, session_id, limit, output, quiet, no_cache, limits, since, strip_prefixes
-        )
+            store, metrics_text, agent_name, session_id, limit, output, quiet, no_cache, limits, since, strip_prefixes,
+            allow_empty,
+        )  # fmt: skip
         return
     base, case_ids = split_selector(dataset) if dataset is not None else ("", None)
     is_eval_set = dataset is not None and (Path(base).is_dir() or base.endswith((EVALSET_SUFFIX, LEGACY_SUFFIX)))
@@ -217,13 +225,17 @@ def eval_command(
     if is_eval_set:
         if metrics_text:
             raise ConfigError("eval sets are judged by their criteria: give --config test_config.json, not --metrics")
-        _eval_sets(dataset, agent_ref, config_path, runs, output, adk_history, quiet, store_url, no_cache, fresh)
+        _eval_sets(
+            dataset, agent_ref, config_path, runs, output, adk_history, quiet, store_url, no_cache, fresh, allow_empty
+        )
     else:
         if not metrics_text:
             raise ConfigError("--metrics is required for a dataset (JSONL, CSV or JSON)")
         if config_path is not None or runs != 1 or adk_history is not None:
             raise ConfigError("--config, --runs and --adk-history apply to eval sets (*.evalset.json, *.test.json)")
-        _eval_dataset(dataset, metrics_text, agent_ref, output, quiet, store_url, no_cache, limits, strip_prefixes)
+        _eval_dataset(
+            dataset, metrics_text, agent_ref, output, quiet, store_url, no_cache, limits, strip_prefixes, allow_empty
+        )
 
 
 def _names_eval_sets(dataset: Path) -> bool:
@@ -262,9 +274,18 @@ def _eval_sets_recorded(
     )  # fmt: skip
 
 
-def _finish(result: Any, output: Path | None, quiet: bool, title: str, stored: bool, limits: dict[str, float]) -> None:
+def _finish(
+    result: Any,
+    output: Path | None,
+    quiet: bool,
+    title: str,
+    stored: bool,
+    limits: dict[str, float],
+    allow_empty: bool = False,
+) -> None:
     """Write the results, print the summary (rows scored per metric, and why not), the run line; exit 1 when a
-    metric scored no row (nothing was checked) or a mean missed its threshold (the summary names which)."""
+    metric scored no row (nothing was checked; unless ``allow_empty``) or a mean missed its threshold (the summary
+    names which)."""
     from toolpath.cli.display import not_scored, print_summary, summary_line
     from toolpath.evaluation.gates import missed_gates
 
@@ -283,9 +304,20 @@ def _finish(result: Any, output: Path | None, quiet: bool, title: str, stored: b
     for gate in missed:
         console.print(styled(("FAILED", "red"), f" {gate.describe()}"))
     if empty:
-        console.print(styled(("FAILED", "red"), f" nothing scored by: {', '.join(empty)}"))
-    if empty or missed:
+        console.print(styled(("FAILED", "red") if not allow_empty else ("allowed", "yellow"),
+                             f" nothing scored by: {', '.join(empty)}"))  # fmt: skip
+    if (empty and not allow_empty) or missed:
         raise click.exceptions.Exit(1)
+
+
+def _nothing_to_check(what: str, allow_empty: bool) -> None:
+    """A run that would check nothing (``what`` says why): exit 1 with the reason, or 0 with ``--allow-empty``;
+    said before a store is opened or made."""
+    if allow_empty:
+        console.print(f"nothing checked: {what} (--allow-empty)", highlight=False)
+        raise click.exceptions.Exit(0)
+    console.print(styled(("FAILED", "red"), f" nothing checked: {what}; --allow-empty lets such a run pass"))
+    raise click.exceptions.Exit(1)
 
 
 def _eval_recorded(
@@ -300,6 +332,7 @@ def _eval_recorded(
     limits: dict[str, float],
     since: Any = None,
     strip_prefixes: tuple[str, ...] = (),
+    allow_empty: bool = False,
 ) -> None:
     from datetime import UTC
 
@@ -321,7 +354,7 @@ def _eval_recorded(
     if judge is not None and not no_cache:
         judge.cache = store
     result = evaluate(rows, metrics, store=store, judge=judge, strip_tool_prefix=strip_prefixes)
-    _finish(result, output, quiet, f"{len(rows)} recorded invocations", True, limits)
+    _finish(result, output, quiet, f"{len(rows)} recorded invocations", True, limits, allow_empty)
 
 
 def _eval_dataset(
@@ -334,6 +367,7 @@ def _eval_dataset(
     no_cache: bool,
     limits: dict[str, float],
     strip_prefixes: tuple[str, ...] = (),
+    allow_empty: bool = False,
 ) -> None:
     from toolpath.datasets import load_rows
     from toolpath.evaluation.catalog import resolve_metric
@@ -348,7 +382,7 @@ def _eval_dataset(
         raise ConfigError("--metrics names no metric")
     names = check_names(metrics)
     check_gate_names(limits, [*names, *(MEASURED if agent_ref else ())])
-    rows = load_rows(dataset)
+    rows = load_rows(dataset)  # a dataset without rows is bad input (exit 2), said by the loader
     runnable = load_agent(agent_ref) if agent_ref else None
     judge = prepare_judge(metrics)  # no credentials: an error now, not after the agent ran
     store = Store(store_url) if store_url else None
@@ -375,7 +409,7 @@ def _eval_dataset(
         )
     tracing.flush()
     title = f"{dataset} ({len(result.metrics_table)} rows)"
-    _finish(result, output, quiet, title, store is not None, limits)
+    _finish(result, output, quiet, title, store is not None, limits, allow_empty)
 
 
 def _eval_sets(
@@ -389,6 +423,7 @@ def _eval_sets(
     store_url: str | None,
     no_cache: bool,
     fresh: bool = False,
+    allow_empty: bool = False,
 ) -> None:
     from toolpath.cli.evalset_display import eval_set_report
     from toolpath.evaluation.evalsets.evaluator import check_runnable, criteria_of, evaluate_eval_sets
@@ -399,6 +434,8 @@ def _eval_sets(
         raise ConfigError("--agent module:attr is required to run eval sets (or an ADK agent module or folder)")
     _importable_cwd()
     eval_sets = _load_eval_sets(path, config_path)
+    if not any(eval_set.cases for eval_set in eval_sets):
+        _nothing_to_check(f"{path} holds no eval case", allow_empty)
     judge = Judge(settings_from(None), cache=None) if no_cache else None  # default: the store caches replies
     plans = [criteria_of(eval_set) for eval_set in eval_sets]
     for eval_set, plan in zip(eval_sets, plans, strict=True):  # all checked before the agent is imported or a file made

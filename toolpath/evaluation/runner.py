@@ -103,6 +103,14 @@ def evaluate(
     ``get_forecast``. Without it names are compared as the agent saw them.
     """
     prefixes = check_prefixes(strip_tool_prefix)
+    if isinstance(metrics, str | Metric | Mapping) or callable(metrics) or not isinstance(metrics, Iterable):
+        raise ConfigError(
+            f"metrics must be a list of metrics (names, Metric objects or callables), got {type(metrics).__name__}"
+            + (f": did you mean [{metrics!r}]?" if isinstance(metrics, str) else "")
+        )
+    metrics = list(metrics)
+    if not metrics:
+        raise ConfigError("metrics is empty: name at least one metric to score (toolpath.metric_names() lists them)")
     if concurrency < 1:
         raise ConfigError(f"concurrency must be at least 1, got {concurrency}")
     if run_id is not None and (not run_id or len(run_id) > 64):
