@@ -11,7 +11,9 @@ snake_case or camelCase keys). What is read follows ``EvaluationGenerator.conver
 ``is_final_response()`` (one with text is not replaced by one without), its text parts joined with newlines as
 ADK joins them; the tool calls are the ``function_call`` parts of every kept event (the final one included when
 it calls a function), in the order the model listed them, with ADK's ids; the tool responses and the
-intermediate ``(author, text)`` responses come from the same events, the final response's own text excluded.
+intermediate ``(author, text)`` responses come from the same events, the final response's own text excluded; the
+model calls are the kept events that carry ``usage_metadata`` or ``model_version``, as ADK's efficiency figures
+count them (an answer ADK leaves out, such as an empty text ``""``, is no model call there, nor are its tokens).
 
 ADK 2.x's own ``execute_tool`` spans carry no arguments unless ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``
 says so; the events always do, so the trajectory recorded here is complete (``toolpath.agent.trajectory_source``
@@ -20,10 +22,12 @@ says so; the events always do, so the trajectory recorded here is complete (``to
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolpath.tracer import semconv as sc
 from toolpath.tracer import spans
 
 _USER = "user"
@@ -49,6 +53,11 @@ class AdkTurn:
     """How many events carried content (0: the stream held no ADK events)."""
     answered_by: str | None = None
     """The author of the final response (a sub-agent the turn was transferred to, say)."""
+    agent_events: int = 0
+    """How many events the agents wrote, with content or without (0: no ADK agent event was read)."""
+    model_usage: list[dict[str, Any] | None] = field(default_factory=list)
+    """One item per model call ADK's efficiency figures count in the turn: a kept event with ``usage_metadata``
+    or ``model_version``; the item is its ``usage_metadata`` (``None`` when it reported none)."""
 
 
 class EventReader:
@@ -58,6 +67,8 @@ class EventReader:
         self._kept: list[_Kept] = []
         self._final: _Kept | None = None
         self._events = 0
+        self._agent_events = 0
+        self._model_usage: list[dict[str, Any] | None] = []
 
     def add(self, event: Any) -> bool:
         """Read one event; ``False`` when it is not an ADK event (no ``content`` / ``author`` mapping)."""
@@ -67,13 +78,14 @@ class EventReader:
         author = str(data.get("author") or _DEFAULT_AUTHOR)
         if author.lower() == _USER:
             return True
+        self._agent_events += 1
         content = data.get("content")
         parts = content.get("parts") if isinstance(content, Mapping) else None
         parts = [p for p in parts if isinstance(p, Mapping)] if isinstance(parts, list) else []
         grounding = _get(data, "grounding_metadata", "groundingMetadata")
         if not parts:
             if grounding is not None:
-                self._kept.append(_Kept(author, None))
+                self._keep(_Kept(author, None), data)
             return True
         self._events += 1
         kept = _Kept(author, parts)
@@ -85,11 +97,19 @@ class EventReader:
             _call(p) is not None or _response(p) is not None or _text(p) or _get(p, "inline_data", "inlineData")
             for p in parts
         ):
-            self._kept.append(kept)
+            self._keep(kept, data)
         return True
 
+    def _keep(self, kept: _Kept, data: Mapping[str, Any]) -> None:
+        """An event ADK keeps among the invocation's events; a model call there when it says which model answered or
+        what it used (``_is_model_call_event``). An event ADK leaves out (an empty answer) is not counted."""
+        self._kept.append(kept)
+        usage = _get(data, "usage_metadata", "usageMetadata")
+        if usage is not None or _get(data, "model_version", "modelVersion") is not None:
+            self._model_usage.append(dict(usage) if isinstance(usage, Mapping) else None)
+
     def turn(self) -> AdkTurn:
-        turn = AdkTurn(events=self._events)
+        turn = AdkTurn(events=self._events, agent_events=self._agent_events, model_usage=list(self._model_usage))
         for kept in self._kept:
             if kept.parts is None or (kept is self._final and not any(_call(p) is not None for p in kept.parts)):
                 continue  # ADK keeps the final response's text on the invocation, not among its events
@@ -123,14 +143,13 @@ class _Kept:
 
 
 def record_turn(span: Any, turn: AdkTurn) -> None:
-    """Put ``turn``'s trajectory and intermediate responses on the agent span (``span``; the current one when
-    ``None``); the final response is the caller's to record when it ends the span."""
-    spans.set_event_record(
-        span if span is not None else spans.current_span(),
-        turn.tool_calls,
-        turn.intermediate_responses,
-        turn.answered_by,
-    )
+    """Put ``turn``'s trajectory, intermediate responses and the model calls ADK counts on the agent span
+    (``span``; the current one when ``None``); the final response is the caller's to record when it ends the
+    span."""
+    target = span if span is not None else spans.current_span()
+    spans.set_event_record(target, turn.tool_calls, turn.intermediate_responses, turn.answered_by)
+    if turn.agent_events and target.is_recording():  # counts, not content: recorded whatever the policy
+        target.set_attribute(sc.TOOLPATH_MODEL_USAGE, json.dumps(turn.model_usage, separators=(",", ":")))
 
 
 def tool_error(result: Any) -> str | None:

@@ -122,6 +122,11 @@ TOOLPATH_INTERMEDIATE_RESPONSES: Final = "toolpath.agent.intermediate_responses"
 TOOLPATH_ANSWERED_BY: Final = "toolpath.agent.answered_by"
 """The agent that gave the final response (the author of ADK's final event: a sub-agent a turn was transferred to,
 say), when the agent span knows it; else the collector reads it from the run's model spans."""
+TOOLPATH_MODEL_USAGE: Final = "toolpath.agent.model_usage"
+"""JSON list, one item per model call of the turn as ADK's efficiency figures count them (read from ADK's events:
+an answer ADK leaves out of the invocation, such as an empty text, is none): the call's ``usage_metadata``, or
+``null`` when it reported none. ADK's figures read the calls and tokens from it rather than from the model
+spans."""
 TOOLPATH_CONTENT_MISSING: Final = "toolpath.content_missing"
 """Invocation attribute: ``true`` when tool spans of the run recorded no arguments at all (the instrumentation's
 content capture was off; for ADK 2.x see ``ADK_CONTENT_ENV``)."""

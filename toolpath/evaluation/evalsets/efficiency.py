@@ -18,12 +18,16 @@ zero:
 For a run toolpath traced they come from the stored invocation (its tool calls and latency) and the stored spans
 under it (model calls: GenAI ``chat`` / ``generate_content`` / ``text_completion`` spans, OpenInference LLM spans,
 else ADK 1.x's ``call_llm``; tokens from their ``gen_ai.usage.*`` attributes); without the spans (a run traced
-without a store) the model figures are ``None``. For ADK's recorded results they are computed from the recorded
+without a store) the model figures are ``None``. Where toolpath read the turn's ADK events, the agent span says
+which model calls ADK counts (``toolpath.agent.model_usage``): those and their usage reports are the model calls
+and tokens, so an answer ADK leaves out of the invocation (an empty text) is no call, as in ADK; the model spans
+still give the model time. For ADK's recorded results they are computed from the recorded
 invocations exactly as ADK computes them (:func:`toolpath.evaluation.evalsets.conversions.efficiency`).
 """
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -77,15 +81,13 @@ def traced_efficiency(invocation: Invocation | None, spans: Sequence[SpanRecord]
         models = [s for s in spans if s.attributes.get(sc.GEN_AI_OPERATION_NAME) in _MODEL_OPERATIONS]
         models += [s for s in spans if s.attributes.get(sc.OPENINFERENCE_SPAN_KIND) == "LLM"]
         models = models or [s for s in spans if s.name == sc.ADK_CALL_LLM]
-        own = _outside_tools(models, spans)
-        model_calls = float(len(own))
-        for key, attributes in _TOKENS:
-            for span in own:
-                count = next((span.attributes[a] for a in attributes if span.attributes.get(a) is not None), None)
-                if count is not None:
-                    tokens[key] = (tokens[key] or 0) + _number(count)
-        if tokens["input_tokens"] is not None or tokens["output_tokens"] is not None:
-            tokens["total_tokens"] = (tokens["input_tokens"] or 0) + (tokens["output_tokens"] or 0)
+        counted = _event_model_usage(invocation, spans)
+        if counted is not None:  # ADK's events said which model calls its figures count
+            model_calls, tokens = counted
+        else:
+            own = _outside_tools(models, spans)
+            model_calls = float(len(own))
+            _span_tokens(own, tokens)
         tools = [s for s in spans if _is_tool(s)]
         model_time = _union([_interval(s) for s in models])
         model_seconds = _length(model_time) / 1e9
@@ -95,6 +97,46 @@ def traced_efficiency(invocation: Invocation | None, spans: Sequence[SpanRecord]
         if total is not None:
             duration["framework_seconds"] = round(max(total - model_seconds - tool_seconds, 0.0), 3)
     return _figures(float(len(invocation.tool_calls)), model_calls, tokens, duration)
+
+
+def _span_tokens(models: Sequence[SpanRecord], tokens: dict[str, float | None]) -> None:
+    """Add up the ``gen_ai.usage.*`` (or OpenInference) token counts of ``models`` into ``tokens``."""
+    for key, attributes in _TOKENS:
+        for span in models:
+            count = next((span.attributes[a] for a in attributes if span.attributes.get(a) is not None), None)
+            if count is not None:
+                tokens[key] = (tokens[key] or 0) + _number(count)
+    if tokens["input_tokens"] is not None or tokens["output_tokens"] is not None:
+        tokens["total_tokens"] = (tokens["input_tokens"] or 0) + (tokens["output_tokens"] or 0)
+
+
+def _event_model_usage(
+    invocation: Invocation, spans: Sequence[SpanRecord]
+) -> tuple[float, dict[str, float | None]] | None:
+    """The model calls and tokens ADK's figures count, from ``toolpath.agent.model_usage`` on the invocation's
+    agent span (ADK's events, read by :mod:`toolpath.adapters.adk_events`); ``None`` when the span has none, or
+    one that is not a list of usage reports (then the model spans count)."""
+    from pydantic import ValidationError
+
+    root = next((s for s in spans if s.span_id == invocation.span_id), None)
+    text = root.attributes.get(sc.TOOLPATH_MODEL_USAGE) if root is not None else None
+    if not isinstance(text, str):
+        return None
+    try:
+        items = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(items, list) or not all(item is None or isinstance(item, dict) for item in items):
+        return None
+    from google.genai import types as genai_types
+
+    from toolpath.evaluation.evalsets.conversions import token_usage
+
+    try:
+        reports = [genai_types.GenerateContentResponseUsageMetadata.model_validate(i) for i in items if i is not None]
+    except ValidationError:
+        return None
+    return float(len(items)), token_usage(reports)
 
 
 def case_efficiency(per_invocation: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
