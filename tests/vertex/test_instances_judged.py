@@ -330,7 +330,7 @@ def test_toolpath_ui_serves_the_api_behind_its_token(tmp_path, judged):
     log = (tmp_path / "ui.log").open("w")
     process = subprocess.Popen(
         [sys.executable, "-m", "toolpath.cli", "ui", "--store", f"sqlite:///{tmp_path / 'ui.db'}", "--port", str(port),
-         "--token", "ui-token"],
+         "--token", "ui-token", "--judge-calls-per-minute", "1"],
         stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
     try:
@@ -349,6 +349,9 @@ def test_toolpath_ui_serves_the_api_behind_its_token(tmp_path, judged):
         status, reply = post(url, {"safety_input": {"instance": {"prediction": "hello"}}}, token="ui-token")
         assert (status, reply) == (200, {"safetyResult": {"score": 1.0, "explanation": "rated 0", "confidence": 1.0}})
         assert "hello" in fake.prompts[-1]
+        status, reply = post(url, {"safety_input": {"instance": {"prediction": "hello again"}}}, token="ui-token")
+        assert (status, reply["error"]["status"]) == (429, "RESOURCE_EXHAUSTED")  # --judge-calls-per-minute 1
+        assert "hello again" not in fake.prompts[-1]
         page_request = urllib.request.Request(f"{url}/sessions", headers={"Authorization": "Bearer ui-token"})
         with urllib.request.urlopen(page_request, timeout=30) as page:
             assert page.status == 200  # the UI itself still serves beside it

@@ -10,7 +10,13 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from toolpath.cli.options import open_existing_store, store_option, token_option
+from toolpath.cli.options import (
+    judge_budget_options,
+    open_existing_store,
+    set_judge_budget,
+    store_option,
+    token_option,
+)
 from toolpath.errors import ConfigError
 
 
@@ -42,6 +48,7 @@ from toolpath.errors import ConfigError
     help="An agent (module:attr) score_evalset may run (repeatable); it runs no other.",
 )
 @click.option("--allow-write", is_flag=True, help="Offer add_session_to_evalset and save eval set runs to the store.")
+@judge_budget_options
 def mcp_command(
     store: str | None,
     transport: str,
@@ -51,6 +58,9 @@ def mcp_command(
     evalsets: Path,
     agents: tuple[str, ...],
     allow_write: bool,
+    judge_in_flight: int,
+    judge_calls_per_minute: int,
+    judge_tokens_per_minute: int,
 ) -> None:
     """Serve the store to MCP clients (coding assistants): list and search sessions, show trajectories, score a
     session or an eval set; read-only unless --allow-write.
@@ -67,6 +77,7 @@ def mcp_command(
     if transport == "stdio" and any(given(o) is ParameterSource.COMMANDLINE for o in ("token", "host", "port")):
         raise ConfigError("--token, --host and --port apply to --transport http only (stdio needs no token)")
     loaded = {reference: load_agent(reference) for reference in agents}
+    set_judge_budget(judge_in_flight, judge_calls_per_minute, judge_tokens_per_minute)  # score_evalset's judges
     if transport == "http":
         _serve_http(store, host, port, token, evalsets, allow_write, loaded)
         return

@@ -9,7 +9,13 @@ from typing import Any, Literal
 import click
 
 from toolpath.cli.agents import load_agent
-from toolpath.cli.options import open_existing_store, store_option, token_option
+from toolpath.cli.options import (
+    judge_budget_options,
+    open_existing_store,
+    set_judge_budget,
+    store_option,
+    token_option,
+)
 from toolpath.cli.output import console
 from toolpath.config import MAX_HEAD_BYTES
 from toolpath.errors import ConfigError
@@ -149,6 +155,7 @@ def is_loopback(host: str) -> bool:
     type=click.IntRange(min=1),
     help="Logins kept at once; past it, the oldest ends.",
 )
+@judge_budget_options
 def ui_command(
     store: str | None,
     host: str,
@@ -160,6 +167,9 @@ def ui_command(
     session_idle: str,
     session_lifetime: str,
     max_sessions: int,
+    judge_in_flight: int,
+    judge_calls_per_minute: int,
+    judge_tokens_per_minute: int,
 ) -> None:
     """Browse sessions and trajectories, turn sessions into eval cases, run and compare evaluations. Also serves
     Vertex AI's evaluateInstances API (docs/vertex.md).
@@ -173,6 +183,7 @@ def ui_command(
 
     # checked before anything listens; kept in this process's memory: a restart logs everyone out
     sessions = login_sessions(session_idle, session_lifetime, max_sessions)
+    set_judge_budget(judge_in_flight, judge_calls_per_minute, judge_tokens_per_minute)  # runs, evaluateInstances
     try:
         sock = bind(host, port)  # before anything is said or opened: a port in use is one error line
     except ConfigError as exc:
