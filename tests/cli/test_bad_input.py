@@ -165,6 +165,12 @@ CASES = [
          first="error: --output out: is a folder; give a file name", files={"out/": ""}),
     case("export-output-in-missing-folder", "export", "--format", "evalset", "--output", "missing/x.evalset.json",
          store=True, first="error: --output missing/x.evalset.json: folder missing does not exist"),
+    case("export-since-utc-as-json-prints-it", "export", "--format", "jsonl", "--output", "x.jsonl", "--since",
+         "2026-11-01T00:00:00Z", store=True, code=0, first="wrote ", creates=("x.jsonl",)),
+    case("export-since-with-an-offset", "export", "--format", "jsonl", "--output", "x.jsonl", "--since",
+         "2026-11-01T09:00:00+02:00", store=True, code=0, first="wrote ", creates=("x.jsonl",)),
+    case("export-since-not-a-time", "export", "--format", "jsonl", "--output", "x.jsonl", "--since", "yesterday",
+         store=True, first="error: Invalid value for '--since': 'yesterday' is not an ISO 8601 date or time"),
     case("export-store-colons", "export", "--format", "jsonl", "--output", "x.jsonl", "--store", "::::",
          first=f"error: store '::::' {NEITHER}"),
     # --- collect (ports: {busy} is in use, {free} is not) -----------------------------------------------------

@@ -12,7 +12,7 @@ import click
 
 from toolpath import tracing
 from toolpath.cli.agents import load_agent
-from toolpath.cli.options import open_existing_store, parse_thresholds, store_option, writable
+from toolpath.cli.options import IsoTime, open_existing_store, parse_thresholds, store_option, writable
 from toolpath.cli.output import console, print_run_line, progress, styled
 from toolpath.config import DEFAULT_STORE_URL
 from toolpath.errors import ConfigError
@@ -39,7 +39,7 @@ from toolpath.store.store import Store, resolve_store_url
 @click.option(
     "--each", is_flag=True, help="Eval set against recorded traffic: score a case on each session it pairs with."
 )
-@click.option("--since", type=click.DateTime(), default=None, help="Recorded traffic: only sessions active since then.")
+@click.option("--since", type=IsoTime(), default=None, help="Recorded traffic: only sessions active since then (UTC).")
 @click.option(
     "--otlp-endpoint",
     default=None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -73,12 +74,35 @@ def set_judge_budget(in_flight: int, calls_per_minute: int, tokens_per_minute: i
     process_budget().configure(limits.divided(processes) if processes > 1 else limits)
 
 
+class IsoTime(click.ParamType):
+    """A time as ISO 8601 gives it, wherever a command takes one: a date (``2026-11-01``), a date and time
+    (``2026-11-01T09:30``, ``2026-11-01 09:30:00``), with ``Z`` or an offset (``+02:00``) — the form ``sessions list
+    --json`` prints. Without a zone it is UTC."""
+
+    name = "TIME"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> datetime:
+        if isinstance(value, datetime):
+            when = value
+        else:
+            try:
+                when = datetime.fromisoformat(str(value).strip())
+            except ValueError:
+                self.fail(
+                    f"{value!r} is not an ISO 8601 date or time (2026-11-01, 2026-11-01T09:30, 2026-11-01T09:30:00Z, "
+                    "2026-11-01T09:30:00+02:00)",
+                    param,
+                    ctx,
+                )
+        return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+
+
 def selection_options(fn: Any) -> Any:
     """--session / --since / --agent-name / --limit: which recorded sessions a command works on."""
     fn = click.option("--limit", type=click.IntRange(min=1), default=None, help="At most this many sessions.")(fn)
     fn = click.option("--agent-name", default=None, help="Only sessions of this agent.")(fn)
     fn = click.option(
-        "--since", type=click.DateTime(), default=None, help="Only sessions active since then (e.g. 2026-11-01)."
+        "--since", type=IsoTime(), default=None, help="Only sessions active since then (e.g. 2026-11-01, UTC)."
     )(fn)
     return click.option("--session", "session_ids", multiple=True, help="A recorded session id (repeatable).")(fn)
 
