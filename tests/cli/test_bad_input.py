@@ -76,6 +76,13 @@ CASES = [
          first="error: cases.csv:3: predicted_trajectory: not valid JSON (Expecting ',' delimiter",
          files={"cases.csv": 'prompt,predicted_trajectory,reference_trajectory\na,[],[]\n'
                              'b,"[{""tool_name"": ""x""}",[]\nc,[],[]\n'}),
+    case("eval-csv-semicolons", "eval", "semi.csv", "--metrics", "trajectory_exact_match", "--quiet", code=0,
+         first="semi.csv (2 rows): trajectory_exact_match 1.000 (2/2)",
+         files={"semi.csv": 'prompt;predicted_trajectory;reference_trajectory\na;[];[]\n'
+                            '"b;c";"[{""tool_name"": ""x""}]";"[{""tool_name"": ""x""}]"\n'}),
+    case("eval-csv-tabs", "eval", "tabs.csv", "--metrics", "trajectory_exact_match", "--quiet", code=0,
+         first="tabs.csv (1 rows): trajectory_exact_match 1.000 (1/1)",
+         files={"tabs.csv": "prompt\tpredicted_trajectory\treference_trajectory\na\t[]\t[]\n"}),
     case("eval-trajectory-plain-string", "eval", "plain.jsonl", "--metrics", "trajectory_exact_match",
          first="error: plain.jsonl:2: predicted_trajectory: not valid JSON (Expecting value at char 0); expected a "
                "list of tool calls",

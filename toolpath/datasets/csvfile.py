@@ -1,5 +1,6 @@
 """CSV datasets: a header row, then one row per instance. Trajectory cells hold JSON text; empty cells are
-missing values."""
+missing values. The cells are apart by commas, or by what the header is apart by when it has no comma: a
+semicolon (what spreadsheets write where a comma is the decimal mark), a tab or a bar."""
 
 from __future__ import annotations
 
@@ -26,7 +27,9 @@ def iter_csv(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
         raise DatasetError(f"{path}: cannot read ({exc.strerror})") from None
     with handle:
         try:
-            reader = csv.DictReader(handle)
+            header = handle.readline()
+            handle.seek(0)
+            reader = csv.DictReader(handle, delimiter=delimiter_of(header))
             if not reader.fieldnames:
                 raise DatasetError(f"{path}: empty file (a header row is needed)")
             start = reader.line_num + 1
@@ -39,3 +42,22 @@ def iter_csv(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
             raise DatasetError(f"{path}:{reader.line_num}: {exc}") from None
         except UnicodeDecodeError as exc:
             raise DatasetError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+DELIMITERS = (",", ";", "\t", "|")
+
+
+def delimiter_of(header: str) -> str:
+    """The delimiter of a CSV file, from its header line: a comma, unless the header has none outside quotes and
+    holds one of the other :data:`DELIMITERS` (the most frequent)."""
+    counts = dict.fromkeys(DELIMITERS, 0)
+    quoted = False
+    for ch in header:
+        if ch == '"':
+            quoted = not quoted
+        elif not quoted and ch in counts:
+            counts[ch] += 1
+    if counts[","]:
+        return ","
+    best = max(DELIMITERS[1:], key=lambda d: counts[d])
+    return best if counts[best] else ","
