@@ -83,6 +83,12 @@ CASES = [
     case("eval-csv-tabs", "eval", "tabs.csv", "--metrics", "trajectory_exact_match", "--quiet", code=0,
          first="tabs.csv (1 rows): trajectory_exact_match 1.000 (1/1)",
          files={"tabs.csv": "prompt\tpredicted_trajectory\treference_trajectory\na\t[]\t[]\n"}),
+    case("eval-threshold-overflows-to-infinity", "eval", "cases.jsonl", "--metrics", "trajectory_exact_match",
+         "--threshold", "trajectory_exact_match=-1e309", files={"cases.jsonl": JSONL},
+         first="error: --threshold 'trajectory_exact_match=-1e309': expected a finite number, got -inf"),
+    case("eval-threshold-nan", "eval", "cases.jsonl", "--metrics", "trajectory_exact_match",
+         "--threshold", "trajectory_exact_match=nan", files={"cases.jsonl": JSONL},
+         first="error: --threshold 'trajectory_exact_match=nan': expected a finite number, got nan"),
     case("eval-trajectory-plain-string", "eval", "plain.jsonl", "--metrics", "trajectory_exact_match",
          first="error: plain.jsonl:2: predicted_trajectory: not valid JSON (Expecting value at char 0); expected a "
                "list of tool calls",

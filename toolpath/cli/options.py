@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from datetime import UTC, datetime
 from pathlib import Path
@@ -132,6 +133,8 @@ def parse_thresholds(items: tuple[str, ...]) -> dict[str, float]:
             raise ConfigError(f"--threshold {item!r}: expected metric=number") from None
         if not eq or not name.strip():
             raise ConfigError(f"--threshold {item!r}: expected metric=number")
+        if not math.isfinite(out[name.strip()]):  # -1e309 is -inf: a gate that can never fail
+            raise ConfigError(f"--threshold {item!r}: expected a finite number, got {out[name.strip()]}")
     return out
 
 
