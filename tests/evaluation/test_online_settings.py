@@ -53,3 +53,29 @@ def test_bad_limits_and_names_are_refused_by_name():
         Limits(1.5)
     with pytest.raises(ConfigError, match=r"^online: an evaluator's name is empty$"):
         EvaluatorSpec("", "1", ("tool_call_count",))
+
+
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        ('failures_only = "no"', "failures_only = 'no' (a string): expected true or false"),
+        ('agent_names = "bot"', "agent_names = 'bot' (a string): expected a list of names"),
+        ('attributes = ["deployment", "prod"]', "attributes = ['deployment', 'prod'] (a list): expected a table"),
+        ('metrics = "trajectory_exact_match"', "metrics = 'trajectory_exact_match' (a string): expected a list"),
+        ("thresholds = 5", "thresholds = 5 (a whole number): expected a table of metric = finite number"),
+        ("thresholds = {tool_error_rate = nan}", "thresholds = {'tool_error_rate': nan} (a table)"),
+        ("poll_seconds = 0", "poll_seconds = 0 (a whole number): expected a number of seconds, at least 0.01"),
+        ("lease_seconds = -5", "lease_seconds = -5 (a whole number): expected a number of seconds, at least 1"),
+        ("workers = true", "workers = True (true/false): expected a whole number, at least 1"),
+        ('sample_rate = "0.5"', "sample_rate = '0.5' (a string): expected a number from 0 to 1"),
+        ("max_backlog = 0", "max_backlog = 0 (a whole number): expected a whole number, at least 1"),
+    ],
+)
+def test_a_value_of_the_wrong_type_is_one_error_naming_the_key(tmp_path, line, said):
+    path = tmp_path / "online.toml"
+    keys = {"metrics": 'metrics = ["tool_error_rate"]'}
+    key = line.split(" =")[0]
+    path.write_text("\n".join([*(v for k, v in keys.items() if k != key), line]) + "\n")
+    with pytest.raises(ConfigError) as refused:
+        OnlineConfig.load(path)
+    assert str(refused.value).startswith(f"{path}: ") and said in str(refused.value)

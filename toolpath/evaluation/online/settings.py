@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import math
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -68,6 +69,7 @@ class OnlineConfig:
     judge: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        _check_types(self)
         if not self.metrics and not is_eval_set_path(self.reference_dataset):  # an eval set brings its criteria
             raise ConfigError("online: 'metrics' names no metric")
         check_rate(self.sample_rate)
@@ -114,6 +116,8 @@ class OnlineConfig:
             return cls(**data)
         except TypeError as exc:
             raise ConfigError(f"{where}: {exc}") from None
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {str(exc).removeprefix('online: ')}") from None
 
     @property
     def evaluator(self) -> EvaluatorSpec:
@@ -128,3 +132,64 @@ class OnlineConfig:
             Filters(agents, self.failures_only, dict(self.attributes)),
             Limits(self.sample_rate),
         )
+
+
+def _kind(value: Any) -> str:
+    return {bool: "true/false", str: "a string", int: "a whole number", float: "a number", list: "a list",
+            dict: "a table", type(None): "nothing"}.get(type(value), type(value).__name__)  # fmt: skip
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _check_types(config: OnlineConfig) -> None:
+    """Each value of the right type and range, whatever wrote it (TOML, a mapping, Python): ``failures_only =
+    "no"`` would otherwise be true, ``agent_names = "bot"`` match an agent named ``b``, ``metrics = "x"`` be the
+    letters of x. One :class:`ConfigError` naming the key, the value and what it takes."""
+
+    def refuse(key: str, value: Any, wanted: str) -> None:
+        raise ConfigError(f"online: {key} = {value!r} ({_kind(value)}): expected {wanted}")
+
+    def names(key: str, value: Any, *, optional: bool = False) -> None:
+        if optional and value is None:
+            return
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            refuse(key, value, 'a list of names, e.g. ["a", "b"]')
+
+    names("metrics", config.metrics)
+    names("agent_names", config.agent_names, optional=True)
+    if not _number(config.sample_rate):
+        refuse("sample_rate", config.sample_rate, "a number from 0 to 1")
+    if not isinstance(config.failures_only, bool):
+        refuse("failures_only", config.failures_only, "true or false")
+    if not isinstance(config.attributes, dict) or not all(
+        isinstance(v, str | int | float | bool) for v in config.attributes.values()
+    ):
+        refuse("attributes", config.attributes, 'a table of attribute = value, e.g. {deployment = "prod"}')
+    if not isinstance(config.thresholds, dict) or not all(_number(v) for v in config.thresholds.values()):
+        refuse("thresholds", config.thresholds, "a table of metric = finite number, e.g. {trajectory_recall = 0.8}")
+    for key in ("reference_dataset", "otlp_endpoint"):
+        if getattr(config, key) is not None and not isinstance(getattr(config, key), str):
+            refuse(key, getattr(config, key), "a string")
+    if not isinstance(config.judge, dict):
+        refuse("judge", config.judge, "a table of judge settings")
+    for key in ("workers", "batch_size"):
+        value = getattr(config, key)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            refuse(key, value, "a whole number, at least 1")
+    if config.max_backlog is not None and (
+        not isinstance(config.max_backlog, int) or isinstance(config.max_backlog, bool) or config.max_backlog < 1
+    ):
+        refuse("max_backlog", config.max_backlog, "a whole number, at least 1")
+    if not _number(config.lease_seconds) or config.lease_seconds < 1:
+        refuse("lease_seconds", config.lease_seconds, "a number of seconds, at least 1")
+    if not _number(config.poll_seconds) or config.poll_seconds < MIN_POLL_SECONDS:
+        refuse("poll_seconds", config.poll_seconds, f"a number of seconds, at least {MIN_POLL_SECONDS}")
+    for key in ("match", "shed"):
+        if not isinstance(getattr(config, key), str):
+            refuse(key, getattr(config, key), "a string")
+
+
+MIN_POLL_SECONDS = 0.01
+"""How often an idle worker looks for jobs, at the most (0 would spin a core waiting)."""
