@@ -28,7 +28,6 @@ from toolpath.collector.in_process import InProcessCollector, use_store_pseudony
 from toolpath.errors import ConfigError
 from toolpath.process_events import unwatch_process, watch_process
 from toolpath.redact import Redactor
-from toolpath.store import migrate
 from toolpath.store.store import Store, resolve_store_url
 from toolpath.tracer import content, untraced
 from toolpath.tracer.exporters import CountingExporter, otlp_exporter
@@ -337,7 +336,7 @@ def _open_store(
 
     def open_now() -> None:
         try:
-            migrate.upgrade(unopened.engine)
+            unopened.upgrade()  # under the lock every process creating or migrating this store takes
             if redactor is not None:
                 use_store_pseudonyms(redactor, unopened)
             opened.append(unopened)
