@@ -62,7 +62,7 @@ def race(folder: Path, url: str) -> None:
     ]  # fmt: skip
     failures = []
     for mode, process in zip(MODES, processes, strict=True):
-        out, err = process.communicate(timeout=180)
+        _, err = process.communicate(timeout=180)
         if process.returncode not in (0, None) or "Traceback" in err:
             failures.append(f"{mode}: exit {process.returncode}: {err[-2000:]}")
     assert failures == []
