@@ -3,6 +3,10 @@ invocation's tool calls past the limit are dropped and the invocation says how m
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
 from tests.helpers.builders import otlp_json
 from tests.helpers.collector import Collector
 from toolpath.collector.ingestor import Ingestor
@@ -22,7 +26,7 @@ def test_limits_cut_drop_and_mark(tmp_path):
     assert post(ingestor, otlp_json("1" * 32, tool_calls=3, big="x" * 500)) == 200
     [span] = [s for s in store.spans_of_trace("1" * 32) if s.span_id == f"f{1:015x}"]
     arguments = span.attributes["gen_ai.tool.call.arguments"]
-    assert len(arguments) < 150 and arguments.endswith("chars]")
+    assert len(arguments) <= 100 and json.loads(arguments)["blob"].endswith("chars]")  # still JSON: cut inside
     assert span.attributes["toolpath.truncated"] == ["gen_ai.tool.call.arguments"]
 
     assert post(ingestor, otlp_json("2" * 32, tool_calls=12)) == 200
@@ -41,3 +45,57 @@ def test_collect_reports_limits_hit(tmp_path):
     finally:
         collector.stop()
     assert "limits hit (tool calls dropped: 2)" in collector.process.stdout.read()
+
+
+def export_history(user: str) -> dict:
+    """Export a user's history."""
+    return {"user": user, "rows": "r" * 100_000}  # a result past the collector's 64 KiB value limit
+
+
+@pytest.mark.parametrize("schema", ["2", "1"])
+def test_a_long_tool_result_is_cut_inside_its_json_and_the_call_keeps_its_arguments(
+    tmp_path, app_spans, monkeypatch, schema
+):
+    """A real ADK agent whose tool returns 100 KB, its own spans sent to the collector: the call is rebuilt with its
+    name and arguments (the result cut, marked), so it scores as ``adk eval`` scores it — before, the JSON was cut as
+    text, the call came back from ADK's span without arguments, and it scored 0.0."""
+    import asyncio
+
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    pytest.importorskip("google.adk")
+    from google.adk.agents import LlmAgent
+    from google.adk.runners import InMemoryRunner
+    from google.genai import types
+
+    from tests.collector.test_in_process_adk import scripted
+    from toolpath.evaluation.recorded import rows_from_store
+    from toolpath.evaluation.runner import evaluate
+
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
+    monkeypatch.setenv("ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN", schema)
+    agent = LlmAgent(name="archivist", model=scripted([[("export_history", {"user": "ada"})], "Exported."]),
+                     tools=[export_history])  # fmt: skip
+    runner = InMemoryRunner(agent, app_name="archive")
+
+    async def turn() -> None:
+        await runner.session_service.create_session(app_name="archive", user_id="u", session_id="long-result")
+        message = types.Content(role="user", parts=[types.Part(text="Export ada's history.")])
+        async for _ in runner.run_async(user_id="u", session_id="long-result", new_message=message):
+            pass
+
+    asyncio.run(turn())
+    store = Store(f"sqlite:///{tmp_path / 'l.db'}")
+    limits = Limits()  # the defaults: values over 64 KiB are cut
+    ingestor = Ingestor(store, limits=limits)
+    body = encode_spans(app_spans.get_finished_spans()).SerializeToString()
+    headers = {"Content-Type": "application/x-protobuf", "Content-Length": str(len(body))}
+    assert ingestor.handle_http("/v1/traces", headers, lambda n: body[:n]).status == 200
+    assert limits.hits["attribute_values_cut"] >= 1
+    [inv] = store.get_session("long-result").invocations
+    [call] = inv.tool_calls
+    assert (call.name, call.args) == ("export_history", {"user": "ada"})
+    assert call.result["user"] == "ada" and call.result["rows"].endswith("chars]")  # cut inside, marked
+    reference = [{"tool_name": "export_history", "tool_input": {"user": "ada"}}]
+    rows = [{**row, "reference_trajectory": reference} for row in rows_from_store(store, session_id="long-result")]
+    assert evaluate(rows, ["trajectory_exact_match"]).summary_metrics["trajectory_exact_match/mean"] == 1.0

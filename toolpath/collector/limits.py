@@ -1,12 +1,15 @@
 """Limits on what one sender can make the collector store: attribute value length, spans per trace, tool calls
 per invocation. Each is configurable, each hit is counted, and what was cut is marked in the stored record
-(never silent): a cut attribute ends with the truncation marker and is listed in ``toolpath.truncated``; an
+(never silent): a cut attribute ends with the truncation marker and is listed in ``toolpath.truncated`` — a JSON
+value (a model request, a tool call's arguments and result) keeps its structure, its longest strings cut instead,
+so the calls rebuilt from it keep their names and arguments when a 100 KB result is what made it long; an
 invocation whose calls were capped carries ``toolpath.tool_calls_dropped``; spans past a trace's limit are not
 stored and are counted. (Request bodies are limited by the receiver: 413.)
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -56,7 +59,9 @@ class Limits:
             return record
         for key in cut:
             value = record.attributes[key]
-            record.attributes[key] = value[:limit] + sc.TRUNCATION_MARKER.format(dropped=len(value) - limit)
+            record.attributes[key] = fit_json(value, limit) or (
+                value[:limit] + sc.TRUNCATION_MARKER.format(dropped=len(value) - limit)
+            )
         already = record.attributes.get(sc.TOOLPATH_TRUNCATED) or []
         record.attributes[sc.TOOLPATH_TRUNCATED] = [*already, *(k for k in cut if k not in already)]
         self.count("attribute_values_cut", len(cut))
@@ -98,3 +103,57 @@ class Limits:
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.hits)
+
+
+def fit_json(text: str, limit: int) -> str | None:
+    """``text`` (a JSON object or array over ``limit`` characters) with its longest strings cut, each ending in the
+    truncation marker, to fit ``limit``; ``None`` when it is not JSON or would not fit with every string cut (its
+    structure alone too long: the caller cuts the text). The cut is the same for every string over one length,
+    found by bisection over the lengths (a few encodings of a value the body limit bounds)."""
+    if not text.startswith(("{", "[")):
+        return None
+    try:
+        data = json.loads(text)
+        longest = _longest_string(data)
+        if longest == 0:
+            return None
+
+        def encoded(cap: int) -> str:
+            return json.dumps(_capped(data, cap), ensure_ascii=False, separators=(",", ":"))
+
+        if len(smallest := encoded(0)) > limit:
+            return None
+        low, high, best = 0, longest, smallest  # encoded(low) fits; find the largest cap that still fits
+        while low < high:
+            mid = (low + high + 1) // 2
+            attempt = encoded(mid)
+            if len(attempt) <= limit:
+                low, best = mid, attempt
+            else:
+                high = mid - 1
+        return best
+    except (ValueError, RecursionError):  # not JSON, or nested past what a walk may take: cut as text
+        return None
+
+
+def _longest_string(value: Any, depth: int = 0) -> int:
+    if isinstance(value, str):
+        return len(value)
+    if depth > 64:
+        return 0
+    if isinstance(value, dict):
+        return max((_longest_string(v, depth + 1) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return max((_longest_string(v, depth + 1) for v in value), default=0)
+    return 0
+
+
+def _capped(value: Any, cap: int) -> Any:
+    """``value`` with every string over ``cap`` characters cut to ``cap`` and the marker."""
+    if isinstance(value, str):
+        return value if len(value) <= cap else value[:cap] + sc.TRUNCATION_MARKER.format(dropped=len(value) - cap)
+    if isinstance(value, dict):
+        return {k: _capped(v, cap) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_capped(v, cap) for v in value]
+    return value
