@@ -45,6 +45,17 @@ def test_collect_reports_limits_hit(tmp_path):
     finally:
         collector.stop()
     assert "limits hit (tool calls dropped: 2)" in collector.process.stdout.read()
+    # the cap is said where the calls are shown: sessions show (table and JSON), and an export of the turn
+    from tests.helpers.cli import run_cli
+
+    url = collector.store_url
+    shown = run_cli(tmp_path, "sessions", "show", inv.session_id, "--store", url, env={"COLUMNS": "300"})
+    assert "… and 2 more left out by the collector's --max-tool-calls" in shown.stdout
+    assert "the collector kept 2 of this turn's 4 tool calls" in shown.stdout
+    as_json = run_cli(tmp_path, "sessions", "show", inv.session_id, "--store", url, "--json")
+    assert json.loads(as_json.stdout)["invocations"][0]["tool_calls_dropped"] == 2
+    exported = run_cli(tmp_path, "export", "--format", "evalset", "--output", "cut.evalset.json", "--store", url)
+    assert exported.returncode == 0 and "the collector kept 2 of its 4 tool calls (--max-tool-calls)" in exported.stderr
 
 
 def export_history(user: str) -> dict:
@@ -99,3 +110,27 @@ def test_a_long_tool_result_is_cut_inside_its_json_and_the_call_keeps_its_argume
     reference = [{"tool_name": "export_history", "tool_input": {"user": "ada"}}]
     rows = [{**row, "reference_trajectory": reference} for row in rows_from_store(store, session_id="long-result")]
     assert evaluate(rows, ["trajectory_exact_match"]).summary_metrics["trajectory_exact_match/mean"] == 1.0
+
+
+def test_a_capped_turn_is_never_scored_on_its_part(store):
+    """A turn the collector kept 5 of 12 calls of: every trajectory metric is null with the reason, recorded or
+    online (before, 5 calls were scored as if they were the turn's, and the verdict changed with the cap)."""
+    from toolpath.evaluation.online import OnlineConfig
+    from toolpath.evaluation.online.workers import OnlineEvaluator
+    from toolpath.evaluation.recorded import rows_from_store
+    from toolpath.evaluation.runner import evaluate
+    from toolpath.evaluation.scoring import score_views
+
+    ingestor = Ingestor(store, limits=Limits(max_tool_calls=5))
+    assert post(ingestor, otlp_json("4" * 32, tool_calls=12)) == 200
+    rows = rows_from_store(store)
+    result = evaluate(rows, ["tool_call_count", "trajectory_exact_match", "exact_match"])
+    row = result.metrics_table[0]
+    reason = "the collector kept 5 of this turn's 12 tool calls (--max-tool-calls)"
+    for metric in ("tool_call_count", "trajectory_exact_match"):
+        assert row[f"{metric}/score"] is None and reason in row[f"{metric}/explanation"]
+    [turn] = store.turns_by_id([rows[0]["invocation_id"]])
+    assert turn.calls_dropped == 7 and len(turn.calls) == 5
+    online = OnlineEvaluator(store, OnlineConfig(metrics=["tool_call_count"], poll_seconds=0.05))
+    table, _, _ = score_views([online.row(turn)], online.metrics)  # what online scoring stores for the turn
+    assert table[0]["tool_call_count/score"] is None and reason in table[0]["tool_call_count/explanation"]

@@ -213,6 +213,12 @@ def session_table(session: Session, scores: Mapping[str, Sequence[Mapping[str, A
         note = content_note(
             bool(inv.attributes.get(sc.TOOLPATH_CONTENT_MISSING)), inv.attributes.get(sc.TOOLPATH_ARGUMENTS_UNKNOWN)
         )
+        dropped = inv.attributes.get(sc.TOOLPATH_TOOL_CALLS_DROPPED)
+        if isinstance(dropped, int) and dropped > 0:  # a cap cut it: said where the calls are shown
+            calls += f"\n… and {dropped} more left out by the collector's --max-tool-calls"
+            note = (note + "; " if note else "") + (
+                f"the collector kept {len(inv.tool_calls)} of this turn's {len(inv.tool_calls) + dropped} tool calls"
+            )
         if note:
             calls += " ⚠" if calls else "⚠"
             notes.append(styled((f"⚠ #{i}: {note}", "yellow")))

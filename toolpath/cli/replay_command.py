@@ -69,7 +69,7 @@ def replay(
     limits = parse_thresholds(thresholds)
     metrics = split_metric_list(metrics_text) if metrics_text else list(DEFAULT_METRICS)
     agent = load_agent(agent_ref)
-    the_store = open_existing_store(store)
+    the_store = open_existing_store(store, writing="toolpath replay stores the replay in it")
     sessions = select_sessions(the_store, session_ids, since, agent_name, limit)
     tracing.init(store=the_store)
     started = time.time_ns()
@@ -119,3 +119,14 @@ def export_command(
     reviews = {turn: [note.exported() for note in found] for turn, found in notes.items() if found}
     turns = write_export(sessions, fmt, output, eval_set_id=eval_set_id, annotations=reviews)
     console.print(f"wrote {len(sessions)} session(s), {turns} turn(s) to {output}")
+    from toolpath.evaluation.recorded import calls_dropped
+
+    for session in sessions:  # a capped turn exported is a part of what the agent did: said, never silent
+        for number, inv in enumerate(session.invocations, start=1):
+            if dropped := calls_dropped(inv.attributes):
+                kept = len(inv.tool_calls)
+                click.echo(
+                    f"warning: session {session.session_id!r} turn {number}: the collector kept {kept} of its "
+                    f"{kept + dropped} tool calls (--max-tool-calls); its exported trajectory is that part",
+                    err=True,
+                )

@@ -47,6 +47,7 @@ def sessions_list(store: str | None, agent_name: str | None, limit: int, as_json
 def sessions_show(session_id: str, store: str | None, as_json: bool) -> None:
     """Show one session's invocations: prompt, tool calls, response, latency, failure."""
     from toolpath.cli.display import session_table
+    from toolpath.evaluation.recorded import calls_dropped
     from toolpath.store.browse import online_scores
 
     the_store = open_existing_store(store)
@@ -58,6 +59,7 @@ def sessions_show(session_id: str, store: str | None, as_json: bool) -> None:
         data = session.model_dump(mode="json")
         for inv, dumped in zip(session.invocations, data["invocations"], strict=True):
             dumped["predicted_trajectory"] = inv.predicted_trajectory
+            dumped["tool_calls_dropped"] = calls_dropped(inv.attributes)  # a cap's cut, beside the calls it cut
             dumped["online_scores"] = scores[inv.invocation_id]
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
     else:

@@ -21,7 +21,7 @@ from toolpath.model import Invocation
 from toolpath.store.spanrecord import SpanRecord
 from toolpath.tracer import semconv as sc
 
-TOOL_CALLS_DROPPED = "toolpath.tool_calls_dropped"
+TOOL_CALLS_DROPPED = sc.TOOLPATH_TOOL_CALLS_DROPPED
 LIMIT_KINDS = (
     "attribute_values_cut",
     "spans_over_trace_limit",

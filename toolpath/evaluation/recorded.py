@@ -7,6 +7,7 @@ from typing import Any
 
 from toolpath.metrics.rows import invocation_row
 from toolpath.store.store import Store
+from toolpath.tracer import semconv as sc
 
 
 def rows_from_store(
@@ -21,4 +22,10 @@ def rows_from_store(
     ``latency_in_seconds``, ``failure`` and the ids linking back to the store."""
     since_ns = min(int(since.timestamp() * 1e9), 2**63 - 1) if since is not None else None  # past 2262: none
     invocations = store.list_invocations(session_id=session_id, agent_name=agent_name, since_ns=since_ns, limit=limit)
-    return [invocation_row(inv) for inv in invocations]
+    return [invocation_row(inv, calls_dropped(inv.attributes)) for inv in invocations]
+
+
+def calls_dropped(attributes: dict[str, Any]) -> int:
+    """The tool calls a storage cap left out of a stored invocation (its ``toolpath.tool_calls_dropped``)."""
+    value = attributes.get(sc.TOOLPATH_TOOL_CALLS_DROPPED)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

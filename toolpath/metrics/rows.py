@@ -68,9 +68,25 @@ def _turn_columns(
     }
 
 
-def invocation_row(invocation: Invocation) -> dict[str, Any]:
-    """A stored invocation as a row, with the ids that link the row back to the store."""
+TRAJECTORY_CUT = "predicted_trajectory_cut"
+"""A row's column saying why its predicted trajectory is only a part of the turn's (a storage cap left calls out):
+metrics of the trajectory are not scored on a part, they say why (:func:`trajectory_column`)."""
+
+
+def cut_reason(kept: int, dropped: int) -> str:
+    """What :data:`TRAJECTORY_CUT` says of a turn the collector kept ``kept`` calls of, ``dropped`` left out."""
+    return (
+        f"the collector kept {kept} of this turn's {kept + dropped} tool calls (--max-tool-calls): its trajectory "
+        "is not scored on a part of it"
+    )
+
+
+def invocation_row(invocation: Invocation, calls_dropped: int = 0) -> dict[str, Any]:
+    """A stored invocation as a row, with the ids that link the row back to the store (``calls_dropped``: the
+    calls a storage cap left out of it, said in :data:`TRAJECTORY_CUT`)."""
+    cut = {TRAJECTORY_CUT: cut_reason(len(invocation.tool_calls), calls_dropped)} if calls_dropped > 0 else {}
     return {
+        **cut,
         **row_ids(invocation),
         **turn_row(
             prompt=invocation.prompt,
@@ -98,6 +114,7 @@ def stored_row(
     latency_in_seconds: float | None,
     failure: int,
     intermediate_responses: Iterable[tuple[str, str]],
+    calls_dropped: int = 0,
 ) -> tuple[dict[str, Any], Trajectory]:
     """:func:`invocation_row`'s row of a stored invocation read as its columns and its calls' ``(name, arguments,
     error, result, call_id, agent_name)``, and the row's predicted trajectory as :func:`parse_trajectory` parses
@@ -125,6 +142,8 @@ def stored_row(
         agents.append(agent)
         items.append(item)
     row = {**ids, **_turn_columns(prompt, response, items, latency_in_seconds, failure, intermediate_responses)}
+    if calls_dropped > 0:
+        row[TRAJECTORY_CUT] = cut_reason(len(items), calls_dropped)
     if plain:
         return row, Trajectory.of_keys(keys, agents if any(agents) else None)
     if all(name.__class__ is str and name and (args is None or args.__class__ is dict) for name, args, *_ in calls):
@@ -144,6 +163,8 @@ def with_parsed_trajectories(row: Mapping[str, Any], predicted: Trajectory | Non
     """The row as metrics see it, a dict of its own: trajectory cells parsed once, shared by every metric of the
     row (``predicted``: its predicted trajectory, parsed already)."""
     parsed: dict[str, Any] = {} if predicted is None else {_PREDICTED: predicted}
+    if row.get(TRAJECTORY_CUT):  # a part of the turn's trajectory: no metric reads it as the whole
+        parsed[_PREDICTED] = None
     for column in TRAJECTORY_COLUMNS:
         if column not in parsed and row.get(column) is not None:
             # a bad cell is left as it is: each metric reports the problem in its own explanation
@@ -153,7 +174,9 @@ def with_parsed_trajectories(row: Mapping[str, Any], predicted: Trajectory | Non
 
 
 def trajectory_column(row: Row, column: str) -> Trajectory:
-    """A parsed trajectory column; a missing column or a bad cell is :class:`MissingInput`."""
+    """A parsed trajectory column; a missing column, a bad cell or a trajectory a cap cut is :class:`MissingInput`."""
+    if column == _PREDICTED and (cut := row.get(TRAJECTORY_CUT)):
+        raise MissingInput(str(cut))
     value = row.get(column)
     if value.__class__ is Trajectory:  # parsed once for the row (with_parsed_trajectories)
         return value

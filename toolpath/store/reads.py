@@ -23,6 +23,12 @@ _TURN_COLUMNS = (
     "invocation_id, session_id, trace_id, agent_name, prompt, response, {intermediate_responses}, latency_seconds, "
     "failure, started_at"
 )
+_DROPPED = {
+    "sqlite": "json_extract(attributes, '$.\"toolpath.tool_calls_dropped\"')",
+    "postgresql": "(attributes ->> 'toolpath.tool_calls_dropped')",
+}
+"""The calls a cap left out of an invocation, read from its attributes without decoding them
+(``toolpath.tool_calls_dropped``, :mod:`toolpath.collector.limits`)."""
 _CALL_COLUMNS = "invocation_id, name, {args}, {result}, call_id, error, start_time, end_time, agent_name"
 
 
@@ -87,6 +93,8 @@ class StoredTurn(NamedTuple):
     started_at: datetime | None
     calls: list[tuple[str, Any, str | None, Any, str | None, str | None]]
     """``(name, arguments, error, result, call_id, agent_name)`` in call order."""
+    calls_dropped: int = 0
+    """The calls the collector's ``--max-tool-calls`` left out of it."""
 
 
 def turns_by_id(conn: Connection, invocation_ids: Sequence[str]) -> list[StoredTurn]:
@@ -94,7 +102,7 @@ def turns_by_id(conn: Connection, invocation_ids: Sequence[str]) -> list[StoredT
     from toolpath.model import ns_to_datetime
 
     found: dict[str, Any] = {}
-    columns = _columns(conn, _TURN_COLUMNS, "intermediate_responses")
+    columns = _columns(conn, _TURN_COLUMNS, "intermediate_responses") + ", " + _DROPPED[conn.dialect.name]
     for chunk, marks in _chunks(conn, invocation_ids):
         sql = f"SELECT {columns} FROM invocations WHERE invocation_id IN ({marks})"
         for row in conn.exec_driver_sql(sql, tuple(chunk)):
@@ -109,10 +117,10 @@ def turns_by_id(conn: Connection, invocation_ids: Sequence[str]) -> list[StoredT
     ordered = [found[i] for i in invocation_ids if i in found]
     turns = []
     for row, intermediate in zip(ordered, _decode(conn, [row[6] for row in ordered]), strict=True):
-        invocation_id, session_id, trace_id, agent_name, prompt, response, _, latency, failure, started = row
+        invocation_id, session_id, trace_id, agent_name, prompt, response, _, latency, failure, started, dropped = row
         pairs = [(author, text) for author, text in intermediate or []]
         known = (invocation_id, session_id, trace_id or None, agent_name, prompt, response, pairs, latency, failure)
-        turns.append(StoredTurn(*known, ns_to_datetime(started), calls.get(invocation_id, [])))
+        turns.append(StoredTurn(*known, ns_to_datetime(started), calls.get(invocation_id, []), int(dropped or 0)))
     return turns
 
 

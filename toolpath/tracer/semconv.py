@@ -149,6 +149,8 @@ hide from production's whatever the session id."""
 TOOLPATH_CACHE_HIT: Final = "toolpath.cache_hit"
 """``true`` on a simulated user's model-call span whose reply came from the store's cache (no model was asked)."""
 TOOLPATH_TRUNCATED: Final = "toolpath.truncated"
+TOOLPATH_TOOL_CALLS_DROPPED: Final = "toolpath.tool_calls_dropped"
+"""On a stored invocation: how many of its tool calls the collector's ``--max-tool-calls`` left out."""
 """Keys of attributes whose value was cut to the configured length."""
 
 TRUNCATION_MARKER: Final = "…[truncated {dropped} chars]"

@@ -316,6 +316,7 @@ class OnlineEvaluator:
             latency_in_seconds=turn.latency_seconds,
             failure=turn.failure,
             intermediate_responses=turn.intermediate_responses,
+            calls_dropped=turn.calls_dropped,
         )
         golden = self.references.find(turn.prompt)
         if golden is not None:
