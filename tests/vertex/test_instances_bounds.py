@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.helpers.collector import TOKEN, Collector, free_port
-from tests.helpers.fake_gemini import FakeGemini, Reply, json_reply
+from tests.helpers.fake_gemini import Reply, json_reply, serving_gemini
 
 LOCATION = "projects/my-project/locations/us-central1"
 PATH = f"/v1beta1/{LOCATION}:evaluateInstances"
@@ -30,12 +30,7 @@ def script(prompt: str, seen: int) -> Reply:
 
 @pytest.fixture(scope="module")
 def bounded(tmp_path_factory) -> Any:
-    fake = FakeGemini(script)
-    with fake.running(), pytest.MonkeyPatch.context() as env:
-        env.setenv("GOOGLE_API_KEY", "test-key")
-        env.setenv("GOOGLE_GEMINI_BASE_URL", fake.url)
-        for var in ("GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_CLOUD_PROJECT"):
-            env.delenv(var, raising=False)
+    with pytest.MonkeyPatch.context() as env, serving_gemini(env, script) as fake:
         extra = ("--judge-calls-per-minute", str(CALLS_PER_MINUTE), "--workers", "1")  # one process: its whole budget
         collector = Collector(tmp_path_factory.mktemp("bounded"), None, *extra).start()
         try:
