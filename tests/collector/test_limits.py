@@ -79,19 +79,20 @@ def test_a_long_tool_result_is_cut_inside_its_json_and_the_call_keeps_its_argume
     from google.adk.runners import InMemoryRunner
     from google.genai import types
 
-    from tests.collector.test_in_process_adk import scripted
+    from tests.helpers.adk_agent import ScriptedModel, answer, call, calls
     from toolpath.evaluation.recorded import rows_from_store
     from toolpath.evaluation.runner import evaluate
 
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
     monkeypatch.setenv("ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN", schema)
-    agent = LlmAgent(name="archivist", model=scripted([[("export_history", {"user": "ada"})], "Exported."]),
-                     tools=[export_history])  # fmt: skip
+    prompt = "Export ada's history."
+    model = ScriptedModel(turns={prompt: [calls(call("export_history", user="ada")), answer("Exported.")]})
+    agent = LlmAgent(name="archivist", model=model, tools=[export_history])
     runner = InMemoryRunner(agent, app_name="archive")
 
     async def turn() -> None:
         await runner.session_service.create_session(app_name="archive", user_id="u", session_id="long-result")
-        message = types.Content(role="user", parts=[types.Part(text="Export ada's history.")])
+        message = types.Content(role="user", parts=[types.Part(text=prompt)])
         async for _ in runner.run_async(user_id="u", session_id="long-result", new_message=message):
             pass
 
