@@ -1,9 +1,11 @@
 """Two runs compared case by case in real headless Chromium: picked on the Runs list, a dataset run against a
 replay of its sessions (matched by the turn each replayed), and two runs of one dataset; status flips, score
-changes by each metric's direction, and call diffs. Screenshots at 1280 and 800 px."""
+changes by each metric's direction, and call diffs; the older run is the baseline whatever the order the runs are
+ticked or named in, and a link swaps them. Screenshots at 1280 and 800 px."""
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 
@@ -13,6 +15,12 @@ from tests.helpers.ui import announced_screenshot_folder, screenshots, watched_p
 from tests.helpers.ui_stores import served_debugging_store
 from toolpath.store.store import Store
 from toolpath.ui.compare import direction
+
+BASELINE, NEWER = "v1-baseline", "v2-newer"
+"""Two runs of one 20-case dataset a day apart: the baseline passes every case, the newer run fails 19 of them
+(exact match 0, and slower)."""
+DAY_NS = 86_400 * 10**9
+V1_STARTED = 1_700_000_000 * 10**9
 
 
 @pytest.fixture(scope="module")
@@ -33,9 +41,93 @@ def shots(tmp_path_factory) -> Path:
 
 
 def runs(store: Store, kind: str) -> list[str]:
-    return [
-        r["run_id"] for r in store.list_eval_runs(limit=None) if r["kind"] == kind and r["run_id"] != "quietreplay1"
-    ]
+    mine = ("quietreplay1", BASELINE, NEWER)
+    return [r["run_id"] for r in store.list_eval_runs(limit=None) if r["kind"] == kind and r["run_id"] not in mine]
+
+
+@pytest.fixture(scope="module")
+def versions(ui) -> None:
+    """:data:`BASELINE` and :data:`NEWER` in the served store."""
+    _, store = ui
+    rules = {"trajectory_exact_match": {"threshold": 1.0, "lower_is_better": False, "best": None},
+             "latency_in_seconds": {"threshold": None, "lower_is_better": True, "best": None}}  # fmt: skip
+    for number, (run_id, regressed) in enumerate([(BASELINE, 0), (NEWER, 19)]):
+        started = V1_STARTED + number * DAY_NS
+        scores = [{"trajectory_exact_match": 0.0 if n < regressed else 1.0,
+                   "latency_in_seconds": 0.9 if n < regressed else 0.5} for n in range(20)]  # fmt: skip
+        mean = sum(s["trajectory_exact_match"] for s in scores) / 20
+        latency = sum(s["latency_in_seconds"] for s in scores) / 20
+        store.write_eval_run(
+            {"run_id": run_id, "kind": "dataset", "dataset": "cases.jsonl", "agent": "agent:v", "started_at": started,
+             "finished_at": started + 10**9, "row_count": 20, "failed_count": regressed,
+             "metrics": {"names": list(rules), "rules": rules},
+             "summary": {"trajectory_exact_match/mean": mean, "latency_in_seconds/mean": latency}},
+            [{"run_id": run_id, "position": n, "case_id": f"case-{n:02d}", "invocation_id": None, "status": None,
+              "scores": score, "row": {"prompt": f"request {n}"}} for n, score in enumerate(scores)],
+        )  # fmt: skip
+
+
+def read_comparison(page) -> dict[str, object]:
+    """What the compare page says: its A and B, how the baseline was chosen, the flips and the means' changes."""
+    return {
+        "a": page.inner_text("#run-a"),
+        "b": page.inner_text("#run-b"),
+        "baseline": page.inner_text("#baseline"),
+        "fixed": page.inner_text("#fixed-count"),
+        "broken": page.inner_text("#broken-count"),
+        "means": {
+            row.get_attribute("data-metric"): row.locator("td").nth(3).inner_text()
+            for row in page.locator("#means tr[data-metric]").all()
+        },
+        "flips": {c.get_attribute("data-flip") for c in page.locator("tbody.compared-case").all()},
+    }
+
+
+REGRESSED = {"fixed": "0 fixed", "broken": "19 broken", "means": {"latency_in_seconds": "worse",
+             "trajectory_exact_match": "worse"}, "flips": {"broken", ""}}  # fmt: skip
+SWAPPED = {"fixed": "19 fixed", "broken": "0 broken", "means": {"latency_in_seconds": "better",
+           "trajectory_exact_match": "better"}, "flips": {"fixed", ""}}  # fmt: skip
+
+
+@pytest.mark.parametrize("ticked", [(BASELINE, NEWER), (NEWER, BASELINE)])
+def test_the_older_run_is_the_baseline_whichever_is_ticked_first(ui, versions, page, ticked):
+    url, _ = ui
+    page.goto(f"{url}/runs")
+    for run_id in ticked:
+        page.check(f"input.pick[value='{run_id}']")
+    page.click("#compare-button")
+    page.wait_for_url(re.compile(r"/compare\?run="))
+    shown = read_comparison(page)
+    assert (shown["a"], shown["b"]) == (BASELINE, NEWER)
+    assert "the older run (the older is the baseline" in str(shown["baseline"])
+    assert {k: shown[k] for k in REGRESSED} == REGRESSED  # the newer run's 19 regressions, as regressions
+    page.click("#swap-link")  # the newer run as the baseline, when asked
+    page.wait_for_url(re.compile(r"base=v2-newer"))
+    swapped = read_comparison(page)
+    assert (swapped["a"], swapped["b"]) == (NEWER, BASELINE) and "the newer run, as you chose" in str(
+        swapped["baseline"]
+    )
+    assert {k: swapped[k] for k in SWAPPED} == SWAPPED
+    page.click("#swap-link")
+    back = read_comparison(page)
+    assert "the older run, as you chose" in str(back["baseline"])
+    assert {k: v for k, v in back.items() if k != "baseline"} == {k: v for k, v in shown.items() if k != "baseline"}
+
+
+@pytest.mark.parametrize("order", [(BASELINE, NEWER), (NEWER, BASELINE)])
+def test_the_order_of_the_address_does_not_choose_the_baseline(ui, versions, page, order):
+    url, _ = ui
+    page.goto(f"{url}/compare?run={order[0]}&run={order[1]}")
+    shown = read_comparison(page)
+    assert (shown["a"], shown["b"]) == (BASELINE, NEWER)
+    assert {k: shown[k] for k in REGRESSED} == REGRESSED
+
+
+def test_a_baseline_that_is_neither_run_is_a_400(ui, versions, page):
+    url, _ = ui
+    reply = page.request.get(f"{url}/compare?run={BASELINE}&run={NEWER}&base=v3")
+    said = html.unescape(reply.text())
+    assert reply.status == 400 and "base='v3'" in said and "one of the two runs" in said
 
 
 def test_a_run_and_a_replay_of_its_sessions_compared_case_by_case(ui, page, shots):
@@ -58,7 +150,8 @@ def test_a_run_and_a_replay_of_its_sessions_compared_case_by_case(ui, page, shot
     bedroom = page.locator("tbody.compared-case[data-case=home-02]")
     assert "get_device_info" in bedroom.locator("ul.calls-diff").inner_text()  # the call the drifting agent dropped
     assert page.locator("tbody.compared-case[data-case=home-01] ul.calls-diff").count() == 0
-    assert "18 only in" in page.inner_text("#compare-counts")  # the list gives the newer run (the replay) first
+    assert "18 only in A" in page.inner_text("#compare-counts")  # the older run (the dataset's) is the baseline
+    assert page.inner_text("#run-a") == dataset
     page.check("#only-changed")
     shown = [c.get_attribute("data-case") for c in cases.all() if c.is_visible()]
     assert "home-02" in shown and "home-01" not in shown

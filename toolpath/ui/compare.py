@@ -3,12 +3,18 @@ replay): each case's status in both (what started or stopped failing), each metr
 read by the metric's direction (better or worse; a case differs by a score only on a metric with a pass mark, not
 by a latency that varies from run to run), and the calls of one against the other (the call-level diff of
 ``toolpath replay``). Cases are matched by id (the n-th row of an id with the n-th); a case of one run only is
-listed as such."""
+listed as such.
+
+A is the baseline and B is set against it (fixed: failed in A, passes in B; a score better or worse in B than in
+A): the older of the two runs, whatever order the two were picked in, unless ``base=<run id>`` names the other
+one; the page says which and how it was chosen, and links to the comparison the other way round."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
+from urllib.parse import urlencode
 
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -129,10 +135,39 @@ def _score(case: Mapping[str, Any] | None, name: str) -> Any:
     return next((cell["score"] for cell in case["cells"] if cell["metric"] == name), None)
 
 
+def baseline_first(
+    runs: Sequence[Mapping[str, Any]], base: str | None
+) -> tuple[Mapping[str, Any], Mapping[str, Any], bool]:
+    """The two ``runs`` as (baseline, compared with it), and whether ``base`` chose the baseline: the run whose id
+    is ``base``, else the one that started first (the order given when both started at once). A ``base`` that
+    names neither run is a :class:`~toolpath.ui.params.BadRequest`."""
+    first, second = runs
+    if base is not None:
+        if base not in (first["run_id"], second["run_id"]):
+            raise params.BadRequest(
+                f"base={base!r}: the baseline must be one of the two runs compared "
+                f"({first['run_id']!r} or {second['run_id']!r})"
+            )
+        return (first, second, True) if first["run_id"] == base else (second, first, True)
+    if _started(second) < _started(first):
+        return second, first, False
+    return first, second, False
+
+
+def _started(run: Mapping[str, Any]) -> datetime:
+    return datetime.fromisoformat(str(run["started_at"]))
+
+
+def compare_url(baseline: str, other: str) -> str:
+    """The comparison of ``other`` against ``baseline`` (``baseline`` as A, whichever started first)."""
+    return f"/compare?{urlencode([('run', baseline), ('run', other), ('base', baseline)])}"
+
+
 async def compare_page(request: Request) -> Response:
     picked = [v for v in request.query_params.getlist("run") if v.strip()]
     if len(picked) != 2:
         raise params.BadRequest(f"run: pick two runs to compare (got {len(picked)})")
+    base = params.text(dict(request.query_params), "base")
     store = request.app.state.ui.store
     runs = []
     for run_id in picked:
@@ -140,8 +175,15 @@ async def compare_page(request: Request) -> Response:
         if found is None:
             raise HTTPException(404, f"no run {run_id!r} in the store")
         runs.append(found)
+    baseline, other, chosen = baseline_first(runs, base)
+    context = {
+        **compare_view(baseline, other),
+        "chosen": chosen,
+        "older": _started(baseline) <= _started(other),
+        "swap_url": compare_url(other["run_id"], baseline["run_id"]),
+    }
     templates = request.app.state.templates
-    return templates.TemplateResponse(request, "compare.html", compare_view(runs[0], runs[1]))
+    return templates.TemplateResponse(request, "compare.html", context)
 
 
 def routes() -> list[Route]:
