@@ -10,9 +10,10 @@ import pytest
 from tests.helpers.builders import invocation
 from toolpath.errors import ConfigError
 from toolpath.evaluation.online import OnlineConfig
-from toolpath.evaluation.online.sampling import Limits, sampled
+from toolpath.evaluation.online.sampling import JudgeBudget, Limits, sampled
 from toolpath.evaluation.online.selection import Filters, TargetKind
 from toolpath.evaluation.online.settings import EvaluatorSpec
+from toolpath.model import ToolCall
 
 
 def test_a_flat_online_toml_declares_one_evaluator_of_turns(tmp_path):
@@ -20,7 +21,7 @@ def test_a_flat_online_toml_declares_one_evaluator_of_turns(tmp_path):
         'metrics = ["tool_call_count", "fluency"]\nsample_rate = 0.25\nagent_names = ["bot"]\n'
         'failures_only = true\nattributes = { "service.name" = "support" }\n'
     )
-    spec = OnlineConfig.load(tmp_path / "online.toml").evaluator
+    (spec,) = OnlineConfig.load(tmp_path / "online.toml").specs
     assert spec == EvaluatorSpec(
         "default",
         "1",
@@ -45,7 +46,7 @@ def test_the_spec_accepts_what_passes_its_filters_and_falls_in_its_sample():
     ids = [invocation(i).invocation_id for i in range(200)]
     half = EvaluatorSpec("half", "1", ("tool_call_count",), limits=Limits(0.5))
     taken = [i for i in ids if half.accepts(invocation(int(i, 16)))]
-    assert taken == [i for i in ids if sampled(i, 0.5)] and 50 < len(taken) < 150
+    assert taken == [i for i in ids if sampled(i, "half", 0.5)] and 50 < len(taken) < 150
 
 
 def test_bad_limits_and_names_are_refused_by_name():
@@ -79,3 +80,133 @@ def test_a_value_of_the_wrong_type_is_one_error_naming_the_key(tmp_path, line, s
     with pytest.raises(ConfigError) as refused:
         OnlineConfig.load(path)
     assert str(refused.value).startswith(f"{path}: ") and said in str(refused.value)
+
+
+TWO_EVALUATORS = """
+workers = 2
+thresholds = { fluency = 4 }
+
+[[evaluator]]
+name = "support-quality"
+version = "3"
+metrics = ["fluency"]
+agent_names = ["support_bot"]
+attributes = { deployment = "prod" }
+tool_called = ["refund", "cancel_order"]
+min_latency_seconds = 2.5
+sample_rate = 0.1
+max_per_hour = 500
+concurrency = 4
+budget = { tokens_per_hour = 200000, tokens_per_day = 2000000 }
+
+[[evaluator]]
+name = "failures"
+metrics = ["tool_error_rate", "trajectory_exact_match"]
+failures_only = true
+max_latency_seconds = 30
+"""
+
+
+def test_evaluator_tables_declare_one_spec_each_with_its_own_filters_and_limits(tmp_path):
+    (tmp_path / "online.toml").write_text(TWO_EVALUATORS)
+    quality, failures = OnlineConfig.load(tmp_path / "online.toml").specs
+    assert quality == EvaluatorSpec(
+        "support-quality",
+        "3",
+        ("fluency",),
+        TargetKind.TURN,
+        Filters(("support_bot",), False, {"deployment": "prod"}, ("refund", "cancel_order"), 2.5, None),
+        Limits(0.1, 500, 4, JudgeBudget(200_000, 2_000_000)),
+    )
+    assert (failures.name, failures.version, failures.metrics) == (
+        "failures",
+        "1",
+        ("tool_error_rate", "trajectory_exact_match"),
+    )
+    assert failures.filters == Filters(failures_only=True, max_latency_seconds=30)
+    assert failures.limits == Limits() and not failures.limits.quota and quality.limits.quota
+
+
+def test_an_evaluators_filters_take_a_tool_it_called_and_a_latency_bound():
+    spec = EvaluatorSpec(
+        "slow-refunds", "1", ("fluency",), filters=Filters(tool_called=("refund",), min_latency_seconds=2.0)
+    )
+    slow_refund = invocation(1).model_copy(
+        update={"tool_calls": [ToolCall(name="lookup", args={}), ToolCall(name="refund", args={})]}
+    )
+    slow_refund = slow_refund.model_copy(update={"latency_seconds": 3.0})
+    assert spec.accepts(slow_refund)
+    assert not spec.accepts(slow_refund.model_copy(update={"latency_seconds": 1.0}))  # too fast
+    assert not spec.accepts(slow_refund.model_copy(update={"latency_seconds": None}))  # raised: no latency
+    assert not spec.accepts(slow_refund.model_copy(update={"tool_calls": [ToolCall(name="lookup", args={})]}))
+    fast = EvaluatorSpec("fast", "1", ("fluency",), filters=Filters(max_latency_seconds=2.0))
+    assert fast.accepts(slow_refund.model_copy(update={"latency_seconds": 2.0}))
+    assert not fast.accepts(slow_refund)
+
+
+def test_samples_are_decided_by_the_target_and_the_evaluators_name():
+    """Two evaluators at one rate take samples of their own; one evaluator takes the same targets every time,
+    whichever process asks (the hash depends on nothing else)."""
+    ids = [invocation(i).invocation_id for i in range(400)]
+    a = {i for i in ids if sampled(i, "a", 0.3)}
+    b = {i for i in ids if sampled(i, "b", 0.3)}
+    assert 80 < len(a) < 160 and 80 < len(b) < 160
+    assert a != b and len(a & b) < len(a) * 0.6  # independent samples overlap by about 30 %
+    assert a == {i for i in ids if EvaluatorSpec("a", "2", ("fluency",), limits=Limits(0.3)).samples(i)}
+    assert not any(sampled(i, "a", 0.0) for i in ids) and all(sampled(i, "a", 1.0) for i in ids)
+
+
+@pytest.mark.parametrize(
+    ("table", "said"),
+    [
+        ('name = "a"\nmetrics = ["fluency"]\ntarget = "session"', "evaluator 'a': target = 'session' is not built"),
+        ('name = "a"\nmetrics = ["fluency"]\ntarget = "trace"', "evaluator 'a': target = 'trace' (a string): expected"),
+        ('metrics = ["fluency"]', "evaluator #1: 'name' is required"),
+        ('name = "a b"\nmetrics = ["fluency"]', "evaluator 'a b': name = 'a b' (a string): expected a name of"),
+        ('name = "a"\nversion = 2\nmetrics = ["fluency"]', "evaluator 'a': version = 2 (a whole number): expected"),
+        ('name = "a"\nmetrics = []', "evaluator 'a': 'metrics' names no metric"),
+        ('name = "a"', "evaluator 'a': 'metrics' is required"),
+        ('name = "a"\nmetrics = ["fluency"]\nsample_rate = "all"', "evaluator 'a': sample_rate = 'all' (a string)"),
+        ('name = "a"\nmetrics = ["fluency"]\nsample_rate = 1.5', "evaluator 'a': sample_rate must be between 0 and 1"),
+        ('name = "a"\nmetrics = ["fluency"]\nmax_per_hour = 0', "evaluator 'a': max_per_hour = 0 (a whole number)"),
+        ('name = "a"\nmetrics = ["fluency"]\nconcurrency = 2.5', "evaluator 'a': concurrency = 2.5 (a number)"),
+        ('name = "a"\nmetrics = ["fluency"]\nbudget = 1000', "evaluator 'a': budget = 1000 (a whole number)"),
+        ('name = "a"\nmetrics = ["fluency"]\nbudget = {cost_per_day = 5}', "evaluator 'a': budget = {'cost_per_day'"),
+        ('name = "a"\nmetrics = ["fluency"]\ntool_called = "refund"', "evaluator 'a': tool_called = 'refund'"),
+        ('name = "a"\nmetrics = ["fluency"]\nfailures_only = 1', "evaluator 'a': failures_only = 1 (a whole number)"),
+        ('name = "a"\nmetrics = ["fluency"]\nmin_latency_seconds = -1', "min_latency_seconds = -1 (a whole number)"),
+        (
+            'name = "a"\nmetrics = ["fluency"]\nmin_latency_seconds = 5\nmax_latency_seconds = 1',
+            "evaluator 'a': min_latency_seconds = 5 is more than max_latency_seconds = 1",
+        ),
+        ('name = "a"\nmetrics = ["fluency"]\nworkers = 3', "evaluator 'a': unknown key(s) workers; known: name,"),
+    ],
+)
+def test_a_bad_evaluator_table_is_one_error_naming_the_evaluator_and_the_key(tmp_path, table, said):
+    path = tmp_path / "online.toml"
+    path.write_text(f"[[evaluator]]\n{table}\n")
+    with pytest.raises(ConfigError) as refused:
+        OnlineConfig.load(path)
+    assert str(refused.value).startswith(f"{path}: ") and said in str(refused.value), str(refused.value)
+
+
+def test_evaluator_tables_refuse_evaluator_keys_beside_them_and_a_name_twice(tmp_path):
+    path = tmp_path / "online.toml"
+    path.write_text('sample_rate = 0.5\n[[evaluator]]\nname = "a"\nmetrics = ["fluency"]\n')
+    with pytest.raises(ConfigError, match=r"sample_rate at the top level beside \[\[evaluator\]\] tables"):
+        OnlineConfig.load(path)
+    path.write_text('[[evaluator]]\nname = "a"\nmetrics = ["fluency"]\n[[evaluator]]\nname = "a"\nmetrics = ["x"]\n')
+    with pytest.raises(ConfigError, match=r"two evaluators are named 'a'"):
+        OnlineConfig.load(path)
+    path.write_text("evaluator = 5\n")
+    with pytest.raises(ConfigError, match=r"evaluator = 5 \(a whole number\): expected \[\[evaluator\]\] tables"):
+        OnlineConfig.load(path)
+    with pytest.raises(ConfigError, match=r"target = 'session' is not built yet"):
+        EvaluatorSpec("whole", "1", ("fluency",), TargetKind.SESSION)
+
+
+def test_the_flat_form_takes_the_evaluator_keys_at_its_top_level(tmp_path):
+    path = tmp_path / "online.toml"
+    path.write_text('name = "support"\nversion = "7"\nmetrics = ["fluency"]\nmax_per_hour = 100\nconcurrency = 2\n')
+    (spec,) = OnlineConfig.load(path).specs
+    assert (spec.name, spec.version, spec.limits.max_per_hour, spec.limits.concurrency) == ("support", "7", 100, 2)

@@ -23,10 +23,10 @@ from toolpath.store.store import Store
 
 def test_sampling_and_filters_are_applied_when_stored(store):
     config = OnlineConfig(metrics=["tool_call_count"], sample_rate=0.5, agent_names=["bot"])
-    queue = JobQueue(store, accept=config.evaluator.accepts).attach()
+    queue = JobQueue(store, accept=config.specs[0].accepts).attach()
     invocations = [invocation(i) for i in range(40)] + [invocation(100 + i, agent="other") for i in range(5)]
     store.write(invocations)
-    expected = {inv.invocation_id for inv in invocations[:40] if sampled(inv.invocation_id, 0.5)}
+    expected = {inv.invocation_id for inv in invocations[:40] if sampled(inv.invocation_id, "default", 0.5)}
     assert 10 < len(expected) < 30  # a real sample, decided by the id alone
     with store.engine.connect() as conn:
         queued = {r.invocation_id for r in conn.execute(t.eval_jobs.select())}
@@ -34,7 +34,7 @@ def test_sampling_and_filters_are_applied_when_stored(store):
     store.write(invocations)  # rewriting an invocation (late spans) does not enqueue it twice
     assert queue.counts() == {"pending": len(expected)}
 
-    failures = OnlineConfig(metrics=["tool_call_count"], failures_only=True).evaluator
+    (failures,) = OnlineConfig(metrics=["tool_call_count"], failures_only=True).specs
     assert failures.accepts(invocation(1, failure=1)) and not failures.accepts(invocation(2))
 
 

@@ -1,21 +1,27 @@
-"""How much of the traffic an online evaluator scores: its sample, decided by a hash of each invocation's id, so
-that every process writing to one store takes the same invocations."""
+"""How much of the traffic an online evaluator scores: its sample, decided by a hash of each target's id and the
+evaluator's name, so that every process writing to one store takes the same targets (and a rescore picks them
+again), while two evaluators with the same rate take samples of their own; and its limits — targets scored per
+hour, judge calls in flight, judge tokens per hour and per day."""
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from toolpath.errors import ConfigError
 
-__all__ = ["Limits", "check_rate", "sampled"]
+__all__ = ["JudgeBudget", "Limits", "check_rate", "sampled"]
 
 
-def sampled(invocation_id: str, rate: float) -> bool:
-    """Whether an invocation falls in a sample of ``rate``: a hash of its id, so every process agrees."""
+def sampled(target_id: str, evaluator: str, rate: float) -> bool:
+    """Whether a target falls in evaluator ``evaluator``'s sample of ``rate``: a hash of both names, so every
+    process agrees."""
     if rate >= 1.0:
         return True
-    digest = hashlib.blake2b(invocation_id.encode(), digest_size=8).digest()
+    if rate <= 0.0:
+        return False
+    key = f"{evaluator}\x00{target_id}".encode()
+    digest = hashlib.blake2b(key, digest_size=8).digest()
     return int.from_bytes(digest, "big") / 2**64 < rate
 
 
@@ -28,15 +34,51 @@ def check_rate(rate: float) -> float:
 
 
 @dataclass(frozen=True)
+class JudgeBudget:
+    """The judge tokens (input + output, cache hits free) an evaluator may spend per clock hour and per UTC day,
+    every process on the store together; ``None``: no limit of that kind. Once one is spent, further targets are
+    skipped (reason ``budget``) until the hour or day turns."""
+
+    tokens_per_hour: int | None = None
+    tokens_per_day: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("tokens_per_hour", "tokens_per_day"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+                raise ConfigError(f"online: budget {name} must be a whole number, at least 1, got {value!r}")
+
+    @property
+    def limited(self) -> bool:
+        return self.tokens_per_hour is not None or self.tokens_per_day is not None
+
+
+@dataclass(frozen=True)
 class Limits:
-    """What an evaluator may take of the traffic."""
+    """What an evaluator may take of the traffic and of the judge."""
 
     sample_rate: float = 1.0
-    """The share of the invocations its filters admit that it scores (:func:`sampled`)."""
+    """The share of the targets its filters admit that it scores (:func:`sampled`)."""
+    max_per_hour: int | None = None
+    """Targets it scores per clock hour, every process on the store together; the rest are skipped (reason
+    ``rate``) and counted (``None``: no limit)."""
+    concurrency: int | None = None
+    """Its judge calls in flight at once, all its workers together; more wait (``None``: the ``[judge]``
+    ``concurrency`` setting)."""
+    budget: JudgeBudget = field(default_factory=JudgeBudget)
 
     def __post_init__(self) -> None:
         check_rate(self.sample_rate)
+        for name in ("max_per_hour", "concurrency"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+                raise ConfigError(f"online: {name} must be a whole number, at least 1, got {value!r}")
 
-    def samples(self, invocation_id: str) -> bool:
-        """Whether the invocation of this id is in the sample."""
-        return sampled(invocation_id, self.sample_rate)
+    def samples(self, target_id: str, evaluator: str) -> bool:
+        """Whether the target of this id is in evaluator ``evaluator``'s sample."""
+        return sampled(target_id, evaluator, self.sample_rate)
+
+    @property
+    def quota(self) -> bool:
+        """Whether scoring a target must first ask the store for room (a rate or a budget, shared by processes)."""
+        return self.max_per_hour is not None or self.budget.limited

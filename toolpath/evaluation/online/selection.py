@@ -32,6 +32,12 @@ class Filters:
     """Only invocations that failed."""
     attributes: Mapping[str, Any] = field(default_factory=dict)
     """Invocation attributes that must have these values."""
+    tool_called: tuple[str, ...] | None = None
+    """Only invocations that called at least one of these tools (``None``: whatever they called)."""
+    min_latency_seconds: float | None = None
+    """Only invocations that took at least this long (a run that raised has no latency: not admitted)."""
+    max_latency_seconds: float | None = None
+    """Only invocations that took at most this long (likewise)."""
 
     def admits(self, invocation: Invocation) -> bool:
         """Whether ``invocation`` passes every filter."""
@@ -39,4 +45,14 @@ class Filters:
             return False
         if self.failures_only and not invocation.failure:
             return False
+        if self.tool_called is not None and not any(c.name in self.tool_called for c in invocation.tool_calls):
+            return False
+        if self.min_latency_seconds is not None or self.max_latency_seconds is not None:
+            latency = invocation.latency_seconds
+            if latency is None:
+                return False
+            if self.min_latency_seconds is not None and latency < self.min_latency_seconds:
+                return False
+            if self.max_latency_seconds is not None and latency > self.max_latency_seconds:
+                return False
         return all(invocation.attributes.get(key) == value for key, value in self.attributes.items())

@@ -1,11 +1,11 @@
 """Online scoring's settings: ``online.toml``, a mapping with its keys (``toolpath.init(online={...})``), or a
 :class:`OnlineConfig` made in code, checked into one typed config; each bad key or value is one
-:class:`~toolpath.errors.ConfigError` naming it. What the config asks to score is an :class:`EvaluatorSpec`: a flat
-``online.toml`` declares one."""
+:class:`~toolpath.errors.ConfigError` naming it. What the config asks to score are its :attr:`OnlineConfig.specs`:
+one :class:`EvaluatorSpec` per ``[[evaluator]]`` table, or the one a flat ``online.toml`` declares with the same
+keys at its top level."""
 
 from __future__ import annotations
 
-import math
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -13,49 +13,46 @@ from pathlib import Path
 from typing import Any
 
 from toolpath.errors import ConfigError
+from toolpath.evaluation.online.evaluator_specs import (
+    EVALUATOR_KEYS,
+    EvaluatorSpec,
+    evaluator_spec,
+    number,
+    refusal,
+    whole,
+)
 from toolpath.evaluation.online.references import is_eval_set_path
-from toolpath.evaluation.online.sampling import Limits, check_rate
-from toolpath.evaluation.online.selection import Filters, TargetKind
 from toolpath.evaluation.prompt_match import PromptMatch
-from toolpath.model import Invocation
 from toolpath.store.job_status import SHED_POLICIES, ShedPolicy
 
 __all__ = ["EvaluatorSpec", "OnlineConfig"]
 
 FLAT_EVALUATOR = ("default", "1")
-"""The name and version of the one evaluator a flat ``online.toml`` declares."""
-
-
-@dataclass(frozen=True)
-class EvaluatorSpec:
-    """One online evaluator, declared: its name and version (what its results can name), the metrics it scores,
-    what it scores them on (``target``, ``filters``) and how much of the traffic it takes (``limits``)."""
-
-    name: str
-    version: str
-    metrics: tuple[str, ...]
-    target: TargetKind = TargetKind.TURN
-    filters: Filters = field(default_factory=Filters)
-    limits: Limits = field(default_factory=Limits)
-
-    def __post_init__(self) -> None:
-        if not self.name:
-            raise ConfigError("online: an evaluator's name is empty")
-
-    def accepts(self, invocation: Invocation) -> bool:
-        """Its filters and its sample, as the store applies them when it writes ``invocation``."""
-        return self.filters.admits(invocation) and self.limits.samples(invocation.invocation_id)
+"""The name and version of the one evaluator a flat ``online.toml`` declares, unless it names them."""
 
 
 @dataclass
 class OnlineConfig:
-    """Online scoring's settings, as ``online.toml`` holds them (:mod:`toolpath.evaluation.online`)."""
+    """Online scoring's settings, as ``online.toml`` holds them (:mod:`toolpath.evaluation.online`): the
+    evaluators (``evaluator``, the ``[[evaluator]]`` tables, or the flat form's evaluator keys) and what they
+    share (references, thresholds, workers, backlog, export, judge)."""
 
     metrics: list[str]
     sample_rate: float = 1.0
     agent_names: list[str] | None = None
     failures_only: bool = False
     attributes: dict[str, Any] = field(default_factory=dict)
+    name: str = FLAT_EVALUATOR[0]
+    version: str = FLAT_EVALUATOR[1]
+    target: str = "turn"
+    tool_called: list[str] | None = None
+    min_latency_seconds: float | None = None
+    max_latency_seconds: float | None = None
+    max_per_hour: int | None = None
+    concurrency: int | None = None
+    budget: dict[str, int] = field(default_factory=dict)
+    evaluator: list[dict[str, Any]] = field(default_factory=list)
+    """The ``[[evaluator]]`` tables; with them, the evaluator keys above stay at their defaults."""
     reference_dataset: str | None = None
     match: PromptMatch = PromptMatch.NORMALIZED
     thresholds: dict[str, float] = field(default_factory=dict)
@@ -67,12 +64,12 @@ class OnlineConfig:
     poll_seconds: float = 0.5
     otlp_endpoint: str | None = None
     judge: dict[str, Any] = field(default_factory=dict)
+    specs: tuple[EvaluatorSpec, ...] = field(init=False, repr=False)
+    """The evaluators declared, checked: one per ``[[evaluator]]`` table, or the flat form's one."""
 
     def __post_init__(self) -> None:
         _check_types(self)
-        if not self.metrics and not is_eval_set_path(self.reference_dataset):  # an eval set brings its criteria
-            raise ConfigError("online: 'metrics' names no metric")
-        check_rate(self.sample_rate)
+        self.specs = _specs(self)
         if self.match not in tuple(PromptMatch):
             raise ConfigError(f"online: match must be 'exact' or 'normalized', got {self.match!r}")
         self.match = PromptMatch(self.match)  # the TOML's string
@@ -105,12 +102,14 @@ class OnlineConfig:
                 data = {**data, "reference_dataset": str(base / data["reference_dataset"])}
         else:
             data = source
-        known = {f.name for f in fields(cls)}
+        known = {f.name for f in fields(cls) if f.init}
         unknown = sorted(set(data) - known)
         if unknown:
             raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-        if "metrics" not in data and not is_eval_set_path(data.get("reference_dataset")):
-            raise ConfigError(f"{where}: 'metrics' is required (or an eval set as reference_dataset)")
+        if "metrics" not in data and not data.get("evaluator") and not is_eval_set_path(data.get("reference_dataset")):
+            raise ConfigError(
+                f"{where}: 'metrics' is required (or [[evaluator]] tables, or an eval set as reference_dataset)"
+            )
         data = {"metrics": [], **data}
         try:
             return cls(**data)
@@ -119,28 +118,42 @@ class OnlineConfig:
         except ConfigError as exc:
             raise ConfigError(f"{where}: {str(exc).removeprefix('online: ')}") from None
 
-    @property
-    def evaluator(self) -> EvaluatorSpec:
-        """The one evaluator this config declares: its metrics on each turn, behind its filters and sample."""
-        name, version = FLAT_EVALUATOR
-        agents = tuple(self.agent_names) if self.agent_names is not None else None
-        return EvaluatorSpec(
-            name,
-            version,
-            tuple(self.metrics),
-            TargetKind.TURN,
-            Filters(agents, self.failures_only, dict(self.attributes)),
-            Limits(self.sample_rate),
+
+def _specs(config: OnlineConfig) -> tuple[EvaluatorSpec, ...]:
+    """The evaluators ``config`` declares: its ``[[evaluator]]`` tables, each checked, their names distinct; or,
+    without tables, the one its top-level evaluator keys declare."""
+    defaults = {f.name: f.default for f in fields(OnlineConfig) if f.name in EVALUATOR_KEYS}
+    defaults |= {"metrics": [], "attributes": {}, "budget": {}}
+    flat = {key: getattr(config, key) for key in EVALUATOR_KEYS}
+    if not config.evaluator:
+        if not config.metrics and not is_eval_set_path(config.reference_dataset):  # an eval set brings criteria
+            raise ConfigError("online: 'metrics' names no metric")
+        return (evaluator_spec(flat),)
+    given = [key for key in EVALUATOR_KEYS if flat[key] != defaults[key]]
+    if given:
+        raise ConfigError(
+            f"online: {', '.join(given)} at the top level beside [[evaluator]] tables: an evaluator's keys go in "
+            "its table (the top level holds what they share: references, thresholds, workers, backlog, judge)"
         )
-
-
-def _kind(value: Any) -> str:
-    return {bool: "true/false", str: "a string", int: "a whole number", float: "a number", list: "a list",
-            dict: "a table", type(None): "nothing"}.get(type(value), type(value).__name__)  # fmt: skip
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if is_eval_set_path(config.reference_dataset):
+        raise ConfigError(
+            "online: an eval set as reference_dataset brings the criteria of one evaluator: use the flat form "
+            "(metrics at the top level), not [[evaluator]] tables"
+        )
+    specs: list[EvaluatorSpec] = []
+    for index, table in enumerate(config.evaluator, start=1):
+        if not isinstance(table, dict):
+            raise refusal("online: ", f"evaluator #{index}", table, "a table ([[evaluator]])")
+        shown = repr(table["name"]) if isinstance(table.get("name"), str) and table["name"] else f"#{index}"
+        if "name" not in table:
+            raise ConfigError(f"online: evaluator {shown}: 'name' is required (it labels the evaluator's results)")
+        spec = evaluator_spec(table, f"online: evaluator {shown}: ")
+        if not spec.metrics:
+            raise ConfigError(f"online: evaluator {shown}: 'metrics' names no metric")
+        if any(spec.name == other.name for other in specs):
+            raise ConfigError(f"online: two evaluators are named {spec.name!r}: each needs a name of its own")
+        specs.append(spec)
+    return tuple(specs)
 
 
 def _check_types(config: OnlineConfig) -> None:
@@ -149,25 +162,11 @@ def _check_types(config: OnlineConfig) -> None:
     letters of x. One :class:`ConfigError` naming the key, the value and what it takes."""
 
     def refuse(key: str, value: Any, wanted: str) -> None:
-        raise ConfigError(f"online: {key} = {value!r} ({_kind(value)}): expected {wanted}")
+        raise refusal("online: ", key, value, wanted)
 
-    def names(key: str, value: Any, *, optional: bool = False) -> None:
-        if optional and value is None:
-            return
-        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-            refuse(key, value, 'a list of names, e.g. ["a", "b"]')
-
-    names("metrics", config.metrics)
-    names("agent_names", config.agent_names, optional=True)
-    if not _number(config.sample_rate):
-        refuse("sample_rate", config.sample_rate, "a number from 0 to 1")
-    if not isinstance(config.failures_only, bool):
-        refuse("failures_only", config.failures_only, "true or false")
-    if not isinstance(config.attributes, dict) or not all(
-        isinstance(v, str | int | float | bool) for v in config.attributes.values()
-    ):
-        refuse("attributes", config.attributes, 'a table of attribute = value, e.g. {deployment = "prod"}')
-    if not isinstance(config.thresholds, dict) or not all(_number(v) for v in config.thresholds.values()):
+    if not isinstance(config.evaluator, list):
+        refuse("evaluator", config.evaluator, "[[evaluator]] tables")
+    if not isinstance(config.thresholds, dict) or not all(number(v) for v in config.thresholds.values()):
         refuse("thresholds", config.thresholds, "a table of metric = finite number, e.g. {trajectory_recall = 0.8}")
     for key in ("reference_dataset", "otlp_endpoint"):
         if getattr(config, key) is not None and not isinstance(getattr(config, key), str):
@@ -176,15 +175,13 @@ def _check_types(config: OnlineConfig) -> None:
         refuse("judge", config.judge, "a table of judge settings")
     for key in ("workers", "batch_size"):
         value = getattr(config, key)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        if not whole(value):
             refuse(key, value, "a whole number, at least 1")
-    if config.max_backlog is not None and (
-        not isinstance(config.max_backlog, int) or isinstance(config.max_backlog, bool) or config.max_backlog < 1
-    ):
+    if config.max_backlog is not None and not whole(config.max_backlog):
         refuse("max_backlog", config.max_backlog, "a whole number, at least 1")
-    if not _number(config.lease_seconds) or config.lease_seconds < 1:
+    if not number(config.lease_seconds) or config.lease_seconds < 1:
         refuse("lease_seconds", config.lease_seconds, "a number of seconds, at least 1")
-    if not _number(config.poll_seconds) or config.poll_seconds < MIN_POLL_SECONDS:
+    if not number(config.poll_seconds) or config.poll_seconds < MIN_POLL_SECONDS:
         refuse("poll_seconds", config.poll_seconds, f"a number of seconds, at least {MIN_POLL_SECONDS}")
     for key in ("match", "shed"):
         if not isinstance(getattr(config, key), str):

@@ -77,7 +77,9 @@ class OnlineEvaluator:
         (:mod:`toolpath.evaluation.online.evalset_runs`)."""
         self.store = store
         self.config = OnlineConfig.load(config)
-        self.spec = self.config.evaluator
+        if len(self.config.specs) > 1 or self.config.specs[0].limits.quota:
+            raise ConfigError("online: several evaluators, max_per_hour and budget are not built yet")
+        self.spec = self.config.specs[0]
         """The evaluator the config declares: its metrics, filters and sample."""
         self.metrics: list[Metric] = [resolve_metric(m) for m in self.spec.metrics]
         rules = Redactor.build() if redactor is True else redactor or None
