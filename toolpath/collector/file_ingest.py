@@ -79,7 +79,7 @@ def ingest_trace_files(
     over_limit = limits.hits.get("spans_over_trace_limit", 0)
     if over_limit:
         report.rejected.append(f"{over_limit} span(s) over the limit of spans per trace")
-    report.spans_stored = ingestor.spans_stored - over_limit
+    report.spans_stored = ingestor.spans_stored
     report.limit_hits = dict(limits.hits)
     ids = list(dict.fromkeys(inv.invocation_id for inv in rebuild(records)))
     report.invocations = store.invocations_by_id(ids)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+import sys
 import threading
 import time
 import zlib
@@ -82,6 +83,8 @@ class Ingestor:
         self._told_too_big = False
         """An export too big to spool was logged (once as a warning, then at DEBUG)."""
         self.spans_stored = 0
+        """Spans this ingestor added to the store: not those the trace limit turned away, nor one the store held
+        already (an export sent again)."""
         self._preparer = SpanPreparer(redactor, self.limits)
 
     @property
@@ -162,7 +165,7 @@ class Ingestor:
         except Exception as exc:
             if not spooled and store_unavailable(exc):
                 self._count(done)
-                self.metrics.spans_rejected.labels("store_error").inc(len(ready) - done.stored - done.quarantined)
+                self.metrics.spans_rejected.labels("store_error").inc(len(ready) - done.committed - done.quarantined)
             raise
         self._count(done)
         return done.quarantined
@@ -171,7 +174,7 @@ class Ingestor:
         m = self.metrics
         with self._counting:
             self.spans_stored += done.stored
-        m.spans_stored.inc(done.stored - done.over_limit)
+        m.spans_stored.inc(done.stored)
         if done.over_limit:
             m.spans_rejected.labels("trace_limit").inc(done.over_limit)
         if done.quarantined:
@@ -185,16 +188,17 @@ class Ingestor:
         if not records:
             return
         try:
-            written, over_limit = self._write(records)
+            written, limits = self._write(records)
         except Exception as exc:
             if store_unavailable(exc):
                 self.metrics.store_errors.inc()
                 raise
             failure = exc
         else:
-            done.stored += len(records)
+            done.committed += len(records)
+            done.stored += limits.taken
             done.written += written
-            done.over_limit += over_limit
+            done.over_limit += limits.turned_away
             return
         traces: dict[str, list[SpanRecord]] = {}
         for record in records:
@@ -210,10 +214,10 @@ class Ingestor:
         self.limits.count("spans_quarantined")
         done.quarantined += 1
 
-    def _write(self, records: list[SpanRecord]) -> tuple[int, int]:
+    def _write(self, records: list[SpanRecord]) -> tuple[int, _WriteLimits]:
         """``store.ingest``, tried again after a transient database error (a dropped connection, a locked SQLite
         file): the write is idempotent and its transaction was rolled back. Returns the invocations written and
-        the spans the trace limit turned away."""
+        what the committed transaction took of the spans (new ones stored, spans the trace limit turned away)."""
         m = self.metrics
         spent: list[float] = []
 
@@ -237,7 +241,7 @@ class Ingestor:
             else:
                 if spent:  # one export's rebuilding, before and in its transaction
                     m.rebuild_seconds.observe(sum(spent))
-                return written, limits.turned_away
+                return written, limits
         raise AssertionError("unreachable")
 
     def handle_http(self, path: str, headers: Any, read_body: Callable[[int], bytes]) -> Reply:
@@ -338,11 +342,13 @@ class Ingestor:
         return clean if len(clean) <= _SAID_CHARS else clean[:_SAID_CHARS] + "…"  # redacted first, then cut
 
     def outcome(self, rejected: list[str], refused: int) -> ExportTraceServiceResponse:
-        """The reply to a stored request: OTLP's partial success when spans were left out (not decodable, or
-        refused by the store), counted."""
+        """The reply to a stored request: OTLP's partial success when spans were left out (not decodable, ids that
+        cannot join a trace, or refused by the store), counted; those left out are logged too."""
         reply = ExportTraceServiceResponse()
         if rejected:
             self.limits.count("spans_rejected", len(rejected))
+            logger.warning("toolpath: %d span(s) of an export rejected: %s", len(rejected),
+                           self.said("; ".join(rejected[:3])))  # fmt: skip
         if rejected or refused:
             reply.partial_success.rejected_spans = len(rejected) + refused
             reasons = [*rejected[:3], *([f"{refused} span(s) the store refused were quarantined"] if refused else [])]
@@ -351,17 +357,23 @@ class Ingestor:
 
 
 class _WriteLimits:
-    """The limits as one write applies them, counting the spans the trace limit turns away from it (other writes
-    run alongside: the shared counters cannot say whose they are)."""
+    """The limits as one write applies them, counting the spans it stores and those the trace limit turns away
+    from it (other writes run alongside: the shared counters cannot say whose they are)."""
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
-        self.max_spans_per_trace = limits.max_spans_per_trace
+        # the store offers every write's new spans to admit() when there is a limit: without one, a limit no
+        # trace reaches, so that what it stores is still counted (a span stored before is not offered again)
+        limit = limits.max_spans_per_trace
+        self.max_spans_per_trace = limit if limit is not None else sys.maxsize
         self.turned_away = 0
+        self.taken = 0
+        """Spans new to the store this write inserted."""
 
     def admit(self, stored: dict[str, int], new: Sequence[SpanRecord]) -> list[SpanRecord]:
         admitted = self.limits.admit(stored, new)
         self.turned_away += len(new) - len(admitted)
+        self.taken += len(admitted)
         return admitted
 
     def cap(self, invocations: list[Invocation]) -> list[Invocation]:
@@ -388,12 +400,14 @@ def store_unavailable(exc: BaseException) -> bool:
 class _Written:
     """What :meth:`Ingestor.write_prepared` has committed so far, transaction by transaction."""
 
+    committed: int = 0
+    """Spans whose transaction committed: stored, turned away by the trace limit, or stored before."""
     stored: int = 0
-    """Spans committed (with those the trace limit turned away)."""
+    """Spans the store did not hold before and now holds."""
     written: int = 0
     """Invocations written."""
     over_limit: int = 0
-    """Spans the trace limit turned away, of those stored."""
+    """Spans the trace limit turned away, of those committed."""
     quarantined: int = 0
     """Spans the store refused alone."""
 

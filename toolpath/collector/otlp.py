@@ -18,6 +18,7 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
+from toolpath.collector.otlp_ids import ZERO_SPAN_ID, id_problem, in_cycles
 from toolpath.collector.otlp_json import flatten_deep, parse_span_by_span
 from toolpath.collector.otlp_values import FlatRequest, Undecodable, attributes, raw_attributes, worth_trying
 from toolpath.errors import InternalSignal
@@ -66,15 +67,19 @@ def decode(body: bytes, content_type: str, rejected: list[str] | None = None) ->
                     raise OtlpDecodeError(_json_error(again)) from None
                 # what no repair makes valid (a time past 2^64, an integer of 2^70) costs its own span only
                 request.Clear()
+                before = len(rejected)
                 parse_span_by_span(data, request, rejected, _hex_ids_to_base64, _json_error)
+                if len(rejected) == before:  # no span was the trouble: the request's own shape is
+                    raise OtlpDecodeError(_json_error(again)) from None
     else:
         raise OtlpDecodeError(f"unsupported content type {content_type!r} (application/x-protobuf or application/json)")
     return records(request, rejected)
 
 
 def records(request: ExportTraceServiceRequest, rejected: list[str] | None = None) -> list[SpanRecord]:
-    """The request's spans as records. A span without a 16-byte trace id and an 8-byte span id is an
-    :class:`OtlpDecodeError`, or, when ``rejected`` is given, left out and said why there (the rest is kept)."""
+    """The request's spans as records. A span that cannot take its place in a trace (:mod:`.otlp_ids`: ids of the
+    wrong length or all zeros, its own parent, parents that go round a circle) is an :class:`OtlpDecodeError`, or,
+    when ``rejected`` is given, left out and said why there (the rest is kept)."""
     return _records(request, rejected, attributes)
 
 
@@ -106,19 +111,20 @@ def _records(
             scope = scope_spans.scope.name or None
             for span in scope_spans.spans:
                 span_attrs = span_attributes(span.attributes)  # every span's, even one left out below
-                trace_id, span_id = span.trace_id, span.span_id
-                if len(trace_id) != 16 or len(span_id) != 8:
-                    reason = f"span {span.name!r}: trace_id must be 16 bytes and span_id 8 bytes"  # cut once redacted
+                trace_id, span_id, parent = span.trace_id, span.span_id, span.parent_span_id
+                problem = id_problem(trace_id, span_id, parent)
+                if problem is not None:
+                    reason = f"span {span.name!r}: {problem}"  # (cut once redacted)
                     if rejected is None:
                         raise OtlpDecodeError(reason)
                     rejected.append(reason)
                     continue
-                parent, status, events = span.parent_span_id, span.status, span.events
+                status, events = span.status, span.events
                 append(
                     SpanRecord(
                         trace_id=trace_id.hex(),
                         span_id=span_id.hex(),
-                        parent_span_id=parent.hex() if parent else None,
+                        parent_span_id=parent.hex() if parent and parent != ZERO_SPAN_ID else None,
                         name=span.name,
                         kind=span.kind,
                         start_time=span.start_time_unix_nano,
@@ -140,7 +146,19 @@ def _records(
                         scope=scope,
                     )
                 )
-    return out
+    return _without_cycles(out, rejected)
+
+
+def _without_cycles(records: list[SpanRecord], rejected: list[str] | None) -> list[SpanRecord]:
+    """``records`` but the spans whose parents go round a circle (:func:`~.otlp_ids.in_cycles`), each said in
+    ``rejected`` (an :class:`OtlpDecodeError` without it)."""
+    cyclic = in_cycles(records)
+    if not cyclic:
+        return records
+    if rejected is None:
+        raise OtlpDecodeError(next(iter(cyclic.values())))
+    rejected.extend(cyclic[r.trace_id, r.span_id] for r in records if (r.trace_id, r.span_id) in cyclic)
+    return [r for r in records if (r.trace_id, r.span_id) not in cyclic]
 
 
 def _spans_one_by_one(body: bytes, request: ExportTraceServiceRequest, rejected: list[str]) -> bool:

@@ -80,7 +80,11 @@ def parse_span_by_span(
         resource = {k: v for k, v in resource_spans.items() if k not in ("scopeSpans", "scope_spans")}
         for scope_spans in _dicts(resource_spans.get("scopeSpans") or resource_spans.get("scope_spans")):
             scope = {k: v for k, v in scope_spans.items() if k != "spans"}
-            for span in _dicts(scope_spans.get("spans")):
+            spans = scope_spans.get("spans")
+            for span in spans if isinstance(spans, list) else ():
+                if not isinstance(span, dict):
+                    rejected.append(f"a span is a JSON {_json_kind(span)}, not an object")
+                    continue
                 one = {"resourceSpans": [{**resource, "scopeSpans": [{**scope, "spans": [span]}]}]}
                 part = ExportTraceServiceRequest()
                 try:
@@ -89,6 +93,19 @@ def parse_span_by_span(
                     rejected.append(f"span {span.get('name')!r}: {explain(exc)}")
                     continue
                 request.MergeFrom(part)
+
+
+def _json_kind(value: Any) -> str:
+    """What a JSON value that is not an object is: ``number``, ``string``…"""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "null" if value is None else type(value).__name__
 
 
 def _dicts(items: Any) -> list[dict[str, Any]]:
