@@ -25,6 +25,7 @@ from typing import Any, ParamSpec, TypeVar, overload
 
 from opentelemetry.context import Context
 
+from toolpath.adapters.generator_tools import async_generator_tool, generator_tool
 from toolpath.tracer import semconv, spans, untraced
 
 __all__ = ["AgentSpec", "agent", "tool"]
@@ -98,7 +99,9 @@ def tool(*, name: str | None = None, description: str | None = None) -> Callable
 
 
 def tool(fn: Callable[P, R] | None = None, /, *, name: str | None = None, description: str | None = None) -> Any:
-    """Trace every call of a tool function (sync or async) as an ``execute_tool`` span.
+    """Trace every call of a tool function (sync or async) as an ``execute_tool`` span. A generator or async
+    generator function is traced over its iteration (:mod:`toolpath.adapters.generator_tools`): its span ends when
+    the generator does, with the items it yielded as the result, or the error it raised.
 
     Args:
         name: the tool's name as the agent knows it; the function's name by default.
@@ -111,7 +114,10 @@ def tool(fn: Callable[P, R] | None = None, /, *, name: str | None = None, descri
     span_name = semconv.tool_span_name(tool_name)
     bind = _make_binder(fn)
 
-    if inspect.iscoroutinefunction(fn):
+    if inspect.isasyncgenfunction(fn) or inspect.isgeneratorfunction(fn):
+        traced = async_generator_tool if inspect.isasyncgenfunction(fn) else generator_tool
+        wrapper: Any = traced(fn, span_name, static, bind, _internal_error, tool_name)
+    elif inspect.iscoroutinefunction(fn):
 
         @functools.wraps(fn)
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -128,7 +134,7 @@ def tool(fn: Callable[P, R] | None = None, /, *, name: str | None = None, descri
             _end(span, token, result)
             return result
 
-        wrapper: Any = async_wrapper
+        wrapper = async_wrapper
     else:
 
         @functools.wraps(fn)
