@@ -10,9 +10,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolpath.store.model_usage import model_totals
 from toolpath.store.session_order import UsageKeys
 from toolpath.store.spanrecord import SpanRecord
 from toolpath.store.store import Store
+from toolpath.store.turn_window import Window
 from toolpath.store.usage import ModelPrice, session_traces, span_values
 from toolpath.tracer import semconv as sc
 
@@ -111,4 +113,28 @@ def usage_of_sessions(store: Store, session_ids: Sequence[str], prices: Mapping[
     out = {s: Usage() for s in session_ids}
     for values in span_values(store, list(owner), numbers=NUMBERS, texts=TEXTS):
         add(out[owner[values["trace_id"]]], values, prices)
+    return out
+
+
+def usage_of_models(store: Store, window: Window, prices: Mapping[str, ModelPrice]) -> dict[str, Usage]:
+    """The tokens and cost of the model calls in ``window`` per model (``""``: calls that named none), summed in
+    the store; a call's cost is the one it reported, else its tokens priced as :func:`add` prices them."""
+    out: dict[str, Usage] = {}
+    for totals in model_totals(store, USAGE_KEYS, window):
+        usage = out.setdefault(totals.model or "", Usage())
+        usage.calls += totals.calls
+        usage.input_tokens += totals.input_tokens
+        usage.output_tokens += totals.output_tokens
+        if totals.reported:
+            usage.cost = (usage.cost or 0.0) + (totals.cost or 0.0)
+            usage.reported += totals.calls
+            continue
+        price = prices.get(totals.model) if totals.model else None
+        if price is None:
+            usage.unpriced.add(totals.model or "an unnamed model")
+            continue
+        spent = (
+            totals.input_tokens * price.input_per_million / 1e6 + totals.output_tokens * price.output_per_million / 1e6
+        )
+        usage.cost = (usage.cost or 0.0) + spent
     return out
