@@ -61,7 +61,7 @@ def run_eval_sets(
     if simulated or any(isinstance(c.metric, JudgeMetric) for plan in plans for c in plan.values()):
         (judge or Judge(settings_from(None), cache=None)).connect()  # no credentials: an error before the store
     agent = load_agent(agent_ref)
-    store = Store(store_url) if store_url else None
+    store = Store(store_url, writing="toolpath eval stores its run in it") if store_url else None
     tracing.init(store=store)
     total = sum(len(eval_set.cases) for eval_set in eval_sets)
     with progress(total, "running eval cases", quiet) as bar:
@@ -95,7 +95,7 @@ def eval_from_results(
     eval_sets = _load_eval_sets(dataset, config_path) if dataset is not None else []
     config = load_config(config_path) if config_path is not None else None
     started_ns = time.time_ns()
-    store = Store(store_url) if store_url else None
+    store = Store(store_url, writing="toolpath eval stores its run in it") if store_url else None
     result = score_recorded(recorded, eval_sets=eval_sets, config=config, store=store)
     if store is not None:
         save_evalset_run(

@@ -214,7 +214,7 @@ def collect(
             f"--workers {workers}: at most {most} on this machine ({MAX_WORKERS_PER_CORE} per core; each is a process "
             "of its own)"
         )
-    the_store = Store(store, create=False)
+    the_store = Store(store, create=False, writing="toolpath collect stores what it receives in it")
     if with_ui and not token and not _is_loopback(host):
         raise ConfigError("--ui off loopback needs --token (the pages show recorded traffic)")
     if behind_tls and not with_ui:
@@ -414,7 +414,7 @@ def run_worker(spec: WorkerSpec, channel: socket.socket | None, started: Callabl
     from toolpath.collector.service import CollectorService, ServiceOptions
     from toolpath.evaluation.online import OnlineEvaluator
 
-    store = Store(spec.store_url, create=False)
+    store = Store(spec.store_url, create=False, writing="toolpath collect stores what it receives in it")
     options = ServiceOptions(
         host=spec.host,
         http_port=spec.http_port,

@@ -35,7 +35,10 @@ def db_current(store: str | None) -> None:
     the_store = open_existing_store(store, create=False)
     with the_store.opening_errors(), the_store.engine.connect() as conn:
         current = migrate.current_revision(conn)
-    click.echo(f"{the_store.url}: schema at revision {current or 'none'} (newest: {migrate.HEAD})")
+    newer = current is not None and current not in migrate.known_revisions()
+    said = f"newest this toolpath knows: {migrate.HEAD}; made by a newer toolpath" if newer else None
+    said = said or f"newest: {migrate.HEAD}"
+    click.echo(f"{the_store.url}: schema at revision {current or 'none'} ({said})")
 
 
 @db.command(name="prune")
@@ -56,7 +59,8 @@ def db_prune(store: str | None, older_than: str, spans_only: bool, dry_run: bool
     from toolpath.store.retention import parse_duration, prune
 
     age = parse_duration(older_than, "--older-than")  # before the store is opened: a typo creates no file
-    the_store = open_existing_store(store, create=False)
+    writing = None if dry_run else "toolpath db prune deletes from it"
+    the_store = open_existing_store(store, create=False, writing=writing)
     with the_store.opening_errors():
         the_store.upgrade()
         counts = prune(

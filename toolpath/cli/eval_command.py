@@ -333,7 +333,7 @@ def _eval_recorded(
     metrics = [resolve_metric(spec) for spec in split_metric_list(metrics_text)]
     check_gate_names(limits, check_names(metrics))
     judge = prepare_judge(metrics)  # no credentials: an error now, not after the work
-    store = open_existing_store(store_url)
+    store = open_existing_store(store_url, writing="toolpath eval stores its run in it")
     since = since.replace(tzinfo=UTC) if since is not None and since.tzinfo is None else since
     rows = rows_from_store(store, session_id=session_id, agent_name=agent_name, since=since, limit=limit)
     if not rows:
@@ -372,7 +372,7 @@ def _eval_dataset(
     rows = load_rows(dataset)  # a dataset without rows is bad input (exit 2), said by the loader
     runnable = load_agent(agent_ref) if agent_ref else None
     judge = prepare_judge(metrics)  # no credentials: an error now, not after the agent ran
-    store = Store(store_url) if store_url else None
+    store = Store(store_url, writing="toolpath eval stores its run in it") if store_url else None
     if judge is not None and store is not None and not no_cache:
         judge.cache = store
     if runnable is not None:

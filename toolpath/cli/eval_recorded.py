@@ -82,7 +82,7 @@ def eval_recorded_sets(
         if from_spans:
             store, ingested = _ingested(files, store_url, Path(folder))
         else:
-            store = open_existing_store(store_url)
+            store = open_existing_store(store_url, writing="toolpath eval stores its run in it")
         from toolpath.evaluation.evalsets.recorded_cases import pair_cases, score_recorded_sessions, select_sessions
 
         sessions = select_sessions(
@@ -162,7 +162,7 @@ def _ingested(files: Sequence[Any], store_url: str | None, folder: Path) -> tupl
     from toolpath.redact import Redactor
     from toolpath.store.store import Store
 
-    store = Store(store_url or f"sqlite:///{folder / 'spans.db'}")
+    store = Store(store_url or f"sqlite:///{folder / 'spans.db'}", writing="--from-spans stores the files' spans in it")
     report = ingest_trace_files(store, files, redactor=Redactor.build((), {}))
     print_ingest_report(report)
     fail_on_bad_parts(report)

@@ -60,7 +60,8 @@ def ingest_command(
 
     redactor = build_redactor(redact_keys, redact_patterns, no_redact)
     traces = read_trace_files(files)  # every file read before the store is opened
-    report = ingest_trace_files(Store(store), traces, redactor=redactor)
+    the_store = Store(store, writing="toolpath ingest stores the files' spans in it")
+    report = ingest_trace_files(the_store, traces, redactor=redactor)
     print_ingest_report(report)
     fail_on_bad_parts(report)
 

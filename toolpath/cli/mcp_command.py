@@ -81,7 +81,8 @@ def mcp_command(
     if transport == "http":
         _serve_http(store, host, port, token, evalsets, allow_write, loaded)
         return
-    tools = StoreTools(open_existing_store(store), evalsets, allow_write=allow_write, agents=loaded)
+    writing = "toolpath mcp --allow-write stores runs in it" if allow_write else None
+    tools = StoreTools(open_existing_store(store, writing=writing), evalsets, allow_write=allow_write, agents=loaded)
     build_server(tools).run("stdio")
 
 
@@ -106,7 +107,8 @@ def _serve_http(
     except ConfigError as exc:
         raise ConfigError(f"--port {port}: {exc}") from None
     with sock:
-        the_store = open_existing_store(store)
+        writing = "toolpath mcp --allow-write stores runs in it" if allow_write else None
+        the_store = open_existing_store(store, writing=writing)
         loopback = is_loopback(host)
         made_up = not token
         token = token or secrets.token_urlsafe(24)  # every request needs a credential

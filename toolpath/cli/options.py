@@ -13,6 +13,7 @@ import click
 from toolpath.config import STORE_ENV, TOKEN_ENV
 from toolpath.errors import ConfigError
 from toolpath.store.engine import resolve_store_url
+from toolpath.store.sqlite_access import url_file
 
 if TYPE_CHECKING:  # SQLAlchemy loads with the store, when a command opens one: `sessions list` reads without it
     from toolpath.store.store import Store
@@ -157,14 +158,25 @@ def existing_store_url(url: str | None) -> str:
     """The store URL ``url`` resolves to (``--store``, ``$TOOLPATH_STORE`` or the default); a SQLite file that
     does not exist is a :class:`ConfigError`, never a new empty store."""
     resolved = resolve_store_url(url)
-    if resolved.startswith("sqlite:///") and not resolved.endswith(":memory:"):
-        path = Path(resolved.removeprefix("sqlite:///"))
-        if not path.exists():
-            raise ConfigError(f"store {path} does not exist (run `toolpath demo`, or set --store / ${STORE_ENV})")
+    database = url_file(resolved)
+    if database is not None and not os.path.exists(database):
+        if not os.path.isabs(database) and not _working_directory_exists():
+            raise ConfigError(f"store {database}: a relative path, and the working directory no longer exists")
+        raise ConfigError(f"store {database} does not exist (run `toolpath demo`, or set --store / ${STORE_ENV})")
     return resolved
 
 
-def open_existing_store(url: str | None, *, create: bool = True) -> Store:
+def _working_directory_exists() -> bool:
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def open_existing_store(url: str | None, *, create: bool = True, writing: str | None = None) -> Store:
+    """The store at ``url``, which must exist; ``writing``: what the command writes to it (a read-only store is then
+    an error before any work: :meth:`~toolpath.store.store.Store.require_writable`)."""
     from toolpath.store.store import Store
 
-    return Store(existing_store_url(url), create=create)
+    return Store(existing_store_url(url), create=create, writing=writing)

@@ -190,7 +190,7 @@ def ui_command(
         raise ConfigError(f"--port {port}: {exc}") from None
     port = sock.getsockname()[1]  # --port 0: the one the system gave
     with sock:
-        the_store = open_existing_store(store)
+        the_store = open_existing_store(store, writing="toolpath ui stores reviews, runs and eval cases in it")
         loopback = is_loopback(host)
         if not token:
             token = secrets.token_urlsafe(24)  # every request needs a credential; the printed link logs in

@@ -40,7 +40,7 @@ def run_demo(store_url: str | None, console: Console, worst: int = 6) -> EvalRes
     """The demo, printed to ``console`` (the commands' console, which shows every string as it is)."""
     from toolpath.demo.smart_home import smart_home_agent  # tools register on import; keep it out of CLI start-up
 
-    store = Store(store_url)
+    store = Store(store_url, writing="toolpath demo stores its runs in it")
     tracing.init(store=store, service_name="toolpath-demo")
     console.print(
         styled(

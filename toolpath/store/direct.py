@@ -21,6 +21,7 @@ from toolpath.errors import ConfigError
 from toolpath.store.engine import display_url, hide_store_password, resolve_store_url, warn_if_store_shared
 from toolpath.store.migrate import HEAD, revision
 from toolpath.store.session_list import Reader
+from toolpath.store.sqlite_access import cannot_open_hint, sqlite_file
 
 _SQLITE = "sqlite:///"
 _PSYCOPG = "postgresql+psycopg://"
@@ -58,11 +59,13 @@ def _open(url: str) -> tuple[Any, Reader] | None:
         path = unquote(url.removeprefix(_SQLITE))
         if path in ("", ":memory:") or not Path(path).is_file():
             return None
+        target = sqlite_file(path, {}, url)  # read-only on a read-only file system, as the Store opens it (no password)
         warn_if_store_shared(path)
         import sqlite3
 
-        with _opening_errors(url):
-            connection: Any = sqlite3.connect(path, timeout=30)  # the file SQLAlchemy's sqlite3 would open
+        with _opening_errors(url, target.path):
+            # the file SQLAlchemy's sqlite3 would open, with the options it would give it
+            connection: Any = sqlite3.connect(target.uri or path, timeout=30, uri=target.uri is not None)
             reader, at_head = _read_revision(connection, "sqlite")
     elif url.startswith(_PSYCOPG):
         try:
@@ -95,16 +98,18 @@ def _read_revision(connection: Any, dialect: str) -> tuple[Reader, bool]:
 
 
 @contextlib.contextmanager
-def _opening_errors(url: str) -> Iterator[None]:
+def _opening_errors(url: str, path: Path | None = None) -> Iterator[None]:
     """The driver's "cannot open" errors inside the block as one :class:`ConfigError`, worded as
-    :meth:`toolpath.store.store.Store.opening_errors` words them (integrity and programming errors stay bugs)."""
+    :meth:`toolpath.store.store.Store.opening_errors` words them (integrity and programming errors stay bugs);
+    ``path``: a SQLite store's file, for the hint when a read-only place is why."""
     try:
         yield
     except Exception as exc:
         if not _cannot_open(exc):
             raise
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ConfigError(f"store {display_url(url)}: cannot open ({hide_store_password(reason, url)})") from None
+        hint = cannot_open_hint(path, reason) if path is not None else ""
+        raise ConfigError(f"store {display_url(url)}: cannot open ({hide_store_password(reason, url)}){hint}") from None
 
 
 def _cannot_open(exc: Exception) -> bool:

@@ -10,12 +10,12 @@ import contextlib
 import logging
 import os
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolpath.config import DEFAULT_STORE_URL, STORE_ENV
 from toolpath.errors import ConfigError
 from toolpath.private_files import create_private, warn_if_shared
+from toolpath.store.sqlite_access import SQLITE_READONLY, SqliteFile, read_only_write_error, sqlite_file
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
@@ -94,7 +94,9 @@ def hide_store_password(text: str, url: str) -> str:
     return text
 
 
-def make_engine(real_url: str, *, echo: bool) -> Engine:
+def make_engine(real_url: str, *, echo: bool) -> tuple[Engine, SqliteFile | None]:
+    """The engine of the store at ``real_url``, and for a SQLite file the file as it is opened (its options, and why
+    it is read-only if it is: :mod:`toolpath.store.sqlite_access`)."""
     from sqlalchemy import create_engine, event
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError, NoSuchModuleError
@@ -107,19 +109,26 @@ def make_engine(real_url: str, *, echo: bool) -> Engine:
         raise ConfigError(f"store URL {url!r} is not a database URL (e.g. sqlite:///toolpath.db)") from None
     kwargs: dict[str, Any] = {"echo": echo}
     is_sqlite = parsed.get_backend_name() == "sqlite"
+    target: SqliteFile | None = None
+    read_only: str | None = None
     if is_sqlite:
         kwargs["connect_args"] = {"check_same_thread": False, "timeout": SQLITE_BUSY_SECONDS}
-        if parsed.database in (None, "", ":memory:"):
+        if parsed.database in (None, "", ":memory:") or parsed.query.get("mode") == "memory":
             kwargs["poolclass"] = StaticPool  # one shared connection, or each thread sees its own empty db
-        else:
-            path = Path(parsed.database).expanduser()
-            if path.is_dir():
-                raise ConfigError(f"store {url}: {path} is a folder, not a database file")
-            folder = path.resolve().parent
-            if not folder.is_dir():
-                raise ConfigError(f"store {url}: folder {folder} does not exist")
-            if not parsed.database.startswith("file:"):
-                warn_if_store_shared(parsed.database)
+        if parsed.database not in (None, "", ":memory:") and not parsed.database.startswith("file:"):
+            target = sqlite_file(parsed.database, parsed.query, url)
+            if target.path.is_dir():
+                raise ConfigError(f"store {url}: {parsed.database} is a folder, not a database file")
+            if not target.path.parent.is_dir():
+                raise ConfigError(f"store {url}: folder {target.path.parent} does not exist")
+            warn_if_store_shared(parsed.database)
+            if target.uri is not None:  # SQLite reads its options from a file: URI only
+                parsed = parsed.set(database=target.uri, query={**target.driver_options, "uri": "true"})
+            read_only = target.read_only
+        elif parsed.database is not None and parsed.database.startswith("file:"):  # a URI of the URL's own
+            query = {key: str(value) for key, value in parsed.query.items()}
+            immutable = query.get("immutable", "0").lower() in ("1", "true", "yes", "on")
+            read_only = "mode=ro" if query.get("mode") == "ro" else "immutable=1" if immutable else None
     try:
         engine = create_engine(parsed, **kwargs)
     except (NoSuchModuleError, ModuleNotFoundError) as exc:
@@ -128,8 +137,9 @@ def make_engine(real_url: str, *, echo: bool) -> Engine:
         raise ConfigError(f"store {url}: no driver for this URL{hint}: {why}") from None
     if is_sqlite:
         event.listen(engine, "do_connect", _private_database_file)
-        event.listen(engine, "connect", _sqlite_pragmas)
-    return engine
+        event.listen(engine, "connect", _sqlite_pragmas if read_only is None else _sqlite_read_pragmas)
+        event.listen(engine, "handle_error", _refused_writes(url, read_only))
+    return engine, target
 
 
 def warn_if_store_shared(database: str) -> None:
@@ -155,6 +165,28 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
     dbapi_connection.create_function(SQLITE_LOWER, 1, _lower, deterministic=True)
+
+
+def _sqlite_read_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    """A read-only connection's settings: the journal mode is the file's (setting it would be a write)."""
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+    dbapi_connection.create_function(SQLITE_LOWER, 1, _lower, deterministic=True)
+
+
+def _refused_writes(url: str, read_only: str | None) -> Any:
+    """A ``handle_error`` listener: SQLite's refusal of a write ("attempt to write a readonly database") becomes one
+    :class:`ConfigError` saying the store is read-only, and why when the URL or the file system says so."""
+
+    def refused(context: Any) -> None:
+        error = context.original_exception
+        code = getattr(error, "sqlite_errorcode", None)
+        if isinstance(code, int) and code & 0xFF == SQLITE_READONLY:
+            reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise read_only_write_error(url, read_only, reason) from None
+
+    return refused
 
 
 def _lower(value: object) -> object:

@@ -57,22 +57,38 @@ def revision(reader: Reader) -> str | None:
 
 
 def upgrade(
-    engine: Engine, revision: str = "head", lock: contextlib.AbstractContextManager[Any] | None = None
+    engine: Engine,
+    revision: str = "head",
+    lock: contextlib.AbstractContextManager[Any] | None = None,
+    *,
+    shown: str = "the store",
+    read_only: str | None = None,
 ) -> str | None:
     """Bring the schema to ``revision``; returns the revision it is at afterwards. Processes that open a new or
     older store at once migrate it one after another: on PostgreSQL under an advisory lock, on SQLite under
     ``lock`` (a file lock of the database, held across processes), each looking again at the revision once it
-    holds it."""
+    holds it. A schema this toolpath cannot take (:func:`check_schema`; ``shown``: the store as errors name it) is a
+    :class:`ConfigError`, as is a change to a ``read_only`` store (why it is read-only)."""
     from sqlalchemy import inspect, text
 
-    if revision == "head" and engine.dialect.name != "postgresql":
+    if revision == "head" and (engine.dialect.name != "postgresql" or read_only is not None):
         with engine.connect() as conn:
-            if current_revision(conn) == HEAD:  # the common case: no lock, no file beside the database
+            current = current_revision(conn)
+            if current == HEAD:  # the common case: no lock, no file beside the database
                 return HEAD
+            if current is not None or read_only is not None:  # none: maybe another process migrating, not done
+                check_schema(conn, current, shown)
+            if read_only is not None:
+                at = f"at revision {current}, older than" if current is not None else "without"
+                raise ConfigError(
+                    f"store {shown} is read-only ({read_only}) and its schema is {at} this toolpath's ({HEAD}): "
+                    "upgrade it once where it can be written (toolpath db upgrade)"
+                )
     with lock or contextlib.nullcontext(), engine.begin() as conn:
         if engine.dialect.name == "postgresql":
             conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _LOCK_KEY})
         current = current_revision(conn)
+        check_schema(conn, current, shown)
         if current == HEAD and revision == "head":
             return current
         from alembic import command  # only when there is something to do
@@ -82,6 +98,34 @@ def upgrade(
             command.stamp(config, INITIAL)  # made by an earlier toolpath with create_all
         command.upgrade(config, revision)
         return current_revision(conn)
+
+
+def known_revisions() -> frozenset[str]:
+    """The revisions of ``migrations/versions``, read from their file names (``0003_online_evaluation.py``): no
+    Alembic import (a test keeps the names and the revisions in step)."""
+    return frozenset(path.name.split("_", 1)[0] for path in (MIGRATIONS / "versions").glob("[0-9]*_*.py"))
+
+
+def check_schema(conn: Connection, current: str | None, shown: str) -> None:
+    """A :class:`ConfigError` when the schema of ``conn``'s database is one this toolpath cannot upgrade: at a
+    revision it does not know (a newer toolpath's), or with toolpath's tables but no revision recorded (an emptied
+    ``alembic_version``: which migrations ran is unknown). Asked under the migration lock: a SQLite store being
+    created has its tables a moment before its revision row."""
+    if current is not None:
+        if current not in known_revisions():
+            raise ConfigError(
+                f"store {shown} was made or upgraded by a newer toolpath: its schema is at revision {current!r}, "
+                f"which this toolpath does not know (its newest is {HEAD}); upgrade toolpath to open it"
+            )
+        return
+    from sqlalchemy import inspect
+
+    tables = inspect(conn)
+    if tables.has_table("alembic_version") and tables.has_table("spans"):
+        raise ConfigError(
+            f"store {shown}: table alembic_version records no revision, so which migrations its tables have is "
+            "unknown; put back the row it held (the revision the store was at), or use a new store"
+        )
 
 
 def check_revision(revision: str) -> None:

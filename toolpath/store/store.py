@@ -12,6 +12,7 @@ import json
 import secrets
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Connection, func, select, text
@@ -35,6 +36,7 @@ from toolpath.store.engine import (
 )
 from toolpath.store.session_list import Reader, iso
 from toolpath.store.spanrecord import SpanRecord
+from toolpath.store.sqlite_access import cannot_open_hint
 from toolpath.store.writelock import WriteLock, database_file_lock, sqlite_file
 
 if TYPE_CHECKING:  # the pydantic model is imported where an invocation is built: reading lists needs none
@@ -54,12 +56,22 @@ _T = TypeVar("_T")
 class Store:
     """Read and write toolpath records in a SQL database."""
 
-    def __init__(self, url: str | None = None, *, create: bool = True, echo: bool = False) -> None:
+    def __init__(
+        self, url: str | None = None, *, create: bool = True, echo: bool = False, writing: str | None = None
+    ) -> None:
         resolved = resolve_store_url(url)
         self.url = display_url(resolved)
         """The URL as it may be shown: its password hidden (the engine holds the real one)."""
-        self.engine = make_engine(resolved, echo=echo)
-        self.database_file = sqlite_file(self.engine.url.database) if self.engine.dialect.name == "sqlite" else None
+        self.engine, sqlite_target = make_engine(resolved, echo=echo)
+        self.read_only = sqlite_target.read_only if sqlite_target is not None else None
+        """Why this store may not be written (``mode=ro``, ``immutable=1``, ``on a read-only file system``: a SQLite
+        file opened read-only, :mod:`toolpath.store.sqlite_access`), or ``None``."""
+        if writing is not None:
+            self.require_writable(writing)
+        if sqlite_target is not None and sqlite_target.options.get("mode") != "memory":
+            self.database_file: str | None = sqlite_file(str(sqlite_target.path))  # links resolved: one lock a file
+        else:
+            self.database_file = sqlite_file(self.engine.url.database) if self.engine.dialect.name == "sqlite" else None
         """A SQLite store's file, its path made absolute (``None``: in memory, or not SQLite)."""
         self.write_lock: contextlib.AbstractContextManager[Any] = (
             WriteLock(self.database_file) if self.engine.dialect.name == "sqlite" else contextlib.nullcontext()
@@ -78,9 +90,17 @@ class Store:
 
     def upgrade(self, revision: str = "head") -> str | None:
         """Bring the schema to ``revision`` (what opening a store does); returns the revision reached. A file
-        that is not a database, or a server that cannot be reached, is a :class:`ConfigError`."""
+        that is not a database, a server that cannot be reached, a schema a newer toolpath made, or a read-only
+        store whose schema needs changing is a :class:`ConfigError`."""
         with self.opening_errors():
-            return migrate.upgrade(self.engine, revision, database_file_lock(self.database_file))
+            return migrate.upgrade(
+                self.engine, revision, database_file_lock(self.database_file), shown=self.url, read_only=self.read_only
+            )
+
+    def require_writable(self, doing: str) -> None:
+        """A :class:`ConfigError` when this store is read-only; ``doing`` says what the command would write."""
+        if self.read_only is not None:
+            raise ConfigError(f"store {self.url} is read-only ({self.read_only}): {doing}")
 
     @contextlib.contextmanager
     def opening_errors(self) -> Iterator[None]:
@@ -93,7 +113,8 @@ class Store:
             if not isinstance(exc, OperationalError) and type(exc) is not DatabaseError:
                 raise
             reason = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else type(exc).__name__
-            raise ConfigError(f"store {self.url}: cannot open ({self.hide_password(reason)})") from None
+            hint = cannot_open_hint(Path(self.database_file), reason) if self.database_file is not None else ""
+            raise ConfigError(f"store {self.url}: cannot open ({self.hide_password(reason)}){hint}") from None
 
     def hide_password(self, text: str) -> str:
         """``text`` (an error message) with this store's password hidden."""
@@ -118,7 +139,7 @@ class Store:
         return self.engine.dialect.name
 
     def close(self) -> None:
-        if self.dialect == "sqlite":
+        if self.dialect == "sqlite" and self.read_only is None:
             # what the write-ahead log holds goes into the database file, and the log is emptied: a clean
             # shutdown leaves no data (nor deleted data) behind in the -wal file
             with contextlib.suppress(Exception), self.engine.connect() as conn:
