@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import secrets
 import socket
@@ -150,6 +151,14 @@ class InstancesMode(StrEnum):
     "loopback, and refuses it (403) beyond loopback without a token.",
 )
 @judge_budget_options
+@click.option(
+    "--sizing-every",
+    default=60,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Seconds between the lines that say spans/s, CPU per span, commit latency and the online backlog "
+    "(docs/scale.md sizes with them; each --workers process says its own).",
+)
 def collect(
     store: str | None,
     host: str,
@@ -178,6 +187,7 @@ def collect(
     judge_in_flight: int,
     judge_calls_per_minute: int,
     judge_tokens_per_minute: int,
+    sizing_every: int,
 ) -> None:
     """Receive OTLP traces from agents in other processes and store their invocations.
 
@@ -260,6 +270,7 @@ def collect(
             spool=str(spool) if spool is not None else None,
             spool_max_bytes=max(1, spool_max_bytes // workers),  # the bound is the folder's: each worker its share
             ui_behind_tls=behind_tls, judge_budget=(*judge_budget, workers), instances=instances,
+            sizing_every=sizing_every,
         )  # fmt: skip
         if ui_token is None:
             _serve_workers(spec, workers, the_store.url, retention, online)
@@ -287,6 +298,7 @@ def collect(
             online.start()
         service.start()
         settle_heap()
+        service.report_sizing(say, sizing_every)
         if retention is not None:
             retention.start()
         say(
@@ -440,12 +452,18 @@ def run_worker(spec: WorkerSpec, channel: socket.socket | None, started: Callabl
     online = (
         OnlineEvaluator(store, spec.online, redactor=redactor, run=spec.online_run) if spec.online is not None else None
     )
-    with service_logging(spec.log_format):
+    with service_logging(spec.log_format) as log:
         service = CollectorService(store, options, redactor=redactor, online=online)  # stops online at the end
         if online is not None:
             online.start()  # its queue enqueues in this worker's ingest transactions; its threads score
         service.start()
         settle_heap()
+        worker = f"worker {os.getpid()}"
+
+        def say(line: str, **fields: object) -> None:
+            console.print(f"{worker}: {line}") if log is None else log.info(line, extra={**fields, "worker": worker})
+
+        service.report_sizing(say, spec.sizing_every)
         started()
         service.wait()
     scored = {"scored": online.stats.scored, "shed": online.queue.stats.shed} if online is not None else {}

@@ -43,6 +43,7 @@ from toolpath.collector.otlp_replies import Reply, TooLarge, encode_reply, error
 from toolpath.collector.prepare import SpanPreparer
 from toolpath.collector.prometheus import ServiceMetrics
 from toolpath.collector.reconstruct import build_invocations, is_run_span
+from toolpath.collector.sizing import CommitTimes
 from toolpath.config import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_IN_FLIGHT
 from toolpath.errors import InternalSignal
 from toolpath.model import Invocation
@@ -83,6 +84,8 @@ class Ingestor:
         self._told_too_big = False
         """An export too big to spool was logged (once as a warning, then at DEBUG)."""
         self.spans_stored = 0
+        self.commit_times = CommitTimes()
+        """How long each write transaction took (the store's commit latency, for :mod:`.sizing`)."""
         """Spans this ingestor added to the store: not those the trace limit turned away, nor one the store held
         already (an export sent again)."""
         self._preparer = SpanPreparer(redactor, self.limits)
@@ -232,7 +235,9 @@ class Ingestor:
             spent.clear()
             limits = _WriteLimits(self.limits)
             try:
+                began = time.perf_counter()
                 written = self.store.ingest(records, timed_rebuild, is_run_span, limits)
+                self.commit_times.add(time.perf_counter() - began)  # what the minute's sizing line reports
             except Exception as exc:
                 if not store_unavailable(exc) or attempt + 1 == _STORE_ATTEMPTS or not time_left():
                     raise  # (no time left: the caller's deadline, lock_waits.bounded, has passed)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import signal
 import socket
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,10 +22,12 @@ from toolpath.collector.ingestor import Ingestor
 from toolpath.collector.limits import Limits
 from toolpath.collector.prometheus import ServiceMetrics
 from toolpath.collector.routes import GrpcMethod, PostRoute
+from toolpath.collector.sizing import DEFAULT_EVERY_SECONDS, SizingReporter
 from toolpath.collector.spool_drain import SpoolDrain
 from toolpath.config import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_IN_FLIGHT, SPOOL_DRAIN_SECONDS
 from toolpath.errors import ConfigError
 from toolpath.redact import Redactor
+from toolpath.store.job_status import JobStatus
 from toolpath.store.spool import DEFAULT_SPOOL_BYTES, Spool, spool_owner
 from toolpath.store.store import Store
 
@@ -121,6 +123,7 @@ class CollectorService:
         self._stop = threading.Event()
         self._http: Any = None
         self._grpc: Any = None
+        self._sizing: SizingReporter | None = None
 
     @property
     def endpoints(self) -> str:
@@ -166,6 +169,22 @@ class CollectorService:
             self._http.start()
         return self
 
+    def report_sizing(self, report: Callable[..., None], every: float = DEFAULT_EVERY_SECONDS) -> SizingReporter:
+        """Start saying, every ``every`` seconds, the figures an operator sizes with (:mod:`.sizing`); stopped with
+        the service."""
+        online = self.online
+
+        def backlog() -> int | None:
+            if online is None:
+                return None
+            counts = online.queue.counts()
+            return counts.get(JobStatus.PENDING, 0) + counts.get(JobStatus.CLAIMED, 0)
+
+        self._sizing = SizingReporter(
+            report, lambda: self.ingestor.spans_stored, self.ingestor.commit_times, backlog, every=every
+        ).start()
+        return self._sizing
+
     def ready(self) -> tuple[bool, dict[str, Any]]:
         """What ``GET /readyz`` answers: the store reachable at the schema head, the online workers running."""
         return readiness(self.store, self.online, self.ingestor.spool)
@@ -179,6 +198,8 @@ class CollectorService:
         self._stop.set()
 
     def shutdown(self) -> None:
+        if self._sizing is not None:
+            self._sizing.stop()
         if self._http is not None:
             self._http.shutdown()
         if self._grpc is not None:

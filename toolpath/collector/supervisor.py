@@ -90,6 +90,8 @@ class WorkerSpec:
     """The command's judge budget (calls in flight, calls and tokens per minute) and the processes sharing it."""
     instances: bool = True
     """Whether Vertex AI's ``evaluateInstances`` is served (else refused, 403)."""
+    sizing_every: int = 60
+    """Seconds between a worker's sizing lines (``--sizing-every``)."""
 
 
 def default_workers() -> int:
