@@ -5,7 +5,9 @@ User errors — something the user can fix; the CLI prints the message as one ``
     ToolpathError
     ├── ConfigError(ValueError)   bad arguments to init(), an unknown store URL, a bad --agent spec
     ├── DatasetError(ValueError)  a dataset file, line or field that cannot be read
-    └── MetricError(ValueError)   an unknown metric name or bad metric parameters
+    ├── MetricError(ValueError)   an unknown metric name or bad metric parameters
+    └── OutputError(OSError)      a file that could not be written whole (a full disk, a file-size limit): a
+                                  failure of the run rather than of its input, so the CLI exits 1
 
 Internal signals — one part of toolpath telling another what happened; each is caught where it is meant to be
 and never reaches the user as such (one that escapes is a bug, and shows as one, with its traceback):
@@ -26,11 +28,22 @@ kept; the CLI prints it and exits 130.
 Telemetry paths (the tracer, the collector's worker) never raise either kind into the agent: they log and count.
 """
 
-__all__ = ["ConfigError", "DatasetError", "InternalSignal", "Interrupted", "MetricError", "ToolpathError"]
+__all__ = [
+    "ConfigError",
+    "DatasetError",
+    "InternalSignal",
+    "Interrupted",
+    "MetricError",
+    "OutputError",
+    "ToolpathError",
+]
 
 
 class ToolpathError(Exception):
     """Base class of toolpath's own errors."""
+
+    exit_code = 2
+    """The CLI's exit code for it: 2, bad input (1 for a failure of the run itself)."""
 
 
 class ConfigError(ToolpathError, ValueError):
@@ -43,6 +56,13 @@ class DatasetError(ToolpathError, ValueError):
 
 class MetricError(ToolpathError, ValueError):
     """An unknown metric or bad metric parameters."""
+
+
+class OutputError(ToolpathError, OSError):
+    """A file that could not be written whole (no space left, a file-size limit, an I/O error); what the path held
+    before is left as it was. Its ``errno`` is the system's."""
+
+    exit_code = 1
 
 
 class InternalSignal(Exception):

@@ -21,6 +21,8 @@ import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from toolpath.errors import OutputError
+
 logger = logging.getLogger("toolpath.private_files")
 
 PRIVATE_MODE = 0o600
@@ -127,12 +129,17 @@ def write_private(
             raise
         _write_in_place(path, text, check, "is in a folder that takes no new file")
         return
+    except OSError as exc:  # no space (or no inode) left for a new file
+        raise _not_written(path, exc, _left(info)) from exc
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
-            out.write(text)
-            out.flush()
-            os.fchmod(out.fileno(), mode)
-            os.fsync(out.fileno())
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
+                out.write(text)
+                out.flush()
+                os.fchmod(out.fileno(), mode)
+                os.fsync(out.fileno())
+        except OSError as exc:
+            raise _not_written(path, exc, _left(info)) from exc
         if check is not None:
             check(Path(temporary))
         os.replace(temporary, target)
@@ -146,5 +153,23 @@ def _write_in_place(path: str | os.PathLike[str], text: str, check: Callable[[Pa
     """``path`` exists: written as it is, its mode kept (no temporary file, so no ``check`` either)."""
     if check is not None:
         raise OSError(f"{os.fspath(path)} {why}: it cannot be checked before it is written")
-    with open(path, "w", encoding="utf-8", newline="") as out:
-        out.write(text)
+    try:
+        with open(path, "w", encoding="utf-8", newline="") as out:
+            out.write(text)
+    except OSError as exc:
+        raise _not_written(
+            path, exc, "it may hold part of the text (it is not a regular file: written in place)"
+        ) from exc
+
+
+def _not_written(path: str | os.PathLike[str], exc: OSError, left: str) -> OutputError:
+    """The error for a write to ``path`` the system refused part-way (``exc``: no space left, a file-size limit);
+    ``left``: what became of ``path``."""
+    error = OutputError(f"{os.fspath(path)}: not written ({exc.strerror or exc}); {left}")
+    error.errno = exc.errno
+    return error
+
+
+def _left(info: os.stat_result | None) -> str:
+    """What a refused write through a temporary file left at the path: the file it had, or none."""
+    return "it is as it was" if info is not None else "no file was made"

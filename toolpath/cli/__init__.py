@@ -2,18 +2,27 @@
 library).
 
 Every :class:`ToolpathError` (missing file, bad JSON line, unknown metric, bad store URL) and every usage error
-(an unknown option, a value out of range) is printed as one ``error:`` line and exits 2, without a traceback.
+(an unknown option, a value out of range) is printed as one ``error:`` line and exits 2, without a traceback; an
+output file that could not be written whole (a full disk, a file-size limit: :class:`~toolpath.errors.OutputError`)
+is one such line too, and exits 1. A write past the file-size limit fails with ``EFBIG`` rather than ending the
+process (``SIGXFSZ`` is ignored while a command runs), so it is reported and nothing half-written is left.
+
+With a console encoding that cannot write every character (``PYTHONIOENCODING=ascii``, a legacy code page), a
+command still prints all it has: text goes out with Python's escapes for the characters the encoding lacks
+(``\\u2014`` for an em dash) rather than stopping at the first one, and JSON is printed as ASCII, whose ``\\uXXXX``
+escapes read back as the same strings (an escape of Python's would not be JSON).
 """
 
 from __future__ import annotations
 
+import codecs
 import importlib
 import os
 import signal
 import sys
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import IO, Any
 
 import click
 
@@ -115,7 +124,9 @@ def cli() -> None:
 def main(argv: list[str] | None = None) -> None:
     global _terminated
     _terminated = False
+    escape_what_cannot_print()  # PYTHONIOENCODING=ascii: escapes for what it lacks, never a UnicodeEncodeError
     previous = _handle_sigterm()
+    file_size = _ignore_file_size_signal()
     try:
         code = cli.main(args=argv, prog_name="toolpath", standalone_mode=False)
         if _terminated:  # a command that ends on an interrupt by itself (watch): still a SIGTERM's exit
@@ -125,7 +136,7 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(code)
     except ToolpathError as exc:
         click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
+        sys.exit(exc.exit_code)
     except click.exceptions.Abort as exc:
         signal.signal(signal.SIGINT, _stop_at_once)  # writing what was traced now: a second Ctrl-C ends that
         if previous is not None:
@@ -154,6 +165,8 @@ def main(argv: list[str] | None = None) -> None:
         _shutdown_tracing()
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+        if file_size is not None:
+            signal.signal(signal.SIGXFSZ, file_size)
 
 
 INTERRUPTED, TERMINATED = 130, 143
@@ -175,6 +188,45 @@ def _handle_sigterm() -> Any:
         raise KeyboardInterrupt  # where Ctrl-C would land: the same finishing, on the main thread
 
     return signal.signal(signal.SIGTERM, terminated)
+
+
+_ANY_TEXT = "\u2014\u00e9\u4e2d\U0001f600"
+"""Characters from across Unicode: an encoding that writes these writes anything."""
+
+
+def writes_all(stream: IO[Any] | None) -> bool:
+    """``stream`` encodes every character (UTF-8, UTF-16…), or says no encoding (it takes text as it is)."""
+    encoding = getattr(stream, "encoding", None)
+    if not encoding:
+        return True
+    try:
+        codecs.encode(_ANY_TEXT, encoding)
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
+
+
+def escape_what_cannot_print() -> None:
+    """Standard output and error print escapes for the characters their encoding lacks, rather than fail."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and not writes_all(stream):
+            reconfigure(errors="backslashreplace")
+
+
+def json_as_ascii(stream: IO[Any] | None = None) -> bool:
+    """Whether JSON printed to ``stream`` (standard output by default) must be ASCII: its encoding lacks some
+    characters."""
+    return not writes_all(sys.stdout if stream is None else stream)
+
+
+def _ignore_file_size_signal() -> Any:
+    """``SIGXFSZ`` ignored (a write past ``RLIMIT_FSIZE`` then fails with ``EFBIG``, which is reported, instead of
+    killing the process with its temporary files left behind); the handler it replaces, to put back (``None`` off
+    the main thread, or where there is no such signal)."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGXFSZ"):
+        return None
+    return signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 
 
 def _shutdown_tracing() -> None:

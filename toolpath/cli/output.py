@@ -18,6 +18,8 @@ from rich.console import Console
 from rich.style import StyleType
 from rich.text import Text
 
+from toolpath.cli import json_as_ascii
+
 
 def make_console() -> Console:
     """The commands' console: strings printed as they are (no markup, no emoji codes); see the module's doc."""
@@ -103,6 +105,6 @@ def print_run_line(result: Any, output: Path | None, *, stored: bool = True) -> 
 def emit(rows: Any, as_json: bool, render: Any) -> None:
     """Print ``rows`` as JSON, or as the table ``render`` makes of them."""
     if as_json:
-        click.echo(json.dumps(rows, indent=2, ensure_ascii=False, default=str))
+        click.echo(json.dumps(rows, indent=2, ensure_ascii=json_as_ascii(), default=str))
     else:
         console.print(render(rows))

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from toolpath.cli import json_as_ascii
 from toolpath.cli.options import open_existing_store, store_option, writable
 from toolpath.cli.output import console, emit
 from toolpath.errors import ConfigError
@@ -41,7 +42,7 @@ def runs_show(run_id: str, store: str | None, as_json: bool) -> None:
     if run is None:
         raise ConfigError(f"no evaluation run {run_id!r} in the store")
     if as_json:
-        click.echo(json.dumps(run, indent=2, ensure_ascii=False, default=str))
+        click.echo(json.dumps(run, indent=2, ensure_ascii=json_as_ascii(), default=str))
         return
     names = sorted({k.rsplit("/", 1)[0] for k in run["summary"] if k.endswith("/mean")})
     console.print(f"run {run['run_id']} ({run['kind']}) of {run['dataset']}, agent {run['agent'] or '-'}")

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 import click
 from click.core import ParameterSource
 
+from toolpath.cli import json_as_ascii
 from toolpath.config import ENV_PREFIX
 from toolpath.errors import ConfigError
 
@@ -155,7 +156,7 @@ class JsonFormatter(logging.Formatter):
                 entry[key] = value
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
-        return json.dumps(entry, default=str, ensure_ascii=False)
+        return json.dumps(entry, default=str, ensure_ascii=json_as_ascii(sys.stderr))
 
 
 @contextlib.contextmanager

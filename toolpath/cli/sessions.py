@@ -6,6 +6,7 @@ import json
 
 import click
 
+from toolpath.cli import json_as_ascii
 from toolpath.cli.options import existing_store_url, open_existing_store, store_option
 from toolpath.cli.output import console, emit
 from toolpath.errors import ConfigError
@@ -61,7 +62,7 @@ def sessions_show(session_id: str, store: str | None, as_json: bool) -> None:
             dumped["predicted_trajectory"] = inv.predicted_trajectory
             dumped["tool_calls_dropped"] = calls_dropped(inv.attributes)  # a cap's cut, beside the calls it cut
             dumped["online_scores"] = scores[inv.invocation_id]
-        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+        click.echo(json.dumps(data, indent=2, ensure_ascii=json_as_ascii()))
     else:
         console.print(session_table(session, scores))
 
