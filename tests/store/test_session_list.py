@@ -103,3 +103,32 @@ def test_a_file_that_is_not_a_database_is_one_error(tmp_path):
     notes.write_text("not a database, just notes\n" * 100)
     with pytest.raises(ConfigError, match=r"notes.db: cannot open \(file is not a database\)"), reading(str(notes)):
         pass
+
+
+def test_the_calls_caps_left_out_are_summed_per_session_and_nothing_else_counts(store):
+    """A session's ``tool_calls_dropped`` is the sum of its turns' ``toolpath.tool_calls_dropped``, through the
+    driver and the engine alike; a value the collector never writes (text, a fraction, a negative number, true,
+    a number too large for a count) counts nothing and fails no query. Online scoring reads the same per turn."""
+    from toolpath.store.reads import turns_by_id
+
+    calls = [ToolCall(name="get", args={"n": n}) for n in range(3)]
+    odd = ["banana", 2.5, -3, True, 10**30, 10**10, {"n": 1}]
+    store.write(
+        [
+            turn("cap1", "capped", 1, tool_calls=calls, attributes={session_list.CALLS_DROPPED: 1000}),
+            turn("cap2", "capped", 2, tool_calls=calls[:1], attributes={session_list.CALLS_DROPPED: 7}),
+            turn("cap3", "capped", 3),
+            *(turn(f"odd{n}", "odd", n + 1, attributes={session_list.CALLS_DROPPED: v}) for n, v in enumerate(odd)),
+            turn("whole", "whole", 9, tool_calls=calls),
+        ]
+    )
+    with store.engine.connect() as conn:
+        through_engine = session_list.listed(Reader.of_connection(conn), limit=None)
+        turns = {t.invocation_id: t.calls_dropped for t in turns_by_id(conn, ["cap1", "cap3", "odd0", "odd4"])}
+    with reading(url_of(store)) as reader:
+        through_driver = session_list.listed(reader, limit=None)
+    assert through_driver == through_engine
+    rows = {row["session_id"]: row for row in through_driver}
+    assert (rows["capped"]["tool_calls"], rows["capped"]["tool_calls_dropped"]) == (4, 1007)
+    assert (rows["odd"]["tool_calls_dropped"], rows["whole"]["tool_calls_dropped"]) == (0, 0)
+    assert turns == {"cap1": 1000, "cap3": 0, "odd0": 0, "odd4": 0}

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sqlalchemy import Connection
 
+from toolpath.store.session_list import calls_dropped_sql
+
 if TYPE_CHECKING:  # the pydantic model is imported where an invocation is built: reading lists needs none
     from toolpath.model import Invocation, ToolCall
 
@@ -23,12 +25,6 @@ _TURN_COLUMNS = (
     "invocation_id, session_id, trace_id, agent_name, prompt, response, {intermediate_responses}, latency_seconds, "
     "failure, started_at"
 )
-_DROPPED = {
-    "sqlite": "json_extract(attributes, '$.\"toolpath.tool_calls_dropped\"')",
-    "postgresql": "(attributes ->> 'toolpath.tool_calls_dropped')",
-}
-"""The calls a cap left out of an invocation, read from its attributes without decoding them
-(``toolpath.tool_calls_dropped``, :mod:`toolpath.collector.limits`)."""
 _CALL_COLUMNS = "invocation_id, name, {args}, {result}, call_id, error, start_time, end_time, agent_name"
 
 
@@ -102,7 +98,7 @@ def turns_by_id(conn: Connection, invocation_ids: Sequence[str]) -> list[StoredT
     from toolpath.model import ns_to_datetime
 
     found: dict[str, Any] = {}
-    columns = _columns(conn, _TURN_COLUMNS, "intermediate_responses") + ", " + _DROPPED[conn.dialect.name]
+    columns = _columns(conn, _TURN_COLUMNS, "intermediate_responses") + ", " + calls_dropped_sql(conn.dialect.name)
     for chunk, marks in _chunks(conn, invocation_ids):
         sql = f"SELECT {columns} FROM invocations WHERE invocation_id IN ({marks})"
         for row in conn.exec_driver_sql(sql, tuple(chunk)):

@@ -25,6 +25,30 @@ _HEAD = (
 )
 
 
+CALLS_DROPPED = "toolpath.tool_calls_dropped"
+"""The invocation attribute where the collector counts the tool calls its ``--max-tool-calls`` left out of a turn
+(``toolpath.tracer.semconv.TOOLPATH_TOOL_CALLS_DROPPED``, which the store does not import)."""
+
+
+_DIGITS = 9
+_MOST = 10**_DIGITS - 1
+"""The largest count :func:`calls_dropped_sql` reads: far more calls than one turn's trace holds, and a session's
+sum stays within 64 bits however many turns it has."""
+
+
+def calls_dropped_sql(dialect: str, column: str = "attributes") -> str:
+    """The calls a cap left out of an invocation, read from its JSON ``column`` without decoding it in Python: the
+    :data:`CALLS_DROPPED` count when it is a positive whole number, else 0 (absent, or a value the collector does
+    not write: no value under that name can fail the query or count as calls)."""
+    if dialect == "postgresql":
+        value = f"({column} ->> '{CALLS_DROPPED}')"
+        whole = f"jsonb_typeof({column} -> '{CALLS_DROPPED}') = 'number' AND {value} ~ '^[0-9]{{1,{_DIGITS}}}$'"
+        return f"(CASE WHEN {whole} THEN CAST({value} AS BIGINT) ELSE 0 END)"
+    path = f"'$.\"{CALLS_DROPPED}\"'"  # SQLite types a whole number past 64 bits integer, and reads it as real
+    whole = f"json_type({column}, {path}) = 'integer' AND json_extract({column}, {path}) BETWEEN 0 AND {_MOST}"
+    return f"(CASE WHEN {whole} THEN json_extract({column}, {path}) ELSE 0 END)"
+
+
 class Reader:
     """Runs a query written with ``?`` marks on one database connection and returns its rows as tuples."""
 
@@ -178,7 +202,8 @@ def listed(
 
 def session_rows(reader: Reader, page: Sequence[Any], evaluation_attribute: str | None = None) -> list[dict[str, Any]]:
     """The list's row of each session of ``page`` (rows with ``session_id``, ``agent_name``, ``first_started_at``
-    and ``last_started_at``): its turns, failed turns, total and slowest latency, tool calls and failed ones, first
+    and ``last_started_at``): its turns, failed turns, total and slowest latency, tool calls and failed ones, the
+    calls caps left out of its turns (``tool_calls_dropped``: not stored, so not among ``tool_calls``), first
     prompt, and ``evaluation``: an evaluation ran it (an id of :data:`EVALUATION_PREFIXES`, or, given
     ``evaluation_attribute``, a turn that attribute marks ``true``)."""
     ids = [r.session_id for r in page]
@@ -193,8 +218,8 @@ def session_rows(reader: Reader, page: Sequence[Any], evaluation_attribute: str 
             evaluated.update(r[0] for r in reader.rows(sql, [*chunk, key]))
         sql = (
             "SELECT session_id, count(*), coalesce(sum(CASE WHEN failure > 0 THEN 1 ELSE 0 END), 0), "
-            f"max(latency_seconds), sum(latency_seconds) FROM invocations WHERE session_id IN ({marks}) "
-            "GROUP BY session_id"
+            f"max(latency_seconds), sum(latency_seconds), sum({calls_dropped_sql(reader.dialect)}) FROM invocations "
+            f"WHERE session_id IN ({marks}) GROUP BY session_id"
         )
         stats.update((r[0], r) for r in reader.rows(sql, chunk))
         sql = (
@@ -223,6 +248,7 @@ def session_rows(reader: Reader, page: Sequence[Any], evaluation_attribute: str 
                 "latency": float(stat[4]) if stat is not None and stat[4] is not None else None,
                 "slowest": float(stat[3]) if stat is not None and stat[3] is not None else None,
                 "tool_calls": called,
+                "tool_calls_dropped": int(stat[5] or 0) if stat is not None else 0,
                 "tool_errors": call_errors,
                 "prompt": prompts.get(r.session_id),
                 "evaluation": r.session_id in evaluated,

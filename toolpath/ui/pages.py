@@ -15,6 +15,7 @@ from starlette.routing import Route
 from toolpath.evaluation.evalsets.evaluator import criteria_of
 from toolpath.evaluation.evalsets.files import EvalConfig, EvalSet
 from toolpath.evaluation.evalsets.folder import EditedCall, EditedTurn, parse_args
+from toolpath.evaluation.recorded import calls_dropped
 from toolpath.evaluation.verdicts import ReplayStatus, RunKind
 from toolpath.store import browse, session_order
 from toolpath.store.annotations import annotations_of
@@ -160,6 +161,7 @@ def session(request: Request) -> Response:
         "session.html",
         {"session": found, "turns": turns, "total": total, "first": first, "page": page, "pages": pages,
          "call_count": sum(len(i.tool_calls) for i in found.invocations),
+         "calls_dropped": sum(calls_dropped(i.attributes) for i in found.invocations),
          "latency_total": sum(i.latency_seconds or 0.0 for i in found.invocations),
          "per_page": TURNS_PER_PAGE, "turn_count": len(found.invocations), "evalsets": ui.evalsets.names(),
          "evalset_dir": str(ui.evalsets.folder)},

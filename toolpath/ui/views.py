@@ -12,6 +12,7 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from toolpath.evaluation.evalsets.efficiency import spans_under
+from toolpath.evaluation.recorded import calls_dropped
 from toolpath.model import Invocation
 from toolpath.store.spanrecord import SpanRecord
 from toolpath.store.store import Store
@@ -62,8 +63,8 @@ def turn_view(
     scores: Sequence[Mapping[str, Any]],
     prices: Mapping[str, ModelPrice] | None = None,
 ) -> dict[str, Any]:
-    """One turn of a session: prompt, response, calls, online scores, tokens and cost, and the timeline of its
-    spans (or of its tool calls' own times when its spans are not stored)."""
+    """One turn of a session: prompt, response, calls (and how many a cap left out), online scores, tokens and
+    cost, and the timeline of its spans (or of its tool calls' own times when its spans are not stored)."""
     spans = spans_under(store, inv)
     return {
         "usage": usage_of_spans(spans or [], prices or {}),
@@ -73,6 +74,7 @@ def turn_view(
             for c in inv.tool_calls[:CALLS_SHOWN]
         ],
         "more_calls": max(0, len(inv.tool_calls) - CALLS_SHOWN),
+        "calls_dropped": calls_dropped(inv.attributes),
         "scores": scores,
         "timeline": timeline(spans) if spans else timeline_of_calls(inv),
         "has_spans": bool(spans),
