@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from toolpath.jsontext import dumps
+from toolpath.jsontext import dumps, strict_loads
 
 VALUES = [
     {"a": 1, "b": [1, 2.5, None, True, False], "c": {"d": "e"}},
@@ -31,3 +31,12 @@ def test_reads_back_as_json_dumps_would(value: object) -> None:
 def test_what_neither_can_encode_is_json_s_error() -> None:
     with pytest.raises(TypeError):
         dumps({"x": object()})
+
+
+def test_json_nested_past_what_python_reads_is_an_error_at_its_deepest_place() -> None:
+    text = '{"a": 1, "b": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    with pytest.raises(json.JSONDecodeError) as refused:
+        strict_loads(text)
+    assert refused.value.msg == "arrays and objects nested 100001 deep: too deep to read"
+    assert refused.value.pos == text.index("[") + 99_999  # the last bracket opened
+    assert strict_loads('{"b": ' + "[" * 200 + '"]]"' + "]" * 200 + "}")["b"][0][0]  # brackets in a string: text

@@ -57,4 +57,24 @@ def strict_loads(text: str) -> Any:
             f"key {twice!r} given twice in one object", text, places[1] if len(places) > 1 else 0
         )
 
-    return json.loads(text, parse_constant=constant, object_pairs_hook=unique)
+    try:
+        return json.loads(text, parse_constant=constant, object_pairs_hook=unique)
+    except RecursionError:
+        raise too_deep(text) from None
+
+
+def too_deep(text: str) -> json.JSONDecodeError:
+    """The error for ``text`` whose arrays and objects nest deeper than Python's reader follows (its recursion
+    limit): at the place the nesting is deepest."""
+    depth = deepest = place = 0
+    for match in _BRACKET_OR_STRING.finditer(text):
+        bracket = match.group(1)
+        if bracket is None:
+            continue
+        depth += 1 if bracket in "[{" else -1
+        if depth > deepest:
+            deepest, place = depth, match.start()
+    return json.JSONDecodeError(f"arrays and objects nested {deepest} deep: too deep to read", text, place)
+
+
+_BRACKET_OR_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|([\[\]{}])')

@@ -12,6 +12,7 @@ import json
 import shutil
 import signal
 import socket
+import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +41,11 @@ NO_CREDENTIALS = {"GOOGLE_API_KEY": "", "GEMINI_API_KEY": "", "GOOGLE_GENAI_USE_
 NOT_A_DATABASE = "these are my notes, not a database\n" * 50
 NEITHER = "is neither a database URL nor a SQLite file path (e.g. sqlite:///toolpath.db"
 CANNOT_OPEN = "error: store sqlite:///notes.db: cannot open (file is not a database)"
+NEWER = "UPDATE alembic_version SET version_num = '0099'"
+MADE_BY_NEWER = ("error: store sqlite:///toolpath.db was made or upgraded by a newer toolpath: its schema is at revision "
+                 "'0099', which this toolpath does not know (its newest is ")  # fmt: skip
+DEEP = "[" * 100_000 + "]" * 100_000
+READ_ONLY = "error: store sqlite:///toolpath.db?mode=ro is read-only (mode=ro): "
 
 
 @dataclass(frozen=True)
@@ -53,6 +59,8 @@ class Case:
     """Files to write first (a name ending in / is a folder)."""
     store: bool = False
     """Copy the demo's store in as toolpath.db (the default store)."""
+    sql: str = ""
+    """A statement run on that copy first (a store as another program or a newer toolpath left it)."""
     creates: tuple[str, ...] = ()
     """Files the command may create."""
     contains: str = ""
@@ -302,6 +310,54 @@ CASES = [
          first="error: --workers 100000: at most "),
     case("collect-bad-workers-names-no-variable", "collect", "--workers", "abc",
          first="error: Invalid value for '--workers': 'abc' is not a valid integer range."),
+    # --- the third hostile pass: read-only stores, a newer toolpath's store, sizes past the limits ---------------
+    case("eval-store-mode-ro", "eval", "cases.jsonl", "--metrics", "trajectory_exact_match", "--store",
+         "sqlite:///toolpath.db?mode=ro", store=True, files={"cases.jsonl": JSONL},
+         first=READ_ONLY + "toolpath eval stores its run in it"),
+    case("eval-from-store-mode-ro", "eval", "--from-store", "--metrics", "tool_call_count", "--store",
+         "sqlite:///toolpath.db?mode=ro", store=True, first=READ_ONLY + "toolpath eval stores its run in it"),
+    case("replay-store-mode-ro", "replay", "--agent", "agents:v1", "--store", "sqlite:///toolpath.db?mode=ro",
+         store=True, files={"agents.py": AGENTS}, first=READ_ONLY + "toolpath replay stores the replay in it"),
+    case("db-prune-store-immutable", "db", "prune", "--older-than", "1d", "--store", "sqlite:///toolpath.db?immutable=1",
+         store=True, first="error: store sqlite:///toolpath.db?immutable=1 is read-only (immutable=1): toolpath db "
+                           "prune deletes from it"),
+    case("sessions-list-store-mode-ro", "sessions", "list", "--json", "--store", "sqlite:///toolpath.db?mode=ro",
+         store=True, code=0, first="[", contains='"session_id": "eval-'),
+    case("runs-list-store-immutable", "runs", "list", "--json", "--store", "sqlite:///toolpath.db?immutable=1",
+         store=True, code=0, first="[", contains='"kind": "dataset"'),
+    case("export-store-mode-ro", "export", "--format", "jsonl", "--output", "x.jsonl", "--store",
+         "sqlite:///toolpath.db?mode=ro", store=True, code=0, first="wrote ", creates=("x.jsonl",)),
+    case("runs-list-store-option-misspelt", "runs", "list", "--store", "sqlite:///toolpath.db?mod=ro", store=True,
+         first="error: store sqlite:///toolpath.db?mod=ro: unknown option 'mod' (SQLite's and its driver's: "),
+    case("sessions-list-store-mode-misspelt", "sessions", "list", "--store", "sqlite:///toolpath.db?mode=readonly",
+         store=True, first="error: store sqlite:///toolpath.db?mode=readonly: mode='readonly' is not one of SQLite's"),
+    case("db-upgrade-newer-store", "db", "upgrade", store=True, sql=NEWER, first=MADE_BY_NEWER),
+    case("eval-newer-store", "eval", "cases.jsonl", "--metrics", "trajectory_exact_match", "--store", "toolpath.db",
+         store=True, sql=NEWER, files={"cases.jsonl": JSONL}, first=MADE_BY_NEWER),
+    case("sessions-list-newer-store", "sessions", "list", store=True, sql=NEWER, first=MADE_BY_NEWER),
+    case("collect-newer-store", "collect", "--store", "toolpath.db", "--http-port", "{free}", "--grpc-port", "0",
+         store=True, sql=NEWER, first=MADE_BY_NEWER),
+    case("db-current-newer-store", "db", "current", store=True, sql=NEWER, code=0,
+         first="sqlite:///toolpath.db: schema at revision 0099 (newest this toolpath knows: "),
+    case("runs-list-emptied-alembic-version", "runs", "list", store=True, sql="DELETE FROM alembic_version",
+         first="error: store sqlite:///toolpath.db: table alembic_version records no revision, so which migrations its "
+               "tables have is unknown"),
+    case("db-prune-older-than-99999999d", "db", "prune", "--older-than", "99999999d", store=True, code=0,
+         first="sqlite:///toolpath.db: pruned 0 span(s) of 0 trace(s), 0 invocation(s)"),
+    case("db-prune-older-than-past-a-float", "db", "prune", "--older-than", "9" * 400 + "w", "--dry-run", store=True,
+         code=0, first="sqlite:///toolpath.db: would prune 0 span(s) of 0 trace(s), 0 invocation(s)"),
+    case("eval-jsonl-nested-100000-deep", "eval", "deep.jsonl", "--metrics", "trajectory_exact_match",
+         first="error: deep.jsonl:1: not valid JSON (arrays and objects nested 100001 deep: too deep to read, column ",
+         files={"deep.jsonl": '{"prompt": "a", "predicted_trajectory": ' + DEEP + "}\n"}),
+    case("eval-json-document-nested-100000-deep", "eval", "eval_dataset.json", "--metrics", "trajectory_exact_match",
+         first="error: eval_dataset.json:1:100001: not valid JSON (arrays and objects nested 100001 deep: too deep",
+         files={"eval_dataset.json": "[" + DEEP + "]"}),
+    case("eval-csv-cell-nested-30000-deep", "eval", "deep.csv", "--metrics", "trajectory_exact_match",
+         first="error: deep.csv:2: predicted_trajectory: not valid JSON (arrays and objects nested 30000 deep: too deep",
+         files={"deep.csv": "prompt,predicted_trajectory\na," + "[" * 30_000 + "]" * 30_000 + "\n"}),
+    case("eval-evalset-nested-100000-deep", "eval", "deep.evalset.json", "--agent", "agents:v1",
+         first="error: deep.evalset.json:1:", contains="not valid JSON (arrays and objects nested 100001 deep",
+         files={"agents.py": AGENTS, "deep.evalset.json": '{"eval_set_id": "s", "eval_cases": ' + DEEP + "}"}),
 ]  # fmt: skip
 
 
@@ -345,6 +401,9 @@ def test_every_command_with_bad_or_unusual_input(tmp_path, demo_dir, ports, case
             (tmp_path / name).write_text(content)
     if case.store:
         shutil.copy(demo_dir / "toolpath.db", tmp_path / "toolpath.db")
+    if case.sql:
+        with contextlib.closing(sqlite3.connect(tmp_path / "toolpath.db")) as conn, conn:
+            conn.execute(case.sql)
     before = files_in(tmp_path)
     args = [arg.format(**ports) for arg in case.args]
     with deadline(60):  # a collector that wrongly starts would otherwise serve for ever

@@ -18,6 +18,7 @@ from toolpath.store.retention import (
     PruneCounts,
     RetentionWorker,
     check_lifetimes,
+    cutoff_ns,
     parse_duration,
     prune,
 )
@@ -168,3 +169,17 @@ def test_a_pruned_turn_takes_its_reviews_and_a_kept_one_keeps_them(store):
     assert done.annotations == planned.annotations == 1 and "1 review(s)" in str(done)
     kept = annotations_of(store, [run_key(1), run_key(4)])
     assert kept[run_key(1)] == [] and [n.comment for n in kept[run_key(4)]] == ["fine"]
+
+
+@pytest.mark.parametrize("age", [99_999_999 * DAY, 10.0**300, float("inf")], ids=["99999999d", "1e300s", "inf"])
+def test_an_age_past_the_oldest_time_a_column_holds_prunes_nothing(store, age):
+    """99999999d is older than any 64-bit nanosecond time (the driver's OverflowError before): nothing is that old."""
+    for n, start in enumerate((OLD, RECENT)):
+        store.ingest(agent_run(n, start, f"s{n}"), build_invocations, is_run_span)
+    before = store.counts()
+    assert before["spans"] and before["invocations"] == 2
+    for dry_run in (True, False):
+        counts = prune(store, spans_older_than=age, invocations_older_than=age, dry_run=dry_run, now_ns=NOW)
+        assert counts == PruneCounts()
+    assert store.counts() == before
+    assert cutoff_ns(NOW, 40 * DAY) == NOW - 40 * DAY * 10**9  # an ordinary age: exact to the nanosecond

@@ -37,6 +37,8 @@ logger = logging.getLogger("toolpath.retention")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*", re.IGNORECASE)
 DEFAULT_BATCH = 1000
+_OLDEST_NS = -(2**63)
+"""The oldest time a 64-bit column of nanoseconds holds (SQLite's INTEGER, PostgreSQL's BIGINT)."""
 _PRUNE_LOCK = 0x746F6F6C70727E  # one pruner at a time among collectors sharing a PostgreSQL store
 
 
@@ -229,10 +231,17 @@ def prune(
     pruner = Pruner(store, batch_size=batch_size, pause=pause, stop=stop)
     counts = PruneCounts()
     if invocations_older_than is not None:
-        counts.add(pruner.prune_invocations(now_ns - int(invocations_older_than * 1e9), dry_run=dry_run))
+        counts.add(pruner.prune_invocations(cutoff_ns(now_ns, invocations_older_than), dry_run=dry_run))
     if spans_older_than is not None:
-        counts.add(pruner.prune_spans(now_ns - int(spans_older_than * 1e9), dry_run=dry_run))
+        counts.add(pruner.prune_spans(cutoff_ns(now_ns, spans_older_than), dry_run=dry_run))
     return counts
+
+
+def cutoff_ns(now_ns: int, age_seconds: float) -> int:
+    """The time ``age_seconds`` before ``now_ns``, in nanoseconds; an age reaching past the oldest time a column holds
+    (64-bit nanoseconds: some 292 years before 1970, or an infinite one) is that oldest time: nothing is older."""
+    age_ns = age_seconds * 1e9
+    return _OLDEST_NS if age_ns >= now_ns - _OLDEST_NS else max(_OLDEST_NS, now_ns - int(age_ns))
 
 
 def check_lifetimes(spans: float | None, invocations: float | None) -> None:
