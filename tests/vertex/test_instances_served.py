@@ -135,6 +135,40 @@ def test_the_calling_examples_in_the_docs_run(collector, capsys):
     assert ast.literal_eval(capsys.readouterr().out) == ast.literal_eval(python.group(1).rsplit("# ", 1)[1])
 
 
+def test_the_client_example_in_the_docs_runs_against_a_collector_with_a_token(collector, capsys, monkeypatch):
+    """docs/vertex.md's ``google-cloud-aiplatform`` example (REST and gRPC) against a collector with ``--token``,
+    run as written but for the addresses; and the google-auth errors the page says a missing or wrong token gives."""
+    import re
+    from pathlib import Path
+
+    from google.auth.credentials import AnonymousCredentials
+    from google.auth.exceptions import InvalidOperation, RefreshError
+    from google.cloud import aiplatform_v1beta1 as v1beta1
+    from google.oauth2.credentials import Credentials
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "vertex.md").read_text(encoding="utf-8")
+    section = page.split("### Calling it", 1)[1].split("### From", 1)[0]
+    example = re.findall(r"```python\n(.*?)```", section, re.DOTALL)[1]
+    code = example.replace("http://127.0.0.1:4318", collector.url).replace(
+        "127.0.0.1:4317", f"127.0.0.1:{collector.grpc_port}"
+    )
+    monkeypatch.setenv("TOOLPATH_TOKEN", TOKEN)
+    exec(compile(code, "docs/vertex.md", "exec"), {})
+    printed = capsys.readouterr().out
+    rest, over_grpc = printed[: len(printed) // 2], printed[len(printed) // 2 :]
+    assert rest == over_grpc and "trajectory_precision_results" in rest and "score: 1" in rest
+    request = {"location": LOCATION, "exact_match_input": {"instances": [{"prediction": "a", "reference": "a"}]}}
+    for credentials, error, said in (
+        (AnonymousCredentials(), InvalidOperation, "Anonymous credentials cannot be refreshed"),
+        (Credentials(token="wrong"), RefreshError, "do not contain the necessary fields need to refresh"),
+    ):
+        client = v1beta1.EvaluationServiceClient(
+            transport="rest", credentials=credentials, client_options={"api_endpoint": collector.url}
+        )
+        with pytest.raises(error, match=said):
+            client.evaluate_instances(request=request)
+
+
 def test_rouge_scores_are_toolpaths_rouge(collector):
     instances = ROUGE_JSON["rouge_input"]["instances"]
     for rouge_type, stemmer in (("rougeLsum", True), ("rouge1", False), ("rouge2", True), ("rougeL", False)):
