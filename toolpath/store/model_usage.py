@@ -27,7 +27,7 @@ class ModelTotals:
 
 
 def _key(key: str) -> str:
-    if "'" in key or '"' in key:
+    if "'" in key or '"' in key or "\\" in key:
         raise ValueError(f"usage keys: {key!r} is no attribute name a query can hold")
     return key
 
@@ -68,6 +68,9 @@ def model_totals(store: Store, keys: UsageKeys, window: Window) -> list[ModelTot
         model = _first([_text(dialect, k) for k in keys.model])
         where: list[str] = ["1 = 1"]
         params: list[object] = []
+        if dialect == "sqlite":  # only the spans whose JSON names a key are parsed (most spans are no model's)
+            named = [*keys.input_tokens, *keys.output_tokens, keys.cost_total, *keys.cost_parts]
+            where.append("(" + " OR ".join(f"instr(spans.attributes, '\"{_key(k)}\"') > 0" for k in named) + ")")
         if window.since_ns is not None:
             where.append("spans.start_time >= ?")
             params.append(window.since_ns)
@@ -79,8 +82,10 @@ def model_totals(store: Store, keys: UsageKeys, window: Window) -> list[ModelTot
             where.append(f"NOT EXISTS (SELECT 1 FROM invocations WHERE invocations.trace_id = spans.trace_id "
                          f"AND {evaluation})")  # fmt: skip
             params += more
+        # SQLite would compute each value again wherever the query names it: once per span, materialized
+        materialized = "MATERIALIZED " if dialect == "sqlite" else ""
         sql = f"""
-WITH used AS (
+WITH used AS {materialized}(
   SELECT {model} AS model, {tokens_in} AS tokens_in, {tokens_out} AS tokens_out, {cost} AS cost
   FROM spans WHERE {" AND ".join(where)}
 )

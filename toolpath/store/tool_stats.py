@@ -9,7 +9,7 @@ has no percentile function) with the same arithmetic over the calls ranked by a 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
@@ -28,11 +28,17 @@ WITH calls AS (
               THEN tool_calls.end_time - tool_calls.start_time END AS took,
          COALESCE(tool_calls.start_time, invocations.started_at) AS at,
          invocations.invocation_id AS invocation_id, tool_calls.position AS position
-  FROM tool_calls JOIN invocations ON invocations.invocation_id = tool_calls.invocation_id
-  {where}
+  FROM invocations{join} tool_calls
+  {where} AND tool_calls.invocation_id = invocations.invocation_id{more}
 )"""
 """Every call of the window's turns: its tool, agent (its own, else its turn's), whether it failed, its latency
-(ns) and time."""
+(ns) and time. ``{join}``: ``CROSS JOIN`` reads the turns first (SQLite keeps its order): a window is a range of
+their indexed start times, where reading the calls first (in the order of their tools' index, to skip a sort)
+would scan them all; a comma where the planner should choose (one tool's calls, by its index)."""
+_COLUMNS = "tool, agent, invocation_id, position, at, took, error"
+"""A :class:`CallRef`'s columns of ``calls``."""
+_LAST = "at DESC, invocation_id DESC, position DESC"
+"""The latest call first."""
 
 
 @dataclass(frozen=True)
@@ -75,48 +81,77 @@ class ToolStats:
     """More tool × agent pairs had calls than :data:`GROUP_CAP`: the least called are left out."""
 
 
-def _percentile(p: float) -> str:
-    """SQLite's ``percentile_cont(p)`` of ``took`` per group of ``ranked`` (``rn``: the rank by latency, timed calls
-    first; ``timed``: how many are timed): the two nearest ranks, weighted by the fraction between them."""
-    h = f"((timed - 1) * {p!r})"
-    low = f"CAST({h} AS INTEGER)"
-    return (
-        f"SUM(CASE WHEN rn = {low} + 1 THEN took * (1 - ({h} - {low})) "
-        f"WHEN rn = {low} + 2 THEN took * ({h} - {low}) END)"
-    )
-
-
 def tool_stats(store: Store, window: Window, *, cap: int = GROUP_CAP) -> ToolStats:
     """A row per tool and agent with calls in ``window``'s turns, the most called first (then by tool, agent)."""
     with store.engine.connect() as conn:
         reader = Reader.of_connection(conn)
         where, params = window.where(reader.dialect)
-        calls = _CALLS.format(where=where)
+        calls = _CALLS.format(join=" CROSS JOIN", where=where, more="")
         if reader.dialect == "postgresql":
-            percentiles = ", ".join(f"percentile_cont({p!r}) WITHIN GROUP (ORDER BY took)" for p in PERCENTILES)
-            sql = f"""{calls}
-SELECT tool, agent, COUNT(*), SUM(failed), COUNT(took), MAX(took), {percentiles}
-FROM calls GROUP BY tool, agent ORDER BY COUNT(*) DESC, tool, agent LIMIT ?"""
+            figures = _postgresql_figures(reader, calls, params)
         else:
-            percentiles = ", ".join(_percentile(p) for p in PERCENTILES)
-            sql = f"""{calls}, ranked AS (
-  SELECT tool, agent, failed, took,
-         ROW_NUMBER() OVER (PARTITION BY tool, agent ORDER BY took IS NULL, took) AS rn,
-         COUNT(took) OVER (PARTITION BY tool, agent) AS timed
+            figures = _sqlite_figures(reader, calls, params)
+        failed = _CALLS.format(join=" CROSS JOIN", where=where, more=" AND tool_calls.error IS NOT NULL")
+        latest = _latest_failures(reader, failed, params)
+    rows = sorted(figures, key=lambda r: (-r.calls, r.tool, r.agent or ""))
+    out = [replace(r, latest_failure=latest.get((r.tool, r.agent))) for r in rows[:cap]]
+    return ToolStats(out, len(rows) > cap)
+
+
+def _postgresql_figures(reader: Reader, calls: str, params: list[object]) -> list[ToolStat]:
+    """The figures by PostgreSQL's own ``percentile_cont``; the slowest call of each group by ``DISTINCT ON``."""
+    percentiles = ", ".join(f"percentile_cont({p!r}) WITHIN GROUP (ORDER BY took)" for p in PERCENTILES)
+    sql = f"""{calls}
+SELECT tool, agent, COUNT(*), SUM(failed), COUNT(took), MAX(took), {percentiles} FROM calls GROUP BY tool, agent"""
+    slowest_sql = f"""{calls}
+SELECT DISTINCT ON (tool, agent) {_COLUMNS} FROM calls WHERE took IS NOT NULL
+ORDER BY tool, agent, took DESC, {_LAST}"""
+    slowest = {(r[0], r[1]): _ref(r) for r in reader.rows(slowest_sql, params)}
+    return [
+        ToolStat(tool, agent, int(n), int(errors), int(timed), _seconds(p50), _seconds(p95), _seconds(longest),
+                 slowest.get((tool, agent)))
+        for tool, agent, n, errors, timed, longest, p50, p95 in reader.rows(sql, params)
+    ]  # fmt: skip
+
+
+def _sqlite_figures(reader: Reader, calls: str, params: list[object]) -> list[ToolStat]:
+    """The figures on SQLite, which has no percentile function: each group's calls ranked by latency in one
+    window (the untimed last), and only the ranks that matter read — the first, the two around each percentile
+    and the last timed (the slowest: of equal latencies, the latest) — to interpolate as ``percentile_cont``."""
+    picks = " OR ".join(f"rn - 1 - CAST((timed - 1) * {p!r} AS INTEGER) IN (0, 1)" for p in PERCENTILES)
+    sql = f"""{calls}, ranked AS (
+  SELECT {_COLUMNS}, ROW_NUMBER() OVER w AS rn, COUNT(*) OVER w AS n, COUNT(took) OVER w AS timed,
+         SUM(failed) OVER w AS errors
   FROM calls
+  WINDOW w AS (PARTITION BY tool, agent ORDER BY took IS NULL, took, at, invocation_id, position
+               ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
 )
-SELECT tool, agent, COUNT(*), SUM(failed), COUNT(took), MAX(took), {percentiles}
-FROM ranked GROUP BY tool, agent ORDER BY COUNT(*) DESC, tool, agent LIMIT ?"""
-        found = reader.rows(sql, [*params, cap + 1])
-        highlights = _highlights(reader, calls, params)
-    rows = []
-    for tool, agent, n, failed, timed, longest, p50, p95 in found[:cap]:
-        slowest, latest = highlights.get((tool, agent), (None, None))
-        rows.append(
-            ToolStat(tool, agent, int(n), int(failed or 0), int(timed), _seconds(p50), _seconds(p95),
-                     _seconds(longest), slowest, latest)
+SELECT {_COLUMNS}, rn, n, timed, errors FROM ranked WHERE rn = 1 OR rn = timed OR {picks}"""
+    groups: dict[tuple[str, str | None], tuple[tuple[int, int, int], dict[int, int], CallRef | None]] = {}
+    for row in reader.rows(sql, params):
+        rn, n, timed, errors = (int(v) for v in row[7:11])
+        counts, ranks, slowest = groups.get((row[0], row[1]), ((n, timed, errors), {}, None))
+        if row[5] is not None:
+            ranks[rn] = int(row[5])
+        groups[(row[0], row[1])] = (counts, ranks, _ref(row) if rn == timed else slowest)
+    out = []
+    for (tool, agent), ((n, timed, errors), ranks, slowest) in groups.items():
+        p50, p95 = (_interpolated(ranks, timed, p) for p in PERCENTILES)
+        out.append(
+            ToolStat(tool, agent, n, errors, timed, p50, p95, _seconds(ranks.get(timed)), slowest)
         )  # fmt: skip
-    return ToolStats(rows, len(found) > cap)
+    return out
+
+
+def _interpolated(ranks: dict[int, int], timed: int, p: float) -> float | None:
+    """``percentile_cont(p)`` in seconds of latencies known by rank (from 1) ``ranks``, ``timed`` of them."""
+    if not timed:
+        return None
+    h = (timed - 1) * p
+    low = int(h)
+    first = ranks[low + 1]
+    second = ranks.get(low + 2, first)
+    return (first + (h - low) * (second - first)) / 1e9
 
 
 def _seconds(ns: float | None) -> float | None:
@@ -128,31 +163,13 @@ def _ref(row: Sequence[Any]) -> CallRef:
     return CallRef(tool, agent, invocation_id, int(position), int(at), _seconds(took), error)
 
 
-def _highlights(
-    reader: Reader, calls: str, params: list[object]
-) -> dict[tuple[str, str | None], tuple[CallRef | None, CallRef | None]]:
-    """Per tool and agent: its slowest timed call and its latest failed one."""
-    sql = f"""{calls}, ranked AS (
-  SELECT calls.*,
-         ROW_NUMBER() OVER (PARTITION BY tool, agent ORDER BY took IS NULL, took DESC, at DESC, invocation_id, position)
-           AS slow,
-         ROW_NUMBER() OVER (PARTITION BY tool, agent, failed ORDER BY at DESC, invocation_id DESC, position DESC)
-           AS recent
-  FROM calls
+def _latest_failures(reader: Reader, failed: str, params: list[object]) -> dict[tuple[str, str | None], CallRef]:
+    """Per tool and agent, its latest failed call (``failed``: the window's failed calls)."""
+    sql = f"""{failed}, ranked AS (
+  SELECT {_COLUMNS}, ROW_NUMBER() OVER (PARTITION BY tool, agent ORDER BY {_LAST}) AS recent FROM calls
 )
-SELECT tool, agent, invocation_id, position, at, took, error, slow, recent FROM ranked
-WHERE (slow = 1 AND took IS NOT NULL) OR (failed = 1 AND recent = 1)"""
-    out: dict[tuple[str, str | None], tuple[CallRef | None, CallRef | None]] = {}
-    for row in reader.rows(sql, params):
-        key = (str(row[0]), None if row[1] is None else str(row[1]))
-        slowest, latest = out.get(key, (None, None))
-        ref = _ref(row)
-        if row[7] == 1 and ref.seconds is not None:
-            slowest = ref
-        if row[8] == 1 and ref.error is not None:
-            latest = ref
-        out[key] = (slowest, latest)
-    return out
+SELECT {_COLUMNS} FROM ranked WHERE recent = 1"""
+    return {(row[0], row[1]): _ref(row) for row in reader.rows(sql, params)}
 
 
 class CallOrder(StrEnum):
@@ -171,15 +188,15 @@ def calls_of_tool(
     with store.engine.connect() as conn:
         reader = Reader.of_connection(conn)
         where, params = window.where(reader.dialect)
-        where += " AND tool_calls.name = ?"
+        more = " AND tool_calls.name = ?"
         params = [*params, tool]
         if agent is not None:
-            where += " AND COALESCE(tool_calls.agent_name, invocations.agent_name) = ?"
+            more += " AND COALESCE(tool_calls.agent_name, invocations.agent_name) = ?"
             params.append(agent)
         if order is CallOrder.SLOWEST:
-            chosen, ordering = "took IS NOT NULL", "took DESC, at DESC, invocation_id, position"
+            chosen, ordering = "took IS NOT NULL", f"took DESC, {_LAST}"
         else:
-            chosen, ordering = "failed = 1", "at DESC, invocation_id DESC, position DESC"
-        sql = f"""{_CALLS.format(where=where)}
-SELECT tool, agent, invocation_id, position, at, took, error FROM calls WHERE {chosen} ORDER BY {ordering} LIMIT ?"""
+            chosen, ordering = "failed = 1", _LAST
+        sql = f"""{_CALLS.format(join=",", where=where, more=more)}
+SELECT {_COLUMNS} FROM calls WHERE {chosen} ORDER BY {ordering} LIMIT ?"""
         return [_ref(row) for row in reader.rows(sql, [*params, limit])]

@@ -21,7 +21,7 @@ from toolpath.store import browse, session_order
 from toolpath.store.annotations import annotations_of
 from toolpath.store.session_order import SessionSort
 from toolpath.store.usage import prices
-from toolpath.ui import compare, evalset_trash, params, price_pages, review_pages, span_pages
+from toolpath.ui import compare, errors_pages, evalset_trash, params, price_pages, review_pages, span_pages, tools_pages
 from toolpath.ui.evalset_trash import deleted_names
 from toolpath.ui.run_cases import failed_count, run_view
 from toolpath.ui.usage_view import USAGE_KEYS, usage_of_sessions
@@ -103,6 +103,7 @@ def sessions(request: Request) -> Response:
             "page_number": None if newest_first else number,
             "sorts": sort_links(keep, key, descending),
             "elapsed_ms": elapsed * 1000,
+            "presets": params.preset_links("/sessions", query, params.time_range(query).last),
         },
     )
 
@@ -131,7 +132,11 @@ def turn(request: Request) -> Response:
         raise HTTPException(404, f"no turn {invocation_id!r} in the store (its run was not traced into this store)")
     session_id, number = place
     page = (number - 1) // TURNS_PER_PAGE + 1
-    return _see(f"/session?{urlencode({'id': session_id, 'page': page})}#turn-{number}")
+    where: dict[str, Any] = {"id": session_id, "page": page}
+    span = params.text(dict(request.query_params), "span")
+    if span is not None:  # a span of the turn to open there: kept
+        where["span"] = span
+    return _see(f"/session?{urlencode(where)}#turn-{number}")
 
 
 TURNS_PER_PAGE = 10
@@ -354,4 +359,6 @@ def routes() -> list[Route]:
         *compare.routes(),
         *review_pages.routes(),
         *price_pages.routes(),
+        *errors_pages.routes(),
+        *tools_pages.routes(),
     ]

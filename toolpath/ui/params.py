@@ -4,9 +4,13 @@ parameter (a 400 page), never a 500."""
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Any
+from urllib.parse import urlencode
 
 from toolpath.errors import ToolpathError
 from toolpath.evaluation.catalog import metric_info
@@ -14,6 +18,7 @@ from toolpath.store.annotations import REVIEW_LABELS
 from toolpath.store.job_status import ResultLabel
 from toolpath.store.session_filter import SessionFilter
 from toolpath.store.session_order import TEXT_SORTS, SessionSort
+from toolpath.store.turn_window import Window
 from toolpath.tracer import semconv as sc
 
 
@@ -84,6 +89,73 @@ def timestamp_ns(params: Mapping[str, str], name: str) -> int | None:
     return int(when.timestamp() * 1_000_000) * 1000
 
 
+class Preset(StrEnum):
+    """The relative times a page's ``last`` parameter takes: the time up to now."""
+
+    MINUTES_15 = "15m"
+    HOUR = "1h"
+    DAY = "24h"
+    WEEK = "7d"
+
+    @property
+    def seconds(self) -> int:
+        return {"15m": 900, "1h": 3600, "24h": 86400, "7d": 7 * 86400}[self.value]
+
+    @property
+    def label(self) -> str:
+        return {"15m": "15 min", "1h": "1 h", "24h": "24 h", "7d": "7 d"}[self.value]
+
+
+@dataclass(frozen=True)
+class TimeRange:
+    """The times a page shows (nanoseconds since the epoch, UTC; ``None``: unbounded), and the preset it was
+    given as."""
+
+    since_ns: int | None
+    until_ns: int | None
+    last: Preset | None = None
+
+
+def time_range(params: Mapping[str, str], now_ns: int | None = None) -> TimeRange:
+    """``last`` (a :class:`Preset`: the time up to now), or ``since`` and ``until`` (dates, UTC unless they say
+    otherwise); not both."""
+    raw = text(params, "last")
+    since, until = timestamp_ns(params, "since"), timestamp_ns(params, "until")
+    if raw is not None:
+        try:
+            last = Preset(raw)
+        except ValueError:
+            raise BadRequest(f"last={raw!r}: expected one of {', '.join(p.value for p in Preset)}") from None
+        if since is not None or until is not None:
+            raise BadRequest(f"last={raw!r}: is the time up to now; give it or since/until, not both")
+        now = time.time_ns() if now_ns is None else now_ns
+        return TimeRange(now - last.seconds * 1_000_000_000, None, last)
+    if since is not None and until is not None and since > until:
+        raise BadRequest("since is after until")
+    return TimeRange(since, until)
+
+
+def turn_window(params: Mapping[str, str]) -> tuple[Window, TimeRange]:
+    """The turns a page of statistics counts: its :func:`time_range`, evaluations' own left out with
+    ``hide_eval``."""
+    times = time_range(params)
+    hide = flag(params, "hide_eval")
+    return Window(times.since_ns, times.until_ns, hide, sc.TOOLPATH_EVALUATION), times
+
+
+def preset_links(path: str, params: Mapping[str, str], current: Preset | None) -> list[dict[str, Any]]:
+    """The links of ``path`` to each preset and to all time, keeping ``params``' other filters (not the times,
+    nor the place in the pages)."""
+    keep = query_without(params, "last", "since", "until", "after", "before", "page")
+    links = [
+        {"label": p.label, "value": p.value, "url": f"{path}?{urlencode({**keep, 'last': p.value})}",
+         "active": p is current}
+        for p in Preset
+    ]  # fmt: skip
+    timed = current is not None or bool(params.get("since") or params.get("until"))
+    return [*links, {"label": "all time", "value": "", "url": f"{path}?{urlencode(keep)}", "active": not timed}]
+
+
 LABELS = (ResultLabel.PASS, ResultLabel.FAIL, ResultLabel.ERROR)
 """The labels of online results a filter can ask for."""
 REVIEWS = (*REVIEW_LABELS, "any")
@@ -102,13 +174,11 @@ def session_filter(params: Mapping[str, str]) -> SessionFilter:
     review = text(params, "review")
     if review is not None and review not in REVIEWS:
         raise BadRequest(f"review={review!r}: expected one of {', '.join(REVIEWS)}")
-    since, until = timestamp_ns(params, "since"), timestamp_ns(params, "until")
-    if since is not None and until is not None and since > until:
-        raise BadRequest("since is after until")
+    times = time_range(params)
     return SessionFilter(
         agent=text(params, "agent"),
-        since_ns=since,
-        until_ns=until,
+        since_ns=times.since_ns,
+        until_ns=times.until_ns,
         failures=flag(params, "failures"),
         metric=metric,
         below=below,
