@@ -267,15 +267,18 @@ def trajectory_from_steps(steps: Any) -> list[dict[str, Any]]:
     return items
 
 
-def _response_text(result: Any) -> str | None:
-    if isinstance(result, str):
-        return result
+def _response_text(result: Any) -> Any:
+    """The app's final text; a value without text (bytes) as it is, which the agent span records as no response,
+    with the reason; ``None`` when the result holds no response."""
     if isinstance(result, Mapping):
         for key in ("output", "response", "final_response"):
             value = result.get(key)
             if value is not None:
-                return value if isinstance(value, str) else getattr(value, "content", None) or str(value)
-    return None
+                if isinstance(value, str) or (not isinstance(value, Mapping) and spans.response_not_text(value)):
+                    return value
+                return getattr(value, "content", None) or str(value)
+        return None
+    return result if isinstance(result, str) or spans.response_not_text(result) is not None else None
 
 
 def _prompt_text(prompt: Any) -> str | None:

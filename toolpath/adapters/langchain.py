@@ -361,9 +361,10 @@ def prompt_text(inputs: Any) -> str | None:
     return None
 
 
-def response_text(outputs: Any) -> str | None:
+def response_text(outputs: Any) -> Any:
     """The final text in a run's outputs: a string, a message, ``{"messages": [...]}`` (last message), or
-    ``{"output": ...}``."""
+    ``{"output": ...}``; an output without any text (bytes) as it is, which the agent span records as no response,
+    with the reason."""
     if isinstance(outputs, str):
         return outputs
     if isinstance(outputs, Mapping):
@@ -373,6 +374,8 @@ def response_text(outputs: Any) -> str | None:
         if "output" in outputs:
             return response_text(outputs["output"])
         return None
+    if spans.response_not_text(outputs) is not None:
+        return outputs
     return message_text(outputs)
 
 

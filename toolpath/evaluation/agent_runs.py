@@ -12,13 +12,14 @@ from toolpath.errors import ConfigError
 from toolpath.evaluation.like_with_like import redact_references, tracer_redactor
 from toolpath.evaluation.outcomes import AgentOutcome
 from toolpath.evaluation.targets import resolve_target
+from toolpath.metrics.base import RESPONSE_NOTE
 from toolpath.metrics.rows import turn_row, with_parsed_trajectories
 from toolpath.model import Invocation, ToolCall, invocation_key
 from toolpath.redact import Redactor
 from toolpath.store.store import Store
 from toolpath.tracer import originals
 from toolpath.tracer import semconv as sc
-from toolpath.tracer.spans import run_attributes, split_agent_result
+from toolpath.tracer.spans import response_not_text, run_attributes, split_agent_result
 from toolpath.trajectory import parse_trajectory
 
 
@@ -34,7 +35,16 @@ def outcome_row(outcome: AgentOutcome, prompt: str) -> dict[str, Any]:
         intermediate_responses=outcome.invocation.intermediate_responses if outcome.invocation is not None else (),
     )
     row.update(content_notes(outcome.invocation))
+    row.update(response_note(outcome))
     return row
+
+
+def response_note(outcome: AgentOutcome) -> dict[str, Any]:
+    """``response_note``: why the run has no response though its agent returned one (it had no text, such as
+    bytes), which the response metrics give instead of a score; nothing otherwise."""
+    attributes = outcome.invocation.attributes if outcome.invocation is not None else {}
+    note = attributes.get(sc.TOOLPATH_RESPONSE_NOT_TEXT) or outcome.response_note
+    return {RESPONSE_NOTE: note} if isinstance(note, str) and outcome.response is None else {}
 
 
 def scored_row(outcome: AgentOutcome, prompt: str) -> dict[str, Any]:
@@ -53,6 +63,7 @@ def scored_row(outcome: AgentOutcome, prompt: str) -> dict[str, Any]:
         intermediate_responses=produced.intermediate_responses,
     )
     row.update(content_notes(outcome.invocation))
+    row.update(response_note(outcome))
     return row
 
 
@@ -161,6 +172,7 @@ def run_agent(
     # Tracing did not deliver (queue full, collector down): fall back to what the call itself returned, scored as
     # it is and kept (in the row that may be stored) redacted by the tracer's rules, as a delivered run would be.
     response, trajectory = split_agent_result(result)
+    note = response_not_text(result)
     calls = list(parse_trajectory(trajectory)) if trajectory else []
     failed = error is not None
     failed_with = f"{type(error).__name__}: {error}" if failed else None
@@ -172,7 +184,9 @@ def run_agent(
         response = redactor.text(response) if response is not None else None
         failed_with = redactor.text(failed_with) if failed_with is not None else None
         calls = [_redacted_call(call, redactor) for call in calls]
-    return AgentOutcome(response, calls, None if failed else wall, int(failed), failed_with, None, produced=produced)
+    return AgentOutcome(
+        response, calls, None if failed else wall, int(failed), failed_with, None, produced=produced, response_note=note
+    )
 
 
 def _redacted_call(call: ToolCall, redactor: Redactor) -> ToolCall:

@@ -23,6 +23,9 @@ class AgentOutcome:
     """The invocation as traced and stored; ``None`` if tracing could not deliver it in time."""
     prompt: str | None = None
     """The user's text, when it is not the eval case's own (a simulated user wrote it)."""
+    response_note: str | None = None
+    """Why ``response`` is ``None`` although the agent returned something (it had no text: bytes), when tracing
+    did not deliver the invocation, which says so itself."""
     produced: Invocation | None = field(default=None, repr=False)
     """The same run rebuilt from the values the agent produced, before redaction: what computed metrics score
     (:func:`~toolpath.evaluation.agent_runs.scored_row`). It lives in this process's memory only: never store,

@@ -35,7 +35,7 @@ from toolpath.judges import adk_names
 from toolpath.judges.adk_names import ADK_CONVERSATION as ADK_CONVERSATION
 from toolpath.judges.adk_names import ADK_PROMPTED as ADK_PROMPTED
 from toolpath.judges.client import EMPTY_REPLY, Ask, JudgeRequest
-from toolpath.metrics.base import MissingInput, Row
+from toolpath.metrics.base import MissingInput, Row, missing
 from toolpath.model import MetricResult
 from toolpath.trajectory import parse_trajectory
 
@@ -176,7 +176,7 @@ def adk_invocation(data: Mapping[str, Any]) -> Invocation:
 def _text(row: Row, column: str) -> str:
     value = row.get(column)
     if value is None:
-        raise MissingInput(f"row has no {column!r}")
+        raise missing(row, column)
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 

@@ -23,7 +23,7 @@ from typing import Any, TypedDict
 from toolpath.errors import MetricError
 from toolpath.judges.client import DEFAULT_MODEL, Ask, JudgeReply, JudgeRequest
 from toolpath.judges.parse import JudgeParseError, brief, parse_reply
-from toolpath.metrics.base import Metric, MissingInput, Row
+from toolpath.metrics.base import Metric, MissingInput, Row, missing
 from toolpath.model import MetricResult
 from toolpath.trajectory import parse_trajectory
 
@@ -180,7 +180,7 @@ def _placeholder(row: Row, column: str) -> str:
 
 def _cell(row: Row, column: str) -> str:
     if column not in row or row[column] is None:
-        raise MissingInput(f"row has no {column!r}")
+        raise missing(row, column)
     value = row[column]
     if column.endswith("trajectory"):
         return json.dumps([call.to_vertex() for call in parse_trajectory(value, where=column)], ensure_ascii=False)

@@ -20,7 +20,7 @@ from toolpath.errors import DatasetError, InternalSignal, MetricError
 from toolpath.model import TRAJECTORY_COLUMNS, MetricResult
 from toolpath.trajectory import parse_trajectory
 
-__all__ = ["CustomMetric", "Metric", "MissingInput", "parse_spec"]
+__all__ = ["RESPONSE_NOTE", "CustomMetric", "Metric", "MissingInput", "missing", "parse_spec"]
 
 Row = Mapping[str, Any]
 
@@ -39,6 +39,17 @@ class Metric(ABC):
 
 class MissingInput(InternalSignal):
     """A row lacks what a metric needs; the runner turns it into score null with this message."""
+
+
+RESPONSE_NOTE = "response_note"
+"""A row's reason for having no ``response`` though its agent answered (the answer had no text, such as bytes)."""
+
+
+def missing(row: Row, column: str) -> MissingInput:
+    """``row`` lacks ``column`` (or holds null there): the error says so, with the reason the row gives for it
+    (its ``<column>_note``, such as :data:`RESPONSE_NOTE`), when it gives one."""
+    note = row.get(f"{column}_note")
+    return MissingInput(f"row has no {column!r}" + (f": {note}" if isinstance(note, str) and note else ""))
 
 
 class CustomMetric(Metric):

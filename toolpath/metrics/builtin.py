@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 from toolpath.errors import MetricError
 from toolpath.metrics import analytics, text, tool_calls, trajectory_match
-from toolpath.metrics.base import Metric, MissingInput, Row
+from toolpath.metrics.base import RESPONSE_NOTE, Metric, MissingInput, Row, missing
 from toolpath.metrics.equality import CallMatch
 from toolpath.metrics.rows import flag, text_column, trajectory_column
 from toolpath.model import MetricResult
@@ -226,7 +226,8 @@ def rouge(rouge_type: str = "rougeL", use_stemmer: Any = False, split_summaries:
 class ResponseMatchScore(Metric):
     """ADK's ``response_match_score``: a row is one invocation, unless it carries ``invocations`` (a list of
     ``{"response", "reference"}``) for a multi-turn case. In a case, a turn without an expected response (or
-    without a response) compares the empty string, as ADK does: it scores 0."""
+    without a response) compares the empty string, as ADK does: it scores 0; but a turn whose agent answered
+    without text (its ``response_note`` says so) is not scored, with that reason."""
 
     name: str = "response_match_score"
     case_level: ClassVar[bool] = True
@@ -235,9 +236,21 @@ class ResponseMatchScore(Metric):
         turns = row.get("invocations")
         if not isinstance(turns, list):
             return text.response_match_score([text_column(row, "response")], [text_column(row, "reference")])
-        return text.response_match_score(
-            [t.get("response") or "" for t in turns], [t.get("reference") or "" for t in turns]
+        notes = [t.get(RESPONSE_NOTE) if t.get("response") is None else None for t in turns]
+        scored = [t for t, note in zip(turns, notes, strict=True) if not note]
+        if len(scored) == len(turns):
+            return text.response_match_score(
+                [t.get("response") or "" for t in turns], [t.get("reference") or "" for t in turns]
+            )
+        why = "; ".join(f"invocation {i + 1}: row has no 'response': {n}" for i, n in enumerate(notes) if n)
+        if not scored:
+            return MetricResult.not_evaluated(why)
+        result = text.response_match_score(
+            [t.get("response") or "" for t in scored], [t.get("reference") or "" for t in scored]
         )
+        kept = iter(result.details["per_invocation_scores"])
+        per_invocation = [None if note else next(kept) for note in notes]
+        return MetricResult(result.score, f"{result.explanation}; {why}", {"per_invocation_scores": per_invocation})
 
 
 # --- tool-call metrics (Vertex) --------------------------------------------------------------------------
@@ -253,7 +266,7 @@ class ToolCallMetric(Metric):
     def score(self, row: Row) -> MetricResult:
         response = row.get("response")
         if response is None:
-            raise MissingInput("row has no 'response'")
+            raise missing(row, "response")
         if not self.needs_reference:
             return self.fn(response)
         reference = row.get("reference")

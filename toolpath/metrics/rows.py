@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from toolpath.errors import DatasetError, MetricError
-from toolpath.metrics.base import MissingInput, Row
+from toolpath.metrics.base import MissingInput, Row, missing
 from toolpath.model import TRAJECTORY_COLUMNS, Invocation, ToolCall, call_record
 from toolpath.trajectory import Trajectory, parse_trajectory
 
@@ -192,7 +192,7 @@ def text_column(row: Row, column: str) -> str:
     """A text column; a missing column or a non-string is :class:`MissingInput`."""
     value = row.get(column)
     if value is None:
-        raise MissingInput(f"row has no {column!r}")
+        raise missing(row, column)
     if not isinstance(value, str):
         raise MissingInput(f"{column!r} must be text, got {type(value).__name__}")
     return value

@@ -7,6 +7,7 @@ exporter sees the same cleaned value.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -116,6 +117,17 @@ def _message_keys_plain(redactor: Redactor | None) -> bool:
         plain = redactor.value(_MESSAGE_PROBE) == _MESSAGE_PROBE
         _message_keys_checked = (redactor, plain)
     return plain
+
+
+def not_text(value: Any) -> str | None:
+    """Why ``value``, an agent's response, has no text to record (``None``: it has, or it is a value recorded as
+    its JSON): bytes, or a generator or coroutine the agent handed back instead of its result."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        size = value.nbytes if isinstance(value, memoryview) else len(value)
+        return f"the agent returned {size} bytes, not text"
+    if inspect.isgenerator(value) or inspect.isasyncgen(value) or inspect.iscoroutine(value):
+        return f"the agent returned a {type(value).__name__} object, not text"
+    return None
 
 
 def identifier(value: Any) -> str:

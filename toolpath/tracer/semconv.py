@@ -127,6 +127,10 @@ TOOLPATH_MODEL_USAGE: Final = "toolpath.agent.model_usage"
 an answer ADK leaves out of the invocation, such as an empty text, is none): the call's ``usage_metadata``, or
 ``null`` when it reported none. ADK's figures read the calls and tokens from it rather than from the model
 spans."""
+TOOLPATH_RESPONSE_NOT_TEXT: Final = "toolpath.agent.response_not_text"
+"""On an agent span, and on the invocation rebuilt from it: why the run has no response although the agent returned
+one, which has no text to record (``the agent returned 15 bytes, not text``). The collector then takes no model
+call's text for the response either, and the response metrics give this reason instead of a score."""
 TOOLPATH_CONTENT_MISSING: Final = "toolpath.content_missing"
 """Invocation attribute: ``true`` when tool spans of the run recorded no arguments at all (the instrumentation's
 content capture was off; for ADK 2.x see ``ADK_CONTENT_ENV``)."""

@@ -149,9 +149,19 @@ def start_agent_span(
 
 
 def end_agent_span(span: Span, response: Any) -> None:
-    if content._policy.capture and response is not None and span.is_recording():
-        _set_encoded(span, sc.GEN_AI_OUTPUT_MESSAGES, content.encode_message("assistant", response, "stop"))
+    """Record the agent's final response and end its span; a response without text (bytes) is recorded as none,
+    with the reason (``toolpath.agent.response_not_text``)."""
+    if response is not None and span.is_recording():
+        _set_response(span, response)
     span.end()
+
+
+def _set_response(span: Span, response: Any) -> None:
+    reason = content.not_text(response)
+    if reason is not None:  # what it is, never its content: recorded whatever the policy
+        span.set_attribute(sc.TOOLPATH_RESPONSE_NOT_TEXT, reason)
+    elif content._policy.capture:
+        _set_encoded(span, sc.GEN_AI_OUTPUT_MESSAGES, content.encode_message("assistant", response, "stop"))
 
 
 def set_returned_trajectory(span: Span, trajectory: list[Any]) -> None:
@@ -343,6 +353,10 @@ class AgentRun:
     def finish(self, result: Any) -> None:
         """Record the final response (and a returned trajectory, if any) and end the span."""
         try:
+            if self.span.is_recording():
+                reason = response_not_text(result)
+                if reason is not None:  # what it is, never its content: recorded whatever the policy
+                    self.span.set_attribute(sc.TOOLPATH_RESPONSE_NOT_TEXT, reason)
             if content._policy.capture and self.span.is_recording():
                 response, trajectory = split_agent_result(result)
                 if response is not None:
@@ -364,9 +378,13 @@ def _note_run(span: Span) -> None:
         kept.note_trace(span.get_span_context().trace_id)
 
 
+_RESPONSE_KEYS = ("response", "output", "final_response")
+
+
 def split_agent_result(result: Any) -> tuple[str | None, list[Any] | None]:
     """Split what an agent returned into final text and, for the Vertex custom-function shape
-    ``{"response", "predicted_trajectory"}``, the trajectory it reported."""
+    ``{"response", "predicted_trajectory"}``, the trajectory it reported. A response without text (bytes: see
+    :func:`response_not_text`) is none."""
     if result is None:
         return None, None
     if isinstance(result, str):
@@ -378,13 +396,26 @@ def split_agent_result(result: Any) -> tuple[str | None, list[Any] | None]:
                 trajectory = json.loads(trajectory)
             except json.JSONDecodeError:
                 trajectory = None
-        for key in ("response", "output", "final_response"):
+        for key in _RESPONSE_KEYS:
             if key in result:
                 text = result[key]
-                return (text if isinstance(text, str) else content.encode(text)[0]), trajectory
+                if isinstance(text, str) or text is None or content.not_text(text) is not None:
+                    return (text if isinstance(text, str) else None), trajectory
+                return content.encode(text)[0], trajectory
         return None, trajectory if isinstance(trajectory, list) else None
+    if content.not_text(result) is not None:
+        return None, None
     # a list, a number, an object: redacted JSON text, never a repr (it would hide secret keys from redaction)
     return content.encode(result)[0], None
+
+
+def response_not_text(result: Any) -> str | None:
+    """Why what an agent returned (its response, in the custom-function shape) gives no text, though it is not
+    ``None``: ``"the agent returned 15 bytes, not text"``; ``None`` when it gives text, or nothing at all."""
+    if isinstance(result, Mapping):
+        key = next((key for key in _RESPONSE_KEYS if key in result), None)
+        return content.not_text(result[key]) if key is not None else None
+    return content.not_text(result)
 
 
 def _put_json(attrs: dict[str, Any], key: str, value: Any) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from toolpath.judges.client import Ask, JudgeRequest
 from toolpath.judges.vertex import TemplateMetric
-from toolpath.metrics.base import MissingInput, Row
+from toolpath.metrics.base import Row, missing
 from toolpath.model import MetricResult
 
 __all__ = ["judge_raw", "wants_raw_output"]
@@ -71,5 +71,5 @@ async def judge_raw(metric: TemplateMetric, config: Any, row: Row, ask: Ask) -> 
 def _text(row: Row, column: str) -> str:
     value = row.get(column)
     if value is None:
-        raise MissingInput(f"row has no {column!r}")
+        raise missing(row, column)
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)

@@ -142,6 +142,8 @@ def build_invocation(root: SpanRecord, descendants: Iterable[SpanRecord]) -> Inv
         if isinstance(changed := attrs.get(key), list) and changed:
             invocation_attrs[key] = list(changed)
     invocation_attrs.update(content_notes)
+    if isinstance(not_text := attrs.get(sc.TOOLPATH_RESPONSE_NOT_TEXT), str):  # why there is no response
+        invocation_attrs[sc.TOOLPATH_RESPONSE_NOT_TEXT] = not_text
     if attrs.get(sc.TOOLPATH_EVALUATION):  # an evaluation ran it: not production traffic
         invocation_attrs[sc.TOOLPATH_EVALUATION] = True
     if attrs.get(sc.TOOLPATH_SIMULATED_USER):  # the prompt was a simulated user's
@@ -247,7 +249,10 @@ def _prompt(root: SpanRecord, descendants: list[SpanRecord], models: list[SpanRe
 
 
 def _response(root: SpanRecord, descendants: list[SpanRecord], models: list[SpanRecord]) -> str | None:
-    """The final text: on the agent span, else the text of the last model call that answered with text."""
+    """The final text: on the agent span, else the text of the last model call that answered with text; none when
+    the agent span says the agent's own response had no text (a model's text was not its answer)."""
+    if sc.TOOLPATH_RESPONSE_NOT_TEXT in root.attributes:
+        return None
     text = last_text(root.attributes.get(sc.GEN_AI_OUTPUT_MESSAGES), None) or openinference.langchain_messages_text(
         root.attributes.get(sc.OI_OUTPUT_VALUE), None
     )

@@ -18,7 +18,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolpath.evaluation.agent_runs import compared_rows, content_notes, outcome_row, stored_ids
+from toolpath.evaluation.agent_runs import compared_rows, content_notes, outcome_row, response_note, stored_ids
 from toolpath.evaluation.evalsets.adk_invocations import judge_columns
 from toolpath.evaluation.evalsets.case_results import (
     FAILED,
@@ -130,7 +130,7 @@ def _turns(case: EvalCase, per_run: list[list[AgentOutcome]]) -> list[list[dict[
                 else None,
                 "failure": outcome.failure,
                 "error": outcome.error,
-                **content_notes(outcome.invocation) | stored_ids(outcome.invocation),
+                **content_notes(outcome.invocation) | response_note(outcome) | stored_ids(outcome.invocation),
             }
             for i, outcome in enumerate(outcomes)
         ]
