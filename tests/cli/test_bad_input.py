@@ -358,6 +358,18 @@ CASES = [
     case("eval-evalset-nested-100000-deep", "eval", "deep.evalset.json", "--agent", "agents:v1",
          first="error: deep.evalset.json:1:", contains="not valid JSON (arrays and objects nested 100001 deep",
          files={"agents.py": AGENTS, "deep.evalset.json": '{"eval_set_id": "s", "eval_cases": ' + DEEP + "}"}),
+    # --- spans that can never join a trace, requests not shaped as OTLP's -------------------------------------
+    case("ingest-span-its-own-parent", "ingest", "loop.json", "--store", "sqlite:///t.db", code=0,
+         first="read loop.json (otlp-json-lines): 1 span(s)",
+         contains="rejected loop.json line 1: span 'loop': its parent_span_id is its own span_id",
+         files={"loop.json": json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [
+             {"traceId": "7" * 32, "spanId": "a" * 16, "name": "ok", "startTimeUnixNano": "1"},
+             {"traceId": "7" * 32, "spanId": "b" * 16, "parentSpanId": "b" * 16, "name": "loop"}]}]}]})},
+         creates=("t.db", "t.db-toolpath-write.lock")),
+    case("ingest-resource-spans-nan", "ingest", "nan.json", "--store", "sqlite:///t.db",
+         first="error: nan.json line 1: not an OTLP JSON ExportTraceServiceRequest: Failed to parse resourceSpans "
+               "field: repeated field resourceSpans must be in [] which is nan",
+         files={"nan.json": '{"resourceSpans": NaN}'}),
 ]  # fmt: skip
 
 
