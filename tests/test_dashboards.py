@@ -129,7 +129,8 @@ def test_every_dashboard_query_returns_data_from_a_real_prometheus(tmp_path, mon
         problems, checked = run_dashboards(prometheus, started, time.time())
         online.stop()
     store.close()
-    assert judge.requests >= 24 and online.judge is not None and online.judge.usage.errors == 0
+    (unit,) = online.units.values()
+    assert judge.requests >= 24 and unit.judge is not None and unit.judge_usage().errors == 0
     assert checked >= 2 * 20 and not problems, "\n".join(problems)
 
 

@@ -133,5 +133,6 @@ def test_a_capped_turn_is_never_scored_on_its_part(store):
     [turn] = store.turns_by_id([rows[0]["invocation_id"]])
     assert turn.calls_dropped == 7 and len(turn.calls) == 5
     online = OnlineEvaluator(store, OnlineConfig(metrics=["tool_call_count"], poll_seconds=0.05))
-    table, _, _ = score_views([online.row(turn)], online.metrics)  # what online scoring stores for the turn
+    scored_by = online.units["default"].metrics
+    table, _, _ = score_views([online.row(turn)], scored_by)  # what online scoring stores for the turn
     assert table[0]["tool_call_count/score"] is None and reason in table[0]["tool_call_count/explanation"]

@@ -68,13 +68,14 @@ def test_an_eval_set_reference_brings_its_thresholds_and_metrics_add_to_them(tmp
         "thresholds": {"response_match_score": 0.5},
     }
     evaluator = OnlineEvaluator(store, config)
-    assert [m.name for m in evaluator.metrics] == [
+    (unit,) = evaluator.units.values()
+    assert [m.name for m in unit.metrics] == [
         "tool_call_count",
         "tool_trajectory_avg_score",
         "response_match_score",
     ]
-    assert evaluator.rules["tool_trajectory_avg_score"]["threshold"] == 1.0  # the eval set's test_config.json
-    assert evaluator.rules["response_match_score"]["threshold"] == 0.5  # online.toml's thresholds win
+    assert unit.rules["tool_trajectory_avg_score"]["threshold"] == 1.0  # the eval set's test_config.json
+    assert unit.rules["response_match_score"]["threshold"] == 0.5  # online.toml's thresholds win
     with pytest.raises(ConfigError, match="both in 'metrics' and a criterion"):
         OnlineEvaluator(store, {"reference_dataset": str(golden), "metrics": ["response_match_score"]})
     with pytest.raises(ConfigError, match="'metrics' names no metric"):

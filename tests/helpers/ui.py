@@ -207,9 +207,10 @@ def bulk_store(url: str, invocations: int, *, per_session: int = 5, model_spans:
         ),
         (
             t.online_results,
-            ("invocation_id", "metric", "score", "label", "explanation", "worker", "created_at"),
+            ("invocation_id", "evaluator", "evaluator_version", "metric", "score", "label", "explanation", "worker",
+             "created_at"),
             (
-                (f"i{n:07d}", "trajectory_precision", (n % 5) / 4, "pass" if n % 5 == 4 else "fail", None, "w",
+                (f"i{n:07d}", "default", "1", "trajectory_precision", (n % 5) / 4, "pass" if n % 5 == 4 else "fail", None, "w",
                  start + n * second)
                 for n in range(0, invocations, 4)
             ),

@@ -132,6 +132,8 @@ def online_results(store: Store, turns: list[Invocation]) -> None:
         rows.append(
             {
                 "invocation_id": turns[n].invocation_id,
+                "evaluator": "default",
+                "evaluator_version": "1",
                 "metric": "tool_error_rate",
                 "score": rate,
                 "label": label,
@@ -143,6 +145,8 @@ def online_results(store: Store, turns: list[Invocation]) -> None:
     rows.append(
         {
             "invocation_id": turns[0].invocation_id,
+            "evaluator": "default",
+            "evaluator_version": "1",
             "metric": "trajectory_precision",
             "score": 1.0,
             "label": "pass",
@@ -151,7 +155,8 @@ def online_results(store: Store, turns: list[Invocation]) -> None:
             "created_at": now,
         }
     )
-    rows.append({"invocation_id": "lights-9-turn", "metric": "trajectory_precision", "score": 0.25,
+    rows.append({"invocation_id": "lights-9-turn", "evaluator": "default", "evaluator_version": "1",
+                 "metric": "trajectory_precision", "score": 0.25,
                  "label": "fail", "explanation": "one of four", "worker": "w", "created_at": now})  # fmt: skip
     with store.engine.begin() as conn:
         conn.execute(t.online_results.insert(), rows)

@@ -8,7 +8,10 @@ import pytest
 from toolpath.store import durability
 from toolpath.store.store import Store
 
-INSERT = "INSERT INTO eval_jobs (invocation_id, status, enqueued_at, attempts) VALUES (?, 'pending', 1, 0)"
+INSERT = (
+    "INSERT INTO eval_jobs (invocation_id, evaluator, status, enqueued_at, attempts) "
+    "VALUES (?, 'default', 'pending', 1, 0)"
+)
 
 
 @pytest.fixture

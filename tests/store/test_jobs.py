@@ -9,15 +9,15 @@ import threading
 import time
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import bindparam, text
 
 from tests.helpers.builders import invocation
 from toolpath.evaluation.online import OnlineConfig
 from toolpath.evaluation.online.sampling import sampled
 from toolpath.store import schema as t
 from toolpath.store.ingest import rescore
-from toolpath.store.job_queue import _STALE, _WAITING, JobQueue
-from toolpath.store.job_status import SHED_POLICIES, UNFINISHED, JobStatus, ResultLabel, ShedPolicy
+from toolpath.store.job_queue import _STALE, _WAITING, Job, JobQueue
+from toolpath.store.job_status import SHED_POLICIES, UNFINISHED, JobStatus, ResultLabel, ShedPolicy, SkipReason
 from toolpath.store.store import Store
 
 
@@ -75,8 +75,8 @@ def test_claims_are_exclusive_and_a_dead_workers_lease_runs_out(store):
     assert queue.complete("w9", dead[0], [{"metric": "m", "score": 1.0, "label": "pass", "explanation": None}])
     assert not queue.complete("w0", dead[0], [{"metric": "m", "score": 0.0, "label": "fail", "explanation": None}])
     with store.engine.connect() as conn:
-        rows = conn.execute(t.online_results.select().where(t.online_results.c.invocation_id == dead[0])).all()
-    assert [(r.worker, r.score) for r in rows] == [("w9", 1.0)]
+        rows = conn.execute(t.online_results.select().where(t.online_results.c.invocation_id == dead[0][0])).all()
+    assert [(r.worker, r.score, r.evaluator, r.evaluator_version) for r in rows] == [("w9", 1.0, "default", "1")]
     assert queue.stats.lost_claims == 1
 
 
@@ -86,18 +86,24 @@ def test_a_claim_takes_run_out_leases_first_then_the_oldest_waiting_without_sort
         store.write([invocation(i)])  # enqueued one after another: 0 is the oldest
     with store.engine.connect() as conn:
         order = [r.invocation_id for r in conn.execute(t.eval_jobs.select().order_by(t.eval_jobs.c.enqueued_at))]
-    dead = queue.claim("w0", 2, lease_seconds=60)
-    assert set(dead) == set(order[:2])
+
+    def ids(jobs: list[Job]) -> set[str]:
+        return {job.invocation_id for job in jobs}
+
+    dead = ids(queue.claim("w0", 2, lease_seconds=60))
+    assert dead == set(order[:2])
     time.sleep(0.05)
-    assert set(queue.claim("w1", 3, lease_seconds=0.01)) == {*dead, order[2]}  # the run-out leases, then the oldest
-    assert set(queue.claim("w1", 3, lease_seconds=60)) == set(order[3:6])
-    assert set(queue.claim("w1", 10, lease_seconds=60)) == set(order[6:])
+    assert ids(queue.claim("w1", 3, lease_seconds=0.01)) == {*dead, order[2]}  # the run-out leases, then the oldest
+    assert ids(queue.claim("w1", 3, lease_seconds=60)) == set(order[3:6])
+    assert ids(queue.claim("w1", 10, lease_seconds=60)) == set(order[6:])
     if store.dialect == "sqlite":  # each part is an index range scan that stops at the limit, not a sort
         with store.engine.connect() as conn:
             for which in (_STALE, _WAITING):
                 plan = conn.execute(
-                    text(f"EXPLAIN QUERY PLAN {queue._claiming(which).text}"),
-                    {"claimed": "c", "pending": "p", "worker": "w", "now": 1, "stale": 0, "limit": 1},
+                    text(f"EXPLAIN QUERY PLAN {queue._claiming(which).text}").bindparams(
+                        bindparam("names", expanding=True)
+                    ),
+                    {"claimed": "c", "pending": "p", "worker": "w", "now": 1, "stale": 0, "limit": 1, "names": ["a"]},
                 )
                 details = " ".join(str(row[-1]) for row in plan)
                 assert "ix_eval_jobs_status" in details and "TEMP B-TREE" not in details, details
@@ -130,9 +136,9 @@ def test_a_batch_completes_only_the_jobs_its_worker_still_holds(store):
         rows = conn.execute(t.online_results.select()).all()
         statuses = {r.invocation_id: (r.status, r.claimed_by) for r in conn.execute(t.eval_jobs.select())}
     assert sorted((r.invocation_id, r.worker, r.score, r.explanation) for r in rows) == sorted(
-        (i, "w0", 1.0, "same") for i in closed
+        (i.invocation_id, "w0", 1.0, "same") for i in closed
     )
-    assert statuses == {i: ("done", "w1" if i in lost else "w0") for i in mine}
+    assert statuses == {i.invocation_id: ("done", "w1" if i in lost else "w0") for i in mine}
     assert queue.complete_batch("w0", {}) == set()
 
 
@@ -148,11 +154,11 @@ def test_online_writes_do_not_wait_for_the_disk_and_leave_every_other_write_dura
     assert durable in ("2", "on")  # FULL / on: what a 2xx promises
     with store.redoable_write() as conn:
         assert _durability(conn) in ("1", "off")  # NORMAL / off, for this transaction
-        conn.exec_driver_sql("INSERT INTO eval_jobs (invocation_id, status, enqueued_at, attempts) "
-                             "VALUES ('kept', 'pending', 1, 0)")  # fmt: skip
+        conn.exec_driver_sql("INSERT INTO eval_jobs (invocation_id, evaluator, status, enqueued_at, attempts) "
+                             "VALUES ('kept', 'default', 'pending', 1, 0)")  # fmt: skip
     with pytest.raises(KeyError), store.redoable_write() as conn:
-        conn.exec_driver_sql("INSERT INTO eval_jobs (invocation_id, status, enqueued_at, attempts) "
-                             "VALUES ('rolled back', 'pending', 1, 0)")  # fmt: skip
+        conn.exec_driver_sql("INSERT INTO eval_jobs (invocation_id, evaluator, status, enqueued_at, attempts) "
+                             "VALUES ('rolled back', 'default', 'pending', 1, 0)")  # fmt: skip
         raise KeyError
     assert _durability_of_pool(store) == durable
     assert JobQueue(store).counts() == {"pending": 1}
@@ -182,7 +188,7 @@ def test_a_batch_completes_and_the_next_is_claimed_in_one_transaction_and_a_stop
     queue.release("w0", second)  # stopping: waiting again at once, not after the lease, and no attempt counted
     assert queue.counts() == {"done": 2, "pending": 3}
     with store.engine.connect() as conn:
-        attempts = {r.invocation_id: r.attempts for r in conn.execute(t.eval_jobs.select())}
+        attempts = {Job(r.invocation_id, r.evaluator): r.attempts for r in conn.execute(t.eval_jobs.select())}
     assert all(attempts[i] == 0 for i in second)
     assert sorted(queue.claim("w1", 5, lease_seconds=60)) == sorted({*second, *(i for i in attempts if i not in first)})
     assert queue.complete_and_claim("w1", {}, 0, 60) == (set(), [])
@@ -200,15 +206,16 @@ def test_a_worker_never_waits_for_an_ingest_rebuilding_one_of_its_jobs(postgres_
         first, second = sorted(queue.claim("w0", 2, lease_seconds=60))
         result = [{"metric": "m", "score": 1.0, "label": "pass", "explanation": None}]
         with store.engine.begin() as ingest:
-            rescore(ingest, [second])  # the ingest holds the second job's row
-            done: list[set[str]] = []
+            rescore(ingest, [second.invocation_id])  # the ingest holds the second job's row
+            done: list[set[Job]] = []
             worker = threading.Thread(
                 target=lambda: done.append(queue.complete_batch("w0", {first: result, second: result}))
             )
             worker.start()
             worker.join(10)
             assert not worker.is_alive(), "the worker waited for the ingest's lock"
-            rescore(ingest, [first])  # then it takes the first: the worker has finished with it, no deadlock
+            # then it takes the first: the worker has finished with it, no deadlock
+            rescore(ingest, [first.invocation_id])
         assert done == [{first}]
         assert queue.counts() == {"pending": 2}
         assert queue.stats.lost_claims == 1
@@ -247,12 +254,13 @@ def test_job_statuses_are_stored_as_the_same_plain_text_on_every_driver(store):
 def test_job_statuses_and_shed_policies_keep_the_text_they_are_stored_and_configured_as():
     """The values are the stored column (read by older versions and other processes), the ``shed`` option of
     online.toml and the backlog's Prometheus label: each member prints as its value and reads back from it."""
-    assert [s.value for s in JobStatus] == ["pending", "claimed", "done", "shed", "failed"]
+    assert [s.value for s in JobStatus] == ["pending", "claimed", "done", "shed", "failed", "skipped"]
+    assert [r.value for r in SkipReason] == ["not_sampled", "rate", "budget"]
     assert [p.value for p in ShedPolicy] == ["oldest", "newest"]
     assert [label.value for label in ResultLabel] == ["pass", "fail", "error", "scored"]
     assert SHED_POLICIES == (ShedPolicy.OLDEST, ShedPolicy.NEWEST)
     assert UNFINISHED == (JobStatus.PENDING, JobStatus.CLAIMED)
-    for member in (*JobStatus, *ShedPolicy, *ResultLabel):
+    for member in (*JobStatus, *ShedPolicy, *ResultLabel, *SkipReason):
         assert str(member) == f"{member}" == member.value
         assert type(member)(member.value) is member
     assert ", ".join(SHED_POLICIES) == "oldest, newest"  # as the error for a bad ``shed`` lists them

@@ -117,9 +117,10 @@ def test_the_revision_keying_invocations_by_trace_and_span_keeps_their_data(empt
             ), {"id": invocation_id, "trace": trace})  # fmt: skip
         conn.execute(text("INSERT INTO tool_calls (invocation_id, position, name, args) VALUES (:id, 0, 'a', '{}')"),
                      {"id": span})  # fmt: skip
-        conn.execute(t.eval_jobs.insert(), [{"invocation_id": span, "status": "done", "enqueued_at": 1, "attempts": 1}])
-        conn.execute(t.online_results.insert(), [{"invocation_id": span, "metric": "m", "score": 1.0, "worker": "w",
-                                                   "created_at": 1}])  # fmt: skip
+        conn.execute(text("INSERT INTO eval_jobs (invocation_id, status, enqueued_at, attempts) "
+                          "VALUES (:id, 'done', 1, 1)"), {"id": span})  # fmt: skip
+        conn.execute(text("INSERT INTO online_results (invocation_id, metric, score, worker, created_at) "
+                          "VALUES (:id, 'm', 1.0, 'w', 1)"), {"id": span})  # fmt: skip
     store.close()
 
     upgraded = Store(empty_url)
@@ -166,4 +167,48 @@ def test_the_revision_adding_call_agents_keeps_stored_calls_with_their_agent_unk
         command.downgrade(migrate.alembic_config(conn), added.down_revision)
     with upgraded.engine.connect() as conn:
         assert "agent_name" not in {c["name"] for c in inspect(conn).get_columns("tool_calls")}
+    upgraded.close()
+
+
+def test_the_revision_of_online_evaluators_keeps_jobs_and_scores_as_the_flat_evaluators(empty_url):
+    """Jobs and scores stored when a store had one evaluator become the flat form's (``default``, version ``1``);
+    afterwards two evaluators may score one metric of one turn; back down, one row per turn and metric is kept."""
+    script = ScriptDirectory(str(migrate.MIGRATIONS))
+    added = next(r for r in script.walk_revisions() if r.path.endswith("_online_evaluators.py"))
+    store = Store(empty_url, create=False)
+    store.upgrade(added.down_revision)
+    with store.engine.begin() as conn:
+        conn.execute(text(
+            "INSERT INTO eval_jobs (invocation_id, status, enqueued_at, attempts) VALUES ('i', 'done', 1, 1), "
+            "('j', 'pending', 2, 0)"
+        ))  # fmt: skip
+        conn.execute(text(
+            "INSERT INTO online_results (invocation_id, metric, score, label, worker, created_at) "
+            "VALUES ('i', 'm', 0.5, 'pass', 'w', 3)"
+        ))  # fmt: skip
+    store.close()
+    upgraded = Store(empty_url)
+    with upgraded.engine.begin() as conn:
+        jobs = sorted(tuple(r) for r in conn.execute(text("SELECT invocation_id, evaluator, status FROM eval_jobs")))
+        assert jobs == [("i", "default", "done"), ("j", "default", "pending")]
+        scored = "SELECT invocation_id, evaluator, evaluator_version, metric, score FROM online_results"
+        assert [tuple(r) for r in conn.execute(text(scored))] == [("i", "default", "1", "m", 0.5)]
+        conn.execute(text(
+            "INSERT INTO online_results (invocation_id, evaluator, evaluator_version, metric, score, worker, "
+            "created_at) VALUES ('i', 'another', '4', 'm', 0.9, 'w', 4)"
+        ))  # fmt: skip
+        conn.execute(text(
+            "INSERT INTO eval_jobs (invocation_id, evaluator, status, reason, enqueued_at, attempts) "
+            "VALUES ('i', 'another', 'skipped', 'budget', 4, 1)"
+        ))  # fmt: skip
+    from alembic import command
+
+    with upgraded.engine.begin() as conn:  # and back
+        command.downgrade(migrate.alembic_config(conn), added.down_revision)
+    with upgraded.engine.connect() as conn:
+        assert sorted(tuple(r) for r in conn.execute(text("SELECT invocation_id, score FROM online_results"))) == [
+            ("i", 0.9)  # "another" comes first by name
+        ]
+        assert sorted(r[0] for r in conn.execute(text("SELECT invocation_id FROM eval_jobs"))) == ["i", "j"]
+        assert not inspect(conn).has_table("online_usage")
     upgraded.close()

@@ -13,7 +13,7 @@ from tests.helpers.builders import agent_run, run_key
 from toolpath.collector.reconstruct import build_invocations, is_run_span
 from toolpath.errors import ConfigError
 from toolpath.store import schema as t
-from toolpath.store.job_queue import JobQueue
+from toolpath.store.job_queue import Job, JobQueue
 from toolpath.store.retention import (
     PruneCounts,
     RetentionWorker,
@@ -45,7 +45,8 @@ def fill(store) -> None:
         store.ingest(spans, build_invocations, is_run_span)
     assert len(queue.claim("w", 10, 60)) == 6
     for scored in (run_key(3), run_key(4)):
-        assert queue.complete("w", scored, [{"metric": "m", "score": 1.0, "label": "pass", "explanation": None}])
+        result = [{"metric": "m", "score": 1.0, "label": "pass", "explanation": None}]
+        assert queue.complete("w", Job(scored, "default"), result)
     queue.detach()
     store.write_eval_run(
         {"run_id": "r1", "kind": "dataset", "dataset": "d.jsonl", "agent": None, "metrics": ["m"],

@@ -64,7 +64,7 @@ def fill(store) -> None:
               ("i08", 0.6, ResultLabel.PASS)]  # fmt: skip
     with store.engine.begin() as conn:
         conn.execute(insert(t.online_results), [
-            {"invocation_id": iid, "metric": "m", "score": score, "label": label, "worker": "w", "created_at": 1}
+            {"invocation_id": iid, "evaluator": "default", "evaluator_version": "1", "metric": "m", "score": score, "label": label, "worker": "w", "created_at": 1}
             for iid, score, label in scored
         ])  # fmt: skip
     annotate(store, "i02", author="Ada", label=ReviewLabel.FAIL)

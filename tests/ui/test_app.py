@@ -234,7 +234,8 @@ def test_online_pass_rates_and_failures_link_to_sessions(store, tmp_path):
         conn.execute(
             t.online_results.insert(),
             [
-                {"invocation_id": f"inv{i}", "metric": "trajectory_recall", "score": score, "label": label,
+                {"invocation_id": f"inv{i}", "evaluator": "default", "evaluator_version": "1",
+                 "metric": "trajectory_recall", "score": score, "label": label,
                  "explanation": f"why {i}", "worker": "w", "created_at": now - i * 1000}
                 for i, score, label in ((0, 1.0, "pass"), (1, 0.25, "fail"), (3, 1.0, "pass"), (4, 0.5, "fail"))
             ],

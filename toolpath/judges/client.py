@@ -12,6 +12,7 @@ traffic costs nothing. The SDK is configured its standard way, from the environm
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import hashlib
 import json
@@ -26,6 +27,7 @@ from typing import Any, Protocol
 
 from toolpath.config import JUDGE_CONCURRENCY_ENV, JUDGE_MAX_REQUESTS_ENV, JUDGE_MODEL_ENV
 from toolpath.errors import ConfigError, InternalSignal
+from toolpath.judges.call_slots import CallSlots
 from toolpath.judges.process_budget import BudgetSpent, WhenSpent, process_budget
 from toolpath.redact import Redactor
 
@@ -247,6 +249,9 @@ class Judge:
     when_spent: WhenSpent = WhenSpent.WAIT
     """When the process's judge budget (:mod:`toolpath.judges.process_budget`) is spent: wait for room (an
     evaluation someone started) or refuse the call at once (a request, online scoring)."""
+    slots: CallSlots | None = None
+    """Model calls in flight, bounded across every run of the judges sharing these slots (an online evaluator's
+    ``concurrency``, all its workers together); ``None``: only ``settings.concurrency`` per run."""
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -301,7 +306,7 @@ class Judge:
         self.usage.requests += 1  # counted when sent, so requests in flight count against the budget too
         budget = process_budget()
         try:
-            async with budget.slot():
+            async with self.slots.slot() if self.slots is not None else contextlib.nullcontext(), budget.slot():
                 reply = await self._with_retries(request)
         except BudgetSpent as spent:
             self.usage.requests -= 1

@@ -439,15 +439,15 @@ def forget_invocations(conn: Connection, invocation_ids: Sequence[str]) -> None:
 
 
 def rescore(conn: Connection, invocation_ids: Sequence[str]) -> None:
-    """Invocations rebuilt with more spans than they were scored on: their scores go and their job waits again
-    (a job that was shed stays shed)."""
+    """Invocations rebuilt with more spans than they were scored on: their scores go and their jobs (one per
+    evaluator) wait again (a job that was shed stays shed, one skipped over its evaluator's limits stays skipped)."""
     jobs = t.eval_jobs
     for chunk in _chunks(invocation_ids):
         # the job first, as in forget_invocations; a waiting job too, so that no worker claims it (and reads the
         # invocation as it was) before this transaction commits
         conn.execute(
             update(jobs)
-            .where(jobs.c.invocation_id.in_(chunk), jobs.c.status != JobStatus.SHED)
+            .where(jobs.c.invocation_id.in_(chunk), jobs.c.status.not_in((JobStatus.SHED, JobStatus.SKIPPED)))
             .values(status=JobStatus.PENDING, claimed_by=None, claimed_at=None, finished_at=None, attempts=0)
         )
         delete_of_invocations(conn, t.online_results, chunk)

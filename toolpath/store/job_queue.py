@@ -1,49 +1,85 @@
-"""The online-evaluation job queue, in the store: one row per sampled invocation in ``eval_jobs``.
+"""The online-evaluation job queue, in the store: one row in ``eval_jobs`` per invocation an evaluator's filters
+and sample took (a :class:`Job`: the invocation and the evaluator's name).
 
 Jobs are enqueued in the transaction that writes their invocation, so a stored invocation is never missed and
-never enqueued twice. Workers (threads or processes, any number, sharing one store) *claim* a batch: on
-PostgreSQL with ``SELECT … FOR UPDATE SKIP LOCKED``, on SQLite by its single writer. A claim is a lease: a job
-whose worker died is claimed again once the lease has run out. A job is *completed* together with its results,
-and only by the worker holding the claim, so every job is scored exactly once. When more than ``max_backlog``
-jobs wait, the queue sheds (marks ``shed``) the oldest or the newest, and counts them.
+never enqueued twice for one evaluator. Workers (threads or processes, any number, sharing one store) *claim* a
+batch: on PostgreSQL with ``SELECT … FOR UPDATE SKIP LOCKED``, on SQLite by its single writer; only jobs of the
+evaluators their queue was given (processes with other ``online.toml`` files may share the store). A claim is a
+lease: a job whose worker died is claimed again once the lease has run out. A job is *completed* together with
+its results, and only by the worker holding the claim, so every job is scored exactly once. When more than
+``max_backlog`` jobs wait, the queue sheds (marks ``shed``) the oldest or the newest, and counts them. An
+evaluator with limits (``max_per_hour``, a judge budget) is asked for room as its new jobs are claimed, and those
+over them are closed as ``skipped`` with their :class:`~toolpath.store.job_status.SkipReason`
+(:mod:`toolpath.store.online_usage`).
 """
 
 from __future__ import annotations
 
+import collections
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, Connection, and_, func, select, text, update
+from sqlalchemy import ColumnElement, Connection, and_, bindparam, func, select, text, tuple_, update
 
 from toolpath.errors import ConfigError
 from toolpath.model import Invocation
+from toolpath.store import online_usage
 from toolpath.store import schema as t
-from toolpath.store.job_status import SHED_POLICIES, JobStatus, ShedPolicy
+from toolpath.store.job_status import SHED_POLICIES, JobStatus, ShedPolicy, SkipReason
+from toolpath.store.online_usage import UsageLimits
 from toolpath.store.store import Store
 
 _IN_CHUNK = 500
+_RESULT_COLUMNS = "invocation_id, evaluator, evaluator_version, metric, score, label, explanation, worker, created_at"
 _INSERT_RESULTS = (  # plain tuples through the driver's executemany: no per-row SQLAlchemy processing
-    "INSERT INTO online_results (invocation_id, metric, score, label, explanation, worker, created_at) VALUES ({marks})"
+    f"INSERT INTO online_results ({_RESULT_COLUMNS}) VALUES ({{marks}})"
 )
 _INSERT_RESULTS_PG = (  # one statement, one array per column: one round trip for the batch
-    "INSERT INTO online_results (invocation_id, metric, score, label, explanation, worker, created_at) "
-    "SELECT * FROM unnest(CAST(%s AS text[]), CAST(%s AS text[]), CAST(%s AS double precision[]), "
-    "CAST(%s AS text[]), CAST(%s AS text[]), CAST(%s AS text[]), CAST(%s AS bigint[]))"
+    f"INSERT INTO online_results ({_RESULT_COLUMNS}) "
+    "SELECT * FROM unnest(CAST(%s AS text[]), CAST(%s AS text[]), CAST(%s AS text[]), CAST(%s AS text[]), "
+    "CAST(%s AS double precision[]), CAST(%s AS text[]), CAST(%s AS text[]), CAST(%s AS text[]), "
+    "CAST(%s AS bigint[]))"
 )
 
 _STALE = "status = :claimed AND claimed_at < :stale"
 _WAITING = "status = :pending"
 _ENQUEUE = (  # in the ingest's write transaction: plain tuples through the driver, an existing job left as it is
-    "INSERT INTO eval_jobs (invocation_id, status, enqueued_at, attempts) VALUES ({mark}, {mark}, {mark}, 0) "
-    "ON CONFLICT (invocation_id) DO NOTHING"
+    "INSERT INTO eval_jobs (invocation_id, evaluator, status, enqueued_at, attempts) "
+    "VALUES ({mark}, {mark}, {mark}, {mark}, 0) ON CONFLICT (invocation_id, evaluator) DO NOTHING"
 )
 _ENQUEUE_PG = (
-    "INSERT INTO eval_jobs (invocation_id, status, enqueued_at, attempts) "
-    "SELECT unnest(CAST(%s AS text[])), %s, %s, 0 ON CONFLICT (invocation_id) DO NOTHING"
+    "INSERT INTO eval_jobs (invocation_id, evaluator, status, enqueued_at, attempts) "
+    "SELECT unnest(CAST(%s AS text[])), unnest(CAST(%s AS text[])), %s, %s, 0 "
+    "ON CONFLICT (invocation_id, evaluator) DO NOTHING"
 )
+DEFAULT_EVALUATOR = ("default", "1")
+"""The name and version of the one evaluator of a queue made with ``accept=`` (a flat ``online.toml``'s)."""
+_RECENT = 100_000
+"""Invocations per evaluator whose being outside the sample a queue remembers having counted: a turn rewritten as
+its late spans arrive is counted once (while it is among these)."""
+
+
+class Job(NamedTuple):
+    """One evaluator's job on one invocation: the key of its ``eval_jobs`` row."""
+
+    invocation_id: str
+    evaluator: str
+
+
+@dataclass(frozen=True)
+class QueueEvaluator:
+    """An evaluator as the queue sees it: its name and version (its results name both), which invocations it
+    takes (its filters, then its sample), and its limits."""
+
+    name: str
+    version: str
+    admits: Callable[[Invocation], bool] = lambda invocation: True
+    samples: Callable[[str], bool] = lambda invocation_id: True
+    limits: UsageLimits | None = None
+    """``None``: no limit asked of the store (nothing counted in ``online_usage``)."""
 
 
 @dataclass
@@ -56,6 +92,9 @@ class QueueStats:
     """Jobs given up after ``max_attempts`` claims."""
     lost_claims: int = 0
     """Completions refused because another worker had taken the job over (its lease had run out)."""
+    skipped: collections.Counter[tuple[str, SkipReason]] = field(default_factory=collections.Counter)
+    """Targets not scored, by evaluator and reason: outside the sample (as this process stored them), over the
+    hour's rate or the judge budget (as its workers claimed them)."""
 
 
 class JobQueue:
@@ -64,14 +103,21 @@ class JobQueue:
         store: Store,
         *,
         accept: Callable[[Invocation], bool] = lambda inv: True,
+        evaluators: Sequence[QueueEvaluator] = (),
         max_backlog: int | None = None,
         shed: ShedPolicy | str = ShedPolicy.OLDEST,
         max_attempts: int = 3,
     ) -> None:
+        """``evaluators``: whose jobs this queue enqueues and claims; none given, one (:data:`DEFAULT_EVALUATOR`)
+        that takes what ``accept`` says."""
         if shed not in SHED_POLICIES:
             raise ConfigError(f"shed must be one of {', '.join(SHED_POLICIES)}, got {shed!r}")
         self.store = store
-        self.accept = accept
+        self.evaluators = {e.name: e for e in evaluators} or {
+            DEFAULT_EVALUATOR[0]: QueueEvaluator(*DEFAULT_EVALUATOR, admits=accept)
+        }
+        self.limits = {e.name: e.limits for e in self.evaluators.values() if e.limits is not None}
+        self._recent: dict[str, collections.OrderedDict[str, None]] = collections.defaultdict(collections.OrderedDict)
         self.max_backlog = max_backlog
         self.shed_policy = ShedPolicy(shed)
         self.max_attempts = max_attempts
@@ -90,20 +136,44 @@ class JobQueue:
     # --- producer side (inside the store's write transaction) --------------------------------------------
 
     def enqueue(self, conn: Connection, invocations: Sequence[Invocation]) -> None:
-        chosen = [inv.invocation_id for inv in invocations if self.accept(inv)]
+        chosen: list[Job] = []
+        outside: list[tuple[str, str]] = []
+        for inv in invocations:
+            for evaluator in self.evaluators.values():
+                if evaluator.admits(inv):
+                    if evaluator.samples(inv.invocation_id):
+                        chosen.append(Job(inv.invocation_id, evaluator.name))
+                    else:
+                        outside.append((evaluator.name, inv.invocation_id))
+        if outside:
+            self._count_outside(outside)
         if not chosen:
             return
         now = time.time_ns()
         if conn.dialect.name == "postgresql":
-            result = conn.exec_driver_sql(_ENQUEUE_PG, (chosen, JobStatus.PENDING, now))
+            ids, names = [j.invocation_id for j in chosen], [j.evaluator for j in chosen]
+            result = conn.exec_driver_sql(_ENQUEUE_PG, (ids, names, JobStatus.PENDING, now))
         else:
             mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
-            result = conn.exec_driver_sql(_ENQUEUE.format(mark=mark), [(i, JobStatus.PENDING, now) for i in chosen])
+            rows = [(*job, JobStatus.PENDING, now) for job in chosen]
+            result = conn.exec_driver_sql(_ENQUEUE.format(mark=mark), rows)
         added = max(result.rowcount, 0)
         shed = self._shed(conn) if self.max_backlog is not None else 0
         with self._lock:
             self.stats.enqueued += added
             self.stats.shed += shed
+
+    def _count_outside(self, outside: Iterable[tuple[str, str]]) -> None:
+        """Count targets outside their evaluator's sample, each once while it is among the last :data:`_RECENT`."""
+        with self._lock:
+            for name, invocation_id in outside:
+                recent = self._recent[name]
+                if invocation_id in recent:
+                    continue
+                recent[invocation_id] = None
+                if len(recent) > _RECENT:
+                    recent.popitem(last=False)
+                self.stats.skipped[name, SkipReason.NOT_SAMPLED] += 1
 
     def _shed(self, conn: Connection) -> int:
         jobs = t.eval_jobs
@@ -114,93 +184,135 @@ class JobQueue:
         if excess <= 0:
             return 0
         order = jobs.c.enqueued_at.asc() if self.shed_policy is ShedPolicy.OLDEST else jobs.c.enqueued_at.desc()
-        victims = select(jobs.c.invocation_id).where(jobs.c.status == JobStatus.PENDING).order_by(order).limit(excess)
+        victims = (
+            select(jobs.c.invocation_id, jobs.c.evaluator)
+            .where(jobs.c.status == JobStatus.PENDING)
+            .order_by(order)
+            .limit(excess)
+        )
         if self.store.dialect == "postgresql":
             victims = victims.with_for_update(skip_locked=True)
-        ids = [row.invocation_id for row in conn.execute(victims)]
-        conn.execute(
-            update(jobs).where(jobs.c.invocation_id.in_(ids)).values(status=JobStatus.SHED, finished_at=time.time_ns())
-        )
-        return len(ids)
+        keys = [tuple(row) for row in conn.execute(victims)]
+        for i in range(0, len(keys), _IN_CHUNK):
+            conn.execute(
+                update(jobs)
+                .where(tuple_(jobs.c.invocation_id, jobs.c.evaluator).in_(keys[i : i + _IN_CHUNK]))
+                .values(status=JobStatus.SHED, finished_at=time.time_ns())
+            )
+        return len(keys)
 
     # --- worker side -------------------------------------------------------------------------------------
 
     def has_work(self, lease_seconds: float) -> bool:
-        """Whether a job waits, or a claim's lease ran out: a read, without the write lock, so that a worker
-        polling an empty queue writes nothing (the claim that follows decides)."""
+        """Whether a job of this queue's evaluators waits, or a claim's lease ran out: a read, without the write
+        lock, so that a worker polling an empty queue writes nothing (the claim that follows decides)."""
         params = {
             "claimed": JobStatus.CLAIMED,
             "pending": JobStatus.PENDING,
             "stale": time.time_ns() - int(lease_seconds * 1e9),
+            "names": list(self.evaluators),
         }
         with self.store.engine.connect() as conn:
             return any(
-                conn.execute(text(f"SELECT 1 FROM eval_jobs WHERE {which} LIMIT 1"), params).first() is not None
+                conn.execute(
+                    text(f"SELECT 1 FROM eval_jobs WHERE {which} AND evaluator IN :names LIMIT 1").bindparams(
+                        bindparam("names", expanding=True)
+                    ),
+                    params,
+                ).first()
+                is not None
                 for which in (_WAITING, _STALE)
             )
 
-    def claim(self, worker: str, limit: int, lease_seconds: float) -> list[str]:
-        """Up to ``limit`` jobs for ``worker``: waiting ones, or claims whose lease ran out."""
+    def claim(self, worker: str, limit: int, lease_seconds: float) -> list[Job]:
+        """Up to ``limit`` jobs for ``worker``: waiting ones, or claims whose lease ran out; those over their
+        evaluator's limits are closed as skipped instead (not returned)."""
         with self.store.redoable_write() as conn:  # queued with ingest (SQLite)
-            return self._claim(conn, worker, limit, lease_seconds)
+            return self._claim(conn, worker, limit, lease_seconds, None)
 
-    def complete(self, worker: str, invocation_id: str, results: list[dict[str, Any]]) -> bool:
+    def complete(self, worker: str, job: Job, results: list[dict[str, Any]]) -> bool:
         """Store ``results`` and close the job, if ``worker`` still holds it; False when it does not."""
-        return bool(self.complete_batch(worker, {invocation_id: results}))
+        return bool(self.complete_batch(worker, {job: results}))
 
-    def complete_batch(self, worker: str, results: Mapping[str, Sequence[Mapping[str, Any]]]) -> set[str]:
-        """Store the results of several jobs (by invocation id) and close them, in one transaction; only the jobs
-        ``worker`` still holds are closed and get their results (another worker took over the others after their
-        lease ran out: its results count, not these). Returns the ids closed."""
+    def complete_batch(self, worker: str, results: Mapping[Job, Sequence[Mapping[str, Any]]]) -> set[Job]:
+        """Store the results of several jobs and close them, in one transaction; only the jobs ``worker`` still
+        holds are closed and get their results (another worker took over the others after their lease ran out: its
+        results count, not these). Returns the jobs closed."""
         return self.complete_and_claim(worker, results, 0, 0.0)[0]
 
     def complete_and_claim(
         self,
         worker: str,
-        results: Mapping[str, Sequence[Mapping[str, Any]]],
+        results: Mapping[Job, Sequence[Mapping[str, Any]]],
         limit: int,
         lease_seconds: float,
         *,
         also: Callable[[Connection, set[str]], None] | None = None,
-    ) -> tuple[set[str], list[str]]:
+        tokens: Mapping[str, int] | None = None,
+    ) -> tuple[set[Job], list[Job]]:
         """:meth:`complete_batch`, and :meth:`claim` of the next ``limit`` jobs in the same transaction (a worker
         scoring batch after batch takes the store's write lock once a batch, not twice). ``also(conn, closed)``
-        writes what else the closed jobs' results make, in that transaction (online eval-set runs' cases)."""
+        writes what else the closed jobs' results make, in that transaction (online eval-set runs' cases; ``closed``:
+        their invocation ids). ``tokens``: the judge tokens each evaluator spent on them, counted against its
+        budget."""
         if not results and not limit:
             return set(), []
         with self.store.redoable_write() as conn:  # queued with ingest (SQLite)
             closed = self._complete(conn, worker, results) if results else set()
             if also is not None and closed:
-                also(conn, closed)
-            return closed, self._claim(conn, worker, limit, lease_seconds) if limit else []
+                also(conn, {job.invocation_id for job in closed})
+            now = time.time_ns()
+            usage = None
+            if self.limits and (limit or any((tokens or {}).values())):
+                usage = online_usage.lock(conn, self.limits, now)
+                online_usage.spend(conn, usage, tokens or {}, now)
+            return closed, self._claim(conn, worker, limit, lease_seconds, usage) if limit else []
 
-    def release(self, worker: str, invocation_ids: Sequence[str]) -> None:
+    def release(self, worker: str, jobs: Sequence[Job]) -> None:
         """Give back jobs ``worker`` claimed and will not score (it is stopping): waiting again, for any worker
-        now rather than after the lease, and the claim not counted as an attempt."""
-        jobs = t.eval_jobs
+        now rather than after the lease, the claim not counted as an attempt nor as a target of its hour."""
+        table = t.eval_jobs
         with self.store.redoable_write() as conn:
-            for i in range(0, len(invocation_ids), _IN_CHUNK):
-                conn.execute(
-                    update(jobs)
-                    .where(self._held(worker, invocation_ids[i : i + _IN_CHUNK]))
-                    .values(status=JobStatus.PENDING, claimed_by=None, claimed_at=None, attempts=jobs.c.attempts - 1)
-                )
+            if self.limits:
+                online_usage.lock(conn, self.limits, time.time_ns())
+            for i in range(0, len(jobs), _IN_CHUNK):
+                given = conn.execute(
+                    update(table)
+                    .where(self._held(worker, jobs[i : i + _IN_CHUNK]))
+                    .values(status=JobStatus.PENDING, claimed_by=None, attempts=table.c.attempts - 1)
+                    .returning(table.c.invocation_id, table.c.evaluator, table.c.claimed_at, table.c.attempts)
+                ).all()
+                if not given:
+                    continue
+                counted = [(r.evaluator, r.claimed_at) for r in given if r.attempts == 0 and r.evaluator in self.limits]
+                online_usage.give_back(conn, counted)
+                keys = [Job(r.invocation_id, r.evaluator) for r in given]
+                conn.execute(update(table).where(self._keys_in(keys)).values(claimed_at=None))
 
-    def _held(self, worker: str, invocation_ids: Sequence[str]) -> ColumnElement[bool]:
-        """Which of ``invocation_ids`` ``worker`` holds, for an update. On PostgreSQL a job whose row another
-        transaction has locked is left out rather than waited for: another transaction locks a claimed job only to
-        wait it again or to delete it (an ingest rebuilding its invocation, retention), so the claim is lost all
-        the same, and a worker that waited while holding the other jobs of its batch could deadlock with it."""
-        jobs = t.eval_jobs
-        held = and_(
-            jobs.c.invocation_id.in_(invocation_ids), jobs.c.status == JobStatus.CLAIMED, jobs.c.claimed_by == worker
-        )
+    def _keys_in(self, jobs: Sequence[Job]) -> ColumnElement[bool]:
+        return tuple_(t.eval_jobs.c.invocation_id, t.eval_jobs.c.evaluator).in_([tuple(job) for job in jobs])
+
+    def _held(self, worker: str, jobs: Sequence[Job]) -> ColumnElement[bool]:
+        """Which of ``jobs`` ``worker`` holds, for an update. On PostgreSQL a job whose row another transaction has
+        locked is left out rather than waited for: another transaction locks a claimed job only to wait it again or
+        to delete it (an ingest rebuilding its invocation, retention), so the claim is lost all the same, and a
+        worker that waited while holding the other jobs of its batch could deadlock with it."""
+        table = t.eval_jobs
+        held = and_(self._keys_in(jobs), table.c.status == JobStatus.CLAIMED, table.c.claimed_by == worker)
         if self.store.dialect != "postgresql":
             return held  # one writer at a time: nothing to wait for
-        unlocked = select(jobs.c.invocation_id).where(held).with_for_update(skip_locked=True)
-        return jobs.c.invocation_id.in_(unlocked)
+        key = tuple_(table.c.invocation_id, table.c.evaluator)
+        unlocked = select(table.c.invocation_id, table.c.evaluator).where(held).with_for_update(skip_locked=True)
+        return key.in_(unlocked)
 
-    def _claim(self, conn: Connection, worker: str, limit: int, lease_seconds: float) -> list[str]:
+    def _claim(
+        self,
+        conn: Connection,
+        worker: str,
+        limit: int,
+        lease_seconds: float,
+        usage: dict[str, online_usage.EvaluatorUsage] | None,
+    ) -> list[Job]:
         now = time.time_ns()
         stale = now - int(lease_seconds * 1e9)
         params = {
@@ -209,68 +321,118 @@ class JobQueue:
             "worker": worker,
             "now": now,
             "stale": stale,
+            "names": list(self.evaluators),
         }
         # claims whose lease ran out first (few), then waiting jobs, oldest first: two index range scans that stop
         # at ``limit``; one query with an OR of both would sort every waiting job, however long the backlog
         rows = list(conn.execute(self._claiming(_STALE), {**params, "limit": limit}).all())
         if len(rows) < limit:
             rows += conn.execute(self._claiming(_WAITING), {**params, "limit": limit - len(rows)}).all()
-        worn = [r.invocation_id for r in rows if r.attempts > self.max_attempts]
+        worn = [Job(r.invocation_id, r.evaluator) for r in rows if r.attempts > self.max_attempts]
         if worn:  # a job that keeps killing its workers is given up, not retried forever
+            self._close(conn, worn, JobStatus.FAILED, None, now)
+        jobs = [Job(r.invocation_id, r.evaluator) for r in rows if r.attempts <= self.max_attempts]
+        first = collections.Counter(r.evaluator for r in rows if r.attempts == 1 and r.evaluator in self.limits)
+        skipped: dict[SkipReason, list[Job]] = {}
+        if first:  # new targets of evaluators with limits: each asks the hour's row for room
+            if usage is None:
+                usage = online_usage.lock(conn, self.limits, now)
+            for name, wanted in sorted(first.items()):
+                room, reason = online_usage.take(conn, usage[name], name, wanted, now)
+                if reason is not None:
+                    new = [Job(r.invocation_id, name) for r in rows if r.attempts == 1 and r.evaluator == name]
+                    skipped.setdefault(reason, []).extend(new[room:])
+        for reason, over in skipped.items():
+            self._close(conn, over, JobStatus.SKIPPED, reason, now)
+        dropped = {job for over in skipped.values() for job in over}
+        with self._lock:
+            self.stats.claimed += len(jobs) - len(dropped)
+            self.stats.failed += len(worn)
+            for reason, over in skipped.items():
+                for job in over:
+                    self.stats.skipped[job.evaluator, reason] += 1
+        return [job for job in jobs if job not in dropped]
+
+    def _close(
+        self, conn: Connection, jobs: Sequence[Job], status: JobStatus, reason: SkipReason | None, now: int
+    ) -> None:
+        for i in range(0, len(jobs), _IN_CHUNK):
             conn.execute(
                 update(t.eval_jobs)
-                .where(t.eval_jobs.c.invocation_id.in_(worn))
-                .values(status=JobStatus.FAILED, finished_at=now)
+                .where(self._keys_in(jobs[i : i + _IN_CHUNK]))
+                .values(status=status, reason=reason, finished_at=now)
             )
-        with self._lock:
-            self.stats.claimed += len(rows) - len(worn)
-            self.stats.failed += len(worn)
-        return [r.invocation_id for r in rows if r.attempts <= self.max_attempts]
 
     def _claiming(self, which: str) -> Any:
-        skip_locked = " FOR UPDATE SKIP LOCKED" if self.store.dialect == "postgresql" else ""
+        postgres = self.store.dialect == "postgresql"
+        key, keys = ("(invocation_id, evaluator)", "invocation_id, evaluator") if postgres else ("rowid", "rowid")
+        skip_locked = " FOR UPDATE SKIP LOCKED" if postgres else ""  # SQLite: rowid, each row's own integer key
         return text(
             "UPDATE eval_jobs SET status = :claimed, claimed_by = :worker, claimed_at = :now, attempts = attempts + 1 "
-            f"WHERE invocation_id IN (SELECT invocation_id FROM eval_jobs WHERE {which} "
-            f"ORDER BY enqueued_at LIMIT :limit{skip_locked}) RETURNING invocation_id, attempts"
-        )
+            f"WHERE {key} IN (SELECT {keys} FROM eval_jobs WHERE {which} AND evaluator IN :names "
+            f"ORDER BY enqueued_at LIMIT :limit{skip_locked}) RETURNING invocation_id, evaluator, attempts"
+        ).bindparams(bindparam("names", expanding=True))
 
-    def _complete(self, conn: Connection, worker: str, results: Mapping[str, Sequence[Mapping[str, Any]]]) -> set[str]:
+    def _complete(self, conn: Connection, worker: str, results: Mapping[Job, Sequence[Mapping[str, Any]]]) -> set[Job]:
         now = time.time_ns()
-        jobs = t.eval_jobs
-        ids = list(results)
-        closed: set[str] = set()
-        for i in range(0, len(ids), _IN_CHUNK):
+        table = t.eval_jobs
+        jobs = list(results)
+        closed: set[Job] = set()
+        for i in range(0, len(jobs), _IN_CHUNK):
             closed.update(
-                conn.execute(
-                    update(jobs)
-                    .where(self._held(worker, ids[i : i + _IN_CHUNK]))
+                Job(*row)
+                for row in conn.execute(
+                    update(table)
+                    .where(self._held(worker, jobs[i : i + _IN_CHUNK]))
                     .values(status=JobStatus.DONE, finished_at=now)
-                    .returning(jobs.c.invocation_id)
-                ).scalars()
+                    .returning(table.c.invocation_id, table.c.evaluator)
+                )
             )
         rows = [
-            (i, r["metric"], r["score"], r["label"], r["explanation"], worker, now)
-            for i in ids
-            if i in closed
-            for r in results[i]
-        ]
+            (job.invocation_id, job.evaluator, self._version(job.evaluator), r["metric"], r["score"], r["label"],
+             r["explanation"], worker, now)
+            for job in jobs
+            if job in closed
+            for r in results[job]
+        ]  # fmt: skip
         if rows:
             if conn.dialect.name == "postgresql":
                 conn.exec_driver_sql(_INSERT_RESULTS_PG, tuple(list(c) for c in zip(*rows, strict=True)))
             else:
                 mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
-                conn.exec_driver_sql(_INSERT_RESULTS.format(marks=", ".join([mark] * 7)), rows)
+                conn.exec_driver_sql(_INSERT_RESULTS.format(marks=", ".join([mark] * 9)), rows)
         with self._lock:
             self.stats.completed += len(closed)
-            self.stats.lost_claims += len(ids) - len(closed)
+            self.stats.lost_claims += len(jobs) - len(closed)
         return closed
 
+    def _version(self, evaluator: str) -> str:
+        return self.evaluators[evaluator].version
+
     def counts(self) -> dict[JobStatus, int]:
+        """Jobs in the store by status, every evaluator's and every worker's."""
         jobs = t.eval_jobs
         with self.store.engine.connect() as conn:
             rows = conn.execute(select(jobs.c.status, func.count()).group_by(jobs.c.status)).all()
         return {JobStatus(status): count for status, count in rows}
+
+    def skipped_in_store(self) -> dict[tuple[str, SkipReason], int]:
+        """Jobs closed as skipped, by evaluator and reason (every process's)."""
+        jobs = t.eval_jobs
+        query = (
+            select(jobs.c.evaluator, jobs.c.reason, func.count())
+            .where(jobs.c.status == JobStatus.SKIPPED)
+            .group_by(jobs.c.evaluator, jobs.c.reason)
+        )
+        with self.store.engine.connect() as conn:
+            return {(name, SkipReason(reason)): n for name, reason, n in conn.execute(query)}
+
+    def usage(self) -> dict[str, online_usage.EvaluatorUsage]:
+        """The hour's and the day's use of each of this queue's evaluators with limits (every process's)."""
+        if not self.limits:
+            return {}
+        with self.store.engine.connect() as conn:
+            return online_usage.read(conn, self.limits, time.time_ns())
 
 
 def latest_scored(store: Store, *, after_ns: int = 0, limit: int = 50) -> list[dict[str, Any]]:

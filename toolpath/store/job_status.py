@@ -21,10 +21,26 @@ class JobStatus(StrEnum):
     """Dropped from a backlog over ``max_backlog``."""
     FAILED = "failed"
     """Given up after ``max_attempts`` claims."""
+    SKIPPED = "skipped"
+    """Not scored: its evaluator's limits said no when it was claimed (``eval_jobs.reason``, a
+    :class:`SkipReason`)."""
 
 
 UNFINISHED = (JobStatus.PENDING, JobStatus.CLAIMED)
 """The statuses of a job still in the backlog; the others are final."""
+
+
+class SkipReason(StrEnum):
+    """Why an evaluator's target was not scored. A target outside its sample gets no job (the sample is a hash of
+    its id: whether it was sampled can always be worked out again); those are only counted. A sampled target
+    over its evaluator's limits is a job of status ``skipped``, its reason in ``eval_jobs.reason``."""
+
+    NOT_SAMPLED = "not_sampled"
+    """Admitted by the evaluator's filters, outside its sample (counted, no job)."""
+    RATE = "rate"
+    """Over the evaluator's ``max_per_hour``."""
+    BUDGET = "budget"
+    """The evaluator's judge budget for the hour or the day was spent."""
 
 
 class ShedPolicy(StrEnum):

@@ -133,7 +133,9 @@ eval_jobs = Table(
     "eval_jobs",
     metadata,
     Column("invocation_id", String(64), primary_key=True),
+    Column("evaluator", String(64), primary_key=True),  # the online evaluator whose job it is (its name)
     Column("status", String(16), nullable=False),  # a JobStatus value (toolpath.store.job_status)
+    Column("reason", String(16)),  # a skipped job's SkipReason value
     Column("enqueued_at", BigInteger, nullable=False),
     Column("claimed_by", String(128)),
     Column("claimed_at", BigInteger),
@@ -146,6 +148,8 @@ online_results = Table(
     "online_results",
     metadata,
     Column("invocation_id", String(64), primary_key=True),
+    Column("evaluator", String(64), primary_key=True),
+    Column("evaluator_version", String(64), nullable=False),
     Column("metric", String(256), primary_key=True),
     Column("score", Float),
     Column("label", String(32)),
@@ -153,6 +157,15 @@ online_results = Table(
     Column("worker", String(128), nullable=False),
     Column("created_at", BigInteger, nullable=False),
     Index("ix_online_results_created", "created_at"),
+)
+
+online_usage = Table(
+    "online_usage",
+    metadata,
+    Column("evaluator", String(64), primary_key=True),
+    Column("hour_start", BigInteger, primary_key=True),  # the clock hour counted, UTC
+    Column("targets", Integer, nullable=False),  # targets the evaluator took to score in that hour
+    Column("tokens", BigInteger, nullable=False),  # judge tokens (input + output) its scoring spent in that hour
 )
 
 turn_annotations = Table(

@@ -1,5 +1,6 @@
 """Online scores out over OTLP: a ``gen_ai.evaluation.result`` event per score, parented to the evaluated agent
-span (its trace and span ids), and two OTel metrics labelled by metric and agent:
+span (its trace and span ids) and naming the evaluator, its version and its target kind, and two OTel metrics
+labelled by metric, agent and evaluator:
 
 - ``gen_ai.evaluation.score`` (histogram of the scores),
 - ``gen_ai.evaluation.results`` (counter; ``gen_ai.evaluation.score.label`` is a
@@ -23,6 +24,7 @@ from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
+from toolpath.evaluation.online.selection import TargetKind
 from toolpath.store.job_status import ResultLabel
 from toolpath.tracer import semconv as sc
 
@@ -58,12 +60,25 @@ class ResultExporter:
         score: float | None,
         label: ResultLabel,
         explanation: str | None,
+        evaluator: str = "default",
+        evaluator_version: str = "1",
+        target: TargetKind = TargetKind.TURN,
     ) -> None:
-        labels = {sc.GEN_AI_EVALUATION_NAME: metric, sc.GEN_AI_AGENT_NAME: agent_name or "unknown"}
+        labels = {
+            sc.GEN_AI_EVALUATION_NAME: metric,
+            sc.GEN_AI_AGENT_NAME: agent_name or "unknown",
+            sc.GEN_AI_EVALUATION_EVALUATOR_NAME: evaluator,
+        }
         if score is not None:
             self.histogram.record(score, labels)
         self.counter.add(1, {**labels, sc.GEN_AI_EVALUATION_SCORE_LABEL: label})
-        attributes: dict[str, Any] = {sc.GEN_AI_EVALUATION_NAME: metric, sc.GEN_AI_EVALUATION_SCORE_LABEL: label}
+        attributes: dict[str, Any] = {
+            sc.GEN_AI_EVALUATION_NAME: metric,
+            sc.GEN_AI_EVALUATION_SCORE_LABEL: label,
+            sc.GEN_AI_EVALUATION_EVALUATOR_NAME: evaluator,
+            sc.GEN_AI_EVALUATION_EVALUATOR_VERSION: evaluator_version,
+            sc.GEN_AI_EVALUATION_TARGET: str(target),
+        }
         if score is not None:
             attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE] = float(score)
         if explanation:

@@ -18,34 +18,31 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from toolpath.errors import ConfigError
-from toolpath.evaluation.catalog import pass_rules, passes, resolve_metric
+from toolpath.evaluation.catalog import resolve_metric
 from toolpath.evaluation.online.evalset_runs import OnlineRun
+from toolpath.evaluation.online.evaluator_units import EvaluatorUnit
 from toolpath.evaluation.online.references import EvalSetReferences, References, check_metrics, is_eval_set_path
 from toolpath.evaluation.online.settings import OnlineConfig
 from toolpath.evaluation.prompt_match import prompt_key
-from toolpath.evaluation.scoring import prepare_judge, score_views
-from toolpath.judges.client import Judge, settings_from
-from toolpath.judges.process_budget import WhenSpent
+from toolpath.judges.client import settings_from
 from toolpath.metrics.base import Metric
 from toolpath.metrics.rows import row_ids, stored_row, with_parsed_trajectories
 from toolpath.model import agent_span_id
 from toolpath.redact import Redactor
-from toolpath.store.job_queue import JobQueue
-from toolpath.store.job_status import UNFINISHED, JobStatus, ResultLabel
+from toolpath.store.job_queue import Job, JobQueue
+from toolpath.store.job_status import UNFINISHED, JobStatus, SkipReason
 from toolpath.store.reads import StoredTurn
 from toolpath.store.store import Store
 
 __all__ = ["OnlineEvaluator", "OnlineStats", "ResultSink"]
 
 logger = logging.getLogger("toolpath.online")
-_LABELS = {True: ResultLabel.PASS, False: ResultLabel.FAIL, None: ResultLabel.SCORED}
-"""An online result's label by its score's verdict (``None``: the metric has no pass mark)."""
 
 
 class ResultSink(Protocol):
     def record_batch(self, results: Sequence[tuple[str | None, Mapping[str, Any]]], lags: Sequence[float]) -> None:
-        """A scored batch: each result (``metric``, ``score``, ``label``, ``explanation``) with its invocation's
-        agent name, and how long after each run ended it was scored (seconds)."""
+        """A scored batch: each result (``evaluator``, ``metric``, ``score``, ``label``, ``explanation``) with its
+        invocation's agent name, and how long after each run ended it was scored (seconds)."""
 
 
 @dataclass
@@ -77,30 +74,22 @@ class OnlineEvaluator:
         (:mod:`toolpath.evaluation.online.evalset_runs`)."""
         self.store = store
         self.config = OnlineConfig.load(config)
-        if len(self.config.specs) > 1 or self.config.specs[0].limits.quota:
-            raise ConfigError("online: several evaluators, max_per_hour and budget are not built yet")
-        self.spec = self.config.specs[0]
-        """The evaluator the config declares: its metrics, filters and sample."""
-        self.metrics: list[Metric] = [resolve_metric(m) for m in self.spec.metrics]
         rules = Redactor.build() if redactor is True else redactor or None
         golden: EvalSetReferences | None = None
+        extra: list[Metric] = []
         if is_eval_set_path(self.config.reference_dataset):  # its criteria are metrics, passing at their thresholds
-            key = prompt_key(self.config.match)
+            key = prompt_key(self.config.match)  # (a flat config's: its one evaluator's)
             golden = EvalSetReferences(str(self.config.reference_dataset), key, rules, store)
-            check_metrics(self.metrics, golden.metrics)
-            self.metrics += golden.metrics
-        names = [m.name for m in self.metrics]
-        if twice := sorted({n for n in names if names.count(n) > 1}):  # one result row per invocation and name
-            raise ConfigError(
-                f"online: metric(s) listed twice: {', '.join(twice)} (give each variant a name of its own: "
-                "trajectory_exact_match(agent=billing_agent, name=billing_exact))"
-            )
+            check_metrics([resolve_metric(m) for m in self.config.specs[0].metrics], golden.metrics)
+            extra = golden.metrics
         # judge metrics without credentials: refuse to start, rather than score nothing batch after batch
-        self.judge: Judge | None = prepare_judge(self.metrics, settings_from(self.config.judge), cache=store)
-        if self.judge is not None:  # past the process's judge budget a call is refused (its result says so): a
-            self.judge.when_spent = WhenSpent.REFUSE  # job waiting a minute for room would outlive its lease
-        self.rules = pass_rules(self.metrics, {**(golden.thresholds if golden else {}), **self.config.thresholds})
-        unknown = sorted(set(self.config.thresholds) - set(self.rules))
+        settings = settings_from(self.config.judge)
+        thresholds = {**(golden.thresholds if golden else {}), **self.config.thresholds}
+        self.units = {
+            spec.name: EvaluatorUnit.build(spec, settings, thresholds, store, extra) for spec in self.config.specs
+        }
+        """The evaluators the config declares, by name, ready to score."""
+        unknown = sorted(set(self.config.thresholds) - {m for u in self.units.values() for m in u.rules})
         if unknown:
             raise ConfigError(f"online: thresholds for {', '.join(unknown)}, which 'metrics' does not name")
         self.references: References | EvalSetReferences = golden or References(
@@ -111,9 +100,13 @@ class OnlineEvaluator:
         if golden is not None:
             run_id, started_ns = run if run is not None else (None, None)
             source = str(self.config.reference_dataset)
-            self.run = OnlineRun(golden, self.rules, source=source, run_id=run_id, started_ns=started_ns)
+            (unit,) = self.units.values()
+            self.run = OnlineRun(golden, unit.rules, source=source, run_id=run_id, started_ns=started_ns)
         self.queue = JobQueue(
-            store, accept=self.spec.accepts, max_backlog=self.config.max_backlog, shed=self.config.shed
+            store,
+            evaluators=[unit.queued() for unit in self.units.values()],
+            max_backlog=self.config.max_backlog,
+            shed=self.config.shed,
         )
         self.name = name or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self.stats = OnlineStats()
@@ -203,17 +196,26 @@ class OnlineEvaluator:
                         listener(key, delta)
 
     def counters(self) -> dict[str, int]:
-        """This process's totals: jobs queued / claimed / done / failed / shed, scoring errors, judge usage."""
+        """This process's totals: jobs queued / claimed / done / failed / shed, scoring errors, judge usage (every
+        evaluator's), and targets skipped by evaluator and reason (keys ``skipped:{evaluator}:{reason}``)."""
         q = self.queue.stats
         with self._lock:
             totals = {"jobs_queued": q.enqueued, "jobs_claimed": q.claimed, "jobs_done": q.completed,
                       "jobs_failed": q.failed, "jobs_shed": q.shed, "scoring_errors": self.stats.errors}  # fmt: skip
-        if self.judge is not None:
-            u = self.judge.usage
-            totals |= {"judge_requests": u.requests, "judge_cached": u.cached, "judge_errors": u.errors,
-                       "judge_retries": u.retries, "judge_input_tokens": u.input_tokens,
-                       "judge_output_tokens": u.output_tokens}  # fmt: skip
+        judged = [unit.judge_usage() for unit in self.units.values() if unit.judge is not None]
+        if judged:
+            totals |= {
+                f"judge_{key}": sum(getattr(u, key) for u in judged)
+                for key in ("requests", "cached", "errors", "retries", "input_tokens", "output_tokens")
+            }
+        totals |= {f"skipped:{name}:{reason}": n for (name, reason), n in self.skipped().items()}
         return totals
+
+    def skipped(self) -> dict[tuple[str, SkipReason], int]:
+        """Targets of this process's evaluators not scored, by evaluator and reason: outside the sample (as this
+        process stored them), over the rate or the budget (as its workers claimed them)."""
+        with self.queue._lock:
+            return dict(self.queue.stats.skipped)
 
     def workers_alive(self) -> tuple[int, int]:
         """Worker threads running, and started."""
@@ -225,70 +227,88 @@ class OnlineEvaluator:
         return self.queue.counts()
 
     def _work(self, worker: str) -> None:
-        ids: list[str] = []  # claimed: with the last batch's results, or on their own when there was none
+        jobs: list[Job] = []  # claimed: with the last batch's results, or on their own when there was none
         try:
             while not self._stop.is_set():
                 self.publish()
-                if not ids:
+                if not jobs:
                     try:
                         if self.queue.has_work(self.config.lease_seconds):  # an empty queue is polled by reads
-                            ids = self.queue.claim(worker, self.config.batch_size, self.config.lease_seconds)
+                            jobs = self.queue.claim(worker, self.config.batch_size, self.config.lease_seconds)
                     except Exception:
                         logger.warning("toolpath: online worker could not claim jobs", exc_info=True)
-                    if not ids:
+                    if not jobs:
                         self._stop.wait(self.config.poll_seconds)
                         continue
                 try:
-                    ids = self._score(worker, ids)
+                    jobs = self._score(worker, jobs)
                 except Exception:  # the jobs stay claimed; their lease runs out and they are tried again
                     with self._lock:
                         self.stats.errors += 1
-                    logger.exception("toolpath: online scoring failed for %d invocation(s)", len(ids))
-                    ids = []
-                if not ids:  # nothing waited as the batch closed: jobs gather for a poll, the next batch is fuller
+                    logger.exception("toolpath: online scoring failed for %d job(s)", len(jobs))
+                    jobs = []
+                if not jobs:  # nothing waited as the batch closed: jobs gather for a poll, the next batch is fuller
                     self._stop.wait(self.config.poll_seconds)
         finally:
-            if ids:  # claimed with the last results, as the worker was told to stop: waiting again at once
+            if jobs:  # claimed with the last results, as the worker was told to stop: waiting again at once
                 with contextlib.suppress(Exception):
-                    self.queue.release(worker, ids)
+                    self.queue.release(worker, jobs)
             with self._lock:
                 self._running -= 1
             self.publish()
 
-    def _score(self, worker: str, ids: list[str]) -> list[str]:
-        """Score the claimed jobs ``ids`` and store their results; returns the next batch, claimed with them."""
+    def _score(self, worker: str, jobs: list[Job]) -> list[Job]:
+        """Score the claimed ``jobs`` and store their results; returns the next batch, claimed with them."""
+        by_unit: dict[str, list[Job]] = {}
+        for job in jobs:
+            by_unit.setdefault(job.evaluator, []).append(job)
+        judged = any(self.units[name].judge is not None for name in by_unit)
+        results: dict[Job, list[dict[str, Any]]] = {}
+        tokens: dict[str, int] = {}
         with ExitStack() as held:
-            if self.judge is None:  # reading and computing: CPU work, in turn with ingest
+            if not judged:  # reading and computing: CPU work, in turn with ingest
                 held.enter_context(self.turns)
-            turns = self.store.turns_by_id(ids)
-            table, _, _ = score_views(map(self.row, turns), self.metrics, judge=self.judge)
-            results = {
-                turn.invocation_id: [self._result(m.name, scored) for m in self.metrics]
-                for turn, scored in zip(turns, table, strict=True)
-            }
-            if self.judge is not None:  # a judge waited on the network without the turns; the write takes them
+            turns = {turn.invocation_id: turn for turn in self.store.turns_by_id(list({j.invocation_id for j in jobs}))}
+            for name, mine in by_unit.items():
+                found = [job for job in mine if job.invocation_id in turns]
+                table, tokens[name] = self.units[name].score(self.row(turns[job.invocation_id]) for job in found)
+                results.update(zip(found, table, strict=True))
+            if judged:  # a judge waited on the network without the turns; the write takes them
                 held.enter_context(self.turns)
             more = 0 if self._stop.is_set() else self.config.batch_size
-            also = self.run.writer(self.store, turns, results) if self.run is not None else None
+            also = None
+            if self.run is not None:
+                by_turn = {job.invocation_id: rows for job, rows in results.items()}
+                also = self.run.writer(self.store, [turns[i] for i in by_turn], by_turn)
             # one transaction for the batch's results (and eval-set cases) and the next batch's claim
-            closed, claimed = self.queue.complete_and_claim(worker, results, more, self.config.lease_seconds, also=also)
+            closed, claimed = self.queue.complete_and_claim(
+                worker, results, more, self.config.lease_seconds, also=also, tokens=tokens
+            )
         # a job another worker took over is not closed here: its results count, not ours
-        done = [turn for turn in turns if turn.invocation_id in closed]
+        done = [job for job in results if job in closed]
         with self._lock:
             self.stats.scored += len(done)
-            self.stats.results += sum(len(results[turn.invocation_id]) for turn in done)
+            self.stats.results += sum(len(results[job]) for job in done)
         if self.sinks:
             now = time.time()
-            batch = [(turn.agent_name, r) for turn in done for r in results[turn.invocation_id]]
+            batch = [
+                (turns[job.invocation_id].agent_name, {**r, "evaluator": job.evaluator})
+                for job in done
+                for r in results[job]
+            ]
+            ended = {job.invocation_id for job in done}
             lags = [
-                now - turn.started_at.timestamp() - (turn.latency_seconds or 0.0) for turn in done if turn.started_at
+                now - turn.started_at.timestamp() - (turn.latency_seconds or 0.0)
+                for i, turn in turns.items()
+                if i in ended and turn.started_at
             ]
             for sink in self.sinks:
                 sink.record_batch(batch, lags)
         if self.exporter is None:
             return claimed
-        for turn in done:
-            for r in results[turn.invocation_id]:
+        for job in done:
+            turn, spec = turns[job.invocation_id], self.units[job.evaluator].spec
+            for r in results[job]:
                 self.exporter.record(
                     trace_id=turn.trace_id,
                     span_id=agent_span_id(turn.invocation_id, turn.trace_id) or turn.invocation_id,
@@ -297,15 +317,11 @@ class OnlineEvaluator:
                     score=r["score"],
                     label=r["label"],
                     explanation=r["explanation"],
+                    evaluator=spec.name,
+                    evaluator_version=spec.version,
+                    target=spec.target,
                 )
         return claimed
-
-    def _result(self, metric: str, scored: Mapping[str, Any]) -> dict[str, Any]:
-        score = scored.get(f"{metric}/score")
-        verdict = passes(score, **self.rules[metric])
-        label = ResultLabel.ERROR if score is None else _LABELS[verdict]
-        explanation = scored.get(f"{metric}/explanation")
-        return {"metric": metric, "score": score, "label": label, "explanation": explanation}
 
     def row(self, turn: StoredTurn) -> tuple[dict[str, Any], Mapping[str, Any]]:
         """The dataset row a stored invocation is scored as (what it did, plus the golden reference when found),

@@ -1,0 +1,112 @@
+"""An online evaluator made ready to score: its declared :class:`EvaluatorSpec` with its metrics resolved, their
+pass rules, and its own judge (its calls in flight bounded across all workers, its tokens counted batch by batch
+against its budget)."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolpath.errors import ConfigError
+from toolpath.evaluation.catalog import pass_rules, passes, resolve_metric
+from toolpath.evaluation.online.evaluator_specs import EvaluatorSpec
+from toolpath.evaluation.scoring import prepare_judge, score_views
+from toolpath.judges.call_slots import CallSlots
+from toolpath.judges.client import Judge, JudgeSettings, JudgeUsage
+from toolpath.judges.process_budget import WhenSpent
+from toolpath.metrics.base import Metric
+from toolpath.store.job_queue import QueueEvaluator
+from toolpath.store.job_status import ResultLabel
+from toolpath.store.online_usage import UsageLimits
+
+__all__ = ["EvaluatorUnit"]
+
+Row = tuple[dict[str, Any], Mapping[str, Any]]
+"""A row to score: the table row, and the row as metrics read it."""
+_LABELS = {True: ResultLabel.PASS, False: ResultLabel.FAIL, None: ResultLabel.SCORED}
+"""An online result's label by its score's verdict (``None``: the metric has no pass mark)."""
+
+
+@dataclass
+class EvaluatorUnit:
+    """One evaluator, ready: what it scores with and how its results pass."""
+
+    spec: EvaluatorSpec
+    metrics: list[Metric]
+    rules: dict[str, Any]
+    judge: Judge | None
+    """Its judge (``None``: none of its metrics asks one); each batch asks through a copy that counts the batch's
+    tokens, all copies sharing its backend, cache and call slots."""
+    usage: JudgeUsage = field(default_factory=JudgeUsage)
+    """What its judge has done in this process, all batches together."""
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+
+    @classmethod
+    def build(
+        cls,
+        spec: EvaluatorSpec,
+        settings: JudgeSettings,
+        thresholds: Mapping[str, float],
+        cache: Any,
+        extra: Sequence[Metric] = (),
+    ) -> EvaluatorUnit:
+        """``spec``'s metrics (and ``extra``: an eval set's criteria), a judge with ``settings`` if one of them asks
+        one (connected now: missing credentials are a :class:`ConfigError` before any scoring), the pass rules with
+        ``thresholds`` (those of its metrics)."""
+        metrics = [resolve_metric(m) for m in spec.metrics] + list(extra)
+        names = [m.name for m in metrics]
+        if twice := sorted({n for n in names if names.count(n) > 1}):  # one result row per invocation and name
+            raise ConfigError(
+                f"online: evaluator {spec.name!r}: metric(s) listed twice: {', '.join(twice)} (give each variant a "
+                "name of its own: trajectory_exact_match(agent=billing_agent, name=billing_exact))"
+            )
+        judge = prepare_judge(metrics, dataclasses.replace(settings), cache=cache)
+        if judge is not None:  # past the process's judge budget a call is refused (its result says so): a
+            judge.when_spent = WhenSpent.REFUSE  # job waiting a minute for room would outlive its lease
+            judge.slots = CallSlots(spec.limits.concurrency or judge.settings.concurrency)
+        rules = pass_rules(metrics, {k: v for k, v in thresholds.items() if k in names})
+        return cls(spec, metrics, rules, judge)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def queued(self) -> QueueEvaluator:
+        """The evaluator as the job queue sees it: its filters, its sample, the limits the store keeps."""
+        limits = self.spec.limits
+        kept = None
+        if limits.quota:
+            kept = UsageLimits(limits.max_per_hour, limits.budget.tokens_per_hour, limits.budget.tokens_per_day)
+        return QueueEvaluator(self.spec.name, self.spec.version, self.spec.filters.admits, self.spec.samples, kept)
+
+    def score(
+        self, items: Iterable[tuple[dict[str, Any], Mapping[str, Any]]]
+    ) -> tuple[list[list[dict[str, Any]]], int]:
+        """Each row's results (one per metric), and the judge tokens their scoring spent (cache hits free)."""
+        judge = None if self.judge is None else dataclasses.replace(self.judge, usage=JudgeUsage())
+        table, _, _ = score_views(items, self.metrics, judge=judge)
+        tokens = 0
+        if judge is not None:
+            spent = judge.usage
+            tokens = spent.input_tokens + spent.output_tokens
+            with self._lock:
+                for key, value in spent.to_dict().items():
+                    setattr(self.usage, key, getattr(self.usage, key) + value)
+        return [[self._result(m.name, scored) for m in self.metrics] for scored in table], tokens
+
+    def _result(self, metric: str, scored: Mapping[str, Any]) -> dict[str, Any]:
+        score = scored.get(f"{metric}/score")
+        verdict = passes(score, **self.rules[metric])
+        label = ResultLabel.ERROR if score is None else _LABELS[verdict]
+        explanation = scored.get(f"{metric}/explanation")
+        return {"metric": metric, "score": score, "label": label, "explanation": explanation}
+
+    def judge_usage(self) -> JudgeUsage:
+        """A copy of :attr:`usage`, read under its lock."""
+        with self._lock:
+            return dataclasses.replace(self.usage)

@@ -1,0 +1,143 @@
+"""What each online evaluator has taken per clock hour — targets claimed for scoring, judge tokens spent — in
+``online_usage``, one row per evaluator and hour, shared by every process on the store; and the limits it is
+held to: ``max_per_hour`` targets, judge tokens per hour and per UTC day.
+
+A claim asks :func:`take` for room in the claim's own transaction. The hour's row is locked while it is read and
+counted (PostgreSQL: the upsert's row lock, held to the commit; SQLite: one writer at a time), so workers in any
+number of processes never take more than ``max_per_hour`` between them. Tokens are known once the judge has
+answered: :func:`spend` adds them in the transaction that stores the results. A target is taken only while the
+budget has room, so the targets already being scored when it runs out can pass it by what they cost (at most
+``workers × batch_size`` targets of one evaluator, each bounded by the judge's prompt limit).
+
+Transactions lock the rows they need at one point, all at once, in the order of the evaluators' names: two of
+them never wait for each other's rows in opposite orders.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from sqlalchemy import Connection
+
+from toolpath.store.job_status import SkipReason
+
+__all__ = ["EvaluatorUsage", "UsageLimits", "hour_of", "lock", "read", "spend", "take"]
+
+HOUR_NS = 3600 * 10**9
+DAY_NS = 24 * HOUR_NS
+_LOCK = (  # creates the hour's row, or locks it as it is (PostgreSQL holds the lock to the commit)
+    "INSERT INTO online_usage (evaluator, hour_start, targets, tokens) VALUES ({m}, {m}, 0, 0) "
+    "ON CONFLICT (evaluator, hour_start) DO UPDATE SET targets = online_usage.targets RETURNING targets, tokens"
+)
+_DAY = (
+    "SELECT coalesce(sum(tokens), 0) FROM online_usage WHERE evaluator = {m} AND hour_start >= {m} AND hour_start < {m}"
+)
+_COUNT = (
+    "UPDATE online_usage SET targets = targets + {m}, tokens = tokens + {m} WHERE evaluator = {m} AND hour_start = {m}"
+)
+
+
+@dataclass(frozen=True)
+class UsageLimits:
+    """What one evaluator may take; ``None``: no limit of that kind."""
+
+    max_per_hour: int | None = None
+    tokens_per_hour: int | None = None
+    tokens_per_day: int | None = None
+
+
+@dataclass
+class EvaluatorUsage:
+    """An evaluator's use of the hour and the day so far, beside its limits (what ``/metrics`` shows)."""
+
+    targets: int
+    """Targets taken this clock hour."""
+    tokens: int
+    """Judge tokens spent this clock hour."""
+    day_tokens: int
+    """Judge tokens spent this UTC day."""
+    limits: UsageLimits
+
+    @property
+    def budget_spent(self) -> bool:
+        hour, day = self.limits.tokens_per_hour, self.limits.tokens_per_day
+        return (hour is not None and self.tokens >= hour) or (day is not None and self.day_tokens >= day)
+
+
+def hour_of(ns: int) -> int:
+    """The start of the clock hour of ``ns`` (nanoseconds since the epoch, UTC)."""
+    return ns - ns % HOUR_NS
+
+
+def _mark(conn: Connection) -> str:
+    return "%s" if conn.dialect.name == "postgresql" or conn.dialect.paramstyle != "qmark" else "?"
+
+
+def lock(conn: Connection, limits: Mapping[str, UsageLimits], now: int) -> dict[str, EvaluatorUsage]:
+    """The hour's use of each evaluator of ``limits``, its row locked for the rest of the transaction (in the
+    order of their names); call once a transaction."""
+    m = _mark(conn)
+    hour, day = hour_of(now), now - now % DAY_NS
+    used: dict[str, EvaluatorUsage] = {}
+    for name in sorted(limits):
+        targets, tokens = conn.exec_driver_sql(_LOCK.format(m=m), (name, hour)).one()
+        day_tokens = tokens
+        if limits[name].tokens_per_day is not None:
+            day_tokens = int(conn.exec_driver_sql(_DAY.format(m=m), (name, day, day + DAY_NS)).scalar_one())
+        used[name] = EvaluatorUsage(int(targets), int(tokens), day_tokens, limits[name])
+    return used
+
+
+def take(conn: Connection, usage: EvaluatorUsage, name: str, wanted: int, now: int) -> tuple[int, SkipReason | None]:
+    """How many of ``wanted`` new targets evaluator ``name`` may score now (``usage``: its row, from
+    :func:`lock` in this transaction), counted; and why the rest may not."""
+    if wanted <= 0:
+        return 0, None
+    if usage.budget_spent:
+        return 0, SkipReason.BUDGET
+    per_hour = usage.limits.max_per_hour
+    room = wanted if per_hour is None else max(0, min(wanted, per_hour - usage.targets))
+    if room:
+        _count(conn, name, room, 0, now)
+        usage.targets += room
+    return room, SkipReason.RATE if room < wanted else None
+
+
+def spend(conn: Connection, usage: Mapping[str, EvaluatorUsage], tokens: Mapping[str, int], now: int) -> None:
+    """Add the judge tokens each evaluator's scoring spent (its row locked by :func:`lock`) to the hour."""
+    for name, spent in sorted(tokens.items()):
+        if spent > 0 and name in usage:
+            _count(conn, name, 0, spent, now)
+            usage[name].tokens += spent
+            usage[name].day_tokens += spent
+
+
+def give_back(conn: Connection, targets: Iterable[tuple[str, int]]) -> None:
+    """Targets taken but never scored (a worker stopping gave their jobs back): ``(evaluator, claimed_at)`` each,
+    uncounted from the hour they were taken in (rows locked by :func:`lock` where they are this hour's)."""
+    m = _mark(conn)
+    for name, claimed_at in targets:
+        conn.exec_driver_sql(
+            f"UPDATE online_usage SET targets = targets - 1 WHERE evaluator = {m} AND hour_start = {m} AND targets > 0",
+            (name, hour_of(claimed_at)),
+        )
+
+
+def read(conn: Connection, limits: Mapping[str, UsageLimits], now: int) -> dict[str, EvaluatorUsage]:
+    """Each evaluator's use of the hour and the day, read without locking (for ``/metrics`` and the pages)."""
+    m = _mark(conn)
+    hour, day = hour_of(now), now - now % DAY_NS
+    used = {}
+    for name, evaluator_limits in sorted(limits.items()):
+        row = conn.exec_driver_sql(
+            f"SELECT targets, tokens FROM online_usage WHERE evaluator = {m} AND hour_start = {m}", (name, hour)
+        ).first()
+        day_tokens = conn.exec_driver_sql(_DAY.format(m=m), (name, day, day + DAY_NS)).scalar_one()
+        targets, tokens = (int(row[0]), int(row[1])) if row is not None else (0, 0)
+        used[name] = EvaluatorUsage(targets, tokens, int(day_tokens), evaluator_limits)
+    return used
+
+
+def _count(conn: Connection, name: str, targets: int, tokens: int, now: int) -> None:
+    conn.exec_driver_sql(_COUNT.format(m=_mark(conn)), (targets, tokens, name, hour_of(now)))
