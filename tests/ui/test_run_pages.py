@@ -2,8 +2,9 @@
 a drifting agent, a replay where nothing changed): "show only failing" keeps a replay's changed turns and says
 when nothing is left; every case links to the turn it came from, for dataset runs, replays and eval-set runs
 started from the UI (recorded in the store); an agent that raised is shown as a crash, never as "actual: none"
-with passing scores; and "failed" means the same on the Runs list as on each run's page. Screenshots at 1280 and
-800 px go to the folder printed in the output."""
+with passing scores; a turn opened from a case shows what the case expected of it and links back to the case;
+and "failed" means the same on the Runs list as on each run's page. Screenshots at 1280 and 800 px go to the
+folder printed in the output."""
 
 from __future__ import annotations
 
@@ -143,6 +144,42 @@ def test_a_replays_cases_link_to_the_replayed_and_the_recorded_turn(ui, chromium
     page.go_back()
     page.locator("tbody.case").first.locator("a.trace-link", has_text="recorded turn").click()
     page.wait_for_url(re.compile(r"/session\?id=eval-"))
+
+
+@pytest.mark.parametrize(("kind", "link"), [("dataset", "trace"), ("replay", "recorded turn")])
+def test_a_turn_opened_from_a_case_shows_what_the_case_expected_and_links_back(ui, chromium, kind, link):
+    url, store = ui
+    watched = Watched(chromium.new_page())
+    page = watched.page
+    run = [r for r in runs_of(store, kind) if r["run_id"] != "quietreplay1"][-1]
+    page.goto(f"{url}/runs/{run['run_id']}")
+    case = page.locator("tbody.case").nth(1)  # the demo's second request (the bedroom), or its replay
+    case_id, position = case.get_attribute("data-case"), case.get_attribute("id")
+    expected = case.locator(".expected .call").evaluate_all("calls => calls.map(c => c.textContent)")
+    assert expected  # it expects calls
+    case.locator("a.trace-link", has_text=link).click()
+    page.wait_for_url(re.compile(r"/session\?id=.*&run=.*&case=\d+#turn-\d+$"))
+    said = page.inner_text("#from-case")
+    assert case_id in said and run["run_id"] in said
+    shown = page.locator(".case-expected")
+    assert shown.count() == 1  # on the turn the case ran (or replayed), not on the session's others
+    assert shown.locator(".call").evaluate_all("calls => calls.map(c => c.textContent)") == expected
+    page.click("#back-to-case")
+    page.wait_for_url(re.compile(rf"/runs/{run['run_id']}#{position}$"))
+    assert page.evaluate("() => document.querySelector('tbody.case:target').dataset.case") == case_id
+    assert watched.errors == []
+
+
+def test_a_case_the_store_does_not_hold_is_a_404_and_half_a_case_a_400(ui, chromium):
+    url, store = ui
+    page = Watched(chromium.new_page()).page
+    run = runs_of(store, "dataset")[-1]["run_id"]
+    session = store.list_sessions(limit=1)[0]["session_id"]
+    missing = page.request.get(f"{url}/session?id={session}&run={run}&case=999")
+    assert missing.status == 404 and "no case at that position" in missing.text()
+    assert page.request.get(f"{url}/session?id={session}&run=nope&case=0").status == 404
+    half = page.request.get(f"{url}/session?id={session}&run={run}")
+    assert half.status == 400 and "run and case" in half.text()
 
 
 def run_from_page(page, url: str, evalset: str, agent: str) -> str:

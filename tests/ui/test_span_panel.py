@@ -1,6 +1,7 @@
 """The session page's span panel in real headless Chromium: a click on a span of the waterfall, or Tab to it and
 Enter, opens its attributes, events, status and timing; Escape closes it and gives the focus back; long values
-are collapsed until expanded, and every value has a copy button. Screenshots at 1280 and 800 px."""
+are collapsed until expanded, and every value has a copy button. An open span is in the page's address, its
+"copy link" copies that address, and the address opens the span on load. Screenshots at 1280 and 800 px."""
 
 from __future__ import annotations
 
@@ -13,6 +14,10 @@ from tests.helpers.ui_stores import MARKUP, REQUEST_BODY, SUPPORT, debugging_sto
 from toolpath.store.store import Store
 
 FOCUSED_SPAN = "() => document.activeElement && document.activeElement.matches('g.span[data-span]')"
+AGENT_SPAN_2 = f"{102:016x}"
+"""The agent span of the support session's turn 2 (the turn that raised)."""
+MODEL_SPAN_4 = f"{204:016x}"
+"""The model-call span of the support session's turn 4."""
 
 
 @pytest.fixture(scope="module")
@@ -96,3 +101,41 @@ def test_long_values_are_collapsed_and_copied_whole(ui, page):
     cell.locator("button.copy").click()
     page.wait_for_function("() => document.querySelector('button.copy[data-copied]')")
     assert page.evaluate("() => navigator.clipboard.readText()") == REQUEST_BODY
+
+
+def test_a_link_to_a_span_opens_it_on_load(ui, page):
+    page.goto(f"{ui}/session?id={SUPPORT}&span={MODEL_SPAN_4}")
+    page.locator("#span-panel").wait_for(state="visible")
+    assert page.inner_text("#span-title") == "chat gemini-2.5-flash"
+    assert page.locator("#span-attributes tr[data-key='gen_ai.response.id'] pre.value").inner_text() == "resp-4"
+    selected = page.locator("g.span.selected")
+    assert selected.count() == 1 and selected.get_attribute("data-span") == MODEL_SPAN_4
+    assert page.locator("#turn-4 g.span.selected").count() == 1
+    assert page.locator("#span-missing").count() == 0
+
+
+def test_an_opened_span_is_in_the_address_and_copy_link_copies_it(ui, page):
+    page.goto(f"{ui}/session?id={SUPPORT}")
+    page.locator("#turn-2 g.span.agent").click()
+    page.locator("#span-panel").wait_for(state="visible")
+    page.wait_for_function(f"() => location.search.includes('span={AGENT_SPAN_2}')")
+    assert page.evaluate("() => location.hash") == "#turn-2"
+    page.click("#span-link")
+    page.wait_for_function("() => document.getElementById('span-link').dataset.copied === '1'")
+    link = page.evaluate("() => navigator.clipboard.readText()")
+    assert link == page.url and f"span={AGENT_SPAN_2}" in link and f"id={SUPPORT}" in link
+    page.keyboard.press("Escape")  # closed: the address no longer opens a span
+    page.wait_for_function("() => !location.search.includes('span=')")
+    page.goto(link)  # the copied link, pasted: the same span, open
+    page.locator("#span-panel").wait_for(state="visible")
+    assert page.inner_text("#span-title") == "invoke_agent support_bot"
+    assert page.inner_text("#span-status") == "status: error: RuntimeError: the backend is down"
+    assert page.locator("#turn-2 g.span.selected").get_attribute("data-span") == AGENT_SPAN_2
+
+
+def test_a_span_the_page_does_not_draw_is_said_and_a_bad_one_is_a_400(ui, page):
+    page.goto(f"{ui}/session?id={SUPPORT}&span={'f' * 16}")
+    assert "is not among the spans drawn on this page" in page.inner_text("#span-missing")
+    assert page.locator("#span-panel").is_hidden()
+    reply = page.request.get(f"{ui}/session?id={SUPPORT}&span=%3Cb%3E")
+    assert reply.status == 400 and "span=" in reply.text() and "hex digits" in reply.text()

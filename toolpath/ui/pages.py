@@ -23,9 +23,9 @@ from toolpath.store.session_order import SessionSort
 from toolpath.store.usage import prices
 from toolpath.ui import compare, errors_pages, evalset_trash, params, price_pages, review_pages, span_pages, tools_pages
 from toolpath.ui.evalset_trash import deleted_names
-from toolpath.ui.run_cases import failed_count, run_view
+from toolpath.ui.run_cases import failed_count, opened_from, run_view
 from toolpath.ui.usage_view import USAGE_KEYS, usage_of_sessions
-from toolpath.ui.views import online_view, pretty, turn_view
+from toolpath.ui.views import TIMELINE_ROWS, online_view, pretty, turn_view
 
 PAGE_SIZE = 50
 BUCKETS = {"hour": 3600, "day": 86400}
@@ -125,7 +125,8 @@ def sort_links(keep: dict[str, Any], key: SessionSort, descending: bool) -> dict
 
 
 def turn(request: Request) -> Response:
-    """A stored turn: its session's page, at the page and anchor of that turn."""
+    """A stored turn: its session's page, at the page and anchor of that turn (with the span to open and the case
+    the turn was opened from, when given)."""
     invocation_id = request.path_params["invocation_id"]
     place = browse.turn_place(_state(request).store, invocation_id)
     if place is None:
@@ -133,9 +134,11 @@ def turn(request: Request) -> Response:
     session_id, number = place
     page = (number - 1) // TURNS_PER_PAGE + 1
     where: dict[str, Any] = {"id": session_id, "page": page}
-    span = params.text(dict(request.query_params), "span")
-    if span is not None:  # a span of the turn to open there: kept
-        where["span"] = span
+    query = dict(request.query_params)
+    for kept in ("span", "run", "case"):  # a span to open there; the eval case the turn was opened from
+        value = params.text(query, kept)
+        if value is not None:
+            where[kept] = value
     return _see(f"/session?{urlencode(where)}#turn-{number}")
 
 
@@ -145,9 +148,11 @@ TURNS_PER_PAGE = 10
 
 def session(request: Request) -> Response:
     ui = _state(request)
-    session_id = params.text(dict(request.query_params), "id")
+    query = dict(request.query_params)
+    session_id = params.text(query, "id")
     if session_id is None:
         raise params.BadRequest("id: which session (id=...)")
+    open_span = span_pages.span_param(query)
     found = ui.store.get_session(session_id)
     if found is None:
         raise HTTPException(404, f"no session {session_id!r} in the store")
@@ -161,6 +166,7 @@ def session(request: Request) -> Response:
         {**turn_view(ui.store, i, scores[i.invocation_id], priced), "notes": notes[i.invocation_id]} for i in shown
     ]
     total = usage_of_sessions(ui.store, [found.session_id], priced)[found.session_id]
+    drawn = {row["span_id"].lower() for t in turns for row in t["timeline"]["rows"] if row["span_id"]}
     return _render(
         request,
         "session.html",
@@ -169,7 +175,9 @@ def session(request: Request) -> Response:
          "calls_dropped": sum(calls_dropped(i.attributes) for i in found.invocations),
          "latency_total": sum(i.latency_seconds or 0.0 for i in found.invocations),
          "per_page": TURNS_PER_PAGE, "turn_count": len(found.invocations), "evalsets": ui.evalsets.names(),
-         "evalset_dir": str(ui.evalsets.folder)},
+         "evalset_dir": str(ui.evalsets.folder), "open_span": open_span,
+         "timeline_rows": TIMELINE_ROWS, "span_missing": open_span is not None and open_span.lower() not in drawn,
+         "from_case": opened_from(ui.store, query)},
     )  # fmt: skip
 
 

@@ -1,8 +1,11 @@
 """One stored span as JSON, for the session page's span panel (the page draws it; every value is shown as text):
-its name, kind, status, times and duration, attributes, events and resource."""
+its name, kind, status, times and duration, attributes, events and resource; and the ``span`` parameter of a
+session page, the span its panel opens on load (a link to a span: the panel's "copy link")."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -12,10 +15,21 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from toolpath.store.spanrecord import STATUS_ERROR, STATUS_OK, SpanRecord
+from toolpath.ui import params
 from toolpath.ui.views import ns_text, span_kind
 
 KINDS = {0: "unspecified", 1: "internal", 2: "server", 3: "client", 4: "producer", 5: "consumer"}
 STATUSES = {0: "unset", STATUS_OK: "ok", STATUS_ERROR: "error"}
+_SPAN_ID = re.compile(r"[0-9a-fA-F]{1,32}")
+
+
+def span_param(query: Mapping[str, str]) -> str | None:
+    """The span a session page opens on load (``span=<span id>``), or ``None``: hex digits, as span ids are
+    stored."""
+    span_id = params.text(query, "span")
+    if span_id is not None and not _SPAN_ID.fullmatch(span_id):
+        raise params.BadRequest(f"span={span_id[:40]!r}: a span id is hex digits (16 of them, as OTLP gives them)")
+    return span_id
 
 
 def span_json(span: SpanRecord) -> dict[str, Any]:

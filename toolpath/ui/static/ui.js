@@ -206,11 +206,26 @@ function fillTable(table, values) {
   });
 }
 
+// The address of the page with the span ``spanId`` open (null: none), at the turn that holds it.
+function spanAddress(spanId, g) {
+  var url = new URL(window.location.href);
+  if (spanId === null) {
+    url.searchParams.delete("span");
+  } else {
+    url.searchParams.set("span", spanId);
+    var turn = g.closest("section.turn");
+    if (turn) url.hash = turn.id;
+  }
+  return url.toString();
+}
+
 function spanPanel(panel) {
   var opener = null;
+  var linkButton = document.getElementById("span-link");
   var close = function () {
     panel.hidden = true;
     document.querySelectorAll("g.span.selected").forEach(function (g) { g.classList.remove("selected"); });
+    window.history.replaceState(null, "", spanAddress(null));
     if (opener) opener.focus();
   };
   var show = function (g, span) {
@@ -245,6 +260,9 @@ function spanPanel(panel) {
     } else {
       events.className = "";
     }
+    window.history.replaceState(null, "", spanAddress(span.span_id, g));  // the address opens this span
+    linkButton.textContent = "copy link";
+    delete linkButton.dataset.copied;
     panel.hidden = false;
     panel.focus();
   };
@@ -273,6 +291,21 @@ function spanPanel(panel) {
     });
   });
   document.getElementById("span-close").addEventListener("click", close);
+  linkButton.addEventListener("click", function () {
+    var selected = document.querySelector("g.span.selected");
+    if (selected) copyText(spanAddress(selected.dataset.span, selected), linkButton);
+  });
+  // A link to a span (span=<id>): that span opened on load, scrolled to.
+  var wanted = panel.dataset.open;
+  if (wanted) {
+    var target = Array.prototype.find.call(document.querySelectorAll("g.span[data-span]"), function (g) {
+      return g.dataset.span.toLowerCase() === wanted.toLowerCase();
+    });
+    if (target) {
+      target.scrollIntoView({ block: "center" });
+      open(target);
+    }
+  }
   document.addEventListener("keydown", function (event) {
     if (event.key === "Escape" && !panel.hidden) close();
   });
