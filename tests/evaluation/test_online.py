@@ -258,12 +258,17 @@ def test_collector_scores_live_traffic_and_sends_otlp_metrics_and_events(tmp_pat
             "pass" if name == "trajectory_exact_match" else "scored"
         )
         assert (event.trace_id.hex(), event.span_id.hex()) in stored  # parented to the evaluated agent span
+        # the flat online.toml's one evaluator, and what its results are about
+        assert attributes["gen_ai.evaluation.evaluator_name"].string_value == "default"
+        assert attributes["gen_ai.evaluation.evaluator_version"].string_value == "1"
+        assert attributes["gen_ai.evaluation.target"].string_value == "turn"
     histogram = sink.data_points("gen_ai.evaluation.score")
     counter = sink.data_points("gen_ai.evaluation.results")
     by_metric = {{a.key: a.value.string_value for a in p.attributes}["gen_ai.evaluation.name"]: p for p in histogram}
     assert by_metric["trajectory_exact_match"].count == 4 and by_metric["trajectory_exact_match"].sum == 4.0
     labels = [{a.key: a.value.string_value for a in p.attributes} for p in counter]
     assert all(label["gen_ai.agent.name"] == "remote_bot" for label in labels)
+    assert all(label["gen_ai.evaluation.evaluator_name"] == "default" for label in labels)
     assert sum(p.as_int for p in counter) == 8
 
 

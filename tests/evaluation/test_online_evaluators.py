@@ -1,0 +1,265 @@
+"""Online evaluators as units, on SQLite and PostgreSQL: each takes the turns its own filters and sample admit
+(every process agreeing which), its results name it and its version, and its limits hold whatever the number of
+workers and processes: at most ``max_per_hour`` targets, no target taken once its judge budget is spent, at most
+``concurrency`` judge calls in flight. What it skips is recorded with the reason."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import text
+
+from tests.helpers.builders import invocation
+from tests.helpers.fake_gemini import Reply, json_reply, serving_gemini
+from toolpath.evaluation.online import OnlineConfig, OnlineEvaluator
+from toolpath.evaluation.online.sampling import sampled
+from toolpath.store.job_queue import Job, JobQueue, QueueEvaluator
+from toolpath.store.job_status import JobStatus, SkipReason
+from toolpath.store.online_usage import UsageLimits
+from toolpath.store.store import Store
+
+TWO = {
+    "poll_seconds": 0.02,
+    "evaluator": [
+        {"name": "all-turns", "version": "3", "metrics": ["tool_call_count", "failure"], "sample_rate": 0.5},
+        {"name": "bot-failures", "metrics": ["failure"], "agent_names": ["bot"], "failures_only": True},
+    ],
+}
+
+
+def another(store: Store) -> Store:
+    """A second process's store: the same database, its own engine and connections."""
+    return Store(store.engine.url.render_as_string(hide_password=False))
+
+
+def jobs(store: Store) -> dict[Job, tuple[str, str | None]]:
+    with store.engine.connect() as conn:
+        rows = conn.execute(text("SELECT invocation_id, evaluator, status, reason FROM eval_jobs")).all()
+    return {Job(r[0], r[1]): (r[2], r[3]) for r in rows}
+
+
+def results(store: Store) -> set[tuple[str, str, str, str]]:
+    with store.engine.connect() as conn:
+        rows = conn.execute(text("SELECT invocation_id, evaluator, evaluator_version, metric FROM online_results"))
+        return {tuple(r) for r in rows}
+
+
+@pytest.fixture
+def other(store) -> Iterator[Store]:
+    opened = another(store)
+    yield opened
+    opened.close()
+
+
+def test_two_collectors_take_the_same_targets_and_each_result_names_its_evaluator(store, other):
+    """Two collectors with one online.toml, each storing part of the traffic (and late spans of the other's turns):
+    each evaluator's jobs are exactly the turns its filters admit and its hash samples, once each; the two
+    evaluators' samples are their own; the results name evaluator and version."""
+    first, second = OnlineEvaluator(store, TWO), OnlineEvaluator(other, TWO)
+    first.queue.attach()
+    second.queue.attach()
+    turns = [invocation(i, agent="bot" if i % 3 else "other", failure=int(i % 2 == 0)) for i in range(60)]
+    store.write(turns[:30])
+    other.write(turns[30:])
+    other.write(turns[:30])  # late spans of the first collector's turns, rebuilt by the second
+    sampled_a = {t.invocation_id for t in turns if sampled(t.invocation_id, "all-turns", 0.5)}
+    failures = {t.invocation_id for t in turns if t.agent_name == "bot" and t.failure}
+    assert 15 < len(sampled_a) < 45 and sampled_a != {
+        t.invocation_id for t in turns if sampled(t.invocation_id, "b", 0.5)
+    }
+    expected = {Job(i, "all-turns") for i in sampled_a} | {Job(i, "bot-failures") for i in failures}
+    assert set(jobs(store)) == expected
+    assert first.queue.stats.enqueued + second.queue.stats.enqueued == len(expected)  # none enqueued twice
+    # outside the sample: counted, once each in a process however often it stores the turn
+    assert first.skipped() == {
+        ("all-turns", SkipReason.NOT_SAMPLED): 30 - len(sampled_a & {t.invocation_id for t in turns[:30]})
+    }
+    assert second.skipped()[("all-turns", SkipReason.NOT_SAMPLED)] == 60 - len(sampled_a)
+
+    first.start()
+    second.start()
+    try:
+        assert first.drain(30) and second.drain(30)
+    finally:
+        first.stop()
+        second.stop()
+    assert results(store) == (
+        {(i, "all-turns", "3", m) for i in sampled_a for m in ("tool_call_count", "failure")}
+        | {(i, "bot-failures", "1", "failure") for i in failures}
+    )  # one turn may carry the same metric twice: once per evaluator
+    assert first.stats.scored + second.stats.scored == len(expected)
+
+
+def limited(name: str, per_hour: int | None = None, tokens: int | None = None) -> QueueEvaluator:
+    return QueueEvaluator(name, "1", limits=UsageLimits(per_hour, tokens))
+
+
+def test_max_per_hour_holds_across_processes_claiming_at_once_and_the_rest_is_skipped_as_rate(store):
+    """Four workers, each with a store of its own (as processes have), claim at once: together they take
+    ``max_per_hour`` targets, the others are skipped with reason ``rate``; a target given back is uncounted."""
+    JobQueue(store, evaluators=[limited("capped", per_hour=7), QueueEvaluator("free", "1")]).attach()
+    store.write([invocation(i) for i in range(40)])
+    stores = [another(store) for _ in range(4)]
+    queues = [JobQueue(s, evaluators=[limited("capped", per_hour=7), QueueEvaluator("free", "1")]) for s in stores]
+    taken: list[list[Job]] = [[] for _ in queues]
+    start = threading.Barrier(len(queues))
+
+    def work(n: int) -> None:
+        start.wait()
+        while batch := queues[n].claim(f"w{n}", 3, lease_seconds=60):
+            taken[n].extend(batch)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(len(queues))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    claimed = [job for batch in taken for job in batch]
+    assert len(claimed) == len(set(claimed))
+    assert sum(job.evaluator == "capped" for job in claimed) == 7
+    assert sum(job.evaluator == "free" for job in claimed) == 40
+    stored = jobs(store)
+    assert sorted(v for k, v in stored.items() if k.evaluator == "capped") == sorted(
+        [("claimed", None)] * 7 + [("skipped", "rate")] * 33
+    )
+    skipped = sum(q.stats.skipped[("capped", SkipReason.RATE)] for q in queues)
+    assert skipped == 33 and queues[0].skipped_in_store() == {("capped", SkipReason.RATE): 33}
+    assert queues[0].usage()["capped"].targets == 7
+
+    holder = next(n for n, batch in enumerate(taken) if any(job.evaluator == "capped" for job in batch))
+    given = [job for job in taken[holder] if job.evaluator == "capped"]
+    queues[holder].release(f"w{holder}", given)  # a stopping worker gives them back: no longer counted
+    assert queues[0].usage()["capped"].targets == 7 - len(given)
+    again = queues[0].claim("w9", 10, lease_seconds=60)
+    assert sorted(again) == sorted(given)  # waiting again, and within the hour's room
+    assert queues[0].usage()["capped"].targets == 7
+    for s in stores:
+        s.close()
+
+
+def test_a_spent_token_budget_skips_further_targets_as_budget_until_the_hour_turns(store):
+    queue = JobQueue(store, evaluators=[limited("judged", tokens=100)]).attach()
+    store.write([invocation(i) for i in range(6)])
+    first = queue.claim("w", 2, lease_seconds=60)
+    assert len(first) == 2
+    closed, more = queue.complete_and_claim("w", {job: [] for job in first}, 2, 60, tokens={"judged": 60})
+    assert closed == set(first) and len(more) == 2  # 60 of 100 spent: room for more
+    closed, more = queue.complete_and_claim("w", {job: [] for job in more}, 2, 60, tokens={"judged": 40})
+    assert more == []  # spent: the last two are skipped, not claimed
+    usage = queue.usage()["judged"]
+    assert (usage.tokens, usage.day_tokens, usage.targets, usage.budget_spent) == (100, 100, 4, True)
+    assert sorted(jobs(store).values()) == [("done", None)] * 4 + [("skipped", "budget")] * 2
+    with store.engine.begin() as conn:  # an hour later: a new hour's room (the day's tokens still counted)
+        conn.execute(text("UPDATE online_usage SET hour_start = hour_start - 3600000000000"))
+        conn.execute(text("UPDATE eval_jobs SET status = 'pending', reason = NULL WHERE status = 'skipped'"))
+    assert len(queue.claim("w", 5, lease_seconds=60)) == 2
+    day = JobQueue(store, evaluators=[QueueEvaluator("judged", "1", limits=UsageLimits(None, None, 100))])
+    assert day.usage()["judged"].day_tokens == 100 and day.usage()["judged"].budget_spent
+
+
+def judged_config(**evaluator: object) -> dict:
+    table = {"name": "judge", "metrics": ["fluency"], **evaluator}
+    return {"poll_seconds": 0.02, "workers": 4, "batch_size": 4, "evaluator": [table]}
+
+
+def answered(n: int) -> list:
+    """``n`` turns, each answered with a text of its own (a judge's cached reply would cost nothing)."""
+    return [invocation(i).model_copy(update={"response": f"Sunny in city {i}."}) for i in range(n)]
+
+
+def test_the_judge_budget_counts_the_judges_own_tokens_and_stops_scoring_once_spent(store, monkeypatch):
+    """One worker, one target a batch: each claim comes after the last target's tokens are counted, so scoring
+    stops at the first target that reaches the budget; every other target is recorded as skipped for budget."""
+    with serving_gemini(monkeypatch, lambda prompt, seen: json_reply(score=4, explanation="Reads well.")) as fake:
+        config = judged_config(budget={"tokens_per_hour": 2000})
+        online = OnlineEvaluator(store, {**config, "workers": 1, "batch_size": 1}).start()
+        try:
+            store.write(answered(40))
+            assert online.drain(60)
+        finally:
+            online.stop()
+    usage = online.units["judge"].judge_usage()
+    spent = usage.input_tokens + usage.output_tokens
+    state = online.queue.usage()["judge"]
+    assert state.tokens == spent and state.budget_spent  # the store counts what the judge reported
+    scored = [status for status, _ in jobs(store).values()].count("done")
+    assert fake.requests == scored and spent % scored == 0  # every target costs the same here
+    assert 1 < scored < 40 and spent - spent // scored < 2000 <= spent  # stopped at the first target over it
+    assert sorted(jobs(store).values()) == sorted([("done", None)] * scored + [("skipped", "budget")] * (40 - scored))
+    assert online.skipped() == {("judge", SkipReason.BUDGET): 40 - scored}
+    assert online.counters()[f"skipped:judge:{SkipReason.BUDGET}"] == 40 - scored
+
+
+def test_concurrent_workers_take_no_target_once_the_budget_is_spent(store, monkeypatch):
+    """Four workers claiming four targets at a time: once the counted tokens reach the budget no further target is
+    taken; what was being scored then can pass it, by at most what those batches cost."""
+    with serving_gemini(monkeypatch, lambda prompt, seen: json_reply(score=4, explanation="Reads well.")):
+        online = OnlineEvaluator(store, judged_config(budget={"tokens_per_hour": 2000})).start()
+        try:
+            store.write(answered(80))
+            assert online.drain(60)
+        finally:
+            online.stop()
+    state = online.queue.usage()["judge"]
+    scored = [status for status, _ in jobs(store).values()].count("done")
+    per_target = state.tokens // scored
+    assert state.budget_spent and scored < 80
+    assert state.tokens < 2000 + 4 * 4 * per_target  # in flight when it was reached: at most 4 batches of 4
+    assert online.skipped() == {("judge", SkipReason.BUDGET): 80 - scored}
+
+
+def test_concurrency_bounds_the_judge_calls_in_flight_of_all_workers(store, monkeypatch):
+    in_flight, most = 0, 0
+    lock = threading.Lock()
+
+    def slow(prompt: str, seen: int) -> Reply:
+        nonlocal in_flight, most
+        with lock:
+            in_flight += 1
+            most = max(most, in_flight)
+        time.sleep(0.15)
+        with lock:
+            in_flight -= 1
+        return json_reply(score=4, explanation="Reads well.")
+
+    with serving_gemini(monkeypatch, slow) as fake:
+        online = OnlineEvaluator(store, judged_config(concurrency=2)).start()
+        try:
+            store.write(answered(16))
+            assert online.drain(60)
+        finally:
+            online.stop()
+    assert fake.requests == 16 and most == 2  # four workers with four turns each would send 16 at once
+    assert online.units["judge"].judge.slots.most_in_flight == 2  # type: ignore[union-attr]
+
+
+def test_max_per_hour_holds_for_an_evaluators_workers_and_the_results_are_its_own(store):
+    config = {
+        "poll_seconds": 0.02,
+        "workers": 4,
+        "batch_size": 2,
+        "evaluator": [{"name": "capped", "version": "2", "metrics": ["tool_call_count"], "max_per_hour": 5}],
+    }
+    online = OnlineEvaluator(store, config).start()
+    try:
+        store.write([invocation(i) for i in range(20)])
+        assert online.drain(30)
+    finally:
+        online.stop()
+    scored = results(store)
+    assert len(scored) == 5 and {(e, v) for _, e, v, _ in scored} == {("capped", "2")}
+    assert online.queue.counts() == {JobStatus.DONE: 5, JobStatus.SKIPPED: 15}
+    assert online.skipped() == {("capped", SkipReason.RATE): 15}
+
+
+def test_a_config_with_a_session_target_or_an_option_that_does_nothing_is_refused(store):
+    from toolpath.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="target = 'session' is not built yet"):
+        OnlineEvaluator(store, {"evaluator": [{"name": "s", "metrics": ["failure"], "target": "session"}]})
+    with pytest.raises(ConfigError, match="thresholds for fluency, which 'metrics' does not name"):
+        OnlineEvaluator(store, {"thresholds": {"fluency": 3}, "evaluator": [{"name": "s", "metrics": ["failure"]}]})
+    assert OnlineConfig.load(TWO).specs[1].filters.failures_only
