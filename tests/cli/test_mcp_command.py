@@ -232,3 +232,31 @@ def test_http_closes_dribbled_heads_at_the_deadline_and_caps_connections(store_u
                     conn.close()
     finally:
         store.close()
+
+
+def test_score_session_bounds_its_judge_calls_and_never_waits_for_the_budget(
+    store_url: str, tmp_path: Path, monkeypatch
+) -> None:
+    """A read-only client asking for 100 samples of a judge metric is refused before any call; past the process's
+    judge budget, calls are refused at once (the result says so), never held until the budget has room."""
+    from tests.helpers.fake_gemini import json_reply, serving_gemini
+    from toolpath.errors import ConfigError
+    from toolpath.judges import client
+    from toolpath.judges.process_budget import BudgetLimits, ProcessBudget
+    from toolpath.mcp_server.store_tools import MAX_JUDGE_CALLS, StoreTools
+
+    budget = ProcessBudget(BudgetLimits(calls_per_minute=1))
+    monkeypatch.setattr(client, "process_budget", lambda: budget)
+    store = Store(store_url)
+    tools = StoreTools(store, tmp_path / "evalsets")
+    with serving_gemini(monkeypatch, lambda prompt, seen: json_reply(score=4, explanation="clear")) as fake:
+        with pytest.raises(ConfigError, match=f"at most {MAX_JUDGE_CALLS} times"):
+            tools.score_session("s-bad", ["coherence(num_samples=100)"])
+        assert fake.requests == 0
+        scored = tools.score_session("s-bad", ["coherence", "coherence(name=again)"])
+    [turn_scores] = scored["turns"]
+    assert fake.requests == 1  # the minute's one call; the other refused, not held
+    assert sorted([turn_scores["coherence"], turn_scores["again"]], key=lambda s: s is None) == [4.0, None]
+    refused = turn_scores["coherence/explanation"] or turn_scores["again/explanation"]
+    assert "judge budget spent" in str(scored) and refused is not None  # said at once: held, both would score
+    store.close()

@@ -125,3 +125,43 @@ def test_beyond_loopback_without_a_token_the_api_is_off(tmp_path):
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+def test_a_system_instruction_counts_toward_the_prompt_limit(bounded):
+    collector, fake = bounded
+    before = fake.requests
+    body = {
+        "pointwise_metric_input": {
+            "metric_spec": {"metric_prompt_template": "Rate {response}", "system_instruction": "S" * 1_500_000},
+            "instance": {"json_instance": json.dumps({"response": "fine"})},
+        },
+        "autorater_config": {"sampling_count": 8},
+    }
+    status, reply, _ = post(collector.url, body)
+    assert status == 400 and "with its system instruction" in reply["error"]["message"]
+    assert fake.requests == before
+
+
+def test_a_request_the_budget_refuses_part_way_is_refused_whole(monkeypatch):
+    """When other requests take the minute's last calls between this request's check and its calls, the samples
+    that went through never make a result of their own: the request is a 429."""
+    from tests.helpers.fake_gemini import serving_gemini
+    from toolpath.judges import client
+    from toolpath.judges.process_budget import BudgetLimits, ProcessBudget
+    from toolpath.vertex import instance_judges
+    from toolpath.vertex.instances import EvaluateInstances
+
+    budget = ProcessBudget(BudgetLimits(calls_per_minute=2))
+    monkeypatch.setattr(client, "process_budget", lambda: budget)
+    monkeypatch.setattr(instance_judges, "room_for", lambda calls: None)  # as if the check had raced another request
+    body = {
+        "pointwise_metric_input": {
+            "metric_spec": {"metric_prompt_template": "Rate {response}"},
+            "instance": {"json_instance": json.dumps({"response": "fine"})},
+        },
+        "autorater_config": {"sampling_count": 4},
+    }
+    with serving_gemini(monkeypatch, script) as fake:
+        status, reply, headers = EvaluateInstances().post(PATH, json.dumps(body).encode())
+    assert fake.requests == 2 and status == 429, reply
+    assert json.loads(reply)["error"]["status"] == "RESOURCE_EXHAUSTED" and int(headers["Retry-After"]) >= 1

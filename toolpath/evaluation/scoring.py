@@ -11,8 +11,10 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from toolpath.errors import ConfigError
 from toolpath.evaluation.like_with_like import judged_view, scrubber
 from toolpath.judges.client import Ask, Judge, JudgeSettings, settings_from
+from toolpath.judges.process_budget import WhenSpent
 from toolpath.judges.vertex import JudgeMetric, PairwiseChoice
 from toolpath.metrics.base import Metric, MissingInput
 from toolpath.metrics.rows import with_parsed_trajectories
@@ -92,6 +94,22 @@ def prepare_judge(
     if not isinstance(judge, Judge):
         judge = Judge(judge or settings_from(None), cache=cache)
     return judge.connect()
+
+
+def request_judge(metrics: Sequence[Metric], rows: int, cache: Any, most: int) -> Judge | None:
+    """The judge of a request's judge metrics over ``rows`` rows (``None``: none needs one): its calls refused past
+    the process's judge budget, never waiting for it, and a :class:`~toolpath.errors.ConfigError` when they would
+    ask it more than ``most`` times in all (samples × rows) — a request's judge calls are bounded before it runs."""
+    judged = [m for m in metrics if isinstance(m, JudgeMetric)]
+    if not judged:
+        return None
+    asks = sum(max(1, int(m.num_samples or 1)) for m in judged) * rows
+    if asks > most:
+        raise ConfigError(
+            f"these metrics would ask the judge {asks} times for {rows} row(s); one request asks it at most {most} "
+            "times (fewer samples, metrics or rows)"
+        )
+    return Judge(settings_from(None), cache=cache, when_spent=WhenSpent.REFUSE).connect()
 
 
 def judge_rows(

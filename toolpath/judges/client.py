@@ -296,9 +296,10 @@ class Judge:
             if hit is not None:
                 self.usage.cached += 1
                 return JudgeReply(hit["reply"], None, hit["input_tokens"], hit["output_tokens"], cached=True)
-        if len(request.prompt) > self.settings.max_prompt_chars:
+        size = len(request.prompt) + len(request.config or "")  # a system instruction is sent too
+        if size > self.settings.max_prompt_chars:
             self.usage.errors += 1
-            return JudgeReply(None, prompt_too_long(len(request.prompt), self.settings.max_prompt_chars))
+            return JudgeReply(None, prompt_too_long(size, self.settings.max_prompt_chars))
         over = self._over_budget()
         if over:
             self.usage.over_budget += 1

@@ -17,6 +17,7 @@ from toolpath.evaluation.evalsets.files import EVALSET_SUFFIX
 from toolpath.evaluation.evalsets.folder import EvalSetFiles
 from toolpath.evaluation.recorded import rows_from_store
 from toolpath.evaluation.runner import evaluate
+from toolpath.evaluation.scoring import request_judge
 from toolpath.model import Invocation, Session
 from toolpath.store.browse import session_page
 from toolpath.store.session_filter import SessionFilter
@@ -25,6 +26,8 @@ from toolpath.store.store import Store
 DEFAULT_SESSION_METRICS = ("tool_error_rate", "error_recovery", "redundant_tool_calls", "tool_loop_detected")
 """What a session is scored with when the caller names no metric: the behaviour metrics, which need no reference."""
 MAX_LIMIT = 200
+MAX_JUDGE_CALLS = 32
+"""The most judge calls one ``score_session`` may make (samples × turns), as one ``evaluateInstances`` request."""
 
 
 @dataclass
@@ -66,7 +69,8 @@ class StoreTools:
         chosen = [resolve_metric(spec, origin=SpecOrigin.REQUEST) for spec in (metrics or DEFAULT_SESSION_METRICS)]
         self._session(session_id)
         rows = rows_from_store(self.store, session_id=session_id, limit=None)
-        result = evaluate(rows, chosen, judge=None)
+        judge = request_judge(chosen, len(rows), self.store, MAX_JUDGE_CALLS)  # bounded, refused past the budget
+        result = evaluate(rows, chosen, judge=judge)
         names = result.metric_names
         return {
             "session_id": session_id,

@@ -211,7 +211,7 @@ def asked_template(
         columns = (candidate, baseline)
     check_variables(spec.metric_prompt_template, values, instance_where)
     flips = [bool(columns and options.flip and i % 2) for i in range(options.samples)]
-    check_prompt_size(spec.metric_prompt_template, values, columns, options, where)
+    check_prompt_size(spec.metric_prompt_template, values, columns, options, where, spec.system_instruction)
     room_for(options.samples)  # the process's judge budget: a request refused before any call, not half-way
 
     def prompt(flipped: bool) -> str:
@@ -246,6 +246,10 @@ def asked_template(
         return list(await asyncio.gather(*(ask(request) for request in requests)))
 
     replies: list[JudgeReply] = _run(options.judge, ask_all)
+    refused = [reply for reply in replies if reply.retry_after is not None]
+    if refused:  # the budget ran out part-way (other requests took it): the whole request is refused, not half-done
+        wait = max(int(reply.retry_after or 1) for reply in refused)
+        raise JudgeFailure(429, RpcCode.RESOURCE_EXHAUSTED, refused[0].error or "judge budget spent", retry_after=wait)
     values_read: list[Any] = []
     explanations: list[str] = []
     errors: list[str] = []
@@ -287,7 +291,12 @@ def room_for(calls: int) -> None:
 
 
 def check_prompt_size(
-    template: str, values: dict[str, str], columns: tuple[str, str] | None, options: JudgeOptions, where: str
+    template: str,
+    values: dict[str, str],
+    columns: tuple[str, str] | None,
+    options: JudgeOptions,
+    where: str,
+    system_instruction: str = "",
 ) -> None:
     """An :class:`InputError` when ``template`` filled from ``values`` would be longer than the judge's
     ``max_prompt_chars``, measured before it is built: a short template that names a long value many times would
@@ -299,10 +308,12 @@ def check_prompt_size(
     limit = options.judge.settings.max_prompt_chars
     for shown in orders:
         size = len(template) + sum(shown[m.group(1)] - len(m.group(0)) for m in VARIABLE.finditer(template))
+        size += len(system_instruction)  # sent with every sample too
         if size > limit:
             raise InputError(
-                f"{where}.metric_prompt_template: filled from the instance, the judge prompt would be {size} "
-                f"characters, over this server's limit of {limit} (judge setting max_prompt_chars)"
+                f"{where}.metric_prompt_template: filled from the instance, the judge prompt (with its system "
+                f"instruction) would be {size} characters, over this server's limit of {limit} (judge setting "
+                "max_prompt_chars)"
             )
 
 
@@ -359,6 +370,11 @@ def _run(judge: Judge, work: Any) -> Any:
 def _checked(result: Any) -> Any:
     """``result``, or the :class:`JudgeFailure` its errors are; a result without a score whose replies merely held
     no rating stays a result (its explanation says so)."""
+    if isinstance(result, MetricResult):
+        errors = result.details.get("judge_errors")
+        spent = [str(e) for e in errors if "judge budget spent" in str(e)] if isinstance(errors, list) else []
+        if spent:  # some samples refused part-way: the request is refused whole, never scored on the others
+            raise _failure(spent) or JudgeFailure(429, RpcCode.RESOURCE_EXHAUSTED, spent[0])
     if isinstance(result, MetricResult) and result.score is None:
         errors = result.details.get("judge_errors")
         failure = _failure([str(e) for e in errors] if isinstance(errors, list) else [result.explanation or ""])
