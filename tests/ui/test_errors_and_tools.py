@@ -87,6 +87,14 @@ def test_errors_grouped_with_presets_and_the_latest_span(served, shots, store):
     page.wait_for_url(re.compile(r"/session\?"))
     assert f"span={filled.latest_timeout_span}" in page.url and "id=weather-0" in page.url
     assert page.url.endswith("#turn-5")  # weather-0's latest turn: call 0's
+    page.locator("#span-panel").wait_for(state="visible")  # the span opened in its panel
+    page.wait_for_function("() => document.getElementById('span-title').textContent === 'execute_tool fetch_weather'")
+    assert "TimeoutError" in page.inner_text("#span-status")
+    page.goto(f"{url}/errors")
+    page.locator("tr.error-group[data-kind='RuntimeError'] a.span-link").click()  # a failed turn: its agent span
+    page.wait_for_url(re.compile(f"span={filled.budget_turn_span}"))
+    page.wait_for_function("() => document.getElementById('span-title').textContent === 'invoke_agent planner'")
+    assert "out of budget" in page.inner_text("#span-status")
     trace = filled.invocations[0].trace_id
     answer = page.evaluate(
         "(url) => fetch(url).then((r) => r.text())", f"/traces/{trace}/spans/{filled.latest_timeout_span}.json"
