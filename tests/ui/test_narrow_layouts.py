@@ -60,6 +60,8 @@ def paths(store: Store) -> list[str]:
         "/evalsets",
         "/evalsets/support_cases",
         "/prices",
+        "/errors",
+        "/tools?tool=lookup_order",
         f"/compare?run={run_ids[0]}&run={run_ids[-1]}",
     ]
 
