@@ -30,20 +30,23 @@ def test_observe_all_exposes_what_observing_each_value_does():
 def test_a_batch_is_counted_as_its_results():
     metrics = ServiceMetrics()
     results = [
-        ("bot", {"metric": "tool_call_count", "score": 2.0, "label": "pass", "explanation": None}),
-        ("bot", {"metric": "tool_call_count", "score": 3.0, "label": "fail", "explanation": None}),
-        (None, {"metric": "tool_call_count", "score": None, "label": "error", "explanation": "no trajectory"}),
-        ("bot", {"metric": "failure", "score": 0.0, "label": "pass", "explanation": None}),
-    ]
+        ("bot", {"evaluator": "quality", "metric": "tool_call_count", "score": 2.0, "label": "pass", "explanation": None}),
+        ("bot", {"evaluator": "quality", "metric": "tool_call_count", "score": 3.0, "label": "fail", "explanation": None}),
+        (None, {"evaluator": "quality", "metric": "tool_call_count", "score": None, "label": "error",
+                "explanation": "no trajectory"}),
+        ("bot", {"metric": "failure", "score": 0.0, "label": "pass", "explanation": None}),  # the flat form's
+    ]  # fmt: skip
     metrics.record_batch(results, [0.2, -1.0])
     lines = exposition(metrics.registry)
     for expected in [
-        'gen_ai_evaluation_results_total{gen_ai_agent_name="bot",gen_ai_evaluation_name="tool_call_count",'
-        'gen_ai_evaluation_score_label="pass"} 1.0',
-        'gen_ai_evaluation_results_total{gen_ai_agent_name="unknown",gen_ai_evaluation_name="tool_call_count",'
-        'gen_ai_evaluation_score_label="error"} 1.0',
-        'gen_ai_evaluation_score_sum{gen_ai_agent_name="bot",gen_ai_evaluation_name="tool_call_count"} 5.0',
-        'gen_ai_evaluation_score_count{gen_ai_agent_name="bot",gen_ai_evaluation_name="failure"} 1.0',
+        'gen_ai_evaluation_results_total{gen_ai_agent_name="bot",gen_ai_evaluation_evaluator_name="quality",'
+        'gen_ai_evaluation_name="tool_call_count",gen_ai_evaluation_score_label="pass"} 1.0',
+        'gen_ai_evaluation_results_total{gen_ai_agent_name="unknown",gen_ai_evaluation_evaluator_name="quality",'
+        'gen_ai_evaluation_name="tool_call_count",gen_ai_evaluation_score_label="error"} 1.0',
+        'gen_ai_evaluation_score_sum{gen_ai_agent_name="bot",gen_ai_evaluation_evaluator_name="quality",'
+        'gen_ai_evaluation_name="tool_call_count"} 5.0',
+        'gen_ai_evaluation_score_count{gen_ai_agent_name="bot",gen_ai_evaluation_evaluator_name="default",'
+        'gen_ai_evaluation_name="failure"} 1.0',
         "toolpath_online_scoring_lag_seconds_count 2.0",
         "toolpath_online_scoring_lag_seconds_sum 0.2",
     ]:

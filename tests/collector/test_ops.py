@@ -47,6 +47,10 @@ def scrape_with(url: str, token: str) -> dict[tuple[str, tuple[tuple[str, str], 
     }
 
 
+FLAT = {"gen_ai_evaluation_evaluator_name": "default"}
+"""The label of a flat online.toml's one evaluator."""
+
+
 def value(samples: dict, name: str, **labels: str) -> float:
     return samples[(name, tuple(sorted(labels.items())))]
 
@@ -134,7 +138,7 @@ def test_online_scores_are_exposed_under_the_names_of_the_otlp_export(tmp_path):
         stopped = http_get(f"{url}/readyz")
     assert stopped[0] == 503 and json.loads(stopped[1])["reason"] == "0 of 2 online worker(s) running"
 
-    labels = {"gen_ai_evaluation_name": "tool_call_count", "gen_ai_agent_name": "bot"}
+    labels = {"gen_ai_evaluation_name": "tool_call_count", "gen_ai_agent_name": "bot", **FLAT}
     assert value(samples, "gen_ai_evaluation_results_total", **labels, gen_ai_evaluation_score_label="pass") == 2
     assert value(samples, "gen_ai_evaluation_results_total", **labels, gen_ai_evaluation_score_label="fail") == 1
     assert value(samples, "gen_ai_evaluation_score_count", **labels) == 3
@@ -220,7 +224,7 @@ def test_online_with_workers_scores_each_invocation_once_and_metrics_add_up_ever
     finally:
         collector.stop()
     assert collector.process.returncode == 0
-    labels = {"gen_ai_evaluation_name": "tool_call_count", "gen_ai_agent_name": "bot"}
+    labels = {"gen_ai_evaluation_name": "tool_call_count", "gen_ai_agent_name": "bot", **FLAT}
     for samples in scrapes:  # the same totals whichever worker answered
         for family, expected in (("queued", traces), ("claimed", traces), ("done", traces), ("failed", 0)):
             assert value(samples, f"toolpath_online_jobs_{family}_total") == expected

@@ -263,3 +263,48 @@ def test_a_config_with_a_session_target_or_an_option_that_does_nothing_is_refuse
     with pytest.raises(ConfigError, match="thresholds for fluency, which 'metrics' does not name"):
         OnlineEvaluator(store, {"thresholds": {"fluency": 3}, "evaluator": [{"name": "s", "metrics": ["failure"]}]})
     assert OnlineConfig.load(TWO).specs[1].filters.failures_only
+
+
+def test_prometheus_shows_skips_by_reason_and_each_evaluators_use_of_its_limits(store):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from toolpath.collector.prometheus import ServiceMetrics
+
+    config = {
+        "poll_seconds": 0.02,
+        "evaluator": [
+            {"name": "capped", "metrics": ["tool_call_count"], "max_per_hour": 3, "sample_rate": 0.5,
+             "budget": {"tokens_per_day": 1000}},
+            {"name": "free", "metrics": ["failure"]},
+        ],
+    }  # fmt: skip
+    online = OnlineEvaluator(store, config)
+    metrics = ServiceMetrics()
+    metrics.watch(online=online)
+    online.add_sink(metrics)
+    online.start()
+    try:
+        store.write([invocation(i) for i in range(20)])
+        assert online.drain(30)
+    finally:
+        online.stop()
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(metrics.expose().decode())
+        for s in family.samples
+    }
+    sampled_in = sum(sampled(invocation(i).invocation_id, "capped", 0.5) for i in range(20))
+    skipped = "toolpath_online_skipped_total"
+    assert samples[(skipped, (("evaluator", "capped"), ("reason", "not_sampled")))] == 20 - sampled_in
+    assert samples[(skipped, (("evaluator", "capped"), ("reason", "rate")))] == sampled_in - 3
+    assert samples[("toolpath_online_evaluator_targets", (("evaluator", "capped"),))] == 3
+    assert samples[("toolpath_online_evaluator_tokens", (("evaluator", "capped"), ("window", "day")))] == 0
+    assert samples[("toolpath_online_evaluator_limit", (("evaluator", "capped"), ("limit", "max_per_hour")))] == 3
+    assert samples[("toolpath_online_evaluator_budget_spent", (("evaluator", "capped"),))] == 0
+    assert ("toolpath_online_evaluator_targets", (("evaluator", "free"),)) not in samples  # no limits: no row
+    by_evaluator = {
+        dict(labels)["gen_ai_evaluation_evaluator_name"]: n
+        for (name, labels), n in samples.items()
+        if name == "gen_ai_evaluation_score_count"
+    }
+    assert by_evaluator == {"capped": 3, "free": 20}

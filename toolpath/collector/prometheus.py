@@ -5,10 +5,12 @@ Two kinds of families:
 - ``toolpath_*``: the service's health — spans received, stored and rejected, export requests by status and
   their duration, invocations written, store errors and retries, rebuild time, exports in flight and refused,
   ingestion limits hit, and, with online evaluation, its jobs, scoring lag and judge usage;
-- ``gen_ai_evaluation_score`` (histogram) and ``gen_ai_evaluation_results_total`` (counter), labelled by metric
-  and agent (and the counter by ``pass`` / ``fail`` / ``error`` / ``scored``): the names the OTLP export of
-  online scores gets in Prometheus, so dashboards work whether Prometheus scrapes the collector or an OTel
-  Collector.
+- ``gen_ai_evaluation_score`` (histogram) and ``gen_ai_evaluation_results_total`` (counter), labelled by metric,
+  agent and evaluator (and the counter by ``pass`` / ``fail`` / ``error`` / ``scored``): the names the OTLP
+  export of online scores gets in Prometheus, so dashboards work whether Prometheus scrapes the collector or an
+  OTel Collector.
+- ``toolpath_online_skipped_total`` by evaluator and reason (``not_sampled``, ``rate``, ``budget``), and each
+  evaluator's use of its limits this hour and day (read from the store, every process's together).
 
 Events are counted as they happen; totals that other parts already keep (limits, online job counters, judge
 usage, online workers) are read when Prometheus scrapes — or, when several processes serve one port, counted
@@ -28,13 +30,14 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from toolpath.collector.limits import LIMIT_KINDS
-from toolpath.store.job_status import UNFINISHED
+from toolpath.store.job_status import UNFINISHED, SkipReason
 from toolpath.tracer import semconv as sc
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 """The classic text format, which every Prometheus reads (the names here need none of the newer escaping)."""
 METRIC_LABEL = sc.GEN_AI_EVALUATION_NAME.replace(".", "_")
 AGENT_LABEL = sc.GEN_AI_AGENT_NAME.replace(".", "_")
+EVALUATOR_LABEL = sc.GEN_AI_EVALUATION_EVALUATOR_NAME.replace(".", "_")
 RESULT_LABEL = sc.GEN_AI_EVALUATION_SCORE_LABEL.replace(".", "_")
 SCORE_BUCKETS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 2.0, 3.0, 4.0, 5.0, 10.0, 100.0)
 """Scores are mostly 0..1 (computation metrics) or 1..5 (judge rubrics); counts and latencies go higher."""
@@ -62,6 +65,11 @@ ONLINE_COUNTERS: dict[str, tuple[str, str]] = {  # an online evaluator's counter
 MAX_AGENT_LABELS = 100
 """Distinct agent names a collector process labels series with; the rest are ``other``."""
 OTHER_AGENTS = "other"
+MAX_EVALUATOR_LABELS = 100
+"""Distinct evaluator names a collector process labels series with (its online.toml's; the rest are ``other``)."""
+SKIPPED_HELP = "Online targets not scored, by evaluator and reason: not_sampled (outside the sample), rate, budget"
+SKIPPED_PREFIX = "skipped:"
+"""An online evaluator's ``counters()`` keys of skipped targets: ``skipped:{evaluator}:{reason}``."""
 
 
 REJECT_REASONS = ("store_error", "trace_limit", "quarantined")
@@ -149,14 +157,14 @@ class ServiceMetrics:
         self.scores = Histogram(
             "gen_ai_evaluation_score",
             "Online evaluation scores",
-            [METRIC_LABEL, AGENT_LABEL],
+            [METRIC_LABEL, AGENT_LABEL, EVALUATOR_LABEL],
             buckets=SCORE_BUCKETS,
             registry=r,
         )
         self.results = Counter(
             "gen_ai_evaluation_results",
             "Online evaluation results by pass/fail",
-            [METRIC_LABEL, AGENT_LABEL, RESULT_LABEL],
+            [METRIC_LABEL, AGENT_LABEL, EVALUATOR_LABEL, RESULT_LABEL],
             registry=r,
         )
         self.folded = Counter(
@@ -166,6 +174,12 @@ class ServiceMetrics:
             registry=r,
         )
         self._agents: set[str] = set()
+        self._evaluators: set[str] = set()
+        self.skipped = (
+            Counter("toolpath_online_skipped", SKIPPED_HELP, ["evaluator", "reason"], registry=r)
+            if multiprocess_dir
+            else None
+        )
         # counted as they happen when processes share a port; read from the service's limits at scrape otherwise
         self.limit_hits = (
             Counter("toolpath_limit_hits", LIMIT_HITS_HELP, ["limit"], registry=r) if multiprocess_dir else None
@@ -207,10 +221,18 @@ class ServiceMetrics:
             ):
                 families[key] = (Gauge(name, description, registry=r, multiprocess_mode="livesum"), ())
             self._online_families = families
+            assert self.skipped is not None  # made with the multiprocess folder
+            for name in online.units:  # known in advance: each evaluator's reasons start at 0
+                for reason in SkipReason:
+                    self.skipped.labels(self._evaluator_label(name), reason)
             online.add_listener(self.online_changed)
 
     def online_changed(self, key: str, delta: int) -> None:
         """An online evaluator's counter or worker count moved by ``delta`` (see :meth:`watch`)."""
+        if key.startswith(SKIPPED_PREFIX) and self.skipped is not None:
+            evaluator, reason = key.removeprefix(SKIPPED_PREFIX).rsplit(":", 1)
+            self.skipped.labels(self._evaluator_label(evaluator), reason).inc(delta)
+            return
         family = self._online_families.get(key)
         if family is None:
             return
@@ -224,24 +246,24 @@ class ServiceMetrics:
     # --- online evaluation results (an online evaluator's result sink) -------------------------------------
 
     def record_batch(self, results: Sequence[tuple[str | None, Mapping[str, Any]]], lags: Sequence[float]) -> None:
-        """A scored batch: each result (``metric``, ``score``, ``label``) with its invocation's agent name, and how
-        long after each run ended it was scored. Each series is updated once a batch: in multiprocess mode every
-        update writes a shared file (a lock, a pid check, a write), which one at a time cost online scoring as much
-        as its metrics did."""
-        counted: collections.Counter[tuple[str, str, str]] = collections.Counter()
-        scores: dict[tuple[str, str], list[float]] = {}
+        """A scored batch: each result (``evaluator``, ``metric``, ``score``, ``label``) with its invocation's agent
+        name, and how long after each run ended it was scored. Each series is updated once a batch: in
+        multiprocess mode every update writes a shared file (a lock, a pid check, a write), which one at a time
+        cost online scoring as much as its metrics did."""
+        counted: collections.Counter[tuple[str, str, str, str]] = collections.Counter()
+        scores: dict[tuple[str, str, str], list[float]] = {}
         folded = 0
         for agent_name, result in results:
             agent = self._agent_label(agent_name or "unknown")
             folded += agent == OTHER_AGENTS
-            metric = result["metric"]
-            counted[metric, agent, result["label"]] += 1
+            metric, evaluator = result["metric"], self._evaluator_label(result.get("evaluator") or "default")
+            counted[metric, agent, evaluator, result["label"]] += 1
             if result["score"] is not None:
-                scores.setdefault((metric, agent), []).append(float(result["score"]))
+                scores.setdefault((metric, agent, evaluator), []).append(float(result["score"]))
         for key, n in counted.items():
             self.results.labels(*key).inc(n)
-        for (metric, agent), values in scores.items():
-            observe_all(self.scores.labels(metric, agent), values)
+        for labels, values in scores.items():
+            observe_all(self.scores.labels(*labels), values)
         if lags:
             observe_all(self.scoring_lag, [max(lag, 0.0) for lag in lags])
         if folded:
@@ -255,6 +277,15 @@ class ServiceMetrics:
         if len(self._agents) < MAX_AGENT_LABELS:
             self._agents.add(agent)
             return agent
+        return OTHER_AGENTS
+
+    def _evaluator_label(self, evaluator: str) -> str:
+        """``evaluator`` as a label value, bounded as agent names are (:data:`MAX_EVALUATOR_LABELS`)."""
+        if evaluator in self._evaluators:
+            return evaluator
+        if len(self._evaluators) < MAX_EVALUATOR_LABELS:
+            self._evaluators.add(evaluator)
+            return evaluator
         return OTHER_AGENTS
 
     def limit_hit(self, limit: str, n: int) -> None:
@@ -295,16 +326,33 @@ class _ReadAtScrape:
             return
         if not self.metrics._online_families:  # else counted as they change (several processes)
             yield from self._online_totals(online)
+            yield self._skipped(online)
         try:
             backlog = online.backlog()
+            usage = online.usage()
         except Exception:  # the store is down: the other families still scrape; readyz says why
             return
+        yield from _usage_families(usage)
         jobs = GaugeMetricFamily(
             "toolpath_online_backlog", "Online jobs in the store by status (all workers)", labels=["status"]
         )
         for status in UNFINISHED:
             jobs.add_metric([status], backlog.get(status, 0))
         yield jobs
+
+    def _skipped(self, online: Any) -> Metric:
+        skipped = CounterMetricFamily("toolpath_online_skipped", SKIPPED_HELP, labels=["evaluator", "reason"])
+        counts = {(name, str(reason)): 0 for name in online.units for reason in SkipReason}  # start at 0
+        for key, n in online.counters().items():
+            if key.startswith(SKIPPED_PREFIX):
+                evaluator, reason = key.removeprefix(SKIPPED_PREFIX).rsplit(":", 1)
+                counts[evaluator, reason] = n
+        folded: collections.Counter[tuple[str, str]] = collections.Counter()
+        for (evaluator, reason), n in counts.items():
+            folded[self.metrics._evaluator_label(evaluator), reason] += n
+        for labels, n in sorted(folded.items()):
+            skipped.add_metric(list(labels), n)
+        return skipped
 
     @staticmethod
     def _online_totals(online: Any) -> Iterator[Metric]:
@@ -315,6 +363,40 @@ class _ReadAtScrape:
         alive, total = online.workers_alive()
         yield GaugeMetricFamily("toolpath_online_workers_alive", WORKERS_ALIVE_HELP, value=alive)
         yield GaugeMetricFamily("toolpath_online_workers", WORKERS_HELP, value=total)
+
+
+def _usage_families(usage: Mapping[str, Any]) -> Iterator[Metric]:
+    """Each evaluator with limits: what it took this clock hour and UTC day, its limits, whether its budget is
+    spent (``usage``: an online evaluator's ``usage()``, every process's use, read from the store)."""
+    targets = GaugeMetricFamily(
+        "toolpath_online_evaluator_targets",
+        "Targets an online evaluator took to score this clock hour",
+        labels=["evaluator"],
+    )
+    tokens = GaugeMetricFamily(
+        "toolpath_online_evaluator_tokens",
+        "Judge tokens an online evaluator spent this clock hour (window=hour) or UTC day (window=day)",
+        labels=["evaluator", "window"],
+    )
+    limits = GaugeMetricFamily(
+        "toolpath_online_evaluator_limit",
+        "An online evaluator's limits: max_per_hour, tokens_per_hour, tokens_per_day",
+        labels=["evaluator", "limit"],
+    )
+    spent = GaugeMetricFamily(
+        "toolpath_online_evaluator_budget_spent",
+        "1 while an online evaluator's judge budget for the hour or the day is spent (its targets skipped)",
+        labels=["evaluator"],
+    )
+    for name, used in sorted(usage.items()):
+        targets.add_metric([name], used.targets)
+        tokens.add_metric([name, "hour"], used.tokens)
+        tokens.add_metric([name, "day"], used.day_tokens)
+        for limit in ("max_per_hour", "tokens_per_hour", "tokens_per_day"):
+            if (value := getattr(used.limits, limit)) is not None:
+                limits.add_metric([name, limit], value)
+        spent.add_metric([name], int(used.budget_spent))
+    yield from (targets, tokens, limits, spent)
 
 
 def _tokens_family(counters: Mapping[str, int]) -> Metric:

@@ -31,6 +31,7 @@ from toolpath.model import agent_span_id
 from toolpath.redact import Redactor
 from toolpath.store.job_queue import Job, JobQueue
 from toolpath.store.job_status import UNFINISHED, JobStatus, SkipReason
+from toolpath.store.online_usage import EvaluatorUsage
 from toolpath.store.reads import StoredTurn
 from toolpath.store.store import Store
 
@@ -221,6 +222,11 @@ class OnlineEvaluator:
         """Worker threads running, and started."""
         with self._lock:
             return self._running, len(self._threads)
+
+    def usage(self) -> dict[str, EvaluatorUsage]:
+        """Each evaluator with limits: its targets and judge tokens this hour and day, every process's, beside its
+        limits (the budget's state: spent or not)."""
+        return self.queue.usage()
 
     def backlog(self) -> dict[JobStatus, int]:
         """Jobs in the store by status (every worker's, not only this process's)."""
