@@ -3,16 +3,19 @@
     toolpath.init(online="online.toml")              # in the agent's process
     toolpath collect --online online.toml             # in the collector service (any number of them)
 
-The store enqueues a job for each invocation that passes the filters and the sample, in the transaction that
-writes it (:mod:`toolpath.store.job_queue`). Workers of their own claim jobs, build a row per invocation (its
-prompt, response, trajectory, latency and failure, plus the golden dataset's reference when the prompt is found
-there), score it with the configured metrics (computation and judge), store the scores with the job, and send
-each over OTLP (:mod:`toolpath.evaluation.online.result_export`). The agent's thread does none of this.
+The config declares evaluators (:mod:`toolpath.evaluation.online.evaluator_specs`): ``[[evaluator]]`` tables,
+each with a name, a version, its metrics, filters and limits, or the flat form below, one evaluator. The store
+enqueues a job for each invocation and evaluator whose filters and sample take it, in the transaction that
+writes it (:mod:`toolpath.store.job_queue`); limits are kept in the store (:mod:`toolpath.store.online_usage`).
+Workers of their own claim jobs, build a row per invocation (its prompt, response, trajectory, latency and
+failure, plus the golden dataset's reference when the prompt is found there), score it with its evaluator's
+metrics (computation and judge), store the scores with the job, and send each over OTLP
+(:mod:`toolpath.evaluation.online.result_export`). The agent's thread does none of this.
 
 ``online.toml``::
 
     metrics = ["trajectory_exact_match", "tool_error_rate", "fluency"]
-    sample_rate = 0.25                 # share of invocations scored (by a hash of their id)
+    sample_rate = 0.25                 # share of invocations scored (by a hash of their id and the evaluator)
     agent_names = ["support_bot"]      # only these agents (default: all)
     failures_only = false
     attributes = { "service.name" = "support" }   # invocation attributes that must match
