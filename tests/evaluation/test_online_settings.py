@@ -4,6 +4,7 @@ turn, behind its filters and sample), and a spec's filters and sample decide wha
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -210,3 +211,16 @@ def test_the_flat_form_takes_the_evaluator_keys_at_its_top_level(tmp_path):
     path.write_text('name = "support"\nversion = "7"\nmetrics = ["fluency"]\nmax_per_hour = 100\nconcurrency = 2\n')
     (spec,) = OnlineConfig.load(path).specs
     assert (spec.name, spec.version, spec.limits.max_per_hour, spec.limits.concurrency) == ("support", "7", 100, 2)
+
+
+def test_the_documented_online_toml_with_two_evaluators_loads_as_it_says(tmp_path):
+    docs = Path(__file__).resolve().parents[2] / "docs" / "collector.md"
+    block = docs.read_text().split("# online.toml: two evaluators\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "online.toml").write_text(block)
+    config = OnlineConfig.load(tmp_path / "online.toml")
+    quality, failures = config.specs
+    assert (quality.name, quality.version, quality.target) == ("support-quality", "3", TargetKind.TURN)
+    assert quality.filters.tool_called == ("refund", "cancel_order") and quality.filters.min_latency_seconds == 2.5
+    assert quality.limits == Limits(0.1, 500, 4, JudgeBudget(200_000, 2_000_000))
+    assert (failures.name, failures.version, failures.filters.failures_only) == ("failures", "1", True)
+    assert config.workers == 4 and config.thresholds == {"fluency": 4, "trajectory_exact_match": 1}
