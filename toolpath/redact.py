@@ -222,7 +222,7 @@ class Redactor:
         return keep + self.replacement if keep else self.replacement
 
     def _card(self, match: re.Match[str]) -> str:
-        return self._replace(match) if _luhn(re.sub(r"[ -]", "", match.group())) else match.group()
+        return self._replace(match) if _luhn(re.sub(r"\D", "", match.group())) else match.group()
 
     def value(self, value: Any, convert: Callable[[Any], Any] | None = None) -> Any:
         """A JSON-like value with secret keys and pattern matches replaced, at any depth. ``convert`` turns other

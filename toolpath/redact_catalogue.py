@@ -161,8 +161,8 @@ _MARKS = (
 )
 """Combining marks (accents, Indic and Thai vowel signs), which ``\\w`` leaves out (the Indic blocks whole)."""
 _PEM_LABEL = r"[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----"
-_DIGIT_RUN = re.compile(r"\d[\d -]{13}")
-_ASCII_DIGIT_RUN = re.compile(r"[0-9][0-9 -]{13}")  # the same on ASCII text, faster
+_DIGIT_RUN = re.compile(r"\d[\d ./_\t\u00a0\u202f\u2013-]{13}")
+_ASCII_DIGIT_RUN = re.compile(r"[0-9][0-9 ./_\t-]{13}")  # the same on ASCII text, faster
 _WORD_RUN = re.compile(r"[\w-]*")
 
 
@@ -180,6 +180,10 @@ def card_candidate(text: str) -> bool:
         pos = _WORD_RUN.match(text, start).end()  # type: ignore[union-attr]  # a card starts past this word
     return False
 
+
+_CARD_GAP = "(?: - |[ ./_\t\u00a0\u202f\u2013-])?"
+"""What may stand between a card number's groups: nothing, a space, a dash, a dot, a slash, an underscore, a tab, a
+no-break space, an en dash, or a dash between spaces."""
 
 RULES: tuple[Rule, ...] = (
     Rule(
@@ -211,7 +215,8 @@ RULES: tuple[Rule, ...] = (
     # the digits of a UUID or a hex id never make a card number (and the Luhn check must pass)
     Rule(
         "card",
-        r"(?<![\w-])(?:\d{4}[ -]?\d{4}[ -]?\d{4}[ -]?\d{4}|\d{4}[ -]?\d{6}[ -]?\d{5})(?![\w-])",
+        rf"(?<![\w-])(?:\d{{4}}{_CARD_GAP}\d{{4}}{_CARD_GAP}\d{{4}}{_CARD_GAP}\d{{4}}"
+        rf"|\d{{4}}{_CARD_GAP}\d{{6}}{_CARD_GAP}\d{{5}})(?![\w-])",
         test=card_candidate,
     ),
 )

@@ -36,9 +36,11 @@ def unescaped(text: str) -> str:
 
 
 # a key at a word start, maybe quoted (a dict's repr, JSON-like text, a JSON document quoted in a string: \"key\"),
-# then = : := => or ==; the key is bounded and the blanks possessive after a character they cannot hold: linear
+# or a command line's option (--password=, -token=, .password=), then = : := => or ==; the key is bounded and the
+# blanks possessive after a character they cannot hold: linear
 ASSIGNMENT = re.compile(
-    r"(?<![\w.\\-])(?P<kq>\\{0,2}[\"']|)(?P<key>[^\W\d][\w.-]{0,127}+)(?P=kq)[ \t]*+(?::=|=>|==?|:)[ \t]*+"
+    r"(?<![\w.\\-])[-.]{0,2}+(?P<kq>\\{0,2}[\"']|)(?P<key>[^\W\d][\w.-]{0,127}+)(?P=kq)[ \t]*+(?::=|=>|==?|:)"
+    r"[ \t]*+"
 )
 QUOTE = re.compile(r"\\{0,2}[\"']")
 BARE = re.compile(
