@@ -58,3 +58,14 @@ def test_collect_says_its_sizing_every_interval(tmp_path):
     lines = [line for line in (collector.first_line + out).splitlines() if line.startswith("sizing:")]
     assert lines, out
     assert any("spans/s" in line and "commit p50" in line for line in lines), lines
+
+
+def test_a_clean_stop_of_one_process_leaves_nothing_in_the_wal(tmp_path):
+    collector = Collector(tmp_path, None, "--workers", "1").start()
+    try:
+        assert collector.post(otlp_json("9" * 32, tool_calls=3), "application/json")[0] == 200
+    finally:
+        collector.stop()
+    wal = collector.db.with_name(collector.db.name + "-wal")
+    assert not wal.exists() or wal.stat().st_size == 0
+    assert collector.store().counts()["invocations"] == 1

@@ -29,6 +29,7 @@ from toolpath.config import (
     MAX_WORKERS_PER_CORE,
 )
 from toolpath.errors import ConfigError
+from toolpath.private_files import create_private
 from toolpath.redact import Redactor
 from toolpath.store.spool import DEFAULT_SPOOL_BYTES, check_spool_folder
 from toolpath.store.store import Store
@@ -280,6 +281,7 @@ def collect(
         # the UI's login sessions, in a file every worker shares; removed at the end (a restart logs everyone out)
         with tempfile.TemporaryDirectory(prefix="toolpath-ui-") as folder:  # made private (0700)
             file = Path(folder) / "sessions.sqlite"
+            create_private(file)  # 0600 before SQLite makes it (its -wal and -shm follow the file's mode)
             shared = dataclasses.replace(spec, ui_sessions=str(file))
             table = login_sessions(path=file)
             table.prepare()
@@ -318,6 +320,7 @@ def collect(
             say(f"online: {scored} invocation(s) scored, {shed} shed", scored=scored, shed=shed)
         say(service.summary(), spans_stored=service.ingestor.spans_stored, limits_hit=dict(options.limits.hits),
             spool_left=service.spool_left)  # fmt: skip
+    the_store.close()  # a clean stop leaves nothing in SQLite's -wal file
 
 
 def _serve_workers(
