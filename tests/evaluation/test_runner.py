@@ -299,3 +299,12 @@ def test_evaluate_with_nothing_to_score_is_an_error_not_a_summary(metrics, said)
 
     with pytest.raises(ConfigError, match=re.escape(said)):
         evaluate([{"prompt": "x", "predicted_trajectory": [], "reference_trajectory": []}], metrics)
+
+
+def test_a_store_given_as_a_url_says_what_store_takes():
+    from toolpath.errors import ConfigError
+    from toolpath.evaluation.runner import evaluate
+
+    with pytest.raises(ConfigError, match=re.escape("store= takes a Store (toolpath.Store('sqlite:///x.db')")):
+        evaluate([{"predicted_trajectory": [], "reference_trajectory": []}], ["trajectory_exact_match"],
+                 store="sqlite:///x.db")  # fmt: skip

@@ -113,6 +113,10 @@ def evaluate(
         raise ConfigError("metrics is empty: name at least one metric to score (toolpath.metric_names() lists them)")
     if concurrency < 1:
         raise ConfigError(f"concurrency must be at least 1, got {concurrency}")
+    if store is not None and not isinstance(store, Store):
+        raise ConfigError(
+            f"store= takes a Store (toolpath.Store({store!r}) for a database URL), got {type(store).__name__}"
+        )
     if run_id is not None and (not run_id or len(run_id) > 64):
         raise ConfigError(f"run id must be 1 to 64 characters, got {run_id!r}")
     if experiment is not None and store is None:
