@@ -308,3 +308,44 @@ def test_prometheus_shows_skips_by_reason_and_each_evaluators_use_of_its_limits(
         if name == "gen_ai_evaluation_score_count"
     }
     assert by_evaluator == {"capped": 3, "free": 20}
+
+
+def test_collect_with_workers_keeps_max_per_hour_across_its_processes_and_says_what_it_scores(tmp_path):
+    """``toolpath collect --workers 2 --online`` with two evaluators: the worker processes together score
+    ``max_per_hour`` turns of the capped one, skip the rest as ``rate``, and score every turn for the other."""
+    from tests.helpers.builders import otlp_json
+    from tests.helpers.collector import Collector
+
+    (tmp_path / "online.toml").write_text(
+        "batch_size = 1\npoll_seconds = 0.05\n"
+        '[[evaluator]]\nname = "capped"\nversion = "2"\nmetrics = ["tool_call_count"]\nmax_per_hour = 5\n'
+        '[[evaluator]]\nname = "every"\nmetrics = ["failure"]\n'
+    )
+    collector = Collector(tmp_path, None, "--workers", "2", "--online", str(tmp_path / "online.toml")).start()
+    traces = 16
+    try:
+        statuses = [
+            collector.post(otlp_json(f"{n:032x}", tool_calls=1), "application/json")[0] for n in range(1, traces + 1)
+        ]  # each on a new connection: the parent deals them to both workers
+        assert statuses == [200] * traces
+        store = collector.store()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            finished = [status for status, _ in jobs(store).values() if status in ("done", "skipped")]
+            if len(finished) == 2 * traces:
+                break
+            time.sleep(0.1)
+    finally:
+        collector.stop()
+    assert collector.process.returncode == 0
+    stored = jobs(store)
+    capped = sorted(v for k, v in stored.items() if k.evaluator == "capped")
+    assert capped == sorted([("done", None)] * 5 + [("skipped", "rate")] * (traces - 5))
+    assert sorted(v for k, v in stored.items() if k.evaluator == "every") == [("done", None)] * traces
+    assert {(e, v, m) for _, e, v, m in results(store)} == {
+        ("capped", "2", "tool_call_count"),
+        ("every", "1", "failure"),
+    }
+    out = " ".join(collector.process.stdout.read().split())  # as the console wrapped it
+    assert "online evaluation: capped v2 (tool_call_count); every v1 (failure) on 2 x 2 worker(s)" in out
+    store.close()

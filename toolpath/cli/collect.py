@@ -310,8 +310,8 @@ def collect(
         )
         _print_login(host, http_port, ui_token, given=bool(token))
         if online is not None:
-            metrics, workers = online.config.metrics, online.config.workers
-            say(f"online evaluation: {', '.join(metrics)} on {workers} worker(s)", metrics=metrics, workers=workers)
+            metrics, workers = online.metric_names(), online.config.workers
+            say(f"online evaluation: {online.described()} on {workers} worker(s)", metrics=metrics, workers=workers)
         service.wait()
         if retention is not None:
             retention.stop()
@@ -347,8 +347,8 @@ def _serve_workers(
             if retention is not None:
                 retention.start()
             if online is not None:
-                metrics, threads = online.config.metrics, online.config.workers
-                say(f"online evaluation: {', '.join(metrics)} on {count} x {threads} worker(s)", metrics=metrics,
+                metrics, threads = online.metric_names(), online.config.workers
+                say(f"online evaluation: {online.described()} on {count} x {threads} worker(s)", metrics=metrics,
                     workers=count * threads)  # fmt: skip
 
         stored, hits, scored = serve(spec, count, ready)

@@ -22,7 +22,7 @@ from toolpath.evaluation.catalog import resolve_metric
 from toolpath.evaluation.online.evalset_runs import OnlineRun
 from toolpath.evaluation.online.evaluator_units import EvaluatorUnit
 from toolpath.evaluation.online.references import EvalSetReferences, References, check_metrics, is_eval_set_path
-from toolpath.evaluation.online.settings import OnlineConfig
+from toolpath.evaluation.online.settings import FLAT_EVALUATOR, OnlineConfig
 from toolpath.evaluation.prompt_match import prompt_key
 from toolpath.judges.client import settings_from
 from toolpath.metrics.base import Metric
@@ -222,6 +222,19 @@ class OnlineEvaluator:
         """Worker threads running, and started."""
         with self._lock:
             return self._running, len(self._threads)
+
+    def described(self) -> str:
+        """What it scores, for the collector's first lines: a flat config's metrics, else each evaluator's name,
+        version and metrics."""
+        if len(self.units) == 1 and FLAT_EVALUATOR[0] in self.units:
+            return ", ".join(m.name for m in self.units[FLAT_EVALUATOR[0]].metrics)
+        return "; ".join(
+            f"{u.name} v{u.spec.version} ({', '.join(m.name for m in u.metrics)})" for u in self.units.values()
+        )
+
+    def metric_names(self) -> list[str]:
+        """Every evaluator's metrics, each name once."""
+        return list(dict.fromkeys(m.name for u in self.units.values() for m in u.metrics))
 
     def usage(self) -> dict[str, EvaluatorUsage]:
         """Each evaluator with limits: its targets and judge tokens this hour and day, every process's, beside its
