@@ -228,7 +228,7 @@ class JobQueue:
         """Up to ``limit`` jobs for ``worker``: waiting ones, or claims whose lease ran out; those over their
         evaluator's limits are closed as skipped instead (not returned)."""
         with self.store.redoable_write() as conn:  # queued with ingest (SQLite)
-            return self._claim(conn, worker, limit, lease_seconds, None)
+            return self._claim(conn, worker, limit, lease_seconds, None, time.time_ns())
 
     def complete(self, worker: str, job: Job, results: list[dict[str, Any]]) -> bool:
         """Store ``results`` and close the job, if ``worker`` still holds it; False when it does not."""
@@ -266,7 +266,7 @@ class JobQueue:
             if self.limits and (limit or any((tokens or {}).values())):
                 usage = online_usage.lock(conn, self.limits, now)
                 online_usage.spend(conn, usage, tokens or {}, now)
-            return closed, self._claim(conn, worker, limit, lease_seconds, usage) if limit else []
+            return closed, self._claim(conn, worker, limit, lease_seconds, usage, now) if limit else []
 
     def release(self, worker: str, jobs: Sequence[Job]) -> None:
         """Give back jobs ``worker`` claimed and will not score (it is stopping): waiting again, for any worker
@@ -312,8 +312,9 @@ class JobQueue:
         limit: int,
         lease_seconds: float,
         usage: dict[str, online_usage.EvaluatorUsage] | None,
+        now: int,
     ) -> list[Job]:
-        now = time.time_ns()
+        """``usage``: the rows :func:`online_usage.lock` took at ``now`` in this transaction, if it did."""
         stale = now - int(lease_seconds * 1e9)
         params = {
             "claimed": JobStatus.CLAIMED,
@@ -332,7 +333,8 @@ class JobQueue:
         if worn:  # a job that keeps killing its workers is given up, not retried forever
             self._close(conn, worn, JobStatus.FAILED, None, now)
         jobs = [Job(r.invocation_id, r.evaluator) for r in rows if r.attempts <= self.max_attempts]
-        first = collections.Counter(r.evaluator for r in rows if r.attempts == 1 and r.evaluator in self.limits)
+        new = [r for r in rows if r.attempts == 1 <= self.max_attempts and r.evaluator in self.limits]
+        first = collections.Counter(r.evaluator for r in new)
         skipped: dict[SkipReason, list[Job]] = {}
         if first:  # new targets of evaluators with limits: each asks the hour's row for room
             if usage is None:
@@ -340,8 +342,8 @@ class JobQueue:
             for name, wanted in sorted(first.items()):
                 room, reason = online_usage.take(conn, usage[name], name, wanted, now)
                 if reason is not None:
-                    new = [Job(r.invocation_id, name) for r in rows if r.attempts == 1 and r.evaluator == name]
-                    skipped.setdefault(reason, []).extend(new[room:])
+                    mine = [Job(r.invocation_id, name) for r in new if r.evaluator == name]
+                    skipped.setdefault(reason, []).extend(mine[room:])
         for reason, over in skipped.items():
             self._close(conn, over, JobStatus.SKIPPED, reason, now)
         dropped = {job for over in skipped.values() for job in over}
@@ -415,6 +417,11 @@ class JobQueue:
         with self.store.engine.connect() as conn:
             rows = conn.execute(select(jobs.c.status, func.count()).group_by(jobs.c.status)).all()
         return {JobStatus(status): count for status, count in rows}
+
+    def skipped_here(self) -> dict[tuple[str, SkipReason], int]:
+        """:attr:`QueueStats.skipped`, read under the queue's lock."""
+        with self._lock:
+            return dict(self.stats.skipped)
 
     def skipped_in_store(self) -> dict[tuple[str, SkipReason], int]:
         """Jobs closed as skipped, by evaluator and reason (every process's)."""

@@ -215,8 +215,7 @@ class OnlineEvaluator:
     def skipped(self) -> dict[tuple[str, SkipReason], int]:
         """Targets of this process's evaluators not scored, by evaluator and reason: outside the sample (as this
         process stored them), over the rate or the budget (as its workers claimed them)."""
-        with self.queue._lock:
-            return dict(self.queue.stats.skipped)
+        return self.queue.skipped_here()
 
     def workers_alive(self) -> tuple[int, int]:
         """Worker threads running, and started."""
