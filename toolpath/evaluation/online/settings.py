@@ -21,6 +21,7 @@ from toolpath.evaluation.online.evaluator_specs import (
     refusal,
     whole,
 )
+from toolpath.evaluation.online.google_evaluator import online_evaluator_config
 from toolpath.evaluation.online.references import is_eval_set_path
 from toolpath.evaluation.prompt_match import PromptMatch
 from toolpath.store.job_status import SHED_POLICIES, ShedPolicy
@@ -81,10 +82,14 @@ class OnlineConfig:
 
     @classmethod
     def load(cls, source: str | Path | Mapping[str, Any] | OnlineConfig) -> OnlineConfig:
-        """From an ``online.toml`` path, a mapping with the same keys, or a config (returned as is)."""
+        """From an ``online.toml`` path, Google's ``OnlineEvaluator`` resource as a ``.json`` file
+        (:mod:`~toolpath.evaluation.online.google_evaluator`), a mapping with the same keys, or a config (returned as
+        is)."""
         if isinstance(source, OnlineConfig):
             return source
         where = "online config"
+        if isinstance(source, str | Path) and Path(source).suffix.lower() == ".json":
+            where, source = str(source), online_evaluator_config(source)  # Google's OnlineEvaluator resource
         if isinstance(source, str | Path):
             where = str(source)
             try:
