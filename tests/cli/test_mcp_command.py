@@ -260,3 +260,24 @@ def test_score_session_bounds_its_judge_calls_and_never_waits_for_the_budget(
     refused = turn_scores["coherence/explanation"] or turn_scores["again/explanation"]
     assert "judge budget spent" in str(scored) and refused is not None  # said at once: held, both would score
     store.close()
+
+
+def test_sigterm_stops_a_stdio_server_whose_client_keeps_its_pipe_open(store_url: str, tmp_path: Path) -> None:
+    """The stdio server's reader waits on stdin; SIGTERM still ends the process, after its usual cleanup."""
+    import signal
+    import subprocess
+
+    server = subprocess.Popen(
+        [sys.executable, "-m", "toolpath.cli", "mcp", "--store", store_url, "--evalsets", str(tmp_path)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.write(INITIALIZE + b"\n")
+        server.stdin.flush()
+        assert b'"result"' in server.stdout.readline()  # it serves, and its reader waits on the open pipe
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=60) == 143  # before: it said "terminated" and went on until stdin closed
+    finally:
+        if server.poll() is None:
+            server.kill()

@@ -16,11 +16,13 @@ escapes read back as the same strings (an escape of Python's would not be JSON).
 from __future__ import annotations
 
 import codecs
+import contextlib
 import importlib
 import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from typing import IO, Any
 
@@ -131,6 +133,7 @@ def main(argv: list[str] | None = None) -> None:
         code = cli.main(args=argv, prog_name="toolpath", standalone_mode=False)
         if _terminated:  # a command that ends on an interrupt by itself (watch): still a SIGTERM's exit
             click.echo("terminated", err=True)
+            _exit_within(TERMINATED_GRACE_SECONDS)
             sys.exit(TERMINATED)
         if isinstance(code, int) and code:  # an Exit raised inside a command comes back as a return value
             sys.exit(code)
@@ -143,6 +146,8 @@ def main(argv: list[str] | None = None) -> None:
             signal.signal(signal.SIGTERM, _stop_at_once)
         code = TERMINATED if _terminated else INTERRUPTED
         said = "terminated" if _terminated else "interrupted"
+        if _terminated:  # threads a command left (a server's stdin reader, a call in flight) never hold it up
+            _exit_within(TERMINATED_GRACE_SECONDS)
         cause = exc.__cause__
         click.echo(
             f"{said}: {cause}" if isinstance(cause, Interrupted) else said if _terminated else "aborted", err=True
@@ -171,6 +176,25 @@ def main(argv: list[str] | None = None) -> None:
 
 INTERRUPTED, TERMINATED = 130, 143
 """Exit codes after Ctrl-C and after SIGTERM (128 + the signal's number, as a shell reports them)."""
+TERMINATED_GRACE_SECONDS = 5.0
+"""How long a terminated command's exit may wait for threads it leaves behind before the process ends anyway."""
+
+
+def _exit_within(seconds: float) -> None:
+    """End the process with :data:`TERMINATED` after ``seconds`` if it has not ended by then: SIGTERM's exit runs
+    the usual cleanup (tracing written, stores closed), but a thread blocked on a read (an MCP server's stdin) or
+    on a judge's reply would otherwise keep the process alive long after it said it stopped."""
+
+    def end() -> None:
+        time.sleep(seconds)
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(TERMINATED)
+
+    threading.Thread(target=end, name="toolpath-exit", daemon=True).start()
+
+
 _terminated = False
 
 
