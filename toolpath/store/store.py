@@ -143,6 +143,9 @@ class Store:
             # what the write-ahead log holds goes into the database file, and the log is emptied: a clean
             # shutdown leaves no data (nor deleted data) behind in the -wal file
             with contextlib.suppress(Exception), self.engine.connect() as conn:
+                # at once or not at all: another process holding the database (a writer, a reader's snapshot)
+                # must never make a stop wait; the last process to close empties the log
+                conn.exec_driver_sql("PRAGMA busy_timeout = 0")
                 conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
         self.engine.dispose()
         if isinstance(self.write_lock, WriteLock):

@@ -61,11 +61,16 @@ class WriteLock:
             self._threads.release()
 
     def close(self) -> None:
-        """Let go of the lock file (the lock itself is let go by every ``with``)."""
-        with self._threads:
+        """Let go of the lock file (the lock itself is let go by every ``with``), unless a write of this process
+        still waits for its turn (a stop that left it past its deadline): never wait for it here."""
+        if not self._threads.acquire(blocking=False):
+            return
+        try:
             if self._fd is not None:
                 os.close(self._fd)
                 self._fd = None
+        finally:
+            self._threads.release()
 
 
 def sqlite_file(database: str | None) -> str | None:
