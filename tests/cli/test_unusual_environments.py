@@ -10,6 +10,7 @@ import os
 import resource
 import shlex
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -77,7 +78,9 @@ def test_an_output_past_the_file_size_limit_is_one_error_and_no_half_file(workdi
     if existing:
         (workdir / output).write_text("the previous output\n")
         (workdir / output).chmod(0o600)  # private: no warning line beside the error
-    before = sorted(os.listdir(workdir))
+    if args[0] == "report":  # the demo's largest run: other tests add small runs of their own to the shared store
+        args = (*args, "--run", largest_run(workdir / "toolpath.db"))
+    before = sorted(p for p in os.listdir(workdir) if not p.endswith(("-wal", "-shm")))
     done = toolpath(workdir, *args, limit=FILE_SIZE_LIMIT)
     left = "it is as it was" if existing else "no file was made"
     assert only_error(done, 1) == f"error: {output}: not written (File too large); {left}"
@@ -85,6 +88,13 @@ def test_an_output_past_the_file_size_limit_is_one_error_and_no_half_file(workdi
     if existing:
         assert (workdir / output).read_text() == "the previous output\n"
     assert toolpath(workdir, *args).returncode == 0  # the same command, without the limit, writes it whole
+
+
+def largest_run(db: Path) -> str:
+    """The id of the run with the most result rows in the store ``db``."""
+    with sqlite3.connect(db) as conn:
+        sql = "SELECT run_id FROM eval_results GROUP BY run_id ORDER BY count(*) DESC, run_id LIMIT 1"
+        return str(conn.execute(sql).fetchone()[0])
 
 
 def _small_disk_available() -> bool:
