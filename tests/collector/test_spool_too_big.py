@@ -22,7 +22,7 @@ BIG = otlp_json(BIG_TRACE, 40, big="y" * 2000)
 
 def _small(n: int) -> bytes:
     """2 spans: one invocation of one tool call, in a trace of its own."""
-    return otlp_json(f"{n:032x}", 1)
+    return otlp_json(f"{n + 1:032x}", 1)  # never the all-zero trace id, which no span may have
 
 
 def _spooled_bytes(tmp_path, body: bytes) -> int:
@@ -132,7 +132,7 @@ def test_an_export_over_the_bound_is_stored_before_its_answer_while_smaller_ones
             2 * len(taken) + 82,
         )
         traces = {row[0] for row in conn.execute("SELECT DISTINCT trace_id FROM spans")}
-    assert traces == {f"{n:032x}" for n in taken} | {BIG_TRACE, "bf" * 16}
+    assert traces == {f"{n + 1:032x}" for n in taken} | {BIG_TRACE, "bf" * 16}
     assert store.counts()["invocations"] == len(taken) + 2
     said = " ".join(collector.process.communicate()[1].split())
     assert said.count("too big to spool") == 1 and "written to the store before it is answered" in said  # once

@@ -153,8 +153,8 @@ def test_the_metrics_form_with_random_specs_and_instances(metrics, instance, as_
     ``MetricResult`` a score, an explanation or an error."""
     body: dict = {"instance": instance}
     body["metric_sources" if as_sources else "metrics"] = [{"metric": m} for m in metrics] if as_sources else metrics
-    status, reply, _ = SERVICE.post(PATH, json.dumps(body).encode())
-    check(status, reply)
+    status, reply, headers = SERVICE.post(PATH, json.dumps(body).encode())
+    check(status, reply, headers)
     if status == 200:
         results = json.loads(reply)["metricResults"]
         assert len(results) == len(metrics) and all(set(r) & {"score", "explanation", "error"} for r in results)
