@@ -11,7 +11,7 @@ import pytest
 from tests.helpers.builders import otlp_json
 from tests.helpers.collector import Collector
 from tests.helpers.pgserver import postgres_server
-from toolpath.store.job_queue import latest_scored
+from toolpath.store.online_reads import latest_scored
 
 
 @pytest.fixture

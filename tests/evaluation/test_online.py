@@ -27,8 +27,9 @@ from toolpath.evaluation.online import OnlineConfig, OnlineEvaluator
 from toolpath.evaluation.online.references import References
 from toolpath.evaluation.prompt_match import PromptMatch, normalize_prompt
 from toolpath.store.browse import online_series, session_page
-from toolpath.store.job_queue import JobQueue, latest_scored
+from toolpath.store.job_queue import JobQueue
 from toolpath.store.job_status import ResultLabel
+from toolpath.store.online_reads import latest_scored
 from toolpath.store.store import Store
 from toolpath.ui.params import BadRequest, session_filter
 

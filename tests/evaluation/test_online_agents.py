@@ -11,7 +11,7 @@ from toolpath.errors import ConfigError
 from toolpath.evaluation.online import OnlineEvaluator
 from toolpath.metrics.rows import stored_row
 from toolpath.model import Invocation, ToolCall
-from toolpath.store.job_queue import latest_scored
+from toolpath.store.online_reads import latest_scored
 from toolpath.store.store import Store
 
 PROMPT = "Refund order 7"

@@ -20,7 +20,7 @@ from tests.helpers import ADK_FIXTURES
 from tests.helpers.cli import run_cli
 from tests.helpers.collector import TOKEN, Collector
 from tests.helpers.weather import WEATHER_AGENT_MODULE
-from toolpath.store.job_queue import latest_scored
+from toolpath.store.online_reads import latest_scored
 from toolpath.store.store import Store
 from toolpath.ui import create_app
 from toolpath.ui.compare import compare_view

@@ -13,7 +13,7 @@ from toolpath.errors import ConfigError
 from toolpath.evaluation.evalsets.evaluator import evaluate_eval_sets
 from toolpath.evaluation.evalsets.files import load_eval_sets
 from toolpath.evaluation.online import OnlineConfig, OnlineEvaluator
-from toolpath.store.job_queue import latest_scored
+from toolpath.store.online_reads import latest_scored
 from toolpath.store.store import Store
 
 WEATHER = toolpath.tool(name="get_weather")(lambda city: {"city": city, "sky": "sunny", "temp": 20})

@@ -17,7 +17,7 @@ from toolpath.judges.client import JudgeReply, JudgeRequest
 from toolpath.judges.vertex import JudgeMetric
 from toolpath.metrics.rows import invocation_row, with_parsed_trajectories
 from toolpath.model import Invocation, ToolCall
-from toolpath.store.job_queue import latest_scored
+from toolpath.store.online_reads import latest_scored
 from toolpath.store.store import Store
 from toolpath.trajectory import parse_trajectory
 

@@ -85,7 +85,7 @@ def watch(store: str | None, interval: float, limit: int, once: bool) -> None:
     from rich.live import Live
 
     from toolpath.cli.display import watch_table
-    from toolpath.store.job_queue import latest_scored
+    from toolpath.store.online_reads import latest_scored
 
     the_store = open_existing_store(store)
     rows = latest_scored(the_store, limit=limit)

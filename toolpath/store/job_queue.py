@@ -98,6 +98,15 @@ class QueueStats:
 
 
 class JobQueue:
+    table = t.eval_jobs
+    """The jobs' table: one row per target and evaluator."""
+    key = "invocation_id"
+    """The column of its target's id."""
+    waiting = _WAITING
+    """Which of its rows wait to be claimed (``:pending``, ``:now`` given)."""
+    order = "enqueued_at"
+    """Which waiting rows are claimed first: the least of this column."""
+
     def __init__(
         self,
         store: Store,
@@ -176,7 +185,7 @@ class JobQueue:
                 self.stats.skipped[name, SkipReason.NOT_SAMPLED] += 1
 
     def _shed(self, conn: Connection) -> int:
-        jobs = t.eval_jobs
+        jobs = self.table
         waiting = conn.execute(
             select(func.count()).select_from(jobs).where(jobs.c.status == JobStatus.PENDING)
         ).scalar_one()
@@ -185,7 +194,7 @@ class JobQueue:
             return 0
         order = jobs.c.enqueued_at.asc() if self.shed_policy is ShedPolicy.OLDEST else jobs.c.enqueued_at.desc()
         victims = (
-            select(jobs.c.invocation_id, jobs.c.evaluator)
+            select(jobs.c[self.key], jobs.c.evaluator)
             .where(jobs.c.status == JobStatus.PENDING)
             .order_by(order)
             .limit(excess)
@@ -196,7 +205,7 @@ class JobQueue:
         for i in range(0, len(keys), _IN_CHUNK):
             conn.execute(
                 update(jobs)
-                .where(tuple_(jobs.c.invocation_id, jobs.c.evaluator).in_(keys[i : i + _IN_CHUNK]))
+                .where(tuple_(jobs.c[self.key], jobs.c.evaluator).in_(keys[i : i + _IN_CHUNK]))
                 .values(status=JobStatus.SHED, finished_at=time.time_ns())
             )
         return len(keys)
@@ -211,17 +220,18 @@ class JobQueue:
             "pending": JobStatus.PENDING,
             "stale": time.time_ns() - int(lease_seconds * 1e9),
             "names": list(self.evaluators),
+            "now": time.time_ns(),
         }
         with self.store.engine.connect() as conn:
             return any(
                 conn.execute(
-                    text(f"SELECT 1 FROM eval_jobs WHERE {which} AND evaluator IN :names LIMIT 1").bindparams(
+                    text(f"SELECT 1 FROM {self.table.name} WHERE {which} AND evaluator IN :names LIMIT 1").bindparams(
                         bindparam("names", expanding=True)
                     ),
                     params,
                 ).first()
                 is not None
-                for which in (_WAITING, _STALE)
+                for which in (self.waiting, _STALE)
             )
 
     def claim(self, worker: str, limit: int, lease_seconds: float) -> list[Job]:
@@ -271,7 +281,7 @@ class JobQueue:
     def release(self, worker: str, jobs: Sequence[Job]) -> None:
         """Give back jobs ``worker`` claimed and will not score (it is stopping): waiting again, for any worker
         now rather than after the lease, the claim not counted as an attempt nor as a target of its hour."""
-        table = t.eval_jobs
+        table = self.table
         with self.store.redoable_write() as conn:
             if self.limits:
                 online_usage.lock(conn, self.limits, time.time_ns())
@@ -280,29 +290,29 @@ class JobQueue:
                     update(table)
                     .where(self._held(worker, jobs[i : i + _IN_CHUNK]))
                     .values(status=JobStatus.PENDING, claimed_by=None, attempts=table.c.attempts - 1)
-                    .returning(table.c.invocation_id, table.c.evaluator, table.c.claimed_at, table.c.attempts)
+                    .returning(table.c[self.key], table.c.evaluator, table.c.claimed_at, table.c.attempts)
                 ).all()
                 if not given:
                     continue
                 counted = [(r.evaluator, r.claimed_at) for r in given if r.attempts == 0 and r.evaluator in self.limits]
                 online_usage.give_back(conn, counted)
-                keys = [Job(r.invocation_id, r.evaluator) for r in given]
+                keys = [Job(r[0], r.evaluator) for r in given]
                 conn.execute(update(table).where(self._keys_in(keys)).values(claimed_at=None))
 
     def _keys_in(self, jobs: Sequence[Job]) -> ColumnElement[bool]:
-        return tuple_(t.eval_jobs.c.invocation_id, t.eval_jobs.c.evaluator).in_([tuple(job) for job in jobs])
+        return tuple_(self.table.c[self.key], self.table.c.evaluator).in_([tuple(job) for job in jobs])
 
     def _held(self, worker: str, jobs: Sequence[Job]) -> ColumnElement[bool]:
         """Which of ``jobs`` ``worker`` holds, for an update. On PostgreSQL a job whose row another transaction has
         locked is left out rather than waited for: another transaction locks a claimed job only to wait it again or
         to delete it (an ingest rebuilding its invocation, retention), so the claim is lost all the same, and a
         worker that waited while holding the other jobs of its batch could deadlock with it."""
-        table = t.eval_jobs
+        table = self.table
         held = and_(self._keys_in(jobs), table.c.status == JobStatus.CLAIMED, table.c.claimed_by == worker)
         if self.store.dialect != "postgresql":
             return held  # one writer at a time: nothing to wait for
-        key = tuple_(table.c.invocation_id, table.c.evaluator)
-        unlocked = select(table.c.invocation_id, table.c.evaluator).where(held).with_for_update(skip_locked=True)
+        key = tuple_(table.c[self.key], table.c.evaluator)
+        unlocked = select(table.c[self.key], table.c.evaluator).where(held).with_for_update(skip_locked=True)
         return key.in_(unlocked)
 
     def _claim(
@@ -328,11 +338,11 @@ class JobQueue:
         # at ``limit``; one query with an OR of both would sort every waiting job, however long the backlog
         rows = list(conn.execute(self._claiming(_STALE), {**params, "limit": limit}).all())
         if len(rows) < limit:
-            rows += conn.execute(self._claiming(_WAITING), {**params, "limit": limit - len(rows)}).all()
-        worn = [Job(r.invocation_id, r.evaluator) for r in rows if r.attempts > self.max_attempts]
+            rows += conn.execute(self._claiming(self.waiting), {**params, "limit": limit - len(rows)}).all()
+        worn = [Job(r[0], r.evaluator) for r in rows if r.attempts > self.max_attempts]
         if worn:  # a job that keeps killing its workers is given up, not retried forever
             self._close(conn, worn, JobStatus.FAILED, None, now)
-        jobs = [Job(r.invocation_id, r.evaluator) for r in rows if r.attempts <= self.max_attempts]
+        jobs = [Job(r[0], r.evaluator) for r in rows if r.attempts <= self.max_attempts]
         new = [r for r in rows if r.attempts == 1 <= self.max_attempts and r.evaluator in self.limits]
         first = collections.Counter(r.evaluator for r in new)
         skipped: dict[SkipReason, list[Job]] = {}
@@ -342,7 +352,7 @@ class JobQueue:
             for name, wanted in sorted(first.items()):
                 room, reason = online_usage.take(conn, usage[name], name, wanted, now)
                 if reason is not None:
-                    mine = [Job(r.invocation_id, name) for r in new if r.evaluator == name]
+                    mine = [Job(r[0], name) for r in new if r.evaluator == name]
                     skipped.setdefault(reason, []).extend(mine[room:])
         for reason, over in skipped.items():
             self._close(conn, over, JobStatus.SKIPPED, reason, now)
@@ -360,24 +370,25 @@ class JobQueue:
     ) -> None:
         for i in range(0, len(jobs), _IN_CHUNK):
             conn.execute(
-                update(t.eval_jobs)
+                update(self.table)
                 .where(self._keys_in(jobs[i : i + _IN_CHUNK]))
                 .values(status=status, reason=reason, finished_at=now)
             )
 
     def _claiming(self, which: str) -> Any:
         postgres = self.store.dialect == "postgresql"
-        key, keys = ("(invocation_id, evaluator)", "invocation_id, evaluator") if postgres else ("rowid", "rowid")
+        table, keys = self.table.name, f"{self.key}, evaluator"
+        key, keys = (f"({keys})", keys) if postgres else ("rowid", "rowid")
         skip_locked = " FOR UPDATE SKIP LOCKED" if postgres else ""  # SQLite: rowid, each row's own integer key
         return text(
-            "UPDATE eval_jobs SET status = :claimed, claimed_by = :worker, claimed_at = :now, attempts = attempts + 1 "
-            f"WHERE {key} IN (SELECT {keys} FROM eval_jobs WHERE {which} AND evaluator IN :names "
-            f"ORDER BY enqueued_at LIMIT :limit{skip_locked}) RETURNING invocation_id, evaluator, attempts"
+            f"UPDATE {table} SET status = :claimed, claimed_by = :worker, claimed_at = :now, attempts = attempts + 1 "
+            f"WHERE {key} IN (SELECT {keys} FROM {table} WHERE {which} AND evaluator IN :names "
+            f"ORDER BY {self.order} LIMIT :limit{skip_locked}) RETURNING {self.key}, evaluator, attempts"
         ).bindparams(bindparam("names", expanding=True))
 
     def _complete(self, conn: Connection, worker: str, results: Mapping[Job, Sequence[Mapping[str, Any]]]) -> set[Job]:
         now = time.time_ns()
-        table = t.eval_jobs
+        table = self.table
         jobs = list(results)
         closed: set[Job] = set()
         for i in range(0, len(jobs), _IN_CHUNK):
@@ -387,14 +398,24 @@ class JobQueue:
                     update(table)
                     .where(self._held(worker, jobs[i : i + _IN_CHUNK]))
                     .values(status=JobStatus.DONE, finished_at=now)
-                    .returning(table.c.invocation_id, table.c.evaluator)
+                    .returning(table.c[self.key], table.c.evaluator)
                 )
             )
+        self._store_results(conn, worker, {job: results[job] for job in jobs if job in closed}, now)
+        with self._lock:
+            self.stats.completed += len(closed)
+            self.stats.lost_claims += len(jobs) - len(closed)
+        return closed
+
+    def _store_results(
+        self, conn: Connection, worker: str, results: Mapping[Job, Sequence[Mapping[str, Any]]], now: int
+    ) -> None:
+        """Write the results of the jobs just closed."""
+        jobs = list(results)
         rows = [
             (job.invocation_id, job.evaluator, self._version(job.evaluator), r["metric"], r["score"], r["label"],
              r["explanation"], worker, now)
             for job in jobs
-            if job in closed
             for r in results[job]
         ]  # fmt: skip
         if rows:
@@ -403,17 +424,13 @@ class JobQueue:
             else:
                 mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
                 conn.exec_driver_sql(_INSERT_RESULTS.format(marks=", ".join([mark] * 9)), rows)
-        with self._lock:
-            self.stats.completed += len(closed)
-            self.stats.lost_claims += len(jobs) - len(closed)
-        return closed
 
     def _version(self, evaluator: str) -> str:
         return self.evaluators[evaluator].version
 
     def counts(self) -> dict[JobStatus, int]:
         """Jobs in the store by status, every evaluator's and every worker's."""
-        jobs = t.eval_jobs
+        jobs = self.table
         with self.store.engine.connect() as conn:
             rows = conn.execute(select(jobs.c.status, func.count()).group_by(jobs.c.status)).all()
         return {JobStatus(status): count for status, count in rows}
@@ -425,7 +442,7 @@ class JobQueue:
 
     def skipped_in_store(self) -> dict[tuple[str, SkipReason], int]:
         """Jobs closed as skipped, by evaluator and reason (every process's)."""
-        jobs = t.eval_jobs
+        jobs = self.table
         query = (
             select(jobs.c.evaluator, jobs.c.reason, func.count())
             .where(jobs.c.status == JobStatus.SKIPPED)
@@ -440,40 +457,3 @@ class JobQueue:
             return {}
         with self.store.engine.connect() as conn:
             return online_usage.read(conn, self.limits, time.time_ns())
-
-
-def latest_scored(store: Store, *, after_ns: int = 0, limit: int = 50) -> list[dict[str, Any]]:
-    """Invocations scored online after ``after_ns`` (newest last): agent, prompt, latency, failure, and the scores
-    by metric; ``toolpath watch`` polls it."""
-    res, inv = t.online_results, t.invocations
-    with store.engine.connect() as conn:
-        recent = conn.execute(
-            select(res.c.invocation_id, func.max(res.c.created_at).label("scored_at"))
-            .where(res.c.created_at > after_ns)
-            .group_by(res.c.invocation_id)
-            .order_by(func.max(res.c.created_at).desc())
-            .limit(limit)
-        ).all()
-        if not recent:
-            return []
-        ids = [r.invocation_id for r in recent]
-        info = {r.invocation_id: r for r in conn.execute(select(inv).where(inv.c.invocation_id.in_(ids)))}
-        scores: dict[str, dict[str, Any]] = {i: {} for i in ids}
-        for r in conn.execute(select(res).where(res.c.invocation_id.in_(ids))):
-            scores[r.invocation_id][r.metric] = {"score": r.score, "label": r.label, "explanation": r.explanation}
-    out = []
-    for r in sorted(recent, key=lambda r: r.scored_at):
-        row = info.get(r.invocation_id)
-        out.append(
-            {
-                "invocation_id": r.invocation_id,
-                "scored_at": r.scored_at,
-                "agent_name": row.agent_name if row else None,
-                "session_id": row.session_id if row else None,
-                "prompt": row.prompt if row else None,
-                "latency_seconds": row.latency_seconds if row else None,
-                "failure": row.failure if row else None,
-                "scores": scores[r.invocation_id],
-            }
-        )
-    return out

@@ -1,0 +1,50 @@
+"""What online evaluation has stored, read back: the latest scored turns and sessions with their results, for
+``toolpath watch`` and the UI."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import func, select
+
+from toolpath.store import schema as t
+from toolpath.store.store import Store
+
+__all__ = ["latest_scored"]
+
+
+def latest_scored(store: Store, *, after_ns: int = 0, limit: int = 50) -> list[dict[str, Any]]:
+    """Invocations scored online after ``after_ns`` (newest last): agent, prompt, latency, failure, and the scores
+    by metric; ``toolpath watch`` polls it."""
+    res, inv = t.online_results, t.invocations
+    with store.engine.connect() as conn:
+        recent = conn.execute(
+            select(res.c.invocation_id, func.max(res.c.created_at).label("scored_at"))
+            .where(res.c.created_at > after_ns)
+            .group_by(res.c.invocation_id)
+            .order_by(func.max(res.c.created_at).desc())
+            .limit(limit)
+        ).all()
+        if not recent:
+            return []
+        ids = [r.invocation_id for r in recent]
+        info = {r.invocation_id: r for r in conn.execute(select(inv).where(inv.c.invocation_id.in_(ids)))}
+        scores: dict[str, dict[str, Any]] = {i: {} for i in ids}
+        for r in conn.execute(select(res).where(res.c.invocation_id.in_(ids))):
+            scores[r.invocation_id][r.metric] = {"score": r.score, "label": r.label, "explanation": r.explanation}
+    out = []
+    for r in sorted(recent, key=lambda r: r.scored_at):
+        row = info.get(r.invocation_id)
+        out.append(
+            {
+                "invocation_id": r.invocation_id,
+                "scored_at": r.scored_at,
+                "agent_name": row.agent_name if row else None,
+                "session_id": row.session_id if row else None,
+                "prompt": row.prompt if row else None,
+                "latency_seconds": row.latency_seconds if row else None,
+                "failure": row.failure if row else None,
+                "scores": scores[r.invocation_id],
+            }
+        )
+    return out
