@@ -112,6 +112,7 @@ def test_the_collector_rebuilds_each_conversation_and_its_turns(tmp_path, source
         assert [turn(i) for i in session.invocations] == [truth(source, w) for w in recorded]
         for invocation in session.invocations:
             assert not invocation.attributes.get("toolpath.content_missing")
+            assert invocation.attributes["gen_ai.agent.description"] == want["agent_description"]
             assert all(c.agent_name == want["agent_name"] for c in invocation.tool_calls)
     [failed] = [c for i in store.list_invocations() for c in i.tool_calls if c.error]
     assert (failed.name, failed.args) == ("room_price", {"room": "penthouse"})
@@ -158,3 +159,15 @@ def test_turns_sent_one_export_at_a_time_over_grpc_rebuild_the_same(tmp_path):
     assert [(i.session_id, *turn(i)) for i in got] == [
         (w["session_id"], *truth(source, w)) for w in want["invocations"]
     ]
+
+
+@pytest.mark.parametrize("source", ["adk-v2", "adk-v1"])
+def test_a_turn_keeps_its_own_agents_description_never_a_sub_agents(source):
+    """The home agent has an empty description; its sub-agents (an AgentTool, a transfer target) have theirs: no
+    turn takes a sub-agent's for its agent's."""
+    spans = decode(fixture(source, "otlp.pb"), "application/x-protobuf")
+    described = {s.attributes["gen_ai.agent.name"] for s in spans if s.attributes.get("gen_ai.agent.description")}
+    assert described == {"energy_advisor", "thermostat_expert"}
+    invocations = build_invocations(spans)
+    assert any(i.answered_by == "thermostat_expert" for i in invocations)
+    assert [i.attributes.get("gen_ai.agent.description") for i in invocations] == [None] * len(invocations)

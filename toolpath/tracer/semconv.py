@@ -12,6 +12,8 @@ TOOLPATH_SCOPE: Final = "toolpath"
 GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
 """The operation: ``invoke_agent``, ``execute_tool``, ``chat``…"""
 GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"
+GEN_AI_AGENT_DESCRIPTION: Final = "gen_ai.agent.description"
+"""What the agent is for, as its agent span says; a rebuilt turn keeps its agent's."""
 # gen_ai.evaluation.result events (online evaluation results)
 GEN_AI_EVALUATION_NAME: Final = "gen_ai.evaluation.name"
 GEN_AI_EVALUATION_SCORE_VALUE: Final = "gen_ai.evaluation.score.value"

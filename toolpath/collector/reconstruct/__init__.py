@@ -14,6 +14,7 @@ from toolpath.collector.reconstruct.attribution import Agents
 from toolpath.collector.reconstruct.calls import merge_calls
 from toolpath.collector.reconstruct.genai import (
     AGENT_SPAN_PREFIXES,
+    agent_description,
     intermediate_responses,
     is_agent_span,
     last_text,
@@ -138,6 +139,8 @@ def build_invocation(root: SpanRecord, descendants: Iterable[SpanRecord]) -> Inv
     invocation_attrs: dict[str, Any] = {}
     if service := root.resource.get(sc.SERVICE_NAME):
         invocation_attrs[sc.SERVICE_NAME] = service
+    if description := agent_description(root, descendants, agent_name):
+        invocation_attrs[sc.GEN_AI_AGENT_DESCRIPTION] = description
     for key in (sc.TOOLPATH_TRUNCATED, sc.TOOLPATH_CLEANED):  # what was changed in the root span, said again
         if isinstance(changed := attrs.get(key), list) and changed:
             invocation_attrs[key] = list(changed)

@@ -3,7 +3,7 @@ instrumentation): agent, tool and model spans, messages, and the trajectory an a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from toolpath.collector.reconstruct.span_values import parse_json
@@ -29,6 +29,19 @@ def model_spans(descendants: list[SpanRecord]) -> list[SpanRecord]:
 def _operation(span: SpanRecord) -> str | None:
     operation = span.attributes.get(sc.GEN_AI_OPERATION_NAME)
     return operation if isinstance(operation, str) else None
+
+
+def agent_description(root: SpanRecord, descendants: Iterable[SpanRecord], agent_name: str | None) -> str | None:
+    """The turn's agent's ``gen_ai.agent.description``: the root's, else that of the first agent span below that
+    names the same agent (ADK's ``invoke_workflow`` root has none; its ``invoke_agent`` span does)."""
+    for span in (root, *descendants):
+        attributes = span.attributes
+        if span is not root and (not is_agent_span(attributes) or attributes.get(sc.GEN_AI_AGENT_NAME) != agent_name):
+            continue
+        description = attributes.get(sc.GEN_AI_AGENT_DESCRIPTION)
+        if isinstance(description, str) and description.strip():
+            return description
+    return None
 
 
 def requested_calls(attributes: Mapping[str, Any]) -> list[tuple[str | None, str, Any]]:
