@@ -24,6 +24,7 @@ from tests.helpers.pgserver import postgres_server
 from toolpath.collector import otlp, spool_drain
 from toolpath.collector.health import readiness
 from toolpath.collector.ingestor import Ingestor
+from toolpath.collector.otlp_replies import LeftOut
 from toolpath.collector.spool_drain import SpoolDrain
 from toolpath.evaluation.online import OnlineEvaluator
 from toolpath.redact import Redactor
@@ -85,7 +86,7 @@ def test_a_batch_written_again_after_a_crash_stores_what_once_does(tmp_path, sto
     online = OnlineEvaluator(store, ONLINE).start()
     spool = Spool(tmp_path / "spool")
     ingestor = Ingestor(store, spool=spool)
-    assert ingestor.store_records(_records()) == 0 and store.counts()["spans"] == 0  # spooled, not stored
+    assert ingestor.store_records(_records()) == LeftOut() and store.counts()["spans"] == 0  # spooled, not stored
     batch = spool.take(10_000)
     assert batch is not None
     ingestor.write_prepared(batch.records)  # written; the crash comes before done()
@@ -110,7 +111,7 @@ def test_a_value_the_spool_cannot_hold_is_written_to_the_store_at_once(tmp_path)
     records = _records()
     records[0].attributes["label"] = Label("odd")
     ingestor = Ingestor(store, spool=spool)
-    assert ingestor.store_records(records) == 0
+    assert ingestor.store_records(records).rejected == 0
     assert (spool.pending_spans, store.counts()["spans"], store.counts()["invocations"]) == (0, 13, 2)
     unspooled = ingestor.metrics.exports_unspooled
     assert (unspooled.labels("unspoolable_value")._value.get(), unspooled.labels("too_big")._value.get()) == (1, 0)
@@ -422,7 +423,7 @@ def test_a_span_that_cannot_be_redacted_is_reported_and_counted(tmp_path, spoole
     ingestor = Ingestor(store, redactor=_FailingRedactor.build(), spool=spool)
     records = _records()
     records[0].attributes["api_key"] = "sk-not-a-plain-key"  # not proven plain: redacted span by span
-    assert ingestor.store_records(records) == 1  # told back in partial_success
+    assert ingestor.store_records(records).quarantined == 1  # told back in partial_success
     rejected = ingestor.metrics.spans_rejected.labels("quarantined")._value.get()
     assert rejected == 1 and ingestor.limits.hits["spans_quarantined"] == 1
     if spool is not None:

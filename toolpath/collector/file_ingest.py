@@ -72,7 +72,7 @@ def ingest_trace_files(
     for file in files:
         report.rejected += file.rejected
         for batch in file.batches:
-            quarantined = ingestor.store_records(batch)
+            quarantined = ingestor.store_records(batch).quarantined
             if quarantined:
                 report.rejected.append(f"{file.path}: {quarantined} span(s) quarantined: the store refused them")
             records += batch

@@ -27,6 +27,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
 )
 
 from toolpath.collector.otlp import OtlpDecodeError
+from toolpath.collector.otlp_replies import LeftOut
 from toolpath.collector.otlp_values import attributes, value
 from toolpath.store.spanrecord import SpanRecord
 from toolpath.tracer import semconv as sc
@@ -119,15 +120,13 @@ def _event_id(trace_id: str, parent: str, name: str, at: int, number: int, attrs
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def logs_reply(decoded: DecodedLogs, refused: int, said: Any) -> ExportLogsServiceResponse:
-    """OTLP's partial success when GenAI events were left out (no ids, or refused by the store)."""
+def logs_reply(decoded: DecodedLogs, left: LeftOut, said: Any) -> ExportLogsServiceResponse:
+    """OTLP's partial success when GenAI events were left out (no ids, refused by the store, over the trace
+    limit)."""
     reply = ExportLogsServiceResponse()
-    if decoded.rejected or refused:
-        reply.partial_success.rejected_log_records = len(decoded.rejected) + refused
-        reasons = [
-            *decoded.rejected[:3],
-            *([f"{refused} event(s) the store refused were quarantined"] if refused else []),
-        ]
+    reasons = [*decoded.rejected[:3], *left.reasons("event")]
+    if reasons:
+        reply.partial_success.rejected_log_records = len(decoded.rejected) + left.rejected
         reply.partial_success.error_message = said("; ".join(reasons))
     return reply
 

@@ -62,13 +62,13 @@ def make_grpc_server(ingestor: Ingestor, host: str, port: int, methods: Sequence
         if rejected and not records:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, ingestor.said(rejected[0]))
         try:
-            refused = ingestor.store_records(records)
+            left = ingestor.store_records(records)
         except SpoolFull as exc:
             context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
         except Exception:
             logger.exception("toolpath: storing %d span(s) failed", len(records))
             context.abort(grpc.StatusCode.UNAVAILABLE, "the store is unavailable")
-        return ingestor.outcome(rejected, refused)
+        return ingestor.outcome(rejected, left)
 
     server = grpc.server(  # the extra methods' threads come on top of Export's, which they never take
         futures.ThreadPoolExecutor(
@@ -116,7 +116,7 @@ def _logs_export(ingestor: Ingestor) -> Any:
                 except otlp.OtlpDecodeError as exc:
                     context.abort(grpc.StatusCode.INVALID_ARGUMENT, ingestor.said(str(exc)))
                 try:
-                    refused = ingestor.store_records(decoded.records)
+                    left = ingestor.store_records(decoded.records)
                 except SpoolFull as exc:
                     context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
                 except Exception:
@@ -125,7 +125,7 @@ def _logs_export(ingestor: Ingestor) -> Any:
         except Busy as exc:
             context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
         ingestor.metrics.request("grpc", "OK", started)
-        return logs_reply(decoded, refused, ingestor.said)
+        return logs_reply(decoded, left, ingestor.said)
 
     return export
 

@@ -28,7 +28,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
@@ -39,7 +39,8 @@ from toolpath.collector import otlp
 from toolpath.collector.clean import clean_invocation
 from toolpath.collector.genai_logs import LOGS_PATH, decode_logs, logs_reply
 from toolpath.collector.limits import Limits
-from toolpath.collector.otlp_replies import Reply, TooLarge, encode_reply, error_reply, gunzip
+from toolpath.collector.otlp_ids import circle_text
+from toolpath.collector.otlp_replies import LeftOut, Reply, TooLarge, encode_reply, error_reply, gunzip
 from toolpath.collector.prepare import SpanPreparer
 from toolpath.collector.prometheus import ServiceMetrics
 from toolpath.collector.reconstruct import build_invocations, is_run_span
@@ -120,13 +121,13 @@ class Ingestor:
             m.exports_in_flight.dec()
             self._slots.release()
 
-    def store_records(self, records: list[Any]) -> int:
+    def store_records(self, records: list[Any]) -> LeftOut:
         """Write records and rebuild their traces, or with a spool, commit them to it (:class:`SpoolFull` when it
         is); raises what the store raised when it is unavailable. A span the store still refuses once cleaned is
-        quarantined alone; returns how many were (when spooled, those the preparer could not redact: the others are
-        counted when written)."""
+        quarantined alone; returns what was left out (when spooled, only those the preparer could not redact: the
+        others are counted when written)."""
         if not records:
-            return 0
+            return LeftOut()
         self.metrics.spans_received.inc(len(records))
         ready = self._preparer.prepare(records)
         unredactable = len(records) - len(ready)  # quarantined by the preparer: never stored unredacted
@@ -149,13 +150,14 @@ class Ingestor:
                 logger.warning("toolpath: an export's spans could not be spooled; written to the store directly")
             else:
                 self.metrics.spool_spans.set(self.spool.pending_spans)
-                return unredactable
+                return LeftOut(quarantined=unredactable)
             with self.turns:
-                return unredactable + self.write_prepared(ready, spooled=False)
-        return unredactable + self.write_prepared(ready, spooled=False)
+                return self.write_prepared(ready, spooled=False).with_quarantined(unredactable)
+        return self.write_prepared(ready, spooled=False).with_quarantined(unredactable)
 
-    def write_prepared(self, ready: list[SpanRecord], *, spooled: bool = True) -> int:
-        """Store prepared records (see :meth:`store_records`) and count them; returns the spans quarantined.
+    def write_prepared(self, ready: list[SpanRecord], *, spooled: bool = True) -> LeftOut:
+        """Store prepared records (see :meth:`store_records`) and count them; returns what was left out (spans
+        quarantined, spans over the trace limit) and the circles of parents the new spans closed.
 
         When the store becomes unavailable part-way (a batch the store refused a value of is written trace by
         trace, each committed alone), what is raised follows the traces already committed. For an export
@@ -171,7 +173,7 @@ class Ingestor:
                 self.metrics.spans_rejected.labels("store_error").inc(len(ready) - done.committed - done.quarantined)
             raise
         self._count(done)
-        return done.quarantined
+        return LeftOut(done.quarantined, done.over_limit, self.limits.max_spans_per_trace, tuple(done.cycles))
 
     def _count(self, done: _Written) -> None:
         m = self.metrics
@@ -182,6 +184,10 @@ class Ingestor:
             m.spans_rejected.labels("trace_limit").inc(done.over_limit)
         if done.quarantined:
             m.spans_rejected.labels("quarantined").inc(done.quarantined)
+        if done.in_cycles:
+            self.limits.count("spans_in_parent_cycles", done.in_cycles)
+            logger.warning("toolpath: %d stored span(s) can never be a run: %s", done.in_cycles,
+                           "; ".join(done.cycles[:3]))  # fmt: skip
         m.invocations_written.inc(done.written)
 
     def _ingest(self, records: list[SpanRecord], done: _Written) -> None:
@@ -202,6 +208,8 @@ class Ingestor:
             done.stored += limits.taken
             done.written += written
             done.over_limit += limits.turned_away
+            done.in_cycles += limits.in_cycles
+            done.cycles += limits.cycles
             return
         traces: dict[str, list[SpanRecord]] = {}
         for record in records:
@@ -317,13 +325,13 @@ class Ingestor:
         if rejected and not records:
             return error_reply(400, self.said(rejected[0]), json_reply)
         try:
-            refused = self.store_records(records)
+            left = self.store_records(records)
         except SpoolFull as exc:
             return error_reply(503, str(exc), json_reply, retry_after=True)
         except Exception:
             logger.exception("toolpath: storing %d span(s) failed", len(records))
             return error_reply(503, "the store is unavailable", json_reply, retry_after=True)
-        return encode_reply(self.outcome(rejected, refused), 200, json_reply)
+        return encode_reply(self.outcome(rejected, left), 200, json_reply)
 
     def _decode_and_store_logs(self, body: bytes, content_type: str, json_reply: bool) -> Reply:
         try:
@@ -331,13 +339,13 @@ class Ingestor:
         except otlp.OtlpDecodeError as exc:
             return error_reply(400, self.said(str(exc)), json_reply)
         try:
-            refused = self.store_records(decoded.records)
+            left = self.store_records(decoded.records)
         except SpoolFull as exc:
             return error_reply(503, str(exc), json_reply, retry_after=True)
         except Exception:
             logger.exception("toolpath: storing %d GenAI event(s) failed", len(decoded.records))
             return error_reply(503, "the store is unavailable", json_reply, retry_after=True)
-        return encode_reply(logs_reply(decoded, refused, self.said), 200, json_reply)
+        return encode_reply(logs_reply(decoded, left, self.said), 200, json_reply)
 
     def said(self, message: str) -> str:
         """``message`` as it may go back to the sender: redacted like what is stored (a refused span's name or
@@ -346,17 +354,19 @@ class Ingestor:
         clean = redactor.text(message) if redactor is not None else message
         return clean if len(clean) <= _SAID_CHARS else clean[:_SAID_CHARS] + "…"  # redacted first, then cut
 
-    def outcome(self, rejected: list[str], refused: int) -> ExportTraceServiceResponse:
+    def outcome(self, rejected: list[str], left: LeftOut) -> ExportTraceServiceResponse:
         """The reply to a stored request: OTLP's partial success when spans were left out (not decodable, ids that
-        cannot join a trace, or refused by the store), counted; those left out are logged too."""
+        cannot join a trace, refused by the store, over the trace limit), counted; those left out are logged too.
+        Spans stored that close a circle of parents with an earlier export's are a warning: its message, with no
+        span counted rejected (OTLP's form of a warning)."""
         reply = ExportTraceServiceResponse()
         if rejected:
             self.limits.count("spans_rejected", len(rejected))
             logger.warning("toolpath: %d span(s) of an export rejected: %s", len(rejected),
                            self.said("; ".join(rejected[:3])))  # fmt: skip
-        if rejected or refused:
-            reply.partial_success.rejected_spans = len(rejected) + refused
-            reasons = [*rejected[:3], *([f"{refused} span(s) the store refused were quarantined"] if refused else [])]
+        reasons = [*rejected[:3], *left.reasons()]
+        if reasons:
+            reply.partial_success.rejected_spans = len(rejected) + left.rejected
             reply.partial_success.error_message = self.said("; ".join(reasons))
         return reply
 
@@ -374,12 +384,25 @@ class _WriteLimits:
         self.turned_away = 0
         self.taken = 0
         """Spans new to the store this write inserted."""
+        self.in_cycles = 0
+        self.cycles: list[str] = []
+        """Each circle of parents this write closed with spans stored before, as told."""
 
     def admit(self, stored: dict[str, int], new: Sequence[SpanRecord]) -> list[SpanRecord]:
         admitted = self.limits.admit(stored, new)
         self.turned_away += len(new) - len(admitted)
         self.taken += len(admitted)
         return admitted
+
+    def closed_cycles(self, cycles: Sequence[Sequence[SpanRecord]]) -> None:
+        """Told by the store: counted once the write commits (:meth:`Ingestor._count`), not in a retried one."""
+        for cycle in cycles:
+            self.in_cycles += len(cycle)
+            self.cycles.append(
+                f"trace {cycle[0].trace_id}: spans whose parents go round a circle (span ids "
+                f"{circle_text([s.span_id for s in cycle])}), closed by spans of different exports, were stored "
+                "but can never be a run"
+            )
 
     def cap(self, invocations: list[Invocation]) -> list[Invocation]:
         return self.limits.cap(invocations)
@@ -415,6 +438,10 @@ class _Written:
     """Spans the trace limit turned away, of those committed."""
     quarantined: int = 0
     """Spans the store refused alone."""
+    in_cycles: int = 0
+    """Spans stored that close a circle of parents with spans stored before."""
+    cycles: list[str] = field(default_factory=list)
+    """Those circles, as told."""
 
 
 class Busy(InternalSignal):

@@ -4,7 +4,9 @@ per invocation. Each is configurable, each hit is counted, and what was cut is m
 value (a model request, a tool call's arguments and result) keeps its structure, its longest strings cut instead,
 so the calls rebuilt from it keep their names and arguments when a 100 KB result is what made it long; an
 invocation whose calls were capped carries ``toolpath.tool_calls_dropped``; spans past a trace's limit are not
-stored and are counted. (Request bodies are limited by the receiver: 413.)
+stored, are counted and told back to the sender in OTLP's ``partial_success``; spans that close a circle of
+parents with spans of an earlier export are stored (they were accepted, and may be looked at), counted, logged and
+told back as a warning. (Request bodies are limited by the receiver: 413.)
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ LIMIT_KINDS = (
     "spans_cleaned",
     "spans_quarantined",
     "spans_rejected",
+    "spans_in_parent_cycles",
 )
 """Every kind of hit :meth:`Limits.count` counts (the ``limit`` label of ``toolpath_limit_hits``)."""
 
@@ -81,6 +84,10 @@ class Limits:
             taken[record.trace_id] = taken.get(record.trace_id, 0) + 1
             admitted.append(record)
         return admitted
+
+    def closed_cycles(self, cycles: Sequence[Sequence[SpanRecord]]) -> None:
+        """Circles of parents a write closed with spans stored before (stored, never a run): counted."""
+        self.count("spans_in_parent_cycles", sum(len(cycle) for cycle in cycles))
 
     def cap(self, invocations: list[Invocation]) -> list[Invocation]:
         """Invocations with at most ``max_tool_calls`` calls each; a capped one says how many it lost."""

@@ -67,10 +67,16 @@ def in_cycles(records: Sequence[SpanRecord]) -> dict[tuple[str, str], str]:
             key = (key[0], parent) if parent is not None else None
         if key is not None and key in on_path:
             cycle = path[path.index(key) :]
-            shown = [span for _, span in cycle[:_CYCLE_IDS_SHOWN]]
-            more = f" and {len(cycle) - len(shown)} more" if len(cycle) > len(shown) else ""
-            circle = " → ".join([*shown, cycle[0][1]]) if not more else ", ".join(shown) + more
+            circle = circle_text([span for _, span in cycle])
             for member in cycle:
                 found[member] = f"span {names[member]!r}: its parents go round a circle (span ids {circle})"
         done.update(path)
     return found
+
+
+def circle_text(span_ids: Sequence[str]) -> str:
+    """A circle of parents as it is told: its span ids in parent order, back to the first (a long one cut)."""
+    shown = list(span_ids[:_CYCLE_IDS_SHOWN])
+    if len(span_ids) > len(shown):
+        return ", ".join(shown) + f" and {len(span_ids) - len(shown)} more"
+    return " → ".join([*shown, span_ids[0]])

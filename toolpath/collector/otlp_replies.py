@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import gzip
 import io
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from typing import Any
 
@@ -23,6 +23,39 @@ class Reply:
     body: bytes = b""
     content_type: str = "application/x-protobuf"
     headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """What a write left out of the store of the spans (or GenAI events) it was given, and what it stored that can
+    never be a run, each told back to the sender in OTLP's ``partial_success``."""
+
+    quarantined: int = 0
+    """Refused by the store even alone, or not redactable."""
+    over_trace_limit: int = 0
+    """Turned away by the limit of spans per trace."""
+    trace_limit: int | None = None
+    """That limit (``max_spans_per_trace``)."""
+    in_cycles: tuple[str, ...] = ()
+    """Why spans now stored close a circle of parents with spans of an earlier export (a warning: stored)."""
+
+    @property
+    def rejected(self) -> int:
+        """Items not stored."""
+        return self.quarantined + self.over_trace_limit
+
+    def with_quarantined(self, more: int) -> LeftOut:
+        return replace(self, quarantined=self.quarantined + more)
+
+    def reasons(self, noun: str = "span") -> list[str]:
+        """Why, in the words told back: counts first, then the circles (a few)."""
+        out = [f"{self.quarantined} {noun}(s) the store refused were quarantined"] if self.quarantined else []
+        if self.over_trace_limit:
+            out.append(
+                f"{self.over_trace_limit} {noun}(s) over the limit of {self.trace_limit} spans per trace "
+                "(max_spans_per_trace) were not stored"
+            )
+        return [*out, *self.in_cycles[:3]]
 
 
 class GrpcCode(IntEnum):

@@ -25,6 +25,7 @@ from sqlalchemy import Connection, delete, text, update
 from toolpath.store import schema as t
 from toolpath.store.bulk import EncodedInvocations, delete_of_invocations, insert_span_rows, pg_array, span_rows
 from toolpath.store.job_status import JobStatus
+from toolpath.store.parent_cycles import closed_cycles
 from toolpath.store.spanrecord import SpanRecord
 
 if TYPE_CHECKING:  # the pydantic model is imported where an invocation is built: reading lists needs none
@@ -44,6 +45,8 @@ class Affected:
     roots: list[Key] = field(default_factory=list)
     gone: list[str] = field(default_factory=list)
     """Invocation ids of runs that have a run above them now."""
+    cycles: list[list[SpanRecord]] = field(default_factory=list)
+    """Circles of parents the new spans close (:func:`~.parent_cycles.closed_cycles`): never a run's."""
 
 
 def ingest(
@@ -99,6 +102,8 @@ def _ingest(
         ready = {trace for trace in fresh if trace in prebuilt and taken[trace] == len(prebuilt[trace].offered)}
         affected = affected_runs(conn, [s for s in new if s.trace_id not in ready], is_run, fresh=fresh - ready)
         _add_built(conn, affected, [prebuilt[trace] for trace in sorted(ready)], is_run)
+        if affected.cycles and limits is not None:  # stored, never a run: the writer says so
+            limits.closed_cycles(affected.cycles)
         invocations = _rebuilt(affected.spans, rebuild, prebuilt, fresh, ready)
         if limits is not None:
             invocations = limits.cap(invocations)
@@ -245,10 +250,11 @@ def affected_runs(
         found = _spans_with_keys(conn, sorted(wanted))
         known.update(((s.trace_id, s.span_id), s) for s in found)
         wanted = {(s.trace_id, s.parent_span_id) for s in found if s.parent_span_id is not None}
+    closed = closed_cycles(new, known)
     tops = _outermost_runs(new, known, is_run)
     roots = sorted({top for top in tops.values() if top not in (None, _IN_RUN_CYCLE)})
     below = _Below(conn, known, fresh)
-    affected = Affected(roots=roots, spans=below(roots))
+    affected = Affected(roots=roots, spans=below(roots), cycles=closed)
     # a span that closes a cycle of parents holding a run puts a run above every run of the cycle and below it
     cycles = sorted(key for key, top in tops.items() if top == _IN_RUN_CYCLE)
     below_a_run = [*affected.spans, *map(known.__getitem__, cycles), *below(cycles)]
@@ -461,11 +467,17 @@ def refresh_sessions(conn: Connection, session_ids: Iterable[str]) -> None:
     if conn.dialect.name == "postgresql":  # a writer adding to them commits first: the queries below see it
         _execute_in(conn, "SELECT session_id FROM sessions WHERE session_id {in} FOR UPDATE", ids)
     _execute_in(conn, _DELETE_EMPTY_SESSIONS, ids)
+    for table in ("session_jobs", "session_results"):  # a session gone takes its whole-session scoring with it
+        _execute_in(conn, _DELETE_GONE.format(table=table, into="{in}"), ids)
     _execute_in(conn, _UPDATE_SESSIONS, ids)
 
 
 _MINE = "FROM invocations i WHERE i.session_id = sessions.session_id"
 _DELETE_EMPTY_SESSIONS = f"DELETE FROM sessions WHERE session_id {{in}} AND NOT EXISTS (SELECT 1 {_MINE})"
+_DELETE_GONE = (
+    "DELETE FROM {table} WHERE session_id {into} AND NOT EXISTS "
+    "(SELECT 1 FROM sessions s WHERE s.session_id = {table}.session_id)"
+)
 _UPDATE_SESSIONS = (
     f"UPDATE sessions SET first_started_at = (SELECT i.started_at {_MINE} ORDER BY i.started_at LIMIT 1), "
     f"last_started_at = (SELECT i.started_at {_MINE} ORDER BY i.started_at DESC LIMIT 1), "
