@@ -3,8 +3,9 @@ agent's name, description and conversation id; the content only in ``gen_ai.clie
 log events) rebuilds into its conversations and their turns when sent to the collector over OTLP.
 
 The recordings (``tests/fixtures/spans/recorders/record_online_monitor.py``) are a real ADK agent run with
-``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental`` and content captured as events only, in ADK's 2.x
-telemetry schema and in its first one."""
+``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental`` and content captured as events only: a scripted model
+in ADK's 2.x telemetry schema and in its first one, and a Gemini model (served on 127.0.0.1) whose calls
+opentelemetry-instrumentation-google-genai records."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from toolpath.collector.otlp import decode
 from toolpath.collector.reconstruct import build_invocations
 from toolpath.store.store import Store
 
-SOURCES = ["adk-online-monitor", "adk-online-monitor-legacy"]
+SOURCES = ["adk-online-monitor", "adk-online-monitor-legacy", "adk-online-monitor-genai"]
 DETAILS = "gen_ai.client.inference.operation.details"
 CONTENT = ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions")
 
@@ -72,6 +73,8 @@ def test_the_recording_is_the_online_monitor_contract(source):
         assert span.attributes["gen_ai.conversation.id"].startswith("guest-conversation-")
     assert not any(key in s.attributes for s in spans for key in CONTENT)
     models = [s for s in spans if s.attributes.get("gen_ai.operation.name") == "generate_content"]
+    recorder = "opentelemetry.instrumentation.google_genai" if source.endswith("-genai") else "gcp.vertex.agent"
+    assert {s.scope for s in models} == {recorder}  # a Gemini model's calls: the OTel instrumentation's spans
     request = ExportLogsServiceRequest.FromString(fixture(source, "logs.pb"))
     records = [r for rl in request.resource_logs for sl in rl.scope_logs for r in sl.log_records]
     assert [r.event_name for r in records] == [DETAILS] * len(models)
