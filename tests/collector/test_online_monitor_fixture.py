@@ -117,6 +117,11 @@ def test_the_collector_rebuilds_each_conversation_and_its_turns(tmp_path, source
             assert not invocation.attributes.get("toolpath.content_missing")
             assert invocation.attributes["gen_ai.agent.description"] == want["agent_description"]
             assert all(c.agent_name == want["agent_name"] for c in invocation.tool_calls)
+    kept = [s for s in store.spans_of_trace(want["invocations"][0]["trace_id"]) if "toolpath.log_event" in s.attributes]
+    assert kept and all(
+        want["system_instruction"] in s.attributes["gen_ai.system_instructions"][0]["content"] for s in kept
+    )
+    assert all(len(s.attributes["gen_ai.tool.definitions"]) == 4 for s in kept)  # stored with the events
     [failed] = [c for i in store.list_invocations() for c in i.tool_calls if c.error]
     assert (failed.name, failed.args) == ("room_price", {"room": "penthouse"})
     assert "no room named penthouse" in failed.error
