@@ -125,7 +125,7 @@ def test_every_case_of_a_dataset_run_links_to_its_turn_and_a_crash_is_shown(ui, 
     turn = page.locator("section.turn").first
     assert PIZZA in turn.locator("pre.prompt").inner_text()
     assert "NotImplementedError" in turn.locator("p.error").inner_text()
-    turn.locator("g.span.error").first.click()  # the second click: the span that raised
+    turn.locator(".wf-row.error button.span-open").first.click()  # the second click: the span that raised
     page.locator("#span-panel").wait_for(state="visible")
     assert "NotImplementedError" in page.inner_text("#span-status")
     assert watched.errors == []
@@ -204,7 +204,7 @@ def test_an_eval_set_run_started_in_the_ui_is_recorded_and_linked(ui, chromium):
     link = page.locator("tbody.case a.trace-link").first
     link.click()
     page.wait_for_url(re.compile(r"/session\?id=eval-"))
-    assert page.locator("section.turn svg.waterfall g.span").count() >= 2  # its spans were stored too
+    assert page.locator("section.turn div.waterfall .wf-row[data-span]").count() >= 2  # its spans were stored too
     assert watched.errors == []
 
 

@@ -13,7 +13,7 @@ from tests.helpers.ui import Watched, browser, screenshot_folder, screenshots, s
 from tests.helpers.ui_stores import MARKUP, REQUEST_BODY, SUPPORT, debugging_store
 from toolpath.store.store import Store
 
-FOCUSED_SPAN = "() => document.activeElement && document.activeElement.matches('g.span[data-span]')"
+FOCUSED_SPAN = "() => document.activeElement && document.activeElement.matches('.wf-row[data-span] button.span-open')"
 AGENT_SPAN_2 = f"{102:016x}"
 """The agent span of the support session's turn 2 (the turn that raised)."""
 MODEL_SPAN_4 = f"{204:016x}"
@@ -51,7 +51,7 @@ def test_a_click_on_a_failed_span_shows_its_status_events_and_attributes(ui, pag
     page.goto(f"{ui}/session?id={SUPPORT}#turn-2")
     panel = page.locator("#span-panel")
     assert panel.is_hidden()
-    page.locator("#turn-2 g.span.agent").click()
+    page.locator("#turn-2 .wf-row.agent button.span-open").click()
     panel.wait_for(state="visible")
     assert page.inner_text("#span-title") == "invoke_agent support_bot"
     assert page.inner_text("#span-status") == "status: error: RuntimeError: the backend is down"
@@ -62,7 +62,7 @@ def test_a_click_on_a_failed_span_shows_its_status_events_and_attributes(ui, pag
     assert prompt.inner_text() == f"Cancel it {MARKUP}"  # markup in an attribute stays text
     assert page.locator("#span-panel b, #span-panel i").count() == 0
     screenshots(page, shots, "span-panel", (1280, 800))
-    page.locator("#turn-2 g.span.model").click()
+    page.locator("#turn-2 .wf-row.model button.span-open").click()
     page.wait_for_function("() => document.getElementById('span-title').textContent.startsWith('chat')")
     assert page.locator("#span-attributes tr[data-key='gen_ai.usage.input_tokens'] pre.value").inner_text() == "122"
 
@@ -74,13 +74,13 @@ def test_the_keyboard_reaches_every_span_and_escape_gives_the_focus_back(ui, pag
         if page.evaluate(FOCUSED_SPAN):
             break
     assert page.evaluate(FOCUSED_SPAN), "no span of the waterfall is reachable with Tab"
-    focused = page.evaluate("() => document.activeElement.dataset.span")
+    focused = page.evaluate("() => document.activeElement.closest('.wf-row').dataset.span")
     page.keyboard.press("Enter")
     page.locator("#span-panel").wait_for(state="visible")
     assert page.evaluate("() => document.activeElement.id") == "span-panel"
     page.keyboard.press("Escape")
     assert page.locator("#span-panel").is_hidden()
-    assert page.evaluate("() => document.activeElement.dataset.span") == focused
+    assert page.evaluate("() => document.activeElement.closest('.wf-row').dataset.span") == focused
     page.keyboard.press("Tab")
     assert page.evaluate(FOCUSED_SPAN)  # the next span
     page.keyboard.press(" ")
@@ -89,7 +89,7 @@ def test_the_keyboard_reaches_every_span_and_escape_gives_the_focus_back(ui, pag
 
 def test_long_values_are_collapsed_and_copied_whole(ui, page):
     page.goto(f"{ui}/session?id={SUPPORT}")
-    page.locator("#turn-1 g.span.agent").click()
+    page.locator("#turn-1 .wf-row.agent button.span-open").click()
     cell = page.locator("#span-attributes tr[data-key='app.request.body'] td")
     cell.wait_for()
     shown = cell.locator("pre.value").inner_text()
@@ -108,15 +108,15 @@ def test_a_link_to_a_span_opens_it_on_load(ui, page):
     page.locator("#span-panel").wait_for(state="visible")
     assert page.inner_text("#span-title") == "chat gemini-2.5-flash"
     assert page.locator("#span-attributes tr[data-key='gen_ai.response.id'] pre.value").inner_text() == "resp-4"
-    selected = page.locator("g.span.selected")
+    selected = page.locator(".wf-row.selected")
     assert selected.count() == 1 and selected.get_attribute("data-span") == MODEL_SPAN_4
-    assert page.locator("#turn-4 g.span.selected").count() == 1
+    assert page.locator("#turn-4 .wf-row.selected").count() == 1
     assert page.locator("#span-missing").count() == 0
 
 
 def test_an_opened_span_is_in_the_address_and_copy_link_copies_it(ui, page):
     page.goto(f"{ui}/session?id={SUPPORT}")
-    page.locator("#turn-2 g.span.agent").click()
+    page.locator("#turn-2 .wf-row.agent button.span-open").click()
     page.locator("#span-panel").wait_for(state="visible")
     page.wait_for_function(f"() => location.search.includes('span={AGENT_SPAN_2}')")
     assert page.evaluate("() => location.hash") == "#turn-2"
@@ -130,7 +130,7 @@ def test_an_opened_span_is_in_the_address_and_copy_link_copies_it(ui, page):
     page.locator("#span-panel").wait_for(state="visible")
     assert page.inner_text("#span-title") == "invoke_agent support_bot"
     assert page.inner_text("#span-status") == "status: error: RuntimeError: the backend is down"
-    assert page.locator("#turn-2 g.span.selected").get_attribute("data-span") == AGENT_SPAN_2
+    assert page.locator("#turn-2 .wf-row.selected").get_attribute("data-span") == AGENT_SPAN_2
 
 
 def test_a_span_the_page_does_not_draw_is_said_and_a_bad_one_is_a_400(ui, page):

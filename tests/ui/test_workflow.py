@@ -95,7 +95,7 @@ def test_from_session_to_eval_case_to_failing_and_passing_run(ui, shots):
         assert page.inner_text("#turn-1 pre.prompt") == PROMPT
         assert "20.0" in page.inner_text("#turn-1 pre.response")
         assert page.locator("#turn-1 ol.trajectory li").first.get_attribute("data-tool") == "get_device_info"
-        assert page.locator("#turn-1 svg.waterfall g.span").count() >= 2  # the agent span and its tool span
+        assert page.locator("#turn-1 div.waterfall .wf-row[data-span]").count() >= 2  # the agent span and its tool span
         screenshots(page, shots, "session")
 
         # add it to a new eval set

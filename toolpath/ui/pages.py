@@ -25,7 +25,7 @@ from toolpath.ui import compare, errors_pages, evalset_trash, params, price_page
 from toolpath.ui.evalset_trash import deleted_names
 from toolpath.ui.run_cases import failed_count, opened_from, run_view
 from toolpath.ui.usage_view import USAGE_KEYS, usage_of_sessions
-from toolpath.ui.views import TIMELINE_ROWS, online_view, pretty, turn_view
+from toolpath.ui.views import online_view, pretty, turn_view
 
 PAGE_SIZE = 50
 BUCKETS = {"hour": 3600, "day": 86400}
@@ -176,7 +176,7 @@ def session(request: Request) -> Response:
          "latency_total": sum(i.latency_seconds or 0.0 for i in found.invocations),
          "per_page": TURNS_PER_PAGE, "turn_count": len(found.invocations), "evalsets": ui.evalsets.names(),
          "evalset_dir": str(ui.evalsets.folder), "open_span": open_span,
-         "timeline_rows": TIMELINE_ROWS, "span_missing": open_span is not None and open_span.lower() not in drawn,
+         "span_missing": open_span is not None and open_span.lower() not in drawn,
          "from_case": opened_from(ui.store, query)},
     )  # fmt: skip
 

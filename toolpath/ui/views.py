@@ -22,9 +22,6 @@ from toolpath.ui.usage_view import usage_of_spans
 
 _AGENT_OPS = (sc.OP_INVOKE_AGENT, sc.OP_INVOKE_WORKFLOW)
 _MODEL_OPS = (sc.OP_CHAT, sc.OP_GENERATE_CONTENT, sc.OP_TEXT_COMPLETION)
-TIMELINE_WIDTH, TIMELINE_LABEL, ROW = 960, 300, 22
-TIMELINE_ROWS = 200
-"""Spans a turn's waterfall draws; the rest are counted under it (the trace's spans page lists them all)."""
 CALLS_SHOWN = 100
 """Tool calls a turn lists on the session page; the rest are counted."""
 
@@ -100,18 +97,59 @@ def _tokens(attributes: Mapping[str, Any]) -> tuple[Any, Any]:
     return prompt, completion
 
 
+def _span_order(spans: Sequence[SpanRecord]) -> list[tuple[SpanRecord, int]]:
+    """``spans`` as a tree read depth first, each with its depth: every span right after its parent, its children
+    in start order, so that a span's subtree is the run of rows after it (a span whose parent is not among them is
+    a root)."""
+    ids = {s.span_id for s in spans}
+    children: dict[str | None, list[SpanRecord]] = {}
+    for span in spans:
+        parent = span.parent_span_id if span.parent_span_id in ids and span.parent_span_id != span.span_id else None
+        children.setdefault(parent, []).append(span)
+    for kids in children.values():
+        kids.sort(key=lambda s: (s.start_time, s.end_time or s.start_time))
+    out: list[tuple[SpanRecord, int]] = []
+    seen: set[str] = set()
+    stack = [(span, 0) for span in reversed(children.get(None, []))]
+    while stack:
+        span, level = stack.pop()
+        if span.span_id in seen:
+            continue
+        seen.add(span.span_id)
+        out.append((span, level))
+        stack.extend((kid, level + 1) for kid in reversed(children.get(span.span_id, [])))
+    for span in sorted(spans, key=lambda s: s.start_time):  # spans of a parent cycle: no root reaches them
+        if span.span_id not in seen:
+            seen.add(span.span_id)
+            out.append((span, 0))
+    return out
+
+
+FIND_VALUE, FIND_TEXT = 120, 600
+"""Find in a trace reads each span's name and attribute keys and values: each value's first ``FIND_VALUE``
+characters, ``FIND_TEXT`` characters of them a span (the whole value is in the span's panel)."""
+
+
+def _find_text(attributes: Mapping[str, Any]) -> str:
+    parts = []
+    for key, value in attributes.items():
+        text = value if isinstance(value, str) else compact(value)
+        parts.append(f"{key}={text[:FIND_VALUE]}")
+    return " ".join(parts)[:FIND_TEXT]
+
+
+def _count(value: Any) -> int | float | str | None:
+    """A token count as the page shows it: a number, else its text (never an object the page must parse)."""
+    if value is None or (isinstance(value, int | float) and not isinstance(value, bool)):
+        return value
+    return str(value)
+
+
 def timeline(spans: Sequence[SpanRecord]) -> dict[str, Any]:
-    """A latency waterfall of ``spans`` in start order, indented by depth."""
-    parents = {s.span_id: s.parent_span_id for s in spans}
-
-    def depth(span: SpanRecord) -> int:
-        level, parent = 0, span.parent_span_id
-        while parent in parents and level < 20:
-            level, parent = level + 1, parents[parent]
-        return level
-
+    """A latency waterfall of every one of ``spans``: depth first, each subtree after its span."""
+    ordered = _span_order(spans)
     items = []
-    for span in sorted(spans, key=lambda s: (s.start_time, depth(s))):
+    for span, level in ordered:
         attributes = span.attributes or {}
         tokens_in, tokens_out = _tokens(attributes)
         items.append(
@@ -120,52 +158,64 @@ def timeline(spans: Sequence[SpanRecord]) -> dict[str, Any]:
                 "kind": span_kind(span),
                 "start": span.start_time,
                 "end": span.end_time or span.start_time,
-                "depth": depth(span),
+                "depth": level,
                 "error": span.status_code == 2,
-                "tokens_in": tokens_in,
-                "tokens_out": tokens_out,
+                "tokens_in": _count(tokens_in),
+                "tokens_out": _count(tokens_out),
                 "trace_id": span.trace_id,
                 "span_id": span.span_id,
+                "find": _find_text(attributes),
             }
         )
+    depths = [level for _, level in ordered]
+    open_rows: list[int] = []  # each row's descendants: the rows after it up to the next row no deeper than it
+    for n, level in enumerate(depths):
+        while open_rows and depths[open_rows[-1]] >= level:
+            row = open_rows.pop()
+            items[row]["under"] = n - row - 1
+        open_rows.append(n)
+    for row in open_rows:
+        items[row]["under"] = len(items) - row - 1
     return _layout(items)
 
 
 def timeline_of_calls(inv: Invocation) -> dict[str, Any]:
     items = [
         {"label": c.name, "kind": "tool", "start": c.start_time, "end": c.end_time or c.start_time, "depth": 0,
-         "error": c.error is not None, "tokens_in": None, "tokens_out": None, "trace_id": None, "span_id": None}
+         "error": c.error is not None, "tokens_in": None, "tokens_out": None, "trace_id": None, "span_id": None,
+         "find": "", "under": 0}
         for c in inv.tool_calls
         if c.start_time
     ]  # fmt: skip
     return _layout(items)
 
 
+BAR_SCALE = 1000
+"""A bar's start and width, in thousandths of the turn's time (the bar's SVG stretches to the row's width)."""
+
+
 def _layout(items: list[dict[str, Any]]) -> dict[str, Any]:
+    """Every row of a waterfall, as the page's script draws them: a list of short lists (label, kind, depth,
+    descendants, bar start, bar width, ms, error, span id, tokens in, tokens out, offset ms, text to find, trace id
+    when it is not the waterfall's)."""
     if not items:
-        return {"rows": [], "height": 0, "width": TIMELINE_WIDTH, "total_ms": 0.0, "more": 0}
+        return {"rows": [], "data": [], "trace": None, "total_ms": 0.0, "errors": 0}
     first = min(i["start"] for i in items)
     last = max(i["end"] for i in items)
-    more = max(0, len(items) - TIMELINE_ROWS)  # the first rows drawn, the rest counted (a page stays small)
-    items = items[:TIMELINE_ROWS]
     span = max(last - first, 1)
-    area = TIMELINE_WIDTH - TIMELINE_LABEL - 90
-    rows = []
-    for n, item in enumerate(items):
-        x = TIMELINE_LABEL + (item["start"] - first) / span * area
-        width = max((item["end"] - item["start"]) / span * area, 2.0)
-        rows.append(
-            {
-                **item,
-                "y": n * ROW + 4,
-                "x": round(x, 1),
-                "w": round(width, 1),
-                "text_x": 6 + 12 * min(item["depth"], 8),
-                "ms": (item["end"] - item["start"]) / 1e6,
-                "offset_ms": (item["start"] - first) / 1e6,
-            }
-        )
-    return {"rows": rows, "height": len(rows) * ROW + 8, "width": TIMELINE_WIDTH, "total_ms": span / 1e6, "more": more}
+    trace = next((i["trace_id"] for i in items if i["trace_id"]), None)
+    data = []
+    for item in items:
+        x = (item["start"] - first) / span * BAR_SCALE
+        width = (item["end"] - item["start"]) / span * BAR_SCALE
+        data.append(
+            [item["label"], item["kind"], item["depth"], item["under"], round(x, 1), round(max(width, 0.0), 1),
+             round((item["end"] - item["start"]) / 1e6, 2), 1 if item["error"] else 0, item["span_id"] or "",
+             item["tokens_in"], item["tokens_out"], round((item["start"] - first) / 1e6, 2), item["find"],
+             item["trace_id"] if item["trace_id"] and item["trace_id"] != trace else ""]
+        )  # fmt: skip
+    return {"rows": items, "data": data, "trace": trace, "total_ms": span / 1e6,
+            "errors": sum(1 for i in items if i["error"])}  # fmt: skip
 
 
 RATE_LEFT, RATE_BAR, RATE_TOP, RATE_HEIGHT = 34, 10, 6, 40

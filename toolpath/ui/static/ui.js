@@ -13,6 +13,7 @@ document.addEventListener("DOMContentLoaded", function () {
   // A run's case list: only the cases that failed (a replay's changed turns too), and a word when none did.
   var onlyFailing = document.getElementById("only-failing");
   if (onlyFailing) {
+    kept(onlyFailing, "failing");
     onlyFailing.addEventListener("change", function () {
       var shown = 0;
       document.querySelectorAll("tbody.case").forEach(function (body) {
@@ -27,6 +28,7 @@ document.addEventListener("DOMContentLoaded", function () {
   // A comparison of two runs: only the cases that differ.
   var onlyChanged = document.getElementById("only-changed");
   if (onlyChanged) {
+    kept(onlyChanged, "changed");
     onlyChanged.addEventListener("change", function () {
       document.querySelectorAll("tbody.compared-case").forEach(function (body) {
         body.classList.toggle("hidden", onlyChanged.checked && body.dataset.changed !== "1");
@@ -50,10 +52,11 @@ document.addEventListener("DOMContentLoaded", function () {
     window.setTimeout(function () { window.location.reload(); }, 30000);
   }
 
-  // The session page's waterfall: each span opens its details in the side panel (mouse or keyboard).
-  if (document.getElementById("span-panel")) {
-    spanPanel(document.getElementById("span-panel"));
-  }
+  // Long values (a tool's arguments or result) cut to a few lines behind "show all".
+  document.querySelectorAll("pre[data-clamp]").forEach(clamp);
+
+  // Keys: "/" to the page's search box, j and k from row to row of its list (the session page's spans: waterfall.js).
+  document.addEventListener("keydown", keys);
 
   // An evaluation: follow it until it ends, then open its run or say why it failed. The job may have ended
   // before this page loaded (a fast run): the state the page was rendered with is acted on as a polled one.
@@ -206,111 +209,6 @@ function fillTable(table, values) {
   });
 }
 
-// The address of the page with the span ``spanId`` open (null: none), at the turn that holds it.
-function spanAddress(spanId, g) {
-  var url = new URL(window.location.href);
-  if (spanId === null) {
-    url.searchParams.delete("span");
-  } else {
-    url.searchParams.set("span", spanId);
-    var turn = g.closest("section.turn");
-    if (turn) url.hash = turn.id;
-  }
-  return url.toString();
-}
-
-function spanPanel(panel) {
-  var opener = null;
-  var linkButton = document.getElementById("span-link");
-  var close = function () {
-    panel.hidden = true;
-    document.querySelectorAll("g.span.selected").forEach(function (g) { g.classList.remove("selected"); });
-    window.history.replaceState(null, "", spanAddress(null));
-    if (opener) opener.focus();
-  };
-  var show = function (g, span) {
-    document.querySelectorAll("g.span.selected").forEach(function (other) { other.classList.remove("selected"); });
-    g.classList.add("selected");
-    document.getElementById("span-title").textContent = span.name;
-    document.getElementById("span-summary").textContent = span.role + " · " + span.kind + " · started " + span.start +
-      " UTC · " + (span.duration_ms === null ? "no end" : span.duration_ms.toFixed(2) + " ms") +
-      " · span " + span.span_id + (span.parent_span_id ? " (parent " + span.parent_span_id + ")" : "");
-    var status = document.getElementById("span-status");
-    status.textContent = "status: " + span.status + (span.status_message ? ": " + span.status_message : "");
-    status.className = span.status === "error" ? "fail" : "";
-    fillTable(document.getElementById("span-attributes"), span.attributes);
-    fillTable(document.getElementById("span-resource"), span.resource);
-    var events = document.getElementById("span-events");
-    events.textContent = "";
-    (span.events || []).forEach(function (event) {
-      var box = document.createElement("div");
-      box.className = "span-event";
-      var title = document.createElement("h4");
-      title.textContent = (event.name || "event") + (event.when ? " at " + event.when : "");
-      box.appendChild(title);
-      var table = document.createElement("table");
-      table.className = "kv";
-      fillTable(table, event.attributes);
-      box.appendChild(table);
-      events.appendChild(box);
-    });
-    if (!(span.events || []).length) {
-      events.textContent = "none";
-      events.className = "muted";
-    } else {
-      events.className = "";
-    }
-    window.history.replaceState(null, "", spanAddress(span.span_id, g));  // the address opens this span
-    linkButton.textContent = "copy link";
-    delete linkButton.dataset.copied;
-    panel.hidden = false;
-    panel.focus();
-  };
-  var open = function (g) {
-    opener = g;
-    var url = "/traces/" + encodeURIComponent(g.dataset.trace) + "/spans/" + encodeURIComponent(g.dataset.span) + ".json";
-    fetch(url, { credentials: "same-origin" })
-      .then(function (reply) {
-        if (!reply.ok) throw new Error("the server answered " + reply.status);
-        return reply.json();
-      })
-      .then(function (span) { show(g, span); })
-      .catch(function (err) {
-        document.getElementById("span-title").textContent = "Span";
-        document.getElementById("span-summary").textContent = "could not read the span: " + err.message;
-        panel.hidden = false;
-      });
-  };
-  document.querySelectorAll("g.span[data-span]").forEach(function (g) {
-    g.addEventListener("click", function () { open(g); });
-    g.addEventListener("keydown", function (event) {
-      if (event.key === "Enter" || event.key === " ") {
-        event.preventDefault();
-        open(g);
-      }
-    });
-  });
-  document.getElementById("span-close").addEventListener("click", close);
-  linkButton.addEventListener("click", function () {
-    var selected = document.querySelector("g.span.selected");
-    if (selected) copyText(spanAddress(selected.dataset.span, selected), linkButton);
-  });
-  // A link to a span (span=<id>): that span opened on load, scrolled to.
-  var wanted = panel.dataset.open;
-  if (wanted) {
-    var target = Array.prototype.find.call(document.querySelectorAll("g.span[data-span]"), function (g) {
-      return g.dataset.span.toLowerCase() === wanted.toLowerCase();
-    });
-    if (target) {
-      target.scrollIntoView({ block: "center" });
-      open(target);
-    }
-  }
-  document.addEventListener("keydown", function (event) {
-    if (event.key === "Escape" && !panel.hidden) close();
-  });
-}
-
 function sortable(table) {
   table.querySelectorAll("th button.sort").forEach(function (button) {
     button.addEventListener("click", function () {
@@ -338,4 +236,73 @@ function sortable(table) {
       rows.forEach(function (row) { body.appendChild(row); });
     });
   });
+}
+
+// A check box whose state is kept in the page's address under ``key`` (=1 when ticked): a reload or a link shows the
+// page as it was. Its change handlers run again on load when the address ticks it.
+function kept(box, key) {
+  box.addEventListener("change", function () {
+    var url = new URL(window.location.href);
+    if (box.checked) url.searchParams.set(key, "1"); else url.searchParams.delete(key);
+    window.history.replaceState(null, "", url.toString());
+  });
+  if (new URL(window.location.href).searchParams.get(key) === "1" && !box.checked) {
+    window.setTimeout(function () {
+      box.checked = true;
+      box.dispatchEvent(new Event("change"));
+    }, 0);
+  }
+}
+
+var CLAMP = 300;  // characters of a value above which it is shown cut to a few lines until "show all"
+
+function clamp(pre) {
+  var length = pre.textContent.length;
+  if (length <= CLAMP) return;
+  pre.classList.add("clamped");
+  var more = document.createElement("button");
+  more.type = "button";
+  more.className = "plain expand";
+  more.textContent = "show all " + length + " characters";
+  more.setAttribute("aria-expanded", "false");
+  more.addEventListener("click", function () {
+    var open = pre.classList.toggle("clamped") === false;
+    more.textContent = open ? "show less" : "show all " + length + " characters";
+    more.setAttribute("aria-expanded", open ? "true" : "false");
+  });
+  pre.insertAdjacentElement("afterend", more);
+}
+
+function typing(target) {
+  return !!(target && target.closest && target.closest("input, textarea, select, [contenteditable]"));
+}
+
+// The rows j and k move between: a list page's rows (each focused through its first link or button).
+var ROWS = "table.list > tbody > tr, table.nav-rows > tbody > tr";
+
+function keys(event) {
+  if (event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) return;
+  if (event.key === "/") {
+    var box = document.querySelector("[data-search]") || document.querySelector("input[type=search]");
+    if (box) {
+      event.preventDefault();
+      box.focus();
+      box.select();
+    }
+    return;
+  }
+  if ((event.key !== "j" && event.key !== "k") || document.querySelector("div.waterfall")) return;
+  var rows = Array.prototype.filter.call(document.querySelectorAll(ROWS), function (row) {
+    return row.offsetParent !== null && row.querySelector("a[href], button");
+  });
+  if (!rows.length) return;
+  event.preventDefault();
+  var current = document.activeElement ? document.activeElement.closest("tr") : null;
+  var at = rows.indexOf(current);
+  var next = at < 0 ? (event.key === "j" ? 0 : rows.length - 1) : at + (event.key === "j" ? 1 : -1);
+  if (next < 0 || next >= rows.length) return;
+  rows.forEach(function (row) { row.classList.remove("current"); });
+  rows[next].classList.add("current");
+  rows[next].querySelector("a[href], button").focus();
+  rows[next].scrollIntoView({ block: "nearest" });
 }
