@@ -20,6 +20,7 @@ from tests.helpers.adk_eval import (
     trajectory_evaluator,
 )
 from toolpath.metrics import text, trajectory_match
+from toolpath.metrics.adk_args_rule import empty_for_none, none_args_equal_empty
 from toolpath.metrics.tokenize import adk_tokenize
 
 PARITY = settings(max_examples=250, deadline=None)
@@ -178,10 +179,15 @@ def test_trajectory_scores_equal_trajectory_evaluator(case, match_type, ignore_a
     )
     assert ours.score == adk.overall_score
     assert ours.details["per_invocation_scores"] == [r.score for r in adk.per_invocation_results]
-    for a, e, one in zip(actual, expected, adk.per_invocation_results, strict=True):
-        vertex = VERTEX[match_type](
-            toolpath_calls(a), toolpath_calls(e), ignore_args=ignore_args, null_args_wildcard=False
-        )
+    # Vertex's matches hold a call without arguments unequal to {}; ADK 2.15 and later hold them equal
+    same_calls = empty_for_none if none_args_equal_empty() else (lambda trajectories: trajectories)
+    for a, e, one in zip(
+        same_calls([toolpath_calls(a) for a in actual]),
+        same_calls([toolpath_calls(e) for e in expected]),
+        adk.per_invocation_results,
+        strict=True,
+    ):
+        vertex = VERTEX[match_type](a, e, ignore_args=ignore_args, null_args_wildcard=False)
         assert vertex.score == one.score
 
 
@@ -190,14 +196,33 @@ def test_trajectory_scores_equal_trajectory_evaluator(case, match_type, ignore_a
     [
         ([("set_light", {"on": 0})], [("set_light", {"on": False})], 1.0),  # 0 == False
         ([("set_light", {"level": [1, {"x": True}]})], [("set_light", {"level": [1.0, {"x": 1}]})], 1.0),
-        ([("now", {})], [("now", None)], 0.0),  # a reference without args is not {}
+        # a call without args against {}: unequal before google-adk 2.15, equal since (asked of the installed ADK)
+        ([("now", {})], [("now", None)], None),
+        ([("now", None)], [("now", {})], None),
         ([("now", None)], [("now", None)], 1.0),
         ([("set_light", {"on": 2})], [("set_light", {"on": True})], 0.0),
     ],
 )
 def test_call_equality_examples(actual, expected, score):
     adk = evaluate(trajectory_evaluator(), [adk_invocation("q", None, actual)], [adk_invocation("q", None, expected)])
+    if score is None:
+        score = 1.0 if none_args_equal_empty() else 0.0
     assert adk.overall_score == score
-    assert (
-        trajectory_match.tool_trajectory_avg_score([toolpath_calls(actual)], [toolpath_calls(expected)]).score == score
+    ours = trajectory_match.tool_trajectory_avg_score([toolpath_calls(actual)], [toolpath_calls(expected)])
+    assert ours.score == score
+
+
+@pytest.mark.parametrize("equal", [True, False])
+def test_none_args_rule_can_be_set_either_way(equal):
+    """The rule the installed ADK answers is the default; either one can be asked for."""
+    ours = trajectory_match.tool_trajectory_avg_score(
+        [toolpath_calls([("now", None)])], [toolpath_calls([("now", {})])], none_args_equal_empty=equal
     )
+    assert ours.score == (1.0 if equal else 0.0)
+    wildcard = trajectory_match.tool_trajectory_avg_score(
+        [toolpath_calls([("now", {"x": 1})])],
+        [toolpath_calls([("now", None)])],
+        null_args_wildcard=True,
+        none_args_equal_empty=equal,
+    )
+    assert wildcard.score == 1.0  # a wildcard reference stays one

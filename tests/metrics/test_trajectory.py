@@ -8,6 +8,7 @@ from toolpath.errors import MetricError
 from toolpath.evaluation.catalog import resolve_metric
 from toolpath.evaluation.evalsets.criteria import resolve_criteria
 from toolpath.metrics import trajectory_match as tj
+from toolpath.metrics.adk_args_rule import none_args_equal_empty
 from toolpath.metrics.equality import CallMatch
 from toolpath.model import ToolCall
 from toolpath.trajectory import Trajectory
@@ -229,14 +230,19 @@ class TestToolTrajectoryAvgScore:
         on, one = [call("set", {"on": False})], [call("set", {"on": 0})]
         assert tj.tool_trajectory_avg_score([one], [on]).score == 1.0
         assert tj.tool_trajectory_avg_score([one], [on], json_strict=True).score == 0.0
-        # a reference without args is not a wildcard for ADK's criterion, unless asked
-        assert tj.tool_trajectory_avg_score([[call("now", {})]], [[wild("now")]]).score == 0.0
+        # a reference without args is not a wildcard for ADK's criterion, unless asked: it equals {} or not as
+        # the installed google-adk says (none_args_equal_empty), and either rule can be asked for
+        adk_rule = 1.0 if none_args_equal_empty() else 0.0
+        assert tj.tool_trajectory_avg_score([[call("now", {})]], [[wild("now")]]).score == adk_rule
+        assert tj.tool_trajectory_avg_score([[call("x", {"a": 1})]], [[wild("x")]]).score == 0.0
         assert tj.tool_trajectory_avg_score([[wild("now")]], [[wild("now")]]).score == 1.0
         assert tj.tool_trajectory_avg_score([[call("now", {})]], [[wild("now")]], null_args_wildcard=True).score == 1.0
-        for match_type in ("IN_ORDER", "ANY_ORDER"):
-            assert (
-                tj.tool_trajectory_avg_score([[A, call("now", {})]], [[wild("now")]], match_type=match_type).score == 0
-            )
+        for match_type in ("EXACT", "IN_ORDER", "ANY_ORDER"):
+            for equal in (False, True):
+                got = tj.tool_trajectory_avg_score(
+                    [[A, call("now", {})]], [[wild("now")]], match_type=match_type, none_args_equal_empty=equal
+                ).score
+                assert got == (0.0 if match_type == "EXACT" else float(equal)), (match_type, equal)
 
     def test_zero_invocations_not_evaluated(self):
         result = tj.tool_trajectory_avg_score([], [])

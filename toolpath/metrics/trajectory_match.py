@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import Any
 
 from toolpath.errors import MetricError
+from toolpath.metrics import adk_args_rule
 from toolpath.metrics.base import invocation_mean
 from toolpath.metrics.equality import (
     CallMatch,
@@ -334,9 +335,16 @@ def tool_trajectory_avg_score(
     match: CallMatch | str = CallMatch.NAME_AND_ARGS,
     json_strict: bool = False,
     null_args_wildcard: bool = False,
+    none_args_equal_empty: bool | None = None,
 ) -> MetricResult:
     """ADK's criterion: the mean over a case's invocations of the 0/1 trajectory match of each, by ADK's call
-    equality unless an option asks otherwise (no wildcards by default: ``None`` arguments are a value)."""
+    equality unless an option asks otherwise (no wildcards by default: ``None`` arguments are a value).
+    ``none_args_equal_empty``: whether a call without arguments equals one with ``{}``; by default the installed
+    google-adk's answer (:func:`toolpath.metrics.adk_args_rule.none_args_equal_empty`)."""
+    if adk_args_rule.none_args_equal_empty() if none_args_equal_empty is None else none_args_equal_empty:
+        actual = adk_args_rule.empty_for_none(actual)
+        if not null_args_wildcard:  # a wildcard reference stays one
+            expected = adk_args_rule.empty_for_none(expected)
     if (
         match_type == MatchType.EXACT
         and match == CallMatch.NAME_AND_ARGS
