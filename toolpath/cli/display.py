@@ -223,11 +223,13 @@ def session_table(session: Session, scores: Mapping[str, Sequence[Mapping[str, A
             calls += " ⚠" if calls else "⚠"
             notes.append(styled((f"⚠ #{i}: {note}", "yellow")))
         simulated = "simulated user: " if inv.attributes.get(sc.TOOLPATH_SIMULATED_USER) else ""
+        not_text = no_response(inv.attributes.get(sc.TOOLPATH_RESPONSE_NOT_TEXT)) if inv.response is None else None
+        answer = inv.response or inv.error or not_text or ""
         table.add_row(
             str(i),
             simulated + (inv.prompt or ""),
             calls,
-            _by(inv.answered_by, inv.agent_name) + (inv.response or inv.error or ""),
+            _by(inv.answered_by, inv.agent_name) + answer,
             _num(inv.latency_seconds),
             str(inv.failure),
             *([_online(scores[inv.invocation_id] if scores else [])] if scored else []),
@@ -263,6 +265,28 @@ def content_note(missing: bool, unknown: Any) -> str | None:
             f"no content (for ADK 2.x set {sc.ADK_CONTENT_ENV}=SPAN_ONLY, or run the agent with toolpath)"
         )
     return "the tool spans recorded no arguments; the arguments shown come from the agent's own record of the run"
+
+
+def no_response(note: Any) -> str | None:
+    """What is shown for a response that is null because the agent's answer had no text (``response_note``, or
+    the invocation's ``toolpath.agent.response_not_text``); ``None`` when there is no such reason."""
+    return f"(no response: {note})" if isinstance(note, str) and note else None
+
+
+def response_notes(results: Sequence[Mapping[str, Any]]) -> list[str]:
+    """``runs show``: a line per result row (or eval-set turn) whose response is null, with the reason."""
+    lines = []
+    for position, result in enumerate(results, start=1):
+        row = result.get("row")
+        row = row if isinstance(row, Mapping) else {}
+        runs = row["turns"] if isinstance(row.get("turns"), list) else [row]
+        turns = [t for run in runs for t in (run if isinstance(run, list) else [run]) if isinstance(t, Mapping)]
+        which = f"case {result['case_id']}" if result.get("case_id") else f"row {position}"
+        for number, turn in enumerate(turns, start=1):
+            shown = no_response(turn.get("response_note")) if turn.get("response") is None else None
+            if shown:
+                lines.append(f"{which}" + (f", turn {number}" if len(turns) > 1 else "") + f": {shown}")
+    return lines
 
 
 def _names(value: Any) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from toolpath.cli.display import args_text, id_column
+from toolpath.cli.display import args_text, id_column, no_response
 from toolpath.cli.output import styled
 from toolpath.model import EvalStatus
 
@@ -96,6 +96,8 @@ def _print_conversation(console: Console, case: Any) -> None:
         for n, turn in enumerate(turns, start=1):
             console.print(f"  {n}. simulated user: {turn.get('prompt')}", highlight=False)
             answer = turn.get("response") if not turn.get("error") else f"(failed: {turn['error']})"
+            if answer is None:  # an answer without text: why
+                answer = no_response(turn.get("response_note")) or answer
             answer = str(answer).replace("\n", "\n            ")
             console.print(f"     agent: {answer}", highlight=False)
 

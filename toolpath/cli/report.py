@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from toolpath.cli.display import content_note
+from toolpath.cli.display import content_note, no_response
 from toolpath.evaluation.catalog import describe_rule
 from toolpath.evaluation.verdicts import (
     ReplayStatus,
@@ -225,14 +225,17 @@ def _side_by_side(prompt: Any, reference: list[ToolCall], predicted: list[ToolCa
     right = right or "<i class='muted'>none</i>"
     title = html.escape(str(prompt or "turn"))
     response = ""
+    not_text = no_response(turn.get("response_note")) if turn.get("response") is None else None
+    said = html.escape(str(turn.get("response") or "")) or (
+        f"<span class='na response-note'>{html.escape(not_text)}</span>" if not_text else ""
+    )
     if turn.get("simulated_user"):  # who said what: a simulated user wrote the prompt
         title = f"<span class='badge'>simulated user</span> {title}"
-        said = html.escape(str(turn.get("response") or ""))
         response = f"<div class='traj'><div class='muted'>agent: {said}</div></div>"
-    elif turn.get("response") is not None or turn.get("reference") is not None:
+    elif turn.get("response") is not None or turn.get("reference") is not None or not_text:
         response = (
             f"<div class='traj'><div class='muted'>reference: {html.escape(str(turn.get('reference') or ''))}</div>"
-            f"<div class='muted'>response: {html.escape(str(turn.get('response') or ''))}</div></div>"
+            f"<div class='muted'>response: {said}</div></div>"
         )
     note = content_note(bool(turn.get("content_missing")), turn.get("arguments_unknown"))
     if note:

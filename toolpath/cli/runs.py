@@ -36,7 +36,7 @@ def runs_list(store: str | None, limit: int, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def runs_show(run_id: str, store: str | None, as_json: bool) -> None:
     """Show one evaluation run: its summary and every result row."""
-    from toolpath.cli.display import summary_table
+    from toolpath.cli.display import response_notes, summary_table
 
     run = open_existing_store(store).get_eval_run(run_id)
     if run is None:
@@ -48,6 +48,8 @@ def runs_show(run_id: str, store: str | None, as_json: bool) -> None:
     console.print(f"run {run['run_id']} ({run['kind']}) of {run['dataset']}, agent {run['agent'] or '-'}")
     rows = [{f"{n}/score": (r["scores"] or {}).get(n) for n in names} for r in run["results"]]
     console.print(summary_table(run["summary"], names, title=f"{run['row_count']} rows", rows=rows))
+    for line in response_notes(run["results"]):  # why a response metric left such a row unscored
+        console.print(line, highlight=False)
 
 
 @click.command()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from toolpath.metrics.base import RESPONSE_NOTE
 from toolpath.metrics.rows import invocation_row
 from toolpath.store.store import Store
 from toolpath.tracer import semconv as sc
@@ -19,10 +20,18 @@ def rows_from_store(
     limit: int | None = None,
 ) -> list[dict[str, Any]]:
     """Rows with ``prompt``, ``response``, ``predicted_trajectory`` (failed calls carry ``error``),
-    ``latency_in_seconds``, ``failure`` and the ids linking back to the store."""
+    ``latency_in_seconds``, ``failure`` and the ids linking back to the store; ``response_note`` when the response
+    is null because the agent's answer had no text (the response metrics give that reason, and the run shows it)."""
     since_ns = min(int(since.timestamp() * 1e9), 2**63 - 1) if since is not None else None  # past 2262: none
     invocations = store.list_invocations(session_id=session_id, agent_name=agent_name, since_ns=since_ns, limit=limit)
-    return [invocation_row(inv, calls_dropped(inv.attributes)) for inv in invocations]
+    rows = []
+    for inv in invocations:
+        row = invocation_row(inv, calls_dropped(inv.attributes))
+        note = inv.attributes.get(sc.TOOLPATH_RESPONSE_NOT_TEXT)
+        if row.get("response") is None and isinstance(note, str) and note:
+            row[RESPONSE_NOTE] = note
+        rows.append(row)
+    return rows
 
 
 def calls_dropped(attributes: dict[str, Any]) -> int:
