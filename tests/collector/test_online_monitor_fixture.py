@@ -179,3 +179,46 @@ def test_a_turn_keeps_its_own_agents_description_never_a_sub_agents(source):
     invocations = build_invocations(spans)
     assert any(i.answered_by == "thermostat_expert" for i in invocations)
     assert [i.attributes.get("gen_ai.agent.description") for i in invocations] == [None] * len(invocations)
+
+
+def test_turns_scored_before_their_events_came_are_scored_again_with_their_content(tmp_path):
+    """A batching exporter may send the logs after the spans: a turn an online evaluator scored from its spans alone
+    (no response yet) is scored again once its events make it whole."""
+    import time
+
+    from tests.helpers.collector import Collector
+    from toolpath.store import schema as t
+
+    source = "adk-online-monitor"
+    want = expected(source)
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text("".join(json.dumps({"prompt": w["prompt"], "reference": w["response"]}) + "\n"
+                              for w in want["invocations"]))  # fmt: skip
+    (tmp_path / "online.toml").write_text(
+        f'metrics = ["exact_match"]\npoll_seconds = 0.05\nreference_dataset = "{golden.as_posix()}"\n'
+    )
+    collector = Collector(tmp_path, None, "--online", str(tmp_path / "online.toml")).start()
+    try:
+        store = collector.store()
+
+        def labels() -> list[tuple[str, str]]:
+            with store.engine.connect() as conn:
+                return sorted((r.label, r.explanation or "") for r in conn.execute(t.online_results.select()))
+
+        def wait_for(expected_labels: list[tuple[str, str]]) -> None:
+            deadline = time.monotonic() + 60
+            while labels() != expected_labels:
+                assert time.monotonic() < deadline, labels()
+                time.sleep(0.05)
+
+        assert post_traces(collector.url, fixture(source, "otlp.pb"))[0] == 200
+        wait_for([("error", "row has no 'response'")] * len(want["invocations"]))
+        status, reply = post_logs(collector.url, fixture(source, "logs.pb"), "application/x-protobuf")
+        assert status == 200 and not reply.HasField("partial_success")
+        wait_for([("pass", "identical")] * len(want["invocations"]))
+    finally:
+        collector.stop()
+    assert [i.response for i in sorted(store.list_invocations(), key=lambda i: i.started_at)] == [
+        w["response"] for w in want["invocations"]
+    ]
+    store.close()
