@@ -222,3 +222,45 @@ def test_turns_scored_before_their_events_came_are_scored_again_with_their_conte
         w["response"] for w in want["invocations"]
     ]
     store.close()
+
+
+def test_toolpath_ingest_reads_the_events_from_an_otlp_json_logs_file(tmp_path):
+    """The OpenTelemetry Collector's ``file`` exporter writes the logs apart from the traces: ``toolpath ingest``
+    takes both files (the logs file first here) and rebuilds the turns as the collector does."""
+    import subprocess
+    import sys
+
+    source = "adk-online-monitor"
+    want = expected(source)
+    logs = ExportLogsServiceRequest.FromString(fixture(source, "logs.pb"))
+    lines = tmp_path / "otel-logs.jsonl"  # one export per turn, as a batching exporter sends them
+    with lines.open("w") as out:
+        for recorded in want["invocations"]:
+            request = ExportLogsServiceRequest()
+            request.CopyFrom(logs)
+            for scope in (s for r in request.resource_logs for s in r.scope_logs):
+                kept = [r for r in scope.log_records if r.trace_id.hex() == recorded["trace_id"]]
+                del scope.log_records[:]
+                scope.log_records.extend(kept)
+            out.write(json.dumps(json_format.MessageToDict(request)) + "\n")  # base64 ids, as protobuf's JSON has
+    traces = SPANS / f"{source}.scenarios.otlp.json"
+    db = tmp_path / "s.db"
+    done = subprocess.run(
+        [sys.executable, "-m", "toolpath.cli", "ingest", str(lines), str(traces), "--store", f"sqlite:///{db}"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    said = " ".join(done.stdout.split())  # the console wraps long lines
+    assert "otel-logs.jsonl (otlp-json-lines): 10 span(s)" in said  # the GenAI events, kept as records
+    assert "5 invocation(s) in 2 session(s)" in said
+    store = Store(f"sqlite:///{db}")
+    got = sorted(store.list_invocations(), key=lambda i: i.started_at)
+    assert [(i.session_id, *turn(i)) for i in got] == [
+        (w["session_id"], *truth(source, w)) for w in want["invocations"]
+    ]
+    store.close()
+    other = tmp_path / "plain.jsonl"
+    other.write_text(json.dumps({"resourceMetrics": []}) + "\n" + lines.read_text().splitlines()[0] + "\n")
+    done = subprocess.run([sys.executable, "-m", "toolpath.cli", "ingest", str(other), "--store", f"sqlite:///{db}"],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 2 and "line 1: not an OTLP ExportTraceServiceRequest" in " ".join(done.stderr.split())

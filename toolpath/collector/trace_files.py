@@ -1,7 +1,9 @@
 """Trace files read as the collector reads exports: OTLP/JSON (one ``ExportTraceServiceRequest`` per line, as the
 OpenTelemetry Collector's ``file`` exporter writes, or one document), OTLP protobuf (one request, or requests
 each after its length: 4 bytes big-endian as the Collector's exporter writes them, or a varint as protobuf's
-delimited streams), gzip-compressed or not, and Jaeger's JSON export (:mod:`.jaeger_json`).
+delimited streams), gzip-compressed or not, and Jaeger's JSON export (:mod:`.jaeger_json`). OTLP/JSON logs
+(``ExportLogsServiceRequest``: lines of the Collector's ``file`` exporter, or one document) give their GenAI events,
+as ``collect`` takes them on ``/v1/logs`` (:mod:`.genai_logs`), so content sent as events rebuilds from files too.
 
 Each line (message, Jaeger trace) is decoded by :func:`toolpath.collector.otlp.decode` on its own, as one export:
 one that cannot be read is a :class:`BadPart` naming it, and the others still count; a span the decoder leaves
@@ -15,7 +17,7 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from toolpath.collector import otlp
+from toolpath.collector import genai_logs, otlp
 from toolpath.collector.jaeger_json import JaegerFormatError, is_jaeger, jaeger_traces, otlp_request
 from toolpath.errors import ConfigError
 from toolpath.store.spanrecord import SpanRecord
@@ -25,6 +27,8 @@ __all__ = ["BadPart", "TraceFile", "read_trace_file"]
 JSON = "application/json"
 PROTOBUF = "application/x-protobuf"
 _GZIP_MAGIC = b"\x1f\x8b"
+_SPANS_KEYS = frozenset({"resourceSpans", "resource_spans"})
+_LOGS_KEYS = frozenset({"resourceLogs", "resource_logs"})
 
 
 @dataclass(frozen=True)
@@ -87,7 +91,8 @@ def _read_json(path: str, raw: bytes) -> TraceFile:
     if isinstance(document, dict):
         one_line = b"\n" not in raw.strip()  # the Collector's file with one export in it
         out = TraceFile(path, "otlp-json-lines" if one_line else "otlp-json")
-        _decode_part(out, "line 1" if one_line else "document", raw, JSON)
+        logs = bool(_LOGS_KEYS & set(document)) and not _SPANS_KEYS & set(document)
+        (_decode_logs_part if logs else _decode_part)(out, "line 1" if one_line else "document", raw, JSON)
         if out.bad:
             raise ConfigError(out.bad[0].describe())
         return out
@@ -102,8 +107,12 @@ def _read_json(path: str, raw: bytes) -> TraceFile:
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             out.bad.append(BadPart(path, f"line {number}", f"not valid JSON: {exc}"))
             continue
-        if not isinstance(data, dict) or not ({"resourceSpans", "resource_spans"} & set(data)):
-            out.bad.append(BadPart(path, f"line {number}", "not an OTLP ExportTraceServiceRequest (no resourceSpans)"))
+        if isinstance(data, dict) and _LOGS_KEYS & set(data) and not _SPANS_KEYS & set(data):
+            _decode_logs_part(out, f"line {number}", line, JSON)
+            continue
+        if not isinstance(data, dict) or not (_SPANS_KEYS & set(data)):
+            out.bad.append(BadPart(path, f"line {number}", "not an OTLP ExportTraceServiceRequest (no resourceSpans) "
+                                   "nor ExportLogsServiceRequest (no resourceLogs)"))  # fmt: skip
             continue
         _decode_part(out, f"line {number}", line, JSON)
     if not out.batches and not out.bad:
@@ -157,6 +166,17 @@ def _decode_part(out: TraceFile, where: str, body: bytes, content_type: str) -> 
         return
     out.rejected += [f"{out.path} {where}: {reason}" for reason in rejected]
     out.batches.append(records)
+
+
+def _decode_logs_part(out: TraceFile, where: str, body: bytes, content_type: str) -> None:
+    """The GenAI events of an OTLP logs request, as records under their spans; other log records are not kept."""
+    try:
+        decoded = genai_logs.decode_logs(body, content_type)
+    except otlp.OtlpDecodeError as exc:
+        out.bad.append(BadPart(out.path, where, str(exc)))
+        return
+    out.rejected += [f"{out.path} {where}: {reason}" for reason in decoded.rejected]
+    out.batches.append(decoded.records)
 
 
 def _fixed_frames(raw: bytes) -> list[bytes] | None:
