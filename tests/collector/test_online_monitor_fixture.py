@@ -259,6 +259,10 @@ def test_toolpath_ingest_reads_the_events_from_an_otlp_json_logs_file(tmp_path):
         (w["session_id"], *truth(source, w)) for w in want["invocations"]
     ]
     store.close()
+    from toolpath.collector.trace_files import read_trace_file
+
+    document = read_trace_file(SPANS / f"{source}.scenarios.logs.json")  # one request, hex ids
+    assert document.spans == 10 and not document.bad and not document.rejected
     other = tmp_path / "plain.jsonl"
     other.write_text(json.dumps({"resourceMetrics": []}) + "\n" + lines.read_text().splitlines()[0] + "\n")
     done = subprocess.run([sys.executable, "-m", "toolpath.cli", "ingest", str(other), "--store", f"sqlite:///{db}"],
