@@ -264,7 +264,14 @@ def test_same_requests_same_scores_as_adk(fake, name):
     ours = toolpath_results(name)
     our_bodies = list(fake.bodies)
 
-    assert ours == adk == EXPECTED[name]
+    assert ours == adk
+    if name.startswith("rubric_based_"):
+        # the third case's judge leaves a rubric without a verdict: google-adk 2.14 and later do not score such a
+        # sample (NOT_EVALUATED), earlier releases average the rubrics it answered; toolpath gives what ADK gives
+        assert adk[:2] == EXPECTED[name][:2]
+        assert adk[2] in (EXPECTED[name][2], (None, "NOT_EVALUATED"))
+    else:
+        assert adk == EXPECTED[name]
     assert adk_bodies and canonical(our_bodies) == canonical(adk_bodies)  # prompts, configs, samples of each
     samples = CRITERIA[name].get("judge_model_options", {}).get("num_samples", 5)
     if name != "hallucinations_v1":  # ADK's hallucinations_v1 asks once per text, whatever num_samples says

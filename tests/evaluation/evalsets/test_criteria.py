@@ -106,6 +106,15 @@ CONFIGS: list[tuple[str, dict[str, Any], bool, bool]] = [
         False,
     ),
     ("live model config", {"criteria": DEFAULTS, "liveModelConfig": {"timeoutSeconds": 60}}, True, True),
+    # google-adk 2.14 runs each case numRuns times (earlier releases ignore the key); toolpath does not apply it
+    (
+        "a multi-run config, not applied by toolpath",
+        {"criteria": DEFAULTS, "multiRunConfig": {"numRuns": 3}},
+        True,
+        False,
+    ),
+    ("a multi-run config null, as ADK writes it unset", {"criteria": DEFAULTS, "multiRunConfig": None}, True, True),
+    ("parallelism (google-adk 2.15; earlier releases ignore it)", {"criteria": DEFAULTS, "parallelism": 2}, True, True),
 ]
 
 
@@ -182,6 +191,19 @@ def test_unknown_criterion_lists_the_known_ones(tmp_path):
     known = message.split("known criteria: ")[1].split(", ")
     assert {"tool_trajectory_avg_score", "response_match_score", "final_response_match_v2", "bleu"} <= set(known)
     assert known == sorted(known)
+
+
+def test_newer_adk_config_parts_toolpath_does_not_apply_are_refused_by_name(tmp_path):
+    path = tmp_path / "test_config.json"
+    path.write_text(json.dumps({"criteria": DEFAULTS, "multiRunConfig": {"numRuns": 3}}))
+    with pytest.raises(DatasetError, match=r"test_config.json: \$\.multiRunConfig: google-adk's multi-run config"):
+        load_config(path)
+    path.write_text(json.dumps({"criteria": {"tool_parameter_match": {"threshold": 0.5, "match_type": "EXACT"}}}))
+    with pytest.raises(ConfigError) as info:
+        resolve_criteria(load_config(path).criteria, source=path)
+    assert str(info.value) == (
+        f"{path}: criterion 'tool_parameter_match': google-adk 2.15's criterion, which toolpath does not compute yet"
+    )
 
 
 def test_unknown_key_lists_the_keys_the_criterion_takes(tmp_path):

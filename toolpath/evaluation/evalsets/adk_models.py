@@ -8,7 +8,10 @@ rules decide. They are mirrored rather than imported because toolpath works with
 tests hold them against ADK's own classes.
 
 What is not mirrored, because toolpath never reads it: a result's ``session_details`` (ADK's ``Session``, kept
-as a JSON object) and a scenario's ``user_persona`` (kept as given; toolpath's simulator refuses one). The
+as a JSON object), a scenario's ``user_persona`` (kept as given; toolpath's simulator refuses one), and the
+multi-run parts of google-adk 2.14 and later (a config's ``multi_run_config``, which toolpath refuses, and a
+result set's ``multi_run_case_summaries``, kept as JSON objects). The mirrors hold the fields of every google-adk
+release toolpath is tested with (2.13 to 2.15): a field a release lacks, it ignores when it reads the file. The
 config's ``user_simulator_config`` is mirrored (``llm_backed``; ``llm_audio`` only as far as its type).
 """
 
@@ -311,6 +314,11 @@ class EvalConfig(BaseModel):
     custom_metrics: dict[str, CustomMetricConfig] | None = None
     user_simulator_config: UserSimulatorConfig | None = None
     live_model_config: LiveModelConfig | None = None
+    multi_run_config: dict[str, Any] | None = None
+    """google-adk 2.14's ``MultiRunConfig`` (runs per case, cross-run scoring), kept as given: toolpath refuses a
+    config that sets one (:func:`toolpath.evaluation.evalsets.eval_config.load_config`)."""
+    parallelism: int | None = Field(default=None, ge=1)
+    """google-adk 2.15's cases run at once; toolpath's own concurrency applies instead (it changes no figure)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -343,6 +351,10 @@ ADK_CRITERIA: dict[str, type[BaseCriterion]] = {
     "rubric_based_multi_turn_trajectory_quality_v1": RubricsBasedCriterion,
 }
 """ADK's criteria (its metric registry) and the criterion model each one reads its options with."""
+
+ADK_UNSCORED = ("tool_parameter_match",)
+"""Criteria of newer google-adk releases (2.15's ``tool_parameter_match``) that toolpath does not compute: a
+config naming one is refused, never scored otherwise."""
 
 EFFICIENCY_METRICS = ("tool_call_count_v1", "inference_call_count_v1", "token_usage_v1", "invocation_duration_v1")
 """ADK's informational efficiency metrics: reported for every case, never given a threshold."""
@@ -414,6 +426,8 @@ class EvalCaseResult(BaseModel):
     session_id: str
     session_details: dict[str, Any] | None = None
     user_id: str | None = None
+    repetition_index: int | None = None
+    """google-adk 2.14's index of the run among a case's runs (from 0); ``None`` when not recorded."""
 
 
 class EvalSetResult(BaseModel):
@@ -423,4 +437,6 @@ class EvalSetResult(BaseModel):
     eval_set_result_name: str | None = None
     eval_set_id: str
     eval_case_results: list[EvalCaseResult] = Field(default_factory=list)
+    multi_run_case_summaries: list[dict[str, Any]] | None = None
+    """google-adk 2.14's cross-run summary of each case (``MultiRunCaseSummary``), kept as written."""
     creation_timestamp: float = 0.0

@@ -84,6 +84,8 @@ def _resolve(name: str, spec: Any, custom_path: str | None, source: object) -> C
         return Criterion(name, float(threshold), metric, options, custom_path)
     if name in adk_schema.EFFICIENCY_METRICS:
         raise ConfigError(f"{where}: an efficiency figure, reported for every case; it takes no threshold")
+    if name in adk_schema.ADK_UNSCORED:
+        raise ConfigError(f"{where}: google-adk 2.15's criterion, which toolpath does not compute yet")
     factory = catalog.metric_factory(name)
     if factory is None:
         if name in adk_schema.ADK_CRITERIA:

@@ -6,7 +6,9 @@ reads it with (``match_type`` as ``"IN_ORDER"``, ``"in-order"``, ``"In Order"`` 
 than ADK where ADK would silently evaluate nothing: an unknown key at the top level, an empty ``criteria``, and a
 threshold on one of ADK's efficiency metrics are errors here; an unknown criterion name, or an unknown key inside
 a criterion, is an error of :func:`toolpath.evaluation.evalsets.criteria.resolve_criteria`, which knows
-toolpath's metrics (and their options) as well as ADK's.
+toolpath's metrics (and their options) as well as ADK's. A ``multiRunConfig`` (google-adk 2.14 and later) is an
+error too, as toolpath does not apply it (``null``, as ADK writes it unset, is fine); ``parallelism`` (2.15)
+changes no figure and is accepted.
 """
 
 from __future__ import annotations
@@ -61,6 +63,11 @@ def load_config(path: str | Path) -> EvalConfig:
         raise DatasetError(f"{path}: {where}: {message}") from None
     if not parsed.criteria:
         raise DatasetError(f"{path}: $: no criteria (ADK would evaluate nothing; give a 'criteria' object)")
+    if parsed.multi_run_config is not None:  # null, as ADK writes it unset, is fine
+        raise DatasetError(
+            f"{path}: $.multiRunConfig: google-adk's multi-run config (runs per case, cross-run scoring) is not "
+            "applied by toolpath; remove it (toolpath's --runs / runs= runs each case more than once)"
+        )
     custom = {name: config.code_config.name for name, config in (parsed.custom_metrics or {}).items()}
     criteria = {name: _criterion(path, name, value, custom) for name, value in parsed.criteria.items()}
     return EvalConfig(criteria, custom, path, parsed.user_simulator_config)
