@@ -234,6 +234,7 @@ def test_toolpath_ingest_reads_the_events_from_an_otlp_json_logs_file(tmp_path):
     want = expected(source)
     logs = ExportLogsServiceRequest.FromString(fixture(source, "logs.pb"))
     lines = tmp_path / "otel-logs.jsonl"  # one export per turn, as a batching exporter sends them
+    per_turn = []
     with lines.open("w") as out:
         for recorded in want["invocations"]:
             request = ExportLogsServiceRequest()
@@ -243,6 +244,7 @@ def test_toolpath_ingest_reads_the_events_from_an_otlp_json_logs_file(tmp_path):
                 del scope.log_records[:]
                 scope.log_records.extend(kept)
             out.write(json.dumps(json_format.MessageToDict(request)) + "\n")  # base64 ids, as protobuf's JSON has
+            per_turn.append(request.SerializeToString())
     traces = SPANS / f"{source}.scenarios.otlp.json"
     db = tmp_path / "s.db"
     done = subprocess.run(
@@ -263,6 +265,11 @@ def test_toolpath_ingest_reads_the_events_from_an_otlp_json_logs_file(tmp_path):
 
     document = read_trace_file(SPANS / f"{source}.scenarios.logs.json")  # one request, hex ids
     assert document.spans == 10 and not document.bad and not document.rejected
+    framed = tmp_path / "otel-logs.pb"  # the Collector's file exporter with format: proto, one export per turn
+    framed.write_bytes(b"".join(len(m).to_bytes(4, "big") + m for m in per_turn))
+    read = read_trace_file(framed)
+    assert (read.format, read.spans, read.bad, read.rejected) == ("otlp-protobuf-framed", 10, [], [])
+    assert read_trace_file(SPANS / f"{source}.scenarios.logs.pb").spans == 10
     other = tmp_path / "plain.jsonl"
     other.write_text(json.dumps({"resourceMetrics": []}) + "\n" + lines.read_text().splitlines()[0] + "\n")
     done = subprocess.run([sys.executable, "-m", "toolpath.cli", "ingest", str(other), "--store", f"sqlite:///{db}"],

@@ -1,9 +1,10 @@
 """Trace files read as the collector reads exports: OTLP/JSON (one ``ExportTraceServiceRequest`` per line, as the
 OpenTelemetry Collector's ``file`` exporter writes, or one document), OTLP protobuf (one request, or requests
 each after its length: 4 bytes big-endian as the Collector's exporter writes them, or a varint as protobuf's
-delimited streams), gzip-compressed or not, and Jaeger's JSON export (:mod:`.jaeger_json`). OTLP/JSON logs
-(``ExportLogsServiceRequest``: lines of the Collector's ``file`` exporter, or one document) give their GenAI events,
-as ``collect`` takes them on ``/v1/logs`` (:mod:`.genai_logs`), so content sent as events rebuilds from files too.
+delimited streams), gzip-compressed or not, and Jaeger's JSON export (:mod:`.jaeger_json`). OTLP logs
+(``ExportLogsServiceRequest``: lines of the Collector's ``file`` exporter, one document, protobuf framed as traces
+are) give their GenAI events, as ``collect`` takes them on ``/v1/logs`` (:mod:`.genai_logs`), so content sent as
+events rebuilds from files too.
 
 Each line (message, Jaeger trace) is decoded by :func:`toolpath.collector.otlp.decode` on its own, as one export:
 one that cannot be read is a :class:`BadPart` naming it, and the others still count; a span the decoder leaves
@@ -164,6 +165,8 @@ def _decode_part(out: TraceFile, where: str, body: bytes, content_type: str) -> 
     except otlp.OtlpDecodeError as exc:
         out.bad.append(BadPart(out.path, where, str(exc)))
         return
+    if content_type == PROTOBUF and not records and _protobuf_logs(out, where, body):
+        return  # a logs request: protobuf does not say which message it is, but no span of it could be read
     out.rejected += [f"{out.path} {where}: {reason}" for reason in rejected]
     out.batches.append(records)
 
@@ -177,6 +180,19 @@ def _decode_logs_part(out: TraceFile, where: str, body: bytes, content_type: str
         return
     out.rejected += [f"{out.path} {where}: {reason}" for reason in decoded.rejected]
     out.batches.append(decoded.records)
+
+
+def _protobuf_logs(out: TraceFile, where: str, body: bytes) -> bool:
+    """Whether ``body`` is an OTLP logs request with GenAI events (then taken as :func:`_decode_logs_part` does)."""
+    try:
+        decoded = genai_logs.decode_logs(body, PROTOBUF)
+    except otlp.OtlpDecodeError:
+        return False
+    if not decoded.records and not decoded.rejected:
+        return False
+    out.rejected += [f"{out.path} {where}: {reason}" for reason in decoded.rejected]
+    out.batches.append(decoded.records)
+    return True
 
 
 def _fixed_frames(raw: bytes) -> list[bytes] | None:
