@@ -11,7 +11,8 @@ from typing import Any
 
 import toolpath
 from toolpath.adapters.function import agent, tool
-from toolpath.evaluation.replay import recorded_sessions, replay_sessions
+from toolpath.evaluation.recorded import recorded_sessions
+from toolpath.evaluation.replay import replay_sessions
 from toolpath.store.store import Store
 
 SECRETS: dict[str, Any] = {

@@ -8,7 +8,8 @@ import json
 import toolpath
 from tests.helpers.weather import bot, get_weather
 from toolpath.cli.report import render_report
-from toolpath.evaluation.replay import recorded_sessions, replay_sessions, save_replay_run
+from toolpath.evaluation.recorded import recorded_sessions
+from toolpath.evaluation.replay import replay_sessions, save_replay_run
 from toolpath.evaluation.verdicts import ReplayStatus, RunKind, Verdict
 from toolpath.metrics.diff import ChangeKind
 from toolpath.store.store import Store

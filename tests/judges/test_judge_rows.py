@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from toolpath.evaluation.agent_runs import AgentOutcome, outcome_row
 from toolpath.evaluation.online import OnlineEvaluator
+from toolpath.evaluation.outcome_rows import outcome_row
+from toolpath.evaluation.outcomes import AgentOutcome
 from toolpath.metrics.rows import invocation_row, with_parsed_trajectories
 from toolpath.model import Invocation, ToolCall
 

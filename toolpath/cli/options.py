@@ -115,7 +115,7 @@ def select_sessions(
     """The recorded sessions the selection options pick; none is an error."""
     from datetime import UTC
 
-    from toolpath.evaluation.replay import recorded_sessions
+    from toolpath.evaluation.recorded import recorded_sessions
 
     since_utc = since.replace(tzinfo=UTC) if since is not None and since.tzinfo is None else since
     sessions = recorded_sessions(store, session_ids=session_ids, agent_name=agent_name, since=since_utc, limit=limit)

@@ -101,7 +101,7 @@ def _redacted_call(call: ToolCall, redactor: Redactor) -> ToolCall:
 
 def produced_view(row: Mapping[str, Any], produced: Mapping[str, Any] | None, redactor: Redactor | None) -> Any:
     """The view the metrics read of ``row`` (as stored) when the agent's own values ``produced`` (the columns of
-    :func:`~toolpath.evaluation.agent_runs.scored_row`) are known: a :class:`ProducedView`; else the row's."""
+    :func:`~toolpath.evaluation.outcome_rows.scored_row`) are known: a :class:`ProducedView`; else the row's."""
     if produced is None:
         return with_parsed_trajectories(row)
     view = ProducedView(with_parsed_trajectories({**row, **produced}))

@@ -28,8 +28,13 @@ class AgentOutcome:
     did not deliver the invocation, which says so itself."""
     produced: Invocation | None = field(default=None, repr=False)
     """The same run rebuilt from the values the agent produced, before redaction: what computed metrics score
-    (:func:`~toolpath.evaluation.agent_runs.scored_row`). It lives in this process's memory only: never store,
+    (:func:`~toolpath.evaluation.outcome_rows.scored_row`). It lives in this process's memory only: never store,
     write, log or show it."""
     adk_invocation: dict[str, Any] | None = field(default=None, repr=False)
     """ADK's own ``Invocation`` of this turn (JSON, as ADK's inference records it: app details, events in order),
     when ADK ran or recorded it; for ADK's judges (:mod:`toolpath.evaluation.evalsets.adk_invocations`)."""
+
+
+def crash_message(turn: int, error: str | None) -> str:
+    """How a run that ended in a raising turn is reported (as a simulated conversation's is)."""
+    return f"turn {turn}: the agent failed: {error or 'it raised'}"

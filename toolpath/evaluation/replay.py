@@ -12,12 +12,12 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from toolpath.errors import MetricError
-from toolpath.evaluation.agent_runs import outcome_row, run_agent, stored_ids
+from toolpath.evaluation.agent_runs import run_agent
 from toolpath.evaluation.catalog import pass_rules, passes, resolve_metric
+from toolpath.evaluation.outcome_rows import outcome_row, stored_ids
 from toolpath.evaluation.runner import evaluate
 from toolpath.evaluation.scoring import prepare_judge
 from toolpath.evaluation.targets import Target, resolve_target
@@ -154,40 +154,6 @@ def _replay_session(
         turns.append(turn)
         rows.append(turn)
     return ReplayedSession(session.session_id, new_session, turns)
-
-
-def recorded_sessions(
-    store: Any,
-    *,
-    session_ids: Sequence[str] = (),
-    agent_name: str | None = None,
-    since: datetime | None = None,
-    limit: int | None = None,
-) -> list[Session]:
-    """The recorded sessions to replay: the ids given, or those matching the filters (oldest first)."""
-    if session_ids:
-        found = [store.get_session(s) for s in session_ids]
-        missing = [s for s, session in zip(session_ids, found, strict=True) if session is None]
-        if missing:
-            from toolpath.errors import ConfigError
-
-            raise ConfigError(f"no recorded session {', '.join(map(repr, missing))} in the store")
-        return [s for s in found if s is not None]
-    listed = store.list_sessions(agent_name=agent_name, limit=None)
-    sessions = []
-    for row in sorted(listed, key=lambda r: (r["first_started_at"] or "", r["session_id"])):
-        if row["session_id"].startswith("replay-"):
-            continue  # replays of replays are not what anyone means
-        session = store.get_session(row["session_id"])
-        if session is None or not session.invocations:
-            continue
-        last = session.invocations[-1].started_at
-        if since is not None and last is not None and last < since:
-            continue
-        sessions.append(session)
-        if limit is not None and len(sessions) >= limit:
-            break
-    return sessions
 
 
 def save_replay_run(store: Store, result: ReplayResult, *, agent: str | None, started_ns: int) -> None:

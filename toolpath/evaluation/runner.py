@@ -16,9 +16,10 @@ from toolpath import tracing
 from toolpath.config import INTERRUPT_GRACE_SECONDS
 from toolpath.datasets import read_rows
 from toolpath.errors import ConfigError, DatasetError, Interrupted, MetricError
-from toolpath.evaluation.agent_runs import AgentOutcome, outcome_row, run_agent, scored_row
+from toolpath.evaluation.agent_runs import AgentOutcome, run_agent
 from toolpath.evaluation.catalog import pass_rules, resolve_metric
 from toolpath.evaluation.like_with_like import produced_views, store_redactor
+from toolpath.evaluation.outcome_rows import outcome_row, scored_row
 from toolpath.evaluation.scoring import prepare_judge, score_views
 from toolpath.evaluation.targets import describe_target, resolve_target
 from toolpath.evaluation.tool_names import check_prefixes, strip_views

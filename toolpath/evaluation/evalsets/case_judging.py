@@ -18,7 +18,6 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolpath.evaluation.agent_runs import compared_rows, content_notes, outcome_row, response_note, stored_ids
 from toolpath.evaluation.evalsets.adk_invocations import judge_columns
 from toolpath.evaluation.evalsets.case_results import (
     FAILED,
@@ -30,8 +29,8 @@ from toolpath.evaluation.evalsets.case_results import (
 )
 from toolpath.evaluation.evalsets.criteria import Criterion
 from toolpath.evaluation.evalsets.efficiency import case_efficiency
-from toolpath.evaluation.evalsets.simulation.scenarios import simulated_turns
 from toolpath.evaluation.like_with_like import scrubbed
+from toolpath.evaluation.outcome_rows import compared_rows, content_notes, outcome_row, response_note, stored_ids
 from toolpath.evaluation.outcomes import AgentOutcome
 from toolpath.evaluation.scoring import judge_rows, score_row
 from toolpath.judges.client import Judge, settings_from
@@ -136,7 +135,9 @@ def _turns(case: EvalCase, per_run: list[list[AgentOutcome]]) -> list[list[dict[
         ]
         for outcomes in per_run
     ]
-    return [simulated_turns(t) for t in turns] if case.conversation_scenario is not None else turns
+    if case.conversation_scenario is None:
+        return turns
+    return [[{**turn, "simulated_user": True} for turn in run] for run in turns]  # the simulated user's turns
 
 
 def outcome_prompt(case: EvalCase, index: int, outcome: AgentOutcome) -> str | None:

@@ -23,10 +23,9 @@ from toolpath.evaluation.evalsets.case_results import NOT_EVALUATED, CaseResult,
 from toolpath.evaluation.evalsets.criteria import criteria_of
 from toolpath.evaluation.evalsets.efficiency import spans_under, traced_efficiency
 from toolpath.evaluation.evalsets.files import EvalConfig, EvalSet
-from toolpath.evaluation.evalsets.scripted_runs import crash_message
-from toolpath.evaluation.outcomes import AgentOutcome
+from toolpath.evaluation.outcomes import AgentOutcome, crash_message
 from toolpath.evaluation.prompt_match import normalize_prompt
-from toolpath.evaluation.replay import recorded_sessions
+from toolpath.evaluation.recorded import recorded_sessions
 from toolpath.judges.client import Judge
 from toolpath.model import EvalCase, EvalStatus, Session, agent_span_id
 from toolpath.store.job_status import ResultLabel

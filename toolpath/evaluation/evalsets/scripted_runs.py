@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from toolpath.evaluation.agent_runs import run_agent
-from toolpath.evaluation.outcomes import AgentOutcome
+from toolpath.evaluation.outcomes import AgentOutcome, crash_message
 from toolpath.evaluation.targets import Target
 from toolpath.model import EvalCase
 
@@ -37,8 +37,3 @@ def run_conversation(target: Target, case: EvalCase, *, session_id: str, timeout
             run.error = crash_message(turn, outcome.error)
             break
     return run
-
-
-def crash_message(turn: int, error: str | None) -> str:
-    """How a run that ended in a raising turn is reported (as a simulated conversation's is)."""
-    return f"turn {turn}: the agent failed: {error or 'it raised'}"

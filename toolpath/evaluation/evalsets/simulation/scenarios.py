@@ -13,7 +13,7 @@ scenario when google-adk (the ``adk`` extra), which gives the simulated user its
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,8 +134,3 @@ def _exchange(outcome: AgentOutcome, prompt: str, target: Target) -> Exchange:
         [(str(author), str(text)) for author, text in invocation.intermediate_responses] if invocation else [],
         outcome.tool_calls,
     )
-
-
-def simulated_turns(turns: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Turn records of a simulated conversation, each marked as the simulated user's."""
-    return [{**turn, "simulated_user": True} for turn in turns]
