@@ -255,10 +255,10 @@ def test_max_per_hour_holds_for_an_evaluators_workers_and_the_results_are_its_ow
     assert online.skipped() == {("capped", SkipReason.RATE): 15}
 
 
-def test_a_config_with_a_session_target_or_an_option_that_does_nothing_is_refused(store):
+def test_a_session_turn_metric_without_its_aggregate_or_an_option_that_does_nothing_is_refused(store):
     from toolpath.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="target = 'session' is not built yet"):
+    with pytest.raises(ConfigError, match="failure scores single turns; say how a session's turns make one score"):
         OnlineEvaluator(store, {"evaluator": [{"name": "s", "metrics": ["failure"], "target": "session"}]})
     with pytest.raises(ConfigError, match="thresholds for fluency, which 'metrics' does not name"):
         OnlineEvaluator(store, {"thresholds": {"fluency": 3}, "evaluator": [{"name": "s", "metrics": ["failure"]}]})

@@ -160,7 +160,7 @@ def test_samples_are_decided_by_the_target_and_the_evaluators_name():
 @pytest.mark.parametrize(
     ("table", "said"),
     [
-        ('name = "a"\nmetrics = ["fluency"]\ntarget = "session"', "evaluator 'a': target = 'session' is not built"),
+        ('name = "a"\nmetrics = ["fluency"]\nidle_seconds = 60', "evaluator 'a': idle_seconds: only for an evaluator"),
         ('name = "a"\nmetrics = ["fluency"]\ntarget = "trace"', "evaluator 'a': target = 'trace' (a string): expected"),
         ('metrics = ["fluency"]', "evaluator #1: 'name' is required"),
         ('name = "a b"\nmetrics = ["fluency"]', "evaluator 'a b': name = 'a b' (a string): expected a name of"),
@@ -202,8 +202,7 @@ def test_evaluator_tables_refuse_evaluator_keys_beside_them_and_a_name_twice(tmp
     path.write_text("evaluator = 5\n")
     with pytest.raises(ConfigError, match=r"evaluator = 5 \(a whole number\): expected \[\[evaluator\]\] tables"):
         OnlineConfig.load(path)
-    with pytest.raises(ConfigError, match=r"target = 'session' is not built yet"):
-        EvaluatorSpec("whole", "1", ("fluency",), TargetKind.SESSION)
+    assert EvaluatorSpec("whole", "1", ("fluency",), TargetKind.SESSION).idle_seconds == 120.0
 
 
 def test_the_flat_form_takes_the_evaluator_keys_at_its_top_level(tmp_path):

@@ -80,6 +80,8 @@ class QueueEvaluator:
     samples: Callable[[str], bool] = lambda invocation_id: True
     limits: UsageLimits | None = None
     """``None``: no limit asked of the store (nothing counted in ``online_usage``)."""
+    idle_seconds: float = 0.0
+    """Of an evaluator of whole sessions: how long a session must have been quiet before it is scored."""
 
 
 @dataclass
@@ -112,19 +114,21 @@ class JobQueue:
         store: Store,
         *,
         accept: Callable[[Invocation], bool] = lambda inv: True,
-        evaluators: Sequence[QueueEvaluator] = (),
+        evaluators: Sequence[QueueEvaluator] | None = None,
         max_backlog: int | None = None,
         shed: ShedPolicy | str = ShedPolicy.OLDEST,
         max_attempts: int = 3,
     ) -> None:
-        """``evaluators``: whose jobs this queue enqueues and claims; none given, one (:data:`DEFAULT_EVALUATOR`)
+        """``evaluators``: whose jobs this queue enqueues and claims; ``None``, one (:data:`DEFAULT_EVALUATOR`)
         that takes what ``accept`` says."""
         if shed not in SHED_POLICIES:
             raise ConfigError(f"shed must be one of {', '.join(SHED_POLICIES)}, got {shed!r}")
         self.store = store
-        self.evaluators = {e.name: e for e in evaluators} or {
-            DEFAULT_EVALUATOR[0]: QueueEvaluator(*DEFAULT_EVALUATOR, admits=accept)
-        }
+        self.evaluators = (
+            {e.name: e for e in evaluators}
+            if evaluators is not None
+            else {DEFAULT_EVALUATOR[0]: QueueEvaluator(*DEFAULT_EVALUATOR, admits=accept)}
+        )
         self.limits = {e.name: e.limits for e in self.evaluators.values() if e.limits is not None}
         self._recent: dict[str, collections.OrderedDict[str, None]] = collections.defaultdict(collections.OrderedDict)
         self.max_backlog = max_backlog
@@ -215,6 +219,8 @@ class JobQueue:
     def has_work(self, lease_seconds: float) -> bool:
         """Whether a job of this queue's evaluators waits, or a claim's lease ran out: a read, without the write
         lock, so that a worker polling an empty queue writes nothing (the claim that follows decides)."""
+        if not self.evaluators:
+            return False
         params = {
             "claimed": JobStatus.CLAIMED,
             "pending": JobStatus.PENDING,

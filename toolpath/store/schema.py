@@ -168,6 +168,55 @@ online_usage = Table(
     Column("tokens", BigInteger, nullable=False),  # judge tokens (input + output) its scoring spent in that hour
 )
 
+session_jobs = Table(
+    "session_jobs",
+    metadata,
+    Column("session_id", String(256), primary_key=True),
+    Column("evaluator", String(64), primary_key=True),  # a session-target online evaluator (its name)
+    Column("status", String(16), nullable=False),  # a JobStatus value; pending until due_at, then claimable
+    Column("reason", String(16)),  # a skipped job's SkipReason value
+    Column("revision", Integer, nullable=False),  # 1, and one more each time a late turn reopens it once scored
+    Column("due_at", BigInteger, nullable=False),  # when the session will have been quiet for idle_seconds
+    Column("enqueued_at", BigInteger, nullable=False),
+    Column("claimed_by", String(128)),
+    Column("claimed_at", BigInteger),
+    Column("attempts", Integer, nullable=False),
+    Column("finished_at", BigInteger),
+    Index("ix_session_jobs_status", "status", "due_at"),
+)
+
+session_results = Table(
+    "session_results",
+    metadata,
+    Column("session_id", String(256), primary_key=True),
+    Column("evaluator", String(64), primary_key=True),
+    Column("revision", Integer, primary_key=True),  # the session_jobs revision scored
+    Column("metric", String(256), primary_key=True),
+    Column("evaluator_version", String(64), nullable=False),
+    Column("score", Float),
+    Column("label", String(32)),
+    Column("explanation", Text),
+    Column("turns", Integer, nullable=False),  # the session's turns when it was scored
+    Column("last_invocation_id", String(64)),  # its last turn then: what the result's span is parented to
+    Column("worker", String(128), nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("superseded_at", BigInteger),  # when a newer revision's results were stored (null: current)
+    Index("ix_session_results_created", "created_at"),
+)
+
+judge_spend = Table(
+    "judge_spend",
+    metadata,
+    Column("evaluator", String(64), primary_key=True),
+    Column("hour_start", BigInteger, primary_key=True),  # the clock hour, UTC
+    Column("model", String(256), primary_key=True),
+    Column("outcome", String(16), primary_key=True),  # a JudgeOutcome value
+    Column("calls", Integer, nullable=False),
+    Column("input_tokens", BigInteger, nullable=False),
+    Column("output_tokens", BigInteger, nullable=False),
+    Column("seconds", Float, nullable=False),  # the calls' time, added up
+)
+
 turn_annotations = Table(
     "annotations",
     metadata,

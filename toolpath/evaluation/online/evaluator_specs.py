@@ -9,20 +9,40 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from toolpath.errors import ConfigError
+from toolpath.evaluation.online.references import is_eval_set_path
 from toolpath.evaluation.online.sampling import JudgeBudget, Limits
 from toolpath.evaluation.online.selection import Filters, TargetKind
 from toolpath.model import Invocation
 
-__all__ = ["EVALUATOR_KEYS", "EvaluatorSpec", "evaluator_spec"]
+__all__ = ["EVALUATOR_KEYS", "Aggregate", "EvaluatorSpec", "evaluator_spec"]
 
 EVALUATOR_KEYS = (
     "name", "version", "metrics", "target", "agent_names", "failures_only", "attributes", "tool_called",
     "min_latency_seconds", "max_latency_seconds", "sample_rate", "max_per_hour", "concurrency", "budget",
+    "idle_seconds", "aggregate",
 )  # fmt: skip
-"""The keys of an ``[[evaluator]]`` table (the flat form takes them at the top level)."""
+"""The keys of an evaluator the flat form takes at the top level."""
+TABLE_KEYS = (*EVALUATOR_KEYS, "reference_dataset")
+"""The keys of an ``[[evaluator]]`` table: an evaluator of sessions may have an ADK eval set of its own."""
+DEFAULT_IDLE_SECONDS = 120.0
+"""How long a session must have been quiet before an evaluator of sessions scores it, unless it says."""
+
+
+class Aggregate(StrEnum):
+    """How an evaluator of sessions makes one score of a turn metric's scores over the session's turns."""
+
+    MEAN = "mean"
+    """The mean of the turns' scores (those scored)."""
+    MIN = "min"
+    """The lowest."""
+    LAST = "last"
+    """The last turn's (none when it has none)."""
+
+
 BUDGET_KEYS = ("tokens_per_hour", "tokens_per_day")
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 """An evaluator's name: a label of its results, its Prometheus series and its quota rows."""
@@ -41,19 +61,22 @@ class EvaluatorSpec:
     target: TargetKind = TargetKind.TURN
     filters: Filters = field(default_factory=Filters)
     limits: Limits = field(default_factory=Limits)
+    idle_seconds: float = DEFAULT_IDLE_SECONDS
+    """Of an evaluator of sessions: how long a session must have been quiet before it is scored."""
+    aggregate: Mapping[str, tuple[Aggregate, ...]] = field(default_factory=dict)
+    """Of an evaluator of sessions: each turn metric's scores over the session, made one score each way named
+    (results ``metric:mean`` …)."""
+    reference_dataset: str | None = None
+    """Of an evaluator of sessions: an ADK eval set whose case each session is judged as (by its first user text)."""
 
     def __post_init__(self) -> None:
         if not self.name:
             raise ConfigError("online: an evaluator's name is empty")
-        if self.target != TargetKind.TURN:
-            raise ConfigError(
-                f"online: evaluator {self.name!r}: target = {str(self.target)!r} is not built yet; online evaluators "
-                'score turns (target = "turn")'
-            )
 
     def accepts(self, invocation: Invocation) -> bool:
         """Its filters and its sample, as the store applies them when it writes ``invocation``."""
-        return self.filters.admits(invocation) and self.samples(invocation.invocation_id)
+        target = invocation.session_id if self.target is TargetKind.SESSION else invocation.invocation_id
+        return self.filters.admits(invocation) and self.samples(target)
 
     def samples(self, target_id: str) -> bool:
         """Whether the target of this id is in its sample (a hash of the id and its name)."""
@@ -84,9 +107,9 @@ def refusal(where: str, key: str, value: Any, wanted: str) -> ConfigError:
 def evaluator_spec(values: Mapping[str, Any], where: str = "online: ") -> EvaluatorSpec:
     """The evaluator a table of :data:`EVALUATOR_KEYS` declares (missing keys: their defaults, but ``metrics``),
     every value checked by type and range; the first bad one is a :class:`ConfigError` naming it."""
-    unknown = sorted(set(values) - set(EVALUATOR_KEYS))
+    unknown = sorted(set(values) - set(TABLE_KEYS))
     if unknown:
-        raise ConfigError(f"{where}unknown key(s) {', '.join(unknown)}; known: {', '.join(EVALUATOR_KEYS)}")
+        raise ConfigError(f"{where}unknown key(s) {', '.join(unknown)}; known: {', '.join(TABLE_KEYS)}")
 
     def refuse(key: str, wanted: str) -> None:
         raise refusal(where, key, values[key], wanted)
@@ -108,12 +131,10 @@ def evaluator_spec(values: Mapping[str, Any], where: str = "online: ") -> Evalua
         refuse("version", f'a string of 1 to {MAX_VERSION} characters, e.g. "2"')
     metrics = names("metrics")
     target = values.get("target", TargetKind.TURN)
-    if target == TargetKind.SESSION:
-        raise ConfigError(
-            f"{where}target = 'session' is not built yet; online evaluators score turns (target = \"turn\")"
-        )
-    if target != TargetKind.TURN or not isinstance(target, str):
-        refuse("target", '"turn"')
+    if not isinstance(target, str) or target not in tuple(TargetKind):
+        refuse("target", '"turn" or "session"')
+    target = TargetKind(target)
+    sessions = _session_keys(values, where, target)
     agents = names("agent_names", optional=True)
     tools = names("tool_called", optional=True)
     failures_only = values.get("failures_only", False)
@@ -153,7 +174,37 @@ def evaluator_spec(values: Mapping[str, Any], where: str = "online: ") -> Evalua
         name,
         version,
         metrics or (),
-        TargetKind.TURN,
+        target,
         Filters(agents, failures_only, dict(attributes), tools, low, high),
         limits,
+        **sessions,
     )
+
+
+def _session_keys(values: Mapping[str, Any], where: str, target: TargetKind) -> dict[str, Any]:
+    """The keys only an evaluator of sessions takes, checked: ``idle_seconds``, ``aggregate``,
+    ``reference_dataset``."""
+    given = [key for key in ("idle_seconds", "aggregate", "reference_dataset") if values.get(key) not in (None, {})]
+    if target is TargetKind.TURN:
+        if given:
+            raise ConfigError(f'{where}{", ".join(given)}: only for an evaluator of sessions (target = "session")')
+        return {}
+    idle = values.get("idle_seconds", DEFAULT_IDLE_SECONDS)
+    if idle is None:
+        idle = DEFAULT_IDLE_SECONDS
+    if not number(idle) or idle <= 0:
+        raise refusal(where, "idle_seconds", idle, "a number of seconds, more than 0")
+    wanted = 'a table of metric = "mean", "min" or "last" (or a list of them)'
+    aggregate = values.get("aggregate") or {}
+    if not isinstance(aggregate, dict):
+        raise refusal(where, "aggregate", aggregate, wanted)
+    ways: dict[str, tuple[Aggregate, ...]] = {}
+    for metric, way in aggregate.items():
+        listed = way if isinstance(way, list) else [way]
+        if not listed or not all(isinstance(w, str) and w in tuple(Aggregate) for w in listed):
+            raise refusal(where, f"aggregate.{metric}", way, wanted)
+        ways[metric] = tuple(dict.fromkeys(Aggregate(w) for w in listed))
+    reference = values.get("reference_dataset")
+    if reference is not None and not (isinstance(reference, str) and is_eval_set_path(reference)):
+        raise refusal(where, "reference_dataset", reference, "the path of an ADK eval set (*.evalset.json)")
+    return {"idle_seconds": float(idle), "aggregate": ways, "reference_dataset": reference}

@@ -82,7 +82,8 @@ class EvaluatorUnit:
         kept = None
         if limits.quota:
             kept = UsageLimits(limits.max_per_hour, limits.budget.tokens_per_hour, limits.budget.tokens_per_day)
-        return QueueEvaluator(self.spec.name, self.spec.version, self.spec.filters.admits, self.spec.samples, kept)
+        spec = self.spec
+        return QueueEvaluator(spec.name, spec.version, spec.filters.admits, spec.samples, kept, spec.idle_seconds)
 
     def score(
         self, items: Iterable[tuple[dict[str, Any], Mapping[str, Any]]]
@@ -92,11 +93,8 @@ class EvaluatorUnit:
         table, _, _ = score_views(items, self.metrics, judge=judge)
         tokens = 0
         if judge is not None:
-            spent = judge.usage
-            tokens = spent.input_tokens + spent.output_tokens
-            with self._lock:
-                for key, value in spent.to_dict().items():
-                    setattr(self.usage, key, getattr(self.usage, key) + value)
+            tokens = judge.usage.input_tokens + judge.usage.output_tokens
+            self.add_usage(judge.usage)
         return [[self._result(m.name, scored) for m in self.metrics] for scored in table], tokens
 
     def _result(self, metric: str, scored: Mapping[str, Any]) -> dict[str, Any]:
@@ -105,6 +103,12 @@ class EvaluatorUnit:
         label = ResultLabel.ERROR if score is None else _LABELS[verdict]
         explanation = scored.get(f"{metric}/explanation")
         return {"metric": metric, "score": score, "label": label, "explanation": explanation}
+
+    def add_usage(self, spent: JudgeUsage) -> None:
+        """Count what a batch's judge did in :attr:`usage`."""
+        with self._lock:
+            for key, value in spent.to_dict().items():
+                setattr(self.usage, key, getattr(self.usage, key) + value)
 
     def judge_usage(self) -> JudgeUsage:
         """A copy of :attr:`usage`, read under its lock."""

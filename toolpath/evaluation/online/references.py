@@ -113,8 +113,9 @@ def _online_metric(name: str, criterion: Criterion, path: str | Path) -> Metric:
     metric = criterion.metric
     if metric.case_level and isinstance(metric, JudgeMetric):
         raise ConfigError(
-            f"online: reference_dataset {path}: criterion {name!r} judges whole conversations, not single turns; "
-            "score the recorded sessions with `toolpath eval SET --from-store`"
+            f"online: reference_dataset {path}: criterion {name!r} judges whole conversations, not single turns: "
+            'give the eval set to an evaluator of sessions (target = "session"), or score the recorded sessions '
+            "with `toolpath eval SET --from-store`"
         )
     if isinstance(metric, JudgeMetric):  # the judge reads the row's reference itself
         return metric if metric.name == name else renamed(metric, name)

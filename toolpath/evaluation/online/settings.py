@@ -52,6 +52,8 @@ class OnlineConfig:
     max_per_hour: int | None = None
     concurrency: int | None = None
     budget: dict[str, int] = field(default_factory=dict)
+    idle_seconds: float | None = None
+    aggregate: dict[str, Any] = field(default_factory=dict)
     evaluator: list[dict[str, Any]] = field(default_factory=list)
     """The ``[[evaluator]]`` tables; with them, the evaluator keys above stay at their defaults."""
     reference_dataset: str | None = None
@@ -102,9 +104,7 @@ class OnlineConfig:
                 raise ConfigError(f"{where}: cannot read ({exc})") from None
             except tomllib.TOMLDecodeError as exc:
                 raise ConfigError(f"{where}: not valid TOML ({exc})") from None
-            base = Path(source).parent
-            if isinstance(data.get("reference_dataset"), str) and not Path(data["reference_dataset"]).is_absolute():
-                data = {**data, "reference_dataset": str(base / data["reference_dataset"])}
+            data = _beside(data, Path(source).parent)
         else:
             data = source
         known = {f.name for f in fields(cls) if f.init}
@@ -124,15 +124,33 @@ class OnlineConfig:
             raise ConfigError(f"{where}: {str(exc).removeprefix('online: ')}") from None
 
 
+def _beside(data: Mapping[str, Any], base: Path) -> dict[str, Any]:
+    """``data`` with its relative ``reference_dataset`` paths (its own, its ``[[evaluator]]`` tables') read from
+    ``base``, the folder of the file that names them."""
+
+    def placed(table: Any) -> Any:
+        path = table.get("reference_dataset") if isinstance(table, dict) else None
+        if isinstance(path, str) and not Path(path).is_absolute():
+            return {**table, "reference_dataset": str(base / path)}
+        return table
+
+    out: dict[str, Any] = placed(dict(data))
+    if isinstance(out.get("evaluator"), list):
+        out["evaluator"] = [placed(table) for table in out["evaluator"]]
+    return out
+
+
 def _specs(config: OnlineConfig) -> tuple[EvaluatorSpec, ...]:
     """The evaluators ``config`` declares: its ``[[evaluator]]`` tables, each checked, their names distinct; or,
     without tables, the one its top-level evaluator keys declare."""
     defaults = {f.name: f.default for f in fields(OnlineConfig) if f.name in EVALUATOR_KEYS}
-    defaults |= {"metrics": [], "attributes": {}, "budget": {}}
+    defaults |= {"metrics": [], "attributes": {}, "budget": {}, "aggregate": {}}
     flat = {key: getattr(config, key) for key in EVALUATOR_KEYS}
     if not config.evaluator:
         if not config.metrics and not is_eval_set_path(config.reference_dataset):  # an eval set brings criteria
             raise ConfigError("online: 'metrics' names no metric")
+        if config.target == "session" and is_eval_set_path(config.reference_dataset):  # its cases, whole
+            flat["reference_dataset"] = config.reference_dataset
         return (evaluator_spec(flat),)
     given = [key for key in EVALUATOR_KEYS if flat[key] != defaults[key]]
     if given:
@@ -153,7 +171,7 @@ def _specs(config: OnlineConfig) -> tuple[EvaluatorSpec, ...]:
         if "name" not in table:
             raise ConfigError(f"online: evaluator {shown}: 'name' is required (it labels the evaluator's results)")
         spec = evaluator_spec(table, f"online: evaluator {shown}: ")
-        if not spec.metrics:
+        if not spec.metrics and spec.reference_dataset is None:  # an eval set brings criteria
             raise ConfigError(f"online: evaluator {shown}: 'metrics' names no metric")
         if any(spec.name == other.name for other in specs):
             raise ConfigError(f"online: two evaluators are named {spec.name!r}: each needs a name of its own")

@@ -4,6 +4,7 @@ the OTLP exporter."""
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import logging
 import os
@@ -22,6 +23,8 @@ from toolpath.evaluation.catalog import resolve_metric
 from toolpath.evaluation.online.evalset_runs import OnlineRun
 from toolpath.evaluation.online.evaluator_units import EvaluatorUnit
 from toolpath.evaluation.online.references import EvalSetReferences, References, check_metrics, is_eval_set_path
+from toolpath.evaluation.online.selection import TargetKind
+from toolpath.evaluation.online.session_scoring import SessionScorer, score_sessions
 from toolpath.evaluation.online.settings import FLAT_EVALUATOR, OnlineConfig
 from toolpath.evaluation.prompt_match import prompt_key
 from toolpath.judges.client import settings_from
@@ -33,6 +36,7 @@ from toolpath.store.job_queue import Job, JobQueue
 from toolpath.store.job_status import UNFINISHED, JobStatus, SkipReason
 from toolpath.store.online_usage import EvaluatorUsage
 from toolpath.store.reads import StoredTurn
+from toolpath.store.session_queue import SessionQueue
 from toolpath.store.store import Store
 
 __all__ = ["OnlineEvaluator", "OnlineStats", "ResultSink"]
@@ -78,7 +82,8 @@ class OnlineEvaluator:
         rules = Redactor.build() if redactor is True else redactor or None
         golden: EvalSetReferences | None = None
         extra: list[Metric] = []
-        if is_eval_set_path(self.config.reference_dataset):  # its criteria are metrics, passing at their thresholds
+        turns = [spec for spec in self.config.specs if spec.target is TargetKind.TURN]
+        if is_eval_set_path(self.config.reference_dataset) and turns:  # its criteria: metrics passing at thresholds
             key = prompt_key(self.config.match)  # (a flat config's: its one evaluator's)
             golden = EvalSetReferences(str(self.config.reference_dataset), key, rules, store)
             check_metrics([resolve_metric(m) for m in self.config.specs[0].metrics], golden.metrics)
@@ -87,15 +92,23 @@ class OnlineEvaluator:
         settings = settings_from(self.config.judge)
         thresholds = {**(golden.thresholds if golden else {}), **self.config.thresholds}
         self.units = {
-            spec.name: EvaluatorUnit.build(spec, settings, thresholds, store, extra) for spec in self.config.specs
+            spec.name: EvaluatorUnit.build(spec, settings, thresholds, store, extra if spec in turns else ())
+            for spec in self.config.specs
         }
         """The evaluators the config declares, by name, ready to score."""
+        self.scorers = {
+            spec.name: SessionScorer(self.units[spec.name], store, self.config.match)
+            for spec in self.config.specs
+            if spec.target is TargetKind.SESSION
+        }
+        """Its evaluators of whole sessions, by name."""
         unknown = sorted(set(self.config.thresholds) - {m for u in self.units.values() for m in u.rules})
         if unknown:
             raise ConfigError(f"online: thresholds for {', '.join(unknown)}, which 'metrics' does not name")
+        dataset = None if is_eval_set_path(self.config.reference_dataset) else self.config.reference_dataset
         self.references: References | EvalSetReferences = golden or References(
-            self.config.reference_dataset, self.config.match, rules, store
-        )
+            dataset, self.config.match, rules, store
+        )  # (an eval set of an evaluator of sessions: its cases, whole)
         self.run: OnlineRun | None = None
         """The evaluation run an eval set's scored cases are kept in (``None``: no eval set)."""
         if golden is not None:
@@ -105,10 +118,11 @@ class OnlineEvaluator:
             self.run = OnlineRun(golden, unit.rules, source=source, run_id=run_id, started_ns=started_ns)
         self.queue = JobQueue(
             store,
-            evaluators=[unit.queued() for unit in self.units.values()],
+            evaluators=[unit.queued() for name, unit in self.units.items() if name not in self.scorers],
             max_backlog=self.config.max_backlog,
             shed=self.config.shed,
         )
+        self.sessions = SessionQueue(store, evaluators=[self.units[name].queued() for name in self.scorers])
         self.name = name or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self.stats = OnlineStats()
         self.exporter = self._exporter()
@@ -136,8 +150,14 @@ class OnlineEvaluator:
 
         return ResultExporter(endpoint)
 
+    def _enqueue(self, conn: Any, invocations: Sequence[Any]) -> None:
+        """In the transaction that stores ``invocations``: their turns' jobs, and their sessions' (due again)."""
+        self.queue.enqueue(conn, invocations)
+        if self.scorers:
+            self.sessions.enqueue(conn, invocations)
+
     def start(self) -> OnlineEvaluator:
-        self.queue.attach()
+        self.store.on_invocations = self._enqueue
         for index in range(self.config.workers):
             thread = threading.Thread(target=self._work, args=(f"{self.name}/{index}",), daemon=True)
             thread.name = f"toolpath-online-{index}"
@@ -149,7 +169,8 @@ class OnlineEvaluator:
 
     def stop(self, timeout: float = 30.0) -> None:
         """Stop claiming and wait for the batches in hand; unclaimed jobs stay for the next worker."""
-        self.queue.detach()
+        if self.store.on_invocations == self._enqueue:
+            self.store.on_invocations = None
         self._stop.set()
         for thread in self._threads:
             thread.join(timeout)
@@ -162,7 +183,7 @@ class OnlineEvaluator:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             counts = self.queue.counts()
-            if not any(counts.get(status) for status in UNFINISHED):
+            if not any(counts.get(status) for status in UNFINISHED) and not self.sessions.has_work(0.0):
                 return True
             time.sleep(0.05)
         return False
@@ -199,10 +220,11 @@ class OnlineEvaluator:
     def counters(self) -> dict[str, int]:
         """This process's totals: jobs queued / claimed / done / failed / shed, scoring errors, judge usage (every
         evaluator's), and targets skipped by evaluator and reason (keys ``skipped:{evaluator}:{reason}``)."""
-        q = self.queue.stats
+        q, s = self.queue.stats, self.sessions.stats
         with self._lock:
-            totals = {"jobs_queued": q.enqueued, "jobs_claimed": q.claimed, "jobs_done": q.completed,
-                      "jobs_failed": q.failed, "jobs_shed": q.shed, "scoring_errors": self.stats.errors}  # fmt: skip
+            totals = {"jobs_queued": q.enqueued + s.enqueued, "jobs_claimed": q.claimed + s.claimed,
+                      "jobs_done": q.completed + s.completed, "jobs_failed": q.failed + s.failed,
+                      "jobs_shed": q.shed, "scoring_errors": self.stats.errors}  # fmt: skip
         judged = [unit.judge_usage() for unit in self.units.values() if unit.judge is not None]
         if judged:
             totals |= {
@@ -215,7 +237,9 @@ class OnlineEvaluator:
     def skipped(self) -> dict[tuple[str, SkipReason], int]:
         """Targets of this process's evaluators not scored, by evaluator and reason: outside the sample (as this
         process stored them), over the rate or the budget (as its workers claimed them)."""
-        return self.queue.skipped_here()
+        both = collections.Counter(self.queue.skipped_here())
+        both.update(self.sessions.skipped_here())
+        return dict(both)
 
     def workers_alive(self) -> tuple[int, int]:
         """Worker threads running, and started."""
@@ -238,7 +262,7 @@ class OnlineEvaluator:
     def usage(self) -> dict[str, EvaluatorUsage]:
         """Each evaluator with limits: its targets and judge tokens this hour and day, every process's, beside its
         limits (the budget's state: spent or not)."""
-        return self.queue.usage()
+        return {**self.queue.usage(), **self.sessions.usage()}
 
     def backlog(self) -> dict[JobStatus, int]:
         """Jobs in the store by status (every worker's, not only this process's)."""
@@ -250,11 +274,17 @@ class OnlineEvaluator:
             while not self._stop.is_set():
                 self.publish()
                 if not jobs:
+                    closing: list[Job] = []
                     try:
                         if self.queue.has_work(self.config.lease_seconds):  # an empty queue is polled by reads
                             jobs = self.queue.claim(worker, self.config.batch_size, self.config.lease_seconds)
+                        if not jobs and self.sessions.has_work(self.config.lease_seconds):  # quiet sessions
+                            closing = self.sessions.claim(worker, self.config.batch_size, self.config.lease_seconds)
                     except Exception:
                         logger.warning("toolpath: online worker could not claim jobs", exc_info=True)
+                    if closing:
+                        self._close_sessions(worker, closing)
+                        continue
                     if not jobs:
                         self._stop.wait(self.config.poll_seconds)
                         continue
@@ -340,6 +370,39 @@ class OnlineEvaluator:
                     target=spec.target,
                 )
         return claimed
+
+    def _close_sessions(self, worker: str, jobs: list[Job]) -> None:
+        """Score the quiet sessions claimed, store their results, tell the sinks and the exporter; a failure
+        leaves them claimed, to be tried again once the lease runs out."""
+        try:
+            with self.turns if not any(self.scorers[j.evaluator].unit.judge for j in jobs) else nullcontext():
+                scored = score_sessions(self.store, self.scorers, jobs)
+            with self.turns:
+                closed, _ = self.sessions.complete_and_claim(worker, scored.results, 0, 0.0, tokens=scored.tokens)
+        except Exception:
+            with self._lock:
+                self.stats.errors += 1
+            logger.exception("toolpath: online scoring failed for %d session(s)", len(jobs))
+            return
+        done = [job for job in scored.results if job in closed]
+        with self._lock:
+            self.stats.scored += len(done)
+            self.stats.results += sum(len(scored.results[job]) for job in done)
+        if self.sinks:
+            batch = [
+                (scored.agent(job), {**r, "evaluator": job.evaluator}) for job in done for r in scored.results[job]
+            ]
+            for sink in self.sinks:
+                sink.record_batch(batch, scored.lags(done))
+        if self.exporter is not None:
+            for job in done:
+                spec, (trace_id, span_id, agent) = self.units[job.evaluator].spec, scored.parent(job)
+                for r in scored.results[job]:
+                    self.exporter.record(
+                        trace_id=trace_id, span_id=span_id, agent_name=agent, metric=r["metric"], score=r["score"],
+                        label=r["label"], explanation=r["explanation"], evaluator=spec.name,
+                        evaluator_version=spec.version, target=spec.target,
+                    )  # fmt: skip
 
     def row(self, turn: StoredTurn) -> tuple[dict[str, Any], Mapping[str, Any]]:
         """The dataset row a stored invocation is scored as (what it did, plus the golden reference when found),
