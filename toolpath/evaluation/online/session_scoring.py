@@ -229,6 +229,7 @@ def score_sessions(store: Any, scorers: Mapping[str, SessionScorer], jobs: Seque
         found = [job for job in mine if job.invocation_id in out.sessions]
         table, out.tokens[name] = scorers[name].score([out.sessions[job.invocation_id] for job in found])
         out.results.update(zip(found, table, strict=True))
-        gone: dict[Job, list[dict[str, Any]]] = {job: [] for job in mine if job.invocation_id not in out.sessions}  # closed, nothing to say
+        gone: dict[Job, list[dict[str, Any]]] = {}  # no longer stored: closed, nothing to say
+        gone.update((job, []) for job in mine if job.invocation_id not in out.sessions)
         out.results.update(gone)
     return out
