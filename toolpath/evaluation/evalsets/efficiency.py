@@ -21,7 +21,9 @@ else ADK 1.x's ``call_llm``; tokens from their ``gen_ai.usage.*`` attributes); w
 without a store) the model figures are ``None``. Where toolpath read the turn's ADK events, the agent span says
 which model calls ADK counts (``toolpath.agent.model_usage``): those and their usage reports are the model calls
 and tokens, so an answer ADK leaves out of the invocation (an empty text) is no call, as in ADK; the model spans
-still give the model time. For ADK's recorded results they are computed from the recorded
+still give the model time. Where ADK's own ``EvaluationGenerator`` made the turn's invocation (an ADK agent run by
+``toolpath eval``), its model calls and tokens are that invocation's, as the installed google-adk keeps them
+(:mod:`toolpath.evaluation.evalsets.adk_efficiency`). For ADK's recorded results they are computed from the recorded
 invocations exactly as ADK computes them (:func:`toolpath.evaluation.evalsets.conversions.efficiency`).
 """
 
@@ -32,6 +34,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from toolpath.evaluation.evalsets.adk_efficiency import token_mean_over_reported
 from toolpath.evaluation.evalsets.adk_models import DurationDetails, TokenUsageDetails
 from toolpath.model import Invocation
 from toolpath.store.spanrecord import SpanRecord
@@ -141,13 +144,18 @@ def _event_model_usage(
 
 def case_efficiency(per_invocation: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """A case's figures: each the mean over its invocations (``None`` excluded; token counts missing from some
-    invocations count as 0 there; durations rounded to milliseconds), plus ``per_invocation``."""
+    invocations count as 0 there, over the invocations whose total is known where the installed google-adk averages
+    so, :func:`~toolpath.evaluation.evalsets.adk_efficiency.token_mean_over_reported`; durations rounded to
+    milliseconds), plus ``per_invocation``."""
     out: dict[str, Any] = {}
     for name in ("tool_call_count_v1", "inference_call_count_v1"):
         out[name] = _mean([f[name] for f in per_invocation])
     token_details: dict[str, float | None] = {}
+    counted = per_invocation
+    if token_mean_over_reported():  # google-adk 2.14 and later: the invocations whose total is known
+        counted = [f for f in per_invocation if f["token_usage_details"].get("total_tokens") is not None]
     for key in TokenUsageDetails.model_fields:
-        values = [f["token_usage_details"].get(key) for f in per_invocation]
+        values = [f["token_usage_details"].get(key) for f in counted]
         present = [v for v in values if v is not None]
         token_details[key] = sum(present) / len(values) if present else None
     duration_details: dict[str, float | None] = {}

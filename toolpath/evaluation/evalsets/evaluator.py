@@ -17,6 +17,7 @@ from typing import Any
 
 from toolpath import tracing
 from toolpath.errors import ConfigError, DatasetError
+from toolpath.evaluation.evalsets.adk_efficiency import adk_counted
 from toolpath.evaluation.evalsets.adk_invocations import attach_recorded
 from toolpath.evaluation.evalsets.case_judging import LazyJudge, judge_case
 from toolpath.evaluation.evalsets.case_results import (
@@ -175,7 +176,12 @@ def _run_case(
         errors.append(error)
         # a run that failed has no metric results in ADK, its efficiency figures included
         traced = [] if error else outcomes
-        efficiency.append([traced_efficiency(o.invocation, spans_under(spans_store, o.invocation)) for o in traced])
+        efficiency.append(
+            [
+                adk_counted(traced_efficiency(o.invocation, spans_under(spans_store, o.invocation)), o.adk_invocation)
+                for o in traced
+            ]
+        )
     return judge_case(case, plan, per_run, judges, sessions=sessions, efficiency=efficiency, errors=errors)
 
 
