@@ -11,6 +11,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
+from tests.helpers.axe import axe_findings
 from tests.helpers.ui import Watched, browser, serve_ui
 from toolpath.model import Invocation, ToolCall
 from toolpath.store.spanrecord import STATUS_ERROR, STATUS_OK, SpanRecord
@@ -239,3 +240,18 @@ def test_a_20_kb_tool_result_is_cut_until_show_all(ui, page):
     box = result.bounding_box()
     assert box is not None and box["height"] > 400
     assert more.inner_text() == "show less" and more.get_attribute("aria-expanded") == "true"
+
+
+def test_axe_and_a_390_px_phone_on_the_big_trace(ui):
+    with browser() as chromium:
+        watched = Watched(chromium.new_page(viewport={"width": 390, "height": 800}))
+        page = watched.page
+        page.goto(f"{ui}/session?id={SESSION}&fold={step_id(1)}")
+        page.wait_for_selector("#turn-1 .wf-row")
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+        assert axe_findings(page) == []
+        page.goto(f"{ui}/session?id={SESSION}&find=lookup&errors=1&span={child_id(FAILED_STEP, FAILED_CHILD)}")
+        page.locator("#span-panel").wait_for(state="visible")
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+        assert axe_findings(page) == []
+        assert watched.errors == []

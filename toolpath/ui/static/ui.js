@@ -278,7 +278,7 @@ function typing(target) {
 }
 
 // The rows j and k move between: a list page's rows (each focused through its first link or button).
-var ROWS = "table.list > tbody > tr, table.nav-rows > tbody > tr";
+var ROWS = "table.list > tbody > tr:not(.detail)";
 
 function keys(event) {
   if (event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) return;
