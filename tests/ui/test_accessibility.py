@@ -107,9 +107,17 @@ def test_a_skip_link_slash_to_search_and_j_k_from_row_to_row(ui, chromium):
     page.goto(f"{url}/sessions")
     page.keyboard.press("Tab")
     assert page.evaluate("() => document.activeElement.className") == "skip"
-    assert page.locator("a.skip").is_visible()  # shown when it has the focus
+    assert page.locator("a.skip").first.is_visible()  # shown when it has the focus
     page.keyboard.press("Enter")
     assert focused(page) == "MAIN#main"
+    page.reload()
+    page.keyboard.press("Tab")
+    page.keyboard.press("Tab")  # the second link: to the list itself, past the filters
+    assert page.inner_text(":focus") == "Skip to the sessions"
+    page.keyboard.press("Enter")
+    page.keyboard.press("Tab")
+    first = page.eval_on_selector("#sessions tr.session", "row => row.dataset.session")
+    assert focused(page) == f"A {first}"  # four key presses to the first session (46 before)
     page.keyboard.press("/")
     assert page.evaluate("() => document.activeElement.name") == "q"
     page.keyboard.type("j")  # in the search box, j is a letter
