@@ -193,3 +193,49 @@ def test_a_session_evaluators_keys_are_checked(tmp_path, table, message):
     with pytest.raises(ConfigError, match=message):
         OnlineEvaluator(store, OnlineConfig.load(config))
     store.close()
+
+
+def test_a_judged_session_evaluators_spend_is_kept_apart_and_priced(store, monkeypatch):
+    """Sessions judged by ADK's multi-turn task success, beside a turn evaluator with no judge: each session once
+    on its whole conversation; every judge request the session evaluator made is in its judge spend (model,
+    outcome, tokens, time), priced by the model's price; the turn evaluator spent nothing."""
+    from tests.helpers.fake_gemini import json_reply, serving_gemini
+    from toolpath.store import judge_spend
+    from toolpath.store.usage import set_price
+
+    seen: list[str] = []
+
+    def judge(prompt: str, _: int):
+        seen.append(prompt)
+        rubrics = [{"rubric": "answers", "verdict": "yes", "reason": "r"}, {"rubric": "asks", "verdict": "no"}]
+        return json_reply(rubrics=rubrics)
+
+    config = {"poll_seconds": 0.02, "evaluator": [
+        {"name": "turns", "metrics": ["tool_call_count"]},
+        {"name": "conversations", "target": "session", "idle_seconds": 0.3, "metrics": ["multi_turn_task_success_v1"],
+         "budget": {"tokens_per_day": 10_000_000}},
+    ]}  # fmt: skip
+    with serving_gemini(monkeypatch, judge) as fake:
+        online = OnlineEvaluator(store, config).start()
+        try:
+            store.write([turn("j1", 1), turn("j2", 1), turn("j1", 2, prompt="and tomorrow?")])
+            assert wait_for(lambda: {k[0] for k in results(store)} == {"j1", "j2"})
+            assert online.drain(30)
+        finally:
+            online.stop()
+    got = results(store)
+    assert got["j1", 1, "multi_turn_task_success_v1"] == (0.5, "fail", 2, False)
+    conversation = next(p for p in seen if "j1 request 1" in p)
+    assert "USER TURN 2: and tomorrow?" in conversation  # the whole conversation, in one request
+    spend = judge_spend.by_evaluator(store)
+    assert set(spend) == {"conversations"}  # the turn evaluator asked no judge
+    mine = spend["conversations"]
+    usage = online.units["conversations"].judge_usage()
+    assert mine.calls == fake.requests == usage.requests >= 2
+    assert mine.tokens == (usage.input_tokens, usage.output_tokens) and sum(mine.tokens) > 0
+    assert {r.outcome for r in mine.rows} == {"ok"} and mine.mean_seconds is not None
+    assert mine.cost is None and mine.unpriced == [mine.rows[0].model]  # no price set: no cost, and said so
+    set_price(store, mine.rows[0].model, 2.0, 10.0)
+    priced = judge_spend.by_evaluator(store)["conversations"]
+    assert priced.cost == pytest.approx((usage.input_tokens * 2.0 + usage.output_tokens * 10.0) / 1e6)
+    assert online.usage()["conversations"].tokens == sum(mine.tokens)  # what the budget counted

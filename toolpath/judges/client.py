@@ -20,9 +20,11 @@ import logging
 import os
 import random
 import threading
+import time
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Protocol
 
 from toolpath.config import JUDGE_CONCURRENCY_ENV, JUDGE_MAX_REQUESTS_ENV, JUDGE_MODEL_ENV
@@ -75,6 +77,8 @@ class JudgeReply:
     cached: bool = False
     retry_after: float | None = None
     """When the process's judge budget refused the call: the seconds after which it has room again."""
+    refused: bool = False
+    """Not sent: a budget or the prompt limit said no."""
 
 
 Ask = Callable[[JudgeRequest], Awaitable[JudgeReply]]
@@ -120,6 +124,31 @@ class JudgeUsage:
 
     def to_dict(self) -> dict[str, int]:
         return dict(self.__dict__)
+
+
+class JudgeOutcome(StrEnum):
+    """How one judge request ended."""
+
+    OK = "ok"
+    """The model answered."""
+    ERROR = "error"
+    """No answer: the model failed after its retries, or its reply could not be read."""
+    CACHED = "cached"
+    """Answered from the cache: no call made."""
+    REFUSED = "refused"
+    """Not sent: over a budget, or a prompt past ``max_prompt_chars``."""
+
+
+@dataclass(frozen=True)
+class JudgeCall:
+    """One judge request as it ended: the model asked, the outcome, the tokens the model reported and the time
+    it took (retries and waits for a slot included)."""
+
+    model: str
+    outcome: JudgeOutcome
+    input_tokens: int = 0
+    output_tokens: int = 0
+    seconds: float = 0.0
 
 
 class Backend(Protocol):
@@ -252,6 +281,8 @@ class Judge:
     slots: CallSlots | None = None
     """Model calls in flight, bounded across every run of the judges sharing these slots (an online evaluator's
     ``concurrency``, all its workers together); ``None``: only ``settings.concurrency`` per run."""
+    on_call: Callable[[JudgeCall], None] | None = None
+    """Told each request as it ends (online evaluation records its evaluators' judge spend with it)."""
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -290,6 +321,20 @@ class Judge:
         return result
 
     async def _ask(self, request: JudgeRequest) -> JudgeReply:
+        started = time.monotonic()
+        reply = await self._answer(request)
+        if self.on_call is not None:
+            outcome = (
+                JudgeOutcome.CACHED if reply.cached
+                else JudgeOutcome.OK if reply.error is None
+                else JudgeOutcome.REFUSED if reply.refused
+                else JudgeOutcome.ERROR
+            )  # fmt: skip
+            seconds = time.monotonic() - started
+            self.on_call(JudgeCall(request.model, outcome, reply.input_tokens, reply.output_tokens, seconds))
+        return reply
+
+    async def _answer(self, request: JudgeRequest) -> JudgeReply:
         key = request.cache_key()
         if self.cache is not None and not self.fresh:
             hit = self.cache.judge_replies([key]).get(key)
@@ -299,11 +344,11 @@ class Judge:
         size = len(request.prompt) + len(request.config or "")  # a system instruction is sent too
         if size > self.settings.max_prompt_chars:
             self.usage.errors += 1
-            return JudgeReply(None, prompt_too_long(size, self.settings.max_prompt_chars))
+            return JudgeReply(None, prompt_too_long(size, self.settings.max_prompt_chars), refused=True)
         over = self._over_budget()
         if over:
             self.usage.over_budget += 1
-            return JudgeReply(None, over)
+            return JudgeReply(None, over, refused=True)
         self.usage.requests += 1  # counted when sent, so requests in flight count against the budget too
         budget = process_budget()
         try:
@@ -312,7 +357,7 @@ class Judge:
         except BudgetSpent as spent:
             self.usage.requests -= 1
             self.usage.over_budget += 1
-            return JudgeReply(None, str(spent), retry_after=spent.retry_after)
+            return JudgeReply(None, str(spent), retry_after=spent.retry_after, refused=True)
         except Exception as exc:  # an unreadable reply (a proxy's HTML page), an SDK error: this request's error
             logger.warning("toolpath: judge request failed: %s: %s", type(exc).__name__, exc)
             reply = JudgeReply(None, f"judge request failed: {type(exc).__name__}: {exc}")

@@ -26,7 +26,7 @@ from sqlalchemy import ColumnElement, Connection, and_, bindparam, func, select,
 
 from toolpath.errors import ConfigError
 from toolpath.model import Invocation
-from toolpath.store import online_usage
+from toolpath.store import judge_spend, online_usage
 from toolpath.store import schema as t
 from toolpath.store.job_status import SHED_POLICIES, JobStatus, ShedPolicy, SkipReason
 from toolpath.store.online_usage import UsageLimits
@@ -265,12 +265,13 @@ class JobQueue:
         *,
         also: Callable[[Connection, set[str]], None] | None = None,
         tokens: Mapping[str, int] | None = None,
+        spend: Mapping[str, Sequence[judge_spend.SpendRow]] | None = None,
     ) -> tuple[set[Job], list[Job]]:
         """:meth:`complete_batch`, and :meth:`claim` of the next ``limit`` jobs in the same transaction (a worker
         scoring batch after batch takes the store's write lock once a batch, not twice). ``also(conn, closed)``
         writes what else the closed jobs' results make, in that transaction (online eval-set runs' cases; ``closed``:
         their invocation ids). ``tokens``: the judge tokens each evaluator spent on them, counted against its
-        budget."""
+        budget; ``spend``: their judge requests, added to each evaluator's judge spend."""
         if not results and not limit:
             return set(), []
         with self.store.redoable_write() as conn:  # queued with ingest (SQLite)
@@ -278,6 +279,8 @@ class JobQueue:
             if also is not None and closed:
                 also(conn, {job.invocation_id for job in closed})
             now = time.time_ns()
+            if spend:
+                judge_spend.add(conn, spend, now)
             usage = None
             if self.limits and (limit or any((tokens or {}).values())):
                 usage = online_usage.lock(conn, self.limits, now)

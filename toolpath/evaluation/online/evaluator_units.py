@@ -15,19 +15,47 @@ from toolpath.evaluation.catalog import pass_rules, passes, resolve_metric
 from toolpath.evaluation.online.evaluator_specs import EvaluatorSpec
 from toolpath.evaluation.scoring import prepare_judge, score_views
 from toolpath.judges.call_slots import CallSlots
-from toolpath.judges.client import Judge, JudgeSettings, JudgeUsage
+from toolpath.judges.client import Judge, JudgeCall, JudgeSettings, JudgeUsage
 from toolpath.judges.process_budget import WhenSpent
 from toolpath.metrics.base import Metric
 from toolpath.store.job_queue import QueueEvaluator
 from toolpath.store.job_status import ResultLabel
+from toolpath.store.judge_spend import SpendRow
 from toolpath.store.online_usage import UsageLimits
 
-__all__ = ["EvaluatorUnit"]
+__all__ = ["BatchSpend", "EvaluatorUnit", "spending"]
 
 Row = tuple[dict[str, Any], Mapping[str, Any]]
 """A row to score: the table row, and the row as metrics read it."""
 _LABELS = {True: ResultLabel.PASS, False: ResultLabel.FAIL, None: ResultLabel.SCORED}
 """An online result's label by its score's verdict (``None``: the metric has no pass mark)."""
+
+
+@dataclass
+class BatchSpend:
+    """What one batch's scoring spent of its evaluator's judge: the requests as they ended, and the tokens
+    (input + output, cache hits free) counted against its budget."""
+
+    calls: list[JudgeCall] = field(default_factory=list)
+    tokens: int = 0
+
+    def counted(self, unit: EvaluatorUnit, judge: Judge | None) -> BatchSpend:
+        """This spend, its tokens those ``judge`` reported (added to ``unit``'s usage)."""
+        if judge is not None:
+            self.tokens = judge.usage.input_tokens + judge.usage.output_tokens
+            unit.add_usage(judge.usage)
+        return self
+
+    def rows(self) -> list[SpendRow]:
+        """The requests added up by model and outcome, as the store keeps them."""
+        added: dict[tuple[str, str], list[float]] = {}
+        for call in self.calls:
+            row = added.setdefault((call.model, call.outcome), [0, 0, 0, 0.0])
+            row[0] += 1
+            row[1] += call.input_tokens
+            row[2] += call.output_tokens
+            row[3] += call.seconds
+        return [SpendRow(m, o, int(n), int(i), int(out), s) for (m, o), (n, i, out, s) in sorted(added.items())]
 
 
 @dataclass
@@ -87,15 +115,18 @@ class EvaluatorUnit:
 
     def score(
         self, items: Iterable[tuple[dict[str, Any], Mapping[str, Any]]]
-    ) -> tuple[list[list[dict[str, Any]]], int]:
-        """Each row's results (one per metric), and the judge tokens their scoring spent (cache hits free)."""
-        judge = None if self.judge is None else dataclasses.replace(self.judge, usage=JudgeUsage())
+    ) -> tuple[list[list[dict[str, Any]]], BatchSpend]:
+        """Each row's results (one per metric), and what their scoring spent of the judge."""
+        judge, spent = self.batch_judge()
         table, _, _ = score_views(items, self.metrics, judge=judge)
-        tokens = 0
-        if judge is not None:
-            tokens = judge.usage.input_tokens + judge.usage.output_tokens
-            self.add_usage(judge.usage)
-        return [[self._result(m.name, scored) for m in self.metrics] for scored in table], tokens
+        return [[self._result(m.name, scored) for m in self.metrics] for scored in table], spent.counted(self, judge)
+
+    def batch_judge(self) -> tuple[Judge | None, BatchSpend]:
+        """A judge for one batch (``None``: the evaluator has none), counting what the batch spends."""
+        spent = BatchSpend()
+        if self.judge is None:
+            return None, spent
+        return dataclasses.replace(self.judge, usage=JudgeUsage(), on_call=spent.calls.append), spent
 
     def _result(self, metric: str, scored: Mapping[str, Any]) -> dict[str, Any]:
         score = scored.get(f"{metric}/score")
@@ -114,3 +145,12 @@ class EvaluatorUnit:
         """A copy of :attr:`usage`, read under its lock."""
         with self._lock:
             return dataclasses.replace(self.usage)
+
+
+def spending(spent: Mapping[str, BatchSpend]) -> dict[str, Any]:
+    """What the job queue counts and keeps of each evaluator's batch spend: ``tokens`` (against its budget) and
+    ``spend`` (its judge spend rows)."""
+    return {
+        "tokens": {name: s.tokens for name, s in spent.items()},
+        "spend": {name: rows for name, s in spent.items() if (rows := s.rows())},
+    }

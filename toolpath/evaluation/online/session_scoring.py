@@ -15,7 +15,6 @@ to)."""
 
 from __future__ import annotations
 
-import dataclasses
 import statistics
 import time
 from collections.abc import Mapping, Sequence
@@ -30,10 +29,9 @@ from toolpath.evaluation.evalsets.criteria import Criterion
 from toolpath.evaluation.evalsets.files import EvalSet, load_eval_sets
 from toolpath.evaluation.evalsets.recorded_cases import Pairing, score_recorded_sessions
 from toolpath.evaluation.online.evaluator_specs import Aggregate
-from toolpath.evaluation.online.evaluator_units import EvaluatorUnit
+from toolpath.evaluation.online.evaluator_units import BatchSpend, EvaluatorUnit
 from toolpath.evaluation.outcomes import AgentOutcome
 from toolpath.evaluation.prompt_match import PromptMatch, prompt_key
-from toolpath.judges.client import JudgeUsage
 from toolpath.model import EvalCase, EvalStatus, Session, agent_span_id
 from toolpath.store.job_queue import Job
 from toolpath.store.job_status import ResultLabel
@@ -81,10 +79,9 @@ class SessionScorer:
     def name(self) -> str:
         return self.unit.name
 
-    def score(self, sessions: Sequence[Session]) -> tuple[list[list[dict[str, Any]]], int]:
-        """Each session's results, and the judge tokens their scoring spent (cache hits free)."""
-        base = self.unit.judge
-        judge = None if base is None else dataclasses.replace(base, usage=JudgeUsage())
+    def score(self, sessions: Sequence[Session]) -> tuple[list[list[dict[str, Any]]], BatchSpend]:
+        """Each session's results, and what their scoring spent of the judge."""
+        judge, spent = self.unit.batch_judge()
         judges = LazyJudge(judge, self.store)
         table = []
         for session in sessions:
@@ -93,11 +90,7 @@ class SessionScorer:
                 results += self._case(session, judge)
             last = session.invocations[-1].invocation_id if session.invocations else None
             table.append([{**r, "turns": len(session.invocations), "last_invocation_id": last} for r in results])
-        tokens = 0
-        if judge is not None:
-            tokens = judge.usage.input_tokens + judge.usage.output_tokens
-            self.unit.add_usage(judge.usage)
-        return table, tokens
+        return table, spent.counted(self.unit, judge)
 
     def _metrics(self, session: Session, judges: LazyJudge) -> list[dict[str, Any]]:
         """The evaluator's own metrics over the session: as a case of its turns, with no expectations."""
@@ -184,10 +177,10 @@ def _unscored(score: float | None) -> str | None:
 
 @dataclass
 class ScoredSessions:
-    """A batch of sessions' results (a session no longer stored: none), and each evaluator's judge tokens."""
+    """A batch of sessions' results (a session no longer stored: none), and what each evaluator's judge spent."""
 
     results: dict[Job, list[dict[str, Any]]] = field(default_factory=dict)
-    tokens: dict[str, int] = field(default_factory=dict)
+    spent: dict[str, BatchSpend] = field(default_factory=dict)
     sessions: dict[str, Session] = field(default_factory=dict)
 
     def agent(self, job: Job) -> str | None:
@@ -227,7 +220,7 @@ def score_sessions(store: Any, scorers: Mapping[str, SessionScorer], jobs: Seque
         by_scorer.setdefault(job.evaluator, []).append(job)
     for name, mine in by_scorer.items():
         found = [job for job in mine if job.invocation_id in out.sessions]
-        table, out.tokens[name] = scorers[name].score([out.sessions[job.invocation_id] for job in found])
+        table, out.spent[name] = scorers[name].score([out.sessions[job.invocation_id] for job in found])
         out.results.update(zip(found, table, strict=True))
         gone: dict[Job, list[dict[str, Any]]] = {}  # no longer stored: closed, nothing to say
         gone.update((job, []) for job in mine if job.invocation_id not in out.sessions)

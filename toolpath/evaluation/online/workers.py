@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from toolpath.errors import ConfigError
 from toolpath.evaluation.catalog import resolve_metric
 from toolpath.evaluation.online.evalset_runs import OnlineRun
-from toolpath.evaluation.online.evaluator_units import EvaluatorUnit
+from toolpath.evaluation.online.evaluator_units import BatchSpend, EvaluatorUnit, spending
 from toolpath.evaluation.online.references import EvalSetReferences, References, check_metrics, is_eval_set_path
 from toolpath.evaluation.online.selection import TargetKind
 from toolpath.evaluation.online.session_scoring import SessionScorer, score_sessions
@@ -312,14 +312,14 @@ class OnlineEvaluator:
             by_unit.setdefault(job.evaluator, []).append(job)
         judged = any(self.units[name].judge is not None for name in by_unit)
         results: dict[Job, list[dict[str, Any]]] = {}
-        tokens: dict[str, int] = {}
+        spent: dict[str, BatchSpend] = {}
         with ExitStack() as held:
             if not judged:  # reading and computing: CPU work, in turn with ingest
                 held.enter_context(self.turns)
             turns = {turn.invocation_id: turn for turn in self.store.turns_by_id(list({j.invocation_id for j in jobs}))}
             for name, mine in by_unit.items():
                 found = [job for job in mine if job.invocation_id in turns]
-                table, tokens[name] = self.units[name].score(self.row(turns[job.invocation_id]) for job in found)
+                table, spent[name] = self.units[name].score(self.row(turns[job.invocation_id]) for job in found)
                 results.update(zip(found, table, strict=True))
             if judged:  # a judge waited on the network without the turns; the write takes them
                 held.enter_context(self.turns)
@@ -330,7 +330,7 @@ class OnlineEvaluator:
                 also = self.run.writer(self.store, [turns[i] for i in by_turn], by_turn)
             # one transaction for the batch's results (and eval-set cases) and the next batch's claim
             closed, claimed = self.queue.complete_and_claim(
-                worker, results, more, self.config.lease_seconds, also=also, tokens=tokens
+                worker, results, more, self.config.lease_seconds, also=also, **spending(spent)
             )
         # a job another worker took over is not closed here: its results count, not ours
         done = [job for job in results if job in closed]
@@ -378,7 +378,7 @@ class OnlineEvaluator:
             with self.turns if not any(self.scorers[j.evaluator].unit.judge for j in jobs) else nullcontext():
                 scored = score_sessions(self.store, self.scorers, jobs)
             with self.turns:
-                closed, _ = self.sessions.complete_and_claim(worker, scored.results, 0, 0.0, tokens=scored.tokens)
+                closed, _ = self.sessions.complete_and_claim(worker, scored.results, 0, 0.0, **spending(scored.spent))
         except Exception:
             with self._lock:
                 self.stats.errors += 1
