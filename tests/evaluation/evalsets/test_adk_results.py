@@ -151,6 +151,10 @@ class TestAdkHistory:
         first, second = loaded.eval_case_results  # one per run, as ADK records runs
         assert [r.final_eval_status for r in (first, second)] == [EvalStatus.PASSED, EvalStatus.FAILED]
         assert [r.session_id for r in (first, second)] == result.cases[0].sessions
+        written_runs = json.loads(written.read_text())["eval_case_results"]
+        assert [r["repetition_index"] for r in written_runs] == [0, 1]  # the runs numbered, as google-adk 2.14 does
+        if "repetition_index" in type(first).model_fields:  # and the installed ADK reads them so, if it knows them
+            assert [r.repetition_index for r in (first, second)] == [0, 1]
         overall = {m.metric_name: m for m in second.overall_eval_metric_results}
         assert (overall["tool_trajectory_avg_score"].score, overall["tool_trajectory_avg_score"].eval_status) == (
             0.5,

@@ -162,6 +162,7 @@ def _case_results(case: CaseResult, user_id: str, app_name: str) -> list[dict[st
                 "session_id": session_id,
                 "session_details": session,
                 "user_id": case_user,
+                "repetition_index": run,  # google-adk 2.14's run index; earlier releases ignore it
             }
         )
     return out
@@ -192,6 +193,7 @@ def _failed_run(case: CaseResult, run: int, user_id: str) -> dict[str, Any]:
         "eval_metric_result_per_invocation": [],
         "session_id": case.sessions[run] if run < len(case.sessions) else "",
         "user_id": (case.case.user_id if case.case is not None else None) or user_id,
+        "repetition_index": run,
     }
 
 
