@@ -47,9 +47,11 @@ def none_args_equal_empty() -> bool:
 def empty_for_none(trajectories: Sequence[Sequence[ToolCall]]) -> Sequence[Sequence[ToolCall]]:
     """``trajectories`` with every call whose ``args`` is ``None`` given ``{}`` instead (the same object when
     no call has ``None``)."""
-    if all(call.args is not None for calls in trajectories for call in calls):
-        return trajectories
-    return [[_with_empty_args(call) if call.args is None else call for call in calls] for calls in trajectories]
+    for calls in trajectories:  # plain loops: this runs on every score, and the usual trajectory has no None
+        for call in calls:
+            if call.args is None:
+                return [[_with_empty_args(c) if c.args is None else c for c in turn] for turn in trajectories]
+    return trajectories
 
 
 def _with_empty_args(call: ToolCall) -> ToolCall:
