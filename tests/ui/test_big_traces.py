@@ -84,12 +84,34 @@ def big_trace() -> tuple[Invocation, list[SpanRecord]]:
     return turn, spans
 
 
+LONG = "twelve-turns"
+"""A session of 12 turns (two pages of them), each an agent span over a tool span."""
+
+
+def long_session() -> tuple[list[Invocation], list[SpanRecord]]:
+    turns, spans = [], []
+    for n in range(12):
+        trace, root, start = f"{9000 + n:032x}", f"{9000 + n:016x}", T0 + n * 60 * 10**9
+        spans += [
+            SpanRecord(trace, root, None, "invoke_agent planner", 1, start, start + 10 * MS, STATUS_OK, None, {}),
+            SpanRecord(trace, f"{9100 + n:016x}", root, f"execute_tool tool{n}", 1, start + MS, start + 2 * MS,
+                       STATUS_OK, None, {}),
+        ]  # fmt: skip
+        turns.append(
+            Invocation(invocation_id=f"{trace}-{root}", session_id=LONG, trace_id=trace, agent_name="planner",
+                       prompt=f"turn {n}", response="ok", latency_seconds=0.01,
+                       started_at=datetime.fromtimestamp(start / 1e9, UTC))
+        )  # fmt: skip
+    return turns, spans
+
+
 @pytest.fixture(scope="module")
 def ui(tmp_path_factory):
     folder = tmp_path_factory.mktemp("ui-big-trace")
     store = Store(f"sqlite:///{folder / 'big.db'}")
     turn, spans = big_trace()
-    store.write([turn], spans)
+    turns, more = long_session()
+    store.write([turn, *turns], [*spans, *more])
     with serve_ui(store, folder / "evalsets") as url:
         yield url
     store.close()
@@ -255,3 +277,21 @@ def test_axe_and_a_390_px_phone_on_the_big_trace(ui):
         assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
         assert axe_findings(page) == []
         assert watched.errors == []
+
+
+def test_the_view_goes_with_the_other_pages_of_turns_and_a_turn_link(ui, page):
+    page.goto(f"{ui}/session?id={LONG}")
+    page.fill("#span-find", "TOOL1")
+    page.wait_for_function("() => document.querySelectorAll('.wf-row.match').length === 1")  # turn 2's tool1
+    page.check("#errors-only")
+    page.click("#next-page")
+    page.wait_for_url(lambda address: "page=2" in address)
+    assert query(page)["find"] == ["TOOL1"] and query(page)["errors"] == ["1"]
+    assert page.input_value("#span-find") == "TOOL1" and page.is_checked("#errors-only")
+    page.uncheck("#errors-only")
+    page.wait_for_function("() => document.querySelectorAll('.wf-row.match').length === 2")  # tool10 and tool11
+    assert "errors" not in parse_qs(urlparse(page.get_attribute("#previous-page", "href")).query)
+    page.goto(f"{ui}/turn/{9011:032x}-{9011:016x}?find=tool11&fold={9011:016x}")
+    assert query(page)["page"] == ["2"] and query(page)["find"] == ["tool11"]
+    assert urlparse(page.url).fragment == "turn-12"
+    assert page.get_attribute(f".wf-row[data-span='{9011:016x}'] button.fold", "aria-expanded") == "false"

@@ -135,7 +135,8 @@ def turn(request: Request) -> Response:
     page = (number - 1) // TURNS_PER_PAGE + 1
     where: dict[str, Any] = {"id": session_id, "page": page}
     query = dict(request.query_params)
-    for kept in ("span", "run", "case"):  # a span to open there; the eval case the turn was opened from
+    # a span to open there; the eval case the turn was opened from; the view of its spans (find, errors only, folds)
+    for kept in ("span", "run", "case", "find", "errors", "fold"):
         value = params.text(query, kept)
         if value is not None:
             where[kept] = value

@@ -256,6 +256,13 @@ TraceView.prototype.remember = function (turn) {
   set("span", this.selected);
   if (turn) url.hash = turn.id;
   window.history.replaceState(null, "", url.toString());
+  var found = this.found, errorsOnly = this.errorsOnly;
+  document.querySelectorAll("a#previous-page, a#next-page").forEach(function (link) {
+    var other = new URL(link.href);  // the session's other pages of turns: the same find and errors only
+    if (found) other.searchParams.set("find", found); else other.searchParams.delete("find");
+    if (errorsOnly) other.searchParams.set("errors", "1"); else other.searchParams.delete("errors");
+    link.href = other.toString();
+  });
   return url.toString();
 };
 
