@@ -186,6 +186,9 @@ def test_errors_only_keeps_the_failed_span_and_the_spans_above_it(ui, page):
     page.reload()
     page.wait_for_selector("#turn-1 .wf-row")
     assert page.is_checked("#errors-only") and len(drawn(page)) == 3
+    page.focus("#errors-only")
+    page.keyboard.press("j")  # from the check box (not a text field): to the first span
+    assert page.evaluate("() => document.activeElement.closest('.wf-row').dataset.span") == ROOT
     page.uncheck("#errors-only")
     assert len(drawn(page)) > 3 and "errors" not in query(page)
 

@@ -273,8 +273,13 @@ function clamp(pre) {
   pre.insertAdjacentElement("afterend", more);
 }
 
+var NOT_TYPED = ["checkbox", "radio", "button", "submit", "reset", "range", "color", "file"];
+
+// Whether a key pressed on ``target`` is typed into it (a text field, a text area, a select), so not a shortcut.
 function typing(target) {
-  return !!(target && target.closest && target.closest("input, textarea, select, [contenteditable]"));
+  if (!target || !target.closest) return false;
+  if (target.closest("textarea, select, [contenteditable]")) return true;
+  return target.tagName === "INPUT" && NOT_TYPED.indexOf(target.type) < 0;
 }
 
 // The rows j and k move between: a list page's rows (each focused through its first link or button).

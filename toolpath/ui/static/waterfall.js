@@ -280,8 +280,7 @@ TraceView.prototype.locate = function (spanId) {
 // j and k: the next and the previous span of the page's waterfalls (outside a text field).
 TraceView.prototype.key = function (event) {
   if ((event.key !== "j" && event.key !== "k") || event.ctrlKey || event.metaKey || event.altKey) return;
-  var target = event.target;
-  if (target.closest && target.closest("input, textarea, select, [contenteditable]")) return;
+  if (typing(event.target)) return;  // ui.js
   var order = [];
   this.waterfalls.forEach(function (w) { w.visible.forEach(function (r) { order.push([w, r]); }); });
   if (!order.length) return;
