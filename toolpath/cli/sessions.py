@@ -79,25 +79,32 @@ def sessions_show(session_id: str, store: str | None, as_json: bool) -> None:
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1), help="Rows kept on screen.")
 @click.option("--once", is_flag=True, help="Print what is there now and exit.")
 def watch(store: str | None, interval: float, limit: int, once: bool) -> None:
-    """Live table of invocations as the online evaluator scores them (Ctrl-C to stop)."""
+    """Live tables of the turns and the sessions the online evaluators score, and each evaluator's judge spend
+    (Ctrl-C to stop)."""
     import time
 
+    from rich.console import Group
     from rich.live import Live
 
-    from toolpath.cli.display import watch_table
-    from toolpath.store.online_reads import latest_scored
+    from toolpath.cli.watch_display import watch_screen
+    from toolpath.store.judge_spend import by_evaluator
+    from toolpath.store.online_reads import latest_scored, latest_sessions
 
     the_store = open_existing_store(store)
     rows = latest_scored(the_store, limit=limit)
+
+    def screen() -> Group:
+        return watch_screen(rows, latest_sessions(the_store, limit=limit), by_evaluator(the_store))
+
     if once:
-        console.print(watch_table(rows))
+        console.print(screen())
         return
     try:
-        with Live(watch_table(rows), console=console, refresh_per_second=4) as live:
+        with Live(screen(), console=console, refresh_per_second=4) as live:
             while True:
                 time.sleep(interval)
                 newer = latest_scored(the_store, after_ns=rows[-1]["scored_at"] if rows else 0, limit=limit)
                 rows = (rows + newer)[-limit:]
-                live.update(watch_table(rows))
+                live.update(screen())
     except KeyboardInterrupt:
         return

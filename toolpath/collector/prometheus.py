@@ -11,6 +11,8 @@ Two kinds of families:
   OTel Collector.
 - ``toolpath_online_skipped_total`` by evaluator and reason (``not_sampled``, ``rate``, ``budget``), and each
   evaluator's use of its limits this hour and day (read from the store, every process's together).
+- ``toolpath_judge_spend_*_total`` by evaluator: its judge's requests, tokens, time and cost, read from the store
+  (:mod:`toolpath.collector.spend_metrics`).
 
 Events are counted as they happen; totals that other parts already keep (limits, online job counters, judge
 usage, online workers) are read when Prometheus scrapes — or, when several processes serve one port, counted
@@ -30,6 +32,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from toolpath.collector.limits import LIMIT_KINDS
+from toolpath.collector.spend_metrics import spend_families
 from toolpath.store.job_status import UNFINISHED, SkipReason
 from toolpath.tracer import semconv as sc
 
@@ -327,12 +330,16 @@ class _ReadAtScrape:
         if not self.metrics._online_families:  # else counted as they change (several processes)
             yield from self._online_totals(online)
             yield self._skipped(online)
+        from toolpath.store.judge_spend import by_evaluator
+
         try:
             backlog = online.backlog()
             usage = online.usage()
+            spend = by_evaluator(online.store)
         except Exception:  # the store is down: the other families still scrape; readyz says why
             return
         yield from _usage_families(usage)
+        yield from spend_families(spend, self.metrics._evaluator_label)
         jobs = GaugeMetricFamily(
             "toolpath_online_backlog", "Online jobs in the store by status (all workers)", labels=["status"]
         )

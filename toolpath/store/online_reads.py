@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import and_, func, or_, select
 
 from toolpath.store import schema as t
 from toolpath.store.store import Store
 
-__all__ = ["latest_scored"]
+__all__ = ["latest_scored", "latest_sessions"]
 
 
 def latest_scored(store: Store, *, after_ns: int = 0, limit: int = 50) -> list[dict[str, Any]]:
@@ -48,3 +48,32 @@ def latest_scored(store: Store, *, after_ns: int = 0, limit: int = 50) -> list[d
             }
         )
     return out
+
+
+def latest_sessions(store: Store, *, limit: int = 20) -> list[dict[str, Any]]:
+    """The sessions scored online most lately (newest last), one row per session and evaluator with its current
+    revision's results (those no later revision has superseded): the evaluator and its version, the revision,
+    the turns the session had when scored, when, and the scores by metric."""
+    res = t.session_results
+    current = res.c.superseded_at.is_(None)
+    with store.engine.connect() as conn:
+        recent = conn.execute(
+            select(res.c.session_id, res.c.evaluator, func.max(res.c.created_at).label("scored_at"))
+            .where(current)
+            .group_by(res.c.session_id, res.c.evaluator)
+            .order_by(func.max(res.c.created_at).desc(), res.c.session_id, res.c.evaluator)
+            .limit(limit)
+        ).all()
+        if not recent:
+            return []
+        keys = or_(*(and_(res.c.session_id == r.session_id, res.c.evaluator == r.evaluator) for r in recent))
+        found = conn.execute(select(res).where(current, keys).order_by(res.c.metric)).all()
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in found:
+        row = rows.setdefault(
+            (r.session_id, r.evaluator),
+            {"session_id": r.session_id, "evaluator": r.evaluator, "evaluator_version": r.evaluator_version,
+             "revision": r.revision, "turns": r.turns, "scored_at": r.created_at, "scores": {}},
+        )  # fmt: skip
+        row["scores"][r.metric] = {"score": r.score, "label": r.label, "explanation": r.explanation}
+    return [rows[r.session_id, r.evaluator] for r in reversed(recent) if (r.session_id, r.evaluator) in rows]

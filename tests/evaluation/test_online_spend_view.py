@@ -1,0 +1,134 @@
+"""Online evaluation's judge spend and whole-session results in view, on SQLite and PostgreSQL: a collector's
+``/metrics`` (the store's spend totals per evaluator as counters, session results labelled by their evaluator)
+and ``toolpath watch`` (the sessions scored, at their current revision, and a spend line per evaluator)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.evaluation.test_online_sessions import turn, wait_for
+from tests.helpers.cli import run_cli
+from tests.helpers.fake_gemini import json_reply, serving_gemini
+from toolpath.collector.prometheus import MAX_EVALUATOR_LABELS, OTHER_AGENTS, ServiceMetrics
+from toolpath.evaluation.online import OnlineEvaluator
+from toolpath.store import judge_spend
+from toolpath.store.judge_spend import SpendRow
+from toolpath.store.online_reads import latest_sessions
+from toolpath.store.usage import set_price
+
+CONFIG = {"poll_seconds": 0.02, "evaluator": [
+    {"name": "turns", "metrics": ["tool_call_count"]},
+    {"name": "conversations", "version": "3", "target": "session", "idle_seconds": 0.3,
+     "metrics": ["multi_turn_task_success_v1"]},
+]}  # fmt: skip
+
+
+def scraped(metrics: ServiceMetrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(metrics.expose().decode())
+        for s in family.samples
+    }
+
+
+def judge(prompt: str, _: int):
+    rubrics = [{"rubric": "answers", "verdict": "yes", "reason": "r"}, {"rubric": "asks", "verdict": "no"}]
+    return json_reply(rubrics=rubrics)
+
+
+def test_metrics_and_watch_show_each_evaluators_judge_spend_and_the_sessions_it_scored(store, monkeypatch, tmp_path):
+    with serving_gemini(monkeypatch, judge) as fake:
+        online = OnlineEvaluator(store, CONFIG)
+        metrics = ServiceMetrics()
+        metrics.watch(online=online)
+        online.add_sink(metrics)
+        online.start()
+        try:
+            store.write([turn("s1", 1), turn("s2", 1), turn("s1", 2, prompt="and tomorrow?")])
+            assert wait_for(lambda: len(latest_sessions(store)) == 2)
+            assert online.drain(30)
+            store.write([turn("s2", 2, prompt="one more thing")])  # s2 reopened: scored again as revision 2
+            assert wait_for(lambda: any(r["revision"] == 2 for r in latest_sessions(store)))
+            assert online.drain(30)
+        finally:
+            online.stop()
+    usage = online.units["conversations"].judge_usage()
+    spend = judge_spend.by_evaluator(store)["conversations"]
+    (model,) = {row.model for row in spend.rows}
+    samples = scraped(metrics)
+    calls = {dict(k)["outcome"]: v for (n, k), v in samples.items() if n == "toolpath_judge_spend_calls_total"}
+    assert calls == {"ok": fake.requests} and fake.requests == usage.requests >= 3  # s1, s2, s2 again
+    conversations = (("evaluator", "conversations"), ("model", model))
+    tokens = "toolpath_judge_spend_tokens_total"
+    assert samples[tokens, (("direction", "input"), *conversations)] == usage.input_tokens > 0
+    assert samples[tokens, (("direction", "output"), *conversations)] == usage.output_tokens
+    seconds = samples["toolpath_judge_spend_seconds_total", conversations]
+    assert seconds == pytest.approx(spend.mean_seconds * fake.requests) and seconds > 0
+    assert not [k for k in samples if k[0] == "toolpath_judge_spend_cost_total"]  # no price: no cost, not 0
+    assert not [k for k in samples if k[0].startswith("toolpath_judge_spend") and ("evaluator", "turns") in k[1]]
+    results = {
+        (labels["gen_ai_evaluation_evaluator_name"], labels["gen_ai_evaluation_name"], labels[
+            "gen_ai_evaluation_score_label"]): value
+        for (name, key), value in samples.items()
+        if name == "gen_ai_evaluation_results_total" and (labels := dict(key))["gen_ai_agent_name"] == "bot"
+    }  # fmt: skip
+    assert results == {
+        ("conversations", "multi_turn_task_success_v1", "fail"): 3,
+        ("turns", "tool_call_count", "scored"): 4,
+    }
+
+    set_price(store, model, 2.0, 10.0)
+    cost = scraped(metrics)["toolpath_judge_spend_cost_total", (("evaluator", "conversations"),)]
+    assert cost == pytest.approx((usage.input_tokens * 2.0 + usage.output_tokens * 10.0) / 1e6) and cost > 0
+
+    rows = {r["session_id"]: r for r in latest_sessions(store)}
+    assert {k: (r["revision"], r["turns"], r["evaluator_version"]) for k, r in rows.items()} == {
+        "s1": (1, 2, "3"),
+        "s2": (2, 2, "3"),  # the current revision only: revision 1 is superseded
+    }
+    assert rows["s2"]["scores"]["multi_turn_task_success_v1"]["label"] == "fail"
+    url = store.engine.url.render_as_string(hide_password=False)
+    shown = run_cli(tmp_path, "watch", "--once", "--store", url)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    (s2,) = [line for line in lines if line.startswith("│ s2 ")]
+    assert "conversations v3" in s2 and "│ 2 " in s2 and "0.50" in s2
+    (line,) = [line for line in lines if line.startswith("conversations:")]
+    assert (
+        f"{fake.requests} calls," in line and f"tokens {usage.input_tokens:,} in / {usage.output_tokens:,} out" in line
+    )
+    assert f"cost {cost:.4f}" in line and "mean latency" in line and " s" in line
+
+
+def test_spend_of_many_evaluators_is_folded_into_other_and_priced_only_when_every_model_is(store):
+    """Evaluators past the label bound add up under ``other``; an evaluator with a model without a price has no
+    cost series, and ``toolpath watch`` names that model instead."""
+    hour = time.time_ns()
+    many = {f"e{n:03d}": [SpendRow("priced", "ok", 1, 10, 1, 0.5)] for n in range(MAX_EVALUATOR_LABELS + 2)}
+    mixed = [SpendRow("priced", "ok", 2, 100, 10, 1.0), SpendRow("free", "cached", 1, 7, 3, 0.0)]
+    with store.engine.begin() as conn:
+        judge_spend.add(conn, {**many, "a_mixed": mixed}, hour)
+    set_price(store, "priced", 1.0, 1.0)
+    online = OnlineEvaluator(store, {"metrics": ["tool_call_count"]})  # not started: only read at scrape
+    metrics = ServiceMetrics()
+    metrics.watch(online=online)
+    samples = scraped(metrics)
+    calls = {
+        dict(k)["evaluator"]: v for (n, k), v in samples.items() if n == "toolpath_judge_spend_calls_total"
+        and dict(k)["model"] == "priced"
+    }  # fmt: skip
+    # the config's own evaluator took a label first (its skip counts): a_mixed and e000..e097 keep their names
+    assert len(calls) == MAX_EVALUATOR_LABELS and "e097" in calls and calls[OTHER_AGENTS] == 4  # e098..e101
+    assert calls["a_mixed"] == 2
+    costs = {dict(k)["evaluator"]: v for (n, k), v in samples.items() if n == "toolpath_judge_spend_cost_total"}
+    assert "a_mixed" not in costs and costs[OTHER_AGENTS] == pytest.approx(4 * 11 / 1e6)
+    cached = ("toolpath_judge_spend_calls_total", (("evaluator", "a_mixed"), ("model", "free"), ("outcome", "cached")))
+    assert samples[cached] == 1
+    assert samples["toolpath_judge_spend_seconds_total", (("evaluator", "a_mixed"), ("model", "free"))] == 0
+    from toolpath.cli.watch_display import spend_lines
+
+    line = next(str(t) for t in spend_lines(judge_spend.by_evaluator(store)) if str(t).startswith("a_mixed"))
+    assert line == "a_mixed: 2 calls (1 cached), tokens 107 in / 13 out, unpriced: free, mean latency 0.50 s"
