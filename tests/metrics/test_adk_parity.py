@@ -20,7 +20,7 @@ from tests.helpers.adk_eval import (
     trajectory_evaluator,
 )
 from toolpath.metrics import text, trajectory_match
-from toolpath.metrics.adk_args_rule import empty_for_none, none_args_equal_empty
+from toolpath.metrics.adk_args_rule import as_adk_reads, client_call_names, none_args_equal_empty
 from toolpath.metrics.tokenize import adk_tokenize
 
 PARITY = settings(max_examples=250, deadline=None)
@@ -89,7 +89,7 @@ def test_missing_reference_is_the_empty_string():
 
 # --- trajectories: bool / int / float mixes, nesting, absent / null / empty args, every match type ---------
 
-NAMES = ["get_weather", "set_light", "now"]
+NAMES = ["get_weather", "set_light", "now", "adk_request_confirmation"]  # the last one ADK sends its client
 KEYS = ["on", "city", "level", "opts"]
 scalars = st.one_of(
     st.none(),
@@ -179,8 +179,12 @@ def test_trajectory_scores_equal_trajectory_evaluator(case, match_type, ignore_a
     )
     assert ours.score == adk.overall_score
     assert ours.details["per_invocation_scores"] == [r.score for r in adk.per_invocation_results]
-    # Vertex's matches hold a call without arguments unequal to {}; ADK 2.15 and later hold them equal
-    same_calls = empty_for_none if none_args_equal_empty() else (lambda trajectories: trajectories)
+
+    # Vertex's matches hold a call without arguments unequal to {} and keep every call; ADK 2.15 and later hold
+    # them equal and leave out the calls ADK sends its client
+    def same_calls(trajectories):
+        return as_adk_reads(trajectories, none_as_empty=none_args_equal_empty(), left_out=client_call_names())
+
     for a, e, one in zip(
         same_calls([toolpath_calls(a) for a in actual]),
         same_calls([toolpath_calls(e) for e in expected]),
@@ -226,3 +230,25 @@ def test_none_args_rule_can_be_set_either_way(equal):
         none_args_equal_empty=equal,
     )
     assert wildcard.score == 1.0  # a wildcard reference stays one
+
+
+def test_calls_adk_sends_its_client_count_as_the_installed_adk_counts_them():
+    """``adk_request_confirmation`` is left out of the trajectory and the tool-call count where the installed ADK
+    leaves it out (google-adk 2.15), and kept where it keeps it."""
+    from google.adk.evaluation.eval_metrics import EvalMetric
+    from google.adk.evaluation.metric_evaluator_registry import DEFAULT_METRIC_EVALUATOR_REGISTRY
+
+    from toolpath.evaluation.evalsets import adk_models
+    from toolpath.evaluation.evalsets.conversions import efficiency
+
+    asked = [("adk_request_confirmation", {"originalFunctionCall": {"name": "pay"}}), ("pay", {"amount": 5})]
+    theirs = adk_invocation("q", None, asked)
+    count = DEFAULT_METRIC_EVALUATOR_REGISTRY.get_evaluator(EvalMetric(metric_name="tool_call_count_v1"))
+    adk_count = count.evaluate_invocations([theirs], None).overall_score
+    ours = efficiency(adk_models.Invocation.model_validate(theirs.model_dump(mode="json")))
+    assert ours["tool_call_count_v1"] == adk_count == 2.0 - len(client_call_names() & {"adk_request_confirmation"})
+    adk = evaluate(trajectory_evaluator(), [theirs], [adk_invocation("q", None, [("pay", {"amount": 5})])])
+    score = trajectory_match.tool_trajectory_avg_score(
+        [toolpath_calls(asked)], [toolpath_calls([("pay", {"amount": 5})])]
+    )
+    assert score.score == adk.overall_score

@@ -1,10 +1,16 @@
-"""Whether ADK's ``tool_trajectory_avg_score`` holds a call without arguments (``args`` absent or null) equal to
-the same call with ``{}``: asked of the installed google-adk's own ``TrajectoryEvaluator``, once per process.
+"""How the installed google-adk's trajectory criterion reads calls, where its releases differ: asked of ADK's own
+code once per process, never of its version number.
 
-google-adk 2.15 compares ``args or {}``, so the two are equal; earlier releases compare ``args`` as given, so
-they differ. toolpath reads ADK's answer rather than its version number. Without google-adk installed, toolpath
-follows the newest release it is tested with (equal). google-adk is imported here only when a score needs the
-answer, never by ``import toolpath``.
+- A call without arguments (``args`` absent or null) and the same call with ``{}``: google-adk 2.15 compares
+  ``args or {}``, so they are equal; earlier releases compare ``args`` as given, so they differ
+  (:func:`none_args_equal_empty`, asked of ADK's ``TrajectoryEvaluator``).
+- The function calls ADK itself sends to its client (``adk_request_confirmation`` for a tool that needs
+  confirmation, ``adk_request_credential``): google-adk 2.15's ``get_all_tool_calls`` leaves them out of an
+  invocation's tool calls, as the model did not choose them; earlier releases keep them
+  (:func:`client_call_names`).
+
+Without google-adk installed, toolpath follows the newest release it is tested with (2.15). google-adk is imported
+here only when a score needs the answer, never by ``import toolpath``.
 """
 
 from __future__ import annotations
@@ -14,6 +20,9 @@ from collections.abc import Sequence
 from functools import cache
 
 from toolpath.model import ToolCall
+
+_CLIENT_CALLS_2_15 = frozenset({"adk_request_confirmation", "adk_request_credential"})
+_CLIENT_CALL_CANDIDATES = (*sorted(_CLIENT_CALLS_2_15), "adk_request_input")
 
 
 def _adk_present() -> bool:
@@ -44,14 +53,48 @@ def none_args_equal_empty() -> bool:
     return result.overall_score == 1.0
 
 
+@cache
+def client_call_names() -> frozenset[str]:
+    """The names of the calls ADK sends its client that the installed google-adk leaves out of an invocation's
+    tool calls (see the module); empty when it keeps them all."""
+    if not _adk_present():
+        return _CLIENT_CALLS_2_15
+    from google.adk.evaluation.eval_case import IntermediateData, get_all_tool_calls
+    from google.genai import types
+
+    try:
+        from google.adk.utils._function_call_names import CLIENT_FUNCTION_CALL_NAMES as named
+    except ImportError:  # a release without the list: the names toolpath knows
+        named = frozenset()
+    candidates = sorted({*_CLIENT_CALL_CANDIDATES, *named})
+    data = IntermediateData(tool_uses=[types.FunctionCall(name=name, args={}) for name in candidates])
+    kept = {call.name for call in get_all_tool_calls(data)}
+    return frozenset(name for name in candidates if name not in kept)
+
+
+def as_adk_reads(
+    trajectories: Sequence[Sequence[ToolCall]], *, none_as_empty: bool, left_out: frozenset[str]
+) -> Sequence[Sequence[ToolCall]]:
+    """``trajectories`` as ADK's criterion reads them: with ``none_as_empty``, every call whose ``args`` is
+    ``None`` given ``{}``; the calls named in ``left_out`` dropped. The same object when nothing changes."""
+    for calls in trajectories:  # plain loops: this runs on every score, and the usual trajectory needs nothing
+        for call in calls:
+            if (none_as_empty and call.args is None) or call.name in left_out:
+                return [
+                    [
+                        _with_empty_args(c) if none_as_empty and c.args is None else c
+                        for c in turn
+                        if c.name not in left_out
+                    ]
+                    for turn in trajectories
+                ]
+    return trajectories
+
+
 def empty_for_none(trajectories: Sequence[Sequence[ToolCall]]) -> Sequence[Sequence[ToolCall]]:
     """``trajectories`` with every call whose ``args`` is ``None`` given ``{}`` instead (the same object when
     no call has ``None``)."""
-    for calls in trajectories:  # plain loops: this runs on every score, and the usual trajectory has no None
-        for call in calls:
-            if call.args is None:
-                return [[_with_empty_args(c) if c.args is None else c for c in turn] for turn in trajectories]
-    return trajectories
+    return as_adk_reads(trajectories, none_as_empty=True, left_out=frozenset())
 
 
 def _with_empty_args(call: ToolCall) -> ToolCall:

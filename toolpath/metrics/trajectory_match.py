@@ -340,11 +340,16 @@ def tool_trajectory_avg_score(
     """ADK's criterion: the mean over a case's invocations of the 0/1 trajectory match of each, by ADK's call
     equality unless an option asks otherwise (no wildcards by default: ``None`` arguments are a value).
     ``none_args_equal_empty``: whether a call without arguments equals one with ``{}``; by default the installed
-    google-adk's answer (:func:`toolpath.metrics.adk_args_rule.none_args_equal_empty`)."""
-    if adk_args_rule.none_args_equal_empty() if none_args_equal_empty is None else none_args_equal_empty:
-        actual = adk_args_rule.empty_for_none(actual)
-        if not null_args_wildcard:  # a wildcard reference stays one
-            expected = adk_args_rule.empty_for_none(expected)
+    google-adk's answer. The calls ADK sends its client are left out where the installed google-adk leaves them out
+    (:mod:`toolpath.metrics.adk_args_rule`)."""
+    none_as_empty = adk_args_rule.none_args_equal_empty() if none_args_equal_empty is None else none_args_equal_empty
+    left_out = adk_args_rule.client_call_names()
+    if none_as_empty or left_out:
+        actual = adk_args_rule.as_adk_reads(actual, none_as_empty=none_as_empty, left_out=left_out)
+        # a wildcard reference stays one
+        expected = adk_args_rule.as_adk_reads(
+            expected, none_as_empty=none_as_empty and not null_args_wildcard, left_out=left_out
+        )
     if (
         match_type == MatchType.EXACT
         and match == CallMatch.NAME_AND_ARGS

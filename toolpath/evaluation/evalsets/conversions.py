@@ -9,6 +9,7 @@ from typing import Any
 from google.genai import types as genai_types
 
 from toolpath.evaluation.evalsets import adk_models as schema
+from toolpath.metrics.adk_args_rule import client_call_names
 from toolpath.model import ExpectedInvocation, ToolCall
 
 
@@ -98,8 +99,9 @@ def efficiency(invocation: schema.Invocation) -> dict[str, Any]:
             "tool_seconds": tool,
             "framework_seconds": framework,
         }
+    left_out = client_call_names()  # calls ADK sends its client, where the installed google-adk leaves them out
     return {
-        "tool_call_count_v1": float(len(calls)),
+        "tool_call_count_v1": float(sum(call.name not in left_out for call in calls)),
         "inference_call_count_v1": model_calls,
         "token_usage_v1": tokens["total_tokens"],
         "invocation_duration_v1": duration["total_seconds"],

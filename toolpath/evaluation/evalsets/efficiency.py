@@ -36,6 +36,7 @@ from typing import Any
 
 from toolpath.evaluation.evalsets.adk_efficiency import token_mean_over_reported
 from toolpath.evaluation.evalsets.adk_models import DurationDetails, TokenUsageDetails
+from toolpath.metrics.adk_args_rule import client_call_names
 from toolpath.model import Invocation
 from toolpath.store.spanrecord import SpanRecord
 from toolpath.tracer import semconv as sc
@@ -99,7 +100,9 @@ def traced_efficiency(invocation: Invocation | None, spans: Sequence[SpanRecord]
         total = duration["total_seconds"]
         if total is not None:
             duration["framework_seconds"] = round(max(total - model_seconds - tool_seconds, 0.0), 3)
-    return _figures(float(len(invocation.tool_calls)), model_calls, tokens, duration)
+    left_out = client_call_names()  # calls ADK sends its client, where the installed google-adk leaves them out
+    tool_calls = float(sum(call.name not in left_out for call in invocation.tool_calls))
+    return _figures(tool_calls, model_calls, tokens, duration)
 
 
 def _span_tokens(models: Sequence[SpanRecord], tokens: dict[str, float | None]) -> None:
