@@ -30,7 +30,9 @@ from tests.helpers.prometheus import (
 from toolpath.collector.limits import Limits
 from toolpath.evaluation.online import OnlineEvaluator
 from toolpath.evaluation.online.result_export import RESULT_COUNTER, SCORE_HISTOGRAM
+from toolpath.judges.client import DEFAULT_MODEL
 from toolpath.store.store import Store
+from toolpath.store.usage import set_price
 from toolpath.tracer import semconv as sc
 
 DASHBOARD = Path(__file__).resolve().parents[1] / "dashboards" / "toolpath-online.json"
@@ -107,6 +109,7 @@ def test_every_dashboard_query_returns_data_from_a_real_prometheus(tmp_path, mon
     monkeypatch.setenv("GOOGLE_API_KEY", "test-key")
     monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", judge.url)
     store = Store(f"sqlite:///{tmp_path / 'd.db'}")
+    set_price(store, DEFAULT_MODEL, 0.3, 2.5)  # the judge's spend has a cost series
     config = {
         "metrics": ["tool_call_count", "fluency"],
         "thresholds": {"tool_call_count": 2, "fluency": 4},
