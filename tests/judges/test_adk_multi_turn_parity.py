@@ -254,3 +254,51 @@ def test_simulated_users_turns_same_requests_same_scores_as_adk(fake, tracing, t
     assert our_bodies and judged_bodies(fake) == our_bodies  # prompts, config, 5 samples each of 3 requests
     assert sum(our_bodies.values()) == 15
     assert "judge: adk" in (ours_result.explanation or "")
+
+
+def test_a_live_session_judged_online_gets_adks_verdict(fake, tmp_path):
+    """A production conversation, stored turn by turn, judged online once it goes quiet by an evaluator of
+    sessions whose reference is an eval set with the criterion: the case it plays (by its first user text) gets
+    ADK's score and status for the conversation, from the same requests ADK sends."""
+    import time
+
+    from google.adk.evaluation.eval_case import EvalCase as AdkCase
+    from google.adk.evaluation.eval_set import EvalSet as AdkSet
+    from sqlalchemy import text
+
+    from toolpath.evaluation.online import OnlineEvaluator
+    from toolpath.model import Invocation as Turn
+    from toolpath.store.store import Store
+
+    turns = CONVERSATIONS[0]
+    adk = adk_results(TRAJECTORY, adk_conversation(turns))
+    adk_bodies = judged_bodies(fake)
+    fake.bodies.clear()
+    case = AdkCase(eval_id="office", conversation=adk_conversation(turns))
+    (tmp_path / "office.evalset.json").write_text(AdkSet(eval_set_id="home", eval_cases=[case]).model_dump_json())
+    (tmp_path / "test_config.json").write_text(json.dumps({"criteria": {TRAJECTORY: CRITERIA[TRAJECTORY]}}))
+    store = Store(f"sqlite:///{tmp_path / 'traffic.db'}")
+    config = {"target": "session", "reference_dataset": str(tmp_path / "office.evalset.json"), "idle_seconds": 0.3,
+              "poll_seconds": 0.02, "judge": {"backoff": 0.01, "timeout": 10}}  # fmt: skip
+    online = OnlineEvaluator(store, config).start()
+    try:
+        for n, turn in enumerate(turns):  # as the user types
+            store.write([Turn(invocation_id=f"{n + 1:016x}", session_id="live-1", trace_id=f"{n + 1:032x}",
+                              agent_name="home_agent", prompt=turn["prompt"], response=turn["response"],
+                              tool_calls=turn["calls"], intermediate_responses=[("agent", t) for t in turn["intermediate"]],
+                              latency_seconds=1.0)])  # fmt: skip
+        deadline = time.monotonic() + 60
+        query = text("SELECT metric, score, label FROM session_results WHERE session_id = 'live-1'")
+        while time.monotonic() < deadline:
+            with store.engine.connect() as conn:
+                got = {r.metric: (r.score, r.label) for r in conn.execute(query)}
+            if got:
+                break
+            time.sleep(0.05)
+    finally:
+        online.stop()
+        store.close()
+    (score, verdict) = adk[1]
+    assert (score, verdict) == (0.5, "FAILED")
+    assert got == {TRAJECTORY: (score, "fail"), "eval_case": (0.0, "fail")}
+    assert judged_bodies(fake) == adk_bodies  # the same conversation, prompt and samples as ADK's own
