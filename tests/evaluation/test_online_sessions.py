@@ -7,6 +7,7 @@ set as reference gives a session the verdict ``toolpath eval SET --from-store`` 
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -239,3 +240,50 @@ def test_a_judged_session_evaluators_spend_is_kept_apart_and_priced(store, monke
     priced = judge_spend.by_evaluator(store)["conversations"]
     assert priced.cost == pytest.approx((usage.input_tokens * 2.0 + usage.output_tokens * 10.0) / 1e6)
     assert online.usage()["conversations"].tokens == sum(mine.tokens)  # what the budget counted
+
+
+def test_the_judges_requests_are_traced_as_a_service_of_their_own(tmp_path, monkeypatch):
+    """``judge_traces``: each request a session evaluator's judge made is a root span of service
+    ``toolpath-judge`` at the endpoint named (a collector on 127.0.0.1 with its own store): the model, evaluator,
+    version and tokens, no prompt; none of it is in the agent's store, and none becomes a run or a session."""
+    from tests.helpers.collector import serving
+    from tests.helpers.fake_gemini import json_reply, serving_gemini
+
+    traffic, judged = Store(f"sqlite:///{tmp_path / 'traffic.db'}"), Store(f"sqlite:///{tmp_path / 'judge.db'}")
+    reply = json_reply(rubrics=[{"rubric": "answers", "verdict": "yes"}])
+    with serving_gemini(monkeypatch, lambda prompt, seen: reply) as fake, serving(judged) as receiver:
+        config = {"poll_seconds": 0.02, "judge_traces": f"http://127.0.0.1:{receiver.options.http_port}",
+                  "evaluator": [{"name": "conversations", "version": "4", "target": "session", "idle_seconds": 0.3,
+                                 "metrics": ["multi_turn_task_success_v1"]}]}  # fmt: skip
+        online = OnlineEvaluator(traffic, config).start()
+        try:
+            traffic.write([turn("t1", 1), turn("t1", 2)])
+            assert wait_for(lambda: bool(results(traffic)))
+        finally:
+            online.stop()  # flushes the judge's spans
+        assert wait_for(lambda: _spans(judged) != [])
+        spans = _spans(judged)
+    assert len(spans) == fake.requests >= 1
+    for name, parent, attributes, resource in spans:
+        assert name.startswith("chat ") and parent is None  # a root: no agent span above it
+        assert resource["service.name"] == "toolpath-judge"
+        assert attributes["gen_ai.evaluation.evaluator_name"] == "conversations"
+        assert attributes["gen_ai.evaluation.evaluator_version"] == "4"
+        assert attributes["gen_ai.usage.input_tokens"] > 0 and "error.type" not in attributes
+        assert "t1 request" not in json.dumps(attributes)  # no prompt
+    assert judged.list_invocations() == [] and judged.list_sessions() == []
+    with traffic.engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM spans")).scalar_one() == 0
+    traffic.close()
+    judged.close()
+
+
+def _spans(store: Store) -> list[tuple]:
+    with store.engine.connect() as conn:
+        rows = conn.execute(text("SELECT name, parent_span_id, attributes, resource FROM spans")).all()
+    return [(r[0], r[1], _json(r[2]), _json(r[3])) for r in rows]
+
+
+def _json(value: object) -> dict:
+    """A JSON column's value (SQLite returns its text)."""
+    return value if isinstance(value, dict) else json.loads(str(value))

@@ -149,6 +149,8 @@ class JudgeCall:
     input_tokens: int = 0
     output_tokens: int = 0
     seconds: float = 0.0
+    ended_ns: int = 0
+    """When it ended (ns since the epoch)."""
 
 
 class Backend(Protocol):
@@ -331,7 +333,9 @@ class Judge:
                 else JudgeOutcome.ERROR
             )  # fmt: skip
             seconds = time.monotonic() - started
-            self.on_call(JudgeCall(request.model, outcome, reply.input_tokens, reply.output_tokens, seconds))
+            self.on_call(
+                JudgeCall(request.model, outcome, reply.input_tokens, reply.output_tokens, seconds, time.time_ns())
+            )
         return reply
 
     async def _answer(self, request: JudgeRequest) -> JudgeReply:

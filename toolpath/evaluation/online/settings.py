@@ -66,6 +66,8 @@ class OnlineConfig:
     lease_seconds: float = 120.0
     poll_seconds: float = 0.5
     otlp_endpoint: str | None = None
+    judge_traces: str | None = None
+    """An OTLP/HTTP endpoint the judge's requests are traced to, as a service of their own (off: ``None``)."""
     judge: dict[str, Any] = field(default_factory=dict)
     specs: tuple[EvaluatorSpec, ...] = field(init=False, repr=False)
     """The evaluators declared, checked: one per ``[[evaluator]]`` table, or the flat form's one."""
@@ -191,6 +193,10 @@ def _check_types(config: OnlineConfig) -> None:
         refuse("evaluator", config.evaluator, "[[evaluator]] tables")
     if not isinstance(config.thresholds, dict) or not all(number(v) for v in config.thresholds.values()):
         refuse("thresholds", config.thresholds, "a table of metric = finite number, e.g. {trajectory_recall = 0.8}")
+    if config.judge_traces is not None and not (
+        isinstance(config.judge_traces, str) and config.judge_traces.startswith(("http://", "https://"))
+    ):
+        refuse("judge_traces", config.judge_traces, 'an OTLP/HTTP endpoint, e.g. "http://127.0.0.1:4318"')
     for key in ("reference_dataset", "otlp_endpoint"):
         if getattr(config, key) is not None and not isinstance(getattr(config, key), str):
             refuse(key, getattr(config, key), "a string")

@@ -126,6 +126,12 @@ class OnlineEvaluator:
         self.name = name or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self.stats = OnlineStats()
         self.exporter = self._exporter()
+        self.judge_tracer: Any = None
+        """The judge's requests traced to ``judge_traces`` (``None``: not asked for)."""
+        if self.config.judge_traces:  # the OTLP exporter loads only when asked for
+            from toolpath.evaluation.online.judge_traces import JudgeTracer
+
+            self.judge_tracer = JudgeTracer(self.config.judge_traces)
         self.sinks: list[ResultSink] = []
         """Told every stored result and each invocation's scoring lag (the collector's Prometheus metrics)."""
         self._stop = threading.Event()
@@ -177,6 +183,8 @@ class OnlineEvaluator:
         self.publish()
         if self.exporter is not None:
             self.exporter.shutdown()
+        if self.judge_tracer is not None:
+            self.judge_tracer.shutdown()
 
     def drain(self, timeout: float = 30.0) -> bool:
         """Wait until no job is waiting or claimed (for tests and shutdown); True if that happened in time."""
@@ -332,6 +340,7 @@ class OnlineEvaluator:
             closed, claimed = self.queue.complete_and_claim(
                 worker, results, more, self.config.lease_seconds, also=also, **spending(spent)
             )
+        self._trace_judge(spent)
         # a job another worker took over is not closed here: its results count, not ours
         done = [job for job in results if job in closed]
         with self._lock:
@@ -384,6 +393,7 @@ class OnlineEvaluator:
                 self.stats.errors += 1
             logger.exception("toolpath: online scoring failed for %d session(s)", len(jobs))
             return
+        self._trace_judge(scored.spent)
         done = [job for job in scored.results if job in closed]
         with self._lock:
             self.stats.scored += len(done)
@@ -403,6 +413,12 @@ class OnlineEvaluator:
                         label=r["label"], explanation=r["explanation"], evaluator=spec.name,
                         evaluator_version=spec.version, target=spec.target,
                     )  # fmt: skip
+
+    def _trace_judge(self, spent: Mapping[str, BatchSpend]) -> None:
+        """Each evaluator's judge requests of a batch, to the judge's own traces (when asked for)."""
+        if self.judge_tracer is not None:
+            for name, spend in spent.items():
+                self.judge_tracer.record(name, self.units[name].spec.version, spend.calls)
 
     def row(self, turn: StoredTurn) -> tuple[dict[str, Any], Mapping[str, Any]]:
         """The dataset row a stored invocation is scored as (what it did, plus the golden reference when found),
