@@ -98,7 +98,8 @@ def test_metrics_and_watch_show_each_evaluators_judge_spend_and_the_sessions_it_
     assert "conversations v3" in s2 and "│ 2 " in s2 and "0.50" in s2
     (line,) = [line for line in lines if line.startswith("conversations:")]
     assert (
-        f"{fake.requests} calls," in line and f"tokens {usage.input_tokens:,} in / {usage.output_tokens:,} out" in line
+        f"{fake.requests} calls sent," in line
+        and f"tokens {usage.input_tokens:,} in / {usage.output_tokens:,} out" in line
     )
     assert f"cost {cost:.4f}" in line and "mean latency" in line and " s" in line
 
@@ -131,4 +132,4 @@ def test_spend_of_many_evaluators_is_folded_into_other_and_priced_only_when_ever
     from toolpath.cli.watch_display import spend_lines
 
     line = next(str(t) for t in spend_lines(judge_spend.by_evaluator(store)) if str(t).startswith("a_mixed"))
-    assert line == "a_mixed: 2 calls (1 cached), tokens 107 in / 13 out, unpriced: free, mean latency 0.50 s"
+    assert line == "a_mixed: 2 calls sent, 1 cached, tokens 107 in / 13 out, unpriced: free, mean latency 0.50 s"

@@ -55,15 +55,16 @@ def sessions_scored_table(rows: Sequence[Mapping[str, Any]]) -> Table:
 
 
 def spend_lines(spend: Mapping[str, EvaluatorSpend]) -> list[Text]:
-    """A line per evaluator: requests sent (and those cached or refused, when any), tokens in and out, the cost or
-    the models without a price, the mean time of a request sent."""
+    """A line per evaluator: requests sent (those that failed among them), those answered from the cache or
+    refused (not sent), tokens in and out, the cost or the models without a price, the mean time of a request
+    sent."""
     lines = []
     for name, found in sorted(spend.items()):
         by_outcome: dict[str, int] = {}
         for row in found.rows:
             by_outcome[row.outcome] = by_outcome.get(row.outcome, 0) + row.calls
-        others = [f"{by_outcome[o]} {o}" for o in ("error", "cached", "refused") if by_outcome.get(o)]
-        calls = f"{found.calls} calls" + (f" ({', '.join(others)})" if others else "")
+        calls = f"{found.calls} calls sent" + (f" ({by_outcome['error']} failed)" if by_outcome.get("error") else "")
+        calls += "".join(f", {by_outcome[o]} {o}" for o in ("cached", "refused") if by_outcome.get(o))
         tokens_in, tokens_out = found.tokens
         cost = f"cost {found.cost:.4f}" if found.cost is not None else f"unpriced: {', '.join(sorted(found.unpriced))}"
         mean = "-" if found.mean_seconds is None else f"{found.mean_seconds:.2f} s"
