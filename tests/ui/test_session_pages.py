@@ -79,7 +79,7 @@ def test_online_filters_by_failed_metric_and_by_direction(ui, page):
 
 def test_the_online_page_counts_errors_apart_and_has_an_axis_and_dates(ui, page, shots):
     url, _ = ui
-    page.goto(f"{url}/online?days=1&bucket=hour")
+    page.goto(f"{url}/online?days=2&until=2026-05-30&bucket=hour")
     row = page.locator("tr.series[data-metric=tool_error_rate]")
     assert row.locator("td.results").inner_text() == "5"
     assert row.locator("td.scored").inner_text() == "4"  # the errored result has no score
@@ -92,7 +92,7 @@ def test_the_online_page_counts_errors_apart_and_has_an_axis_and_dates(ui, page,
     row.locator("td.errors a").click()
     page.wait_for_url(re.compile(r"label=error"))
     assert listed(page) == [SUPPORT]
-    page.goto(f"{url}/online?days=1&bucket=hour")
+    page.goto(f"{url}/online?days=2&until=2026-05-30&bucket=hour")
     screenshots(page, shots, "online", WIDTHS)
 
 

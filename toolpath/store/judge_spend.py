@@ -76,10 +76,14 @@ class EvaluatorSpend:
         return sum(r.seconds for r in sent) / count if count else None
 
 
-def by_evaluator(store: Store, *, since_ns: int = 0) -> dict[str, EvaluatorSpend]:
-    """Each evaluator's judge spend in the clock hours from the one of ``since_ns`` on."""
+def by_evaluator(store: Store, *, since_ns: int = 0, until_ns: int | None = None) -> dict[str, EvaluatorSpend]:
+    """Each evaluator's judge spend in the clock hours from the one of ``since_ns`` on (to the one of
+    ``until_ns``, when given)."""
     table = t.judge_spend
     since = since_ns - since_ns % HOUR_NS
+    bounds = [table.c.hour_start >= since]
+    if until_ns is not None:
+        bounds.append(table.c.hour_start <= until_ns - until_ns % HOUR_NS)
     query = (
         select(
             table.c.evaluator,
@@ -90,7 +94,7 @@ def by_evaluator(store: Store, *, since_ns: int = 0) -> dict[str, EvaluatorSpend
             func.sum(table.c.output_tokens),
             func.sum(table.c.seconds),
         )
-        .where(table.c.hour_start >= since)
+        .where(*bounds)
         .group_by(table.c.evaluator, table.c.model, table.c.outcome)
         .order_by(table.c.evaluator, table.c.model, table.c.outcome)
     )

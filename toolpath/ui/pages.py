@@ -1,4 +1,5 @@
-"""The UI's pages: sessions, a session's turns, raw spans, runs, eval sets (add, edit, run), jobs, online."""
+"""The UI's pages: sessions, a session's turns, raw spans, runs, eval sets (add, edit, run), jobs; and the
+routes of the pages with modules of their own."""
 
 from __future__ import annotations
 
@@ -21,14 +22,23 @@ from toolpath.store import browse, session_order
 from toolpath.store.annotations import annotations_of
 from toolpath.store.session_order import SessionSort
 from toolpath.store.usage import prices
-from toolpath.ui import compare, errors_pages, evalset_trash, params, price_pages, review_pages, span_pages, tools_pages
+from toolpath.ui import (
+    compare,
+    errors_pages,
+    evalset_trash,
+    online_pages,
+    params,
+    price_pages,
+    review_pages,
+    span_pages,
+    tools_pages,
+)
 from toolpath.ui.evalset_trash import deleted_names
 from toolpath.ui.run_cases import failed_count, opened_from, run_view
 from toolpath.ui.usage_view import USAGE_KEYS, usage_of_sessions
-from toolpath.ui.views import online_view, pretty, turn_view
+from toolpath.ui.views import pretty, turn_view
 
 PAGE_SIZE = 50
-BUCKETS = {"hour": 3600, "day": 86400}
 
 
 def _state(request: Request) -> Any:
@@ -332,20 +342,6 @@ def job_json(request: Request) -> Response:
     return JSONResponse(job.to_dict())
 
 
-def online(request: Request) -> Response:
-    query = dict(request.query_params)
-    days = params.integer(query, "days", 7, low=1, high=365)
-    bucket = query.get("bucket", "hour")
-    if bucket not in BUCKETS:
-        raise params.BadRequest(f"bucket={bucket!r}: expected hour or day")
-    store = _state(request).store
-    since = time.time_ns() - days * 86400 * 1_000_000_000
-    series = browse.online_series(store, since_ns=since, bucket_ns=BUCKETS[bucket] * 1_000_000_000)
-    failures = browse.recent_online_failures(store, limit=30)
-    groups = online_view(series, BUCKETS[bucket] * 1_000_000_000)
-    return _render(request, "online.html", {"groups": groups, "failures": failures, "days": days, "bucket": bucket})
-
-
 def routes() -> list[Route]:
     return [
         Route("/", home),
@@ -362,7 +358,7 @@ def routes() -> list[Route]:
         Route("/evalsets/{name}/run", start_run, methods=["POST"]),
         Route("/jobs/{job_id}.json", job_json),
         Route("/jobs/{job_id}", job_page),
-        Route("/online", online),
+        *online_pages.routes(),
         *evalset_trash.routes(),
         *span_pages.routes(),
         *compare.routes(),

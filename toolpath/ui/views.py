@@ -1,5 +1,5 @@
 """What the pages show, computed from the store's records: a session's turns with their timelines, a run's cases
-with their verdicts and call-level diffs, the online series. Plain data for the templates (which escape it)."""
+with their verdicts and call-level diffs. Plain data for the templates (which escape it)."""
 
 from __future__ import annotations
 
@@ -216,46 +216,3 @@ def _layout(items: list[dict[str, Any]]) -> dict[str, Any]:
         )  # fmt: skip
     return {"rows": items, "data": data, "trace": trace, "total_ms": span / 1e6,
             "errors": sum(1 for i in items if i["error"])}  # fmt: skip
-
-
-RATE_LEFT, RATE_BAR, RATE_TOP, RATE_HEIGHT = 34, 10, 6, 40
-"""The pass-rate chart: the y axis's labels take the left, each bucket a bar, 0–100 % over ``RATE_HEIGHT``."""
-
-
-def online_view(series: Sequence[Mapping[str, Any]], bucket_ns: int) -> list[dict[str, Any]]:
-    """Per metric and agent: the buckets with their pass rates and mean scores, laid out on a chart with a
-    0–100 % axis and the dates of its first and last bucket; and the overall figures (results, scored, errored,
-    pass rate of the judged ones, mean of the scored ones)."""
-    grouped: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
-    for point in series:
-        grouped.setdefault((point["metric"], point["agent_name"] or "-"), []).append(point)
-    out = []
-    for (metric, agent), points in sorted(grouped.items()):
-        judged = sum(p["passed"] + p["failed"] for p in points)
-        scored = sum(p["scored"] for p in points)
-        means = [p["mean"] * p["scored"] for p in points if p["mean"] is not None]
-        shown = points[-48:]
-        bars = []
-        for n, p in enumerate(shown):
-            rate = p["passed"] / (p["passed"] + p["failed"]) if p["passed"] + p["failed"] else None
-            height = round((rate or 0) * RATE_HEIGHT, 1)
-            bars.append(
-                {**p, "rate": rate, "x": RATE_LEFT + n * RATE_BAR, "h": max(height, 1.0),
-                 "y": round(RATE_TOP + RATE_HEIGHT - max(height, 1.0), 1), "when": ns_text(p["start_ns"])}
-            )  # fmt: skip
-        out.append(
-            {
-                "metric": metric,
-                "agent": agent,
-                "results": sum(p.get("results", p["scored"]) for p in points),
-                "scored": scored,
-                "errors": sum(p.get("errors", 0) for p in points),
-                "pass_rate": sum(p["passed"] for p in points) / judged if judged else None,
-                "mean": sum(means) / scored if means and scored else None,
-                "bars": bars,
-                "chart_width": RATE_LEFT + max(len(shown), 12) * RATE_BAR + 4,
-                "first": ns_text(shown[0]["start_ns"]) if shown else "",
-                "last": ns_text(shown[-1]["start_ns"] + bucket_ns) if shown else "",
-            }
-        )
-    return out
