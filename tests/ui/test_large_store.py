@@ -162,3 +162,21 @@ def test_a_session_of_20000_calls_is_a_small_page(tmp_path):
     assert last.status_code == 200 and 'id="turn-76"' in last.text and 'id="turn-71"' in last.text
     assert c.get("/session", params={"id": "huge", "page": 9}).status_code == 400
     store.close()
+
+
+def test_the_online_page_of_a_large_store(ui, chromium):
+    """Every fourth turn scored: the page charts their 25,000 results by the turns' time (about 28 hours of traffic,
+    3-hour buckets); its time in the browser is printed, not asserted."""
+    watched = Watched(chromium.new_page())
+    began = time.perf_counter()
+    watched.page.goto(f"{ui}/online?days=3&until=2026-05-31")
+    seconds = time.perf_counter() - began
+    reply = watched.page.evaluate(
+        "(e => e.responseEnd - e.requestStart)(performance.getEntriesByType('navigation')[0])"
+    )
+    print(f"\n/online over {INVOCATIONS} invocations ({INVOCATIONS // 4} results in range): {seconds * 1000:.0f} ms to "
+          f"load in the browser, {reply:.0f} ms to answer")  # fmt: skip
+    row = watched.page.locator("tr.series[data-evaluator=default][data-metric=trajectory_precision]")
+    assert row.locator("td.results").inner_text() == str(INVOCATIONS // 4)
+    assert row.locator("rect.bucket").count() == 11  # 2026-05-28 18:00 to 2026-05-30 00:00, every 3 hours
+    assert watched.errors == []
