@@ -193,6 +193,45 @@ def test_the_judge_budget_counts_the_judges_own_tokens_and_stops_scoring_once_sp
     assert online.counters()[f"skipped:judge:{SkipReason.BUDGET}"] == 40 - scored
 
 
+def test_a_budget_in_cost_prices_the_judges_tokens_and_stops_scoring_once_spent(store, monkeypatch):
+    """``cost_per_hour``: the judge's tokens at the model's price; scoring stops at the first target that reaches
+    it, the rest skipped for budget; the judge spend's cost says the same."""
+    from toolpath.judges.client import DEFAULT_MODEL
+    from toolpath.store import judge_spend
+    from toolpath.store.usage import set_price
+
+    set_price(store, DEFAULT_MODEL, 100.0, 400.0)  # per million tokens
+    with serving_gemini(monkeypatch, lambda prompt, seen: json_reply(score=4, explanation="Reads well.")):
+        config = judged_config(budget={"cost_per_hour": 0.25})
+        online = OnlineEvaluator(store, {**config, "workers": 1, "batch_size": 1}).start()
+        try:
+            store.write(answered(40))
+            assert online.drain(60)
+        finally:
+            online.stop()
+    usage = online.units["judge"].judge_usage()
+    cost = (usage.input_tokens * 100.0 + usage.output_tokens * 400.0) / 1e6
+    state = online.queue.usage()["judge"]
+    assert state.budget_spent and state.cost == pytest.approx(cost)
+    assert judge_spend.by_evaluator(store)["judge"].cost == pytest.approx(cost)
+    scored = [status for status, _ in jobs(store).values()].count("done")
+    assert 1 < scored < 40 and cost - cost / scored < 0.25 <= cost  # stopped at the first target over it
+    assert online.skipped() == {("judge", SkipReason.BUDGET): 40 - scored}
+
+
+def test_a_budget_in_cost_needs_a_priced_judge_model(store, monkeypatch):
+    from toolpath.errors import ConfigError
+
+    monkeypatch.setenv("GOOGLE_API_KEY", "test-key")  # credentials: the judge is made, its model not priced
+    with pytest.raises(ConfigError, match=r"budget in cost: the judge model 'gemini-2.5-flash' has no price"):
+        OnlineEvaluator(store, judged_config(budget={"cost_per_day": 5}))
+    no_judge = {"evaluator": [{"name": "c", "metrics": ["failure"], "budget": {"cost_per_hour": 1}}]}
+    with pytest.raises(ConfigError, match="none of its metrics asks a judge"):
+        OnlineEvaluator(store, no_judge)
+    with pytest.raises(ConfigError, match=r"budget = \{'cost_per_hour': -1\}"):
+        OnlineEvaluator(store, judged_config(budget={"cost_per_hour": -1}))
+
+
 def test_concurrent_workers_take_no_target_once_the_budget_is_spent(store, monkeypatch):
     """Four workers claiming four targets at a time: once the counted tokens reach the budget no further target is
     taken; what was being scored then can pass it, by at most what those batches cost."""

@@ -172,7 +172,7 @@ def test_samples_are_decided_by_the_target_and_the_evaluators_name():
         ('name = "a"\nmetrics = ["fluency"]\nmax_per_hour = 0', "evaluator 'a': max_per_hour = 0 (a whole number)"),
         ('name = "a"\nmetrics = ["fluency"]\nconcurrency = 2.5', "evaluator 'a': concurrency = 2.5 (a number)"),
         ('name = "a"\nmetrics = ["fluency"]\nbudget = 1000', "evaluator 'a': budget = 1000 (a whole number)"),
-        ('name = "a"\nmetrics = ["fluency"]\nbudget = {cost_per_day = 5}', "evaluator 'a': budget = {'cost_per_day'"),
+        ('name = "a"\nmetrics = ["fluency"]\nbudget = {cost_per_day = 0}', "evaluator 'a': budget = {'cost_per_day'"),
         ('name = "a"\nmetrics = ["fluency"]\ntool_called = "refund"', "evaluator 'a': tool_called = 'refund'"),
         ('name = "a"\nmetrics = ["fluency"]\nfailures_only = 1', "evaluator 'a': failures_only = 1 (a whole number)"),
         ('name = "a"\nmetrics = ["fluency"]\nmin_latency_seconds = -1', "min_latency_seconds = -1 (a whole number)"),

@@ -33,6 +33,12 @@ _LOCK = (  # creates the hour's row, or locks it as it is (PostgreSQL holds the 
 _DAY = (
     "SELECT coalesce(sum(tokens), 0) FROM online_usage WHERE evaluator = {m} AND hour_start >= {m} AND hour_start < {m}"
 )
+_COST = (  # an evaluator's judge cost from a time on, and whether tokens were spent on a model without a price
+    "SELECT sum((s.input_tokens * p.input_per_million + s.output_tokens * p.output_per_million) / 1000000.0), "
+    "sum(CASE WHEN p.model IS NULL AND s.input_tokens + s.output_tokens > 0 THEN 1 ELSE 0 END) "
+    "FROM judge_spend s LEFT JOIN model_prices p ON p.model = s.model "
+    "WHERE s.evaluator = {m} AND s.hour_start >= {m} AND s.hour_start < {m}"
+)
 _COUNT = (
     "UPDATE online_usage SET targets = targets + {m}, tokens = tokens + {m} WHERE evaluator = {m} AND hour_start = {m}"
 )
@@ -45,6 +51,13 @@ class UsageLimits:
     max_per_hour: int | None = None
     tokens_per_hour: int | None = None
     tokens_per_day: int | None = None
+    cost_per_hour: float | None = None
+    """The judge's cost (its ``judge_spend`` at the model price table's prices) per clock hour."""
+    cost_per_day: float | None = None
+
+    @property
+    def costed(self) -> bool:
+        return self.cost_per_hour is not None or self.cost_per_day is not None
 
 
 @dataclass
@@ -58,11 +71,21 @@ class EvaluatorUsage:
     day_tokens: int
     """Judge tokens spent this UTC day."""
     limits: UsageLimits
+    cost: float = 0.0
+    """The judge's cost this clock hour (with a budget in cost; infinite when a model it called has no price)."""
+    day_cost: float = 0.0
+    """And this UTC day."""
 
     @property
     def budget_spent(self) -> bool:
-        hour, day = self.limits.tokens_per_hour, self.limits.tokens_per_day
-        return (hour is not None and self.tokens >= hour) or (day is not None and self.day_tokens >= day)
+        limits = self.limits
+        return any(
+            limit is not None and used >= limit
+            for limit, used in (
+                (limits.tokens_per_hour, self.tokens), (limits.tokens_per_day, self.day_tokens),
+                (limits.cost_per_hour, self.cost), (limits.cost_per_day, self.day_cost),
+            )
+        )  # fmt: skip
 
 
 def hour_of(ns: int) -> int:
@@ -86,6 +109,8 @@ def lock(conn: Connection, limits: Mapping[str, UsageLimits], now: int) -> dict[
         if limits[name].tokens_per_day is not None:
             day_tokens = int(conn.exec_driver_sql(_DAY.format(m=m), (name, day, day + DAY_NS)).scalar_one())
         used[name] = EvaluatorUsage(int(targets), int(tokens), day_tokens, limits[name])
+        if limits[name].costed:
+            used[name].cost, used[name].day_cost = _costs(conn, name, now)
     return used
 
 
@@ -136,7 +161,22 @@ def read(conn: Connection, limits: Mapping[str, UsageLimits], now: int) -> dict[
         day_tokens = conn.exec_driver_sql(_DAY.format(m=m), (name, day, day + DAY_NS)).scalar_one()
         targets, tokens = (int(row[0]), int(row[1])) if row is not None else (0, 0)
         used[name] = EvaluatorUsage(targets, tokens, int(day_tokens), evaluator_limits)
+        if evaluator_limits.costed:
+            used[name].cost, used[name].day_cost = _costs(conn, name, now)
     return used
+
+
+def _costs(conn: Connection, name: str, now: int) -> tuple[float, float]:
+    """What evaluator ``name``'s judge cost this clock hour and this UTC day (its ``judge_spend`` at the
+    prices of ``model_prices``); infinite when a model it spent tokens on has no price, as the cost cannot be
+    known (the budget is then spent: better to skip than to spend unaccounted)."""
+    m = _mark(conn)
+    hour, day = hour_of(now), now - now % DAY_NS
+    costs = []
+    for start in (hour, day):
+        priced, unpriced = conn.exec_driver_sql(_COST.format(m=m), (name, start, day + DAY_NS)).one()
+        costs.append(float("inf") if unpriced else float(priced or 0.0))
+    return costs[0], costs[1]
 
 
 def _count(conn: Connection, name: str, targets: int, tokens: int, now: int) -> None:

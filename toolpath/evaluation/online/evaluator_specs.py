@@ -43,7 +43,7 @@ class Aggregate(StrEnum):
     """The last turn's (none when it has none)."""
 
 
-BUDGET_KEYS = ("tokens_per_hour", "tokens_per_day")
+BUDGET_KEYS = ("tokens_per_hour", "tokens_per_day", "cost_per_hour", "cost_per_day")
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 """An evaluator's name: a label of its results, its Prometheus series and its quota rows."""
 MAX_VERSION = 64
@@ -162,8 +162,13 @@ def evaluator_spec(values: Mapping[str, Any], where: str = "online: ") -> Evalua
         if values.get(key) is not None and not whole(values[key]):
             refuse(key, "a whole number, at least 1")
     budget = values.get("budget", {})
-    if not isinstance(budget, dict) or set(budget) - set(BUDGET_KEYS) or not all(whole(v) for v in budget.values()):
-        refuse("budget", "a table of tokens_per_hour and/or tokens_per_day, each a whole number ≥ 1")
+    if (
+        not isinstance(budget, dict)
+        or set(budget) - set(BUDGET_KEYS)
+        or not all(whole(v) if k.startswith("tokens") else number(v) and v > 0 for k, v in budget.items())
+    ):
+        refuse("budget", "a table of tokens_per_hour, tokens_per_day (whole numbers ≥ 1), cost_per_hour, cost_per_day "
+               "(numbers > 0, in the model price table's currency)")  # fmt: skip
     try:
         limits = Limits(
             float(sample_rate), values.get("max_per_hour"), values.get("concurrency"), JudgeBudget(**budget)

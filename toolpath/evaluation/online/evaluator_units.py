@@ -22,6 +22,7 @@ from toolpath.store.job_queue import QueueEvaluator
 from toolpath.store.job_status import ResultLabel
 from toolpath.store.judge_spend import SpendRow
 from toolpath.store.online_usage import UsageLimits
+from toolpath.store.usage import prices
 
 __all__ = ["BatchSpend", "EvaluatorUnit", "spending"]
 
@@ -98,6 +99,8 @@ class EvaluatorUnit:
             judge.when_spent = WhenSpent.REFUSE  # job waiting a minute for room would outlive its lease
             judge.slots = CallSlots(spec.limits.concurrency or judge.settings.concurrency)
         rules = pass_rules(metrics, {k: v for k, v in thresholds.items() if k in names})
+        if spec.limits.budget.costed:
+            _check_priced(spec, judge, cache)
         return cls(spec, metrics, rules, judge)
 
     @property
@@ -109,7 +112,11 @@ class EvaluatorUnit:
         limits = self.spec.limits
         kept = None
         if limits.quota:
-            kept = UsageLimits(limits.max_per_hour, limits.budget.tokens_per_hour, limits.budget.tokens_per_day)
+            budget = limits.budget
+            kept = UsageLimits(
+                limits.max_per_hour, budget.tokens_per_hour, budget.tokens_per_day, budget.cost_per_hour,
+                budget.cost_per_day,
+            )  # fmt: skip
         spec = self.spec
         return QueueEvaluator(spec.name, spec.version, spec.filters.admits, spec.samples, kept, spec.idle_seconds)
 
@@ -154,3 +161,16 @@ def spending(spent: Mapping[str, BatchSpend]) -> dict[str, Any]:
         "tokens": {name: s.tokens for name, s in spent.items()},
         "spend": {name: rows for name, s in spent.items() if (rows := s.rows())},
     }
+
+
+def _check_priced(spec: EvaluatorSpec, judge: Judge | None, store: Any) -> None:
+    """A budget in cost needs a judge, and a price for its model in the store's price table."""
+    where = f"online: evaluator {spec.name!r}: budget in cost"
+    if judge is None:
+        raise ConfigError(f"{where}: none of its metrics asks a judge, so there is no cost to count")
+    priced = prices(store) if store is not None else {}
+    if judge.settings.model not in priced:
+        raise ConfigError(
+            f"{where}: the judge model {judge.settings.model!r} has no price; set one (the UI's Prices page) or "
+            "budget its tokens instead (tokens_per_hour, tokens_per_day)"
+        )

@@ -41,16 +41,33 @@ class JudgeBudget:
 
     tokens_per_hour: int | None = None
     tokens_per_day: int | None = None
+    cost_per_hour: float | None = None
+    """The judge's cost per clock hour, in the currency of the model price table (tokens at its prices)."""
+    cost_per_day: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("tokens_per_hour", "tokens_per_day"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
                 raise ConfigError(f"online: budget {name} must be a whole number, at least 1, got {value!r}")
+        for name in ("cost_per_hour", "cost_per_day"):
+            value = getattr(self, name)
+            if value is not None and not (
+                isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < float("inf")
+            ):
+                raise ConfigError(f"online: budget {name} must be a number more than 0, got {value!r}")
 
     @property
     def limited(self) -> bool:
+        return self.tokens_limited or self.costed
+
+    @property
+    def tokens_limited(self) -> bool:
         return self.tokens_per_hour is not None or self.tokens_per_day is not None
+
+    @property
+    def costed(self) -> bool:
+        return self.cost_per_hour is not None or self.cost_per_day is not None
 
 
 @dataclass(frozen=True)
