@@ -26,7 +26,11 @@ CONFIG = {"poll_seconds": 0.02, "evaluator": [
 ]}  # fmt: skip
 
 
-def scraped(metrics: ServiceMetrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+"""Scraped samples: (name, sorted labels) -> value."""
+
+
+def scraped(metrics: ServiceMetrics) -> Samples:
     return {
         (s.name, tuple(sorted(s.labels.items()))): s.value
         for family in text_string_to_metric_families(metrics.expose().decode())
@@ -133,3 +137,56 @@ def test_spend_of_many_evaluators_is_folded_into_other_and_priced_only_when_ever
 
     line = next(str(t) for t in spend_lines(judge_spend.by_evaluator(store)) if str(t).startswith("a_mixed"))
     assert line == "a_mixed: 2 calls sent, 1 cached, tokens 107 in / 13 out, unpriced: free, mean latency 0.50 s"
+
+
+def test_every_worker_of_collect_reports_the_stores_judge_spend_once(store, monkeypatch, tmp_path):
+    """``toolpath collect --workers 2 --online`` judging whole sessions: whichever worker answers a scrape, its
+    judge spend counters are the store's totals (every worker's requests, counted once), and the sessions'
+    results are counted once under their evaluator."""
+    from tests.helpers.builders import otlp_json
+    from tests.helpers.collector import TOKEN, Collector, http_get
+
+    (tmp_path / "online.toml").write_text(
+        "poll_seconds = 0.05\n"
+        '[[evaluator]]\nname = "conversations"\ntarget = "session"\nidle_seconds = 2\n'
+        'metrics = ["multi_turn_task_success_v1"]\n'
+    )
+    url = store.engine.url.render_as_string(hide_password=False)
+    sessions = 4
+    with serving_gemini(monkeypatch, judge) as fake:  # the workers find it through the environment they inherit
+        collector = Collector(tmp_path, url, "--workers", "2", "--online", str(tmp_path / "online.toml")).start()
+
+        def scrape() -> Samples:
+            text = http_get(f"{collector.url}/metrics", TOKEN)[1].decode()
+            return {
+                (s.name, tuple(sorted(s.labels.items()))): s.value
+                for family in text_string_to_metric_families(text)
+                for s in family.samples
+            }
+
+        try:
+            for n in range(2 * sessions):  # two turns a session, back to back, each on a new connection
+                body = otlp_json(f"{n + 1:032x}", tool_calls=1, session=f"conv-{n // 2}")
+                assert collector.post(body, "application/json")[0] == 200
+            assert wait_for(lambda: len(latest_sessions(store)) == sessions, timeout=60)
+            assert wait_for(lambda: results_counted(scrape()) == sessions)  # told to the sinks after the commit
+            scrapes = [scrape() for _ in range(6)]  # each on a new connection: answered by either worker
+        finally:
+            collector.stop()
+    assert collector.process is not None and collector.process.returncode == 0
+    spend = judge_spend.by_evaluator(store)["conversations"]
+    assert spend.calls == fake.requests and {r.outcome for r in spend.rows} == {"ok"}
+    (model,) = {r.model for r in spend.rows}
+    calls = ("toolpath_judge_spend_calls_total", (("evaluator", "conversations"), ("model", model), ("outcome", "ok")))
+    assert [samples[calls] for samples in scrapes] == [fake.requests] * len(scrapes)
+    assert {r["turns"] for r in latest_sessions(store)} == {2}
+    assert [results_counted(samples) for samples in scrapes] == [sessions] * len(scrapes)  # each session once
+
+
+def results_counted(samples: Samples) -> float:
+    """The session evaluator's results in ``gen_ai_evaluation_results_total``, every label added up."""
+    return sum(
+        v
+        for (name, labels), v in samples.items()
+        if name == "gen_ai_evaluation_results_total" and ("gen_ai_evaluation_evaluator_name", "conversations") in labels
+    )
