@@ -2,7 +2,7 @@
 SQLite and PostgreSQL bucket the scores by the traffic's time, per evaluator, count skipped and waiting targets
 and the judge's spend; on SQLite they go through the time indexes; and in real headless Chromium the page charts
 a bucket per day of traffic (pass rate bars, a mean line), and shows skipped, waiting, spend and the session
-results with their superseded revisions."""
+results with their superseded revisions, axe-clean and no wider than a phone."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import time
 import pytest
 from sqlalchemy import text
 
+from tests.helpers.axe import axe_findings
 from tests.helpers.online_store import BASE_NS, BURST_NS, DAY_NS, DAYS, UNTIL, fill
 from tests.helpers.ui import Watched, browser, serve_ui
 from toolpath.store import judge_spend, online_views
@@ -162,6 +163,16 @@ def test_skipped_waiting_spend_and_session_results_are_shown(ui, page):
     assert page.locator("#session-results tr[data-revision='2'] .state").inner_text() == "current"
     page.locator("#session-results tr[data-revision='2'] a").click()
     page.wait_for_url(re.compile(r"/session\?id=s0"))
+
+
+def test_the_full_page_is_axe_clean_and_fits_a_phone(ui, page):
+    page.goto(f"{ui}/online?days=7&until={UNTIL}")
+    assert axe_findings(page) == []
+    page.set_viewport_size({"width": 390, "height": 900})
+    try:
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+    finally:
+        page.set_viewport_size({"width": 1280, "height": 900})
 
 
 def test_a_bucket_too_small_for_the_range_is_one_clear_error(ui, watched):
