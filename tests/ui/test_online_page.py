@@ -19,6 +19,7 @@ from toolpath.store import judge_spend, online_views
 from toolpath.store.job_status import SkipReason
 from toolpath.store.online_views import Target, Waiting
 from toolpath.store.store import Store
+from toolpath.ui.online_charts import buckets_for
 
 UNTIL_NS = BASE_NS + DAYS * DAY_NS
 
@@ -68,6 +69,20 @@ def test_skipped_waiting_spend_and_session_revisions(store):
     everything = online_views.session_revisions(store)
     assert [(r.session_id, r.revision, r.current) for r in everything][-1] == ("s0", 1, False)
     assert everything[-1].results == [("multi_turn_task_success", 0.0, "fail", "revision 1")]
+
+
+@pytest.mark.parametrize(
+    ("days", "name", "count"),
+    [(1, "hour", 25), (7, "3 hours", 57), (30, "12 hours", 61), (90, "3 days", 31), (365, "week", 53)],
+)
+def test_buckets_are_chosen_from_the_range(days, name, count):
+    until = BASE_NS + 7 * 3600 * 10**9 + 123  # aligned to nothing
+    chosen = buckets_for(until - days * DAY_NS, until, None)
+    assert (chosen.name, chosen.count) == (name, count)
+    assert chosen.first * chosen.size_ns <= until - days * DAY_NS < (chosen.first + 1) * chosen.size_ns
+    assert buckets_for(until - days * DAY_NS, until, "day").count == days + 1
+    with pytest.raises(ValueError, match=r"^bucket='week': expected hour or day \(or none: chosen from the range\)$"):
+        buckets_for(0, DAY_NS, "week")
 
 
 def test_the_reads_use_the_time_indexes_on_sqlite(tmp_path):

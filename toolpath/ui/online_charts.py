@@ -13,11 +13,20 @@ from toolpath.store.online_views import ScorePoint, Target
 from toolpath.ui.views import ns_text
 
 HOUR_NS = 3600 * 1_000_000_000
-AUTO_BUCKETS = ((1, "hour"), (3, "3 hours"), (6, "6 hours"), (12, "12 hours"), (24, "day"), (24 * 7, "week"))
+AUTO_BUCKETS = (
+    (1, "hour"),
+    (3, "3 hours"),
+    (6, "6 hours"),
+    (12, "12 hours"),
+    (24, "day"),
+    (72, "3 days"),
+    (24 * 7, "week"),
+)
 """The bucket sizes (in hours) the page picks from: the smallest that cuts the range in at most ``MOST_AUTO``."""
 NAMED_BUCKETS = {"hour": 1, "day": 24}
 """The bucket sizes a ``bucket=`` parameter may ask for."""
-MOST_AUTO, MOST_ASKED = 60, 400
+MOST_AUTO, MOST_ASKED = 61, 400
+"""At most 61 buckets chosen: 30 days in 12 hours, with a part of one at each end when the range is not aligned."""
 LEFT, TOP, HEIGHT, WIDTH = 34, 6, 40, 600
 """The chart: the y axis's labels take the left; the plot ``HEIGHT`` high and about ``WIDTH`` wide."""
 
