@@ -212,15 +212,21 @@ def ingest_bodies(seed: int) -> tuple[list[bytes], bytes]:
 # --- the collector's configuration and store ------------------------------------------------------------------
 
 
-def online_toml(idle: float, tokens_per_day: int | None) -> str:
+def online_toml(args: argparse.Namespace, tokens_per_day: int | None, turns: bool = True, sessions: bool = True) -> str:
+    """The collector's ``online.toml``: the ``turns`` evaluator, the ``conversations`` one, or both."""
     budget = f"budget = {{ tokens_per_day = {tokens_per_day} }}\n" if tokens_per_day else ""
-    return (
-        f'workers = 2\npoll_seconds = 0.1\nmax_backlog = 1000000\n\n[judge]\nmodel = "gemini-2.5-flash"\n'
-        f"timeout = 60\nmax_attempts = 1\nconcurrency = 8\n\n"
-        f'[[evaluator]]\nname = "turns"\nmetrics = {TURN_METRICS!r}\n\n'
-        f'[[evaluator]]\nname = "conversations"\ntarget = "session"\nidle_seconds = {idle}\n'
-        f'metrics = ["{SESSION_METRIC}"]\nsample_rate = {SAMPLE}\n{budget}'
+    text = (
+        f"workers = 2\npoll_seconds = 0.1\nbatch_size = {args.batch_size}\nmax_backlog = 1000000\n\n"
+        '[judge]\nmodel = "gemini-2.5-flash"\ntimeout = 60\nmax_attempts = 1\nconcurrency = 8\n\n'
     )
+    if turns:
+        text += f'[[evaluator]]\nname = "turns"\nmetrics = {TURN_METRICS!r}\n\n'
+    if sessions:
+        text += (
+            f'[[evaluator]]\nname = "conversations"\ntarget = "session"\nidle_seconds = {args.idle}\n'
+            f'metrics = ["{SESSION_METRIC}"]\nsample_rate = {SAMPLE}\n{budget}'
+        )
+    return text
 
 
 @contextlib.contextmanager
@@ -266,16 +272,18 @@ def ingest(args: argparse.Namespace, folder: Path) -> float:
           f"{args.connections} connections", flush=True)  # fmt: skip
     sender = argparse.Namespace(spans=args.ingest_spans, seconds=0, connections=args.connections)
     top = ceiling(template, marker, sender)
-    print(f"   {'null receiver (ceiling)':<26}{top.rate:>9,.0f} spans/s", flush=True)
-    toml = folder / "ingest.toml"
-    toml.write_text(online_toml(args.idle, None))
-    rates: dict[str, list[float]] = {"off": [], "on": []}
+    print(f"   {'null receiver (ceiling)':<36}{top.rate:>9,.0f} spans/s", flush=True)
+    configs = {"on": (True, True), "on, turns only": (True, False), "on, sessions only": (False, True)}
+    modes = ["off", "on", *(["on, turns only", "on, sessions only"] if args.split else [])]
+    for mode in modes[1:]:
+        (folder / f"{modes.index(mode)}.toml").write_text(online_toml(args, None, *configs[mode]))
+    rates: dict[str, list[float]] = {mode: [] for mode in modes}
     cost: list[float] = []
     for r in range(args.rounds):
-        for mode in ("off", "on"):
-            with fresh_store(args.store, folder, f"ingest-{mode}-{r}") as url:
-                extra = ("--online", str(toml)) if mode == "on" else ()
-                with collector(url, *extra) as (port, process):
+        for mode in modes:
+            with fresh_store(args.store, folder, f"ingest-{modes.index(mode)}-{r}") as url:
+                extra = ("--online", str(folder / f"{modes.index(mode)}.toml")) if mode != "off" else ()
+                with collector(url, *extra, *args.collect_args) as (port, process):
                     sent = send(template, marker, port, process.pid, sender)
                     store = Store(url)
                     if mode == "on":  # its sessions close idle_seconds after they were stored: their judge cost
@@ -291,12 +299,15 @@ def ingest(args: argparse.Namespace, folder: Path) -> float:
             label = f"collector, online {mode}"
             lost = "" if stored == sent.spans else f"   STORED {stored:,} OF {sent.spans:,}"
             print(
-                f"   {label:<26}{sent.rate:>9,.0f} spans/s   {sent.cpu_per_span:5.1f} µs CPU/span   "
+                f"   {label:<36}{sent.rate:>9,.0f} spans/s   {sent.cpu_per_span:5.1f} µs CPU/span   "
                 f"{sent.watch.describe()}{lost}",
                 flush=True,
             )
     off, on = statistics.mean(rates["off"]), statistics.mean(rates["on"])
     verdict = "reached" if on >= 0.9 * off else "NOT reached"
+    for mode in modes[2:]:
+        mean = statistics.mean(rates[mode])
+        print(f"   online {mode}: {mean:,.0f} spans/s, {mean / off:.1%} of off", flush=True)
     print(f"   target: online on >= 90% of off: {verdict} ({on:,.0f} vs {off:,.0f} spans/s: {on / off:.1%}; "
           f"mean of {args.rounds} round(s), alternated)", flush=True)  # fmt: skip
     if not cost:
@@ -351,14 +362,17 @@ def sessions_run(args: argparse.Namespace, folder: Path, fake: FakeGemini, token
     expected = args.sessions * SAMPLE
     budget = max(1, int(args.budget_share * expected * tokens_per_session))
     toml = folder / "online.toml"
-    toml.write_text(online_toml(args.idle, budget))
+    toml.write_text(online_toml(args, budget))
     turns = plan(args.sessions, args.live, args.seed)
     print(f"\n2. sessions: {args.sessions:,} sessions, {len(turns):,} turns at {args.rate:g} turns/s, {args.live} at "
           f"once; idle_seconds {args.idle:g}; judge {SESSION_METRIC} on {SAMPLE:.0%} of them, 200 ms a call, "
           f"budget {budget:,} tokens a day ({args.budget_share:.0%} of ~{expected:,.0f} sessions x "
           f"{tokens_per_session:,.0f} tokens, from the ingest rows)", flush=True)  # fmt: skip
     requests_before = fake.requests
-    with fresh_store(args.store, folder, "sessions") as url, collector(url, "--online", str(toml)) as (port, _):
+    with (
+        fresh_store(args.store, folder, "sessions") as url,
+        collector(url, "--online", str(toml), *args.collect_args) as (port, _),
+    ):
         store = Store(url)
         backlog = Backlog(store)
         backlog.start()
@@ -432,6 +446,18 @@ def report(args: argparse.Namespace, store: Any, backlog: Backlog, sent: dict[st
     print(f"   close delay after the last turn was stored, results stored:  {spread(after_arrival)}")
     print(f"   close delay after the last turn was stored, every closed job: {spread(all_closed)}")
     print(f"   close delay after the last turn ended (exporter's delay in):  {spread(after_end)}")
+    warm_from = min(created.values(), default=0)  # the first results stored: the judge's modules were loaded
+    warm = [
+        (created[j.session_id, j.revision] - int(j.due_at) + idle_ns) / 1e9
+        for j in closed
+        if (j.session_id, j.revision) in created and int(j.finished_at) > warm_from
+    ]
+    print(f"   the same, leaving out the first batch closed (a cold judge):    {spread(warm)}")
+    first = sorted(closed, key=lambda j: int(j.finished_at))[:3]
+    print(
+        "   the first sessions closed (the judge's modules load with the first): "
+        + ", ".join(f"{(int(j.finished_at) - int(j.due_at) + idle_ns) / 1e9:.2f} s" for j in first)
+    )
     target = args.idle + SLACK_SECONDS
     ok = bool(after_arrival) and percentile(after_arrival, 0.99) <= target and not unclosed
     print(
@@ -503,8 +529,15 @@ def main() -> None:
     parser.add_argument("--ingest-spans", type=int, default=50_000, help="spans a row of the ingest rows")
     parser.add_argument("--rounds", type=int, default=2, help="ingest rounds, online off and on alternately")
     parser.add_argument("--connections", type=int, default=4, help="the ingest sender's keep-alive connections")
+    parser.add_argument("--batch-size", type=int, default=16, help="online.toml's batch_size (toolpath's default)")
+    parser.add_argument("--workers", type=int, default=1, help="toolpath collect --workers (processes)")
+    parser.add_argument("--split", action="store_true",
+                        help="ingest: also a row with each evaluator alone (what each costs)")  # fmt: skip
+    parser.add_argument("--session-tokens", type=float, default=0,
+                        help="judge tokens a session costs; given, the ingest rows are left out")  # fmt: skip
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
+    args.collect_args = ("--workers", str(args.workers)) if args.workers > 1 else ()
     for name, value in (
         ("--sessions", args.sessions),
         ("--rate", args.rate),
@@ -512,6 +545,8 @@ def main() -> None:
         ("--idle", args.idle),
         ("--ingest-spans", args.ingest_spans),
         ("--rounds", args.rounds),
+        ("--batch-size", args.batch_size),
+        ("--workers", args.workers),
     ):
         if value <= 0:
             parser.error(f"{name} must be above 0, not {value}")  # fmt: skip
@@ -534,7 +569,7 @@ def main() -> None:
         print(f"toolpath collect --online: evaluators 'turns' ({', '.join(TURN_METRICS)}; every turn) and "
               f"'conversations' ({SESSION_METRIC}, sessions, sample {SAMPLE:g}); fake judge {JUDGE_SECONDS * 1000:.0f} "
               f"ms a call; {cpus} CPUs", flush=True)  # fmt: skip
-        tokens_per_session = ingest(args, Path(tmp))
+        tokens_per_session = args.session_tokens or ingest(args, Path(tmp))
         sessions_run(args, Path(tmp), fake, tokens_per_session)
 
 
