@@ -91,6 +91,27 @@ def as_adk_reads(
     return trajectories
 
 
+def read_pair(
+    actual: Sequence[Sequence[ToolCall]],
+    expected: Sequence[Sequence[ToolCall]],
+    none_as_empty: bool | None,
+    null_args_wildcard: bool,
+) -> tuple[Sequence[Sequence[ToolCall]], Sequence[Sequence[ToolCall]]] | None:
+    """A case's actual and expected trajectories as ADK's criterion reads them (:func:`as_adk_reads`; a
+    ``None`` ``none_as_empty`` is the installed ADK's answer, and a wildcard reference stays one); ``None`` when
+    the reading changes nothing. The reading only makes calls equal or drops the same calls on both sides, so it
+    never undoes a match: a perfect score needs no reading."""
+    none_as_empty = none_args_equal_empty() if none_as_empty is None else none_as_empty
+    left_out = client_call_names()
+    if not none_as_empty and not left_out:
+        return None
+    read_actual = as_adk_reads(actual, none_as_empty=none_as_empty, left_out=left_out)
+    read_expected = as_adk_reads(expected, none_as_empty=none_as_empty and not null_args_wildcard, left_out=left_out)
+    if read_actual is actual and read_expected is expected:
+        return None
+    return read_actual, read_expected
+
+
 def empty_for_none(trajectories: Sequence[Sequence[ToolCall]]) -> Sequence[Sequence[ToolCall]]:
     """``trajectories`` with every call whose ``args`` is ``None`` given ``{}`` instead (the same object when
     no call has ``None``)."""

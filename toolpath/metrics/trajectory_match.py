@@ -342,14 +342,25 @@ def tool_trajectory_avg_score(
     ``none_args_equal_empty``: whether a call without arguments equals one with ``{}``; by default the installed
     google-adk's answer. The calls ADK sends its client are left out where the installed google-adk leaves them out
     (:mod:`toolpath.metrics.adk_args_rule`)."""
-    none_as_empty = adk_args_rule.none_args_equal_empty() if none_args_equal_empty is None else none_args_equal_empty
-    left_out = adk_args_rule.client_call_names()
-    if none_as_empty or left_out:
-        actual = adk_args_rule.as_adk_reads(actual, none_as_empty=none_as_empty, left_out=left_out)
-        # a wildcard reference stays one
-        expected = adk_args_rule.as_adk_reads(
-            expected, none_as_empty=none_as_empty and not null_args_wildcard, left_out=left_out
-        )
+    options: dict[str, Any] = {"match_type": match_type, "ignore_args": ignore_args, "match": match}
+    options.update(json_strict=json_strict, null_args_wildcard=null_args_wildcard)
+    result = _avg_score(actual, expected, **options)
+    if result.score is None or result.score == 1.0:  # ADK's reading of the calls only adds matches: none to add
+        return result
+    read = adk_args_rule.read_pair(actual, expected, none_args_equal_empty, null_args_wildcard)
+    return result if read is None else _avg_score(*read, **options)
+
+
+def _avg_score(
+    actual: Sequence[Sequence[ToolCall]],
+    expected: Sequence[Sequence[ToolCall]],
+    *,
+    match_type: MatchType | str = MatchType.EXACT,
+    ignore_args: bool = False,
+    match: CallMatch | str = CallMatch.NAME_AND_ARGS,
+    json_strict: bool = False,
+    null_args_wildcard: bool = False,
+) -> MetricResult:
     if (
         match_type == MatchType.EXACT
         and match == CallMatch.NAME_AND_ARGS
