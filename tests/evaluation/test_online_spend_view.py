@@ -190,3 +190,39 @@ def results_counted(samples: Samples) -> float:
         for (name, labels), v in samples.items()
         if name == "gen_ai_evaluation_results_total" and ("gen_ai_evaluation_evaluator_name", "conversations") in labels
     )
+
+
+def test_a_budget_in_cost_shows_what_it_spent_and_is_spent_once_a_model_loses_its_price(store, monkeypatch):
+    from toolpath.judges.client import DEFAULT_MODEL
+    from toolpath.store.usage import remove_price
+
+    set_price(store, DEFAULT_MODEL, 2.0, 10.0)  # a budget in cost needs a priced judge at start
+    config = {"poll_seconds": 0.02, "evaluator": [
+        {"name": "conversations", "target": "session", "idle_seconds": 0.3, "metrics": ["multi_turn_task_success_v1"],
+         "budget": {"cost_per_day": 50.0}},
+    ]}  # fmt: skip
+    with serving_gemini(monkeypatch, judge):
+        online = OnlineEvaluator(store, config)
+        metrics = ServiceMetrics()
+        metrics.watch(online=online)
+        online.start()
+        try:
+            store.write([turn("c1", 1), turn("c1", 2, prompt="and then?")])
+            assert wait_for(lambda: len(latest_sessions(store)) == 1)
+            assert online.drain(30)
+        finally:
+            online.stop()
+    spent = judge_spend.by_evaluator(store)["conversations"].cost
+    assert spent is not None and spent > 0
+    samples = scraped(metrics)
+    mine = ("evaluator", "conversations")
+    assert samples["toolpath_online_evaluator_cost", (mine, ("window", "day"))] == pytest.approx(spent)
+    assert samples["toolpath_online_evaluator_cost", (mine, ("window", "hour"))] <= spent
+    assert samples["toolpath_online_evaluator_limit", (("evaluator", "conversations"), ("limit", "cost_per_day"))] == 50
+    assert ("toolpath_online_evaluator_limit", (mine, ("limit", "cost_per_hour"))) not in samples
+    assert samples["toolpath_online_evaluator_budget_spent", (mine,)] == 0
+    remove_price(store, DEFAULT_MODEL)  # its cost can no longer be known: the budget counts as spent, and says so
+    samples = scraped(metrics)
+    assert samples["toolpath_online_evaluator_cost", (mine, ("window", "day"))] == float("inf")
+    assert samples["toolpath_online_evaluator_budget_spent", (mine,)] == 1
+    assert not [k for k in samples if k[0] == "toolpath_judge_spend_cost_total"]

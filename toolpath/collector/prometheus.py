@@ -80,6 +80,8 @@ REJECT_REASONS = ("store_error", "trace_limit", "quarantined")
 UNSPOOLED_REASONS = ("too_big", "unspoolable_value")
 """The ``reason`` label values of ``toolpath_exports_unspooled``."""
 TOKEN_DIRECTIONS = ("input", "output")
+_LIMITS = ("max_per_hour", "tokens_per_hour", "tokens_per_day", "cost_per_hour", "cost_per_day")
+"""The ``limit`` label values of ``toolpath_online_evaluator_limit`` (an evaluator's limits it declares)."""
 
 
 class ServiceMetrics:
@@ -385,9 +387,15 @@ def _usage_families(usage: Mapping[str, Any]) -> Iterator[Metric]:
         "Judge tokens an online evaluator spent this clock hour (window=hour) or UTC day (window=day)",
         labels=["evaluator", "window"],
     )
+    cost = GaugeMetricFamily(
+        "toolpath_online_evaluator_cost",
+        "The judge cost an online evaluator with a budget in cost spent this clock hour (window=hour) or UTC day "
+        "(window=day), at the model price table's prices; +Inf while a model it called has no price",
+        labels=["evaluator", "window"],
+    )
     limits = GaugeMetricFamily(
         "toolpath_online_evaluator_limit",
-        "An online evaluator's limits: max_per_hour, tokens_per_hour, tokens_per_day",
+        "An online evaluator's limits: max_per_hour, tokens_per_hour, tokens_per_day, cost_per_hour, cost_per_day",
         labels=["evaluator", "limit"],
     )
     spent = GaugeMetricFamily(
@@ -399,11 +407,14 @@ def _usage_families(usage: Mapping[str, Any]) -> Iterator[Metric]:
         targets.add_metric([name], used.targets)
         tokens.add_metric([name, "hour"], used.tokens)
         tokens.add_metric([name, "day"], used.day_tokens)
-        for limit in ("max_per_hour", "tokens_per_hour", "tokens_per_day"):
+        if used.limits.costed:
+            cost.add_metric([name, "hour"], used.cost)
+            cost.add_metric([name, "day"], used.day_cost)
+        for limit in _LIMITS:
             if (value := getattr(used.limits, limit)) is not None:
                 limits.add_metric([name, limit], value)
         spent.add_metric([name], int(used.budget_spent))
-    yield from (targets, tokens, limits, spent)
+    yield from (targets, tokens, cost, limits, spent)
 
 
 def _tokens_family(counters: Mapping[str, int]) -> Metric:
