@@ -70,3 +70,28 @@ def test_a_simulated_conversation_says_why_the_agent_said_nothing():
     _print_conversation(console, SimpleNamespace(eval_set_id="set", eval_id="case", turns=turns))
     lines = [line.strip() for line in console.export_text().splitlines()]
     assert lines[1:] == ["1. simulated user: hi", f"agent: {SHOWN}", "2. simulated user: and?", "agent: ok"]
+
+
+def test_online_scoring_gives_the_reason_too(tmp_path):
+    """A stored turn without text, scored online: the response metric's result says why, as offline."""
+    from toolpath.evaluation.online import OnlineEvaluator
+    from toolpath.model import Invocation
+    from toolpath.store.online_reads import latest_scored
+    from toolpath.store.store import Store
+
+    (tmp_path / "golden.jsonl").write_text(json.dumps({"prompt": "say hello", "reference": "hello"}) + "\n")
+    store = Store(f"sqlite:///{tmp_path / 'o.db'}")
+    config = {"metrics": ["exact_match"], "reference_dataset": str(tmp_path / "golden.jsonl"), "poll_seconds": 0.02}
+    online = OnlineEvaluator(store, config).start()
+    try:
+        store.write([Invocation(invocation_id="00000000000000b7", session_id="s", trace_id="b7" * 16,
+                                prompt="say hello", response=None,
+                                attributes={"toolpath.agent.response_not_text": REASON})])  # fmt: skip
+        assert online.drain(30)
+    finally:
+        online.stop()
+    [scored] = latest_scored(store)
+    store.close()
+    result = scored["scores"]["exact_match"]
+    assert (result["score"], result["label"]) == (None, "error")
+    assert result["explanation"] == f"row has no 'response': {REASON}"

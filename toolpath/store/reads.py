@@ -91,6 +91,19 @@ class StoredTurn(NamedTuple):
     """``(name, arguments, error, result, call_id, agent_name)`` in call order."""
     calls_dropped: int = 0
     """The calls the collector's ``--max-tool-calls`` left out of it."""
+    response_note: str | None = None
+    """Why its response is null though the agent answered (its answer had no text), when it says so."""
+
+
+RESPONSE_NOT_TEXT = "toolpath.agent.response_not_text"
+"""The attribute saying why an invocation's response is null though its agent answered: the tracer's
+``toolpath.tracer.semconv.TOOLPATH_RESPONSE_NOT_TEXT``, which the store does not import."""
+
+
+def _response_note_sql(dialect: str) -> str:
+    if dialect == "postgresql":
+        return f"(attributes ->> '{RESPONSE_NOT_TEXT}')"
+    return f"json_extract(attributes, '$.\"{RESPONSE_NOT_TEXT}\"')"
 
 
 def turns_by_id(conn: Connection, invocation_ids: Sequence[str]) -> list[StoredTurn]:
@@ -98,7 +111,10 @@ def turns_by_id(conn: Connection, invocation_ids: Sequence[str]) -> list[StoredT
     from toolpath.model import ns_to_datetime
 
     found: dict[str, Any] = {}
-    columns = _columns(conn, _TURN_COLUMNS, "intermediate_responses") + ", " + calls_dropped_sql(conn.dialect.name)
+    columns = ", ".join(
+        (_columns(conn, _TURN_COLUMNS, "intermediate_responses"), calls_dropped_sql(conn.dialect.name),
+         _response_note_sql(conn.dialect.name))
+    )  # fmt: skip
     for chunk, marks in _chunks(conn, invocation_ids):
         sql = f"SELECT {columns} FROM invocations WHERE invocation_id IN ({marks})"
         for row in conn.exec_driver_sql(sql, tuple(chunk)):
@@ -113,10 +129,12 @@ def turns_by_id(conn: Connection, invocation_ids: Sequence[str]) -> list[StoredT
     ordered = [found[i] for i in invocation_ids if i in found]
     turns = []
     for row, intermediate in zip(ordered, _decode(conn, [row[6] for row in ordered]), strict=True):
-        invocation_id, session_id, trace_id, agent_name, prompt, response, _, latency, failure, started, dropped = row
+        invocation_id, session_id, trace_id, agent_name, prompt, response, _, latency, failure, *rest = row
+        started, dropped, note = rest
         pairs = [(author, text) for author, text in intermediate or []]
         known = (invocation_id, session_id, trace_id or None, agent_name, prompt, response, pairs, latency, failure)
-        turns.append(StoredTurn(*known, ns_to_datetime(started), calls.get(invocation_id, []), int(dropped or 0)))
+        note = note if isinstance(note, str) and note and response is None else None
+        turns.append(StoredTurn(*known, ns_to_datetime(started), calls.get(invocation_id, []), int(dropped or 0), note))
     return turns
 
 

@@ -28,7 +28,7 @@ from toolpath.evaluation.online.session_scoring import SessionScorer, score_sess
 from toolpath.evaluation.online.settings import FLAT_EVALUATOR, OnlineConfig
 from toolpath.evaluation.prompt_match import prompt_key
 from toolpath.judges.client import settings_from
-from toolpath.metrics.base import Metric
+from toolpath.metrics.base import RESPONSE_NOTE, Metric
 from toolpath.metrics.rows import row_ids, stored_row, with_parsed_trajectories
 from toolpath.model import agent_span_id
 from toolpath.redact import Redactor
@@ -433,6 +433,8 @@ class OnlineEvaluator:
             intermediate_responses=turn.intermediate_responses,
             calls_dropped=turn.calls_dropped,
         )
+        if turn.response_note:  # the response metrics give this reason instead of a score
+            row[RESPONSE_NOTE] = turn.response_note
         golden = self.references.find(turn.prompt)
         if golden is not None:
             for key, value in golden.items():
