@@ -60,6 +60,28 @@ def test_a_locked_store_is_opened_later_and_then_written(tmp_path, monkeypatch):
     assert "written" in prompts
 
 
+def test_a_run_traced_while_the_store_opens_slowly_is_written_once_it_opens(tmp_path):
+    """A store whose first opening outlasts ``init``'s 2 s (another process holds it; a slow first migration on a
+    loaded machine): the agent is not held up, and the run it made meanwhile is written once the store opens,
+    not lost."""
+    import threading
+
+    path = tmp_path / "slow.db"
+    lock = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    lock.execute("BEGIN EXCLUSIVE")
+    tracing = toolpath.init(store=f"sqlite:///{path}")
+    assert tracing.collector.store_pending
+    started = time.monotonic()
+    assert bot("early") == "ok"
+    assert time.monotonic() - started < 1  # the agent's thread does not wait for the store
+    release = threading.Timer(3.0, lambda: (lock.execute("ROLLBACK"), lock.close()))
+    release.start()
+    assert toolpath.flush(timeout=60)  # truthful: written
+    release.join()
+    assert toolpath.stats()["invocations_lost"] == 0
+    assert [inv.prompt for inv in tracing.collector.store.list_invocations()] == ["early"]
+
+
 def test_a_malformed_store_url_is_still_an_error_now():
     with pytest.raises(toolpath.ConfigError):
         toolpath.init(store="nosuchdialect://x")

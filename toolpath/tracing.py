@@ -308,6 +308,9 @@ def _global_sdk_provider(service_name: str | None) -> TracerProvider:
 
 STORE_OPEN_SECONDS = 2.0
 """How long ``init`` waits for the store; past that tracing starts without it and opens it later."""
+STORE_OPEN_LATER_SECONDS = 30.0
+"""How long after ``init`` the collector's worker (never the agent's thread) waits for a first attempt to open the
+store that is still going on (a slow first migration on a loaded machine) before it writes without it."""
 
 
 def _open_store(
@@ -351,7 +354,10 @@ def _open_store(
     why = unopened.hide_password(f"{failure[0]}") if failure else f"no answer within {STORE_OPEN_SECONDS:g} s"
     logger.warning("toolpath: the store is unavailable (%s); tracing goes on, writes are retried and counted", why)
 
+    deadline = time.monotonic() + STORE_OPEN_LATER_SECONDS
+
     def open_later() -> Store:
+        thread.join(max(0.0, deadline - time.monotonic()))  # on the collector's worker: the agent never waits
         if thread.is_alive():  # the first attempt is still waiting (a lock): never migrate twice at once
             raise ConfigError(f"store {unopened.url}: still waiting for the first attempt to open it")
         return opened[0] if opened else Store(url)
