@@ -106,6 +106,13 @@ def test_metrics_and_watch_show_each_evaluators_judge_spend_and_the_sessions_it_
         and f"tokens {usage.input_tokens:,} in / {usage.output_tokens:,} out" in line
     )
     assert f"cost {cost:.4f}" in line and "mean latency" in line and " s" in line
+    from rich.console import Console
+
+    from toolpath.cli.watch_display import watch_screen
+
+    only_sessions = Console(record=True, width=160)
+    only_sessions.print(watch_screen([], list(rows.values()), {}))
+    assert "Scored online (" not in only_sessions.export_text()  # no empty table of turns beside sessions
 
 
 def test_spend_of_many_evaluators_is_folded_into_other_and_priced_only_when_every_model_is(store):

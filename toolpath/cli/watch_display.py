@@ -24,8 +24,9 @@ _COLOURS = {"pass": "green", "fail": "red", "scored": "default"}
 def watch_screen(
     turns: Sequence[Mapping[str, Any]], sessions: Sequence[Mapping[str, Any]], spend: Mapping[str, EvaluatorSpend]
 ) -> Group:
-    """What ``toolpath watch`` shows: the turns table; the sessions table and the judge spend when there are any."""
-    parts: list[RenderableType] = [watch_table(turns)]
+    """What ``toolpath watch`` shows: the turns table (unless only sessions are scored); the sessions table and the
+    judge spend when there are any."""
+    parts: list[RenderableType] = [watch_table(turns)] if turns or not sessions else []
     if sessions:
         parts.append(sessions_scored_table(sessions))
     if spend:
