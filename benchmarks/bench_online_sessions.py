@@ -335,9 +335,10 @@ class Backlog(threading.Thread):
                                  f"sum(CASE WHEN status = 'claimed' OR (status = 'pending' AND due_at <= {now}) "
                                  "THEN 1 ELSE 0 END), sum(CASE WHEN status IN ('done', 'skipped', 'failed') "
                                  "THEN 1 ELSE 0 END) FROM session_jobs")[0]  # fmt: skip
-        sample = (time.monotonic() - self.start_time, int(turns), *(int(v or 0) for v in rows))
-        self.samples.append(sample)  # type: ignore[arg-type]
-        return sample  # type: ignore[return-value]
+        open_, due, closed = (int(v or 0) for v in rows)
+        sample = (time.monotonic() - self.start_time, int(turns), open_, due, closed)
+        self.samples.append(sample)
+        return sample
 
     def run(self) -> None:
         while not self.halt.wait(1.0):
@@ -364,10 +365,11 @@ def sessions_run(args: argparse.Namespace, folder: Path, fake: FakeGemini, token
     toml = folder / "online.toml"
     toml.write_text(online_toml(args, budget))
     turns = plan(args.sessions, args.live, args.seed)
+    source = "--session-tokens" if args.session_tokens else "from the ingest rows"
     print(f"\n2. sessions: {args.sessions:,} sessions, {len(turns):,} turns at {args.rate:g} turns/s, {args.live} at "
           f"once; idle_seconds {args.idle:g}; judge {SESSION_METRIC} on {SAMPLE:.0%} of them, 200 ms a call, "
           f"budget {budget:,} tokens a day ({args.budget_share:.0%} of ~{expected:,.0f} sessions x "
-          f"{tokens_per_session:,.0f} tokens, from the ingest rows)", flush=True)  # fmt: skip
+          f"{tokens_per_session:,.0f} tokens, {source})", flush=True)  # fmt: skip
     requests_before = fake.requests
     with (
         fresh_store(args.store, folder, "sessions") as url,
