@@ -91,18 +91,33 @@ def online_metric_names(store: Store) -> list[str]:
 
 
 def online_scores(store: Store, invocation_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
-    """The online scores of each invocation: metric, score, label, explanation."""
+    """The online scores of each invocation: metric, score, label, explanation, and the evaluator (name and
+    version) that gave it (two evaluators may score one metric of one turn)."""
     res = t.online_results
     out: dict[str, list[dict[str, Any]]] = {i: [] for i in invocation_ids}
     with store.engine.connect() as conn:
         for start in range(0, len(invocation_ids), 500):
             chunk = list(invocation_ids[start : start + 500])
-            query = select(res).where(res.c.invocation_id.in_(chunk)).order_by(res.c.metric)
+            query = select(res).where(res.c.invocation_id.in_(chunk)).order_by(res.c.metric, res.c.evaluator)
             for r in conn.execute(query):
                 out[r.invocation_id].append(
-                    {"metric": r.metric, "score": r.score, "label": r.label, "explanation": r.explanation}
-                )
+                    {"metric": r.metric, "score": r.score, "label": r.label, "explanation": r.explanation,
+                     "evaluator": r.evaluator, "evaluator_version": r.evaluator_version}
+                )  # fmt: skip
     return out
+
+
+def session_scores(store: Store, session_id: str) -> list[dict[str, Any]]:
+    """A session's scores as a whole (its evaluators of sessions'), every revision: the current ones first (by
+    evaluator and metric), then those a later revision superseded, newest first."""
+    res = t.session_results
+    query = (
+        select(res)
+        .where(res.c.session_id == session_id)
+        .order_by(res.c.superseded_at.is_not(None), res.c.evaluator, res.c.revision.desc(), res.c.metric)
+    )
+    with store.engine.connect() as conn:
+        return [dict(r._mapping) for r in conn.execute(query)]
 
 
 def online_series(store: Store, *, since_ns: int, bucket_ns: int) -> list[dict[str, Any]]:

@@ -188,7 +188,7 @@ def session(request: Request) -> Response:
          "per_page": TURNS_PER_PAGE, "turn_count": len(found.invocations), "evalsets": ui.evalsets.names(),
          "evalset_dir": str(ui.evalsets.folder), "open_span": open_span,
          "span_missing": open_span is not None and open_span.lower() not in drawn,
-         "from_case": opened_from(ui.store, query)},
+         "from_case": opened_from(ui.store, query), "whole": browse.session_scores(ui.store, found.session_id)},
     )  # fmt: skip
 
 
