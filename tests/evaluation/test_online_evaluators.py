@@ -18,6 +18,7 @@ from toolpath.evaluation.online import OnlineConfig, OnlineEvaluator
 from toolpath.evaluation.online.sampling import sampled
 from toolpath.store.job_queue import Job, JobQueue, QueueEvaluator
 from toolpath.store.job_status import JobStatus, SkipReason
+from toolpath.store.online_reads import latest_scored
 from toolpath.store.online_usage import UsageLimits
 from toolpath.store.store import Store
 
@@ -91,6 +92,9 @@ def test_two_collectors_take_the_same_targets_and_each_result_names_its_evaluato
         | {(i, "bot-failures", "1", "failure") for i in failures}
     )  # one turn may carry the same metric twice: once per evaluator
     assert first.stats.scored + second.stats.scored == len(expected)
+    both = next(iter(sampled_a & failures))
+    (shown,) = [r for r in latest_scored(store, limit=100) if r["invocation_id"] == both]
+    assert set(shown["scores"]) == {"tool_call_count", "failure (all-turns)", "failure (bot-failures)"}  # watch
 
 
 def limited(name: str, per_hour: int | None = None, tokens: int | None = None) -> QueueEvaluator:

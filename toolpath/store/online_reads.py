@@ -15,7 +15,7 @@ __all__ = ["latest_scored", "latest_sessions"]
 
 def latest_scored(store: Store, *, after_ns: int = 0, limit: int = 50) -> list[dict[str, Any]]:
     """Invocations scored online after ``after_ns`` (newest last): agent, prompt, latency, failure, and the scores
-    by metric; ``toolpath watch`` polls it."""
+    by metric (``metric (evaluator)`` for a metric more than one evaluator scores); ``toolpath watch`` polls it."""
     res, inv = t.online_results, t.invocations
     with store.engine.connect() as conn:
         recent = conn.execute(
@@ -30,8 +30,13 @@ def latest_scored(store: Store, *, after_ns: int = 0, limit: int = 50) -> list[d
         ids = [r.invocation_id for r in recent]
         info = {r.invocation_id: r for r in conn.execute(select(inv).where(inv.c.invocation_id.in_(ids)))}
         scores: dict[str, dict[str, Any]] = {i: {} for i in ids}
-        for r in conn.execute(select(res).where(res.c.invocation_id.in_(ids))):
-            scores[r.invocation_id][r.metric] = {"score": r.score, "label": r.label, "explanation": r.explanation}
+        found = conn.execute(select(res).where(res.c.invocation_id.in_(ids)).order_by(res.c.evaluator)).all()
+        by = {(r.metric, r.evaluator) for r in found}
+        shared = {m for m, _ in by if sum(1 for other, _ in by if other == m) > 1}
+        for r in found:  # a metric two evaluators score is named with each evaluator
+            key = f"{r.metric} ({r.evaluator})" if r.metric in shared else r.metric
+            scores[r.invocation_id][key] = {"score": r.score, "label": r.label, "explanation": r.explanation,
+                                            "evaluator": r.evaluator}  # fmt: skip
     out = []
     for r in sorted(recent, key=lambda r: r.scored_at):
         row = info.get(r.invocation_id)
