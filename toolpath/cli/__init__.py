@@ -47,7 +47,12 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "report": ("runs", "report", "Write one self-contained HTML report of an evaluation run or a replay (the latest "
                "one by default)."),
     "sessions": ("sessions", "sessions", "Browse what the store holds."),
-    "watch": ("sessions", "watch", "Live table of invocations as the online evaluator scores them (Ctrl-C to stop)."),
+    "watch": (
+        "sessions",
+        "watch",
+        "Live tables of the turns and the sessions the online evaluators score, and each evaluator's judge spend "
+        "(Ctrl-C to stop).",
+    ),
     "replay": ("replay_command", "replay", "Re-run recorded sessions against an agent and show what changed."),
     "export": ("replay_command", "export_command", "Turn recorded sessions into an ADK eval set, Vertex-style JSONL "
                "or Google's agent_data JSONL, to run with `toolpath eval`."),
