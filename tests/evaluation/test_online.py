@@ -454,3 +454,49 @@ def test_the_prompt_match_of_online_toml_is_a_member_and_finds_as_it_says(tmp_pa
         )
     with pytest.raises(ConfigError, match=r"^online: match must be 'exact' or 'normalized', got 'fuzzy'$"):
         OnlineConfig(metrics=["trajectory_exact_match"], match="fuzzy")  # type: ignore[arg-type]
+
+
+def test_each_exported_result_carries_what_the_judge_spent_on_it(tmp_path, monkeypatch):
+    """Over OTLP, a judged result carries its judge requests (``toolpath.judge.calls``, the model and
+    ``gen_ai.usage.*`` tokens), told apart within a batch of turns; a session's results carry what was spent on that
+    session; a computed result carries none. Together they are every request the judge made."""
+    from tests.helpers.fake_gemini import json_reply, serving_gemini
+
+    def judge(prompt: str, seen: int) -> Reply:
+        if "<conversation_history>" in prompt or "USER TURN" in prompt:
+            return json_reply(rubrics=[{"rubric": "helps", "verdict": "yes"}])
+        return json_reply(score=4, explanation="Reads well.")
+
+    sink = MetricsLogsSink()
+    store = Store(f"sqlite:///{tmp_path / 'o.db'}")
+    config = {"poll_seconds": 0.02, "batch_size": 8, "otlp_endpoint": sink.url, "evaluator": [
+        {"name": "turns", "metrics": ["fluency", "tool_call_count"]},
+        {"name": "conversations", "target": "session", "idle_seconds": 0.3, "metrics": ["multi_turn_task_success_v1"]},
+    ]}  # fmt: skip
+    with serving_gemini(monkeypatch, judge) as fake:
+        online = OnlineEvaluator(store, config).start()
+        try:
+            turns = [invocation(i).model_copy(update={"response": f"Sunny in city {i}.", "session_id": "s"})
+                     for i in range(6)]  # fmt: skip
+            store.write(turns)
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and store.counts().get("session_results", 0) < 1:
+                time.sleep(0.05)
+            assert online.drain(30)
+        finally:
+            online.stop()  # flushes the exporter
+        requests = fake.requests
+    store.close()
+    events = [{a.key: a.value for a in e.attributes} for e in sink.events()]
+    by = {}
+    for e in events:
+        by.setdefault(e["gen_ai.evaluation.name"].string_value, []).append(e)
+    assert len(by["fluency"]) == len(by["tool_call_count"]) == 6
+    for e in by["fluency"]:  # one request each, though scored six to a batch
+        assert e["toolpath.judge.calls"].int_value == 1 and e["gen_ai.usage.input_tokens"].int_value > 0
+        assert e["gen_ai.request.model"].string_value == "gemini-2.5-flash"
+    assert all("toolpath.judge.calls" not in e for e in by["tool_call_count"])
+    (session,) = by["multi_turn_task_success_v1"]
+    assert session["gen_ai.evaluation.target"].string_value == "session"
+    calls = sum(e["toolpath.judge.calls"].int_value for e in events if "toolpath.judge.calls" in e)
+    assert session["toolpath.judge.calls"].int_value >= 1 and calls == requests

@@ -13,7 +13,7 @@ from typing import Any
 
 from toolpath.errors import ConfigError
 from toolpath.evaluation.like_with_like import judged_view, scrubber
-from toolpath.judges.client import Ask, Judge, JudgeSettings, settings_from
+from toolpath.judges.client import REQUEST_TAG, Ask, Judge, JudgeSettings, settings_from
 from toolpath.judges.process_budget import WhenSpent
 from toolpath.judges.vertex import JudgeMetric, PairwiseChoice
 from toolpath.metrics.base import Metric, MissingInput
@@ -124,7 +124,8 @@ def judge_rows(
     assert judge is not None
 
     async def work(ask: Ask) -> list[MetricResult]:
-        async def one(metric: JudgeMetric, view: Mapping[str, Any]) -> MetricResult:
+        async def one(index: int, metric: JudgeMetric, view: Mapping[str, Any]) -> MetricResult:
+            REQUEST_TAG.set((index, metric.name))  # in this task's own context: its requests are this result's
             try:
                 return await metric.judge(view, ask)
             except MissingInput as exc:
@@ -132,7 +133,7 @@ def judge_rows(
             except Exception as exc:  # a broken template must not sink the run
                 return MetricResult.not_evaluated(f"{metric.name} failed: {type(exc).__name__}: {exc}")
 
-        return list(await asyncio.gather(*(one(m, view) for view in views for m in metrics)))
+        return list(await asyncio.gather(*(one(i, m, view) for i, view in enumerate(views) for m in metrics)))
 
     keys = [(index, m.name) for index in range(len(views)) for m in metrics]
     return dict(zip(keys, judge.run(work), strict=True)), judge.usage.to_dict()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import functools
 import hashlib
 import json
@@ -126,6 +127,12 @@ class JudgeUsage:
         return dict(self.__dict__)
 
 
+REQUEST_TAG: contextvars.ContextVar[tuple[int, str] | None] = contextvars.ContextVar("judge_tag", default=None)
+"""What the judge requests made in this context are for — the row (its index) and the metric a batch scores —
+set by whoever runs a metric on a row; each :class:`JudgeCall` carries it, so a batch's spend can be told apart by
+its results."""
+
+
 class JudgeOutcome(StrEnum):
     """How one judge request ended."""
 
@@ -151,6 +158,8 @@ class JudgeCall:
     seconds: float = 0.0
     ended_ns: int = 0
     """When it ended (ns since the epoch)."""
+    tag: tuple[int, str] | None = None
+    """The row and metric it was made for (:data:`REQUEST_TAG`), when known."""
 
 
 class Backend(Protocol):
@@ -334,7 +343,15 @@ class Judge:
             )  # fmt: skip
             seconds = time.monotonic() - started
             self.on_call(
-                JudgeCall(request.model, outcome, reply.input_tokens, reply.output_tokens, seconds, time.time_ns())
+                JudgeCall(
+                    request.model,
+                    outcome,
+                    reply.input_tokens,
+                    reply.output_tokens,
+                    seconds,
+                    time.time_ns(),
+                    REQUEST_TAG.get(),
+                )
             )
         return reply
 

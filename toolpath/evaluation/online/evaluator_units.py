@@ -15,7 +15,7 @@ from toolpath.evaluation.catalog import pass_rules, passes, resolve_metric
 from toolpath.evaluation.online.evaluator_specs import EvaluatorSpec
 from toolpath.evaluation.scoring import prepare_judge, score_views
 from toolpath.judges.call_slots import CallSlots
-from toolpath.judges.client import Judge, JudgeCall, JudgeSettings, JudgeUsage
+from toolpath.judges.client import Judge, JudgeCall, JudgeOutcome, JudgeSettings, JudgeUsage
 from toolpath.judges.process_budget import WhenSpent
 from toolpath.metrics.base import Metric
 from toolpath.store.job_queue import QueueEvaluator
@@ -46,6 +46,30 @@ class BatchSpend:
             self.tokens = judge.usage.input_tokens + judge.usage.output_tokens
             unit.add_usage(judge.usage)
         return self
+
+    def usage_of(self, calls: Iterable[JudgeCall]) -> dict[str, Any] | None:
+        """What ``calls`` (some of this batch's) spent, as a result's attributes carry it; ``None``: no call."""
+        calls = list(calls)
+        made = [c for c in calls if c.outcome is not JudgeOutcome.CACHED]
+        cached = len(calls) - len(made)
+        if not made and not cached:
+            return None
+        return {
+            "model": ",".join(sorted({c.model for c in made})) or None,
+            "calls": len(made),
+            "cached": cached,
+            "input_tokens": sum(c.input_tokens for c in made),
+            "output_tokens": sum(c.output_tokens for c in made),
+            "seconds": sum(c.seconds for c in made),
+        }
+
+    def by_result(self) -> dict[tuple[int, str], dict[str, Any]]:
+        """The judge usage of each (row index, metric) of the batch its calls name (:data:`REQUEST_TAG`)."""
+        tagged: dict[tuple[int, str], list[JudgeCall]] = {}
+        for call in self.calls:
+            if call.tag is not None:
+                tagged.setdefault(call.tag, []).append(call)
+        return {tag: usage for tag, calls in tagged.items() if (usage := self.usage_of(calls)) is not None}
 
     def rows(self) -> list[SpendRow]:
         """The requests added up by model and outcome, as the store keeps them."""
@@ -126,7 +150,12 @@ class EvaluatorUnit:
         """Each row's results (one per metric), and what their scoring spent of the judge."""
         judge, spent = self.batch_judge()
         table, _, _ = score_views(items, self.metrics, judge=judge)
-        return [[self._result(m.name, scored) for m in self.metrics] for scored in table], spent.counted(self, judge)
+        used = spent.by_result()
+        results = [
+            [{**self._result(m.name, scored), "judge_usage": used.get((index, m.name))} for m in self.metrics]
+            for index, scored in enumerate(table)
+        ]
+        return results, spent.counted(self, judge)
 
     def batch_judge(self) -> tuple[Judge | None, BatchSpend]:
         """A judge for one batch (``None``: the evaluator has none), counting what the batch spends."""

@@ -12,6 +12,7 @@ variants apply; an explicit endpoint (``http://host:4318``) overrides them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from opentelemetry import trace
@@ -29,6 +30,11 @@ from toolpath.store.job_status import ResultLabel
 from toolpath.tracer import semconv as sc
 
 EVENT_NAME = "gen_ai.evaluation.result"
+JUDGE_CALLS = "toolpath.judge.calls"
+"""Requests the judge made for a result (cache hits apart: ``toolpath.judge.cached``)."""
+JUDGE_CACHED = "toolpath.judge.cached"
+JUDGE_SECONDS = "toolpath.judge.seconds"
+"""The time those requests took, added up."""
 SCORE_HISTOGRAM = "gen_ai.evaluation.score"
 RESULT_COUNTER = "gen_ai.evaluation.results"
 
@@ -63,7 +69,10 @@ class ResultExporter:
         evaluator: str = "default",
         evaluator_version: str = "1",
         target: TargetKind = TargetKind.TURN,
+        judge_usage: Mapping[str, Any] | None = None,
     ) -> None:
+        """One result; ``judge_usage``: what the judge spent on it (its requests' model, count, tokens and time),
+        carried as ``gen_ai.usage.*`` and ``toolpath.judge.*`` attributes."""
         labels = {
             sc.GEN_AI_EVALUATION_NAME: metric,
             sc.GEN_AI_AGENT_NAME: agent_name or "unknown",
@@ -85,6 +94,8 @@ class ResultExporter:
             attributes[sc.GEN_AI_EVALUATION_EXPLANATION] = explanation
         if agent_name:
             attributes[sc.GEN_AI_AGENT_NAME] = agent_name
+        if judge_usage:
+            attributes |= _usage_attributes(judge_usage)
         context = None
         if trace_id:
             parent = SpanContext(int(trace_id, 16), int(span_id, 16), is_remote=True, trace_flags=TraceFlags(1))
@@ -99,3 +110,18 @@ class ResultExporter:
         self.flush()
         self.logs.shutdown()
         self.meters.shutdown()
+
+
+def _usage_attributes(usage: Mapping[str, Any]) -> dict[str, Any]:
+    """A result's judge usage as attributes: the usage conventions' names for the model and tokens, ours for the
+    rest."""
+    out: dict[str, Any] = {
+        sc.GEN_AI_USAGE_INPUT_TOKENS: int(usage.get("input_tokens") or 0),
+        sc.GEN_AI_USAGE_OUTPUT_TOKENS: int(usage.get("output_tokens") or 0),
+        JUDGE_CALLS: int(usage.get("calls") or 0),
+        JUDGE_CACHED: int(usage.get("cached") or 0),
+        JUDGE_SECONDS: float(usage.get("seconds") or 0.0),
+    }
+    if usage.get("model"):
+        out[sc.GEN_AI_REQUEST_MODEL] = str(usage["model"])
+    return out

@@ -85,11 +85,16 @@ class SessionScorer:
         judges = LazyJudge(judge, self.store)
         table = []
         for session in sessions:
+            before = len(spent.calls)  # sessions are scored one after another: the calls since are this one's
             results = self._metrics(session, judges)
             if self.cases:
                 results += self._case(session, judge)
+            mine = spent.calls[before:]
             last = session.invocations[-1].invocation_id if session.invocations else None
-            table.append([{**r, "turns": len(session.invocations), "last_invocation_id": last} for r in results])
+            table.append(
+                [{**r, "turns": len(session.invocations), "last_invocation_id": last,
+                  "judge_usage": spent.usage_of(c for c in mine if _for(c.tag, r["metric"]))} for r in results]
+            )  # fmt: skip
         return table, spent.counted(self.unit, judge)
 
     def _metrics(self, session: Session, judges: LazyJudge) -> list[dict[str, Any]]:
@@ -226,3 +231,11 @@ def score_sessions(store: Any, scorers: Mapping[str, SessionScorer], jobs: Seque
         gone.update((job, []) for job in mine if job.invocation_id not in out.sessions)
         out.results.update(gone)
     return out
+
+
+def _for(tag: tuple[int, str] | None, metric: str) -> bool:
+    """Whether a judge request tagged ``tag`` was made for the session result ``metric`` (an aggregate
+    ``metric:way`` is its turn metric's; the case's verdict, every criterion's)."""
+    if tag is None:
+        return False
+    return metric == CASE_VERDICT or tag[1] == metric.rsplit(":", 1)[0] or tag[1] == metric

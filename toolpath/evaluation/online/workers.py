@@ -377,6 +377,7 @@ class OnlineEvaluator:
                     evaluator=spec.name,
                     evaluator_version=spec.version,
                     target=spec.target,
+                    judge_usage=r.get("judge_usage"),
                 )
         return claimed
 
@@ -411,7 +412,7 @@ class OnlineEvaluator:
                     self.exporter.record(
                         trace_id=trace_id, span_id=span_id, agent_name=agent, metric=r["metric"], score=r["score"],
                         label=r["label"], explanation=r["explanation"], evaluator=spec.name,
-                        evaluator_version=spec.version, target=spec.target,
+                        evaluator_version=spec.version, target=spec.target, judge_usage=r.get("judge_usage"),
                     )  # fmt: skip
 
     def _trace_judge(self, spent: Mapping[str, BatchSpend]) -> None:
