@@ -7,12 +7,14 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, inspect, text
 from sqlalchemy.engine import make_url
 
+from tests.store.test_turn_usage import TRACE, kept, two_turns
 from toolpath.model import Invocation, ToolCall
 from toolpath.store import migrate
 from toolpath.store import schema as t
@@ -59,7 +61,9 @@ def test_migrations_build_exactly_the_tables_the_code_uses(empty_url):
 def test_a_store_made_before_migrations_is_stamped_and_kept(empty_url):
     engine = create_engine(empty_url)
     # what toolpath did before it had migrations: create_all of the tables it had then
-    t.metadata.create_all(engine, tables=[table for name, table in t.metadata.tables.items() if name in LEGACY_TABLES])
+    # (with today's columns, and the table today's write path fills beside invocations: the write below is today's)
+    tables = [table for name, table in t.metadata.tables.items() if name in {*LEGACY_TABLES, "turn_usage"}]
+    t.metadata.create_all(engine, tables=tables)
     legacy = Store(empty_url, create=False)
     legacy.write([Invocation(invocation_id="inv-1", session_id="s-1", tool_calls=[ToolCall(name="a", args={})])])
     legacy.close()
@@ -211,4 +215,30 @@ def test_the_revision_of_online_evaluators_keeps_jobs_and_scores_as_the_flat_eva
         ]
         assert sorted(r[0] for r in conn.execute(text("SELECT invocation_id FROM eval_jobs"))) == ["i", "j"]
         assert not inspect(conn).has_table("online_usage")
+    upgraded.close()
+
+
+def test_migration_0011_fills_the_turns_stored_before_it_and_goes_back(empty_url):
+    store = Store(empty_url, create=False)
+    store.upgrade("0010")
+    spans, invocations = two_turns()
+    with store.engine.begin() as conn:  # the rows as a store at 0010 held them
+        conn.execute(t.spans.insert(), [s.to_row() for s in spans])
+        conn.execute(text("INSERT INTO sessions VALUES ('s', NULL, 0, 0)"))
+        for inv in invocations:
+            conn.execute(text(
+                "INSERT INTO invocations (invocation_id, session_id, trace_id, intermediate_responses, failure, "
+                "started_at, attributes) VALUES (:id, 's', :trace, '[]', 0, 0, '{}')"
+            ), {"id": inv.invocation_id, "trace": TRACE})  # fmt: skip
+    store.close()
+    upgraded = Store(empty_url)
+    turns, rows = kept(upgraded)
+    assert turns == {"a": (107, 13, "from-resource"), "b": (1000, 0, "u-2")}
+    assert len(rows) == 3
+    with upgraded.engine.begin() as conn:
+        command.downgrade(migrate.alembic_config(conn), "0010")
+    with upgraded.engine.connect() as conn:
+        assert not {"input_tokens", "output_tokens", "user_id"} & {
+            c["name"] for c in inspect(conn).get_columns("invocations")}  # fmt: skip
+        assert not inspect(conn).has_table("turn_usage")
     upgraded.close()

@@ -20,11 +20,11 @@ from tests.helpers.ui import (
     serve_ui,
 )
 from toolpath.store import schema as t
+from toolpath.store import turn_usage
 from toolpath.store.session_filter import SessionFilter
 from toolpath.store.session_order import SessionSort, ordered_session_page
 from toolpath.store.store import Store
 from toolpath.store.usage import ModelPrice
-from toolpath.ui.usage_view import USAGE_KEYS
 
 SLOW = "s000003"
 """An old session (page 2 of the newest-first list) with the slowest turn of the store."""
@@ -144,6 +144,7 @@ def _fill(store: Store) -> dict[str, dict[str, Any]]:
                 values["tokens"] += tokens_in + tokens_out
                 values["cost"] += cost
             expected[sid] = values
+        turn_usage.backfill(conn)  # the rows above bypass the write path: their usage kept as migration 0011 does
     return expected
 
 
@@ -155,7 +156,7 @@ def test_each_order_is_the_stores_on_sqlite_and_postgresql(store, key):
         found = []
         for number in (1, 2, 3):
             ordered = ordered_session_page(store, SessionFilter(), SessionSort(key), descending=descending,
-                                           page=number, limit=2, keys=USAGE_KEYS, prices=prices)  # fmt: skip
+                                           page=number, limit=2, prices=prices)  # fmt: skip
             found += [r["session_id"] for r in ordered.page.rows]
             assert ordered.more == (number < 3) and ordered.page.total == 6
         valued = sorted((s for s in expected if expected[s][key] is not None),
@@ -163,6 +164,6 @@ def test_each_order_is_the_stores_on_sqlite_and_postgresql(store, key):
         want = valued + sorted(s for s in expected if expected[s][key] is None)  # no value: last, either way
         assert [expected[s][key] for s in found] == pytest.approx([expected[s][key] for s in want])
         assert found == want
-    only = ordered_session_page(store, SessionFilter(agent="a1"), SessionSort(key), descending=True, keys=USAGE_KEYS,
+    only = ordered_session_page(store, SessionFilter(agent="a1"), SessionSort(key), descending=True,
                                 prices=prices)  # fmt: skip
     assert {r["session_id"] for r in only.page.rows} == {"sess-1", "sess-3", "sess-5"}

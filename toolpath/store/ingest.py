@@ -441,6 +441,7 @@ def forget_invocations(conn: Connection, invocation_ids: Sequence[str]) -> None:
         # the job first: its row lock waits for a worker completing it, whose scores the next delete then sees
         conn.execute(delete(t.eval_jobs).where(t.eval_jobs.c.invocation_id.in_(chunk)))
         delete_of_invocations(conn, t.online_results, chunk)
+        conn.execute(delete(t.turn_usage).where(t.turn_usage.c.invocation_id.in_(chunk)))
         conn.execute(delete(t.invocations).where(t.invocations.c.invocation_id.in_(chunk)))
 
 

@@ -1,6 +1,6 @@
 """Model calls' tokens and reported cost per model, summed in the database over the spans of a time window (the UI
 prices what no call reported: :mod:`toolpath.ui.usage_view`). The caller names the attributes
-(:class:`toolpath.store.session_order.UsageKeys`): the store knows no convention. A value that is not a JSON
+(:class:`toolpath.store.turn_usage.UsageKeys`): the store knows no convention. A value that is not a JSON
 number counts as absent, on either database (a cast would fail PostgreSQL's whole query)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from toolpath.store.session_list import Reader
-from toolpath.store.session_order import UsageKeys
 from toolpath.store.store import Store
+from toolpath.store.turn_usage import UsageKeys, first, number, text_of
 from toolpath.store.turn_window import Window
 
 
@@ -26,51 +26,24 @@ class ModelTotals:
     cost: float | None
 
 
-def _key(key: str) -> str:
-    if "'" in key or '"' in key or "\\" in key:
-        raise ValueError(f"usage keys: {key!r} is no attribute name a query can hold")
-    return key
-
-
-def _number(dialect: str, key: str) -> str:
-    key = _key(key)
-    if dialect == "sqlite":
-        path = f"'$.\"{key}\"'"
-        return f"(CASE WHEN json_type(spans.attributes, {path}) IN ('integer', 'real') " \
-               f"THEN json_extract(spans.attributes, {path}) END)"  # fmt: skip
-    return f"(CASE WHEN jsonb_typeof(spans.attributes -> '{key}') = 'number' " \
-           f"THEN CAST(spans.attributes ->> '{key}' AS DOUBLE PRECISION) END)"  # fmt: skip
-
-
-def _text(dialect: str, key: str) -> str:
-    key = _key(key)
-    if dialect == "sqlite":
-        return f"CAST(json_extract(spans.attributes, '$.\"{key}\"') AS TEXT)"
-    return f"(spans.attributes ->> '{key}')"
-
-
-def _first(values: list[str]) -> str:
-    return values[0] if len(values) == 1 else f"COALESCE({', '.join(values)})"
-
-
 def model_totals(store: Store, keys: UsageKeys, window: Window) -> list[ModelTotals]:
     """Per model, and per whether the calls reported their cost: the spans started in ``window`` (its times; with
     ``hide_evaluation``, not of a trace an evaluation ran) that hold a token count or a cost."""
     with store.engine.connect() as conn:
         reader = Reader.of_connection(conn)
         dialect = reader.dialect
-        tokens_in = _first([_number(dialect, k) for k in keys.input_tokens])
-        tokens_out = _first([_number(dialect, k) for k in keys.output_tokens])
-        parts = [_number(dialect, k) for k in keys.cost_parts]
+        tokens_in = first([number(dialect, k) for k in keys.input_tokens])
+        tokens_out = first([number(dialect, k) for k in keys.output_tokens])
+        parts = [number(dialect, k) for k in keys.cost_parts]
         summed = " + ".join(f"COALESCE({p}, 0)" for p in parts) or "NULL"
         any_part = " OR ".join(f"{p} IS NOT NULL" for p in parts) or "1 = 0"
-        cost = f"COALESCE({_number(dialect, keys.cost_total)}, CASE WHEN {any_part} THEN {summed} END)"
-        model = _first([_text(dialect, k) for k in keys.model])
+        cost = f"COALESCE({number(dialect, keys.cost_total)}, CASE WHEN {any_part} THEN {summed} END)"
+        model = first([text_of(dialect, k) for k in keys.model])
         where: list[str] = ["1 = 1"]
         params: list[object] = []
         if dialect == "sqlite":  # only the spans whose JSON names a key are parsed (most spans are no model's)
             named = [*keys.input_tokens, *keys.output_tokens, keys.cost_total, *keys.cost_parts]
-            where.append("(" + " OR ".join(f"instr(spans.attributes, '\"{_key(k)}\"') > 0" for k in named) + ")")
+            where.append("(" + " OR ".join(f"instr(spans.attributes, '\"{k}\"') > 0" for k in named) + ")")
         if window.since_ns is not None:
             where.append("spans.start_time >= ?")
             params.append(window.since_ns)

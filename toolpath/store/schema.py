@@ -47,10 +47,15 @@ invocations = Table(
     Column("started_at", BigInteger, nullable=False),
     Column("attributes", Json, nullable=False),
     Column("answered_by", String(256)),  # the agent that gave the final response (a sub-agent, say)
+    # kept by toolpath.store.turn_usage as the turn is written: its model calls' tokens and its user
+    Column("input_tokens", BigInteger, nullable=False, server_default="0"),
+    Column("output_tokens", BigInteger, nullable=False, server_default="0"),
+    Column("user_id", String(256)),
     Index("ix_invocations_session", "session_id", "started_at"),
     Index("ix_invocations_trace", "trace_id"),
     Index("ix_invocations_agent_started", "agent_name", "started_at"),
     Index("ix_invocations_started", "started_at"),
+    Index("ix_invocations_user", "user_id", "started_at"),
 )
 
 tool_calls = Table(
@@ -229,6 +234,18 @@ turn_annotations = Table(
     Column("created_at", BigInteger, nullable=False),
     Index("ix_annotations_invocation", "invocation_id", "created_at"),
     Index("ix_annotations_label", "label", "invocation_id"),
+)
+
+turn_usage = Table(  # a turn's model calls per model and per whether they reported their cost (turn_usage.py)
+    "turn_usage",
+    metadata,
+    Column("invocation_id", String(64), ForeignKey("invocations.invocation_id"), primary_key=True),
+    Column("model", String(256), primary_key=True),  # "" for calls that named none
+    Column("reported", Integer, primary_key=True),  # 1: cost is what the calls reported; 0: their tokens are priced
+    Column("calls", Integer, nullable=False),
+    Column("input_tokens", BigInteger, nullable=False),
+    Column("output_tokens", BigInteger, nullable=False),
+    Column("cost", Float),
 )
 
 model_prices = Table(

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import Float, TextClause, case, cast, func, literal, or_, select, text
+from sqlalchemy import Float, TextClause, case, func, literal, select, text
 from sqlalchemy.sql.elements import ColumnElement
 
 from toolpath.store import browse, session_filter, session_list
@@ -44,66 +44,38 @@ TEXT_SORTS = frozenset({SessionSort.SESSION, SessionSort.AGENT})
 """Orders by text: ascending unless asked otherwise (the others start with the largest)."""
 
 
-@dataclass(frozen=True)
-class UsageKeys:
-    """The span attributes that hold a model call's usage (the first of each group that is present counts), as
-    the UI's token and cost columns read them."""
-
-    input_tokens: tuple[str, ...]
-    output_tokens: tuple[str, ...]
-    cost_total: str
-    cost_parts: tuple[str, ...]
-    model: tuple[str, ...]
-
-
-def _first(columns: list[ColumnElement[Any]]) -> ColumnElement[Any]:
-    return columns[0] if len(columns) == 1 else func.coalesce(*columns)
-
-
-def _usage_value(key: SessionSort, keys: UsageKeys, prices: Mapping[str, ModelPrice]) -> ColumnElement[Any]:
-    """Each session's tokens (0 without model calls, as the list shows them) or cost (none without one), summed
-    over the spans of its turns' traces."""
-    spans, inv, s = t.spans, t.invocations, t.sessions
-    attrs = spans.c.attributes
-
-    def number(name: str) -> ColumnElement[Any]:
-        return cast(attrs[name].as_float(), Float)
-
-    tokens_in = _first([number(k) for k in keys.input_tokens])
-    tokens_out = _first([number(k) for k in keys.output_tokens])
+def _usage_value(key: SessionSort, prices: Mapping[str, ModelPrice]) -> ColumnElement[Any]:
+    """Each session's tokens (0 without model calls, as the list shows them) or cost (none without one), from the
+    usage kept on its turns (:mod:`toolpath.store.turn_usage`): a cost the calls reported, else their tokens
+    priced by ``prices`` now."""
+    inv, s, used = t.invocations, t.sessions, t.turn_usage
+    mine = inv.c.session_id == s.c.session_id
     if key is SessionSort.TOKENS:
-        per_span: ColumnElement[Any] = func.coalesce(tokens_in, 0) + func.coalesce(tokens_out, 0)
-    else:
-        parts = [number(k) for k in keys.cost_parts]
-        any_part = or_(*(part.is_not(None) for part in parts))
-        reported_parts = case((any_part, sum((func.coalesce(p, 0) for p in parts), literal(0.0))), else_=None)
-        model = _first([attrs[k].as_string() for k in keys.model])
-        priced: ColumnElement[Any] = literal(None, Float)
-        if prices:
-            priced = case(
-                *(
-                    (
-                        model == name,
-                        func.coalesce(tokens_in, 0) * (price.input_per_million / 1e6)
-                        + func.coalesce(tokens_out, 0) * (price.output_per_million / 1e6),
-                    )
-                    for name, price in prices.items()
-                ),
-                else_=None,
-            )
-        per_span = func.coalesce(number(keys.cost_total), reported_parts, priced)
-    total = func.coalesce(func.sum(per_span), 0) if key is SessionSort.TOKENS else func.sum(per_span)
+        tokens = func.coalesce(func.sum(inv.c.input_tokens + inv.c.output_tokens), 0)
+        return select(tokens).where(mine).scalar_subquery()
+    priced: ColumnElement[Any] = literal(None, Float)
+    if prices:
+        priced = case(
+            *(
+                (
+                    used.c.model == name,
+                    used.c.input_tokens * (price.input_per_million / 1e6)
+                    + used.c.output_tokens * (price.output_per_million / 1e6),
+                )
+                for name, price in prices.items()
+            ),
+            else_=None,
+        )
+    per_row = case((used.c.reported == 1, used.c.cost), else_=priced)
     return (
-        select(total)
-        .select_from(spans.join(inv, inv.c.trace_id == spans.c.trace_id))
-        .where(inv.c.session_id == s.c.session_id)
+        select(func.sum(per_row))
+        .select_from(used.join(inv, inv.c.invocation_id == used.c.invocation_id))
+        .where(mine)
         .scalar_subquery()
     )
 
 
-def sort_value(
-    key: SessionSort, keys: UsageKeys | None = None, prices: Mapping[str, ModelPrice] | None = None
-) -> ColumnElement[Any]:
+def sort_value(key: SessionSort, prices: Mapping[str, ModelPrice] | None = None) -> ColumnElement[Any]:
     """The value of each session (a column or a correlated subquery on ``sessions``) that ``key`` orders by."""
     s, inv, calls = t.sessions, t.invocations, t.tool_calls
     mine = inv.c.session_id == s.c.session_id
@@ -123,9 +95,7 @@ def sort_value(
         case SessionSort.CALLS:
             joined = calls.join(inv, inv.c.invocation_id == calls.c.invocation_id)
             return select(func.count()).select_from(joined).where(mine).scalar_subquery()
-    if keys is None:
-        raise ValueError(f"ordering by {key.value} needs the span attributes of usage (keys=...)")
-    return _usage_value(key, keys, prices or {})
+    return _usage_value(key, prices or {})
 
 
 @dataclass(frozen=True)
@@ -145,13 +115,12 @@ def ordered_session_page(
     descending: bool,
     page: int = 1,
     limit: int = 50,
-    keys: UsageKeys | None = None,
     prices: Mapping[str, ModelPrice] | None = None,
 ) -> OrderedPage:
     """Page ``page`` (from 1) of the sessions matching ``where``, all of them ordered by ``key`` (sessions without
     a value last, either way; ties by session id), with the rows and total :func:`browse.session_page` gives."""
     s = t.sessions
-    value = sort_value(key, keys, prices).label("sort_value")
+    value = sort_value(key, prices).label("sort_value")
     ordered = value.desc().nulls_last() if descending else value.asc().nulls_last()
     with store.engine.connect() as conn:
         reader = Reader.of_connection(conn)

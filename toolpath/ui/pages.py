@@ -35,7 +35,7 @@ from toolpath.ui import (
 )
 from toolpath.ui.evalset_trash import deleted_names
 from toolpath.ui.run_cases import failed_count, opened_from, run_view
-from toolpath.ui.usage_view import USAGE_KEYS, usage_of_sessions
+from toolpath.ui.usage_view import usage_of_sessions
 from toolpath.ui.views import pretty, turn_view
 
 PAGE_SIZE = 50
@@ -89,7 +89,7 @@ def sessions(request: Request) -> Response:
         first_url = f"/sessions?{urlencode(keep)}" if after or before else None
     else:
         ordered = session_order.ordered_session_page(
-            store, where, key, descending=descending, page=number, limit=limit, keys=USAGE_KEYS, prices=priced
+            store, where, key, descending=descending, page=number, limit=limit, prices=priced
         )
         page = ordered.page
         older_url = f"/sessions?{urlencode({**keep, 'page': number + 1})}" if ordered.more else None

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolpath.store.model_usage import model_totals
-from toolpath.store.session_order import UsageKeys
 from toolpath.store.spanrecord import SpanRecord
 from toolpath.store.store import Store
+from toolpath.store.turn_usage import UsageKeys
 from toolpath.store.turn_window import Window
 from toolpath.store.usage import ModelPrice, session_traces, span_values
 from toolpath.tracer import semconv as sc
