@@ -66,7 +66,9 @@ def wait_for(condition, timeout: float = 30.0) -> bool:
 
 
 def test_a_session_is_scored_once_quiet_and_a_late_turn_reopens_it(store):
-    online = OnlineEvaluator(store, SESSIONS).start()
+    online = OnlineEvaluator(store, SESSIONS)
+    assert online.described() == "conversations v2 (whole sessions once quiet for 0.3 s: tool_call_count)"
+    online.start()
     try:
         store.write([turn("a", 1, calls=3), turn("a", 2, calls=1)])
         time.sleep(0.1)

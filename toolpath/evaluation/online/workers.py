@@ -256,12 +256,19 @@ class OnlineEvaluator:
 
     def described(self) -> str:
         """What it scores, for the collector's first lines: a flat config's metrics, else each evaluator's name,
-        version and metrics."""
+        version and metrics; an evaluator of sessions says so, and after how long a quiet session is scored."""
+
+        def what(unit: EvaluatorUnit) -> str:
+            names = [m.name for m in unit.metrics]
+            if unit.name in self.scorers:
+                reference = unit.spec.reference_dataset
+                names += [f"the cases of {reference}"] if reference else []
+                return f"whole sessions once quiet for {unit.spec.idle_seconds:g} s: {', '.join(names)}"
+            return ", ".join(names)
+
         if len(self.units) == 1 and FLAT_EVALUATOR[0] in self.units:
-            return ", ".join(m.name for m in self.units[FLAT_EVALUATOR[0]].metrics)
-        return "; ".join(
-            f"{u.name} v{u.spec.version} ({', '.join(m.name for m in u.metrics)})" for u in self.units.values()
-        )
+            return what(self.units[FLAT_EVALUATOR[0]])
+        return "; ".join(f"{u.name} v{u.spec.version} ({what(u)})" for u in self.units.values())
 
     def metric_names(self) -> list[str]:
         """Every evaluator's metrics, each name once."""
