@@ -9,6 +9,7 @@ import click
 from toolpath.cli import json_as_ascii
 from toolpath.cli.options import existing_store_url, open_existing_store, store_option
 from toolpath.cli.output import console, emit
+from toolpath.cli.read_store import open_read_store, read_store_option
 from toolpath.errors import ConfigError
 
 
@@ -19,10 +20,11 @@ def sessions() -> None:
 
 @sessions.command(name="list")
 @store_option
+@read_store_option
 @click.option("--agent-name", default=None, help="Only sessions of this agent.")
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(min=1))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def sessions_list(store: str | None, agent_name: str | None, limit: int, as_json: bool) -> None:
+def sessions_list(store: str | None, read_store: str | None, agent_name: str | None, limit: int, as_json: bool) -> None:
     """List sessions, newest first."""
     from toolpath.cli.display import sessions_table
     from toolpath.store import session_list
@@ -30,7 +32,9 @@ def sessions_list(store: str | None, agent_name: str | None, limit: int, as_json
     from toolpath.tracer.semconv import TOOLPATH_EVALUATION
 
     # through the database's driver, without SQLAlchemy (its import alone would be most of this command's time)
-    with reading(existing_store_url(store)) as reader:
+    if read_store is not None:  # checked as the UI checks it: a reachable database at this toolpath's schema
+        open_read_store(read_store).engine.dispose()
+    with reading(read_store if read_store is not None else existing_store_url(store)) as reader:
         rows = session_list.listed(reader, agent_name=agent_name, limit=limit, evaluation_attribute=TOOLPATH_EVALUATION)
         total = session_list.count(reader, agent_name=agent_name) if len(rows) == limit else len(rows)
     emit(rows, as_json, sessions_table)
@@ -44,14 +48,15 @@ def sessions_list(store: str | None, agent_name: str | None, limit: int, as_json
 @sessions.command(name="show")
 @click.argument("session_id")
 @store_option
+@read_store_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def sessions_show(session_id: str, store: str | None, as_json: bool) -> None:
+def sessions_show(session_id: str, store: str | None, read_store: str | None, as_json: bool) -> None:
     """Show one session's invocations: prompt, tool calls, response, latency, failure."""
     from toolpath.cli.display import session_table
     from toolpath.evaluation.recorded import calls_dropped
     from toolpath.store.browse import online_scores
 
-    the_store = open_existing_store(store)
+    the_store = open_read_store(read_store) if read_store is not None else open_existing_store(store)
     session = the_store.get_session(session_id)
     if session is None:
         raise ConfigError(f"no session {session_id!r} in the store")

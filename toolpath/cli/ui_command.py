@@ -17,6 +17,7 @@ from toolpath.cli.options import (
     token_option,
 )
 from toolpath.cli.output import console
+from toolpath.cli.read_store import open_read_store, read_store_option
 from toolpath.config import MAX_HEAD_BYTES
 from toolpath.errors import ConfigError
 
@@ -35,11 +36,13 @@ def build_ui(
     agents: tuple[str, ...] = (),
     behind_tls: bool = False,
     sessions: Any = None,
+    reads: Any = None,
 ) -> Any:
     """The UI's ASGI app (also mounted by ``toolpath collect --ui``); a :class:`ConfigError` naming the extra to
     install when Starlette or Jinja2 is missing. ``agents`` (``module:attr``) are loaded now, each checked: they
     are the only agents the UI will run. ``sessions``: a :class:`~toolpath.ui.login_sessions.LoginSessions`
-    (default: in memory, default policy)."""
+    (default: in memory, default policy); ``reads``: the store the pages read (``--read-store``), ``store`` taking
+    the writes."""
     try:
         from toolpath.ui import create_app
     except ImportError as exc:
@@ -53,6 +56,7 @@ def build_ui(
         loopback_only=loopback_only,
         sessions=sessions,
         behind_tls=behind_tls,
+        reads=reads,
     )
 
 
@@ -120,6 +124,7 @@ def is_loopback(host: str) -> bool:
 
 @click.command("ui")
 @store_option
+@read_store_option
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback by default).")
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="Port (0: any free one).")
 @token_option("Require this token (default: a new one, in the printed link).")
@@ -158,6 +163,7 @@ def is_loopback(host: str) -> bool:
 @judge_budget_options
 def ui_command(
     store: str | None,
+    read_store: str | None,
     host: str,
     port: int,
     token: str | None,
@@ -176,6 +182,7 @@ def ui_command(
 
     \b
         toolpath ui --store sqlite:///toolpath.db
+        toolpath ui --store postgresql+psycopg://db/toolpath --read-store postgresql+psycopg://replica/toolpath
     """
     import uvicorn
 
@@ -191,6 +198,7 @@ def ui_command(
     port = sock.getsockname()[1]  # --port 0: the one the system gave
     with sock:
         the_store = open_existing_store(store, writing="toolpath ui stores reviews, runs and eval cases in it")
+        reads = open_read_store(read_store) if read_store is not None else None
         loopback = is_loopback(host)
         if not token:
             token = secrets.token_urlsafe(24)  # every request needs a credential; the printed link logs in
@@ -202,11 +210,14 @@ def ui_command(
             agents=agents,
             behind_tls=behind_tls,
             sessions=sessions,
+            reads=reads,
         )
         app = ui_port_app(app, the_store, token=token, loopback_only=loopback)  # and Vertex AI's API
         shown = f"[{host}]" if ":" in host else host
         link = f"http://{shown}:{port}/sessions?token={token}"
+        reading = f", reading {reads.url}" if reads is not None else ""
         console.print(
-            f"toolpath ui on {link} over {the_store.url} (eval sets in {evalsets}); Ctrl-C stops it", soft_wrap=True
+            f"toolpath ui on {link} over {the_store.url}{reading} (eval sets in {evalsets}); Ctrl-C stops it",
+            soft_wrap=True,
         )
         uvicorn.Server(door_config(app)).run(sockets=[sock])

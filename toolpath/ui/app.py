@@ -46,6 +46,7 @@ from toolpath.ui import pages
 from toolpath.ui.jobs import Jobs
 from toolpath.ui.login_sessions import LoginSessions
 from toolpath.ui.params import BadRequest
+from toolpath.ui.replica import replica_status
 from toolpath.ui.views import breakable, compact, ns_text, seconds_text
 
 HERE = Path(__file__).parent
@@ -63,14 +64,24 @@ CSP = (
 @dataclass
 class UiState:
     store: Store
+    """The store the pages read: ``--store``, or the replica of ``toolpath ui --read-store``."""
     evalsets: EvalSetFiles
     agents: Mapping[str, Any]
     """The only agents the UI runs: the ones the operator named when starting it (``toolpath ui --agent``), by
     the name they were given, each already loaded. A request picks one of these names; it never names code."""
+    writes: Store | None = None
+    """The store the UI writes (reviews, prices, runs): ``--store``; ``None``: the one it reads."""
     jobs: Jobs = field(init=False)
 
     def __post_init__(self) -> None:
-        self.jobs = Jobs(self.store)
+        if self.writes is None:
+            self.writes = self.store
+        self.jobs = Jobs(self.writes)
+
+    @property
+    def primary(self) -> Store:
+        """The store written to (a replica read by the pages never is)."""
+        return self.writes if self.writes is not None else self.store
 
 
 def create_app(
@@ -82,11 +93,14 @@ def create_app(
     loopback_only: bool = True,
     sessions: LoginSessions | None = None,
     behind_tls: bool = False,
+    reads: Store | None = None,
 ) -> Guard:
     """The UI over ``store``; eval sets are read and written in the folder ``evalsets``. ``agents`` (name ->
     loaded agent) are the agents its run form may run, and the only ones. ``sessions``: where its logins are kept
     (default: in this process's memory, with the default idle time and lifetime); ``behind_tls``: browsers reach
-    it through a proxy that terminates TLS (its cookie is ``Secure``, its pages' origin ``https://``)."""
+    it through a proxy that terminates TLS (its cookie is ``Secure``, its pages' origin ``https://``). ``reads``: a
+    store the pages read instead (a streaming replica of ``store``, whose lag the header shows), ``store`` still
+    taking every write."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True, undefined=jinja2.StrictUndefined
     )
@@ -97,8 +111,9 @@ def create_app(
     env.filters["duration"] = seconds_text
     env.globals["urlencode"] = urlencode
     env.globals["logout"] = LOGOUT_PATH if token else None
+    env.globals["replica"] = (lambda: replica_status(reads)) if reads is not None else None
     templates = Jinja2Templates(env=env)
-    state = UiState(store, EvalSetFiles(evalsets), dict(agents or {}))
+    state = UiState(reads if reads is not None else store, EvalSetFiles(evalsets), dict(agents or {}), writes=store)
 
     async def bad_request(request: Request, exc: Exception) -> Response:
         return _error(templates, request, 400, str(exc))

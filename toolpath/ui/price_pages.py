@@ -26,7 +26,7 @@ async def save_price(request: Request) -> Response:
     cost_out = params.number(form, "output", low=0)
     if cost_in is None or cost_out is None:
         raise params.BadRequest("input and output: give both prices (per million tokens)")
-    store = request.app.state.ui.store
+    store = request.app.state.ui.primary
     if form.get("remove"):
         await run_in_threadpool(remove_price, store, model)
     else:

@@ -24,7 +24,7 @@ async def annotate_page(request: Request) -> Response:
     score = params.number(form, "score")
     await run_in_threadpool(
         lambda: annotate(
-            request.app.state.ui.store,
+            request.app.state.ui.primary,
             invocation_id,
             author=form.get("author", ""),
             label=label,
