@@ -68,11 +68,14 @@ def wait_for(condition, timeout: float = 30.0) -> bool:
 def test_a_session_is_scored_once_quiet_and_a_late_turn_reopens_it(store):
     online = OnlineEvaluator(store, SESSIONS)
     assert online.described() == "conversations v2 (whole sessions once quiet for 0.3 s: tool_call_count)"
+    store.on_invocations = online._enqueue  # stored first, scored once the workers start
+    written = time.time_ns()
+    store.write([turn("a", 1, calls=3), turn("a", 2, calls=1)])
+    with store.engine.connect() as conn:
+        status, due = conn.execute(text("SELECT status, due_at FROM session_jobs")).one()
+    assert status == "pending" and written + 0.3e9 <= due <= time.time_ns() + 0.3e9  # due once quiet for 0.3 s
     online.start()
     try:
-        store.write([turn("a", 1, calls=3), turn("a", 2, calls=1)])
-        time.sleep(0.1)
-        assert results(store) == {}  # not quiet for long enough yet
         assert wait_for(lambda: len(results(store)) == 3)
         first = results(store)
         assert first == {

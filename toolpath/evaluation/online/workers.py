@@ -102,6 +102,11 @@ class OnlineEvaluator:
             if spec.target is TargetKind.SESSION
         }
         """Its evaluators of whole sessions, by name."""
+        judged = any(scorer.unit.judge is not None for scorer in self.scorers.values())
+        self.session_batch = 1 if judged else self.config.batch_size
+        """Quiet sessions a worker claims at once: one at a time when a judge scores them (a session judged after
+        the others of its batch would wait for them, and those falling due meanwhile for the batch), else a
+        batch."""
         unknown = sorted(set(self.config.thresholds) - {m for u in self.units.values() for m in u.rules})
         if unknown:
             raise ConfigError(f"online: thresholds for {', '.join(unknown)}, which 'metrics' does not name")
@@ -294,7 +299,7 @@ class OnlineEvaluator:
                         if self.queue.has_work(self.config.lease_seconds):  # an empty queue is polled by reads
                             jobs = self.queue.claim(worker, self.config.batch_size, self.config.lease_seconds)
                         if not jobs and self.sessions.has_work(self.config.lease_seconds):  # quiet sessions
-                            closing = self.sessions.claim(worker, self.config.batch_size, self.config.lease_seconds)
+                            closing = self.sessions.claim(worker, self.session_batch, self.config.lease_seconds)
                     except Exception:
                         logger.warning("toolpath: online worker could not claim jobs", exc_info=True)
                     if closing:
