@@ -20,6 +20,7 @@ import pytest
 from tests.helpers.cli import run_process
 from toolpath.cli.agents import load_agent
 from toolpath.store import schema as t
+from toolpath.store import turn_usage
 from toolpath.store.store import Store
 
 DEMO_AGENT = "toolpath.demo.smart_home:smart_home_agent"
@@ -163,7 +164,7 @@ def screenshots(page: Any, folder: Path, name: str, widths: Iterable[int] = (128
 def bulk_store(url: str, invocations: int, *, per_session: int = 5, model_spans: bool = False) -> Store:
     """A store of ``invocations`` invocations in sessions of ``per_session``, one tool call each, every tenth
     failed, every fourth scored online (and with ``model_spans``, one model-call span each, with token counts and
-    a model; every seventh reports its cost); inserted with the driver's executemany, one statement per table in
+    a model, and a user per session of 40 users; every seventh reports its cost); inserted with the driver's executemany, one statement per table in
     one transaction, the rows made as tuples (JSON columns written as their text) straight from generators. SQLite
     or PostgreSQL (an empty store)."""
     store = Store(url)
@@ -228,13 +229,15 @@ def bulk_store(url: str, invocations: int, *, per_session: int = 5, model_spans:
             ("trace_id", "span_id", "name", "kind", "start_time", "end_time", "status_code", "attributes", "events",
              "resource"),
             ((f"{n:032x}", f"{n:016x}", "chat model", 3, start + n * second, start + n * second + 10**8, 0, usage(n),
-              "[]", "{}") for n in range(invocations)),
+              "[]", f'{{"user.id": "user-{n // per_session % 40}"}}') for n in range(invocations)),
         ))  # fmt: skip
     mark = "?" if store.dialect == "sqlite" else "%s"
     with store.engine.begin() as conn:
         for table, columns, rows in tables:
             marks = ", ".join(mark for _ in columns)
             conn.exec_driver_sql(f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({marks})", list(rows))
+        if model_spans:  # the rows bypass the write path: each turn's usage and user kept as migration 0011 does
+            turn_usage.backfill(conn)
     return store
 
 

@@ -95,3 +95,16 @@ def test_the_backfill_goes_in_batches_over_every_turn(store):
         conn.execute(t.invocations.update().values(input_tokens=0, output_tokens=0, user_id=None))
         assert turn_usage.backfill(conn, batch=1) == 2
     assert kept(store)[0] == {"a": (107, 13, "from-resource"), "b": (1000, 0, "u-2")}
+
+
+def test_the_user_filter_and_rows_read_the_kept_user(store):
+    from toolpath.store import browse
+    from toolpath.store.session_filter import SessionFilter
+
+    spans, invocations = two_turns()
+    other = Invocation(invocation_id="no-user", session_id="t", trace_id="cd" * 16)
+    store.write([*invocations, other], spans)
+    page = browse.session_page(store, SessionFilter(user="u-2"))
+    assert [(r["session_id"], r["users"]) for r in page.rows] == [("s", ["from-resource", "u-2"])]
+    assert browse.session_page(store, SessionFilter(user="u-3")).rows == []
+    assert [r["session_id"] for r in browse.session_page(store, SessionFilter(text="FROM-RES")).rows] == ["s"]

@@ -1,5 +1,5 @@
 """Which sessions the UI's sessions pages show: a :class:`SessionFilter` (agent, time, failures, online scores, text
-search, tools, latency, evaluation traffic, reviews) and its SQL conditions on ``sessions``
+search, tools, latency, evaluation traffic, reviews, user) and its SQL conditions on ``sessions``
 (:class:`toolpath.store.session_list.Condition`, for SQLite or PostgreSQL), which the newest-first list
 (:func:`toolpath.store.session_list.newest_page`) and the pages in another order
 (:mod:`toolpath.store.session_order`) both apply."""
@@ -35,7 +35,7 @@ class SessionFilter:
     """With ``metric``: only sessions with an online result of this label (``pass``, ``fail``, ``error``)."""
     text: str | None = None
     """Only sessions with this text (case-insensitive) in a prompt, a response, an error, the session id, a tool's
-    name, arguments, result or error, or an invocation's attributes."""
+    name, arguments, result or error, an invocation's attributes or its user."""
     in_spans: bool = False
     """With ``text``: also look in the names, attributes and events of the turns' spans (a scan of every span)."""
     tool: str | None = None
@@ -51,13 +51,15 @@ class SessionFilter:
     """The invocation attribute that is ``true`` on a turn an evaluation ran (``toolpath.evaluation``)."""
     review: str | None = None
     """Only sessions with a turn a reviewer annotated: labelled ``pass`` or ``fail``, or ``any`` annotation."""
+    user: str | None = None
+    """Only sessions with a turn of this user (``user.id`` or ``enduser.id``, kept on the turn)."""
 
 
 _TURN = "SELECT 1 FROM invocations WHERE invocations.session_id = sessions.session_id"
 """A turn of the session (in an ``EXISTS``)."""
 _TEXT_COLUMNS = {
     "sessions": ("session_id",),
-    "invocations": ("prompt", "response", "error", "attributes"),
+    "invocations": ("prompt", "response", "error", "attributes", "user_id"),
     "tool_calls": ("name", "args", "result", "error"),
     "spans": ("name", "attributes", "events", "status_message"),
 }
@@ -118,6 +120,9 @@ def conditions(where: SessionFilter, dialect: str) -> list[Condition]:
         if where.evaluation_attribute is not None:
             marked, key = marked_true(dialect, where.evaluation_attribute, "invocations.attributes")
             out.append(Condition(f"NOT EXISTS ({_TURN} AND {marked})", (key,)))
+    if where.user is not None:  # an index seek on (user_id, started_at)
+        out.append(Condition("sessions.session_id IN (SELECT invocations.session_id FROM invocations "
+                             "WHERE invocations.user_id = ?)", (where.user,)))  # fmt: skip
     if where.failures:
         out.append(Condition(f"EXISTS ({_TURN} AND invocations.failure > 0)"))
     if where.latency_above is not None:

@@ -204,13 +204,14 @@ def session_rows(reader: Reader, page: Sequence[Any], evaluation_attribute: str 
     """The list's row of each session of ``page`` (rows with ``session_id``, ``agent_name``, ``first_started_at``
     and ``last_started_at``): its turns, failed turns, total and slowest latency, tool calls and failed ones, the
     calls caps left out of its turns (``tool_calls_dropped``: not stored, so not among ``tool_calls``), first
-    prompt, and ``evaluation``: an evaluation ran it (an id of :data:`EVALUATION_PREFIXES`, or, given
-    ``evaluation_attribute``, a turn that attribute marks ``true``)."""
+    prompt, its turns' ``users`` (sorted), and ``evaluation``: an evaluation ran it (an id of
+    :data:`EVALUATION_PREFIXES`, or, given ``evaluation_attribute``, a turn that attribute marks ``true``)."""
     ids = [r.session_id for r in page]
     evaluated = {r.session_id for r in page if r.session_id.startswith(EVALUATION_PREFIXES)}
     stats: dict[str, Sequence[Any]] = {}
     calls: dict[str, tuple[int, int]] = {}
     prompts: dict[str, str | None] = {}
+    users: dict[str, list[str]] = {}
     for chunk, marks in _chunks(ids):
         if evaluation_attribute is not None:
             marked, key = marked_true(reader.dialect, evaluation_attribute)
@@ -233,6 +234,12 @@ def session_rows(reader: Reader, page: Sequence[Any], evaluation_attribute: str 
             "(SELECT min(e.started_at) FROM invocations e WHERE e.session_id = i.session_id)"
         )
         prompts.update((r[0], r[1]) for r in reader.rows(sql, chunk))
+        sql = (
+            "SELECT DISTINCT session_id, user_id FROM invocations "
+            f"WHERE session_id IN ({marks}) AND user_id IS NOT NULL"
+        )
+        for session_id, user in reader.rows(sql, chunk):
+            users.setdefault(session_id, []).append(user)
     rows = []
     for r in page:
         stat = stats.get(r.session_id)
@@ -252,6 +259,7 @@ def session_rows(reader: Reader, page: Sequence[Any], evaluation_attribute: str 
                 "tool_errors": call_errors,
                 "prompt": prompts.get(r.session_id),
                 "evaluation": r.session_id in evaluated,
+                "users": sorted(users.get(r.session_id, [])),
             }
         )
     return rows

@@ -193,6 +193,7 @@ def session_filter(params: Mapping[str, str]) -> SessionFilter:
         hide_evaluation=flag(params, "hide_eval"),
         evaluation_attribute=sc.TOOLPATH_EVALUATION,
         review=review,
+        user=text(params, "user"),
     )
 
 
