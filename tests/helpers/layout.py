@@ -6,6 +6,7 @@ Used by ``tests/collector/test_layout.py`` and ``benchmarks/bench_layout.py``.""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import random
 import signal
@@ -72,23 +73,32 @@ def span_key(span: ReadableSpan) -> tuple[str, str]:
 
 @dataclass
 class Load:
-    """Agents in threads, each exporting its runs' spans in batches of 1 to 8 (a run's spans often split across
-    batches, so across collectors) through ``endpoint`` with its own OTLP/HTTP exporter. An export the exporter
+    """Agents in threads, each exporting its runs' spans in batches of ``max_batch`` / 2 to ``max_batch`` spans (a
+    run's spans often split across batches, so across collectors) through ``endpoint`` with its own OTLP/HTTP exporter. An export the exporter
     gives up on (its retries ran out) is sent again, as a persistent queue would. ``on_acknowledged`` is called with
     the number of spans acknowledged so far after each acknowledged export."""
 
     endpoint: str
     agents: int
     runs: int
+    max_batch: int = 8
     on_acknowledged: Callable[[int], None] = lambda n: None
     acknowledged: list[tuple[str, str]] = field(default_factory=list)
     given_up: int = 0
     seconds: float = 0.0
+    acknowledged_at: list[float] = field(default_factory=list)
+    """``time.perf_counter()`` at each acknowledgement."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def total_spans(self) -> int:
         return self.agents * self.runs * (1 + TOOLS)
+
+    @property
+    def longest_gap(self) -> float:
+        """The longest time without any acknowledgement (a failover's stall)."""
+        times = sorted(self.acknowledged_at)
+        return max((b - a for a, b in itertools.pairwise(times)), default=0.0)
 
     def run(self) -> None:
         spans = [agent_runs(agent, self.runs) for agent in range(self.agents)]
@@ -107,7 +117,7 @@ class Load:
         rng = random.Random(agent)
         i = 0
         while i < len(spans):
-            batch = spans[i : i + rng.randint(1, 8)]
+            batch = spans[i : i + rng.randint(max(1, self.max_batch // 2), self.max_batch)]
             deadline = time.monotonic() + 90
             while exporter.export(batch) != SpanExportResult.SUCCESS:
                 assert time.monotonic() < deadline, "an export was never acknowledged"
@@ -116,6 +126,7 @@ class Load:
                 time.sleep(0.2)
             with self._lock:
                 self.acknowledged += [span_key(span) for span in batch]
+                self.acknowledged_at.append(time.perf_counter())
                 done = len(self.acknowledged)
             self.on_acknowledged(done)
             i += len(batch)
