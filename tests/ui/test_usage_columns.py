@@ -1,6 +1,6 @@
 """Tokens and cost in real headless Chromium: each turn and session counts its model calls' input and output
-tokens; cost is what a call reported (gen_ai.usage.cost.total) or its tokens priced by the price table the user
-sets on the Prices page, and says when a model has no price; the sessions list sorts by any number column, by
+tokens; cost is what a call reported (gen_ai.usage.cost.total) or its tokens priced, by genai-prices' price until
+the user sets one on the Prices page (which then wins); the sessions list sorts by any number column, by
 mouse or keyboard. Screenshots at 1280 and 800 px."""
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ from tests.helpers.ui import Watched, announced_screenshot_folder, browser, scre
 from tests.helpers.ui_stores import SUPPORT, debugging_store
 from toolpath.store.store import Store
 from toolpath.store.usage import prices
+from toolpath.ui.default_prices import package_price
 
-PRICE_IN, PRICE_OUT = 0.3, 2.5
+PRICE_IN, PRICE_OUT = 0.5, 4.0  # typed on the Prices page: not the package's price of the model
+PACKAGE = package_price("gemini-2.5-flash")
 PRICED = (121 + 122 + 123 + 124) * PRICE_IN / 1e6 + (31 + 32 + 33 + 34) * PRICE_OUT / 1e6
 """Turns 1-4 priced by the table; turn 5 reported its own cost."""
 
@@ -42,11 +44,16 @@ def test_tokens_and_cost_per_turn_session_and_list(ui, shots):
         page.goto(f"{url}/session?id={SUPPORT}")
         assert page.inner_text("#turn-1 h2 .tokens") == "121 / 31 tokens"
         assert page.inner_text("#turn-1 h2 .calls") == "1 tool call(s)"
-        assert page.inner_text("#turn-1 h2 .cost") == "no price"
-        assert "gemini-2.5-flash" in (page.locator("#turn-1 h2 .cost").get_attribute("title") or "")
+        assert PACKAGE is not None and (PACKAGE.input_per_million, PACKAGE.output_per_million) != (PRICE_IN, PRICE_OUT)
+        # no price typed: the package's
+        assert (
+            page.inner_text("#turn-1 h2 .cost")
+            == f"${121 * PACKAGE.input_per_million / 1e6 + 31 * PACKAGE.output_per_million / 1e6:.4f}"
+        )
+        assert "no price" not in (page.locator("#turn-1 h2 .cost").get_attribute("title") or "")
         assert page.inner_text("#turn-5 h2 .cost") == "$0.0100"  # reported by the call: kept
         totals = page.inner_text("#session-totals")
-        assert "615 / 165 tokens" in totals and "≥ $0.0100" in totals  # a lower bound while a model has no price
+        assert "615 / 165 tokens" in totals and "≥" not in totals  # every model priced: no lower bound
         assert "5 tool call(s)" in totals and "120.0 ms in finished turns" in totals  # turns 1, 3 and 5
 
         page.goto(f"{url}/prices")

@@ -86,3 +86,12 @@ def set_price(store: Store, model: str, input_per_million: float, output_per_mil
 def remove_price(store: Store, model: str) -> None:
     with store.engine.begin() as conn:
         conn.execute(t.model_prices.delete().where(t.model_prices.c.model == model))
+
+
+def used_models(store: Store) -> list[str]:
+    """The models the stored turns' model calls name (kept per turn: :mod:`toolpath.store.turn_usage`)."""
+    used = t.turn_usage
+    with store.engine.connect() as conn:
+        return list(
+            conn.execute(select(used.c.model).where(used.c.model != "").distinct().order_by(used.c.model)).scalars()
+        )

@@ -21,7 +21,6 @@ from toolpath.evaluation.verdicts import ReplayStatus, RunKind
 from toolpath.store import browse, session_order
 from toolpath.store.annotations import annotations_of
 from toolpath.store.session_order import SessionSort
-from toolpath.store.usage import prices
 from toolpath.ui import (
     compare,
     errors_pages,
@@ -33,6 +32,7 @@ from toolpath.ui import (
     span_pages,
     tools_pages,
 )
+from toolpath.ui.default_prices import price_table
 from toolpath.ui.evalset_trash import deleted_names
 from toolpath.ui.run_cases import failed_count, opened_from, run_view
 from toolpath.ui.usage_view import usage_of_sessions
@@ -74,7 +74,7 @@ def sessions(request: Request) -> Response:
     if newest_first and number > 1:
         raise params.BadRequest("page: numbered pages go with a sort=...; newest first pages by cursor (after=...)")
     store = _state(request).store
-    priced = prices(store)
+    priced = price_table(store)
     began = time.perf_counter()
     keep = params.query_without(query, "after", "before", "page")
     older_url = newer_url = None
@@ -172,7 +172,7 @@ def session(request: Request) -> Response:
     first = (page - 1) * TURNS_PER_PAGE
     shown = found.invocations[first : first + TURNS_PER_PAGE]  # a long session is read a page of turns at a time
     ids = [inv.invocation_id for inv in shown]
-    scores, notes, priced = browse.online_scores(ui.store, ids), annotations_of(ui.store, ids), prices(ui.store)
+    scores, notes, priced = browse.online_scores(ui.store, ids), annotations_of(ui.store, ids), price_table(ui.store)
     turns = [
         {**turn_view(ui.store, i, scores[i.invocation_id], priced), "notes": notes[i.invocation_id]} for i in shown
     ]

@@ -14,8 +14,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from toolpath.store.tool_stats import GROUP_CAP, CallOrder, ToolStat, calls_of_tool, tool_stats
-from toolpath.store.usage import prices
 from toolpath.ui import params
+from toolpath.ui.default_prices import price_table
 from toolpath.ui.usage_view import usage_of_models
 
 CALLS_LISTED = 10
@@ -85,7 +85,7 @@ def tools_page(request: Request) -> Response:
     failed = (
         calls_of_tool(store, window, chosen, CallOrder.LATEST_FAILED, agent=agent, limit=CALLS_LISTED) if chosen else []
     )
-    models = sorted(usage_of_models(store, window, prices(store)).items())
+    models = sorted(usage_of_models(store, window, price_table(store)).items())
     elapsed = time.perf_counter() - began
     keep = params.query_without(query, "sort")
     return request.app.state.templates.TemplateResponse(
