@@ -144,24 +144,41 @@ def test_max_per_hour_holds_across_processes_claiming_at_once_and_the_rest_is_sk
         s.close()
 
 
-def test_a_spent_token_budget_skips_further_targets_as_budget_until_the_hour_turns(store):
+def test_a_token_budget_takes_only_targets_it_can_pay_for_and_skips_the_rest_until_the_hour_turns(store):
+    """Tokens are known once a target is scored: the first target of the hour is taken alone (the rest wait, not
+    skipped) to learn what one costs; then a claim takes as many as the budget has room for at that cost, beside
+    those being scored; the rest are skipped as ``budget``, and the spend never passes the budget."""
     queue = JobQueue(store, evaluators=[limited("judged", tokens=100)]).attach()
     store.write([invocation(i) for i in range(6)])
     first = queue.claim("w", 2, lease_seconds=60)
-    assert len(first) == 2
-    closed, more = queue.complete_and_claim("w", {job: [] for job in first}, 2, 60, tokens={"judged": 60})
-    assert closed == set(first) and len(more) == 2  # 60 of 100 spent: room for more
-    closed, more = queue.complete_and_claim("w", {job: [] for job in more}, 2, 60, tokens={"judged": 40})
-    assert more == []  # spent: the last two are skipped, not claimed
+    assert len(first) == 1 and sorted(s for s, _ in jobs(store).values()).count("pending") == 5  # one waits
+    closed, more = queue.complete_and_claim("w", {job: [] for job in first}, 4, 60, tokens={"judged": 30})
+    assert closed == set(first) and len(more) == 2  # 30 a target: 70 left is room for 2 more (the rest skipped)
+    closed, more = queue.complete_and_claim("w", {job: [] for job in more}, 4, 60, tokens={"judged": 60})
+    assert more == []  # 90 spent, 30 a target: no room for one more
     usage = queue.usage()["judged"]
-    assert (usage.tokens, usage.day_tokens, usage.targets, usage.budget_spent) == (100, 100, 4, True)
-    assert sorted(jobs(store).values()) == [("done", None)] * 4 + [("skipped", "budget")] * 2
-    with store.engine.begin() as conn:  # an hour later: a new hour's room (the day's tokens still counted)
+    assert (usage.tokens, usage.targets, usage.budget_spent) == (90, 3, False)  # never above the budget
+    assert sorted(jobs(store).values()) == [("done", None)] * 3 + [("skipped", "budget")] * 3
+    with store.engine.begin() as conn:  # an hour later: a new hour's room, its first target taken alone again
         conn.execute(text("UPDATE online_usage SET hour_start = hour_start - 3600000000000"))
-        conn.execute(text("UPDATE eval_jobs SET status = 'pending', reason = NULL WHERE status = 'skipped'"))
-    assert len(queue.claim("w", 5, lease_seconds=60)) == 2
-    day = JobQueue(store, evaluators=[QueueEvaluator("judged", "1", limits=UsageLimits(None, None, 100))])
-    assert day.usage()["judged"].day_tokens == 100 and day.usage()["judged"].budget_spent
+        conn.execute(
+            text("UPDATE eval_jobs SET status = 'pending', reason = NULL, attempts = 0 WHERE status = 'skipped'")
+        )
+    assert len(queue.claim("w", 5, lease_seconds=60)) == 1
+    day = JobQueue(store, evaluators=[QueueEvaluator("judged", "1", limits=UsageLimits(None, None, 90))])
+    assert day.usage()["judged"].day_tokens == 90 and day.usage()["judged"].budget_spent
+
+
+def test_the_budget_keeps_room_for_the_targets_other_workers_are_scoring(store):
+    queue = JobQueue(store, evaluators=[limited("judged", tokens=100)]).attach()
+    store.write([invocation(i) for i in range(8)])
+    (learn,) = queue.claim("a", 4, lease_seconds=60)
+    queue.complete_and_claim("a", {learn: []}, 0, 60, tokens={"judged": 20})  # 20 a target: 80 left
+    held = queue.claim("a", 2, lease_seconds=60)  # being scored by worker a, not yet counted
+    assert len(held) == 2
+    taken = queue.claim("b", 10, lease_seconds=60)
+    assert len(taken) == 2  # 80 left, 40 of it for a's two: room for two at 20
+    assert sorted(s for s, _ in jobs(store).values()) == ["claimed"] * 4 + ["done"] + ["skipped"] * 3
 
 
 def judged_config(**evaluator: object) -> dict:
@@ -176,7 +193,8 @@ def answered(n: int) -> list:
 
 def test_the_judge_budget_counts_the_judges_own_tokens_and_stops_scoring_once_spent(store, monkeypatch):
     """One worker, one target a batch: each claim comes after the last target's tokens are counted, so scoring
-    stops at the first target that reaches the budget; every other target is recorded as skipped for budget."""
+    stops at the last target the budget can pay for (at what a target has cost); every other target is recorded
+    as skipped for budget, and the judge never spends more than the budget."""
     with serving_gemini(monkeypatch, lambda prompt, seen: json_reply(score=4, explanation="Reads well.")) as fake:
         config = judged_config(budget={"tokens_per_hour": 2000})
         online = OnlineEvaluator(store, {**config, "workers": 1, "batch_size": 1}).start()
@@ -188,18 +206,18 @@ def test_the_judge_budget_counts_the_judges_own_tokens_and_stops_scoring_once_sp
     usage = online.units["judge"].judge_usage()
     spent = usage.input_tokens + usage.output_tokens
     state = online.queue.usage()["judge"]
-    assert state.tokens == spent and state.budget_spent  # the store counts what the judge reported
+    assert state.tokens == spent  # the store counts what the judge reported
     scored = [status for status, _ in jobs(store).values()].count("done")
     assert fake.requests == scored and spent % scored == 0  # every target costs the same here
-    assert 1 < scored < 40 and spent - spent // scored < 2000 <= spent  # stopped at the first target over it
+    assert 1 < scored < 40 and spent <= 2000 < spent + spent // scored  # the last one it could pay for
     assert sorted(jobs(store).values()) == sorted([("done", None)] * scored + [("skipped", "budget")] * (40 - scored))
     assert online.skipped() == {("judge", SkipReason.BUDGET): 40 - scored}
     assert online.counters()[f"skipped:judge:{SkipReason.BUDGET}"] == 40 - scored
 
 
 def test_a_budget_in_cost_prices_the_judges_tokens_and_stops_scoring_once_spent(store, monkeypatch):
-    """``cost_per_hour``: the judge's tokens at the model's price; scoring stops at the first target that reaches
-    it, the rest skipped for budget; the judge spend's cost says the same."""
+    """``cost_per_hour``: the judge's tokens at the model's price; scoring stops at the last target it can pay
+    for, the rest skipped for budget; the judge spend's cost says the same."""
     from toolpath.judges.client import DEFAULT_MODEL
     from toolpath.store import judge_spend
     from toolpath.store.usage import set_price
@@ -216,10 +234,10 @@ def test_a_budget_in_cost_prices_the_judges_tokens_and_stops_scoring_once_spent(
     usage = online.units["judge"].judge_usage()
     cost = (usage.input_tokens * 100.0 + usage.output_tokens * 400.0) / 1e6
     state = online.queue.usage()["judge"]
-    assert state.budget_spent and state.cost == pytest.approx(cost)
+    assert state.cost == pytest.approx(cost)
     assert judge_spend.by_evaluator(store)["judge"].cost == pytest.approx(cost)
     scored = [status for status, _ in jobs(store).values()].count("done")
-    assert 1 < scored < 40 and cost - cost / scored < 0.25 <= cost  # stopped at the first target over it
+    assert 1 < scored < 40 and cost <= 0.25 < cost + cost / scored  # the last target it could pay for
     assert online.skipped() == {("judge", SkipReason.BUDGET): 40 - scored}
 
 
@@ -236,9 +254,10 @@ def test_a_budget_in_cost_needs_a_priced_judge_model(store, monkeypatch):
         OnlineEvaluator(store, judged_config(budget={"cost_per_hour": -1}))
 
 
-def test_concurrent_workers_take_no_target_once_the_budget_is_spent(store, monkeypatch):
-    """Four workers claiming four targets at a time: once the counted tokens reach the budget no further target is
-    taken; what was being scored then can pass it, by at most what those batches cost."""
+def test_concurrent_workers_never_spend_more_than_the_budget(store, monkeypatch):
+    """Four workers claiming four targets at a time: each claim takes only what the budget can pay for beside the
+    targets the others are scoring, at what a target has cost, so the judge's spend never passes the budget
+    (every target costs the same here), and stops short of it by less than one target's cost."""
     with serving_gemini(monkeypatch, lambda prompt, seen: json_reply(score=4, explanation="Reads well.")):
         online = OnlineEvaluator(store, judged_config(budget={"tokens_per_hour": 2000})).start()
         try:
@@ -249,8 +268,8 @@ def test_concurrent_workers_take_no_target_once_the_budget_is_spent(store, monke
     state = online.queue.usage()["judge"]
     scored = [status for status, _ in jobs(store).values()].count("done")
     per_target = state.tokens // scored
-    assert state.budget_spent and scored < 80
-    assert state.tokens < 2000 + 4 * 4 * per_target  # in flight when it was reached: at most 4 batches of 4
+    assert 1 < scored < 80 and state.tokens % scored == 0
+    assert state.tokens <= 2000 < state.tokens + per_target  # never above; no room left for one more
     assert online.skipped() == {("judge", SkipReason.BUDGET): 80 - scored}
 
 

@@ -355,17 +355,24 @@ class JobQueue:
         new = [r for r in rows if r.attempts == 1 <= self.max_attempts and r.evaluator in self.limits]
         first = collections.Counter(r.evaluator for r in new)
         skipped: dict[SkipReason, list[Job]] = {}
+        held: list[Job] = []
         if first:  # new targets of evaluators with limits: each asks the hour's row for room
             if usage is None:
                 usage = online_usage.lock(conn, self.limits, now)
-            for name, wanted in sorted(first.items()):
-                room, reason = online_usage.take(conn, usage[name], name, wanted, now)
+            for name in sorted(first):
+                mine = [Job(r[0], name) for r in new if r.evaluator == name]
+                others = self._in_flight(conn, name, sum(r.evaluator == name for r in rows), usage[name])
+                if online_usage.cost_unknown(usage[name], others):  # one target learns what a target costs
+                    held += mine[0 if others else 1 :]
+                    mine = mine[: 0 if others else 1]
+                room, reason = online_usage.take(conn, usage[name], name, len(mine), now, others)
                 if reason is not None:
-                    mine = [Job(r[0], name) for r in new if r.evaluator == name]
                     skipped.setdefault(reason, []).extend(mine[room:])
         for reason, over in skipped.items():
             self._close(conn, over, JobStatus.SKIPPED, reason, now)
-        dropped = {job for over in skipped.values() for job in over}
+        if held:  # waiting again, the claim not counted as an attempt
+            self._hold(conn, held)
+        dropped = {job for over in skipped.values() for job in over} | set(held)
         with self._lock:
             self.stats.claimed += len(jobs) - len(dropped)
             self.stats.failed += len(worn)
@@ -373,6 +380,23 @@ class JobQueue:
                 for job in over:
                     self.stats.skipped[job.evaluator, reason] += 1
         return [job for job in jobs if job not in dropped]
+
+    def _hold(self, conn: Connection, jobs: Sequence[Job]) -> None:
+        for i in range(0, len(jobs), _IN_CHUNK):
+            conn.execute(
+                update(self.table)
+                .where(self._keys_in(jobs[i : i + _IN_CHUNK]))
+                .values(status=JobStatus.PENDING, claimed_by=None, claimed_at=None, attempts=self.table.c.attempts - 1)
+            )
+
+    def _in_flight(self, conn: Connection, name: str, claimed_now: int, usage: online_usage.EvaluatorUsage) -> int:
+        """Evaluator ``name``'s targets being scored by others (claimed before this claim): their cost is not
+        counted yet; with a budget, it keeps room for them (none read without one)."""
+        if not usage.limits.budgeted:
+            return 0
+        table = self.table
+        count = select(func.count()).where(table.c.status == JobStatus.CLAIMED, table.c.evaluator == name)
+        return max(0, conn.execute(count.select_from(table)).scalar_one() - claimed_now)
 
     def _close(
         self, conn: Connection, jobs: Sequence[Job], status: JobStatus, reason: SkipReason | None, now: int

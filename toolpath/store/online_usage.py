@@ -31,7 +31,8 @@ _LOCK = (  # creates the hour's row, or locks it as it is (PostgreSQL holds the 
     "ON CONFLICT (evaluator, hour_start) DO UPDATE SET targets = online_usage.targets RETURNING targets, tokens"
 )
 _DAY = (
-    "SELECT coalesce(sum(tokens), 0) FROM online_usage WHERE evaluator = {m} AND hour_start >= {m} AND hour_start < {m}"
+    "SELECT coalesce(sum(tokens), 0), coalesce(sum(targets), 0) FROM online_usage "
+    "WHERE evaluator = {m} AND hour_start >= {m} AND hour_start < {m}"
 )
 _COST = (  # an evaluator's judge cost from a time on, and whether tokens were spent on a model without a price
     "SELECT sum((s.input_tokens * p.input_per_million + s.output_tokens * p.output_per_million) / 1000000.0), "
@@ -59,6 +60,11 @@ class UsageLimits:
     def costed(self) -> bool:
         return self.cost_per_hour is not None or self.cost_per_day is not None
 
+    @property
+    def budgeted(self) -> bool:
+        """A budget of the judge's, in tokens or cost."""
+        return self.costed or self.tokens_per_hour is not None or self.tokens_per_day is not None
+
 
 @dataclass
 class EvaluatorUsage:
@@ -75,6 +81,8 @@ class EvaluatorUsage:
     """The judge's cost this clock hour (with a budget in cost; infinite when a model it called has no price)."""
     day_cost: float = 0.0
     """And this UTC day."""
+    day_targets: int = 0
+    """Targets taken this UTC day (read with a day budget)."""
 
     @property
     def budget_spent(self) -> bool:
@@ -105,28 +113,68 @@ def lock(conn: Connection, limits: Mapping[str, UsageLimits], now: int) -> dict[
     used: dict[str, EvaluatorUsage] = {}
     for name in sorted(limits):
         targets, tokens = conn.exec_driver_sql(_LOCK.format(m=m), (name, hour)).one()
-        day_tokens = tokens
-        if limits[name].tokens_per_day is not None:
-            day_tokens = int(conn.exec_driver_sql(_DAY.format(m=m), (name, day, day + DAY_NS)).scalar_one())
-        used[name] = EvaluatorUsage(int(targets), int(tokens), day_tokens, limits[name])
+        day_tokens, day_targets = tokens, targets
+        if limits[name].tokens_per_day is not None or limits[name].cost_per_day is not None:
+            day_tokens, day_targets = conn.exec_driver_sql(_DAY.format(m=m), (name, day, day + DAY_NS)).one()
+        used[name] = EvaluatorUsage(int(targets), int(tokens), int(day_tokens), limits[name])
+        used[name].day_targets = int(day_targets)
         if limits[name].costed:
             used[name].cost, used[name].day_cost = _costs(conn, name, now)
     return used
 
 
-def take(conn: Connection, usage: EvaluatorUsage, name: str, wanted: int, now: int) -> tuple[int, SkipReason | None]:
+def take(
+    conn: Connection, usage: EvaluatorUsage, name: str, wanted: int, now: int, in_flight: int = 0
+) -> tuple[int, SkipReason | None]:
     """How many of ``wanted`` new targets evaluator ``name`` may score now (``usage``: its row, from
-    :func:`lock` in this transaction), counted; and why the rest may not."""
+    :func:`lock` in this transaction), counted; and why the rest may not. ``in_flight``: its other targets being
+    scored now, whose cost is not counted yet: the budget keeps room for them (:func:`budget_room`)."""
     if wanted <= 0:
         return 0, None
     if usage.budget_spent:
         return 0, SkipReason.BUDGET
     per_hour = usage.limits.max_per_hour
     room = wanted if per_hour is None else max(0, min(wanted, per_hour - usage.targets))
+    reason = SkipReason.RATE if room < wanted else None
+    left = budget_room(usage, in_flight)
+    if left is not None and left < room:
+        room, reason = left, SkipReason.BUDGET
     if room:
         _count(conn, name, room, 0, now)
         usage.targets += room
-    return room, SkipReason.RATE if room < wanted else None
+        usage.day_targets += room
+    return room, reason
+
+
+def cost_unknown(usage: EvaluatorUsage, in_flight: int) -> bool:
+    """Whether an evaluator with a budget has no target scored yet this hour or day to learn a target's cost from:
+    it then scores one at a time (the others wait, not skipped) until one is."""
+    limits = usage.limits
+    kinds = ((limits.tokens_per_hour, usage.targets), (limits.tokens_per_day, usage.day_targets),
+             (limits.cost_per_hour, usage.targets), (limits.cost_per_day, usage.day_targets))  # fmt: skip
+    return any(limit is not None and taken - in_flight <= 0 for limit, taken in kinds)
+
+
+def budget_room(usage: EvaluatorUsage, in_flight: int) -> int | None:
+    """How many more targets the budget has room for, each at the mean cost of those scored so far in its hour or
+    day, once the ``in_flight`` targets (being scored: taken, not yet counted) have had theirs — so that the
+    targets taken never cost more than the budget, as long as they cost what the earlier ones did. ``None``: no
+    limit, or no target scored yet to take the cost of."""
+    limits = usage.limits
+    kinds = (
+        (limits.tokens_per_hour, usage.tokens, usage.targets),
+        (limits.tokens_per_day, usage.day_tokens, usage.day_targets),
+        (limits.cost_per_hour, usage.cost, usage.targets),
+        (limits.cost_per_day, usage.day_cost, usage.day_targets),
+    )
+    rooms = []
+    for limit, used, taken in kinds:
+        scored = taken - in_flight
+        if limit is None or used <= 0 or scored <= 0 or used == float("inf"):
+            continue
+        each = used / scored
+        rooms.append(max(0, int((limit - used) // each) - in_flight))
+    return min(rooms) if rooms else None
 
 
 def spend(conn: Connection, usage: Mapping[str, EvaluatorUsage], tokens: Mapping[str, int], now: int) -> None:
@@ -158,7 +206,7 @@ def read(conn: Connection, limits: Mapping[str, UsageLimits], now: int) -> dict[
         row = conn.exec_driver_sql(
             f"SELECT targets, tokens FROM online_usage WHERE evaluator = {m} AND hour_start = {m}", (name, hour)
         ).first()
-        day_tokens = conn.exec_driver_sql(_DAY.format(m=m), (name, day, day + DAY_NS)).scalar_one()
+        day_tokens, _ = conn.exec_driver_sql(_DAY.format(m=m), (name, day, day + DAY_NS)).one()
         targets, tokens = (int(row[0]), int(row[1])) if row is not None else (0, 0)
         used[name] = EvaluatorUsage(targets, tokens, int(day_tokens), evaluator_limits)
         if evaluator_limits.costed:
