@@ -108,3 +108,13 @@ def test_the_user_filter_and_rows_read_the_kept_user(store):
     assert [(r["session_id"], r["users"]) for r in page.rows] == [("s", ["from-resource", "u-2"])]
     assert browse.session_page(store, SessionFilter(user="u-3")).rows == []
     assert [r["session_id"] for r in browse.session_page(store, SessionFilter(text="FROM-RES")).rows] == ["s"]
+
+
+def test_the_tokens_filter_reads_the_session_totals_kept_on_its_turns(store):
+    from toolpath.store import browse
+    from toolpath.store.session_filter import SessionFilter
+
+    spans, invocations = two_turns()  # session s: 107 + 13 + 1000 = 1,120 tokens
+    store.write([*invocations, Invocation(invocation_id="none", session_id="t", trace_id="cd" * 16)], spans)
+    assert [r["session_id"] for r in browse.session_page(store, SessionFilter(tokens_above=1119)).rows] == ["s"]
+    assert browse.session_page(store, SessionFilter(tokens_above=1120)).rows == []

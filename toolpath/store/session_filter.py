@@ -51,6 +51,8 @@ class SessionFilter:
     """The invocation attribute that is ``true`` on a turn an evaluation ran (``toolpath.evaluation``)."""
     review: str | None = None
     """Only sessions with a turn a reviewer annotated: labelled ``pass`` or ``fail``, or ``any`` annotation."""
+    tokens_above: int | None = None
+    """Only sessions whose turns' model calls took more than this many tokens (input plus output), in all."""
     user: str | None = None
     """Only sessions with a turn of this user (``user.id`` or ``enduser.id``, kept on the turn)."""
 
@@ -120,6 +122,10 @@ def conditions(where: SessionFilter, dialect: str) -> list[Condition]:
         if where.evaluation_attribute is not None:
             marked, key = marked_true(dialect, where.evaluation_attribute, "invocations.attributes")
             out.append(Condition(f"NOT EXISTS ({_TURN} AND {marked})", (key,)))
+    if where.tokens_above is not None:  # the totals kept on the turns, read by (session_id, started_at)
+        total = "SELECT SUM(invocations.input_tokens + invocations.output_tokens) FROM invocations"
+        mine = "invocations.session_id = sessions.session_id"
+        out.append(Condition(f"({total} WHERE {mine}) > ?", (where.tokens_above,)))
     if where.user is not None:  # an index seek on (user_id, started_at)
         out.append(Condition("sessions.session_id IN (SELECT invocations.session_id FROM invocations "
                              "WHERE invocations.user_id = ?)", (where.user,)))  # fmt: skip

@@ -194,6 +194,7 @@ def session_filter(params: Mapping[str, str]) -> SessionFilter:
         evaluation_attribute=sc.TOOLPATH_EVALUATION,
         review=review,
         user=text(params, "user"),
+        tokens_above=None if text(params, "tokens") is None else integer(params, "tokens", 0, low=0, high=10**15),
     )
 
 
