@@ -17,8 +17,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from tests.collector.test_unrunnable_spans import TRACE, body, good_run, post, span
 from tests.helpers.collector import free_port
+from tests.helpers.otlp_json_spans import TRACE, body, good_run, post, span
 from toolpath.collector.grpc_server import TRACE_SERVICE, make_grpc_server
 from toolpath.collector.http import HttpServer
 from toolpath.collector.ingestor import Ingestor

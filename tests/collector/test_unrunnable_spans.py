@@ -5,46 +5,19 @@ collector says it stored is what the store holds. Over HTTP on 127.0.0.1, on SQL
 
 from __future__ import annotations
 
-import json
 import logging
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
+from tests.helpers.otlp_json_spans import AGENT, TRACE, body, good_run, post, span
 from toolpath.collector.http import HttpServer
 from toolpath.collector.ingestor import Ingestor
 from toolpath.collector.limits import Limits
 from toolpath.collector.service import summary
 from toolpath.model import invocation_key
 from toolpath.store.store import Store
-
-TRACE = "7" * 32
-AGENT = "a" * 16
-
-
-def span(span_id: str, parent: str | None, name: str, operation: str | None = None, trace: str = TRACE) -> dict:
-    attributes = [{"key": "gen_ai.operation.name", "value": {"stringValue": operation}}] if operation else []
-    if operation == "execute_tool":
-        attributes.append({"key": "gen_ai.tool.name", "value": {"stringValue": name}})
-    out = {"traceId": trace, "spanId": span_id, "name": name, "kind": 1, "startTimeUnixNano": "1000",
-           "endTimeUnixNano": "2000", "attributes": attributes}  # fmt: skip
-    if parent is not None:
-        out["parentSpanId"] = parent
-    return out
-
-
-def good_run() -> list[dict]:
-    """An agent run with two tool calls: what every export below also holds."""
-    return [span(AGENT, None, "bot", "invoke_agent"), span("b" * 16, AGENT, "t1", "execute_tool"),
-            span("c" * 16, AGENT, "t2", "execute_tool")]  # fmt: skip
-
-
-def body(spans: list[Any]) -> bytes:
-    return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}).encode()
 
 
 @pytest.fixture
@@ -56,16 +29,6 @@ def collector(store) -> Iterator[tuple[HttpServer, Ingestor, Store]]:
         time.sleep(0.02)
     yield server, ingestor, store
     server.shutdown(timeout=15)
-
-
-def post(port: int, data: bytes) -> tuple[int, dict]:
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/traces", data=data, method="POST",
-                                     headers={"Content-Type": "application/json"})  # fmt: skip
-    try:
-        with urllib.request.urlopen(request, timeout=60) as reply:
-            return reply.status, json.loads(reply.read() or b"{}")
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
 
 
 REFUSED = {

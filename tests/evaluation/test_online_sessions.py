@@ -6,40 +6,20 @@ set as reference gives a session the verdict ``toolpath eval SET --from-store`` 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
-from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import text
 
 from tests.helpers import ADK_FIXTURES
+from tests.helpers.online_sessions import turn, wait_for
 from toolpath.errors import ConfigError
 from toolpath.evaluation.evalsets.files import load_eval_sets
 from toolpath.evaluation.evalsets.recorded_cases import Match, pair_cases, score_recorded_sessions
 from toolpath.evaluation.online import OnlineConfig, OnlineEvaluator
-from toolpath.model import Invocation, ToolCall
+from toolpath.model import ToolCall
 from toolpath.store.store import Store
-
-START = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
-
-
-def turn(session: str, n: int, calls: int = 1, prompt: str | None = None, **fields) -> Invocation:
-    """Turn ``n`` of ``session``: ``calls`` tool calls, started ``n`` minutes after :data:`START`."""
-    values = {
-        "invocation_id": hashlib.sha256(f"{session}/{n}".encode()).hexdigest()[:16],
-        "session_id": session,
-        "agent_name": "bot",
-        "prompt": prompt or f"{session} request {n}",
-        "response": "ok",
-        "tool_calls": [ToolCall(name="lookup", args={"n": k}) for k in range(calls)],
-        "trace_id": hashlib.sha256(f"{session}/{n}/trace".encode()).hexdigest()[:32],
-        "started_at": START + timedelta(minutes=n),
-        "latency_seconds": 1.0,
-    }
-    return Invocation(**{**values, **fields})
-
 
 SESSIONS = {"poll_seconds": 0.02, "evaluator": [{
     "name": "conversations", "version": "2", "target": "session", "idle_seconds": 0.3,
@@ -54,15 +34,6 @@ def results(store: Store) -> dict[tuple[str, int, str], tuple]:
             text("SELECT session_id, revision, metric, score, label, turns, superseded_at FROM session_results")
         ).all()
     return {(r[0], r[1], r[2]): (r[3], r[4], r[5], r[6] is not None) for r in rows}
-
-
-def wait_for(condition, timeout: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_a_session_is_scored_once_quiet_and_a_late_turn_reopens_it(store):

@@ -9,9 +9,9 @@ import time
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.evaluation.test_online_sessions import turn, wait_for
 from tests.helpers.cli import run_cli
 from tests.helpers.fake_gemini import json_reply, serving_gemini
+from tests.helpers.online_sessions import turn, wait_for
 from toolpath.collector.prometheus import MAX_EVALUATOR_LABELS, OTHER_AGENTS, ServiceMetrics
 from toolpath.evaluation.online import OnlineEvaluator
 from toolpath.store import judge_spend
