@@ -15,6 +15,7 @@ to)."""
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
 from collections.abc import Mapping, Sequence
@@ -36,7 +37,7 @@ from toolpath.model import EvalCase, EvalStatus, Session, agent_span_id
 from toolpath.store.job_queue import Job
 from toolpath.store.job_status import ResultLabel
 
-__all__ = ["CASE_VERDICT", "ScoredSessions", "SessionScorer", "score_sessions"]
+__all__ = ["CASE_VERDICT", "ScoredSessions", "SessionScorer", "score_sessions", "warm_up"]
 
 CASE_VERDICT = "eval_case"
 """The result naming the eval case a session was judged as, and its verdict (1 passed, 0 failed)."""
@@ -239,3 +240,13 @@ def _for(tag: tuple[int, str] | None, metric: str) -> bool:
     if tag is None:
         return False
     return metric == CASE_VERDICT or tag[1] == metric.rsplit(":", 1)[0] or tag[1] == metric
+
+
+def warm_up() -> None:
+    """Load what judging a conversation loads on first use — google-adk's evaluation modules, when installed
+    (seconds of imports) — so that the first quiet session is not late by them: run off the workers' threads as
+    online scoring starts."""
+    import importlib
+
+    with contextlib.suppress(ImportError):
+        importlib.import_module("google.adk.evaluation.metric_evaluator_registry")

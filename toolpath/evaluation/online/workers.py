@@ -24,7 +24,7 @@ from toolpath.evaluation.online.evalset_runs import OnlineRun
 from toolpath.evaluation.online.evaluator_units import BatchSpend, EvaluatorUnit, spending
 from toolpath.evaluation.online.references import EvalSetReferences, References, check_metrics, is_eval_set_path
 from toolpath.evaluation.online.selection import TargetKind
-from toolpath.evaluation.online.session_scoring import SessionScorer, score_sessions
+from toolpath.evaluation.online.session_scoring import SessionScorer, score_sessions, warm_up
 from toolpath.evaluation.online.settings import FLAT_EVALUATOR, OnlineConfig
 from toolpath.evaluation.prompt_match import prompt_key
 from toolpath.judges.client import settings_from
@@ -169,6 +169,8 @@ class OnlineEvaluator:
 
     def start(self) -> OnlineEvaluator:
         self.store.on_invocations = self._enqueue
+        if self.scorers or self.run is not None:  # judging a conversation or a case loads google-adk's evaluation
+            threading.Thread(target=warm_up, name="toolpath-online-warm-up", daemon=True).start()
         for index in range(self.config.workers):
             thread = threading.Thread(target=self._work, args=(f"{self.name}/{index}",), daemon=True)
             thread.name = f"toolpath-online-{index}"
