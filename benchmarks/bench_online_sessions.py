@@ -250,6 +250,22 @@ def query(store: Any, sql: str) -> list[Any]:
         return list(conn.execute(text(sql)))
 
 
+def settle(pid: int, timeout: float = 60.0) -> None:
+    """Wait until process ``pid`` (a collector just started) has stopped working on its own: its CPU over half a
+    second under 5% of a core (or ``timeout``)."""
+
+    def cpu() -> float:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        before = cpu()
+        time.sleep(0.5)
+        if cpu() - before < 0.025:
+            return
+
+
 def judge_tokens(store: Any) -> tuple[int, int]:
     """The session evaluator's judge calls sent and tokens spent, from ``judge_spend``."""
     rows = query(store, "SELECT outcome, sum(calls), sum(input_tokens + output_tokens) FROM judge_spend "
@@ -284,6 +300,7 @@ def ingest(args: argparse.Namespace, folder: Path) -> float:
             with fresh_store(args.store, folder, f"ingest-{modes.index(mode)}-{r}") as url:
                 extra = ("--online", str(folder / f"{modes.index(mode)}.toml")) if mode != "off" else ()
                 with collector(url, *extra, *args.collect_args) as (port, process):
+                    settle(process.pid)  # what it loads as it starts (online: google-adk's evaluation) is not ingest
                     sent = send(template, marker, port, process.pid, sender)
                     store = Store(url)
                     if mode == "on":  # its sessions close idle_seconds after they were stored: their judge cost
