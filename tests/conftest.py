@@ -71,6 +71,6 @@ def store(request, tmp_path) -> Iterator[Store]:
     else:
         opened = Store(request.getfixturevalue("postgres_url"))
         with opened.engine.begin() as conn:
-            conn.execute(text(f"TRUNCATE {', '.join(schema.metadata.tables)}"))
+            conn.execute(text(f"TRUNCATE {', '.join([*schema.metadata.tables, 'turn_text'])}"))
     yield opened
     opened.close()

@@ -20,7 +20,7 @@ import pytest
 from tests.helpers.cli import run_process
 from toolpath.cli.agents import load_agent
 from toolpath.store import schema as t
-from toolpath.store import turn_usage
+from toolpath.store import turn_text, turn_usage
 from toolpath.store.store import Store
 
 DEMO_AGENT = "toolpath.demo.smart_home:smart_home_agent"
@@ -238,6 +238,7 @@ def bulk_store(url: str, invocations: int, *, per_session: int = 5, model_spans:
             conn.exec_driver_sql(f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({marks})", list(rows))
         if model_spans:  # the rows bypass the write path: each turn's usage and user kept as migration 0011 does
             turn_usage.backfill(conn)
+        turn_text.backfill(conn)  # and its text indexed as 0012 does
     return store
 
 

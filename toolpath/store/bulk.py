@@ -18,7 +18,7 @@ from sqlalchemy.exc import DBAPIError
 
 from toolpath.jsontext import dumps
 from toolpath.store import schema as t
-from toolpath.store import turn_usage
+from toolpath.store import turn_text, turn_usage
 from toolpath.store.spanrecord import SpanRecord
 
 if TYPE_CHECKING:  # the pydantic model is imported where an invocation is built: reading lists needs none
@@ -176,7 +176,9 @@ def write_invocations(
     replaced = [inv.invocation_id for inv in invocations] if existing is None else sorted(existing)
     delete_of_invocations(conn, t.tool_calls, replaced)
     _write(conn, t.tool_calls, [call for _, calls in rows for call in calls], new=True)  # deleted above
-    turn_usage.refresh(conn, [inv.invocation_id for inv in invocations])  # from the spans stored by now
+    ids = [inv.invocation_id for inv in invocations]
+    turn_usage.refresh(conn, ids)  # from the spans stored by now
+    turn_text.refresh(conn, ids)  # after the user: its text holds it
 
 
 def delete_of_invocations(conn: Connection, table: Any, invocation_ids: Sequence[str]) -> None:

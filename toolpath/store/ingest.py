@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from sqlalchemy import Connection, delete, text, update
 
 from toolpath.store import schema as t
+from toolpath.store import turn_text
 from toolpath.store.bulk import EncodedInvocations, delete_of_invocations, insert_span_rows, pg_array, span_rows
 from toolpath.store.job_status import JobStatus
 from toolpath.store.parent_cycles import closed_cycles
@@ -442,6 +443,7 @@ def forget_invocations(conn: Connection, invocation_ids: Sequence[str]) -> None:
         conn.execute(delete(t.eval_jobs).where(t.eval_jobs.c.invocation_id.in_(chunk)))
         delete_of_invocations(conn, t.online_results, chunk)
         conn.execute(delete(t.turn_usage).where(t.turn_usage.c.invocation_id.in_(chunk)))
+        turn_text.forget(conn, chunk)
         conn.execute(delete(t.invocations).where(t.invocations.c.invocation_id.in_(chunk)))
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from toolpath.store import turn_text
 from toolpath.store.engine import SQLITE_LOWER
 from toolpath.store.job_status import ResultLabel
 from toolpath.store.session_list import EVALUATION_PREFIXES, Condition, marked_true
@@ -89,13 +90,18 @@ def _search(where: SessionFilter, text: str, dialect: str) -> Condition:
         read = [f"{SQLITE_LOWER}({column})" for column in read] if fold else read
         return " OR ".join(f"{column} {like} ? ESCAPE '\\'" for column in read)
 
-    selects = [
-        f"SELECT sessions.session_id FROM sessions WHERE {has('sessions')}",
-        f"SELECT invocations.session_id FROM invocations WHERE {has('invocations')}",
-        "SELECT invocations.session_id FROM tool_calls JOIN invocations "
-        f"ON invocations.invocation_id = tool_calls.invocation_id WHERE {has('tool_calls')}",
-    ]
-    tables = ["sessions", "invocations", "tool_calls"]
+    indexed = turn_text.matching(dialect, text)
+    if indexed is not None:  # the turns and their calls through the text index (toolpath.store.turn_text)
+        selects = [f"SELECT sessions.session_id FROM sessions WHERE {has('sessions')}", indexed[0]]
+        tables = ["sessions"]
+    else:
+        selects = [
+            f"SELECT sessions.session_id FROM sessions WHERE {has('sessions')}",
+            f"SELECT invocations.session_id FROM invocations WHERE {has('invocations')}",
+            "SELECT invocations.session_id FROM tool_calls JOIN invocations "
+            f"ON invocations.invocation_id = tool_calls.invocation_id WHERE {has('tool_calls')}",
+        ]
+        tables = ["sessions", "invocations", "tool_calls"]
     if where.in_spans:
         selects.append(
             "SELECT invocations.session_id FROM spans JOIN invocations ON invocations.trace_id = spans.trace_id "
@@ -104,6 +110,8 @@ def _search(where: SessionFilter, text: str, dialect: str) -> Condition:
         tables.append("spans")
     pattern = _like(text)
     params = tuple(pattern for table in tables for _ in _TEXT_COLUMNS[table])
+    if indexed is not None:  # its parameters follow the session ids' (the spans' come last)
+        params = params[:1] + indexed[1] + params[1:]
     return Condition(f"sessions.session_id IN ({' UNION '.join(selects)})", params)
 
 
