@@ -251,12 +251,19 @@ def query(store: Any, sql: str) -> list[Any]:
 
 
 def settle(pid: int, timeout: float = 60.0) -> None:
-    """Wait until process ``pid`` (a collector just started) has stopped working on its own: its CPU over half a
-    second under 5% of a core (or ``timeout``)."""
+    """Wait until process ``pid`` (a collector just started) and its worker processes have stopped working on
+    their own: their CPU over half a second under 5% of a core (or ``timeout``)."""
 
     def cpu() -> float:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        total = 0
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:  # gone meanwhile
+                continue
+            if stat.parent.name == str(pid) or fields[1] == str(pid):  # the process, or one of its children
+                total += int(fields[11]) + int(fields[12])
+        return total / os.sysconf("SC_CLK_TCK")
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
