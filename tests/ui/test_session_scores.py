@@ -67,6 +67,6 @@ def test_the_session_page_shows_its_scores_as_a_whole_and_each_turns_evaluators(
             ["conversations v2", "1", "2", "tool_call_count:last", "1.000"],
             ["conversations v2", "1", "2", "tool_call_count:mean", "2.000"],
         ]
-        first = page.locator("#turn-1 table.scores td.evaluator")
+        first = page.locator("#turn-1 table.scores .evaluator")
         assert first.all_inner_texts() == ["audit v7", "turns v1"]  # one metric, two evaluators
     store.close()
