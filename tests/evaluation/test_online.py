@@ -26,6 +26,7 @@ from toolpath.errors import ConfigError
 from toolpath.evaluation.online import OnlineConfig, OnlineEvaluator
 from toolpath.evaluation.online.references import References
 from toolpath.evaluation.prompt_match import PromptMatch, normalize_prompt
+from toolpath.store import schema
 from toolpath.store.browse import online_series, session_page
 from toolpath.store.job_queue import JobQueue
 from toolpath.store.job_status import ResultLabel
@@ -291,7 +292,7 @@ while True:
 def test_killing_one_of_two_workers_on_postgresql_scores_everything_once(tmp_path, postgres_url):
     store = Store(postgres_url)
     with store.engine.begin() as conn:
-        conn.execute(text("TRUNCATE tool_calls, invocations, sessions, spans, eval_jobs, online_results"))
+        conn.execute(text(f"TRUNCATE {', '.join(schema.metadata.tables)}"))  # every table (some refer to others)
     JobQueue(store).attach()
     store.write([invocation(i) for i in range(30)])
     store.on_invocations = None

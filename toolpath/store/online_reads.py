@@ -35,8 +35,7 @@ def latest_scored(store: Store, *, after_ns: int = 0, limit: int = 50) -> list[d
         shared = {m for m, _ in by if sum(1 for other, _ in by if other == m) > 1}
         for r in found:  # a metric two evaluators score is named with each evaluator
             key = f"{r.metric} ({r.evaluator})" if r.metric in shared else r.metric
-            scores[r.invocation_id][key] = {"score": r.score, "label": r.label, "explanation": r.explanation,
-                                            "evaluator": r.evaluator}  # fmt: skip
+            scores[r.invocation_id][key] = {"score": r.score, "label": r.label, "explanation": r.explanation}
     out = []
     for r in sorted(recent, key=lambda r: r.scored_at):
         row = info.get(r.invocation_id)
