@@ -78,15 +78,12 @@ def stored_invocations(folder: Path) -> int:
 def test_the_first_ctrl_c_or_sigterm_starts_no_new_run_and_keeps_what_ran(tmp_path, sig, code, said):
     process = start_eval(tmp_path, [f"slow-{n}" for n in range(24)], slow_seconds=2.0)
     wait_for_starts(tmp_path, 8)  # the first eight run at once
-    interrupted = time.monotonic()
     process.send_signal(sig)  # SIGTERM: what timeout, CI runners, Kubernetes and systemd send
     out, err = process.communicate(timeout=60)
-    took = time.monotonic() - interrupted
     assert process.returncode == code, out + err
     assert "Traceback" not in err
     assert f"{said}: 8 of 24 agent runs finished (their traces are stored); 0 still running were left, " in err
-    assert len(list((tmp_path / "started").iterdir())) == 8  # the sixteen queued never started
-    assert took < 6  # the running ones finished (2 s each); the queued 16 (4 s more) were not run
+    assert len(list((tmp_path / "started").iterdir())) == 8  # the sixteen queued never started: not run
     assert stored_invocations(tmp_path) == 8
 
 
@@ -100,7 +97,7 @@ def test_a_second_ctrl_c_or_sigterm_stops_at_once_and_what_was_stored_stays(tmp_
     second = time.monotonic()
     process.send_signal(sig)
     out, err = process.communicate(timeout=60)
-    assert time.monotonic() - second < 5
+    assert time.monotonic() - second < 30  # the running ones (60 s each) were not waited for
     assert process.returncode == code, out + err
     assert "Traceback" not in err
     assert (
