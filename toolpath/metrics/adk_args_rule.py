@@ -25,7 +25,8 @@ _CLIENT_CALLS_2_15 = frozenset({"adk_request_confirmation", "adk_request_credent
 _CLIENT_CALL_CANDIDATES = (*sorted(_CLIENT_CALLS_2_15), "adk_request_input")
 
 
-def _adk_present() -> bool:
+def adk_present() -> bool:
+    """Whether google-adk is installed (found without importing it)."""
     try:
         return importlib.util.find_spec("google.adk") is not None
     except (ImportError, ValueError):
@@ -35,7 +36,7 @@ def _adk_present() -> bool:
 @cache
 def none_args_equal_empty() -> bool:
     """ADK's answer (see the module): ``True`` when a call with ``args=None`` matches one with ``args={}``."""
-    if not _adk_present():
+    if not adk_present():
         return True
     from google.adk.evaluation.eval_case import IntermediateData, Invocation
     from google.adk.evaluation.eval_metrics import EvalMetric
@@ -57,7 +58,7 @@ def none_args_equal_empty() -> bool:
 def client_call_names() -> frozenset[str]:
     """The names of the calls ADK sends its client that the installed google-adk leaves out of an invocation's
     tool calls (see the module); empty when it keeps them all."""
-    if not _adk_present():
+    if not adk_present():
         return _CLIENT_CALLS_2_15
     from google.adk.evaluation.eval_case import IntermediateData, get_all_tool_calls
     from google.genai import types

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 
 from sqlalchemy import Connection
 
+from toolpath.store.turn_usage import each_batch
+
 SEPARATOR = "\x1f"
 MIN_LENGTH = 3
 """Shorter texts have no trigram: they are searched by a scan."""
@@ -74,18 +76,7 @@ def forget(conn: Connection, invocation_ids: Sequence[str]) -> None:
 
 def backfill(conn: Connection, batch: int = 2_000) -> int:
     """:func:`refresh` of every stored turn, ``batch`` at a time in the order of their ids; the number of turns."""
-    done, after = 0, ""
-    mark = "?" if conn.dialect.name == "sqlite" else "%s"
-    while True:
-        found = conn.exec_driver_sql(
-            f"SELECT invocation_id FROM invocations WHERE invocation_id > {mark} ORDER BY invocation_id LIMIT {batch}",
-            (after,),
-        ).all()
-        if not found:
-            return done
-        ids = [row[0] for row in found]
-        refresh(conn, ids)
-        done, after = done + len(ids), ids[-1]
+    return each_batch(conn, refresh, batch)
 
 
 def matching(dialect: str, text: str) -> tuple[str, tuple[str, ...]] | None:

@@ -11,7 +11,7 @@ A cost stays a price applied at read time to the tokens of calls that reported n
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import Connection
@@ -144,6 +144,12 @@ def refresh(conn: Connection, invocation_ids: Sequence[str], keys: UsageKeys = U
 def backfill(conn: Connection, batch: int = 2_000) -> int:
     """:func:`refresh` of every stored turn, ``batch`` turns at a time in the order of their ids (what migration
     0011 runs); the number of turns."""
+    return each_batch(conn, refresh, batch)
+
+
+def each_batch(conn: Connection, work: Callable[[Connection, Sequence[str]], None], batch: int) -> int:
+    """``work(conn, ids)`` over every stored turn's id, ``batch`` at a time in the order of the ids; the number of
+    turns."""
     done, after = 0, ""
     mark = "?" if conn.dialect.name == "sqlite" else "%s"
     while True:
@@ -154,5 +160,5 @@ def backfill(conn: Connection, batch: int = 2_000) -> int:
         if not found:
             return done
         ids = [row[0] for row in found]
-        refresh(conn, ids)
+        work(conn, ids)
         done, after = done + len(ids), ids[-1]

@@ -16,12 +16,13 @@ google-adk is imported here only when the answer is needed, never by ``import to
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import inspect
 import warnings
 from collections.abc import Awaitable, Mapping
 from functools import cache
 from typing import Any, TypeVar
+
+from toolpath.metrics.adk_args_rule import adk_present
 
 _T = TypeVar("_T")
 
@@ -44,17 +45,10 @@ def adk_counted(figures: Mapping[str, Any], adk_invocation: Mapping[str, Any] | 
     return out
 
 
-def _adk_present() -> bool:
-    try:
-        return importlib.util.find_spec("google.adk") is not None
-    except (ImportError, ValueError):
-        return False
-
-
 @cache
 def token_mean_over_reported() -> bool:
     """Whether a case's mean token counts leave out the invocations that reported no tokens (see the module)."""
-    if not _adk_present():
+    if not adk_present():
         return True
     from google.adk.evaluation.eval_case import IntermediateData, Invocation, InvocationEvent, InvocationEvents
     from google.adk.evaluation.eval_metrics import EvalMetric
