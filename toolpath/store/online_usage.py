@@ -5,9 +5,9 @@ held to: ``max_per_hour`` targets, judge tokens per hour and per UTC day.
 A claim asks :func:`take` for room in the claim's own transaction. The hour's row is locked while it is read and
 counted (PostgreSQL: the upsert's row lock, held to the commit; SQLite: one writer at a time), so workers in any
 number of processes never take more than ``max_per_hour`` between them. Tokens are known once the judge has
-answered: :func:`spend` adds them in the transaction that stores the results. A target is taken only while the
-budget has room, so the targets already being scored when it runs out can pass it by what they cost (at most
-``workers × batch_size`` targets of one evaluator, each bounded by the judge's prompt limit).
+answered: :func:`spend` adds them in the transaction that stores the results. A claim takes only the targets the
+budget has room for at what a target has cost so far, beside those being scored (:func:`budget_room`); until one
+has been scored in the hour (or day), one at a time (:func:`cost_unknown`).
 
 Transactions lock the rows they need at one point, all at once, in the order of the evaluators' names: two of
 them never wait for each other's rows in opposite orders.
