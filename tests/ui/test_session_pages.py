@@ -132,6 +132,8 @@ def test_tool_and_tool_error_and_latency_filters(ui, page):
     url, _ = ui
     page.goto(f"{url}/sessions?tool_error=1&hide_eval=1")
     assert listed(page) == [TOOL_ERROR_SESSION]
+    row = page.locator(f"tr.session[data-session='{TOOL_ERROR_SESSION}']")
+    assert row.locator(".failing").inner_text() == "set_light: TimeoutError: no answer"  # which tool, what error
     page.goto(f"{url}/sessions?tool_error=1")
     assert len(listed(page)) > 1  # the demo's agents hit device errors too
     page.goto(f"{url}/sessions?tool=lookup_order")

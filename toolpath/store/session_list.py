@@ -212,6 +212,7 @@ def session_rows(reader: Reader, page: Sequence[Any], evaluation_attribute: str 
     calls: dict[str, tuple[int, int]] = {}
     prompts: dict[str, str | None] = {}
     users: dict[str, list[str]] = {}
+    failing: dict[str, tuple[str | None, str]] = {}
     for chunk, marks in _chunks(ids):
         if evaluation_attribute is not None:
             marked, key = marked_true(reader.dialect, evaluation_attribute)
@@ -240,6 +241,7 @@ def session_rows(reader: Reader, page: Sequence[Any], evaluation_attribute: str 
         )
         for session_id, user in reader.rows(sql, chunk):
             users.setdefault(session_id, []).append(user)
+        failing.update(_latest_failures(reader, chunk, marks))
     rows = []
     for r in page:
         stat = stats.get(r.session_id)
@@ -260,9 +262,35 @@ def session_rows(reader: Reader, page: Sequence[Any], evaluation_attribute: str 
                 "prompt": prompts.get(r.session_id),
                 "evaluation": r.session_id in evaluated,
                 "users": sorted(users.get(r.session_id, [])),
+                "failing_tool": failing[r.session_id][0] if r.session_id in failing else None,
+                "failing_error": failing[r.session_id][1] if r.session_id in failing else None,
             }
         )
     return rows
+
+
+_FAILURE_TEXT = 300
+"""How much of a failure's text a session's row keeps."""
+
+
+def _latest_failures(reader: Reader, chunk: Sequence[str], marks: str) -> dict[str, tuple[str | None, str]]:
+    """Each session's latest failure, what a row shows first: the tool and error of its last failing tool call,
+    else the error of its last failed turn (``None`` as the tool)."""
+    out: dict[str, tuple[str | None, str]] = {}
+    sql = (
+        f"SELECT session_id, error FROM invocations WHERE session_id IN ({marks}) AND failure > 0 "
+        "AND error IS NOT NULL ORDER BY started_at, invocation_id"
+    )
+    for session_id, error in reader.rows(sql, chunk):
+        out[session_id] = (None, str(error)[:_FAILURE_TEXT])
+    sql = (
+        "SELECT i.session_id, c.name, c.error FROM tool_calls c JOIN invocations i ON i.invocation_id = "
+        f"c.invocation_id WHERE i.session_id IN ({marks}) AND c.error IS NOT NULL "
+        "ORDER BY i.started_at, i.invocation_id, c.position"
+    )
+    for session_id, name, error in reader.rows(sql, chunk):
+        out[session_id] = (name, str(error)[:_FAILURE_TEXT])
+    return out
 
 
 def iso(ns: int | None) -> str | None:
