@@ -165,7 +165,7 @@ def test_a_row_is_the_same_on_the_ui_page_as_in_the_list(store):
     assert s01 == {"session_id": "s01", "agent_name": "a1", "first_started_at": ns(10), "last_started_at": ns(50),
                    "invocations": 2, "failures": 1, "latency": 3.0, "slowest": 2.5, "tool_calls": 0,
                    "tool_calls_dropped": 0, "tool_errors": 0, "prompt": "Refund ORDER 7", "evaluation": False,
-                   "users": [], "failing_tool": None, "failing_error": "boom"}  # fmt: skip (its failed turn's error)
+                   "users": [], "failing_tool": None, "failing_error": "boom"}  # fmt: skip
     marked = {row["session_id"] for row in page.rows if row["evaluation"]}
     assert marked == {"s04", "eval-s05", "replay-s09"}
 
