@@ -53,6 +53,9 @@ def start_eval(folder: Path, prompts: list[str], slow_seconds: float) -> subproc
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # as from a terminal: Ctrl-C not ignored, whatever this test process inherited or was left with (an ignored
+        # signal stays ignored across exec)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 

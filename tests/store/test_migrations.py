@@ -14,7 +14,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, inspect, text
 from sqlalchemy.engine import make_url
 
-from tests.store.test_turn_usage import TRACE, kept, two_turns
+from tests.helpers.turn_usage_spans import TRACE, kept, two_turns
 from toolpath.model import Invocation, ToolCall
 from toolpath.store import migrate, turn_text
 from toolpath.store import schema as t

@@ -9,8 +9,10 @@ search text holding it never matches across.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from sqlalchemy import Connection
+if TYPE_CHECKING:  # the sessions filter imports this module: no SQLAlchemy loaded for it
+    from sqlalchemy import Connection
 
 from toolpath.store.turn_usage import each_batch
 

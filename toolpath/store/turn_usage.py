@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from sqlalchemy import Connection
+if TYPE_CHECKING:  # the sessions filter imports this module: no SQLAlchemy loaded for it
+    from sqlalchemy import Connection
 
 
 @dataclass(frozen=True)
