@@ -9,7 +9,7 @@ Upserts are idempotent (``ON CONFLICT``), so a batch written twice leaves the sa
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +20,7 @@ from toolpath.jsontext import dumps
 from toolpath.store import schema as t
 from toolpath.store import turn_text, turn_usage
 from toolpath.store.spanrecord import SpanRecord
+from toolpath.store.turn_usage_spans import TurnUsage
 
 if TYPE_CHECKING:  # the pydantic model is imported where an invocation is built: reading lists needs none
     from toolpath.model import Invocation
@@ -166,24 +167,40 @@ def write_invocations(
     invocations: Sequence[Invocation],
     existing: Iterable[str] | None = None,
     encoded: EncodedInvocations | None = None,
+    usage: Mapping[str, TurnUsage] | None = None,
 ) -> None:
-    """Upsert invocations with their sessions and tool calls. ``existing``: the ids that may have tool calls
-    stored already (they are replaced); ``None``: any of them may. ``encoded``: rows encoded ahead."""
+    """Upsert invocations with their sessions, tool calls and usage. ``existing``: the ids that may have tool calls
+    and usage rows stored already (they are replaced); ``None``: any of them may. ``encoded``: rows encoded ahead.
+    ``usage``: turns' usage computed from their spans (:mod:`~toolpath.store.turn_usage_spans`); a turn it leaves
+    out is recomputed from the spans stored by now (:func:`toolpath.store.turn_usage.refresh`)."""
     encoded = encoded or EncodedInvocations()
+    usage = usage or {}
     rows = [encoded.rows(inv) for inv in invocations]
     _write(conn, t.sessions, _session_rows(invocations), _SESSION_CONFLICT)
-    _write(conn, t.invocations, [row for row, _ in rows], _INVOCATION_CONFLICT)
+    _write(conn, t.invocations, [_with_usage(row, usage.get(row[0])) for row, _ in rows], _INVOCATION_CONFLICT)
     replaced = [inv.invocation_id for inv in invocations] if existing is None else sorted(existing)
     delete_of_invocations(conn, t.tool_calls, replaced)
     _write(conn, t.tool_calls, [call for _, calls in rows for call in calls], new=True)  # deleted above
     ids = [inv.invocation_id for inv in invocations]
-    turn_usage.refresh(conn, ids)  # from the spans stored by now
+    delete_of_invocations(conn, t.turn_usage, [i for i in replaced if i in usage])
+    used = [(i, *row) for i in sorted(set(ids)) if (turn := usage.get(i)) is not None for row in turn.rows]
+    _write(conn, t.turn_usage, used, new=True)  # deleted above
+    turn_usage.refresh(conn, [i for i in ids if i not in usage])  # from the spans stored by now
     turn_text.refresh(conn, ids)  # after the user: its text holds it
 
 
+_USAGE_AT = len(t.invocations.columns) - 3
+assert [c.name for c in t.invocations.columns][_USAGE_AT:] == ["input_tokens", "output_tokens", "user_id"]
+
+
+def _with_usage(row: tuple[Any, ...], turn: TurnUsage | None) -> tuple[Any, ...]:
+    """The invocation's row with its tokens and user (else left to the refresh, which updates them)."""
+    return row if turn is None else (*row[:_USAGE_AT], turn.input_tokens, turn.output_tokens, turn.user)
+
+
 def delete_of_invocations(conn: Connection, table: Any, invocation_ids: Sequence[str]) -> None:
-    """Delete the rows of ``table`` (``tool_calls`` or ``online_results``: rows only ever inserted and deleted,
-    never updated) that belong to ``invocation_ids``, 500 ids a statement.
+    """Delete the rows of ``table`` (``tool_calls``, ``turn_usage`` or ``online_results``: rows only ever inserted
+    and deleted, never updated) that belong to ``invocation_ids``, 500 ids a statement.
 
     On PostgreSQL each id is looked up by the table's primary key (it starts with ``invocation_id``), whatever the
     statistics say, and the rows found are deleted by their ``ctid``. A plain ``invocation_id IN (…)`` is planned
@@ -256,7 +273,7 @@ def _invocation_row(inv: Invocation) -> tuple[Any, ...]:
         started_ns(inv),
         _dumps(inv.attributes),
         inv.answered_by,
-        0,  # input and output tokens, and the user: turn_usage.refresh fills them in the same transaction
+        0,  # input and output tokens, and the user: write_invocations fills them in (or turn_usage.refresh)
         0,
         None,
     )

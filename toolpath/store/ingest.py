@@ -28,6 +28,7 @@ from toolpath.store.bulk import EncodedInvocations, delete_of_invocations, inser
 from toolpath.store.job_status import JobStatus
 from toolpath.store.parent_cycles import closed_cycles
 from toolpath.store.spanrecord import SpanRecord
+from toolpath.store.turn_usage_spans import UsageAhead
 
 if TYPE_CHECKING:  # the pydantic model is imported where an invocation is built: reading lists needs none
     from toolpath.model import Invocation
@@ -81,6 +82,7 @@ def _ingest(
     offered = {(s.trace_id, s.span_id): s for s in spans}
     rows = dict(zip(offered, span_rows(list(offered.values())), strict=True))
     encoded = EncodedInvocations(inv for built in prebuilt.values() for inv in built.invocations)
+    ahead = UsageAhead((built.runs, built.invocations) for built in prebuilt.values())
     with store.durable_write(write_lock) as conn:
         if store.dialect == "sqlite":  # the write lock now: what is read below stays true until the commit
             conn.exec_driver_sql("BEGIN IMMEDIATE")
@@ -116,7 +118,8 @@ def _ingest(
         forget_invocations(conn, gone)
         rescore(conn, [i for i in before if i in made])  # scored before these spans came: scored again
         if invocations:
-            store._write_invocations(conn, invocations, [i for i in before if i in made], encoded)
+            usage = ahead.of(affected.spans, invocations)  # a new trace's computed before the lock
+            store._write_invocations(conn, invocations, [i for i in before if i in made], encoded, usage)
         # whatever order the spans came in, sessions say what their invocations say now (none: no session)
         refresh_sessions(conn, {*before.values(), *(i.session_id for i in invocations)})
     return len(invocations)
@@ -161,7 +164,7 @@ def prebuild(
     if not whole:
         return {}
     with store.engine.connect() as conn:
-        for (trace_id,) in _rows_in(conn, _TRACES_STORED, sorted(whole)):
+        for trace_id in traces_stored(conn, sorted(whole)):
             whole.pop(trace_id, None)
     built: Prebuilt = {}
     for trace_id, (known, roots) in whole.items():
@@ -197,8 +200,7 @@ def _rebuilt(
     ready: set[str],
 ) -> list[Invocation]:
     """``rebuild(spans)``, taking a new trace's invocations from ``prebuilt`` when they were built from these very
-    spans: those of ``ready`` (known to be), and those of another new trace whose spans here are its prebuilt
-    ones."""
+    spans: those of ``ready`` (known to be), and those of another new trace whose spans here are the prebuilt's."""
     by_trace: dict[str, set[Key]] = {}
     for s in spans:
         if s.trace_id not in ready:
@@ -384,6 +386,10 @@ def _spans_with_keys(conn: Connection, keys: Sequence[Key]) -> list[SpanRecord]:
                 values[i] = json.loads(values[i])
         found.append(SpanRecord(*values))
     return found
+
+
+def traces_stored(conn: Connection, trace_ids: Sequence[str]) -> list[str]:  # those with a span stored (distinct)
+    return [row[0] for row in _rows_in(conn, _TRACES_STORED, trace_ids)]
 
 
 def _stored_invocations(conn: Connection, ids: Sequence[str]) -> list[str]:

@@ -11,7 +11,7 @@ import functools
 import json
 import secrets
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -37,6 +37,7 @@ from toolpath.store.engine import (
 from toolpath.store.session_list import Reader, iso
 from toolpath.store.spanrecord import SpanRecord
 from toolpath.store.sqlite_access import cannot_open_hint
+from toolpath.store.turn_usage_spans import TurnUsage, turn_usages
 from toolpath.store.writelock import WriteLock, database_file_lock, sqlite_file
 
 if TYPE_CHECKING:  # the pydantic model is imported where an invocation is built: reading lists needs none
@@ -156,9 +157,13 @@ class Store:
     def write(self, invocations: Sequence[Invocation] = (), spans: Sequence[SpanRecord] = ()) -> None:
         """Upsert invocations (with their sessions and tool calls) and raw spans in one transaction."""
         with self.engine.begin() as conn:
+            usage: dict[str, TurnUsage] = {}
+            if spans and invocations:  # a turn of a trace new to the store: its usage is that of its spans here
+                stored = set(ingest.traces_stored(conn, sorted({inv.trace_id or "" for inv in invocations})))
+                usage = turn_usages(spans, [inv for inv in invocations if (inv.trace_id or "") not in stored])
             bulk.insert_spans(conn, spans)
             if invocations:
-                self._write_invocations(conn, invocations)
+                self._write_invocations(conn, invocations, usage=usage)
 
     def _write_invocations(
         self,
@@ -166,9 +171,10 @@ class Store:
         invocations: Sequence[Invocation],
         existing: Iterable[str] | None = None,
         encoded: bulk.EncodedInvocations | None = None,
+        usage: Mapping[str, TurnUsage] | None = None,
     ) -> None:
         """:func:`toolpath.store.bulk.write_invocations`, then the ``on_invocations`` hook."""
-        bulk.write_invocations(conn, invocations, existing, encoded)
+        bulk.write_invocations(conn, invocations, existing, encoded, usage)
         if self.on_invocations is not None:
             self.on_invocations(conn, invocations)
 
