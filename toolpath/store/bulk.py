@@ -116,14 +116,15 @@ def _pg_type(column: Any) -> str:
 
 
 def insert_spans(conn: Connection, spans: Sequence[SpanRecord], *, new: bool = False) -> None:
-    """Raw spans; a span already stored (same trace and span id) is left as it is. ``new``: none is stored, and
-    this transaction holds the locks of their traces (:func:`toolpath.store.ingest.lock_traces`)."""
+    """Raw spans; a span already stored (same trace and span id; on PostgreSQL, in the same time partition: ingest
+    looks keys up in every one) is left as it is. ``new``: none is stored, and this transaction holds the locks of
+    their traces (:func:`toolpath.store.ingest.lock_traces`)."""
     insert_span_rows(conn, span_rows(spans), new=new)
 
 
 def insert_span_rows(conn: Connection, rows: Sequence[SpanRow], *, new: bool = False) -> None:
     """:func:`insert_spans` of rows :func:`span_rows` encoded (before the transaction, so that it is short)."""
-    _write(conn, t.spans, rows, "ON CONFLICT (trace_id, span_id) DO NOTHING", new=new)
+    _write(conn, t.spans, rows, "ON CONFLICT DO NOTHING", new=new)  # each partition has its own key
 
 
 def span_rows(spans: Sequence[SpanRecord]) -> list[SpanRow]:

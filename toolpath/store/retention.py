@@ -6,7 +6,9 @@ per-trace advisory locks as ingest, so a late span of a trace being pruned is st
 half-way, and everything else goes on untouched.
 
 - **Spans** go a whole trace at a time, once the *newest* span of the trace is older than the cutoff: a trace
-  is never cut in two, so a late span of a trace still being pruned rebuilds from complete spans.
+  is never cut in two, so a late span of a trace still being pruned rebuilds from complete spans. On a
+  PostgreSQL store whose spans are partitioned by time, the partitions wholly older than the cutoff are dropped
+  first (:mod:`toolpath.store.partition_drops`, which keeps the same rule), and the batches delete what is left.
 - **Invocations** go when they started before their cutoff, with their tool calls, their online-evaluation job
   and online scores; a session left with no invocation goes too, the others keep first/last start times that
   say what their invocations say now.
@@ -25,11 +27,12 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from sqlalchemy import Connection, delete, func, select, text, tuple_
+from sqlalchemy import Connection, delete, func, or_, select, text, tuple_
 
 from toolpath.errors import ConfigError
-from toolpath.store import ingest
+from toolpath.store import ingest, partitions
 from toolpath.store import schema as t
+from toolpath.store.partition_drops import drop_old_partitions
 from toolpath.store.store import Store
 
 logger = logging.getLogger("toolpath.retention")
@@ -67,6 +70,9 @@ class PruneCounts:
     online_results: int = 0
     annotations: int = 0
     """Reviews of the pruned turns (they go with their turn; a rebuild of a trace keeps them)."""
+    partitions: int = field(default=0, compare=False)
+    """Partitions of spans dropped whole (their spans are counted above too); not compared: a store whose spans are
+    not partitioned prunes the same rows by batches."""
 
     def add(self, other: PruneCounts) -> None:
         for f in fields(self):
@@ -82,7 +88,8 @@ class PruneCounts:
             f"{self.online_results} online score(s)",
             f"{self.annotations} review(s)",
         ]
-        return ", ".join(parts)
+        dropped = f" ({self.partitions} partition(s) of spans dropped whole)" if self.partitions else ""
+        return ", ".join(parts) + dropped
 
 
 @dataclass
@@ -99,13 +106,18 @@ class Pruner:
     _counted: set[str] = field(default_factory=set, repr=False)
     """Traces a dry run has counted."""
 
-    def prune_spans(self, cutoff_ns: int, *, dry_run: bool = False) -> PruneCounts:
-        """Traces whose newest span started before ``cutoff_ns``: their spans."""
+    def prune_spans(
+        self, cutoff_ns: int, *, dry_run: bool = False, skip: Sequence[tuple[int | None, int]] = ()
+    ) -> PruneCounts:
+        """Traces whose newest span started before ``cutoff_ns``: their spans (those whose start is in a range of
+        ``skip`` aside: a dry run's partitions that would be dropped)."""
         s = t.spans
         counts = PruneCounts()
         cursor: tuple[Any, ...] | None = None
         while not self.stop():
             query = select(s.c.start_time, s.c.trace_id, s.c.span_id).where(s.c.start_time < cutoff_ns)
+            for lower, upper in skip:
+                query = query.where(or_(s.c.start_time >= upper, *([] if lower is None else [s.c.start_time < lower])))
             if cursor is not None:
                 query = query.where(tuple_(s.c.start_time, s.c.trace_id, s.c.span_id) > tuple_(*cursor))
             query = query.order_by(s.c.start_time, s.c.trace_id, s.c.span_id).limit(self.batch_size)
@@ -233,7 +245,12 @@ def prune(
     if invocations_older_than is not None:
         counts.add(pruner.prune_invocations(cutoff_ns(now_ns, invocations_older_than), dry_run=dry_run))
     if spans_older_than is not None:
-        counts.add(pruner.prune_spans(cutoff_ns(now_ns, spans_older_than), dry_run=dry_run))
+        cutoff = cutoff_ns(now_ns, spans_older_than)
+        dropped = drop_old_partitions(store.engine, cutoff, dry_run=dry_run) if store.dialect == "postgresql" else None
+        if dropped is not None:  # whole partitions first, then the batch deletes of what is left
+            counts.add(PruneCounts(spans=dropped.spans, traces=dropped.traces, partitions=len(dropped.ranges)))
+        skip = dropped.ranges if dropped is not None and dry_run else ()
+        counts.add(pruner.prune_spans(cutoff, dry_run=dry_run, skip=skip))
     return counts
 
 
@@ -289,10 +306,14 @@ class RetentionWorker:
             self._thread.join(timeout)
 
     def run_once(self) -> PruneCounts | None:
-        """One round; ``None`` when another collector is pruning the same store."""
+        """One round (the partitions ahead made first, on a store whose spans are partitioned); ``None`` when
+        another collector is pruning the same store."""
         with self._turn() as mine:
             if not mine:
                 return None
+            if self.store.dialect == "postgresql":
+                with self.store.engine.begin() as conn:
+                    partitions.ensure_partitions(conn, time.time_ns())
             counts = prune(
                 self.store,
                 spans_older_than=self.spans,
