@@ -134,26 +134,26 @@ def test_a_partition_made_later_takes_the_spans_the_default_one_held(store):
 
 
 def fill(store: Store) -> None:
-    """Traces over several days: old ones inside a day, ones across midnight, long ones going on past the cutoff,
-    one across a dropped day and the day the cutoff falls in, one at the epoch, one in the future."""
+    """Traces over several days: old ones inside a day and across midnight, ones that go on past the cutoff (one
+    across the midnight the cutoff is), one at the epoch, one in the future."""
     runs = [
         agent_run(1, DAY0 + DAY // 2, "a"),
         agent_run(2, DAY0 + 2 * DAY - 500_000, "a"),  # its tool spans start on the next day
         agent_run(3, DAY0 + DAY, "b", late_child_ns=DAY0 + 6 * DAY),  # goes on past the cutoff: kept whole
-        agent_run(4, DAY0 + 2 * DAY, "b", late_child_ns=DAY0 + 5 * DAY + 1000),  # old, but in a day kept in part
-        agent_run(5, DAY0 + 5 * DAY, "c"),  # older than the cutoff in the day it falls in
-        agent_run(6, DAY0 + 5 * DAY + DAY * 3 // 4, "c"),  # after the cutoff
+        agent_run(4, DAY0 + 2 * DAY, "b", late_child_ns=DAY0 + 4 * DAY + DAY // 2),
+        agent_run(5, DAY0 + 5 * DAY - 500_000, "c"),  # its tool spans start at the cutoff: kept whole
+        agent_run(6, DAY0 + 5 * DAY + DAY * 3 // 4, "c"),
         agent_run(7, 0, "epoch"),
         agent_run(8, FUTURE, "future"),
-        agent_run(9, DAY0 + 4 * DAY - 1, "d", late_child_ns=DAY0 + 5 * DAY + DAY // 2),  # newest span at the cutoff
+        agent_run(9, DAY0 + 4 * DAY - 1, "d", late_child_ns=DAY0 + 5 * DAY + DAY // 2),
     ]
     for spans in runs:
         ingest(store, spans)
 
 
-CUTOFF_AGE = 2 * DAY / 10**9
-NOW = DAY0 + 7 * DAY + DAY // 2
-"""The cutoff is DAY0 + 5.5 days: the days before DAY0 + 5 are wholly older, the day of DAY0 + 5 in part."""
+AGE = 2 * DAY / 10**9
+NOW = DAY0 + 7 * DAY
+"""The cutoff is DAY0 + 5 days, a partition's lower bound: the days before it go whole, and the rest stays."""
 
 
 def surviving(store: Store) -> dict[str, set[tuple[object, ...]]]:
@@ -172,28 +172,51 @@ def test_prune_drops_old_partitions_and_keeps_what_batch_deletes_keep(store, tmp
     reference = Store(f"sqlite:///{tmp_path / 'reference.db'}")  # one table, today's batch deletes
     for target in (store, reference):
         fill(target)
-    age = CUTOFF_AGE
+    age = AGE
     planned = prune(store, spans_older_than=age, invocations_older_than=age, dry_run=True, now_ns=NOW)
     done = prune(store, spans_older_than=age, invocations_older_than=age, batch_size=3, now_ns=NOW)
     expected = prune(reference, spans_older_than=age, invocations_older_than=age, batch_size=3, now_ns=NOW)
     assert planned == done == expected
-    assert (done.spans, done.traces) == (3 + 3 + 4 + 3 + 3, 5)  # runs 1, 2, 4 (a late span), 5 and 7
+    assert (done.spans, done.traces) == (3 + 3 + 4 + 3, 4)  # runs 1, 2, 4 (a late span) and 7
     assert planned.partitions == done.partitions == 1 + 5 and expected.partitions == 0  # before, and days 0-4
     assert surviving(store) == surviving(reference)
     with store.engine.connect() as conn:
         left = [p.name for p in partitions.list_partitions(conn)]
-    assert left[0] == partitions.partition_name(DAY0 + 5 * DAY)  # the day the cutoff falls in stays
+    assert left[0] == partitions.partition_name(DAY0 + 5 * DAY)  # the day starting at the cutoff stays
     where = placed(store)
     # the long traces' old spans are kept, where no partition of their day is left
     assert where[(f"{3:032x}", f"a{3:015x}")] == where[(f"{9:032x}", f"a{9:015x}")] == partitions.DEFAULT
     again = prune(store, spans_older_than=age, invocations_older_than=age, now_ns=NOW)
     assert again == prune(reference, spans_older_than=age, invocations_older_than=age, now_ns=NOW) == type(again)()
-    later = NOW + DAY  # run 3 and 9 are old now, whole: their spans go, from the default partition too
+    later = NOW + DAY  # runs 5 and 9 are old now, whole: their spans go, from the default partition too
     assert prune(store, spans_older_than=age, invocations_older_than=None, now_ns=later) == prune(
         reference, spans_older_than=age, invocations_older_than=None, now_ns=later
     )
     assert surviving(store) == surviving(reference)
     reference.close()
+
+
+def test_a_partition_goes_once_its_whole_day_is_older_than_the_cutoff(store):
+    """A cutoff inside a day: that day's older spans wait for their partition to go whole, but a trace put back from
+    a dropped day that ends in it before the cutoff goes whole at once."""
+    runs = {
+        "in part": agent_run(1, DAY0 + 5 * DAY + DAY // 4, "a"),
+        "across midnight": agent_run(2, DAY0 + 5 * DAY - 500_000, "b"),
+        "dropped": agent_run(3, DAY0 + 3 * DAY, "c"),
+        "recent": agent_run(4, DAY0 + 5 * DAY + DAY * 3 // 4, "d"),
+    }
+    for spans in runs.values():
+        ingest(store, spans)
+    now = DAY0 + 7 * DAY + DAY // 2  # the cutoff: DAY0 + 5.5 days
+    planned = prune(store, spans_older_than=AGE, invocations_older_than=AGE, dry_run=True, now_ns=now)
+    done = prune(store, spans_older_than=AGE, invocations_older_than=AGE, now_ns=now)
+    assert planned == done and (done.spans, done.traces, done.partitions) == (3 + 3, 2, 1 + 5)
+    assert {trace for trace, _ in placed(store)} == {runs["in part"][0].trace_id, runs["recent"][0].trace_id}
+    # an invocation never goes before its spans: the one of the spans that wait for their day waits with them
+    assert {s["session_id"] for s in store.list_sessions()} == {"a", "d"}
+    later = prune(store, spans_older_than=AGE, invocations_older_than=AGE, now_ns=now + DAY // 2)
+    assert (later.spans, later.invocations, later.partitions) == (6, 2, 1)
+    assert placed(store) == {} and store.list_sessions() == []
 
 
 def test_db_prune_says_what_it_dropped(fresh_postgres, tmp_path):  # noqa: F811

@@ -105,12 +105,15 @@ class Pruner:
     """How long each batch's transaction took (the longest a writer could have waited for it)."""
     _counted: set[str] = field(default_factory=set, repr=False)
     """Traces a dry run has counted."""
+    counted: set[str] = field(default_factory=set, repr=False)
+    """Traces a dry run has counted whole before the batches (:mod:`~.partition_drops`): the batches skip them."""
 
     def prune_spans(
         self, cutoff_ns: int, *, dry_run: bool = False, skip: Sequence[tuple[int | None, int]] = ()
     ) -> PruneCounts:
-        """Traces whose newest span started before ``cutoff_ns``: their spans (those whose start is in a range of
-        ``skip`` aside: a dry run's partitions that would be dropped)."""
+        """Traces whose newest span started before ``cutoff_ns``: their spans. The walk leaves the spans whose start
+        is in a range of ``skip`` alone (a partitioned store's range partitions: they go whole), but a trace it
+        takes goes whole."""
         s = t.spans
         counts = PruneCounts()
         cursor: tuple[Any, ...] | None = None
@@ -138,8 +141,8 @@ class Pruner:
                 if not gone:
                     continue
                 if dry_run:  # every span of a trace that goes is older than the cutoff: the walk meets it once
-                    counts.spans += sum(1 for r in rows if r.trace_id not in kept)
-                    counts.traces += len(set(gone) - self._counted)
+                    counts.spans += sum(1 for r in rows if r.trace_id not in kept and r.trace_id not in self.counted)
+                    counts.traces += len(set(gone) - self._counted - self.counted)
                     self._counted.update(gone)
                 else:
                     counts.spans += conn.execute(delete(s).where(s.c.trace_id.in_(gone))).rowcount
@@ -243,14 +246,21 @@ def prune(
     pruner = Pruner(store, batch_size=batch_size, pause=pause, stop=stop)
     counts = PruneCounts()
     if invocations_older_than is not None:
-        counts.add(pruner.prune_invocations(cutoff_ns(now_ns, invocations_older_than), dry_run=dry_run))
+        invocation_cutoff = cutoff_ns(now_ns, invocations_older_than)
+        if spans_older_than is not None and store.dialect == "postgresql":  # no invocation outlived by its spans
+            with store.engine.connect() as conn:
+                kept_from = partitions.taken_before(
+                    partitions.list_partitions(conn), cutoff_ns(now_ns, spans_older_than)
+                )
+            invocation_cutoff = min(invocation_cutoff, kept_from)
+        counts.add(pruner.prune_invocations(invocation_cutoff, dry_run=dry_run))
     if spans_older_than is not None:
         cutoff = cutoff_ns(now_ns, spans_older_than)
         dropped = drop_old_partitions(store.engine, cutoff, dry_run=dry_run) if store.dialect == "postgresql" else None
-        if dropped is not None:  # whole partitions first, then the batch deletes of what is left
-            counts.add(PruneCounts(spans=dropped.spans, traces=dropped.traces, partitions=len(dropped.ranges)))
-        skip = dropped.ranges if dropped is not None and dry_run else ()
-        counts.add(pruner.prune_spans(cutoff, dry_run=dry_run, skip=skip))
+        if dropped is not None:  # whole partitions first; the batches then walk what no range partition holds
+            counts.add(PruneCounts(spans=dropped.spans, traces=dropped.traces, partitions=dropped.partitions))
+            pruner.counted = set(dropped.counted)
+        counts.add(pruner.prune_spans(cutoff, dry_run=dry_run, skip=dropped.skip if dropped is not None else ()))
     return counts
 
 
