@@ -82,6 +82,38 @@ def test_a_run_traced_while_the_store_opens_slowly_is_written_once_it_opens(tmp_
     assert [inv.prompt for inv in tracing.collector.store.list_invocations()] == ["early"]
 
 
+def test_online_evaluation_starts_once_a_slow_store_opens_and_scores_what_came_before(tmp_path):
+    """Online evaluation asked of ``init`` while the store is still opening starts as it opens, before anything is
+    written to it: the run traced meanwhile is scored, not left out (it was switched off with a warning)."""
+    import threading
+
+    path = tmp_path / "slow.db"
+    lock = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    lock.execute("BEGIN EXCLUSIVE")
+    tracing = toolpath.init(store=f"sqlite:///{path}", online={"metrics": ["tool_call_count"], "poll_seconds": 0.05})
+    assert tracing.collector.store_pending and tracing.online is None
+    assert bot("early") == "ok"
+    release = threading.Timer(1.0, lambda: (lock.execute("ROLLBACK"), lock.close()))
+    release.start()
+    assert toolpath.flush(timeout=60)
+    release.join()
+    assert tracing.online is not None
+    assert tracing.online.drain(30)
+    assert tracing.online.stats.scored == 1
+
+
+def test_a_bad_online_config_is_an_error_even_while_the_store_opens(tmp_path):
+    path = tmp_path / "slow.db"
+    lock = sqlite3.connect(path, isolation_level=None)
+    lock.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(toolpath.ToolpathError, match="no_such_metric"):
+            toolpath.init(store=f"sqlite:///{path}", online={"metrics": ["no_such_metric"]})
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+
+
 def test_a_malformed_store_url_is_still_an_error_now():
     with pytest.raises(toolpath.ConfigError):
         toolpath.init(store="nosuchdialect://x")

@@ -179,14 +179,28 @@ def init(
 def _start_online(tracing: Tracing, online: Any) -> None:
     if online is None or tracing.online is not None:
         return
+    from toolpath.evaluation.catalog import resolve_metric
+    from toolpath.evaluation.online import OnlineConfig, OnlineEvaluator
+
+    redactor = content.policy().redactor
     if tracing.store is None and tracing.collector.store_pending:
-        logger.warning("toolpath: online evaluation is off: the store is unavailable (start it with the store up)")
+        config = OnlineConfig.load(online)  # a bad config (or metric) is an error now, not once the store opens
+        for spec in config.specs:
+            for metric in spec.metrics:
+                resolve_metric(metric)
+
+        def start(store: Store) -> None:  # on the collector's worker, before it writes anything to the store
+            try:
+                tracing.online = OnlineEvaluator(store, config, redactor=redactor).start()
+            except Exception:
+                logger.exception("toolpath: online evaluation could not start once the store opened")
+
+        tracing.collector.on_store_open = start
+        logger.warning("toolpath: online evaluation starts once the store opens")
         return
     if tracing.store is None:
         raise ConfigError("online evaluation needs a store (init(store=False) keeps none)")
-    from toolpath.evaluation.online import OnlineEvaluator
-
-    tracing.online = OnlineEvaluator(tracing.store, online, redactor=content.policy().redactor).start()
+    tracing.online = OnlineEvaluator(tracing.store, online, redactor=redactor).start()
 
 
 def current() -> Tracing | None:

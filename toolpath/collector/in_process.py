@@ -95,6 +95,9 @@ class InProcessCollector:
         self.store = store
         self._open_store = open_store if store is None else None
         """Opens the store later, on this worker, when it could not be opened at start (down, locked)."""
+        self.on_store_open: Callable[[Store], None] | None = None
+        """Called with the store opened later, on this worker, before anything is written to it (online
+        evaluation starts there, so that every invocation written is queued for it)."""
         self._next_open = 0.0
         self.redactor = redactor
         self._preparer = SpanPreparer(redactor)
@@ -366,6 +369,8 @@ class InProcessCollector:
             self._open_store = None
             if self.redactor is not None:  # the store's pseudonyms from now on, as every process sharing it
                 use_store_pseudonyms(self.redactor, self.store)
+            if self.on_store_open is not None:
+                self.on_store_open(self.store)
             logger.warning("toolpath: the store is reachable now; invocations are written again")
 
     def _evict_idle(self, everything: bool = False) -> None:
