@@ -7,7 +7,6 @@ import json
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from tests.helpers.collector import Collector
 from tests.helpers.fake_gemini import FakeGemini, Reply
 from tests.helpers.otlp_sink import OtlpSink
 from tests.helpers.weather import bot
+from toolpath.collector.turns import Turns
 from toolpath.errors import ConfigError
 from toolpath.evaluation.online import OnlineConfig, OnlineEvaluator
 from toolpath.evaluation.online.references import References
@@ -366,11 +366,11 @@ def test_computation_metrics_score_in_the_shared_turns_and_a_judge_does_not_wait
     """A collector shares its ingest turns with its online workers: computation metrics take them (CPU work, in
     turn with ingest); a judge waits on the network and must not hold up ingest, so it calls the model without
     them and takes them only to write."""
-    turns = threading.Semaphore(1)
+    turns = Turns(1)
     turns.acquire()  # an export is being ingested for as long as the test holds it
     store = Store(f"sqlite:///{tmp_path / 't.db'}")
     computed = OnlineEvaluator(store, {"metrics": ["tool_call_count"], "poll_seconds": 0.02})
-    computed.turns = turns
+    computed.turns = turns.yielding
     computed.start()
     try:
         store.write([invocation(i) for i in range(3)])
@@ -388,7 +388,7 @@ def test_computation_metrics_score_in_the_shared_turns_and_a_judge_does_not_wait
         judged_store = Store(f"sqlite:///{tmp_path / 'j.db'}")
         judged = OnlineEvaluator(judged_store, {"metrics": ["fluency"], "poll_seconds": 0.02})
         turns.acquire()
-        judged.turns = turns
+        judged.turns = turns.yielding
         judged.start()
         try:
             judged_store.write([invocation(i) for i in range(2)])

@@ -45,6 +45,7 @@ from toolpath.collector.prepare import SpanPreparer
 from toolpath.collector.prometheus import ServiceMetrics
 from toolpath.collector.reconstruct import build_invocations, is_run_span
 from toolpath.collector.sizing import CommitTimes
+from toolpath.collector.turns import Turns
 from toolpath.config import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_IN_FLIGHT
 from toolpath.errors import InternalSignal
 from toolpath.model import Invocation
@@ -78,9 +79,9 @@ class Ingestor:
         self.token = token
         self.max_body_bytes = max_body_bytes
         self._slots = threading.BoundedSemaphore(max_in_flight)
-        self.turns = threading.Semaphore(ingest_threads or default_ingest_threads(store))
+        self.turns = Turns(ingest_threads or default_ingest_threads(store))
         """Held while an export is decoded and stored (:meth:`admitted`); online scoring in the same process takes
-        them too."""
+        them in the gaps between exports (:mod:`toolpath.collector.turns`)."""
         self._counting = threading.Lock()
         self._told_too_big = False
         """An export too big to spool was logged (once as a warning, then at DEBUG)."""

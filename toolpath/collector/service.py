@@ -118,8 +118,8 @@ class CollectorService:
         self._drain = SpoolDrain(self.ingestor, self.ingestor.spool) if self.ingestor.spool is not None else None
         self.spool_left = 0
         """Spans left in the spool at shutdown (the store was unavailable): the next start writes them."""
-        if online is not None:  # scoring takes this process's turns too
-            online.turns = self.ingestor.turns
+        if online is not None:  # scoring takes this process's turns too, in the gaps between exports
+            online.turns = self.ingestor.turns.yielding
         self._stop = threading.Event()
         self._http: Any = None
         self._grpc: Any = None

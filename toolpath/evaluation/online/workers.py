@@ -146,10 +146,12 @@ class OnlineEvaluator:
         self._published: dict[str, int] = {}
         self._running = 0
         self._publishing = threading.Lock()
-        self.turns: AbstractContextManager[Any] = nullcontext()
-        """Held while a batch is scored and written (a judge's calls excepted: they wait on the network): a
-        collector shares its ingest turns here, so that its process scores and ingests in turn instead of
-        contending for the interpreter (the thread holding the store's write lock would wait for it longest)."""
+        self.turns: Callable[[], AbstractContextManager[Any]] = nullcontext
+        """A turn, held while a batch is scored and written (a judge's calls excepted:
+        they wait on the network): a collector gives its ingest turns here (:meth:`Turns.yielding
+        <toolpath.collector.turns.Turns.yielding>`), so that its process scores in the gaps between exports
+        instead of contending with them for the interpreter (the thread holding the store's write lock would wait
+        for it longest)."""
 
     def _exporter(self) -> Any:
         endpoint = self.config.otlp_endpoint
@@ -337,14 +339,14 @@ class OnlineEvaluator:
         spent: dict[str, BatchSpend] = {}
         with ExitStack() as held:
             if not judged:  # reading and computing: CPU work, in turn with ingest
-                held.enter_context(self.turns)
+                held.enter_context(self.turns())
             turns = {turn.invocation_id: turn for turn in self.store.turns_by_id(list({j.invocation_id for j in jobs}))}
             for name, mine in by_unit.items():
                 found = [job for job in mine if job.invocation_id in turns]
                 table, spent[name] = self.units[name].score(self.row(turns[job.invocation_id]) for job in found)
                 results.update(zip(found, table, strict=True))
             if judged:  # a judge waited on the network without the turns; the write takes them
-                held.enter_context(self.turns)
+                held.enter_context(self.turns())
             more = 0 if self._stop.is_set() else self.config.batch_size
             also = None
             if self.run is not None:
@@ -399,9 +401,9 @@ class OnlineEvaluator:
         """Score the quiet sessions claimed, store their results, tell the sinks and the exporter; a failure
         leaves them claimed, to be tried again once the lease runs out."""
         try:
-            with self.turns if not any(self.scorers[j.evaluator].unit.judge for j in jobs) else nullcontext():
+            with self.turns() if not any(self.scorers[j.evaluator].unit.judge for j in jobs) else nullcontext():
                 scored = score_sessions(self.store, self.scorers, jobs)
-            with self.turns:
+            with self.turns():
                 closed, _ = self.sessions.complete_and_claim(worker, scored.results, 0, 0.0, **spending(scored.spent))
         except Exception:
             with self._lock:
