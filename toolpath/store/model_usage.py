@@ -26,6 +26,17 @@ class ModelTotals:
     cost: float | None
 
 
+def _namespaces(keys: list[str]) -> list[str]:
+    """The fewest texts each of ``keys`` holds: their namespaces (a key's text before its last dot), none inside
+    another (``gen_ai.usage`` for ``gen_ai.usage.input_tokens`` and ``gen_ai.usage.cost.total``)."""
+    spaces = sorted({key.rpartition(".")[0] or key for key in keys}, key=len)
+    out: list[str] = []
+    for space in spaces:
+        if not any(kept in space for kept in out):
+            out.append(space)
+    return out
+
+
 def model_totals(store: Store, keys: UsageKeys, window: Window) -> list[ModelTotals]:
     """Per model, and per whether the calls reported their cost: the spans started in ``window`` (its times; with
     ``hide_evaluation``, not of a trace an evaluation ran) that hold a token count or a cost."""
@@ -43,7 +54,9 @@ def model_totals(store: Store, keys: UsageKeys, window: Window) -> list[ModelTot
         params: list[object] = []
         if dialect == "sqlite":  # only the spans whose JSON names a key are parsed (most spans are no model's)
             named = [*keys.input_tokens, *keys.output_tokens, keys.cost_total, *keys.cost_parts]
-            where.append("(" + " OR ".join(f"instr(spans.attributes, '\"{k}\"') > 0" for k in named) + ")")
+            near = " OR ".join(f"instr(spans.attributes, '{p}') > 0" for p in _namespaces(named))
+            exact = " OR ".join(f"instr(spans.attributes, '\"{k}\"') > 0" for k in named)
+            where.append(f"({near}) AND ({exact})")  # most spans are read for a few namespaces, not every key
         if window.since_ns is not None:
             where.append("spans.start_time >= ?")
             params.append(window.since_ns)
