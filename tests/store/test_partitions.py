@@ -263,16 +263,49 @@ def test_migration_0013_moves_a_store_with_data_over_and_back(fresh_postgres):  
         }
     assert before.lower is None and before.upper == (now // DAY + 1) * DAY and len(made) == 1 + partitions.AHEAD + 1
     assert indexes == {"spans_before_pkey", "spans_before_start_time_idx", "spans_before_trace_id_parent_span_id_idx"}
-    for spans in runs:  # sent again after the migration: each stored once, and rebuilt into its invocation
+    for spans in runs:  # sent again after the migration: each stored once
         ingest(store, spans)
     ingest(store, agent_run(4, now, "new"))
     assert len(placed(store)) == 12 and store.counts()["invocations"] == 4
+    # the spans the store had are pruned from spans_before by batches, not kept until its whole range is old
+    pruned = prune(store, spans_older_than=2 * DAY / 10**9, invocations_older_than=None, now_ns=now)
+    assert (pruned.spans, pruned.traces, pruned.partitions) == (6, 2, 0)
+    assert {trace for trace, _ in placed(store)} == {runs[2][0].trace_id, f"{4:032x}"}
     store.close()
     migrate_down = create_engine(fresh_postgres)
     with migrate_down.begin() as conn:
         command.downgrade(migrate.alembic_config(conn), "0012")
     with migrate_down.connect() as conn:
         assert not partitions.is_partitioned(conn)
-        assert conn.execute(text("SELECT count(*) FROM spans")).scalar() == 12
+        assert conn.execute(text("SELECT count(*) FROM spans")).scalar() == 6
     migrate_down.dispose()
     engine.dispose()
+
+
+def test_db_partitions_makes_them_ahead_and_lists_them(fresh_postgres, tmp_path):  # noqa: F811
+    today = time.time_ns() // DAY * DAY
+    store = partitioned_at(fresh_postgres, today - 3 * DAY, ahead=0)  # a store no collector made partitions for since
+    ingest(store, agent_run(1, today + DAY + 5, "tomorrow"))  # no partition yet: the default one takes it
+    listed = run_cli(tmp_path, "db", "partitions", "--store", fresh_postgres, "--ahead", "2")
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert lines[0].endswith(": 6 partition(s) of spans, 3 made now")  # the days missed before today stay missing
+    days = [partitions.partition_name(today + n * DAY) for n in (-3, 0, 1, 2)]
+    assert [line.split(":")[0].strip() for line in lines[1:]] == [partitions.BEFORE, *days, partitions.DEFAULT]
+    assert lines[1].startswith("  spans_before: the oldest to ") and lines[-1] == "  spans_default: any other time"
+    assert lines[3].endswith(" UTC (new)") and not lines[2].endswith("(new)")
+    assert set(placed(store).values()) == {partitions.partition_name(today + DAY)}  # moved out of the default one
+    weekly = run_cli(tmp_path, "db", "partitions", "--store", fresh_postgres, "--ahead", "1", "--period", "1w")
+    assert weekly.returncode == 0 and "(new)" in weekly.stdout
+    with store.engine.connect() as conn:
+        newest = partitions.list_partitions(conn)[-2]
+    assert newest.upper % (7 * DAY) == 0 and newest.upper - newest.lower == 7 * DAY  # type: ignore[operator]
+    bad = run_cli(tmp_path, "db", "partitions", "--store", fresh_postgres, "--period", "10m")
+    assert (
+        bad.returncode == 2
+        and bad.stderr == "error: --period '10m': at least an hour, in whole seconds (e.g. 1d, 1w)\n"
+    )
+    Store(f"sqlite:///{tmp_path / 'one.db'}").close()
+    sqlite = run_cli(tmp_path, "db", "partitions", "--store", "one.db")
+    assert sqlite.returncode == 0 and "spans are one table" in sqlite.stdout
+    store.close()

@@ -72,3 +72,44 @@ def db_prune(store: str | None, older_than: str, spans_only: bool, dry_run: bool
             pause=0.0 if dry_run else 0.01,
         )
     click.echo(f"{the_store.url}: {'would prune' if dry_run else 'pruned'} {counts} older than {older_than}")
+
+
+@db.command(name="partitions")
+@store_option
+@click.option(
+    "--ahead", default=7, show_default=True, type=click.IntRange(0, 1000), help="Periods to make after the current one."
+)
+@click.option("--period", default=None, help="Width of the partitions made from now on (1d, 1w); else the store's.")
+def db_partitions(store: str | None, ahead: int, period: str | None) -> None:
+    """On PostgreSQL, make the spans' time partitions of the current period and the next ones (a collector's
+    retention rounds make them too), then list them."""
+    import time
+    from datetime import UTC, datetime
+
+    from toolpath.errors import ConfigError
+    from toolpath.store import partitions
+    from toolpath.store.retention import parse_duration
+
+    width = None
+    if period is not None:  # before the store is opened: a typo creates no file
+        seconds = parse_duration(period, "--period")
+        if seconds < 3600 or seconds != int(seconds):
+            raise ConfigError(f"--period {period!r}: at least an hour, in whole seconds (e.g. 1d, 1w)")
+        width = int(seconds) * 10**9
+    the_store = open_existing_store(store, create=False, writing="toolpath db partitions makes partitions in it")
+    with the_store.opening_errors():
+        the_store.upgrade()
+        with the_store.engine.begin() as conn:
+            made = partitions.ensure_partitions(conn, time.time_ns(), ahead=ahead, period_ns=width)
+            found = partitions.list_partitions(conn)
+    if not found:
+        click.echo(f"{the_store.url}: spans are one table (partitions by time are PostgreSQL's)")
+        return
+
+    def shown(ns: int | None, unbounded: str) -> str:
+        return unbounded if ns is None else datetime.fromtimestamp(ns / 10**9, UTC).strftime("%Y-%m-%d %H:%M")
+
+    click.echo(f"{the_store.url}: {len(found)} partition(s) of spans, {len(made)} made now")
+    for p in found:
+        where = "any other time" if p.default else f"{shown(p.lower, 'the oldest')} to {shown(p.upper, '')} UTC"
+        click.echo(f"  {p.name}: {where}{' (new)' if p.name in made else ''}")

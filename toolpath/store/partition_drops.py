@@ -1,10 +1,10 @@
 """Retention by the partition on PostgreSQL: the partitions of ``spans`` whose whole range is older than the cutoff
 are dropped, in one short transaction (no row deleted one by one, no dead tuple left for VACUUM).
 
-A span in a range partition goes with its partition: a span is kept at least as long as asked and at most one
-period (a day) longer. The batch deletes of :class:`toolpath.store.retention.Pruner` walk only the default
-partition (spans no range partition takes), never a range partition's: in a collector pruning every few minutes
-they would otherwise delete each day's spans as they age, and leave empty partitions to drop.
+A span in a day's partition goes with its partition: it is kept at least as long as asked and at most one period
+(a day) longer. The batch deletes of :class:`toolpath.store.retention.Pruner` walk only ``spans_default`` and
+``spans_before``, never a day's partition: in a collector pruning every few minutes they would otherwise delete
+each day's spans as they age, and leave empty partitions to drop.
 
 A trace is never cut in two (:mod:`toolpath.store.retention`): the spans a dropped partition holds of a trace that
 has spans in another partition too (one that goes on past the cutoff, a trace across midnight) are put back, into
@@ -23,7 +23,7 @@ from sqlalchemy.exc import OperationalError
 
 from toolpath.store.bulk import pg_array
 from toolpath.store.ingest import no_jit
-from toolpath.store.partitions import Partition, list_partitions
+from toolpath.store.partitions import BEFORE, Partition, list_partitions
 
 logger = logging.getLogger("toolpath.retention")
 
@@ -53,8 +53,12 @@ def old_partitions(partitions: list[Partition], cutoff_ns: int) -> list[Partitio
     return [p for p in partitions if not p.default and p.upper is not None and p.upper <= cutoff_ns]
 
 
-def _ranges(partitions: list[Partition]) -> tuple[Range, ...]:
-    return tuple((p.lower, p.upper) for p in partitions if p.upper is not None)
+def _ranges(partitions: list[Partition], dropping: list[Partition] | None = None) -> tuple[Range, ...]:
+    """The ranges the batches leave alone: the days', and those of the partitions a dry run would drop.
+    ``spans_before`` is walked: in a store partitioned by the migration it holds all the spans it had, which would
+    otherwise wait for its whole range to be old."""
+    left = [p for p in partitions if p.upper is not None and (p.name != BEFORE or p in (dropping or []))]
+    return tuple((p.lower, p.upper) for p in left)
 
 
 def drop_old_partitions(engine: Engine, cutoff_ns: int, *, dry_run: bool = False) -> Dropped:
@@ -81,7 +85,7 @@ def drop_old_partitions(engine: Engine, cutoff_ns: int, *, dry_run: bool = False
             ending = sorted(trace_id for trace_id, going_on in rows if not going_on)
             more = conn.exec_driver_sql(f"SELECT count(*) FROM spans WHERE trace_id = ANY({_IDS})", (pg_array(ending),))
             spans += int(more.scalar_one())
-            return Dropped(spans, traces + len(ending), len(old), _ranges(every), frozenset(ending))
+            return Dropped(spans, traces + len(ending), len(old), _ranges(every, old), frozenset(ending))
     try:
         with engine.begin() as conn:
             no_jit(conn)
