@@ -250,6 +250,19 @@ def query(store: Any, sql: str) -> list[Any]:
         return list(conn.execute(text(sql)))
 
 
+def wait_ready(port: int, timeout: float = 120.0) -> None:
+    """Wait until the collector's ``/readyz`` says ready."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2)
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise SystemExit("the collector was not ready in time") from None
+            time.sleep(0.1)
+
+
 def settle(pid: int, timeout: float = 60.0) -> None:
     """Wait until process ``pid`` (a collector just started) and its worker processes have stopped working on
     their own: their CPU over half a second under 5% of a core (or ``timeout``)."""
@@ -399,6 +412,7 @@ def sessions_run(args: argparse.Namespace, folder: Path, fake: FakeGemini, token
         fresh_store(args.store, folder, "sessions") as url,
         collector(url, "--online", str(toml), *args.collect_args) as (port, _),
     ):
+        wait_ready(port)  # as a load balancer routes by /readyz: once the judge's modules are loaded
         store = Store(url)
         backlog = Backlog(store)
         backlog.start()

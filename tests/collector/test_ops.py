@@ -173,6 +173,33 @@ def test_healthz_and_readyz_need_no_token_and_readyz_fails_on_a_schema_behind_he
     behind.close()
 
 
+def test_readyz_waits_for_a_session_evaluator_to_load_its_judges_modules(tmp_path, monkeypatch):
+    """Judging a conversation loads google-adk's evaluation modules (seconds): until they are loaded the collector
+    is not ready, so traffic routed by readiness never meets a cold judge; then it is."""
+    import threading
+
+    from toolpath.evaluation.online import workers
+
+    loading = threading.Event()
+    monkeypatch.setattr(workers, "warm_up", lambda: loading.wait(30))
+    store = Store(f"sqlite:///{tmp_path / 's.db'}")
+    config = {"evaluator": [{"name": "conversations", "target": "session", "metrics": ["tool_call_count"],
+                             "aggregate": {"tool_call_count": "mean"}}]}  # fmt: skip
+    online = OnlineEvaluator(store, config)
+    online.start()
+    try:
+        with serving(store, online=online, token=TOKEN) as service:
+            before = http_get(f"{base_url(service)}/readyz")
+            loading.set()
+            assert online.warm.wait(30)
+            after = http_get(f"{base_url(service)}/readyz")
+    finally:
+        online.stop()
+        store.close()
+    assert before[0] == 503 and json.loads(before[1])["reason"] == "online evaluation is loading its judges' modules"
+    assert after[0] == 200 and json.loads(after[1])["online_workers"] == 2
+
+
 @pytest.fixture
 def cluster():
     with postgres_server().controlled() as running:

@@ -42,4 +42,6 @@ def readiness(store: Store, online: Any = None, spool: Spool | None = None) -> t
         body["online_workers"] = alive
         if alive < total or total == 0:
             return False, {"status": "unavailable", "reason": f"{alive} of {total} online worker(s) running"}
+        if not online.warm.is_set():
+            return False, {"status": "unavailable", "reason": "online evaluation is loading its judges' modules"}
     return True, body

@@ -146,6 +146,9 @@ class OnlineEvaluator:
         self._published: dict[str, int] = {}
         self._running = 0
         self._publishing = threading.Lock()
+        self.warm = threading.Event()
+        """Set once what judging loads on first use is loaded (:func:`warm_up`): until then a collector is not
+        ready (``/readyz``), so that traffic routed by readiness does not meet a cold judge."""
         self.turns: Callable[[], AbstractContextManager[Any]] = nullcontext
         """A turn, held while a batch is scored and written (a judge's calls excepted:
         they wait on the network): a collector gives its ingest turns here (:meth:`Turns.yielding
@@ -172,7 +175,9 @@ class OnlineEvaluator:
     def start(self) -> OnlineEvaluator:
         self.store.on_invocations = self._enqueue
         if self.scorers or self.run is not None:  # judging a conversation or a case loads google-adk's evaluation
-            threading.Thread(target=warm_up, name="toolpath-online-warm-up", daemon=True).start()
+            threading.Thread(target=self._warm_up, name="toolpath-online-warm-up", daemon=True).start()
+        else:
+            self.warm.set()
         for index in range(self.config.workers):
             thread = threading.Thread(target=self._work, args=(f"{self.name}/{index}",), daemon=True)
             thread.name = f"toolpath-online-{index}"
@@ -181,6 +186,12 @@ class OnlineEvaluator:
                 self._running += 1  # until its loop ends
             thread.start()
         return self
+
+    def _warm_up(self) -> None:
+        try:
+            warm_up()
+        finally:
+            self.warm.set()
 
     def stop(self, timeout: float = 30.0) -> None:
         """Stop claiming and wait for the batches in hand; unclaimed jobs stay for the next worker."""
