@@ -57,8 +57,9 @@ def _ranges(partitions: list[Partition], dropping: list[Partition] | None = None
     """The ranges the batches leave alone: the days', and those of the partitions a dry run would drop.
     ``spans_before`` is walked: in a store partitioned by the migration it holds all the spans it had, which would
     otherwise wait for its whole range to be old."""
-    left = [p for p in partitions if p.upper is not None and (p.name != BEFORE or p in (dropping or []))]
-    return tuple((p.lower, p.upper) for p in left)
+    return tuple(
+        (p.lower, p.upper) for p in partitions if p.upper is not None and (p.name != BEFORE or p in (dropping or []))
+    )
 
 
 def drop_old_partitions(engine: Engine, cutoff_ns: int, *, dry_run: bool = False) -> Dropped:
