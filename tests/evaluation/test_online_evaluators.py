@@ -181,6 +181,25 @@ def test_the_budget_keeps_room_for_the_targets_other_workers_are_scoring(store):
     assert sorted(s for s, _ in jobs(store).values()) == ["claimed"] * 4 + ["done"] + ["skipped"] * 3
 
 
+def test_the_budget_prices_targets_at_the_costliest_seen_not_the_mean(store):
+    """Targets cheap at first and dearer later (a conversation's judge prompt grows with its turns): a claim takes
+    each waiting target for as dear as the costliest one scored, so the spend stays within the budget where the
+    mean of the first, cheap ones would have let it pass."""
+    queue = JobQueue(store, evaluators=[limited("judged", tokens=100)]).attach()
+    store.write([invocation(i) for i in range(8)])
+    (learn,) = queue.claim("w", 4, lease_seconds=60)
+    _, two = queue.complete_and_claim("w", {learn: []}, 2, 60, tokens={"judged": 10})  # 10 a target
+    assert len(two) == 2
+    _, more = queue.complete_and_claim("w", {job: [] for job in two}, 8, 60, tokens={"judged": 64})
+    # 74 spent over 3 targets: at their mean (24.7) the 26 left would take one more, but a target cost 32
+    assert more == []
+    usage = queue.usage()["judged"]
+    assert usage.tokens == 74 and usage.targets == 3
+    store.write([invocation(i) for i in range(8, 10)])
+    fresh = JobQueue(store, evaluators=[limited("judged", tokens=100)])  # another process: only the mean known
+    assert len(fresh.claim("x", 8, lease_seconds=60)) == 1
+
+
 def judged_config(**evaluator: object) -> dict:
     table = {"name": "judge", "metrics": ["fluency"], **evaluator}
     return {"poll_seconds": 0.02, "workers": 4, "batch_size": 4, "evaluator": [table]}

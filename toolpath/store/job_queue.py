@@ -135,6 +135,7 @@ class JobQueue:
         self.shed_policy = ShedPolicy(shed)
         self.max_attempts = max_attempts
         self.stats = QueueStats()
+        self.costliest = online_usage.Costliest()
         self._lock = threading.Lock()
 
     def attach(self) -> JobQueue:
@@ -276,6 +277,7 @@ class JobQueue:
             return set(), []
         with self.store.redoable_write() as conn:  # queued with ingest (SQLite)
             closed = self._complete(conn, worker, results) if results else set()
+            self.costliest.scored(tokens or {}, collections.Counter(job.evaluator for job in closed))
             if also is not None and closed:
                 also(conn, {job.invocation_id for job in closed})
             now = time.time_ns()
@@ -359,6 +361,7 @@ class JobQueue:
         if first:  # new targets of evaluators with limits: each asks the hour's row for room
             if usage is None:
                 usage = online_usage.lock(conn, self.limits, now)
+            self.costliest.apply(usage)
             for name in sorted(first):
                 mine = [Job(r[0], name) for r in new if r.evaluator == name]
                 others = self._in_flight(conn, name, sum(r.evaluator == name for r in rows), usage[name])

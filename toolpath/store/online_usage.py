@@ -15,6 +15,7 @@ them never wait for each other's rows in opposite orders.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -83,6 +84,9 @@ class EvaluatorUsage:
     """And this UTC day."""
     day_targets: int = 0
     """Targets taken this UTC day (read with a day budget)."""
+    costliest: float = 0.0
+    """The most judge tokens one target of this evaluator has cost, as far as this process has seen
+    (:class:`Costliest`); 0: none seen."""
 
     @property
     def budget_spent(self) -> bool:
@@ -156,25 +160,50 @@ def cost_unknown(usage: EvaluatorUsage, in_flight: int) -> bool:
 
 
 def budget_room(usage: EvaluatorUsage, in_flight: int) -> int | None:
-    """How many more targets the budget has room for, each at the mean cost of those scored so far in its hour or
-    day, once the ``in_flight`` targets (being scored: taken, not yet counted) have had theirs — so that the
-    targets taken never cost more than the budget, as long as they cost what the earlier ones did. ``None``: no
-    limit, or no target scored yet to take the cost of."""
+    """How many more targets the budget has room for, once the ``in_flight`` targets (being scored: taken, not yet
+    counted) have had theirs: each at the dearest of the mean cost of those scored so far in its hour or day and
+    the costliest target this process has seen (:class:`Costliest`, scaled from tokens to cost by the mean's
+    ratio), so that the targets taken do not cost more than the budget unless one costs more than any before it.
+    ``None``: no limit, or no target scored yet to take the cost of."""
     limits = usage.limits
-    kinds = (
-        (limits.tokens_per_hour, usage.tokens, usage.targets),
-        (limits.tokens_per_day, usage.day_tokens, usage.day_targets),
-        (limits.cost_per_hour, usage.cost, usage.targets),
-        (limits.cost_per_day, usage.day_cost, usage.day_targets),
+    kinds = (  # the limit, what was used of it, the targets taken and the tokens spent in its hour or day
+        (limits.tokens_per_hour, usage.tokens, usage.targets, usage.tokens),
+        (limits.tokens_per_day, usage.day_tokens, usage.day_targets, usage.day_tokens),
+        (limits.cost_per_hour, usage.cost, usage.targets, usage.tokens),
+        (limits.cost_per_day, usage.day_cost, usage.day_targets, usage.day_tokens),
     )
     rooms = []
-    for limit, used, taken in kinds:
+    for limit, used, taken, tokens in kinds:
         scored = taken - in_flight
         if limit is None or used <= 0 or scored <= 0 or used == float("inf"):
             continue
         each = used / scored
+        if usage.costliest * scored > tokens > 0:  # a target dearer than the mean was seen: priced as dear
+            each *= usage.costliest * scored / tokens
         rooms.append(max(0, int((limit - used) // each) - in_flight))
     return min(rooms) if rooms else None
+
+
+class Costliest:
+    """The most judge tokens a target of each evaluator has cost, as this process scored them: the budget takes
+    each target waiting to be scored for that dear, so that targets cheaper at first than later (a conversation's
+    cost grows with its turns) do not let the targets taken pass the budget."""
+
+    def __init__(self) -> None:
+        self._tokens: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def scored(self, tokens: Mapping[str, int], targets: Mapping[str, int]) -> None:
+        """A batch's judge ``tokens`` per evaluator, over the ``targets`` it scored of each."""
+        with self._lock:
+            for name, spent in tokens.items():
+                if spent > 0 and targets.get(name, 0) > 0:
+                    self._tokens[name] = max(self._tokens.get(name, 0.0), spent / targets[name])
+
+    def apply(self, usage: Mapping[str, EvaluatorUsage]) -> None:
+        with self._lock:
+            for name, row in usage.items():
+                row.costliest = self._tokens.get(name, 0.0)
 
 
 def spend(conn: Connection, usage: Mapping[str, EvaluatorUsage], tokens: Mapping[str, int], now: int) -> None:
