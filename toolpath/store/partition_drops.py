@@ -6,11 +6,14 @@ A span in a day's partition goes with its partition: it is kept at least as long
 ``spans_before``, never a day's partition: in a collector pruning every few minutes they would otherwise delete
 each day's spans as they age, and leave empty partitions to drop.
 
-A trace is never cut in two (:mod:`toolpath.store.retention`): the spans a dropped partition holds of a trace that
-has spans in another partition too (one that goes on past the cutoff, a trace across midnight) are put back, into
-``spans_default`` (their range no longer has a partition), where the batch deletes take the whole trace once its
-newest span is older than the cutoff. Those traces are found again under the lock that drops the partitions,
-which writers of spans wait for: no span can join them in between.
+A trace is never cut in two (:mod:`toolpath.store.retention`) by what the store holds when the drop looks: the
+spans a dropped partition holds of a trace that has spans in another partition too (one that goes on past the
+cutoff, a trace across midnight) are put back, into ``spans_default`` (their range no longer has a partition),
+where the batch deletes take the whole trace once its newest span is older than the cutoff. Those traces are
+looked for before the lock that drops the partitions (a read of each partition's key index: seconds at millions of
+spans, which writers need not wait for); under the lock the spans put back are copied and the partitions dropped.
+A span that arrives in between, for a trace whose every other span is in a dropped partition, and dated after it,
+stays alone, as a span that arrives after its trace was pruned does.
 """
 
 from __future__ import annotations
@@ -22,7 +25,6 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import OperationalError
 
 from toolpath.store.bulk import pg_array
-from toolpath.store.ingest import no_jit
 from toolpath.store.partitions import BEFORE, Partition, list_partitions
 
 logger = logging.getLogger("toolpath.retention")
@@ -31,6 +33,8 @@ LOCK_WAIT = "3s"
 """How long a drop waits for the table's lock (held by a long read, say) before it leaves the partitions to the next
 round: writers queue behind a lock being waited for."""
 _IDS = "CAST(%s AS text[])"
+WORK_MEM = "256MB"
+"""Memory for hashing the traces of the partitions to drop (a few million rows) in one go, not on disk in parts."""
 Range = tuple[int | None, int]
 
 
@@ -72,32 +76,29 @@ def drop_old_partitions(engine: Engine, cutoff_ns: int, *, dry_run: bool = False
     if not old:
         return Dropped(skip=_ranges(every))
     names = [p.name for p in old]
-    union = " UNION ALL ".join(f"SELECT * FROM {name}" for name in names)
-    # each trace of these partitions with spans in others too, and whether it goes on past the cutoff
-    elsewhere = (
-        f"SELECT n.trace_id, bool_or(n.start_time >= %s) FROM (SELECT DISTINCT trace_id FROM ({union}) u) d "
-        f"JOIN spans n ON n.trace_id = d.trace_id WHERE n.tableoid <> ALL(CAST(%s AS regclass[])) GROUP BY n.trace_id"
-    )
-    with engine.connect() as conn:  # counted before the lock, so that writers wait for no count
-        no_jit(conn)
-        rows = conn.exec_driver_sql(elsewhere, (cutoff_ns, pg_array(names))).all()
-        spans, traces = _counts(conn, union, [trace_id for trace_id, _ in rows])
-        if dry_run:  # what the batches would take after the drop: the traces put back that do not go on
-            ending = sorted(trace_id for trace_id, going_on in rows if not going_on)
+    others = [p.name for p in every if p not in old]
+    mine = " UNION ALL ".join(f"SELECT trace_id FROM {name}" for name in names)
+    theirs = " UNION ALL ".join(f"SELECT trace_id FROM {name}" for name in others) or "SELECT NULL AS trace_id"
+    # the traces of these partitions with spans in others too: each side's key index read once, hashed
+    elsewhere = f"SELECT DISTINCT o.trace_id FROM ({theirs}) o WHERE o.trace_id IN ({mine})"
+    with engine.begin() as conn:  # looked for before the lock: writers wait for no scan
+        conn.exec_driver_sql(f"SELECT set_config('work_mem', '{WORK_MEM}', true)")
+        back = sorted(row[0] for row in conn.exec_driver_sql(elsewhere))
+        spans, traces = _counts(conn, mine, back)
+        if dry_run:  # the batches would take, after the drop, the traces put back that do not go on past the cutoff
+            ending = [row[0] for row in conn.exec_driver_sql(_ENDING, (pg_array(back), cutoff_ns))]
             more = conn.exec_driver_sql(f"SELECT count(*) FROM spans WHERE trace_id = ANY({_IDS})", (pg_array(ending),))
             spans += int(more.scalar_one())
             return Dropped(spans, traces + len(ending), len(old), _ranges(every, old), frozenset(ending))
     try:
         with engine.begin() as conn:
-            no_jit(conn)
-            # a writer of spans waits from here to the commit: the traces found below stay the ones to put back
+            # writers wait from here to the commit: no span of the traces put back is added in between and lost
             conn.exec_driver_sql(f"SET LOCAL lock_timeout = '{LOCK_WAIT}'")
             conn.exec_driver_sql("LOCK TABLE spans IN ACCESS EXCLUSIVE MODE")
-            back = [row[0] for row in conn.exec_driver_sql(elsewhere, (cutoff_ns, pg_array(names)))]
+            conn.exec_driver_sql("SELECT set_config('enable_seqscan', 'off', true)")  # a seek a trace put back
+            whole = " UNION ALL ".join(f"SELECT * FROM {name} WHERE trace_id = ANY({_IDS})" for name in names)
             conn.exec_driver_sql(
-                f"CREATE TEMP TABLE spans_back ON COMMIT DROP AS SELECT * FROM ({union}) d "
-                f"WHERE d.trace_id = ANY({_IDS})",
-                (pg_array(back),),
+                f"CREATE TEMP TABLE spans_back ON COMMIT DROP AS {whole}", (pg_array(back),) * len(names)
             )
             conn.exec_driver_sql(f"DROP TABLE {', '.join(names)}")
             conn.exec_driver_sql("INSERT INTO spans SELECT * FROM spans_back")
@@ -110,11 +111,18 @@ def drop_old_partitions(engine: Engine, cutoff_ns: int, *, dry_run: bool = False
     return Dropped(spans, traces, len(old), _ranges([p for p in every if p not in old]))
 
 
-def _counts(conn: Connection, union: str, elsewhere: list[str]) -> tuple[int, int]:
-    """The spans of the partitions ``union`` reads, and their traces, but for the traces with spans ``elsewhere``
-    (those go back: the batch deletes count them when they take them)."""
+_ENDING = (
+    f"SELECT k.v FROM unnest({_IDS}) AS k(v) WHERE NOT EXISTS "
+    "(SELECT 1 FROM spans WHERE spans.trace_id = k.v AND spans.start_time >= %s)"
+)
+
+
+def _counts(conn: Connection, mine: str, back: list[str]) -> tuple[int, int]:
+    """The spans of the traces ``mine`` reads (the partitions to drop), and their traces, but for the traces put
+    ``back`` (the batch deletes count them when they take them)."""
     spans, traces = conn.exec_driver_sql(
-        f"SELECT count(*) FILTER (WHERE NOT (d.trace_id = ANY({_IDS}))), count(DISTINCT d.trace_id) FROM ({union}) d",
-        (pg_array(elsewhere),),
+        f"SELECT sum(n) FILTER (WHERE NOT (d.trace_id = ANY({_IDS}))), count(*) "
+        f"FROM (SELECT trace_id, count(*) AS n FROM ({mine}) m GROUP BY trace_id) d",
+        (pg_array(back),),
     ).one()
-    return int(spans), int(traces) - len(elsewhere)
+    return int(spans or 0), int(traces) - len(back)
