@@ -22,12 +22,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.bench_collector import wait_healthy
 from benchmarks.bench_retention import SENDER, free_port, percentile
 
 DAY_NS = 86_400 * 10**9
@@ -96,16 +96,6 @@ def fill(url: str, spans: int, first_ns: int, last_ns: int) -> None:
         conn.execute("VACUUM ANALYZE spans")
 
 
-def wait_healthy(port: int) -> None:
-    for _ in range(600):
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1)
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError("the collector did not start")
-
-
 def measure(url: str, cutoff_age_s: float, folder: Path) -> dict[str, Any]:
     """Ingest alone for 5 s, then the prune with ingest going on; the figures."""
     from toolpath.store.retention import prune
@@ -119,7 +109,7 @@ def measure(url: str, cutoff_age_s: float, folder: Path) -> dict[str, Any]:
     )  # fmt: skip
     store = Store(url)
     try:
-        wait_healthy(port)
+        wait_healthy(port, collector)
         sender = subprocess.Popen(
             [sys.executable, "-c", SENDER, f"http://127.0.0.1:{port}/v1/traces", str(stop_file)],
             stdout=subprocess.PIPE, text=True,

@@ -309,3 +309,19 @@ def test_db_partitions_makes_them_ahead_and_lists_them(fresh_postgres, tmp_path)
     sqlite = run_cli(tmp_path, "db", "partitions", "--store", "one.db")
     assert sqlite.returncode == 0 and "spans are one table" in sqlite.stdout
     store.close()
+
+
+def test_a_collectors_retention_rounds_make_partitions_ahead_pruning_or_not(fresh_postgres, tmp_path):  # noqa: F811
+    from toolpath.cli.collect import _retention
+
+    today = time.time_ns() // DAY * DAY
+    store = partitioned_at(fresh_postgres, today - 3 * DAY, ahead=0)
+    worker = _retention(store, None, None, "10m")  # no --retain-spans: on PostgreSQL the worker runs all the same
+    assert worker is not None and worker.run_once() == type(worker.total)()
+    with store.engine.connect() as conn:
+        days = [p.lower for p in partitions.list_partitions(conn) if p.lower is not None and not p.default]
+    assert days[-1] == today + partitions.AHEAD * DAY and today in days
+    sqlite = Store(f"sqlite:///{tmp_path / 'one.db'}")
+    assert _retention(sqlite, None, None, "10m") is None  # SQLite: nothing to do without an age
+    sqlite.close()
+    store.close()
