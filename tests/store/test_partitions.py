@@ -325,3 +325,26 @@ def test_a_collectors_retention_rounds_make_partitions_ahead_pruning_or_not(fres
     assert _retention(sqlite, None, None, "10m") is None  # SQLite: nothing to do without an age
     sqlite.close()
     store.close()
+
+
+def test_ingest_goes_on_while_partitions_are_dropped(store):
+    for n in range(60):
+        ingest(store, agent_run(1000 + n, DAY0 + (n % 5) * DAY + n, f"old-{n % 6}"))
+    written: list[int] = []
+    failures: list[BaseException] = []
+
+    def send() -> None:
+        try:
+            for n in range(30):  # new traces, while the old days go
+                ingest(store, agent_run(5000 + n, DAY0 + 6 * DAY + n, f"new-{n % 3}"))
+                written.append(n)
+        except BaseException as exc:  # reported by the assertion below
+            failures.append(exc)
+
+    writer = threading.Thread(target=send)
+    writer.start()
+    done = prune(store, spans_older_than=AGE, invocations_older_than=AGE, now_ns=NOW)
+    writer.join(60)
+    assert not failures and len(written) == 30
+    assert (done.spans, done.traces, done.invocations, done.partitions) == (180, 60, 60, 1 + 5)
+    assert store.counts()["spans"] == 90 and store.counts()["invocations"] == 30
