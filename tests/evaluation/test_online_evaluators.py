@@ -83,7 +83,7 @@ def test_two_collectors_take_the_same_targets_and_each_result_names_its_evaluato
     first.start()
     second.start()
     try:
-        assert first.drain(30) and second.drain(30)
+        assert first.drain(120) and second.drain(120)
     finally:
         first.stop()
         second.stop()
@@ -219,7 +219,7 @@ def test_the_judge_budget_counts_the_judges_own_tokens_and_stops_scoring_once_sp
         online = OnlineEvaluator(store, {**config, "workers": 1, "batch_size": 1}).start()
         try:
             store.write(answered(40))
-            assert online.drain(60)
+            assert online.drain(120)
         finally:
             online.stop()
     usage = online.units["judge"].judge_usage()
@@ -247,7 +247,7 @@ def test_a_budget_in_cost_prices_the_judges_tokens_and_stops_scoring_once_spent(
         online = OnlineEvaluator(store, {**config, "workers": 1, "batch_size": 1}).start()
         try:
             store.write(answered(40))
-            assert online.drain(60)
+            assert online.drain(120)
         finally:
             online.stop()
     usage = online.units["judge"].judge_usage()
@@ -281,7 +281,7 @@ def test_concurrent_workers_never_spend_more_than_the_budget(store, monkeypatch)
         online = OnlineEvaluator(store, judged_config(budget={"tokens_per_hour": 2000})).start()
         try:
             store.write(answered(80))
-            assert online.drain(60)
+            assert online.drain(120)
         finally:
             online.stop()
     state = online.queue.usage()["judge"]
@@ -310,7 +310,7 @@ def test_concurrency_bounds_the_judge_calls_in_flight_of_all_workers(store, monk
         online = OnlineEvaluator(store, judged_config(concurrency=2)).start()
         try:
             store.write(answered(16))
-            assert online.drain(60)
+            assert online.drain(120)
         finally:
             online.stop()
     assert fake.requests == 16 and most == 2  # four workers with four turns each would send 16 at once
@@ -327,7 +327,7 @@ def test_max_per_hour_holds_for_an_evaluators_workers_and_the_results_are_its_ow
     online = OnlineEvaluator(store, config).start()
     try:
         store.write([invocation(i) for i in range(20)])
-        assert online.drain(30)
+        assert online.drain(120)
     finally:
         online.stop()
     scored = results(store)
@@ -366,7 +366,7 @@ def test_prometheus_shows_skips_by_reason_and_each_evaluators_use_of_its_limits(
     online.start()
     try:
         store.write([invocation(i) for i in range(20)])
-        assert online.drain(30)
+        assert online.drain(120)
     finally:
         online.stop()
     samples = {
