@@ -4,6 +4,7 @@ which toolpath must leave alone), toolpath tracing into a real SQLite file, and 
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,7 +13,8 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from sqlalchemy import text
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
 
 import toolpath
 from tests.helpers.pgserver import postgres_server
@@ -61,6 +63,19 @@ def postgres_url() -> Iterator[str]:
         return
     with postgres_server().running() as url:
         yield url
+
+
+@pytest.fixture
+def fresh_postgres(postgres_url) -> Iterator[str]:
+    """An empty database of its own on the test server."""
+    name = f"mig_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(postgres_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f"CREATE DATABASE {name}"))
+    yield make_url(postgres_url).set(database=name).render_as_string(hide_password=False)
+    with admin.connect() as conn:
+        conn.execute(text(f"DROP DATABASE {name} WITH (FORCE)"))
+    admin.dispose()
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

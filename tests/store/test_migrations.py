@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import threading
-import uuid
-from collections.abc import Iterator
 
 import pytest
 from alembic import command
@@ -12,7 +10,6 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, inspect, text
-from sqlalchemy.engine import make_url
 
 from tests.helpers.turn_usage_spans import TRACE, kept, two_turns
 from toolpath.model import Invocation, ToolCall
@@ -22,19 +19,6 @@ from toolpath.store.store import Store
 
 LEGACY_TABLES = {"sessions", "invocations", "tool_calls", "spans", "eval_runs", "eval_results"}
 """The tables of revision 0001, which stores made before migrations had."""
-
-
-@pytest.fixture
-def fresh_postgres(postgres_url) -> Iterator[str]:
-    """An empty database of its own on the test server."""
-    name = f"mig_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(postgres_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f"CREATE DATABASE {name}"))
-    yield make_url(postgres_url).set(database=name).render_as_string(hide_password=False)
-    with admin.connect() as conn:
-        conn.execute(text(f"DROP DATABASE {name} WITH (FORCE)"))
-    admin.dispose()
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -15,7 +15,6 @@ from sqlalchemy import create_engine, text
 
 from tests.helpers.builders import agent_run, run_key
 from tests.helpers.cli import run_cli
-from tests.store.test_migrations import fresh_postgres  # noqa: F401  (a fixture)
 from toolpath.collector.reconstruct import build_invocations, is_run_span
 from toolpath.store import bulk, migrate, partitions
 from toolpath.store.retention import prune
@@ -40,7 +39,7 @@ def partitioned_at(url: str, now_ns: int, ahead: int = 10) -> Store:
 
 
 @pytest.fixture
-def store(fresh_postgres) -> Iterator[Store]:  # noqa: F811
+def store(fresh_postgres) -> Iterator[Store]:
     opened = partitioned_at(fresh_postgres, DAY0)
     yield opened
     opened.close()
@@ -57,7 +56,7 @@ def placed(store: Store) -> dict[tuple[str, str], str]:
     return {(r[0], r[1]): r[2] for r in rows}
 
 
-def test_a_new_store_is_partitioned_by_day_with_a_week_ahead(fresh_postgres):  # noqa: F811
+def test_a_new_store_is_partitioned_by_day_with_a_week_ahead(fresh_postgres):
     store = Store(fresh_postgres)
     with store.engine.connect() as conn:
         found = partitions.list_partitions(conn)
@@ -219,7 +218,7 @@ def test_a_partition_goes_once_its_whole_day_is_older_than_the_cutoff(store):
     assert placed(store) == {} and store.list_sessions() == []
 
 
-def test_db_prune_says_what_it_dropped(fresh_postgres, tmp_path):  # noqa: F811
+def test_db_prune_says_what_it_dropped(fresh_postgres, tmp_path):
     today = time.time_ns() // DAY * DAY
     store = partitioned_at(fresh_postgres, today - 10 * DAY)
     for n, (days_ago, session) in enumerate([(9, "a"), (8, "a"), (1, "b")]):
@@ -239,7 +238,7 @@ def test_db_prune_says_what_it_dropped(fresh_postgres, tmp_path):  # noqa: F811
     store.close()
 
 
-def test_migration_0013_moves_a_store_with_data_over_and_back(fresh_postgres):  # noqa: F811
+def test_migration_0013_moves_a_store_with_data_over_and_back(fresh_postgres):
     engine = create_engine(fresh_postgres)
     migrate.upgrade(engine, "0012")
     now = time.time_ns()
@@ -282,7 +281,7 @@ def test_migration_0013_moves_a_store_with_data_over_and_back(fresh_postgres):  
     engine.dispose()
 
 
-def test_db_partitions_makes_them_ahead_and_lists_them(fresh_postgres, tmp_path):  # noqa: F811
+def test_db_partitions_makes_them_ahead_and_lists_them(fresh_postgres, tmp_path):
     today = time.time_ns() // DAY * DAY
     store = partitioned_at(fresh_postgres, today - 3 * DAY, ahead=0)  # a store no collector made partitions for since
     ingest(store, agent_run(1, today + DAY + 5, "tomorrow"))  # no partition yet: the default one takes it
@@ -311,7 +310,7 @@ def test_db_partitions_makes_them_ahead_and_lists_them(fresh_postgres, tmp_path)
     store.close()
 
 
-def test_a_collectors_retention_rounds_make_partitions_ahead_pruning_or_not(fresh_postgres, tmp_path):  # noqa: F811
+def test_a_collectors_retention_rounds_make_partitions_ahead_pruning_or_not(fresh_postgres, tmp_path):
     from toolpath.cli.collect import _retention
 
     today = time.time_ns() // DAY * DAY
