@@ -83,7 +83,7 @@ def test_a_scorer_behind_a_stream_of_exports_still_gets_a_turn() -> None:
 
 
 def test_an_export_that_times_out_leaves_no_waiter_behind() -> None:
-    turns = Turns(1)
+    turns = Turns(1, quiet_seconds=0.0)
     turns.acquire()
     assert not turns.acquire(timeout=0.01)
     assert _waiting_exports(turns) == 0
@@ -91,3 +91,40 @@ def test_an_export_that_times_out_leaves_no_waiter_behind() -> None:
     with turns.yielding():  # no export waits: taken at once
         pass
     assert turns.yielded == 0
+
+
+def test_a_scorer_waits_for_a_quiet_moment_after_an_export() -> None:
+    turns = Turns(2, yield_seconds=3600, quiet_seconds=3600)
+    with turns:
+        pass  # an export just ended: the next of its stream is on its way
+    taken = threading.Event()
+
+    def score() -> None:
+        with turns.yielding():
+            taken.set()
+
+    scorer = threading.Thread(target=score, daemon=True)
+    scorer.start()
+    assert not taken.wait(0.3)  # no quiet moment yet, though both turns are free
+    turns.quiet_seconds = 0.0
+    with turns:  # the next export ends: its end wakes the scorer, and now the moment counts as quiet
+        pass
+    assert taken.wait(30)
+    scorer.join(5)
+
+
+def test_a_scorer_leaves_a_second_turn_to_exports_while_one_export_runs() -> None:
+    turns = Turns(2, yield_seconds=3600, quiet_seconds=0.0)
+    turns.acquire()  # an export holds one of two turns
+    taken = threading.Event()
+
+    def score() -> None:
+        with turns.yielding():
+            taken.set()
+
+    scorer = threading.Thread(target=score, daemon=True)
+    scorer.start()
+    assert not taken.wait(0.3)
+    turns.release()
+    assert taken.wait(30)
+    scorer.join(5)
