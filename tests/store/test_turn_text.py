@@ -59,32 +59,3 @@ def test_a_turn_written_again_is_indexed_again_and_a_turn_gone_leaves(store):
         refresh_sessions(conn, ["s-a"])
         assert conn.execute(text("SELECT count(*) FROM turn_text WHERE invocation_id = 'a'")).scalar() == 0
     assert _found(store, "attic") == []
-
-
-def test_a_new_turn_is_indexed_without_a_delete_and_a_rebuilt_one_keeps_one_row(store):
-    from sqlalchemy import event
-
-    from toolpath.collector.ingestor import rebuild
-    from toolpath.collector.reconstruct import is_run_span
-    from toolpath.model import invocation_key
-    from toolpath.store.spanrecord import SpanRecord
-
-    trace = "7" * 32
-
-    def span(n: int, parent: int | None, **attributes) -> SpanRecord:
-        return SpanRecord(trace_id=trace, span_id=f"{n:016x}", parent_span_id=None if parent is None else f"{parent:016x}",
-                          name=f"span {n}", kind=1, start_time=n, end_time=n + 1, attributes=attributes)  # fmt: skip
-
-    statements: list[str] = []
-    event.listen(store.engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
-    tool = {"gen_ai.operation.name": "execute_tool"}
-    store.ingest([span(1, None, **{"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a"}),
-                  span(2, 1, **tool, **{"gen_ai.tool.name": "lookup_garage"})], rebuild, is_run_span)  # fmt: skip
-    assert not [s for s in statements if s.startswith("DELETE FROM turn_text")]  # a new turn has no row to delete
-    store.ingest([span(3, 1, **tool, **{"gen_ai.tool.name": "open_attic"})], rebuild, is_run_span)
-    assert [s for s in statements if s.startswith("DELETE FROM turn_text")]
-    session = browse.session_page(store, SessionFilter()).rows[0]["session_id"]
-    assert _found(store, "lookup_garage") == _found(store, "open_attic") == [session]
-    with store.engine.connect() as conn:
-        rows = text("SELECT count(*) FROM turn_text WHERE invocation_id = :i")
-        assert conn.execute(rows, {"i": invocation_key(trace, f"{1:016x}")}).scalar() == 1

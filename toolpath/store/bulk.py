@@ -187,7 +187,7 @@ def write_invocations(
     used = [(i, *row) for i in sorted(set(ids)) if (turn := usage.get(i)) is not None for row in turn.rows]
     _write(conn, t.turn_usage, used, new=True)  # deleted above
     turn_usage.refresh(conn, [i for i in ids if i not in usage])  # from the spans stored by now
-    turn_text.refresh(conn, ids, replaced)  # after the user: its text holds it
+    turn_text.refresh(conn, ids)  # after the user: its text holds it
 
 
 _USAGE_AT = len(t.invocations.columns) - 3

@@ -58,16 +58,15 @@ def _body_sql(dialect: str, marks: str) -> str:
            f"WHERE i.invocation_id IN ({marks})"  # fmt: skip
 
 
-def refresh(conn: Connection, invocation_ids: Sequence[str], stored: Sequence[str] | None = None) -> None:
-    """The rows of ``invocation_ids`` from their turns and calls as stored now (a turn gone: its row goes).
-    ``stored``: those of them that may have a row already (``None``: any of them may); only theirs are deleted. On
-    SQLite that delete reads every row of the table (the id is no indexed column of it): a new turn skips it."""
+def refresh(conn: Connection, invocation_ids: Sequence[str]) -> None:
+    """The rows of ``invocation_ids`` from their turns and calls as stored now (a turn gone: its row goes)."""
     dialect = conn.dialect.name
     mark = "?" if dialect == "sqlite" else "%s"
-    forget(conn, invocation_ids if stored is None else stored)
     for start in range(0, len(invocation_ids), _CHUNK):
         chunk = tuple(invocation_ids[start : start + _CHUNK])
-        conn.exec_driver_sql(_body_sql(dialect, ", ".join([mark] * len(chunk))), chunk)
+        marks = ", ".join([mark] * len(chunk))
+        conn.exec_driver_sql(f"DELETE FROM turn_text WHERE invocation_id IN ({marks})", chunk)
+        conn.exec_driver_sql(_body_sql(dialect, marks), chunk)
 
 
 def forget(conn: Connection, invocation_ids: Sequence[str]) -> None:
