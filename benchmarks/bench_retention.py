@@ -77,14 +77,14 @@ def fill(store_url: str, spans: int, old_share: float, now_ns: int) -> tuple[int
             span_rows.append((trace, root, None, "invoke_agent bench", 1, start, start + 10**7, 0, None,
                               json.dumps(agent), "[]", "{}", "bench"))  # fmt: skip
             invocation_rows.append((root, session, trace, "bench", f"request {n}", "done", "[]", 0.01, 0, None,
-                                    start, "{}"))  # fmt: skip
+                                    start, "{}", None, 0, 0, None))  # fmt: skip
             sessions.setdefault(session, [start, start])[1] = start
             for i in range(SPANS_PER_TRACE - 1):
                 tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": f"tool_{i}",
                         "gen_ai.tool.call.arguments": args, "gen_ai.tool.call.result": result}  # fmt: skip
                 span_rows.append((trace, f"{i + 1:04x}{n:012x}", root, f"execute_tool tool_{i}", 1, start + i + 1,
                                   start + i + 2, 0, None, json.dumps(tool), "[]", "{}", "bench"))  # fmt: skip
-                call_rows.append((root, i, f"tool_{i}", args, result, None, None, start + i + 1, start + i + 2))
+                call_rows.append((root, i, f"tool_{i}", args, result, None, None, start + i + 1, start + i + 2, None))
         return span_rows, invocation_rows, call_rows, sessions
 
     step = 20_000
@@ -97,8 +97,8 @@ def fill(store_url: str, spans: int, old_share: float, now_ns: int) -> tuple[int
             span_rows, invocation_rows, call_rows, sessions = rows(first, min(first + step, traces))
             conn.executemany(f"INSERT INTO spans VALUES ({', '.join('?' * 13)})", span_rows)
             conn.executemany("INSERT INTO sessions VALUES (?, 'bench', ?, ?)", [(s, *v) for s, v in sessions.items()])
-            conn.executemany(f"INSERT INTO invocations VALUES ({', '.join('?' * 12)})", invocation_rows)
-            conn.executemany(f"INSERT INTO tool_calls VALUES ({', '.join('?' * 9)})", call_rows)
+            conn.executemany(f"INSERT INTO invocations VALUES ({', '.join('?' * 16)})", invocation_rows)
+            conn.executemany(f"INSERT INTO tool_calls VALUES ({', '.join('?' * 10)})", call_rows)
             conn.commit()
         conn.close()
     else:
