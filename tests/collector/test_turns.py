@@ -93,10 +93,8 @@ def test_an_export_that_times_out_leaves_no_waiter_behind() -> None:
     assert turns.yielded == 0
 
 
-def test_a_scorer_waits_for_a_quiet_moment_after_an_export() -> None:
-    turns = Turns(2, yield_seconds=3600, quiet_seconds=3600)
-    with turns:
-        pass  # an export just ended: the next of its stream is on its way
+def _scoring(turns: Turns) -> tuple[threading.Event, threading.Thread]:
+    """A scorer asking for a turn on a thread of its own; the event is set once it has one."""
     taken = threading.Event()
 
     def score() -> None:
@@ -105,6 +103,14 @@ def test_a_scorer_waits_for_a_quiet_moment_after_an_export() -> None:
 
     scorer = threading.Thread(target=score, daemon=True)
     scorer.start()
+    return taken, scorer
+
+
+def test_a_scorer_waits_for_a_quiet_moment_after_an_export() -> None:
+    turns = Turns(2, yield_seconds=3600, quiet_seconds=3600)
+    with turns:
+        pass  # an export just ended: the next of its stream is on its way
+    taken, scorer = _scoring(turns)
     assert not taken.wait(0.3)  # no quiet moment yet, though both turns are free
     turns.quiet_seconds = 0.0
     with turns:  # the next export ends: its end wakes the scorer, and now the moment counts as quiet
@@ -116,14 +122,7 @@ def test_a_scorer_waits_for_a_quiet_moment_after_an_export() -> None:
 def test_a_scorer_leaves_a_second_turn_to_exports_while_one_export_runs() -> None:
     turns = Turns(2, yield_seconds=3600, quiet_seconds=0.0)
     turns.acquire()  # an export holds one of two turns
-    taken = threading.Event()
-
-    def score() -> None:
-        with turns.yielding():
-            taken.set()
-
-    scorer = threading.Thread(target=score, daemon=True)
-    scorer.start()
+    taken, scorer = _scoring(turns)
     assert not taken.wait(0.3)
     turns.release()
     assert taken.wait(30)
