@@ -143,6 +143,13 @@ class InstancesMode(StrEnum):
 )
 @click.option("--prune-every", default="10m", show_default=True, help="How often retention runs.")
 @click.option(
+    "--prune-exact",
+    is_flag=True,
+    help="With --retain-spans, spans partitioned by day (PostgreSQL): also delete, by batches, the spans older than "
+    "the cutoff in the day it falls inside (else they wait for their day to go whole: up to a day more). SQLite, or "
+    "spans in one table: retention is exact already and this changes nothing.",
+)
+@click.option(
     "--evaluate-instances",
     "instances_mode",
     type=click.Choice([mode.value for mode in InstancesMode]),
@@ -184,6 +191,7 @@ def collect(
     retain_spans: str | None,
     retain_invocations: str | None,
     prune_every: str,
+    prune_exact: bool,
     instances_mode: str,
     judge_in_flight: int,
     judge_calls_per_minute: int,
@@ -250,7 +258,7 @@ def collect(
     judge_budget = (judge_in_flight, judge_calls_per_minute, judge_tokens_per_minute)
     set_judge_budget(*judge_budget, processes=max(1, workers))  # with --workers, each worker keeps its share
     redactor = None if no_redact else _redactor(redact_keys, redact_patterns)
-    retention = _retention(the_store, retain_spans, retain_invocations, prune_every)
+    retention = _retention(the_store, retain_spans, retain_invocations, prune_every, exact=prune_exact)
     online = None
     if online_path is not None:
         from toolpath.evaluation.online import OnlineEvaluator
@@ -396,15 +404,19 @@ def instances_served(mode: InstancesMode, host: str, token: str | None) -> bool:
     return mode is InstancesMode.ON
 
 
-def _retention(store: Store, spans: str | None, invocations: str | None, every: str) -> RetentionWorker | None:
+def _retention(
+    store: Store, spans: str | None, invocations: str | None, every: str, *, exact: bool = False
+) -> RetentionWorker | None:
     from toolpath.store.retention import RetentionWorker, parse_duration
 
+    if exact and spans is None:
+        raise ConfigError("--prune-exact needs --retain-spans (it says how spans are pruned)")
     interval = parse_duration(every, "--prune-every")
     span_age = parse_duration(spans, "--retain-spans") if spans is not None else None
     invocation_age = parse_duration(invocations, "--retain-invocations") if invocations is not None else None
     if span_age is None and invocation_age is None and store.dialect != "postgresql":
         return None  # on PostgreSQL its rounds make the spans' partitions ahead, pruning or not
-    return RetentionWorker(store, spans=span_age, invocations=invocation_age, every=interval)
+    return RetentionWorker(store, spans=span_age, invocations=invocation_age, every=interval, exact=exact)
 
 
 def _redactor(keys: tuple[str, ...], patterns: tuple[str, ...]) -> Redactor:

@@ -47,15 +47,23 @@ def db_current(store: str | None) -> None:
 @click.option("--spans-only", is_flag=True, help="Only raw spans; invocations, their tool calls and scores stay.")
 @click.option("--dry-run", is_flag=True, help="Count what would go; delete nothing.")
 @click.option(
+    "--exact",
+    is_flag=True,
+    help="Spans partitioned by day (PostgreSQL): also delete, by batches, the spans older than the cutoff in the "
+    "day it falls inside (by default they wait for their day to go whole: up to a day more). SQLite, or spans in "
+    "one table: retention is exact already and this changes nothing.",
+)
+@click.option(
     "--batch-size",
     default=1000,
     show_default=True,
     type=click.IntRange(min=1),
     help="Rows per transaction (short transactions never hold a running collector up for long).",
 )
-def db_prune(store: str | None, older_than: str, spans_only: bool, dry_run: bool, batch_size: int) -> None:
+def db_prune(store: str | None, older_than: str, spans_only: bool, dry_run: bool, exact: bool, batch_size: int) -> None:
     """Delete spans (whole traces, once their newest span is that old) and invocations older than an age, with
     their tool calls, online jobs and scores, and the sessions they leave empty. Evaluation runs stay."""
+    from toolpath.store import partitions
     from toolpath.store.retention import parse_duration, prune
 
     age = parse_duration(older_than, "--older-than")  # before the store is opened: a typo creates no file
@@ -70,8 +78,18 @@ def db_prune(store: str | None, older_than: str, spans_only: bool, dry_run: bool
             dry_run=dry_run,
             batch_size=batch_size,
             pause=0.0 if dry_run else 0.01,
+            exact=exact,
         )
-    click.echo(f"{the_store.url}: {'would prune' if dry_run else 'pruned'} {counts} older than {older_than}")
+        with the_store.engine.connect() as conn:
+            partitioned = partitions.is_partitioned(conn)
+    said = f"{the_store.url}: {'would prune' if dry_run else 'pruned'} {counts} older than {older_than}"
+    if exact:  # said either way: never a flag that silently does nothing
+        said += (
+            " (--exact: to the cutoff, inside its day's partition too)"
+            if partitioned
+            else " (--exact: spans are one table here, retention is exact without it)"
+        )
+    click.echo(said)
 
 
 @db.command(name="partitions")

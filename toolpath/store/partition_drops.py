@@ -4,7 +4,10 @@ are dropped, in one short transaction (no row deleted one by one, no dead tuple 
 A span in a day's partition goes with its partition: it is kept at least as long as asked and at most one period
 (a day) longer. The batch deletes of :class:`toolpath.store.retention.Pruner` walk only ``spans_default`` and
 ``spans_before``, never a day's partition: in a collector pruning every few minutes they would otherwise delete
-each day's spans as they age, and leave empty partitions to drop.
+each day's spans as they age, and leave empty partitions to drop. An *exact* prune (an operator's choice:
+``toolpath db prune --exact``, ``toolpath collect --prune-exact``) walks the day the cutoff falls inside too, and
+deletes its spans older than the cutoff by batches, under the same rule; only the days wholly older than the
+cutoff are left to the drop.
 
 A trace is never cut in two (:mod:`toolpath.store.retention`) by what the store holds when the drop looks: the
 spans a dropped partition holds of a trace that has spans in another partition too (one that goes on past the
@@ -46,7 +49,7 @@ class Dropped(NamedTuple):
     partitions: int = 0
     skip: tuple[Range, ...] = ()
     """The ranges of start time the batch deletes leave alone: the range partitions' that stay (in a dry run,
-    every range partition's)."""
+    every range partition's), but ``spans_before``'s; in an exact prune, only those a dry run would drop."""
     counted: frozenset[str] = frozenset()
     """In a dry run, the traces counted whole here that the batch deletes would take after the drop (spans of
     theirs put back): the batches' count leaves them out."""
@@ -57,24 +60,31 @@ def old_partitions(partitions: list[Partition], cutoff_ns: int) -> list[Partitio
     return [p for p in partitions if not p.default and p.upper is not None and p.upper <= cutoff_ns]
 
 
-def _ranges(partitions: list[Partition], dropping: list[Partition] | None = None) -> tuple[Range, ...]:
+def _ranges(
+    partitions: list[Partition], dropping: list[Partition] | None = None, *, exact: bool = False
+) -> tuple[Range, ...]:
     """The ranges the batches leave alone: the days', and those of the partitions a dry run would drop.
     ``spans_before`` is walked: in a store partitioned by the migration it holds all the spans it had, which would
-    otherwise wait for its whole range to be old."""
+    otherwise wait for its whole range to be old. ``exact``: only those a dry run would drop (it counted them);
+    the batches walk the day the cutoff falls inside (its spans older than the cutoff), and the days older than
+    the cutoff that a drop left in place for want of the lock."""
     return tuple(
-        (p.lower, p.upper) for p in partitions if p.upper is not None and (p.name != BEFORE or p in (dropping or []))
+        (p.lower, p.upper)
+        for p in partitions
+        if p.upper is not None and (p in (dropping or []) or (not exact and p.name != BEFORE))
     )
 
 
-def drop_old_partitions(engine: Engine, cutoff_ns: int, *, dry_run: bool = False) -> Dropped:
+def drop_old_partitions(engine: Engine, cutoff_ns: int, *, dry_run: bool = False, exact: bool = False) -> Dropped:
     """Drop the partitions of ``spans`` older than ``cutoff_ns``, putting back the spans of traces that have
     spans in other partitions; nothing on a store whose spans are not partitioned, and nothing dropped when the
-    lock is not had in :data:`LOCK_WAIT`."""
+    lock is not had in :data:`LOCK_WAIT`. ``exact``: the ranges to skip returned leave the batches every span
+    older than the cutoff that no drop takes (:func:`_ranges`)."""
     with engine.connect() as conn:
         every = list_partitions(conn)
     old = old_partitions(every, cutoff_ns)
     if not old:
-        return Dropped(skip=_ranges(every))
+        return Dropped(skip=_ranges(every, exact=exact))
     names = [p.name for p in old]
     others = [p.name for p in every if p not in old]
     mine = " UNION ALL ".join(f"SELECT trace_id FROM {name}" for name in names)
@@ -89,7 +99,8 @@ def drop_old_partitions(engine: Engine, cutoff_ns: int, *, dry_run: bool = False
             ending = [row[0] for row in conn.exec_driver_sql(_ENDING, (pg_array(back), cutoff_ns))]
             more = conn.exec_driver_sql(f"SELECT count(*) FROM spans WHERE trace_id = ANY({_IDS})", (pg_array(ending),))
             spans += int(more.scalar_one())
-            return Dropped(spans, traces + len(ending), len(old), _ranges(every, old), frozenset(ending))
+            skip = _ranges(every, old, exact=exact)
+            return Dropped(spans, traces + len(ending), len(old), skip, frozenset(ending))
     try:
         with engine.begin() as conn:
             # writers wait from here to the commit: no span of the traces put back is added in between and lost
@@ -105,10 +116,11 @@ def drop_old_partitions(engine: Engine, cutoff_ns: int, *, dry_run: bool = False
     except OperationalError as exc:
         if getattr(exc.orig, "sqlstate", None) != "55P03":  # lock_not_available: the next round tries again
             raise
-        logger.info("retention: spans' lock not had in %s; its old partitions wait for the next round", LOCK_WAIT)
-        return Dropped(skip=_ranges(every))
+        then = "the batches delete their spans (exact)" if exact else "they wait for the next round"
+        logger.info("retention: spans' lock not had in %s; old partitions not dropped: %s", LOCK_WAIT, then)
+        return Dropped(skip=_ranges(every, exact=exact))
     logger.info("retention: dropped partition(s) %s (%d span(s) of %d trace(s))", ", ".join(names), spans, traces)
-    return Dropped(spans, traces, len(old), _ranges([p for p in every if p not in old]))
+    return Dropped(spans, traces, len(old), _ranges([p for p in every if p not in old], exact=exact))
 
 
 _ENDING = (

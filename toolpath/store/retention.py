@@ -8,7 +8,9 @@ half-way, and everything else goes on untouched.
 - **Spans** go a whole trace at a time, once the *newest* span of the trace is older than the cutoff: a trace
   is never cut in two, so a late span of a trace still being pruned rebuilds from complete spans. On a
   PostgreSQL store whose spans are partitioned by time, the partitions wholly older than the cutoff are dropped
-  first (:mod:`toolpath.store.partition_drops`, which keeps the same rule), and the batches delete what is left.
+  first (:mod:`toolpath.store.partition_drops`, which keeps the same rule), and the batches delete what is left
+  outside the day partitions: the day the cutoff falls inside waits to go whole, unless the prune is ``exact``
+  (then the batches delete its spans older than the cutoff too, as they do on a store of one table).
 - **Invocations** go when they started before their cutoff, with their tool calls, their online-evaluation job
   and online scores; a session left with no invocation goes too, the others keep first/last start times that
   say what their invocations say now.
@@ -239,15 +241,18 @@ def prune(
     pause: float = 0.0,
     stop: Callable[[], bool] = lambda: False,
     now_ns: int | None = None,
+    exact: bool = False,
 ) -> PruneCounts:
     """Delete spans and invocations older than the given ages (seconds; ``None``: keep them all), invocations
-    first; returns what went (or, with ``dry_run``, what would go)."""
+    first; returns what went (or, with ``dry_run``, what would go). ``exact``: on a store whose spans are
+    partitioned, the spans older than the cutoff in the partition the cutoff falls inside go too (by batches),
+    and the invocations at their own cutoff; elsewhere retention is exact already and it changes nothing."""
     now_ns = time.time_ns() if now_ns is None else now_ns
     pruner = Pruner(store, batch_size=batch_size, pause=pause, stop=stop)
     counts = PruneCounts()
     if invocations_older_than is not None:
         invocation_cutoff = cutoff_ns(now_ns, invocations_older_than)
-        if spans_older_than is not None and store.dialect == "postgresql":  # no invocation outlived by its spans
+        if spans_older_than is not None and store.dialect == "postgresql" and not exact:  # none outlived by its spans
             with store.engine.connect() as conn:
                 kept_from = partitions.taken_before(
                     partitions.list_partitions(conn), cutoff_ns(now_ns, spans_older_than)
@@ -256,7 +261,11 @@ def prune(
         counts.add(pruner.prune_invocations(invocation_cutoff, dry_run=dry_run))
     if spans_older_than is not None:
         cutoff = cutoff_ns(now_ns, spans_older_than)
-        dropped = drop_old_partitions(store.engine, cutoff, dry_run=dry_run) if store.dialect == "postgresql" else None
+        dropped = (
+            drop_old_partitions(store.engine, cutoff, dry_run=dry_run, exact=exact)
+            if store.dialect == "postgresql"
+            else None
+        )
         if dropped is not None:  # whole partitions first; the batches then walk what no range partition holds
             counts.add(PruneCounts(spans=dropped.spans, traces=dropped.traces, partitions=dropped.partitions))
             pruner.counted = set(dropped.counted)
@@ -285,7 +294,8 @@ def check_lifetimes(spans: float | None, invocations: float | None) -> None:
 
 class RetentionWorker:
     """Prunes ``store`` every ``every`` seconds on a daemon thread (``start`` / ``stop``). Collectors sharing a
-    PostgreSQL store take turns (an advisory lock): one prunes, the others skip that round."""
+    PostgreSQL store take turns (an advisory lock): one prunes, the others skip that round. ``exact``: as
+    :func:`prune`'s."""
 
     def __init__(
         self,
@@ -296,10 +306,11 @@ class RetentionWorker:
         every: float = 600.0,
         batch_size: int = DEFAULT_BATCH,
         pause: float = 0.05,
+        exact: bool = False,
     ) -> None:
         check_lifetimes(spans, invocations)
         self.store = store
-        self.spans, self.invocations = spans, invocations
+        self.spans, self.invocations, self.exact = spans, invocations, exact
         self.every, self.batch_size, self.pause = every, batch_size, pause
         self.rounds = 0
         self.total = PruneCounts()
@@ -334,6 +345,7 @@ class RetentionWorker:
                 batch_size=self.batch_size,
                 pause=self.pause,
                 stop=self._stop.is_set,
+                exact=self.exact,
             )
         self.rounds += 1
         self.total.add(counts)
