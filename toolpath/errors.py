@@ -19,7 +19,7 @@ and never reaches the user as such (one that escapes is a bug, and shows as one,
     ├── collector.ingestor.Busy              too many exports in flight: a 503, the exporter retries
     ├── collector.otlp_replies.TooLarge      a gzip body past the limit: a 413
     ├── judges.parse.JudgeParseError         a judge reply that cannot be read: that sample's error
-    ├── judges.client.TransientError         a judge request worth retrying
+    ├── judges.messages.TransientError       a judge request worth retrying
     └── evalsets.simulation.SimulatorError   the user simulator gave no message: the case's error
 
 ``Interrupted`` (a ``KeyboardInterrupt``) is neither: Ctrl-C stopped a batch of agent runs, and it says what was

@@ -13,77 +13,50 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import functools
-import hashlib
-import json
 import logging
 import os
 import random
 import threading
 import time
-import weakref
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any, Protocol
 
 from toolpath.config import JUDGE_CONCURRENCY_ENV, JUDGE_MAX_REQUESTS_ENV, JUDGE_MODEL_ENV
-from toolpath.errors import ConfigError, InternalSignal
+from toolpath.errors import ConfigError
 from toolpath.judges.call_slots import CallSlots
+from toolpath.judges.genai_backend import GenAIBackend
+from toolpath.judges.messages import (
+    DEFAULT_MODEL,
+    EMPTY_REPLY,
+    REQUEST_TAG,
+    Ask,
+    Backend,
+    JudgeCall,
+    JudgeOutcome,
+    JudgeReply,
+    JudgeRequest,
+    TransientError,
+)
 from toolpath.judges.process_budget import BudgetSpent, WhenSpent, process_budget
 from toolpath.redact import Redactor
 
-__all__ = ["JudgeSettings"]
+__all__ = [  # the request and reply types live in :mod:`toolpath.judges.messages`; named here for the judge's users
+    "DEFAULT_MODEL",
+    "EMPTY_REPLY",
+    "REQUEST_TAG",
+    "Ask",
+    "Backend",
+    "JudgeCall",
+    "JudgeOutcome",
+    "JudgeReply",
+    "JudgeRequest",
+    "JudgeSettings",
+    "TransientError",
+]
 
 logger = logging.getLogger("toolpath.judge")
-
-DEFAULT_MODEL = "gemini-2.5-flash"
-RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
-EMPTY_REPLY = "the model returned an empty response"
-
-
-@dataclass(frozen=True)
-class JudgeRequest:
-    """One model call. ``sample`` tells repeated samples of one prompt apart (and keys the cache)."""
-
-    prompt: str
-    model: str = DEFAULT_MODEL
-    temperature: float | None = None
-    sample: int = 0
-    json_output: bool = True
-    config: str | None = None
-    """The model's generation config as JSON (google-genai's ``GenerateContentConfig`` fields), sent as given
-    (``temperature`` and ``json_output`` are then not used)."""
-    namespace: str | None = None
-    """Who asks, when it is not a judge metric (``usersim``: the simulated user): keys its cache entries apart."""
-
-    def cache_key(self) -> str:
-        if self.namespace is None:
-            text = json.dumps([self.model, self.temperature, self.sample, self.json_output, self.prompt])
-            return hashlib.sha256(text.encode()).hexdigest()
-        text = json.dumps([self.namespace, self.model, self.config, self.sample, self.json_output, self.prompt])
-        prefix = f"{self.namespace}:"
-        return prefix + hashlib.sha256(text.encode()).hexdigest()[: 64 - len(prefix)]  # the cache's keys: 64 chars
-
-
-@dataclass
-class JudgeReply:
-    """What the model answered (``text``), or why there is no answer (``error``)."""
-
-    text: str | None
-    error: str | None = None
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached: bool = False
-    retry_after: float | None = None
-    """When the process's judge budget refused the call: the seconds after which it has room again."""
-    refused: bool = False
-    """Not sent: a budget or the prompt limit said no."""
-
-
-Ask = Callable[[JudgeRequest], Awaitable[JudgeReply]]
-"""What a judge metric awaits to get a model's reply."""
 
 
 class JudgeCache(Protocol):
@@ -125,153 +98,6 @@ class JudgeUsage:
 
     def to_dict(self) -> dict[str, int]:
         return dict(self.__dict__)
-
-
-REQUEST_TAG: contextvars.ContextVar[tuple[int, str] | None] = contextvars.ContextVar("judge_tag", default=None)
-"""What the judge requests made in this context are for — the row (its index) and the metric a batch scores —
-set by whoever runs a metric on a row; each :class:`JudgeCall` carries it, so a batch's spend can be told apart by
-its results."""
-
-
-class JudgeOutcome(StrEnum):
-    """How one judge request ended."""
-
-    OK = "ok"
-    """The model answered."""
-    ERROR = "error"
-    """No answer: the model failed after its retries, or its reply could not be read."""
-    CACHED = "cached"
-    """Answered from the cache: no call made."""
-    REFUSED = "refused"
-    """Not sent: over a budget, or a prompt past ``max_prompt_chars``."""
-
-
-@dataclass(frozen=True)
-class JudgeCall:
-    """One judge request as it ended: the model asked, the outcome, the tokens the model reported and the time
-    it took (retries and waits for a slot included)."""
-
-    model: str
-    outcome: JudgeOutcome
-    input_tokens: int = 0
-    output_tokens: int = 0
-    seconds: float = 0.0
-    ended_ns: int = 0
-    """When it ended (ns since the epoch)."""
-    tag: tuple[int, str] | None = None
-    """The row and metric it was made for (:data:`REQUEST_TAG`), when known."""
-
-
-class Backend(Protocol):
-    async def generate(self, request: JudgeRequest, timeout: float) -> JudgeReply: ...
-
-
-class TransientError(InternalSignal):
-    """A failure worth retrying (429, 5xx, timeout); ``retry_after`` in seconds when the server said."""
-
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
-
-
-class GenAIBackend:
-    """``google-genai``'s async client; the SDK's own retries are off, :class:`Judge` does them."""
-
-    def __init__(self, client: Any = None) -> None:
-        from google.genai import types
-
-        self._types = types
-        self._own = client is None
-        self.client = self._make() if client is None else client
-        # The SDK's async client belongs to the event loop it first ran on, and every Judge.run is a new loop
-        # (online workers run one per batch, several at once): each loop gets a client of its own.
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
-        self._first_taken = False
-        self._clients_lock = threading.Lock()
-
-    def _make(self) -> Any:
-        from google import genai
-
-        types = self._types
-        try:
-            return genai.Client(http_options=types.HttpOptions(retry_options=types.HttpRetryOptions(attempts=1)))
-        except ValueError as exc:
-            raise ConfigError(
-                f"judge metrics need the Gemini API or Vertex AI: set GOOGLE_API_KEY (or GEMINI_API_KEY), or "
-                f"GOOGLE_GENAI_USE_VERTEXAI=true with GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION ({exc})"
-            ) from None
-
-    def _loop_client(self) -> Any:
-        if not self._own:
-            return self.client
-        loop = asyncio.get_running_loop()
-        with self._clients_lock:
-            client = self._clients.get(loop)
-            if client is None:
-                client = self._make() if self._first_taken else self.client
-                self._first_taken = True
-                self._clients[loop] = client
-        return client
-
-    async def generate(self, request: JudgeRequest, timeout: float) -> JudgeReply:
-        from google.genai import errors
-
-        config = (
-            self._given_config(request.config, timeout)
-            if request.config is not None
-            else self._config(request.temperature, request.json_output, timeout)
-        )
-        try:
-            response = await asyncio.wait_for(
-                self._loop_client().aio.models.generate_content(
-                    model=request.model, contents=request.prompt, config=config
-                ),
-                timeout,
-            )
-        except TimeoutError:
-            raise TransientError(f"no reply within {timeout:g} s") from None
-        except errors.APIError as exc:
-            if exc.code in RETRY_STATUS:
-                raise TransientError(f"{exc.code} {exc.status or ''}".strip(), _retry_after(exc)) from None
-            return JudgeReply(None, f"judge model error {exc.code}: {exc.message or exc.status}")
-        except Exception as exc:  # connection refused, reset, DNS: worth another try
-            if _is_network_error(exc):
-                raise TransientError(f"{type(exc).__name__}: {exc}") from None
-            raise
-        usage = response.usage_metadata
-        return JudgeReply(
-            response.text,
-            None if response.text else EMPTY_REPLY,
-            (usage.prompt_token_count or 0) if usage else 0,
-            (usage.candidates_token_count or 0) if usage else 0,
-        )
-
-    @functools.lru_cache(maxsize=64)  # noqa: B019 - one backend per run; configs are few and immutable here
-    def _config(self, temperature: float | None, json_output: bool, timeout: float) -> Any:
-        return self._types.GenerateContentConfig(
-            temperature=temperature,
-            response_mime_type="application/json" if json_output else None,
-            http_options=self._types.HttpOptions(timeout=int(timeout * 1000)),
-        )
-
-    @functools.lru_cache(maxsize=64)  # noqa: B019 - as _config
-    def _given_config(self, config: str, timeout: float) -> Any:
-        given = self._types.GenerateContentConfig.model_validate(json.loads(config))
-        return given.model_copy(update={"http_options": self._types.HttpOptions(timeout=int(timeout * 1000))})
-
-
-def _retry_after(exc: Any) -> float | None:
-    response = getattr(exc, "response", None)
-    headers: Any = getattr(response, "headers", None) or {}
-    try:
-        return float(headers.get("retry-after") or headers.get("Retry-After"))
-    except (TypeError, ValueError):
-        return None
-
-
-def _is_network_error(exc: Exception) -> bool:
-    names = {cls.__name__ for cls in type(exc).__mro__}
-    return bool(names & {"ConnectError", "ReadError", "RemoteProtocolError", "ClientConnectionError", "OSError"})
 
 
 @dataclass

@@ -30,7 +30,7 @@ _ADD = (
 
 
 class SpendRow(NamedTuple):
-    """Judge requests of one model and outcome (a :class:`~toolpath.judges.client.JudgeOutcome` value), added up."""
+    """Judge requests of one model and outcome (a :class:`~toolpath.judges.messages.JudgeOutcome` value), added up."""
 
     model: str
     outcome: str
