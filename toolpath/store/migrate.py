@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # SQLAlchemy loads where a revision is read or changed: HEAD 
 STORE_SECRETS_REVISION = "0004"
 """The revision that adds ``store_secrets``: its migration reads its id from here, so renumbering it is one edit
 (with its ``down_revision``)."""
-HEAD = "0013"
+HEAD = "0014"
 """The newest revision in ``migrations/versions`` (a test keeps the two in step)."""
 INITIAL = "0001"
 _LOCK_KEY = 7_202_611_001  # pg_advisory_xact_lock key shared by every toolpath process migrating a store

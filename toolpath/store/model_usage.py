@@ -8,8 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from toolpath.store.session_list import Reader
+from toolpath.store.stat_indexes import namespaces as _namespaces  # noqa: F401 (its tests' name)
+from toolpath.store.stat_indexes import usage_values
 from toolpath.store.store import Store
-from toolpath.store.turn_usage import UsageKeys, first, number, text_of
+from toolpath.store.turn_usage import UsageKeys
 from toolpath.store.turn_window import Window
 
 
@@ -26,37 +28,17 @@ class ModelTotals:
     cost: float | None
 
 
-def _namespaces(keys: list[str]) -> list[str]:
-    """The fewest texts each of ``keys`` holds: their namespaces (a key's text before its last dot), none inside
-    another (``gen_ai.usage`` for ``gen_ai.usage.input_tokens`` and ``gen_ai.usage.cost.total``)."""
-    spaces = sorted({key.rpartition(".")[0] or key for key in keys}, key=len)
-    out: list[str] = []
-    for space in spaces:
-        if not any(kept in space for kept in out):
-            out.append(space)
-    return out
-
-
 def model_totals(store: Store, keys: UsageKeys, window: Window) -> list[ModelTotals]:
     """Per model, and per whether the calls reported their cost: the spans started in ``window`` (its times; with
     ``hide_evaluation``, not of a trace an evaluation ran) that hold a token count or a cost."""
     with store.engine.connect() as conn:
         reader = Reader.of_connection(conn)
         dialect = reader.dialect
-        tokens_in = first([number(dialect, k) for k in keys.input_tokens])
-        tokens_out = first([number(dialect, k) for k in keys.output_tokens])
-        parts = [number(dialect, k) for k in keys.cost_parts]
-        summed = " + ".join(f"COALESCE({p}, 0)" for p in parts) or "NULL"
-        any_part = " OR ".join(f"{p} IS NOT NULL" for p in parts) or "1 = 0"
-        cost = f"COALESCE({number(dialect, keys.cost_total)}, CASE WHEN {any_part} THEN {summed} END)"
-        model = first([text_of(dialect, k) for k in keys.model])
-        where: list[str] = ["1 = 1"]
+        used = usage_values(dialect, keys)
+        # the partial index of the model calls' values (ix_spans_usage, for USAGE_KEYS) serves the query when its
+        # condition is stated as it is; on SQLite it also spares the JSON reads of spans that name no key
+        where: list[str] = [used.named]
         params: list[object] = []
-        if dialect == "sqlite":  # only the spans whose JSON names a key are parsed (most spans are no model's)
-            named = [*keys.input_tokens, *keys.output_tokens, keys.cost_total, *keys.cost_parts]
-            near = " OR ".join(f"instr(spans.attributes, '{p}') > 0" for p in _namespaces(named))
-            exact = " OR ".join(f"instr(spans.attributes, '\"{k}\"') > 0" for k in named)
-            where.append(f"({near}) AND ({exact})")  # most spans are read for a few namespaces, not every key
         if window.since_ns is not None:
             where.append("spans.start_time >= ?")
             params.append(window.since_ns)
@@ -68,16 +50,12 @@ def model_totals(store: Store, keys: UsageKeys, window: Window) -> list[ModelTot
             where.append(f"NOT EXISTS (SELECT 1 FROM invocations WHERE invocations.trace_id = spans.trace_id "
                          f"AND {evaluation})")  # fmt: skip
             params += more
-        # SQLite would compute each value again wherever the query names it: once per span, materialized
-        materialized = "MATERIALIZED " if dialect == "sqlite" else ""
+        reported = f"({used.cost}) IS NOT NULL"
         sql = f"""
-WITH used AS {materialized}(
-  SELECT {model} AS model, {tokens_in} AS tokens_in, {tokens_out} AS tokens_out, {cost} AS cost
-  FROM spans WHERE {" AND ".join(where)}
-)
-SELECT model, cost IS NOT NULL AS reported, COUNT(*), SUM(tokens_in), SUM(tokens_out), SUM(cost) FROM used
-WHERE tokens_in IS NOT NULL OR tokens_out IS NOT NULL OR cost IS NOT NULL
-GROUP BY model, cost IS NOT NULL ORDER BY model"""
+SELECT {used.model}, {reported}, COUNT(*), SUM({used.tokens_in}), SUM({used.tokens_out}), SUM({used.cost})
+FROM spans WHERE {" AND ".join(where)}
+AND ({used.tokens_in} IS NOT NULL OR {used.tokens_out} IS NOT NULL OR {used.cost} IS NOT NULL)
+GROUP BY {used.model}, {reported} ORDER BY {used.model}"""
         rows = reader.rows(sql, params)
     return [
         ModelTotals(model, bool(reported), int(n), int(t_in or 0), int(t_out or 0),

@@ -14,6 +14,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 
@@ -72,6 +73,18 @@ tool_calls = Table(
     Column("end_time", BigInteger),
     Column("agent_name", String(256)),  # the agent that made the call (a sub-agent's own calls name it)
     Index("ix_tool_calls_name", "name"),
+    # the Tools page's (toolpath.store.stat_indexes, migration 0014); ix_tool_calls_latency, an index of an
+    # expression (as SQLite's ix_spans_usage of spans), is made there alone: no metadata states it for both databases
+    Index(
+        "ix_tool_calls_failed",
+        "name",
+        "agent_name",
+        "start_time",
+        "invocation_id",
+        "position",
+        sqlite_where=text("error IS NOT NULL"),
+        postgresql_where=text("error IS NOT NULL"),
+    ),
 )
 
 spans = Table(

@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import Any
 
 from toolpath.store.session_list import Reader
+from toolpath.store.stat_indexes import LATENCY
 from toolpath.store.store import Store
 from toolpath.store.turn_window import Window
 
@@ -40,6 +41,10 @@ _COLUMNS = "tool, agent, invocation_id, position, at, took, error"
 """A :class:`CallRef`'s columns of ``calls``."""
 _LAST = "at DESC, invocation_id DESC, position DESC"
 """The latest call first."""
+_INDEXED_COLUMNS = f"invocation_id, position, start_time, {LATENCY}, error"
+"""A :class:`CallRef`'s columns of a ``tool_calls`` row, after its tool and agent (``at``: its start)."""
+_INDEXED_LAST = "start_time DESC, invocation_id DESC, position DESC"
+"""The latest call first, of calls that all have a start."""
 
 
 @dataclass(frozen=True)
@@ -83,20 +88,83 @@ class ToolStats:
 
 
 def tool_stats(store: Store, window: Window, *, cap: int = GROUP_CAP) -> ToolStats:
-    """A row per tool and agent with calls in ``window``'s turns, the most called first (then by tool, agent)."""
+    """A row per tool and agent with calls in ``window``'s turns, the most called first (then by tool, agent).
+
+    Over every turn (all time, evaluations' too) the figures are read from the indexes of
+    :mod:`toolpath.store.stat_indexes`, but for a tool with a call that names no agent of its own (its turn's
+    counts) or a failed call without a start (its turn's start counts): those tools' calls are read with their
+    turns, as a window's are."""
     with store.engine.connect() as conn:
         reader = Reader.of_connection(conn)
         where, params = window.where(reader.dialect)
-        calls = _CALLS.format(join=" CROSS JOIN", where=where, more="")
-        if reader.dialect == "postgresql":
-            figures = _postgresql_figures(reader, calls, params)
-        else:
-            figures = _sqlite_figures(conn, reader, calls, params)
-        failed = _CALLS.format(join=" CROSS JOIN", where=where, more=" AND tool_calls.error IS NOT NULL")
-        latest = _latest_failures(reader, failed, params)
-    rows = sorted(figures, key=lambda r: (-r.calls, r.tool, r.agent or ""))
-    out = [replace(r, latest_failure=latest.get((r.tool, r.agent))) for r in rows[:cap]]
+        indexed: list[ToolStat] = []
+        longest: dict[tuple[str, str | None], int | None] = {}
+        more, figures, latest = "", [], {}
+        joined: list[str] = []
+        every_call = window.since_ns is None and window.until_ns is None and not window.hide_evaluation
+        if every_call:
+            indexed, longest, joined = _indexed_counts(reader)
+            more = f" AND tool_calls.name IN ({', '.join('?' for _ in joined)})"
+            params = [*params, *joined]
+        if not every_call or joined:
+            calls = _CALLS.format(join=" CROSS JOIN", where=where, more=more)
+            if reader.dialect == "postgresql":
+                figures = _postgresql_figures(reader, calls, params)
+            else:
+                figures = _sqlite_figures(conn, reader, calls, params)
+            failed = _CALLS.format(join=" CROSS JOIN", where=where, more=f"{more} AND tool_calls.error IS NOT NULL")
+            latest = _latest_failures(reader, failed, params)
+        rows = sorted([*figures, *indexed], key=lambda r: (-r.calls, r.tool, r.agent or ""))
+        out = [
+            _indexed_details(reader, r, longest[r.tool, r.agent])
+            if (r.tool, r.agent) in longest
+            else replace(r, latest_failure=latest.get((r.tool, r.agent)))
+            for r in rows[:cap]
+        ]
     return ToolStats(out, len(rows) > cap)
+
+
+def _indexed_counts(reader: Reader) -> tuple[list[ToolStat], dict[tuple[str, str | None], int | None], list[str]]:
+    """Every call's tool and agent counted from the indexes (their percentiles, slowest and latest failed calls
+    left for :func:`_indexed_details`) with each one's longest latency (ns), and the tools whose calls must be
+    read with their turns instead."""
+    groups = reader.rows(f"SELECT name, agent_name, COUNT(*), COUNT({LATENCY}), MAX({LATENCY}) FROM tool_calls "
+                         "GROUP BY name, agent_name")  # fmt: skip
+    failed_sql = "SELECT name, agent_name, COUNT(*), COUNT(start_time) FROM tool_calls WHERE error IS NOT NULL " \
+                 "GROUP BY name, agent_name"  # fmt: skip
+    failed = {(tool, agent): (int(n), int(started)) for tool, agent, n, started in reader.rows(failed_sql)}
+    joined = {tool for tool, agent, *_ in groups if agent is None}
+    joined |= {tool for (tool, _), (n, started) in failed.items() if started < n}
+    kept = [g for g in groups if g[0] not in joined]
+    rows = [
+        ToolStat(tool, agent, int(n), failed.get((tool, agent), (0, 0))[0], int(timed), None, None, _seconds(most))
+        for tool, agent, n, timed, most in kept
+    ]  # fmt: skip
+    return rows, {(tool, agent): most for tool, agent, _, _, most in kept}, sorted(joined)
+
+
+def _indexed_details(reader: Reader, row: ToolStat, longest: int | None) -> ToolStat:
+    """``row``'s percentiles, slowest and latest failed call, each read from the indexes by position or by a seek
+    (``row``: of :func:`_indexed_counts`, whose calls all name their agent and whose failed calls have a start)."""
+    group = "FROM tool_calls WHERE name = ? AND agent_name = ?"
+    key = [row.tool, row.agent]
+    percentiles: list[float | None] = [None for _ in PERCENTILES]
+    slowest = latest = None
+    if row.timed:
+        for i, p in enumerate(PERCENTILES):
+            h = (row.timed - 1) * p
+            values = [v for (v,) in reader.rows(f"SELECT {LATENCY} {group} AND {LATENCY} IS NOT NULL "
+                                                f"ORDER BY {LATENCY} LIMIT 2 OFFSET ?", [*key, int(h)])]  # fmt: skip
+            percentiles[i] = _between(values, h - int(h)) if values else None  # (none: calls pruned meanwhile)
+        found = reader.rows(f"SELECT {_INDEXED_COLUMNS} {group} AND {LATENCY} = ? ORDER BY {_INDEXED_LAST} LIMIT 1",
+                            [*key, longest])  # fmt: skip
+        slowest = _ref([row.tool, row.agent, *found[0]]) if found else None
+    if row.errors:
+        found = reader.rows(f"SELECT {_INDEXED_COLUMNS} {group} AND error IS NOT NULL ORDER BY {_INDEXED_LAST} LIMIT 1",
+                            key)  # fmt: skip
+        latest = _ref([row.tool, row.agent, *found[0]]) if found else None
+    p50, p95 = percentiles
+    return replace(row, p50=_seconds(p50), p95=_seconds(p95), slowest=slowest, latest_failure=latest)
 
 
 def _postgresql_figures(reader: Reader, calls: str, params: list[object]) -> list[ToolStat]:
@@ -177,9 +245,14 @@ def _interpolated(ordered: Sequence[float], p: float) -> float:
     """``percentile_cont(p)`` of the latencies ``ordered`` (ascending, at least one), in their unit."""
     h = (len(ordered) - 1) * p
     low = int(h)
-    first = ordered[low]
-    second = ordered[low + 1] if low + 1 < len(ordered) else first
-    return first + (h - low) * (second - first)
+    return _between(ordered[low : low + 2], h - low)
+
+
+def _between(values: Sequence[float], fraction: float) -> float:
+    """The value ``fraction`` of the way from the first of ``values`` to the second (the first, if alone)."""
+    first = values[0]
+    second = values[1] if len(values) > 1 else first
+    return first + fraction * (second - first)
 
 
 def _seconds(ns: float | None) -> float | None:
