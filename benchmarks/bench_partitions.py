@@ -1,17 +1,22 @@
 """Retention by the partition against batch deletes: prune half of a PostgreSQL store of 10,000,000 spans while a
-``toolpath collect`` keeps ingesting into it, on a store whose spans are partitioned by day and on one table.
+``toolpath collect`` keeps ingesting into it, on a store whose spans are partitioned by day (dropped whole, and
+exact: ``toolpath db prune --exact``) and on one table.
 
-    python benchmarks/bench_partitions.py [--spans 10000000] [--days 20]
+    python benchmarks/bench_partitions.py [--spans 10000000] [--days 20] [--store all|both|partitioned|exact|one-table]
 
-One throw-away PostgreSQL server (fsync on, as PostgreSQL runs by default), two databases filled alike with SQL
+One throw-away PostgreSQL server (fsync on, as PostgreSQL runs by default), databases filled alike with SQL
 (``generate_series``, not through the collector): traces of 10 spans (an agent span and 9 tool spans) spread
 evenly over ``--days`` days up to now. ``partitioned``: spans partitioned by day (migration 0013 as it makes a
 store, made ``--days`` ago); ``one table``: the schema at 0013 with spans left one table (today's store before
-this migration). For each: a collector serves the store and a sender posts one trace of 10 spans at a time, back
-to back, timing each request; 15 s of ingest alone (the floor: its latency without a prune), then a prune of the
-spans older than half the days (``toolpath db prune --spans-only``: partitions dropped whole where the spans are
-partitioned, batches of 1,000 otherwise). Printed: the prune's time and the ingest latencies before and during it
-(median, p99, max). Last, migration 0013 is timed on the one-table store (what it holds after its prune).
+this migration); ``partitioned, exact``: a third store partitioned alike, pruned with ``--exact``. For each: a
+collector serves the store and a sender posts one trace of 10 spans at a time, back to back, timing each request;
+15 s of ingest alone (the floor: its latency without a prune), then a prune of the spans older than half the days
+(``toolpath db prune --spans-only``: partitions dropped whole where the spans are partitioned, the older part of the
+cutoff's day then deleted by batches of 1,000 with ``--exact``, timed apart; batches of 1,000 on one table).
+Printed: the prune's time and the ingest latencies before and during it (median, p99, max). Last, migration 0013
+is timed on the
+one-table store (what it holds after its prune). ``--store``: ``all`` (the default) the three, ``both`` the
+partitioned and one-table stores (without the exact one).
 """
 
 from __future__ import annotations
@@ -36,6 +41,13 @@ BASELINE_S = 15
 """Seconds of ingest alone before the prune: the floor."""
 CHUNK = 100_000
 """Traces a filling statement inserts (a million spans), each its own transaction."""
+
+VARIANTS = (
+    ("partitioned", "partitioned", True, False),
+    ("partitioned, exact", "exact", True, True),
+    ("one table", "one-table", False, False),
+)
+"""Each store measured: its name, its ``--store`` choice, whether its spans are partitioned, whether pruned exact."""
 
 _ARGS = json.dumps({"device_id": "thermostat-living_room", "updates": {"brightness": 30}})
 _RESULT = json.dumps({"ok": True, "temperature": 21.5})
@@ -96,8 +108,8 @@ def fill(url: str, spans: int, first_ns: int, last_ns: int) -> None:
         conn.execute("VACUUM ANALYZE spans")
 
 
-def measure(url: str, cutoff_age_s: float, folder: Path) -> dict[str, Any]:
-    """Ingest alone for 5 s, then the prune with ingest going on; the figures."""
+def measure(url: str, cutoff_age_s: float, folder: Path, *, exact: bool = False) -> dict[str, Any]:
+    """Ingest alone for :data:`BASELINE_S`, then the prune with ingest going on; the figures."""
     from toolpath.store.retention import prune
     from toolpath.store.store import Store
 
@@ -117,6 +129,18 @@ def measure(url: str, cutoff_age_s: float, folder: Path) -> dict[str, Any]:
         time.sleep(BASELINE_S)
         prune_from = time.time()
         counts = prune(store, spans_older_than=cutoff_age_s, invocations_older_than=None, batch_size=1000, pause=0.01)
+        dropped_at = time.time()
+        if exact:  # the same work as one exact prune, timed in its two parts: the drop above, the batches here
+            counts.add(
+                prune(
+                    store,
+                    spans_older_than=cutoff_age_s,
+                    invocations_older_than=None,
+                    batch_size=1000,
+                    pause=0.01,
+                    exact=True,
+                )
+            )
         prune_to = time.time()
         time.sleep(1)
         stop_file.touch()
@@ -129,6 +153,7 @@ def measure(url: str, cutoff_age_s: float, folder: Path) -> dict[str, Any]:
     return {
         "counts": counts,
         "seconds": prune_to - prune_from,
+        "batches": prune_to - dropped_at,
         "before": [took for at, took in latencies if at < prune_from],
         "during": [took for at, took in latencies if prune_from <= at <= prune_to],
         "sent": len(latencies),
@@ -164,7 +189,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--spans", type=int, default=10_000_000)
     parser.add_argument("--days", type=int, default=20, help="days the spans spread over; the older half is pruned")
-    parser.add_argument("--store", choices=["partitioned", "one-table", "both"], default="both")
+    parser.add_argument("--store", choices=["partitioned", "exact", "one-table", "both", "all"], default="all")
     args = parser.parse_args()
     from tests.helpers.pgserver import PostgresServer
 
@@ -178,20 +203,21 @@ def main() -> None:
     print(f"{args.spans:,} spans over {args.days} days; prune what is older than {cutoff_age_s / 86_400:.1f} days")
     with tempfile.TemporaryDirectory() as folder, server.running(durable=True) as admin_url:
         results = {}
-        for name, partitioned in (("partitioned", True), ("one table", False)):
-            if args.store not in ("both", name.replace(" ", "-")):
+        for name, key, partitioned, exact in VARIANTS:
+            if args.store not in ("all", key) and not (args.store == "both" and not exact):
                 continue
-            url = make_store(admin_url, name.replace(" ", "_"), partitioned=partitioned, first_ns=first)
+            url = make_store(admin_url, key.replace("-", "_"), partitioned=partitioned, first_ns=first)
             started = time.perf_counter()
             fill(url, args.spans, first, now)
             print(f"{name}: filled in {time.perf_counter() - started:.0f} s")
-            result = results[name] = measure(url, cutoff_age_s, Path(folder))
-            print(f"  pruned {result['counts']} in {result['seconds']:.1f} s")
+            result = results[name] = measure(url, cutoff_age_s, Path(folder), exact=exact)
+            parts = f" (its batches inside the cutoff's day: {result['batches']:.1f} s)" if exact else ""
+            print(f"  pruned {result['counts']} in {result['seconds']:.1f} s{parts}")
             print(f"  ingest alone (the floor): {latency(result['before'])}")
             print(f"  ingest during the prune:  {latency(result['during'])}")
             expected = args.spans // 2 + result["sent"] * SPANS_PER_TRACE
-            print(f"  spans left {result['left']:,} (the newer half and the ingested ones: {expected:,}; partitioned, "
-                  "also the older part of the cutoff's day)")  # fmt: skip
+            also = "; also the older part of the cutoff's day" if partitioned and not exact else ""
+            print(f"  spans left {result['left']:,} (the newer half and the ingested ones: {expected:,}{also})")
         if "one table" in results:
             took, held = time_migration(url)
             print(f"migration 0013 of the one-table store ({held:,} spans): {took:.1f} s")
