@@ -217,7 +217,8 @@ def online_toml(args: argparse.Namespace, tokens_per_day: int | None, turns: boo
     budget = f"budget = {{ tokens_per_day = {tokens_per_day} }}\n" if tokens_per_day else ""
     text = (
         f"workers = 2\npoll_seconds = 0.1\nbatch_size = {args.batch_size}\nmax_backlog = 1000000\n\n"
-        '[judge]\nmodel = "gemini-2.5-flash"\ntimeout = 60\nmax_attempts = 1\nconcurrency = 8\n\n'
+        '[judge]\nmodel = "gemini-2.5-flash"\ntimeout = 60\nmax_attempts = 1\nconcurrency = 8\n'
+        "max_output_tokens = 1024\n\n"  # each call held against the budget at its most: its reply, well above
     )
     if turns:
         text += f'[[evaluator]]\nname = "turns"\nmetrics = {TURN_METRICS!r}\n\n'

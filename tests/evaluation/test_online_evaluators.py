@@ -13,9 +13,10 @@ import pytest
 from sqlalchemy import text
 
 from tests.helpers.builders import invocation
-from tests.helpers.fake_gemini import Reply, json_reply, serving_gemini
+from tests.helpers.fake_gemini import FakeGemini, Reply, json_reply, serving_gemini
 from toolpath.evaluation.online import OnlineConfig, OnlineEvaluator
 from toolpath.evaluation.online.sampling import sampled
+from toolpath.judges.call_gate import FRAMING_TOKENS
 from toolpath.store.job_queue import Job, JobQueue, QueueEvaluator
 from toolpath.store.job_status import JobStatus, SkipReason
 from toolpath.store.online_reads import latest_scored
@@ -200,9 +201,20 @@ def test_the_budget_prices_targets_at_the_costliest_seen_not_the_mean(store):
     assert len(fresh.claim("x", 8, lease_seconds=60)) == 1
 
 
+MOST_OUT = 16
+"""The judge's replies here are five tokens (words, as the fake counts them): held at 16 at most."""
+
+
 def judged_config(**evaluator: object) -> dict:
     table = {"name": "judge", "metrics": ["fluency"], **evaluator}
-    return {"poll_seconds": 0.02, "workers": 4, "batch_size": 4, "evaluator": [table]}
+    judge = {"max_output_tokens": MOST_OUT}
+    return {"poll_seconds": 0.02, "workers": 4, "batch_size": 4, "evaluator": [table], "judge": judge}
+
+
+def most_a_call(fake: FakeGemini) -> int:
+    """The most tokens a call of the judge's could have cost, as it was held before it was sent: its prompt's
+    bytes, the framing, and its max_output_tokens."""
+    return max(len(p.encode()) for p in fake.prompts) + FRAMING_TOKENS + MOST_OUT
 
 
 def answered(n: int) -> list:
@@ -211,9 +223,9 @@ def answered(n: int) -> list:
 
 
 def test_the_judge_budget_counts_the_judges_own_tokens_and_stops_scoring_once_spent(store, monkeypatch):
-    """One worker, one target a batch: each claim comes after the last target's tokens are counted, so scoring
-    stops at the last target the budget can pay for (at what a target has cost); every other target is recorded
-    as skipped for budget, and the judge never spends more than the budget."""
+    """One worker, one target a batch: scoring stops at the last call the budget has room for at the most it could
+    cost; every other target is recorded as skipped for budget, and the judge never spends more than the
+    budget."""
     with serving_gemini(monkeypatch, lambda prompt, seen: json_reply(score=4, explanation="Reads well.")) as fake:
         config = judged_config(budget={"tokens_per_hour": 2000})
         online = OnlineEvaluator(store, {**config, "workers": 1, "batch_size": 1}).start()
@@ -228,7 +240,7 @@ def test_the_judge_budget_counts_the_judges_own_tokens_and_stops_scoring_once_sp
     assert state.tokens == spent  # the store counts what the judge reported
     scored = [status for status, _ in jobs(store).values()].count("done")
     assert fake.requests == scored and spent % scored == 0  # every target costs the same here
-    assert 1 < scored < 40 and spent <= 2000 < spent + spent // scored  # the last one it could pay for
+    assert 1 < scored < 40 and spent <= 2000 < spent + most_a_call(fake)  # the last one it had room for
     assert sorted(jobs(store).values()) == sorted([("done", None)] * scored + [("skipped", "budget")] * (40 - scored))
     assert online.skipped() == {("judge", SkipReason.BUDGET): 40 - scored}
     assert online.counters()[f"skipped:judge:{SkipReason.BUDGET}"] == 40 - scored
@@ -242,7 +254,7 @@ def test_a_budget_in_cost_prices_the_judges_tokens_and_stops_scoring_once_spent(
     from toolpath.store.usage import set_price
 
     set_price(store, DEFAULT_MODEL, 100.0, 400.0)  # per million tokens
-    with serving_gemini(monkeypatch, lambda prompt, seen: json_reply(score=4, explanation="Reads well.")):
+    with serving_gemini(monkeypatch, lambda prompt, seen: json_reply(score=4, explanation="Reads well.")) as fake:
         config = judged_config(budget={"cost_per_hour": 0.25})
         online = OnlineEvaluator(store, {**config, "workers": 1, "batch_size": 1}).start()
         try:
@@ -256,7 +268,8 @@ def test_a_budget_in_cost_prices_the_judges_tokens_and_stops_scoring_once_spent(
     assert state.cost == pytest.approx(cost)
     assert judge_spend.by_evaluator(store)["judge"].cost == pytest.approx(cost)
     scored = [status for status, _ in jobs(store).values()].count("done")
-    assert 1 < scored < 40 and cost <= 0.25 < cost + cost / scored  # the last target it could pay for
+    most = max(len(p.encode()) for p in fake.prompts) + FRAMING_TOKENS
+    assert 1 < scored < 40 and cost <= 0.25 < cost + (most * 100.0 + MOST_OUT * 400.0) / 1e6  # the last it had room for
     assert online.skipped() == {("judge", SkipReason.BUDGET): 40 - scored}
 
 
@@ -274,10 +287,10 @@ def test_a_budget_in_cost_needs_a_priced_judge_model(store, monkeypatch):
 
 
 def test_concurrent_workers_never_spend_more_than_the_budget(store, monkeypatch):
-    """Four workers claiming four targets at a time: each claim takes only what the budget can pay for beside the
-    targets the others are scoring, at what a target has cost, so the judge's spend never passes the budget
-    (every target costs the same here), and stops short of it by less than one target's cost."""
-    with serving_gemini(monkeypatch, lambda prompt, seen: json_reply(score=4, explanation="Reads well.")):
+    """Four workers claiming four targets at a time: each call holds room in the budget for the most it can cost
+    before it is sent, so the judge's spend never passes the budget, and stops short of it by less than what one
+    call could cost."""
+    with serving_gemini(monkeypatch, lambda prompt, seen: json_reply(score=4, explanation="Reads well.")) as fake:
         online = OnlineEvaluator(store, judged_config(budget={"tokens_per_hour": 2000})).start()
         try:
             store.write(answered(80))
@@ -288,7 +301,8 @@ def test_concurrent_workers_never_spend_more_than_the_budget(store, monkeypatch)
     scored = [status for status, _ in jobs(store).values()].count("done")
     per_target = state.tokens // scored
     assert 1 < scored < 80 and state.tokens % scored == 0
-    assert state.tokens <= 2000 < state.tokens + per_target  # never above; no room left for one more
+    assert state.tokens <= 2000 < state.tokens + most_a_call(fake)  # never above; no room left for one more call
+    assert per_target < most_a_call(fake)
     assert online.skipped() == {("judge", SkipReason.BUDGET): 80 - scored}
 
 

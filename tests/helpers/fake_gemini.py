@@ -25,6 +25,8 @@ class Reply:
     retry_after: float | None = None
     raw: str | None = None
     """A body sent as it is, as text/html (a proxy's error page), instead of the API's JSON."""
+    thoughts: int = 0
+    """Tokens the model spent thinking before the answer (its ``thoughtsTokenCount``; a word is a token here)."""
 
 
 Script = Callable[[str, int], Reply]
@@ -77,14 +79,20 @@ class FakeGemini:
                 if reply.delay:
                     time.sleep(reply.delay)
                 if reply.status == 200:
+                    text, finish, thoughts = reply.text, "STOP", reply.thoughts
+                    most = (body.get("generationConfig") or {}).get("maxOutputTokens")
+                    if most is not None and len(text.split()) + thoughts > most:  # as the model: thinking, then
+                        thoughts = min(thoughts, most)  # the answer, within max_output_tokens: cut short
+                        text, finish = " ".join(text.split()[: most - thoughts]), "MAX_TOKENS"
                     payload = {
                         "candidates": [
-                            {"content": {"role": "model", "parts": [{"text": reply.text}]}, "finishReason": "STOP"}
+                            {"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": finish}
                         ],
                         "usageMetadata": {
                             "promptTokenCount": len(prompt.split()),
-                            "candidatesTokenCount": len(reply.text.split()),
-                            "totalTokenCount": len(prompt.split()) + len(reply.text.split()),
+                            "candidatesTokenCount": len(text.split()),
+                            "totalTokenCount": len(prompt.split()) + len(text.split()) + thoughts,
+                            **({"thoughtsTokenCount": thoughts} if thoughts else {}),
                         },
                         "modelVersion": model,
                     }

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import logging
 import os
@@ -81,6 +82,9 @@ class JudgeSettings:
     """Budget: model calls per run (cache hits are free); requests past it get an error, not a score."""
     max_tokens: int | None = None
     """Budget: input + output tokens per run."""
+    max_output_tokens: int | None = None
+    """The most tokens a reply may have, thinking included (the model's ``max_output_tokens``, unless a request's
+    own config names one); ``None``: the model's own limit. A call past it is cut short (and its verdict unread)."""
     max_prompt_chars: int = 1_000_000
     """The longest prompt sent to the judge (about 250,000 tokens); a longer one is an error, never sent. Prompts
     filled from a request's template are measured before they are built."""
@@ -164,6 +168,7 @@ class Judge:
             outcome = (
                 JudgeOutcome.CACHED if reply.cached
                 else JudgeOutcome.OK if reply.error is None
+                else JudgeOutcome.OVER_BUDGET if reply.over_budget
                 else JudgeOutcome.REFUSED if reply.refused
                 else JudgeOutcome.ERROR
             )  # fmt: skip
@@ -177,6 +182,7 @@ class Judge:
                     seconds,
                     time.time_ns(),
                     REQUEST_TAG.get(),
+                    reply.hold,
                 )
             )
         return reply
@@ -198,6 +204,8 @@ class Judge:
             return JudgeReply(None, over, refused=True)
         self.usage.requests += 1  # counted when sent, so requests in flight count against the budget too
         budget = process_budget()
+        if self.settings.max_output_tokens is not None and request.max_output_tokens is None:
+            request = dataclasses.replace(request, max_output_tokens=self.settings.max_output_tokens)
         try:
             async with self.slots.slot() if self.slots is not None else contextlib.nullcontext(), budget.slot():
                 reply = await self._with_retries(request)
@@ -211,7 +219,10 @@ class Judge:
         budget.spent_tokens(reply.input_tokens + reply.output_tokens)
         self.usage.input_tokens += reply.input_tokens
         self.usage.output_tokens += reply.output_tokens
-        if reply.error:
+        if reply.over_budget:  # not sent after all
+            self.usage.requests -= 1
+            self.usage.over_budget += 1
+        elif reply.error:
             self.usage.errors += 1
         elif self.cache is not None:
             with self._lock:

@@ -61,9 +61,9 @@ class GenAIBackend:
         from google.genai import errors
 
         config = (
-            self._given_config(request.config, timeout)
+            self._given_config(request.config, timeout, request.max_output_tokens)
             if request.config is not None
-            else self._config(request.temperature, request.json_output, timeout)
+            else self._config(request.temperature, request.json_output, timeout, request.max_output_tokens)
         )
         try:
             response = await asyncio.wait_for(
@@ -73,7 +73,7 @@ class GenAIBackend:
                 timeout,
             )
         except TimeoutError:
-            raise TransientError(f"no reply within {timeout:g} s") from None
+            raise TransientError(f"no reply within {timeout:g} s", answered=True) from None
         except errors.APIError as exc:
             if exc.code in RETRY_STATUS:
                 raise TransientError(f"{exc.code} {exc.status or ''}".strip(), _retry_after(exc)) from None
@@ -87,21 +87,26 @@ class GenAIBackend:
             response.text,
             None if response.text else EMPTY_REPLY,
             (usage.prompt_token_count or 0) if usage else 0,
-            (usage.candidates_token_count or 0) if usage else 0,
+            # the model's thinking is output too: billed as output, and within max_output_tokens
+            ((usage.candidates_token_count or 0) + (usage.thoughts_token_count or 0)) if usage else 0,
         )
 
     @functools.lru_cache(maxsize=64)  # noqa: B019 - one backend per run; configs are few and immutable here
-    def _config(self, temperature: float | None, json_output: bool, timeout: float) -> Any:
+    def _config(self, temperature: float | None, json_output: bool, timeout: float, most: int | None) -> Any:
         return self._types.GenerateContentConfig(
             temperature=temperature,
+            max_output_tokens=most,
             response_mime_type="application/json" if json_output else None,
             http_options=self._types.HttpOptions(timeout=int(timeout * 1000)),
         )
 
     @functools.lru_cache(maxsize=64)  # noqa: B019 - as _config
-    def _given_config(self, config: str, timeout: float) -> Any:
+    def _given_config(self, config: str, timeout: float, most: int | None) -> Any:
         given = self._types.GenerateContentConfig.model_validate(json.loads(config))
-        return given.model_copy(update={"http_options": self._types.HttpOptions(timeout=int(timeout * 1000))})
+        update: dict[str, Any] = {"http_options": self._types.HttpOptions(timeout=int(timeout * 1000))}
+        if given.max_output_tokens is None and most is not None:  # the config's own limit stands
+            update["max_output_tokens"] = most
+        return given.model_copy(update=update)
 
 
 def _retry_after(exc: Any) -> float | None:

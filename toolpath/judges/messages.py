@@ -10,11 +10,11 @@ import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from toolpath.errors import InternalSignal
 
-__all__ = ["Ask", "JudgeCall", "JudgeOutcome", "JudgeReply", "JudgeRequest", "TransientError"]
+__all__ = ["Ask", "CallHold", "JudgeCall", "JudgeOutcome", "JudgeReply", "JudgeRequest", "TransientError"]
 
 DEFAULT_MODEL = "gemini-2.5-flash"
 EMPTY_REPLY = "the model returned an empty response"
@@ -34,6 +34,9 @@ class JudgeRequest:
     (``temperature`` and ``json_output`` are then not used)."""
     namespace: str | None = None
     """Who asks, when it is not a judge metric (``usersim``: the simulated user): keys its cache entries apart."""
+    max_output_tokens: int | None = None
+    """The most tokens the reply may have, thinking included (sent as the model's ``max_output_tokens`` unless
+    ``config`` names one); ``None``: the model's own limit. Not part of the cache key."""
 
     def cache_key(self) -> str:
         if self.namespace is None:
@@ -57,6 +60,19 @@ class JudgeReply:
     """When the process's judge budget refused the call: the seconds after which it has room again."""
     refused: bool = False
     """Not sent: a budget or the prompt limit said no."""
+    over_budget: bool = False
+    """Not sent: the asker's budget had no room for the most the call could cost (:mod:`toolpath.judges.call_gate`)."""
+    hold: CallHold | None = None
+    """The room held for the call in the asker's budget, until its cost is recorded with its results."""
+
+
+class CallHold(NamedTuple):
+    """Room held in a budget for one call sent: where it is held (``key``: the budget's to read, a clock hour) and
+    the tokens the call reported, which replaced the most it could have cost."""
+
+    key: int
+    input_tokens: int
+    output_tokens: int
 
 
 Ask = Callable[[JudgeRequest], Awaitable[JudgeReply]]
@@ -80,6 +96,8 @@ class JudgeOutcome(StrEnum):
     """Answered from the cache: no call made."""
     REFUSED = "refused"
     """Not sent: over a budget, or a prompt past ``max_prompt_chars``."""
+    OVER_BUDGET = "over_budget"
+    """Not sent: the asker's budget (an online evaluator's) had no room for the most the call could cost."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +114,8 @@ class JudgeCall:
     """When it ended (ns since the epoch)."""
     tag: tuple[int, str] | None = None
     """The row and metric it was made for (:data:`REQUEST_TAG`), when known."""
+    hold: CallHold | None = None
+    """The room its asker's budget holds for it (:attr:`JudgeReply.hold`)."""
 
 
 class Backend(Protocol):
@@ -103,8 +123,10 @@ class Backend(Protocol):
 
 
 class TransientError(InternalSignal):
-    """A failure worth retrying (429, 5xx, timeout); ``retry_after`` in seconds when the server said."""
+    """A failure worth retrying (429, 5xx, timeout); ``retry_after`` in seconds when the server said;
+    ``answered``: whether the model may have answered (and billed) all the same (a reply that did not come in time)."""
 
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
+    def __init__(self, message: str, retry_after: float | None = None, *, answered: bool = False) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.answered = answered

@@ -18,7 +18,7 @@ from __future__ import annotations
 import collections
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -26,24 +26,13 @@ from sqlalchemy import ColumnElement, Connection, and_, bindparam, func, select,
 
 from toolpath.errors import ConfigError
 from toolpath.model import Invocation
-from toolpath.store import judge_spend, online_usage
+from toolpath.store import judge_holds, judge_spend, online_usage, turn_results
 from toolpath.store import schema as t
 from toolpath.store.job_status import SHED_POLICIES, JobStatus, ShedPolicy, SkipReason
 from toolpath.store.online_usage import UsageLimits
 from toolpath.store.store import Store
 
 _IN_CHUNK = 500
-_RESULT_COLUMNS = "invocation_id, evaluator, evaluator_version, metric, score, label, explanation, worker, created_at"
-_INSERT_RESULTS = (  # plain tuples through the driver's executemany: no per-row SQLAlchemy processing
-    f"INSERT INTO online_results ({_RESULT_COLUMNS}) VALUES ({{marks}})"
-)
-_INSERT_RESULTS_PG = (  # one statement, one array per column: one round trip for the batch
-    f"INSERT INTO online_results ({_RESULT_COLUMNS}) "
-    "SELECT * FROM unnest(CAST(%s AS text[]), CAST(%s AS text[]), CAST(%s AS text[]), CAST(%s AS text[]), "
-    "CAST(%s AS double precision[]), CAST(%s AS text[]), CAST(%s AS text[]), CAST(%s AS text[]), "
-    "CAST(%s AS bigint[]))"
-)
-
 _STALE = "status = :claimed AND claimed_at < :stale"
 _WAITING = "status = :pending"
 _ENQUEUE = (  # in the ingest's write transaction: plain tuples through the driver, an existing job left as it is
@@ -267,15 +256,22 @@ class JobQueue:
         also: Callable[[Connection, set[str]], None] | None = None,
         tokens: Mapping[str, int] | None = None,
         spend: Mapping[str, Sequence[judge_spend.SpendRow]] | None = None,
+        released: Sequence[tuple[str, judge_holds.Released]] = (),
+        over_budget: Collection[Job] = (),
     ) -> tuple[set[Job], list[Job]]:
         """:meth:`complete_batch`, and :meth:`claim` of the next ``limit`` jobs in the same transaction (a worker
         scoring batch after batch takes the store's write lock once a batch, not twice). ``also(conn, closed)``
         writes what else the closed jobs' results make, in that transaction (online eval-set runs' cases; ``closed``:
         their invocation ids). ``tokens``: the judge tokens each evaluator spent on them, counted against its
-        budget; ``spend``: their judge requests, added to each evaluator's judge spend."""
+        budget; ``spend``: their judge requests, added to each evaluator's judge spend; ``released``: the calls
+        among them whose cost was held as they were sent (moved out of the held rows); ``over_budget``: jobs among
+        ``results`` not scored, a call of theirs refused by the budget (closed as skipped, their results dropped)."""
         if not results and not limit:
             return set(), []
         with self.store.redoable_write() as conn:  # queued with ingest (SQLite)
+            if over_budget:
+                self._skip_held(conn, worker, over_budget)
+                results = {job: rows for job, rows in results.items() if job not in over_budget}
             closed = self._complete(conn, worker, results) if results else set()
             self.costliest.scored(tokens or {}, collections.Counter(job.evaluator for job in closed))
             if also is not None and closed:
@@ -284,8 +280,9 @@ class JobQueue:
             if spend:
                 judge_spend.add(conn, spend, now)
             usage = None
-            if self.limits and (limit or any((tokens or {}).values())):
-                usage = online_usage.lock(conn, self.limits, now)
+            if self.limits and (limit or released or any((tokens or {}).values())):
+                usage = online_usage.lock(conn, self.limits, now)  # before the held rows, as holds lock them
+                judge_holds.release(conn, released)
                 online_usage.spend(conn, usage, tokens or {}, now)
             return closed, self._claim(conn, worker, limit, lease_seconds, usage, now) if limit else []
 
@@ -309,6 +306,19 @@ class JobQueue:
                 online_usage.give_back(conn, counted)
                 keys = [Job(r[0], r.evaluator) for r in given]
                 conn.execute(update(table).where(self._keys_in(keys)).values(claimed_at=None))
+
+    def _skip_held(self, conn: Connection, worker: str, jobs: Collection[Job]) -> None:
+        """Close the ``jobs`` ``worker`` still holds as skipped: a call of their scoring was over the budget."""
+        table, now = self.table, time.time_ns()
+        skipped = conn.execute(
+            update(table)
+            .where(self._held(worker, list(jobs)))
+            .values(status=JobStatus.SKIPPED, reason=SkipReason.BUDGET, finished_at=now)
+            .returning(table.c.evaluator)
+        ).all()
+        with self._lock:
+            for row in skipped:
+                self.stats.skipped[row.evaluator, SkipReason.BUDGET] += 1
 
     def _keys_in(self, jobs: Sequence[Job]) -> ColumnElement[bool]:
         return tuple_(self.table.c[self.key], self.table.c.evaluator).in_([tuple(job) for job in jobs])
@@ -454,12 +464,7 @@ class JobQueue:
             for job in jobs
             for r in results[job]
         ]  # fmt: skip
-        if rows:
-            if conn.dialect.name == "postgresql":
-                conn.exec_driver_sql(_INSERT_RESULTS_PG, tuple(list(c) for c in zip(*rows, strict=True)))
-            else:
-                mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
-                conn.exec_driver_sql(_INSERT_RESULTS.format(marks=", ".join([mark] * 9)), rows)
+        turn_results.insert(conn, rows)
 
     def _version(self, evaluator: str) -> str:
         return self.evaluators[evaluator].version

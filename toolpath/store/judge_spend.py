@@ -13,11 +13,11 @@ from typing import NamedTuple
 from sqlalchemy import Connection, func, select
 
 from toolpath.store import schema as t
-from toolpath.store.online_usage import HOUR_NS
+from toolpath.store.online_usage import HELD, HOLDING, HOUR_NS
 from toolpath.store.store import Store
 from toolpath.store.usage import prices
 
-__all__ = ["EvaluatorSpend", "SpendRow", "add", "by_evaluator"]
+__all__ = ["HELD", "HOLDING", "EvaluatorSpend", "SpendRow", "add", "by_evaluator"]
 
 _ADD = (
     "INSERT INTO judge_spend (evaluator, hour_start, model, outcome, calls, input_tokens, output_tokens, seconds) "
@@ -104,6 +104,8 @@ def by_evaluator(store: Store, *, since_ns: int = 0, until_ns: int | None = None
     out: dict[str, EvaluatorSpend] = {}
     for evaluator, model, outcome, *sums in found:  # PostgreSQL sums integers as decimals
         row = SpendRow(model, outcome, int(sums[0]), int(sums[1]), int(sums[2]), float(sums[3]))
+        if outcome in (HOLDING, HELD) and not (row.calls or row.input_tokens or row.output_tokens):
+            continue  # every call held was recorded with its results
         spend = out.setdefault(evaluator, EvaluatorSpend(evaluator, [], 0.0, []))
         spend.rows.append(row)
         tokens_in, tokens_out = row.input_tokens, row.output_tokens

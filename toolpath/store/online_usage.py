@@ -41,6 +41,19 @@ _COST = (  # an evaluator's judge cost from a time on, and whether tokens were s
     "FROM judge_spend s LEFT JOIN model_prices p ON p.model = s.model "
     "WHERE s.evaluator = {m} AND s.hour_start >= {m} AND s.hour_start < {m}"
 )
+_HELD = (  # what an evaluator's calls hold (judge_holds), by outcome, in tokens and in cost at the prices
+    "SELECT s.outcome, coalesce(sum(s.input_tokens + s.output_tokens), 0), "
+    "coalesce(sum((s.input_tokens * p.input_per_million + s.output_tokens * p.output_per_million) / 1000000.0), 0) "
+    "FROM judge_spend s LEFT JOIN model_prices p ON p.model = s.model "
+    "WHERE s.evaluator = {m} AND s.outcome IN ({m}, {m}) AND s.hour_start >= {m} AND s.hour_start < {m} "
+    "GROUP BY s.outcome"
+)
+HOLDING = "holding"
+"""The ``judge_spend`` outcome of calls in flight, held in their evaluator's budget at the most they can cost
+(:mod:`toolpath.store.judge_holds`); left by a process that stopped while they were (their cost unknown)."""
+HELD = "held"
+"""The ``judge_spend`` outcome of calls answered, their cost held in their evaluator's budget until their results
+are stored; left by a process that stopped before it stored them."""
 _COUNT = (
     "UPDATE online_usage SET targets = targets + {m}, tokens = tokens + {m} WHERE evaluator = {m} AND hour_start = {m}"
 )
@@ -87,17 +100,32 @@ class EvaluatorUsage:
     costliest: float = 0.0
     """The most judge tokens one target of this evaluator has cost, as far as this process has seen
     (:class:`Costliest`); 0: none seen."""
+    flying: tuple[float, float, float, float] = (0, 0, 0.0, 0.0)
+    """Of the tokens this hour and day, and of the cost this hour and day: what calls in flight hold at their most
+    (:mod:`toolpath.store.judge_holds`; read with a budget by :func:`lock`), not yet what they cost."""
+    answered: tuple[float, float, float, float] = (0, 0, 0.0, 0.0)
+    """And what calls answered cost, held until their targets' results are stored."""
+
+    def used(self) -> tuple[float, float, float, float]:
+        """The tokens this hour and day and the cost this hour and day, calls in flight held at their most."""
+        return self.tokens, self.day_tokens, self.cost, self.day_cost
+
+    def spent(self) -> tuple[float, float, float, float]:
+        """As :meth:`used`, the calls of targets being scored left out: what targets scored have cost (what a
+        claim prices the next by)."""
+        hour, day, hour_cost, day_cost = (
+            used - flying - answered
+            for used, flying, answered in zip(self.used(), self.flying, self.answered, strict=True)
+        )
+        return hour, day, hour_cost, day_cost
+
+    def bounds(self) -> tuple[float | None, ...]:
+        limits = self.limits
+        return limits.tokens_per_hour, limits.tokens_per_day, limits.cost_per_hour, limits.cost_per_day
 
     @property
     def budget_spent(self) -> bool:
-        limits = self.limits
-        return any(
-            limit is not None and used >= limit
-            for limit, used in (
-                (limits.tokens_per_hour, self.tokens), (limits.tokens_per_day, self.day_tokens),
-                (limits.cost_per_hour, self.cost), (limits.cost_per_day, self.day_cost),
-            )
-        )  # fmt: skip
+        return any(limit is not None and used >= limit for limit, used in zip(self.bounds(), self.spent(), strict=True))
 
 
 def hour_of(ns: int) -> int:
@@ -124,7 +152,22 @@ def lock(conn: Connection, limits: Mapping[str, UsageLimits], now: int) -> dict[
         used[name].day_targets = int(day_targets)
         if limits[name].costed:
             used[name].cost, used[name].day_cost = _costs(conn, name, now)
+        if limits[name].budgeted:
+            _read_held(conn, used[name], name, hour, day)
     return used
+
+
+def _read_held(conn: Connection, usage: EvaluatorUsage, name: str, hour: int, day: int) -> None:
+    """``usage``'s tokens and cost held for calls in flight and for calls answered (their targets not stored)."""
+    m = _mark(conn)
+    held: dict[str, list[float]] = {HOLDING: [0, 0, 0.0, 0.0], HELD: [0, 0, 0.0, 0.0]}
+    for place, start in ((0, hour), (1, day)):
+        for outcome, tokens, cost in conn.exec_driver_sql(
+            _HELD.format(m=m), (name, HOLDING, HELD, start, day + DAY_NS)
+        ):
+            held[outcome][place], held[outcome][place + 2] = int(tokens), float(cost)
+    usage.flying = (held[HOLDING][0], held[HOLDING][1], held[HOLDING][2], held[HOLDING][3])
+    usage.answered = (held[HELD][0], held[HELD][1], held[HELD][2], held[HELD][3])
 
 
 def take(
@@ -166,11 +209,12 @@ def budget_room(usage: EvaluatorUsage, in_flight: int) -> int | None:
     ratio), so that the targets taken do not cost more than the budget unless one costs more than any before it.
     ``None``: no limit, or no target scored yet to take the cost of."""
     limits = usage.limits
+    spent = usage.spent()
     kinds = (  # the limit, what was used of it, the targets taken and the tokens spent in its hour or day
-        (limits.tokens_per_hour, usage.tokens, usage.targets, usage.tokens),
-        (limits.tokens_per_day, usage.day_tokens, usage.day_targets, usage.day_tokens),
-        (limits.cost_per_hour, usage.cost, usage.targets, usage.tokens),
-        (limits.cost_per_day, usage.day_cost, usage.day_targets, usage.day_tokens),
+        (limits.tokens_per_hour, spent[0], usage.targets, spent[0]),
+        (limits.tokens_per_day, spent[1], usage.day_targets, spent[1]),
+        (limits.cost_per_hour, spent[2], usage.targets, spent[0]),
+        (limits.cost_per_day, spent[3], usage.day_targets, spent[1]),
     )
     rooms = []
     for limit, used, taken, tokens in kinds:

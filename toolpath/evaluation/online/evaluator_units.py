@@ -1,6 +1,6 @@
 """An online evaluator made ready to score: its declared :class:`EvaluatorSpec` with its metrics resolved, their
-pass rules, and its own judge (its calls in flight bounded across all workers, its tokens counted batch by batch
-against its budget)."""
+pass rules, and its own judge (its calls in flight bounded across all workers; with a budget, room for each call
+held in the store before it is sent: :mod:`toolpath.judges.call_gate`)."""
 
 from __future__ import annotations
 
@@ -12,14 +12,17 @@ from typing import Any
 
 from toolpath.errors import ConfigError
 from toolpath.evaluation.catalog import pass_rules, passes, resolve_metric
+from toolpath.evaluation.online.budget_gate import DEFAULT_MAX_OUTPUT_TOKENS, StoreHolds
 from toolpath.evaluation.online.evaluator_specs import EvaluatorSpec
 from toolpath.evaluation.scoring import prepare_judge, score_views
+from toolpath.judges.call_gate import GatedBackend
 from toolpath.judges.call_slots import CallSlots
 from toolpath.judges.client import Judge, JudgeCall, JudgeOutcome, JudgeSettings, JudgeUsage
 from toolpath.judges.process_budget import WhenSpent
 from toolpath.metrics.base import Metric
 from toolpath.store.job_queue import QueueEvaluator
 from toolpath.store.job_status import ResultLabel
+from toolpath.store.judge_holds import Released
 from toolpath.store.judge_spend import SpendRow
 from toolpath.store.online_usage import UsageLimits
 from toolpath.store.usage import prices
@@ -39,13 +42,26 @@ class BatchSpend:
 
     calls: list[JudgeCall] = field(default_factory=list)
     tokens: int = 0
+    """Counted against the budget with the results (the calls' whose cost was not held for them as they were
+    sent: :mod:`toolpath.store.judge_holds`)."""
+    over_budget: set[int] = field(default_factory=set)
+    """The rows of the batch (their indexes) a call of which the budget had no room for: not scored, skipped."""
 
     def counted(self, unit: EvaluatorUnit, judge: Judge | None) -> BatchSpend:
         """This spend, its tokens those ``judge`` reported (added to ``unit``'s usage)."""
         if judge is not None:
-            self.tokens = judge.usage.input_tokens + judge.usage.output_tokens
+            held = sum(c.hold.input_tokens + c.hold.output_tokens for c in self.calls if c.hold is not None)
+            self.tokens = judge.usage.input_tokens + judge.usage.output_tokens - held
             unit.add_usage(judge.usage)
         return self
+
+    def released(self, evaluator: str) -> list[tuple[str, Released]]:
+        """The calls whose cost was held as they were sent, to move to their outcomes' rows with the results."""
+        return [
+            (evaluator, Released(c.hold.key, c.model, c.hold.input_tokens, c.hold.output_tokens))
+            for c in self.calls
+            if c.hold is not None
+        ]
 
     def usage_of(self, calls: Iterable[JudgeCall]) -> dict[str, Any] | None:
         """What ``calls`` (some of this batch's) spent, as a result's attributes carry it; ``None``: no call."""
@@ -125,23 +141,34 @@ class EvaluatorUnit:
         rules = pass_rules(metrics, {k: v for k, v in thresholds.items() if k in names})
         if spec.limits.budget.costed:
             _check_priced(spec, judge, cache)
-        return cls(spec, metrics, rules, judge)
+        unit = cls(spec, metrics, rules, judge)
+        limits = unit.usage_limits()
+        if judge is not None and judge.backend is not None and limits is not None and limits.budgeted:
+            if judge.settings.max_output_tokens is None:  # each call held at its most: it needs a most
+                judge.settings.max_output_tokens = DEFAULT_MAX_OUTPUT_TOKENS
+            judge.backend = GatedBackend(judge.backend, StoreHolds(cache, spec.name, limits))
+            _check_room(spec, limits, judge.settings, cache)
+        return unit
 
     @property
     def name(self) -> str:
         return self.spec.name
 
+    def usage_limits(self) -> UsageLimits | None:
+        """The limits the store keeps for it (``None``: none: nothing counted)."""
+        limits = self.spec.limits
+        if not limits.quota:
+            return None
+        budget = limits.budget
+        return UsageLimits(
+            limits.max_per_hour, budget.tokens_per_hour, budget.tokens_per_day, budget.cost_per_hour,
+            budget.cost_per_day,
+        )  # fmt: skip
+
     def queued(self) -> QueueEvaluator:
         """The evaluator as the job queue sees it: its filters, its sample, the limits the store keeps."""
-        limits = self.spec.limits
-        kept = None
-        if limits.quota:
-            budget = limits.budget
-            kept = UsageLimits(
-                limits.max_per_hour, budget.tokens_per_hour, budget.tokens_per_day, budget.cost_per_hour,
-                budget.cost_per_day,
-            )  # fmt: skip
         spec = self.spec
+        kept = self.usage_limits()
         return QueueEvaluator(spec.name, spec.version, spec.filters.admits, spec.samples, kept, spec.idle_seconds)
 
     def score(
@@ -151,6 +178,7 @@ class EvaluatorUnit:
         judge, spent = self.batch_judge()
         table, _, _ = score_views(items, self.metrics, judge=judge)
         used = spent.by_result()
+        spent.over_budget = {c.tag[0] for c in spent.calls if c.outcome is JudgeOutcome.OVER_BUDGET and c.tag}
         results = [
             [{**self._result(m.name, scored), "judge_usage": used.get((index, m.name))} for m in self.metrics]
             for index, scored in enumerate(table)
@@ -184,11 +212,12 @@ class EvaluatorUnit:
 
 
 def spending(spent: Mapping[str, BatchSpend]) -> dict[str, Any]:
-    """What the job queue counts and keeps of each evaluator's batch spend: ``tokens`` (against its budget) and
-    ``spend`` (its judge spend rows)."""
+    """What the job queue counts and keeps of each evaluator's batch spend: ``tokens`` (against its budget),
+    ``spend`` (its judge spend rows) and ``released`` (the calls whose cost was held as they were sent)."""
     return {
         "tokens": {name: s.tokens for name, s in spent.items()},
         "spend": {name: rows for name, s in spent.items() if (rows := s.rows())},
+        "released": [call for name, s in spent.items() for call in s.released(name)],
     }
 
 
@@ -203,3 +232,26 @@ def _check_priced(spec: EvaluatorSpec, judge: Judge | None, store: Any) -> None:
             f"{where}: the judge model {judge.settings.model!r} has no price; set one (the UI's Prices page) or "
             "budget its tokens instead (tokens_per_hour, tokens_per_day)"
         )
+
+
+def _check_room(spec: EvaluatorSpec, limits: UsageLimits, settings: JudgeSettings, store: Any) -> None:
+    """A budget must have room for one call at its most: its reply's ``max_output_tokens`` (its prompt comes on
+    top), or it would skip every target."""
+    most = settings.max_output_tokens or 0
+    price = prices(store).get(settings.model) if store is not None else None
+    rooms: list[tuple[str, float]] = [
+        (f"{name} of {limit}", limit)
+        for name, limit in (("tokens_per_hour", limits.tokens_per_hour), ("tokens_per_day", limits.tokens_per_day))
+        if limit
+    ]
+    if price is not None:
+        rooms += [(f"{name} of {limit:g}", limit * 1e6 / price.output_per_million) for name, limit in
+                  (("cost_per_hour", limits.cost_per_hour), ("cost_per_day", limits.cost_per_day))
+                  if limit and price.output_per_million > 0]  # fmt: skip
+    for what, room in rooms:
+        if most >= room:
+            raise ConfigError(
+                f"online: evaluator {spec.name!r}: its budget ({what}) has no room for one judge call at its most "
+                f"({most} output tokens, max_output_tokens, besides the prompt): each call is held against the "
+                "budget at its most before it is sent; lower the [judge] table's max_output_tokens or raise the budget"
+            )

@@ -33,6 +33,7 @@ from toolpath.evaluation.online.evaluator_specs import Aggregate
 from toolpath.evaluation.online.evaluator_units import BatchSpend, EvaluatorUnit
 from toolpath.evaluation.outcomes import AgentOutcome
 from toolpath.evaluation.prompt_match import PromptMatch, prompt_key
+from toolpath.judges.messages import JudgeOutcome
 from toolpath.model import EvalCase, EvalStatus, Session, agent_span_id
 from toolpath.store.job_queue import Job
 from toolpath.store.job_status import ResultLabel
@@ -84,13 +85,15 @@ class SessionScorer:
         """Each session's results, and what their scoring spent of the judge."""
         judge, spent = self.unit.batch_judge()
         judges = LazyJudge(judge, self.store)
-        table = []
+        table: list[list[dict[str, Any]]] = []
         for session in sessions:
             before = len(spent.calls)  # sessions are scored one after another: the calls since are this one's
             results = self._metrics(session, judges)
             if self.cases:
                 results += self._case(session, judge)
             mine = spent.calls[before:]
+            if any(c.outcome is JudgeOutcome.OVER_BUDGET for c in mine):
+                spent.over_budget.add(len(table))
             last = session.invocations[-1].invocation_id if session.invocations else None
             table.append(
                 [{**r, "turns": len(session.invocations), "last_invocation_id": last,
@@ -188,6 +191,8 @@ class ScoredSessions:
     results: dict[Job, list[dict[str, Any]]] = field(default_factory=dict)
     spent: dict[str, BatchSpend] = field(default_factory=dict)
     sessions: dict[str, Session] = field(default_factory=dict)
+    over_budget: set[Job] = field(default_factory=set)
+    """Sessions not scored: their evaluator's judge budget had no room for a call their scoring made."""
 
     def agent(self, job: Job) -> str | None:
         """The agent of the session's last turn."""
@@ -228,6 +233,7 @@ def score_sessions(store: Any, scorers: Mapping[str, SessionScorer], jobs: Seque
         found = [job for job in mine if job.invocation_id in out.sessions]
         table, out.spent[name] = scorers[name].score([out.sessions[job.invocation_id] for job in found])
         out.results.update(zip(found, table, strict=True))
+        out.over_budget.update(found[i] for i in out.spent[name].over_budget)
         gone: dict[Job, list[dict[str, Any]]] = {}  # no longer stored: closed, nothing to say
         gone.update((job, []) for job in mine if job.invocation_id not in out.sessions)
         out.results.update(gone)

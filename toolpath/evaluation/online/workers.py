@@ -348,6 +348,7 @@ class OnlineEvaluator:
         judged = any(self.units[name].judge is not None for name in by_unit)
         results: dict[Job, list[dict[str, Any]]] = {}
         spent: dict[str, BatchSpend] = {}
+        over: set[Job] = set()  # a call of their scoring was over the budget: skipped
         with ExitStack() as held:
             if not judged:  # reading and computing: CPU work, in turn with ingest
                 held.enter_context(self.turns())
@@ -356,16 +357,17 @@ class OnlineEvaluator:
                 found = [job for job in mine if job.invocation_id in turns]
                 table, spent[name] = self.units[name].score(self.row(turns[job.invocation_id]) for job in found)
                 results.update(zip(found, table, strict=True))
+                over.update(found[i] for i in spent[name].over_budget)
             if judged:  # a judge waited on the network without the turns; the write takes them
                 held.enter_context(self.turns())
             more = 0 if self._stop.is_set() else self.config.batch_size
             also = None
             if self.run is not None:
-                by_turn = {job.invocation_id: rows for job, rows in results.items()}
+                by_turn = {job.invocation_id: rows for job, rows in results.items() if job not in over}
                 also = self.run.writer(self.store, [turns[i] for i in by_turn], by_turn)
             # one transaction for the batch's results (and eval-set cases) and the next batch's claim
             closed, claimed = self.queue.complete_and_claim(
-                worker, results, more, self.config.lease_seconds, also=also, **spending(spent)
+                worker, results, more, self.config.lease_seconds, also=also, over_budget=over, **spending(spent)
             )
         self._trace_judge(spent)
         # a job another worker took over is not closed here: its results count, not ours
@@ -415,7 +417,9 @@ class OnlineEvaluator:
             with self.turns() if not any(self.scorers[j.evaluator].unit.judge for j in jobs) else nullcontext():
                 scored = score_sessions(self.store, self.scorers, jobs)
             with self.turns():
-                closed, _ = self.sessions.complete_and_claim(worker, scored.results, 0, 0.0, **spending(scored.spent))
+                closed, _ = self.sessions.complete_and_claim(
+                    worker, scored.results, 0, 0.0, over_budget=scored.over_budget, **spending(scored.spent)
+                )
         except Exception:
             with self._lock:
                 self.stats.errors += 1

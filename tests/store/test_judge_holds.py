@@ -1,0 +1,82 @@
+"""Room held in an online evaluator's judge budget, in the store: a call's most held before it is sent, replaced by
+what it cost once answered, moved to its outcome's row with its results; on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from toolpath.store import judge_holds, judge_spend, online_usage
+from toolpath.store.judge_holds import NoRoom, Released
+from toolpath.store.judge_spend import HELD, HOLDING, SpendRow
+from toolpath.store.online_usage import UsageLimits
+from toolpath.store.usage import prices, set_price
+
+MODEL = "judge-model"
+TOKENS = UsageLimits(tokens_per_hour=1000)
+
+
+def hold(store, limits=TOKENS, most=(300, 200), price=None):  # type: ignore[no-untyped-def]
+    with store.durable_write() as conn:
+        return judge_holds.hold(conn, "e", limits, MODEL, most, price, time.time_ns())
+
+
+def settle(store, key, held=(300, 200), reported=(40, 10)):  # type: ignore[no-untyped-def]
+    with store.durable_write() as conn:
+        judge_holds.settle(conn, "e", key, MODEL, held, reported)
+
+
+def used(store, limits=TOKENS) -> int:  # type: ignore[no-untyped-def]
+    with store.engine.connect() as conn:
+        return online_usage.read(conn, {"e": limits}, time.time_ns())["e"].tokens
+
+
+def rows(store) -> dict[str, tuple[int, int, int]]:  # type: ignore[no-untyped-def]
+    spend = judge_spend.by_evaluator(store).get("e")
+    return {r.outcome: (r.calls, r.input_tokens, r.output_tokens) for r in spend.rows} if spend else {}
+
+
+def test_a_call_is_held_at_its_most_then_at_its_cost_then_moved_to_its_outcome(store):
+    key = hold(store)
+    assert isinstance(key, int) and used(store) == 500 and rows(store) == {HOLDING: (1, 300, 200)}
+    settle(store, key)
+    assert used(store) == 50 and rows(store) == {HELD: (1, 40, 10)}
+    with store.redoable_write() as conn:  # the results' transaction
+        judge_spend.add(conn, {"e": [SpendRow(MODEL, "ok", 1, 40, 10, 0.2)]}, time.time_ns())
+        online_usage.lock(conn, {"e": TOKENS}, time.time_ns())
+        judge_holds.release(conn, [("e", Released(key, MODEL, 40, 10))])
+    assert used(store) == 50 and rows(store) == {"ok": (1, 40, 10)}  # the held row, empty, is not shown
+
+
+def test_no_room_now_waits_for_calls_in_flight_and_none_at_all_is_refused(store):
+    first = hold(store)  # 500 of 1000 held at its most
+    assert isinstance(first, int)
+    assert hold(store, most=(400, 200)) is NoRoom.YET  # 600 fits once the first costs less than its most
+    assert hold(store, most=(900, 200)) is NoRoom.LEFT  # 1100: never
+    settle(store, first)
+    assert isinstance(hold(store, most=(400, 200)), int)  # 50 spent, 600 held: fits
+    assert hold(store, most=(200, 200)) is NoRoom.YET
+
+
+def test_a_call_not_answered_gives_its_room_back(store):
+    key = hold(store)
+    assert isinstance(key, int)
+    settle(store, key, reported=None)
+    assert used(store) == 0 and rows(store) == {}
+
+
+def test_a_budget_in_cost_holds_at_the_models_price_and_refuses_a_model_without_one(store):
+    limits = UsageLimits(cost_per_hour=0.01)
+    set_price(store, MODEL, 10.0, 20.0)  # per million: a hold of (300, 200) costs 0.007
+    price = prices(store)[MODEL]
+    assert isinstance(hold(store, limits, price=price), int)
+    assert hold(store, limits, price=price) is NoRoom.YET  # 0.014 held would pass 0.01
+    assert hold(store, limits, price=None) is NoRoom.LEFT
+
+
+@pytest.mark.parametrize("day", [True, False])
+def test_a_days_budget_counts_the_holds_of_every_hour(store, day):
+    limits = UsageLimits(tokens_per_day=1000) if day else TOKENS
+    assert isinstance(hold(store, limits), int)
+    assert hold(store, limits, most=(400, 200)) is NoRoom.YET
