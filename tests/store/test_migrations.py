@@ -13,7 +13,7 @@ from sqlalchemy import create_engine, inspect, text
 
 from tests.helpers.turn_usage_spans import TRACE, kept, two_turns
 from toolpath.model import Invocation, ToolCall
-from toolpath.store import migrate, stat_indexes, turn_text
+from toolpath.store import migrate, turn_text
 from toolpath.store import schema as t
 from toolpath.store.store import Store
 
@@ -41,8 +41,6 @@ def test_migrations_build_exactly_the_tables_the_code_uses(empty_url):
     # the text index is no table of the metadata (on SQLite a virtual table and its own tables)
     differences = [d for d in differences if not (d[0] == "remove_table" and d[1].name.startswith("turn_text"))]
     differences = [d for d in differences if not (d[0] == "remove_index" and d[1].name == "ix_turn_text_body")]
-    # nor are the Tools page's indexes of expressions (toolpath.store.stat_indexes)
-    differences = [d for d in differences if not (d[0] == "remove_index" and d[1].name in stat_indexes.EXPRESSIONS)]
     # on PostgreSQL the partitions of spans (toolpath.store.partitions) are tables of their own, with their indexes
     partition = {"remove_table": lambda d: d[1].name, "remove_index": lambda d: d[1].table.name}
     differences = [d for d in differences if not (d[0] in partition and partition[d[0]](d).startswith("spans_"))]

@@ -206,7 +206,7 @@ def test_the_tools_figures_from_the_indexes_are_the_straightforward_ones(filled)
     assert indexed == tool_stats(filled, JOINED)
     assert indexed.rows == reference_tools(filled)
     with filled.engine.connect() as conn:
-        counted, _, joined = _indexed_counts(Reader.of_connection(conn))
+        counted, _, joined = _indexed_counts(conn, Reader.of_connection(conn))
     assert joined == ["late", "legacy"]  # a call naming no agent; a failed call without a start
     assert {(r.tool, r.agent) for r in counted} == {
         ("lookup", "planner"),
@@ -252,7 +252,9 @@ def test_the_all_time_reads_use_the_indexes(filled, statements):
             plans.append(" / ".join(row[-1] for row in plan))
     assert len(plans) >= 3
     for plan in plans:  # each call or span read by one of the indexes, none read whole
-        assert any(name in plan for name in (*stat_indexes.EXPRESSIONS, stat_indexes.FAILED_INDEX)), plan
+        assert any(
+            name in plan for name in (stat_indexes.TIMES_INDEX, stat_indexes.FAILED_INDEX, stat_indexes.USAGE_INDEX)
+        ), plan
 
 
 def test_migration_0014_indexes_a_store_written_before_it_and_goes_back(store_url):
@@ -261,7 +263,7 @@ def test_migration_0014_indexes_a_store_written_before_it_and_goes_back(store_ur
     store.write(turns(), spans())
     store.close()
     upgraded = Store(store_url)
-    made = {stat_indexes.LATENCY_INDEX, stat_indexes.FAILED_INDEX}
+    made = {stat_indexes.TIMES_INDEX, stat_indexes.FAILED_INDEX}
     assert indexes(upgraded) == (made | {stat_indexes.USAGE_INDEX} if upgraded.dialect == "sqlite" else made)
     assert tool_stats(upgraded, Window()).rows == reference_tools(upgraded)
     same_models(model_totals(upgraded, USAGE_KEYS, Window()), reference_models(upgraded))
@@ -280,7 +282,7 @@ def indexes(store: Store) -> set[str]:
         sql = "SELECT indexname FROM pg_indexes WHERE tablename IN ('spans', 'tool_calls')"
     with store.engine.connect() as conn:
         found = {row[0] for row in conn.exec_driver_sql(sql)}
-    return found & {*stat_indexes.EXPRESSIONS, stat_indexes.FAILED_INDEX}
+    return found & {stat_indexes.TIMES_INDEX, stat_indexes.FAILED_INDEX, stat_indexes.USAGE_INDEX}
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

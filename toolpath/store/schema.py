@@ -73,8 +73,9 @@ tool_calls = Table(
     Column("end_time", BigInteger),
     Column("agent_name", String(256)),  # the agent that made the call (a sub-agent's own calls name it)
     Index("ix_tool_calls_name", "name"),
-    # the Tools page's (toolpath.store.stat_indexes, migration 0014); ix_tool_calls_latency, an index of an
-    # expression (as SQLite's ix_spans_usage of spans), is made there alone: no metadata states it for both databases
+    # the Tools page's (toolpath.store.stat_indexes, migration 0014; as SQLite's ix_spans_usage of spans, an index of
+    # expressions no metadata states for both databases)
+    Index("ix_tool_calls_times", "name", "agent_name", "start_time", "end_time"),
     Index(
         "ix_tool_calls_failed",
         "name",

@@ -103,7 +103,7 @@ def tool_stats(store: Store, window: Window, *, cap: int = GROUP_CAP) -> ToolSta
         joined: list[str] = []
         every_call = window.since_ns is None and window.until_ns is None and not window.hide_evaluation
         if every_call:
-            indexed, longest, joined = _indexed_counts(reader)
+            indexed, longest, joined = _indexed_counts(conn, reader)
             more = f" AND tool_calls.name IN ({', '.join('?' for _ in joined)})"
             params = [*params, *joined]
         if not every_call or joined:
@@ -124,38 +124,46 @@ def tool_stats(store: Store, window: Window, *, cap: int = GROUP_CAP) -> ToolSta
     return ToolStats(out, len(rows) > cap)
 
 
-def _indexed_counts(reader: Reader) -> tuple[list[ToolStat], dict[tuple[str, str | None], int | None], list[str]]:
-    """Every call's tool and agent counted from the indexes (their percentiles, slowest and latest failed calls
-    left for :func:`_indexed_details`) with each one's longest latency (ns), and the tools whose calls must be
-    read with their turns instead."""
-    groups = reader.rows(f"SELECT name, agent_name, COUNT(*), COUNT({LATENCY}), MAX({LATENCY}) FROM tool_calls "
-                         "GROUP BY name, agent_name")  # fmt: skip
+def _indexed_counts(
+    conn: Any, reader: Reader
+) -> tuple[list[ToolStat], dict[tuple[str, str | None], int | None], list[str]]:
+    """Every call's tool and agent with its figures, read from the indexes (the slowest and latest failed calls
+    left for :func:`_indexed_details`), with each one's longest latency (ns), and the tools whose calls must be read
+    with their turns instead. The latencies of each tool and agent come in the order of their starts: PostgreSQL
+    sorts them for ``percentile_cont``, SQLite's :class:`_Latencies` once gathered."""
+    if reader.dialect == "postgresql":
+        percentiles = ", ".join(f"percentile_cont({p!r}) WITHIN GROUP (ORDER BY {LATENCY})" for p in PERCENTILES)
+    else:
+        conn.connection.driver_connection.create_aggregate("toolpath_latencies", 1, _Latencies)
+        percentiles = f"toolpath_latencies({LATENCY})"
+    groups = reader.rows(f"SELECT name, agent_name, COUNT(*), COUNT({LATENCY}), MAX({LATENCY}), {percentiles} "
+                         "FROM tool_calls GROUP BY name, agent_name")  # fmt: skip
     failed_sql = "SELECT name, agent_name, COUNT(*), COUNT(start_time) FROM tool_calls WHERE error IS NOT NULL " \
                  "GROUP BY name, agent_name"  # fmt: skip
     failed = {(tool, agent): (int(n), int(started)) for tool, agent, n, started in reader.rows(failed_sql)}
-    joined = {tool for tool, agent, *_ in groups if agent is None}
+    joined = {row[0] for row in groups if row[1] is None}
     joined |= {tool for (tool, _), (n, started) in failed.items() if started < n}
-    kept = [g for g in groups if g[0] not in joined]
-    rows = [
-        ToolStat(tool, agent, int(n), failed.get((tool, agent), (0, 0))[0], int(timed), None, None, _seconds(most))
-        for tool, agent, n, timed, most in kept
-    ]  # fmt: skip
-    return rows, {(tool, agent): most for tool, agent, _, _, most in kept}, sorted(joined)
+    rows, longest = [], {}
+    for tool, agent, n, timed, most, *found in groups:
+        if tool in joined:
+            continue
+        if reader.dialect == "postgresql":
+            p50, p95 = found
+        else:
+            p50, p95 = json.loads(found[0]) if found[0] is not None else (None, None)
+        errors = failed.get((tool, agent), (0, 0))[0]
+        rows.append(ToolStat(tool, agent, int(n), errors, int(timed), _seconds(p50), _seconds(p95), _seconds(most)))
+        longest[tool, agent] = most
+    return rows, longest, sorted(joined)
 
 
 def _indexed_details(reader: Reader, row: ToolStat, longest: int | None) -> ToolStat:
-    """``row``'s percentiles, slowest and latest failed call, each read from the indexes by position or by a seek
-    (``row``: of :func:`_indexed_counts`, whose calls all name their agent and whose failed calls have a start)."""
+    """``row``'s slowest and latest failed call, each found in the indexes (``row``: of :func:`_indexed_counts`,
+    whose calls all name their agent and whose failed calls have a start)."""
     group = "FROM tool_calls WHERE name = ? AND agent_name = ?"
     key = [row.tool, row.agent]
-    percentiles: list[float | None] = [None for _ in PERCENTILES]
     slowest = latest = None
-    if row.timed:
-        for i, p in enumerate(PERCENTILES):
-            h = (row.timed - 1) * p
-            values = [v for (v,) in reader.rows(f"SELECT {LATENCY} {group} AND {LATENCY} IS NOT NULL "
-                                                f"ORDER BY {LATENCY} LIMIT 2 OFFSET ?", [*key, int(h)])]  # fmt: skip
-            percentiles[i] = _between(values, h - int(h)) if values else None  # (none: calls pruned meanwhile)
+    if longest is not None:  # the latest of the calls that took longest
         found = reader.rows(f"SELECT {_INDEXED_COLUMNS} {group} AND {LATENCY} = ? ORDER BY {_INDEXED_LAST} LIMIT 1",
                             [*key, longest])  # fmt: skip
         slowest = _ref([row.tool, row.agent, *found[0]]) if found else None
@@ -163,8 +171,7 @@ def _indexed_details(reader: Reader, row: ToolStat, longest: int | None) -> Tool
         found = reader.rows(f"SELECT {_INDEXED_COLUMNS} {group} AND error IS NOT NULL ORDER BY {_INDEXED_LAST} LIMIT 1",
                             key)  # fmt: skip
         latest = _ref([row.tool, row.agent, *found[0]]) if found else None
-    p50, p95 = percentiles
-    return replace(row, p50=_seconds(p50), p95=_seconds(p95), slowest=slowest, latest_failure=latest)
+    return replace(row, slowest=slowest, latest_failure=latest)
 
 
 def _postgresql_figures(reader: Reader, calls: str, params: list[object]) -> list[ToolStat]:
@@ -245,14 +252,9 @@ def _interpolated(ordered: Sequence[float], p: float) -> float:
     """``percentile_cont(p)`` of the latencies ``ordered`` (ascending, at least one), in their unit."""
     h = (len(ordered) - 1) * p
     low = int(h)
-    return _between(ordered[low : low + 2], h - low)
-
-
-def _between(values: Sequence[float], fraction: float) -> float:
-    """The value ``fraction`` of the way from the first of ``values`` to the second (the first, if alone)."""
-    first = values[0]
-    second = values[1] if len(values) > 1 else first
-    return first + fraction * (second - first)
+    first = ordered[low]
+    second = ordered[low + 1] if low + 1 < len(ordered) else first
+    return first + (h - low) * (second - first)
 
 
 def _seconds(ns: float | None) -> float | None:
