@@ -21,7 +21,15 @@ from toolpath.store.model_usage import ModelTotals, model_totals
 from toolpath.store.session_list import Reader
 from toolpath.store.spanrecord import SpanRecord
 from toolpath.store.store import Store
-from toolpath.store.tool_stats import PERCENTILES, CallRef, ToolStat, _indexed_counts, tool_stats
+from toolpath.store.tool_stats import (
+    PERCENTILES,
+    CallOrder,
+    CallRef,
+    ToolStat,
+    _indexed_counts,
+    calls_of_tool,
+    tool_stats,
+)
 from toolpath.store.turn_usage import USAGE_KEYS
 from toolpath.store.turn_window import Window
 
@@ -222,6 +230,16 @@ def test_the_tools_figures_from_the_indexes_are_the_straightforward_ones(filled)
     assert rows["fetch", "sub"].errors == 2 and rows["fetch", "sub"].latest_failure is not None
     late = rows["late", "planner"].latest_failure  # a failed call without a start is as late as its turn (12 s)
     assert late is not None and late.invocation_id == "turn-12"  # not turn-18's, started 1.8 s in
+
+
+@pytest.mark.parametrize("order", list(CallOrder))
+def test_a_tools_calls_from_the_indexes_are_the_joined_ones(filled, order):
+    for tool, agent in [("lookup", None), ("lookup", "forecaster"), ("fetch", None), ("fetch", "sub"),
+                        ("legacy", None), ("legacy", "planner"), ("late", None), ("absent", None)]:  # fmt: skip
+        indexed = calls_of_tool(filled, Window(), tool, order, agent=agent, limit=4)
+        assert indexed == calls_of_tool(filled, JOINED, tool, order, agent=agent, limit=4), (tool, agent)
+    slowest = calls_of_tool(filled, Window(), "lookup", CallOrder.SLOWEST, limit=2)
+    assert [(c.invocation_id, c.seconds) for c in slowest] == [("turn-17", 0.06), ("turn-05", 0.06)]
 
 
 def test_the_cap_keeps_the_most_called_either_way(filled):

@@ -101,7 +101,7 @@ def tool_stats(store: Store, window: Window, *, cap: int = GROUP_CAP) -> ToolSta
         longest: dict[tuple[str, str | None], int | None] = {}
         more, figures, latest = "", [], {}
         joined: list[str] = []
-        every_call = window.since_ns is None and window.until_ns is None and not window.hide_evaluation
+        every_call = _every_call(window)
         if every_call:
             indexed, longest, joined = _indexed_counts(conn, reader)
             more = f" AND tool_calls.name IN ({', '.join('?' for _ in joined)})"
@@ -122,6 +122,18 @@ def tool_stats(store: Store, window: Window, *, cap: int = GROUP_CAP) -> ToolSta
             for r in rows[:cap]
         ]
     return ToolStats(out, len(rows) > cap)
+
+
+def _every_call(window: Window) -> bool:
+    """``window`` counts every turn: all time, evaluations' too."""
+    return window.since_ns is None and window.until_ns is None and not window.hide_evaluation
+
+
+_TOOL_JOINED = """
+SELECT 1 FROM tool_calls WHERE name = ? AND agent_name IS NULL
+UNION ALL SELECT 1 FROM tool_calls WHERE name = ? AND error IS NOT NULL AND start_time IS NULL"""
+"""A row if a call of a tool names no agent of its own, or one of its failed calls has no start (the turn's
+agent or start counts: its calls are read with their turns)."""
 
 
 def _indexed_counts(
@@ -287,9 +299,20 @@ class CallOrder(StrEnum):
 def calls_of_tool(
     store: Store, window: Window, tool: str, order: CallOrder, *, agent: str | None = None, limit: int = 10
 ) -> list[CallRef]:
-    """Up to ``limit`` calls of ``tool`` (by ``agent`` alone, if given) in ``window``'s turns, in ``order``."""
+    """Up to ``limit`` calls of ``tool`` (by ``agent`` alone, if given) in ``window``'s turns, in ``order``. Over
+    every turn they are read from the indexes of :mod:`toolpath.store.stat_indexes` (as :func:`tool_stats` reads
+    them), unless a call of the tool names no agent or a failed one has no start."""
     with store.engine.connect() as conn:
         reader = Reader.of_connection(conn)
+        if _every_call(window) and not reader.rows(_TOOL_JOINED, [tool, tool]):
+            mine = " AND agent_name = ?" if agent is not None else ""
+            if order is CallOrder.SLOWEST:
+                chosen, ordering = f"{LATENCY} IS NOT NULL", f"{LATENCY} DESC, {_INDEXED_LAST}"
+            else:
+                chosen, ordering = "error IS NOT NULL", _INDEXED_LAST
+            sql = f"SELECT name, agent_name, {_INDEXED_COLUMNS} FROM tool_calls WHERE name = ?{mine} AND {chosen} " \
+                  f"ORDER BY {ordering} LIMIT ?"  # fmt: skip
+            return [_ref(row) for row in reader.rows(sql, [tool, *([agent] if agent is not None else []), limit])]
         where, params = window.where(reader.dialect)
         more = " AND tool_calls.name = ?"
         params = [*params, tool]
