@@ -19,12 +19,13 @@ The UI is served on 127.0.0.1 and one headless Chromium does the ten tasks of te
 ``--repeats`` times in that Chromium (the time from asking for it to its load event, median) and asked over HTTP
 (the server's time for the HTML, median). Floors: the same load of a page that reads nothing from the store (the
 eval sets page, no eval set) and one pass over the turns (``SELECT COUNT(*), SUM(input_tokens) FROM
-invocations``) timed in Python.
+invocations``) timed in Python. The machine's load averages are printed at the start and the end.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -53,6 +54,7 @@ def pages(day: Day) -> list[tuple[str, str]]:
         ("a user's sessions", "/sessions?user=user-7"),
         ("the last hour", "/sessions?last=1h"),
         ("Tools", "/tools"),
+        ("Tools, one tool's calls", "/tools?tool=charge_card"),
         ("Errors", "/errors"),
         ("compare", f"/compare?run={BASELINE}&run={NEWER}"),
         ("a span's link", f"/session?id={day.session(n)}&span={hex_id(day.tool_span(n, 'charge_card'))}"),
@@ -98,7 +100,13 @@ def load_times(page: object, store: Store, url: str, day: Day, repeats: int) -> 
         print(f"  {label:<44}{loaded:>11.0f} ms{answered:>6.0f} ms   {path}")
 
 
+def load() -> str:
+    """The machine's load averages (1, 5 and 15 minutes)."""
+    return " ".join(f"{value:.1f}" for value in os.getloadavg())
+
+
 def run(label: str, folder: Path, store_url: str | None, args: argparse.Namespace) -> bool:
+    print(f"load average at the start: {load()}", flush=True)
     day = Day.of(args.turns)
     built: Built = build(folder, day, store_url, senders=args.senders, sample_rate=args.sample_rate)
     print(f"{label}: {day.turns:,} turns ({built.spans:,} spans) through toolpath collect in {built.seconds:.1f} s: "
@@ -114,6 +122,7 @@ def run(label: str, folder: Path, store_url: str | None, args: argparse.Namespac
             load_times(page, store, url, day, args.repeats)
     finally:
         store.close()
+    print(f"load average at the end: {load()}")
     if failed:
         print(f"{label}: {len(failed)} task(s) failed: {', '.join(failed)}")
     return not failed
