@@ -3,6 +3,9 @@ through ingest, and looked into (which partition holds each span, which rows a p
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from sqlalchemy import create_engine, text
 
 from toolpath.collector.reconstruct import build_invocations, is_run_span
@@ -48,3 +51,16 @@ def surviving(store: Store) -> dict[str, set[tuple[object, ...]]]:
     }
     with store.engine.connect() as conn:
         return {table: {tuple(row) for row in conn.execute(text(sql))} for table, sql in queries.items()}
+
+
+@contextmanager
+def spans_read_open(store: Store) -> Iterator[None]:
+    """A long read of ``spans`` in another session while the block runs: its lock is held until the block ends, so a
+    partition drop inside the block misses its lock (after its wait) and leaves the partitions in place."""
+    reader = create_engine(store.url)
+    try:
+        with reader.connect() as conn, conn.begin():
+            conn.exec_driver_sql("SELECT count(*) FROM spans").scalar_one()
+            yield
+    finally:
+        reader.dispose()

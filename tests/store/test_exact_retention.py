@@ -8,10 +8,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import create_engine
 
 from tests.helpers.builders import agent_run
-from tests.helpers.partitioned import DAY, DAY0, ingest, partitioned_at, placed, surviving
+from tests.helpers.partitioned import DAY, DAY0, ingest, partitioned_at, placed, spans_read_open, surviving
 from toolpath.store import partitions
 from toolpath.store.retention import PruneCounts, prune
 from toolpath.store.store import Store
@@ -100,11 +99,8 @@ def test_exact_takes_the_old_days_by_batches_when_the_drop_cannot_lock(store, re
     """A long read holds the table: the drop gives up after its wait and the days stay, but an exact prune's
     batches still take every span older than the cutoff (the next round drops the emptied days)."""
     planned = prune(store, spans_older_than=AGE, invocations_older_than=AGE, dry_run=True, now_ns=NOW, exact=True)
-    reader = create_engine(store.url)
-    with reader.connect() as conn, conn.begin():
-        conn.exec_driver_sql("SELECT count(*) FROM spans").scalar_one()  # its lock is held until the rollback
+    with spans_read_open(store):
         done = prune(store, spans_older_than=AGE, invocations_older_than=AGE, now_ns=NOW, exact=True)
-    reader.dispose()
     assert done == planned and done.partitions == 0 and planned.partitions == 1 + 5
     prune(reference, spans_older_than=AGE, invocations_older_than=AGE, now_ns=NOW, exact=True)
     assert surviving(store) == surviving(reference)

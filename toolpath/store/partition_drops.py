@@ -17,6 +17,10 @@ looked for before the lock that drops the partitions (a read of each partition's
 spans, which writers need not wait for); under the lock the spans put back are copied and the partitions dropped.
 A span that arrives in between, for a trace whose every other span is in a dropped partition, and dated after it,
 stays alone, as a span that arrives after its trace was pruned does.
+
+A drop that misses the table's lock (:data:`LOCK_WAIT`) leaves its partitions for the next round, and
+:attr:`Dropped.kept_from` says from when the spans older than the cutoff stay: the invocations started from then
+on stay with them (:func:`toolpath.store.retention.prune`).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ _IDS = "CAST(%s AS text[])"
 WORK_MEM = "256MB"
 """Memory for hashing the traces of the partitions to drop (a few million rows) in one go, not on disk in parts."""
 Range = tuple[int | None, int]
+_OLDEST = -(2**63)
 
 
 class Dropped(NamedTuple):
@@ -53,6 +58,10 @@ class Dropped(NamedTuple):
     counted: frozenset[str] = frozenset()
     """In a dry run, the traces counted whole here that the batch deletes would take after the drop (spans of
     theirs put back): the batches' count leaves them out."""
+    kept_from: int | None = None
+    """The start of the oldest range partition that keeps spans older than the cutoff after this prune (no drop
+    takes it, the batches leave it alone: a day that straddles the cutoff, days a drop left for want of its lock),
+    ``None`` if none: invocations started from then on wait with those spans (:func:`kept_from`)."""
 
 
 def old_partitions(partitions: list[Partition], cutoff_ns: int) -> list[Partition]:
@@ -75,18 +84,29 @@ def _ranges(
     )
 
 
+def kept_from(staying: list[Partition], cutoff_ns: int, *, exact: bool = False) -> int | None:
+    """The start of the oldest of the ``staying`` partitions (those no drop takes) whose range the batches leave
+    alone (:func:`_ranges`) and that starts before ``cutoff_ns``: its spans older than the cutoff stay after the
+    prune, so the invocations of their traces must too. ``None`` when every span older than the cutoff outside
+    the partitions dropped is the batches' (an exact prune; a cutoff at a partition's lower bound)."""
+    lowers = [_OLDEST if lower is None else lower for lower, _ in _ranges(staying, exact=exact)]
+    return min((lower for lower in lowers if lower < cutoff_ns), default=None)
+
+
 def drop_old_partitions(engine: Engine, cutoff_ns: int, *, dry_run: bool = False, exact: bool = False) -> Dropped:
     """Drop the partitions of ``spans`` older than ``cutoff_ns``, putting back the spans of traces that have
     spans in other partitions; nothing on a store whose spans are not partitioned, and nothing dropped when the
-    lock is not had in :data:`LOCK_WAIT`. ``exact``: the ranges to skip returned leave the batches every span
-    older than the cutoff that no drop takes (:func:`_ranges`)."""
+    lock is not had in :data:`LOCK_WAIT` (then, unless ``exact``, :attr:`Dropped.kept_from` is the oldest day's start).
+    ``exact``: the ranges to skip returned leave the batches every span older than the cutoff that no drop takes
+    (:func:`_ranges`)."""
     with engine.connect() as conn:
         every = list_partitions(conn)
     old = old_partitions(every, cutoff_ns)
     if not old:
-        return Dropped(skip=_ranges(every, exact=exact))
+        return Dropped(skip=_ranges(every, exact=exact), kept_from=kept_from(every, cutoff_ns, exact=exact))
+    staying = [p for p in every if p not in old]
     names = [p.name for p in old]
-    others = [p.name for p in every if p not in old]
+    others = [p.name for p in staying]
     mine = " UNION ALL ".join(f"SELECT trace_id FROM {name}" for name in names)
     theirs = " UNION ALL ".join(f"SELECT trace_id FROM {name}" for name in others) or "SELECT NULL AS trace_id"
     # the traces of these partitions with spans in others too: each side's key index read once, hashed
@@ -100,7 +120,8 @@ def drop_old_partitions(engine: Engine, cutoff_ns: int, *, dry_run: bool = False
             more = conn.exec_driver_sql(f"SELECT count(*) FROM spans WHERE trace_id = ANY({_IDS})", (pg_array(ending),))
             spans += int(more.scalar_one())
             skip = _ranges(every, old, exact=exact)
-            return Dropped(spans, traces + len(ending), len(old), skip, frozenset(ending))
+            held = kept_from(staying, cutoff_ns, exact=exact)
+            return Dropped(spans, traces + len(ending), len(old), skip, frozenset(ending), held)
     try:
         with engine.begin() as conn:
             # writers wait from here to the commit: no span of the traces put back is added in between and lost
@@ -116,11 +137,17 @@ def drop_old_partitions(engine: Engine, cutoff_ns: int, *, dry_run: bool = False
     except OperationalError as exc:
         if getattr(exc.orig, "sqlstate", None) != "55P03":  # lock_not_available: the next round tries again
             raise
-        then = "the batches delete their spans (exact)" if exact else "they wait for the next round"
+        then = (
+            "the batches delete their spans (exact)"
+            if exact
+            else "they wait for the next round, and so do the invocations of their traces"
+        )
         logger.info("retention: spans' lock not had in %s; old partitions not dropped: %s", LOCK_WAIT, then)
-        return Dropped(skip=_ranges(every, exact=exact))
+        return Dropped(skip=_ranges(every, exact=exact), kept_from=kept_from(every, cutoff_ns, exact=exact))
     logger.info("retention: dropped partition(s) %s (%d span(s) of %d trace(s))", ", ".join(names), spans, traces)
-    return Dropped(spans, traces, len(old), _ranges([p for p in every if p not in old], exact=exact))
+    return Dropped(
+        spans, traces, len(old), _ranges(staying, exact=exact), kept_from=kept_from(staying, cutoff_ns, exact=exact)
+    )
 
 
 _ENDING = (

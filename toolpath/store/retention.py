@@ -13,7 +13,10 @@ half-way, and everything else goes on untouched.
   (then the batches delete its spans older than the cutoff too, as they do on a store of one table).
 - **Invocations** go when they started before their cutoff, with their tool calls, their online-evaluation job
   and online scores; a session left with no invocation goes too, the others keep first/last start times that
-  say what their invocations say now.
+  say what their invocations say now. On a partitioned store they go after the drop, and not from the start of
+  the oldest range partition left holding spans older than the cutoff on (the day the cutoff falls inside, or
+  old days a drop left for want of its lock, unless the prune is ``exact``): an invocation is never pruned while
+  its spans wait for a later round, for a late span to rebuild it from.
 - **Evaluation runs stay** (`eval_runs` / `eval_results`): a run is a record of what was scored, and its result
   rows carry their own inputs and scores; the invocation ids in them may then name pruned invocations.
 """
@@ -243,33 +246,29 @@ def prune(
     now_ns: int | None = None,
     exact: bool = False,
 ) -> PruneCounts:
-    """Delete spans and invocations older than the given ages (seconds; ``None``: keep them all), invocations
-    first; returns what went (or, with ``dry_run``, what would go). ``exact``: on a store whose spans are
-    partitioned, the spans older than the cutoff in the partition the cutoff falls inside go too (by batches),
+    """Delete spans and invocations older than the given ages (seconds; ``None``: keep them all); returns what
+    went (or, with ``dry_run``, what would go). On a store whose spans are partitioned the old partitions are
+    dropped first, then the invocations go, then the spans by batches (elsewhere the invocations go first): an
+    invocation goes only if no partition left holds spans of its time older than the cutoff (the day the cutoff
+    falls inside, old days a drop left for want of its lock), so none is pruned while its spans wait for a later
+    round. ``exact``: on such a store, the spans older than the cutoff in the partitions left go too (by batches),
     and the invocations at their own cutoff; elsewhere retention is exact already and it changes nothing."""
     now_ns = time.time_ns() if now_ns is None else now_ns
     pruner = Pruner(store, batch_size=batch_size, pause=pause, stop=stop)
     counts = PruneCounts()
+    spans_cutoff = None if spans_older_than is None else cutoff_ns(now_ns, spans_older_than)
+    dropped = None
+    if spans_cutoff is not None and store.dialect == "postgresql":  # whole partitions first: what stays is known
+        dropped = drop_old_partitions(store.engine, spans_cutoff, dry_run=dry_run, exact=exact)
+        counts.add(PruneCounts(spans=dropped.spans, traces=dropped.traces, partitions=dropped.partitions))
+        pruner.counted = set(dropped.counted)
     if invocations_older_than is not None:
         invocation_cutoff = cutoff_ns(now_ns, invocations_older_than)
-        if spans_older_than is not None and store.dialect == "postgresql" and not exact:  # none outlived by its spans
-            with store.engine.connect() as conn:
-                kept_from = partitions.taken_before(
-                    partitions.list_partitions(conn), cutoff_ns(now_ns, spans_older_than)
-                )
-            invocation_cutoff = min(invocation_cutoff, kept_from)
+        if dropped is not None and dropped.kept_from is not None:  # none outlived by spans waiting for their day
+            invocation_cutoff = min(invocation_cutoff, dropped.kept_from)
         counts.add(pruner.prune_invocations(invocation_cutoff, dry_run=dry_run))
-    if spans_older_than is not None:
-        cutoff = cutoff_ns(now_ns, spans_older_than)
-        dropped = (
-            drop_old_partitions(store.engine, cutoff, dry_run=dry_run, exact=exact)
-            if store.dialect == "postgresql"
-            else None
-        )
-        if dropped is not None:  # whole partitions first; the batches then walk what no range partition holds
-            counts.add(PruneCounts(spans=dropped.spans, traces=dropped.traces, partitions=dropped.partitions))
-            pruner.counted = set(dropped.counted)
-        counts.add(pruner.prune_spans(cutoff, dry_run=dry_run, skip=dropped.skip if dropped is not None else ()))
+    if spans_cutoff is not None:  # the batches walk what no range partition left holds
+        counts.add(pruner.prune_spans(spans_cutoff, dry_run=dry_run, skip=dropped.skip if dropped is not None else ()))
     return counts
 
 
