@@ -65,6 +65,8 @@ class Case:
     """Files the command may create."""
     contains: str = ""
     """Text the output must hold as well."""
+    env: dict[str, str] = field(default_factory=dict)
+    """Environment variables beside no credentials (a key: the judge is made, what follows it is checked)."""
 
 
 def case(id: str, *args: str, code: int = 2, first: str, **options: object) -> Case:
@@ -208,6 +210,14 @@ CASES = [
     case("collect-online-judge-without-credentials", "collect", "--store", "c.db", "--online", "online.toml",
          "--http-port", "{free}", "--grpc-port", "0", first="error: judge metrics need the Gemini API or Vertex AI",
          files={"online.toml": 'metrics = ["tool_call_count", "fluency"]\n'}),
+    case("collect-online-cost-budget-on-a-new-store", "collect", "--store", "c.db", "--online", "online.toml",
+         "--http-port", "{free}", "--grpc-port", "0", env={"GOOGLE_API_KEY": "k"},
+         first="error: online: evaluator 'j': budget in cost: the judge model 'gemini-2.5-flash' has no price",
+         files={"online.toml": '[[evaluator]]\nname = "j"\nmetrics = ["fluency"]\nbudget = { cost_per_hour = 1 }\n'}),
+    case("collect-online-budget-smaller-than-one-call", "collect", "--store", "c.db", "--online", "online.toml",
+         "--http-port", "{free}", "--grpc-port", "0", env={"GOOGLE_API_KEY": "k"},
+         first="error: online: evaluator 'j': its budget (tokens_per_hour of 5000) has no room for one judge call",
+         files={"online.toml": '[[evaluator]]\nname = "j"\nmetrics = ["fluency"]\nbudget = { tokens_per_hour = 5000 }\n'}),
     case("collect-online-with-workers-checks-the-config-first", "collect", "--store", "c.db", "--online",
          "online.toml", "--workers", "2", "--http-port", "{free}", "--grpc-port", "0",
          first="error: online.toml: unknown key(s) metric; known: ", files={"online.toml": 'metric = ["x"]\n'}),
@@ -419,7 +429,7 @@ def test_every_command_with_bad_or_unusual_input(tmp_path, demo_dir, ports, case
     before = files_in(tmp_path)
     args = [arg.format(**ports) for arg in case.args]
     with deadline(60):  # a collector that wrongly starts would otherwise serve for ever
-        result = run_cli(tmp_path, *args, env=NO_CREDENTIALS)
+        result = run_cli(tmp_path, *args, env={**NO_CREDENTIALS, **case.env})
     output = result.stdout + result.stderr
     assert result.returncode == case.code, output
     assert "Traceback" not in output

@@ -5,12 +5,13 @@ million input and output tokens)."""
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import or_, select
+from sqlalchemy import inspect, or_, select
 
 from toolpath.errors import ConfigError
 from toolpath.store import schema as t
@@ -64,6 +65,17 @@ def prices(store: Store) -> dict[str, ModelPrice]:
             r.model: ModelPrice(r.model, r.input_per_million, r.output_per_million)
             for r in conn.execute(select(table).order_by(table.c.model))
         }
+
+
+def known_prices(store: Store) -> dict[str, ModelPrice]:
+    """:func:`prices`, or none when the store has no tables yet (a collector checks its options, a cost budget's
+    price among them, before it makes a new store's; a SQLite file not made yet is not made here)."""
+    if store.database_file is not None and not os.path.exists(store.database_file):
+        return {}
+    with store.engine.connect() as conn:
+        if not inspect(conn).has_table(t.model_prices.name):
+            return {}
+    return prices(store)
 
 
 def set_price(store: Store, model: str, input_per_million: float, output_per_million: float) -> None:

@@ -25,7 +25,7 @@ from toolpath.store.job_status import ResultLabel
 from toolpath.store.judge_holds import Released
 from toolpath.store.judge_spend import SpendRow
 from toolpath.store.online_usage import UsageLimits
-from toolpath.store.usage import prices
+from toolpath.store.usage import known_prices
 
 __all__ = ["BatchSpend", "EvaluatorUnit", "spending"]
 
@@ -226,7 +226,7 @@ def _check_priced(spec: EvaluatorSpec, judge: Judge | None, store: Any) -> None:
     where = f"online: evaluator {spec.name!r}: budget in cost"
     if judge is None:
         raise ConfigError(f"{where}: none of its metrics asks a judge, so there is no cost to count")
-    priced = prices(store) if store is not None else {}
+    priced = known_prices(store) if store is not None else {}
     if judge.settings.model not in priced:
         raise ConfigError(
             f"{where}: the judge model {judge.settings.model!r} has no price; set one (the UI's Prices page) or "
@@ -238,7 +238,7 @@ def _check_room(spec: EvaluatorSpec, limits: UsageLimits, settings: JudgeSetting
     """A budget must have room for one call at its most: its reply's ``max_output_tokens`` (its prompt comes on
     top), or it would skip every target."""
     most = settings.max_output_tokens or 0
-    price = prices(store).get(settings.model) if store is not None else None
+    price = known_prices(store).get(settings.model) if store is not None and limits.costed else None
     rooms: list[tuple[str, float]] = [
         (f"{name} of {limit}", limit)
         for name, limit in (("tokens_per_hour", limits.tokens_per_hour), ("tokens_per_day", limits.tokens_per_day))
