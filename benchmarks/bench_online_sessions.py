@@ -527,6 +527,9 @@ def report(args: argparse.Namespace, store: Any, backlog: Backlog, sent: dict[st
     affordable = budget / per_call if per_call else 0.0
     print(f"   judge: {calls:,} calls made (judge_spend; the fake judge counted {fake_requests:,}), {tokens:,} tokens "
           f"(online_usage: {int(used[0]):,}, {int(used[1]):,} sessions taken); {scored:,} sessions judged")  # fmt: skip
+    outcomes = query(store, "SELECT outcome, sum(calls), sum(input_tokens + output_tokens) FROM judge_spend "
+                            "WHERE evaluator = 'conversations' GROUP BY outcome ORDER BY outcome")  # fmt: skip
+    print("   judge_spend by outcome: " + ", ".join(f"{o} {int(c):,} calls {int(t):,} tokens" for o, c, t in outcomes))
     asked = [t - backlog.start_time for t in ASKED if t >= backlog.start_time]
     if len(asked) > 1:
         gaps = [b - a for a, b in itertools.pairwise(asked)]

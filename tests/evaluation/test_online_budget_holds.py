@@ -3,18 +3,27 @@ before them, a judge that thinks before it answers — each call holds room for 
 
 from __future__ import annotations
 
+import json
 import threading
 
 import pytest
 from sqlalchemy import text
 
+from tests.helpers import ADK_FIXTURES
 from tests.helpers.builders import invocation
 from tests.helpers.fake_gemini import Reply, json_reply, serving_gemini
+from tests.helpers.online_sessions import turn, wait_for
 from toolpath.errors import ConfigError
 from toolpath.evaluation.online import OnlineEvaluator
-from toolpath.judges.call_gate import FRAMING_TOKENS
+from toolpath.evaluation.online.budget_gate import StoreHolds
+from toolpath.evaluation.online.evaluator_units import BatchSpend, spending
+from toolpath.judges.call_gate import FRAMING_TOKENS, GatedBackend
+from toolpath.judges.client import Judge, JudgeSettings
+from toolpath.judges.messages import JudgeReply, JudgeRequest, TransientError
 from toolpath.store import judge_spend
+from toolpath.store.job_queue import JobQueue, QueueEvaluator
 from toolpath.store.job_status import SkipReason
+from toolpath.store.online_usage import UsageLimits
 from toolpath.store.store import Store
 
 BUDGET = 6000
@@ -85,3 +94,86 @@ def test_a_budget_with_no_room_for_one_call_at_its_most_is_refused_at_start(stor
     small.pop("judge")  # the default max_output_tokens, 8192: more than the whole budget
     with pytest.raises(ConfigError, match=r"'judge': its budget \(tokens_per_hour of 5000\) has no room for one"):
         OnlineEvaluator(store, small)
+
+
+class Flaky:
+    """A model that fails as told, once each, then answers (10 tokens in, 3 out)."""
+
+    def __init__(self, *failures: BaseException) -> None:
+        self.failures = list(failures)
+
+    async def generate(self, request: JudgeRequest, timeout: float) -> JudgeReply:
+        if self.failures:
+            raise self.failures.pop(0)
+        return JudgeReply('{"score": 1}', None, 10, 3)
+
+
+LATE = TransientError("no reply within 60 s", answered=True)
+
+
+@pytest.mark.parametrize(
+    ("failures", "outcomes"),
+    [
+        ((LATE,), {"ok": (1, 10, 3), "error": (0, 70, 100)}),  # a reply too late may have been billed at its most
+        ((ValueError("unreadable reply"),), {"error": (1, 70, 100)}),
+        ((LATE, LATE, LATE), {"error": (1, 210, 300)}),
+    ],
+    ids=["late-then-answered", "unreadable", "late-every-time"],
+)
+def test_once_the_results_are_stored_every_calls_cost_is_under_its_outcome(store, failures, outcomes):
+    """Whatever the calls' attempts met, the results' transaction leaves nothing held, each request counted once
+    under its outcome with what it may have cost, the budget's count the same."""
+    limits = UsageLimits(tokens_per_hour=100_000)
+    queue = JobQueue(store, evaluators=[QueueEvaluator("e", "1", limits=limits)]).attach()
+    store.write([invocation(1)])
+    (job,) = queue.claim("w", 1, lease_seconds=60)
+    spent = BatchSpend()
+    gate = GatedBackend(Flaky(*failures), StoreHolds(store, "e", limits))
+    settings = JudgeSettings(model="m", max_attempts=3, backoff=0.0, max_output_tokens=100)
+    judge = Judge(settings, backend=gate, on_call=spent.calls.append)
+    judge.run(lambda ask: ask(JudgeRequest("prompt", model="m")))
+    spent.tokens = (
+        judge.usage.input_tokens
+        + judge.usage.output_tokens
+        - sum(c.hold.input_tokens + c.hold.output_tokens for c in spent.calls if c.hold is not None)
+    )
+    closed, _ = queue.complete_and_claim("w", {job: []}, 0, 60, **spending({"e": spent}))
+    assert closed == {job}
+    rows = {r.outcome: (r.calls, r.input_tokens, r.output_tokens) for r in judge_spend.by_evaluator(store)["e"].rows}
+    assert rows == outcomes
+    assert queue.usage()["e"].tokens == sum(i + o for _, i, o in outcomes.values())
+
+
+def test_a_session_evaluator_judged_by_its_eval_sets_criteria_alone_spends_within_its_budget(
+    store, monkeypatch, tmp_path
+):
+    """No metric of its own asks a judge; its eval set's criteria do: their calls are held in its budget and
+    recorded as its judge spend, as any judge metric's."""
+    for fixture in ADK_FIXTURES.iterdir():
+        (tmp_path / fixture.name).write_text(fixture.read_text())
+    (tmp_path / "test_config.json").write_text(json.dumps({"criteria": {"multi_turn_task_success_v1": 0.5}}))
+
+    def judge(prompt: str, _: int) -> Reply:
+        return json_reply(rubrics=[{"rubric": "answers", "verdict": "yes", "reason": "r"}])
+
+    evaluator = {
+        "name": "conv",
+        "target": "session",
+        "idle_seconds": 0.3,
+        "metrics": [],
+        "reference_dataset": str(tmp_path / "weather.evalset.json"),
+        "budget": {"tokens_per_hour": 50_000},
+    }
+    settings = {"poll_seconds": 0.02, "evaluator": [evaluator], "judge": {"max_output_tokens": MOST_OUT}}  # fmt: skip
+    with serving_gemini(monkeypatch, judge) as fake:
+        online = OnlineEvaluator(store, settings).start()
+        try:
+            store.write([turn("chat", 1, calls=0, prompt="Hi"),
+                         turn("chat", 2, calls=0, prompt="What is the weather in Paris?")])  # fmt: skip
+            assert wait_for(lambda: fake.requests > 0 and online.drain(1), timeout=60)
+        finally:
+            online.stop()
+    spend = judge_spend.by_evaluator(store)["conv"]
+    assert spend.calls == fake.requests > 0 and {r.outcome for r in spend.rows} == {"ok"}
+    assert online.usage()["conv"].tokens == sum(spend.tokens)
+    assert all(body["generationConfig"]["maxOutputTokens"] == MOST_OUT for body in fake.bodies)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import pytest
 
@@ -21,6 +22,7 @@ class Holds:
         self.flying = 0
         self.settled: list[tuple[tuple[int, int], tuple[int, int] | None]] = []
         self.asked = 0
+        self.ended: list[bool] = []
 
     def hold(self, model: str, input_tokens: int, output_tokens: int) -> int | bool:
         self.asked += 1
@@ -31,9 +33,12 @@ class Holds:
             return 7
         return self.flying > 0 and most <= self.room + self.flying
 
-    def settle(self, key: int, model: str, held: tuple[int, int], reported: tuple[int, int] | None) -> None:
+    def settle(
+        self, key: int, model: str, held: tuple[int, int], reported: tuple[int, int] | None, *, ended: bool = False
+    ) -> None:
         assert key == 7
         self.settled.append((held, reported))
+        self.ended.append(ended)
         self.flying -= sum(held)
         self.room += sum(held) - (sum(reported) if reported is not None else 0)
 
@@ -104,7 +109,7 @@ def test_a_429_gives_its_room_back_and_a_late_reply_keeps_its_most():
         holds = Holds(1000)
         with pytest.raises(TransientError):
             run(GatedBackend(Model(fail=error), holds).generate(JudgeRequest("prompt", max_output_tokens=100), 5.0))
-        assert holds.settled == [((6 + FRAMING_TOKENS, 100), kept)]
+        assert holds.settled == [((6 + FRAMING_TOKENS, 100), kept)] and holds.ended == [True]
 
 
 def test_the_judge_counts_a_call_the_budget_refused_as_over_budget_not_as_an_error():
@@ -113,3 +118,34 @@ def test_the_judge_counts_a_call_the_budget_refused_as_over_budget_not_as_an_err
     reply = judge.run(lambda ask: ask(JudgeRequest("prompt")))
     assert reply.over_budget and judge.usage.over_budget == 1 and judge.usage.errors == judge.usage.requests == 0
     assert [c.outcome for c in calls] == [JudgeOutcome.OVER_BUDGET]
+
+
+def test_a_config_bounds_each_candidate_and_a_limit_that_is_not_a_whole_number_bounds_nothing():
+    many = json.dumps({"max_output_tokens": 10, "candidate_count": 4})
+    assert most_tokens(JudgeRequest("x", config=many))[1] == 40  # each candidate up to the limit
+    text = json.dumps({"max_output_tokens": "50000"})  # the SDK would send 50000: not a bound held at 100
+    assert most_tokens(JudgeRequest("x", config=text, max_output_tokens=100))[1] is None
+
+
+def test_a_hold_made_as_its_caller_is_cancelled_is_given_back():
+    class Slow(Holds):
+        def hold(self, model: str, input_tokens: int, output_tokens: int) -> int | bool:
+            time.sleep(0.2)  # the store's round trip
+            return super().hold(model, input_tokens, output_tokens)
+
+    holds = Slow(1000)
+    gate = GatedBackend(Model(), holds)
+
+    async def cancelled() -> None:
+        task = asyncio.create_task(gate.generate(JudgeRequest("prompt", max_output_tokens=100), 5.0))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        for _ in range(100):  # the hold's thread ends, then its room is given back
+            await asyncio.sleep(0.05)
+            if holds.settled:
+                break
+
+    run(cancelled())
+    assert holds.settled == [((6 + FRAMING_TOKENS, 100), None)] and holds.room == 1000 and holds.flying == 0

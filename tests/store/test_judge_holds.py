@@ -3,13 +3,14 @@ what it cost once answered, moved to its outcome's row with its results; on SQLi
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
 
 from toolpath.store import judge_holds, judge_spend, online_usage
 from toolpath.store.judge_holds import NoRoom, Released
-from toolpath.store.judge_spend import HELD, HOLDING, SpendRow
+from toolpath.store.judge_spend import HELD, HOLDING
 from toolpath.store.online_usage import UsageLimits
 from toolpath.store.usage import prices, set_price
 
@@ -43,9 +44,8 @@ def test_a_call_is_held_at_its_most_then_at_its_cost_then_moved_to_its_outcome(s
     settle(store, key)
     assert used(store) == 50 and rows(store) == {HELD: (1, 40, 10)}
     with store.redoable_write() as conn:  # the results' transaction
-        judge_spend.add(conn, {"e": [SpendRow(MODEL, "ok", 1, 40, 10, 0.2)]}, time.time_ns())
         online_usage.lock(conn, {"e": TOKENS}, time.time_ns())
-        judge_holds.release(conn, [("e", Released(key, MODEL, 40, 10))])
+        judge_holds.release(conn, [("e", Released(key, MODEL, 40, 10, "ok", 0.2))])
     assert used(store) == 50 and rows(store) == {"ok": (1, 40, 10)}  # the held row, empty, is not shown
 
 
@@ -80,3 +80,61 @@ def test_a_days_budget_counts_the_holds_of_every_hour(store, day):
     limits = UsageLimits(tokens_per_day=1000) if day else TOKENS
     assert isinstance(hold(store, limits), int)
     assert hold(store, limits, most=(400, 200)) is NoRoom.YET
+
+
+def test_a_call_ended_with_no_reply_keeps_its_cost_in_the_errors_now(store):
+    key = hold(store)
+    with store.durable_write() as conn:  # a reply too late: it may have been billed at its most
+        judge_holds.settle(conn, "e", key, MODEL, (300, 200), (300, 200), ended=True)
+    assert used(store) == 500 and rows(store) == {"error": (0, 300, 200)}  # the request is counted with its results
+
+
+def test_a_calls_cost_stays_in_the_hour_it_was_held_in_when_its_results_come_an_hour_later(store):
+    """Held in hour H, stored in H+1: the cost is H's, where the budget checked it; H+1's own holds had room."""
+    limits = UsageLimits(cost_per_hour=0.01)
+    set_price(store, MODEL, 10.0, 20.0)  # (300, 200): 0.007
+    price = prices(store)[MODEL]
+    h = online_usage.hour_of(time.time_ns()) - 5 * online_usage.HOUR_NS
+    keys = []
+    for at in (h + online_usage.HOUR_NS - 1_000, h + online_usage.HOUR_NS + 1_000):  # one each side of the hour
+        with store.durable_write() as conn:
+            keys.append(judge_holds.hold(conn, "e", limits, MODEL, (300, 200), price, at))
+        with store.durable_write() as conn:
+            judge_holds.settle(conn, "e", keys[-1], MODEL, (300, 200), (300, 200))
+    assert keys == [h, h + online_usage.HOUR_NS]
+    with store.redoable_write() as conn:  # H's call's results, stored in H+1
+        online_usage.lock(conn, {"e": limits}, h + online_usage.HOUR_NS + 2_000)
+        judge_holds.release(conn, [("e", Released(h, MODEL, 300, 200, "ok", 0.5))])
+    with store.engine.connect() as conn:
+        after = online_usage.read(conn, {"e": limits}, h + online_usage.HOUR_NS + 3_000)["e"]
+    assert after.cost == pytest.approx(0.007)  # H+1 holds only its own call
+
+
+def test_two_holds_either_side_of_an_hour_boundary_share_one_days_budget(store):
+    """On PostgreSQL two writers in two hours lock two hour rows: a day budget locks the day's row first, so the
+    second waits for the first and sees its hold."""
+    if store.dialect != "postgresql":
+        pytest.skip("writers side by side: PostgreSQL")
+    limits = UsageLimits(tokens_per_day=1000)
+    now = time.time_ns()
+    ten = now - now % online_usage.DAY_NS + 10 * online_usage.HOUR_NS
+    one, two = store.engine.connect(), store.engine.connect()
+    found: list[object] = []
+    try:
+        first = one.begin()
+        assert isinstance(judge_holds.hold(one, "e", limits, MODEL, (300, 300), None, ten - 1), int)
+
+        def second() -> None:
+            with two.begin():
+                found.append(judge_holds.hold(two, "e", limits, MODEL, (300, 300), None, ten + 1))
+
+        waiting = threading.Thread(target=second)
+        waiting.start()
+        waiting.join(0.5)
+        assert waiting.is_alive()  # waits for the day's row
+        first.commit()
+        waiting.join(10)
+    finally:
+        one.close()
+        two.close()
+    assert found == [NoRoom.YET]  # saw the first's hold: room only if it costs less than its most

@@ -276,13 +276,13 @@ class JobQueue:
             self.costliest.scored(tokens or {}, collections.Counter(job.evaluator for job in closed))
             if also is not None and closed:
                 also(conn, {job.invocation_id for job in closed})
-            now = time.time_ns()
+            now, usage = time.time_ns(), None
+            if self.limits and (limit or released or any((tokens or {}).values())):
+                usage = online_usage.lock(conn, self.limits, now)  # before the spend's rows, as holds lock them
             if spend:
                 judge_spend.add(conn, spend, now)
-            usage = None
-            if self.limits and (limit or released or any((tokens or {}).values())):
-                usage = online_usage.lock(conn, self.limits, now)  # before the held rows, as holds lock them
-                judge_holds.release(conn, released)
+            judge_holds.release(conn, released)
+            if usage is not None:
                 online_usage.spend(conn, usage, tokens or {}, now)
             return closed, self._claim(conn, worker, limit, lease_seconds, usage, now) if limit else []
 

@@ -25,6 +25,8 @@ from toolpath.store.usage import ModelPrice
 
 __all__ = ["NoRoom", "Released", "hold", "release", "settle"]
 
+ERROR = "error"
+"""The ``judge_spend`` outcome a call's cost goes to when it ended with no reply to store."""
 _SHIFT = (
     "UPDATE judge_spend SET calls = calls + {m}, input_tokens = input_tokens + {m}, "
     "output_tokens = output_tokens + {m} WHERE evaluator = {m} AND hour_start = {m} AND model = {m} AND outcome = {m}"
@@ -42,12 +44,15 @@ class NoRoom(Enum):
 
 
 class Released(NamedTuple):
-    """A call whose cost leaves the held row: the hour it was held in, its model and the tokens it reported."""
+    """A call whose cost leaves the held row: the hour it was held in, its model, the tokens it reported, how it
+    ended (a :class:`~toolpath.judges.messages.JudgeOutcome` value) and the time it took."""
 
     hour_start: int
     model: str
     input_tokens: int
     output_tokens: int
+    outcome: str = "ok"
+    seconds: float = 0.0
 
 
 def hold(
@@ -76,25 +81,46 @@ def hold(
 
 
 def settle(
-    conn: Connection, evaluator: str, hour: int, model: str, held: tuple[int, int], reported: tuple[int, int] | None
+    conn: Connection,
+    evaluator: str,
+    hour: int,
+    model: str,
+    held: tuple[int, int],
+    reported: tuple[int, int] | None,
+    *,
+    ended: bool = False,
 ) -> None:
-    """Replace the ``held`` tokens of a call held in ``hour`` by those the model ``reported``; ``None``: give its
-    room back (it was not answered, nor billed). Locks the hour's row first, as :func:`hold` does."""
+    """Replace the ``held`` tokens of a call held in ``hour`` by those the model ``reported``, held until its results
+    are stored (:func:`release`); ``None``: give its room back (it was not answered, nor billed). ``ended``: the call
+    ended with no reply to store: its cost is moved to the hour's ``error`` row now (no call counted there: the
+    request it was an attempt of is counted with its results). Locks the hour's row first, as :func:`hold` does;
+    then the outcome's row, the holding row and the held row, in that order (as :func:`release`)."""
     m = _mark(conn)
     conn.exec_driver_sql(f"SELECT tokens FROM online_usage WHERE evaluator = {m} AND hour_start = {m}{_for(conn)}",
                          (evaluator, hour))  # fmt: skip
     answered = reported if reported is not None else (0, 0)
     conn.exec_driver_sql(_TOKENS.format(m=m), (sum(answered) - sum(held), evaluator, hour))
+    if reported is not None and ended:
+        judge_spend.add(conn, {evaluator: [SpendRow(model, ERROR, 0, *reported, 0.0)]}, hour)
     conn.exec_driver_sql(_SHIFT.format(m=m), (-1, -held[0], -held[1], evaluator, hour, model, HOLDING))
-    if reported is not None:
+    if reported is not None and not ended:
         judge_spend.add(conn, {evaluator: [SpendRow(model, HELD, 1, *reported, 0.0)]}, hour)
 
 
 def release(conn: Connection, calls: Iterable[tuple[str, Released]]) -> None:
-    """Move the cost of answered calls (``(evaluator, call)`` each) out of their held rows, in the transaction
-    that adds it to their outcomes' rows (after :func:`online_usage.lock`: rows locked in one order)."""
+    """Move the cost of answered calls (``(evaluator, call)`` each) out of their held rows to their outcomes' rows of
+    the hour they were held in (where the budget checked them), in the transaction that stores their results (after
+    :func:`online_usage.lock`: rows locked in one order, outcomes' before held)."""
     m = _mark(conn)
-    for evaluator, call in sorted(calls):
+    ordered = sorted(calls)
+    spend: dict[str, list[tuple[int, SpendRow]]] = {}
+    for evaluator, call in ordered:
+        row = SpendRow(call.model, call.outcome, 1, call.input_tokens, call.output_tokens, call.seconds)
+        spend.setdefault(evaluator, []).append((call.hour_start, row))
+    for evaluator, rows in spend.items():
+        for hour, row in rows:
+            judge_spend.add(conn, {evaluator: [row]}, hour)
+    for evaluator, call in ordered:
         shift = (-1, -call.input_tokens, -call.output_tokens, evaluator, call.hour_start, call.model, HELD)
         conn.exec_driver_sql(_SHIFT.format(m=m), shift)
 

@@ -144,6 +144,8 @@ def lock(conn: Connection, limits: Mapping[str, UsageLimits], now: int) -> dict[
     hour, day = hour_of(now), now - now % DAY_NS
     used: dict[str, EvaluatorUsage] = {}
     for name in sorted(limits):
+        if day != hour and (limits[name].tokens_per_day is not None or limits[name].cost_per_day is not None):
+            conn.exec_driver_sql(_LOCK.format(m=m), (name, day)).one()  # the day's row first: two hours, one day
         targets, tokens = conn.exec_driver_sql(_LOCK.format(m=m), (name, hour)).one()
         day_tokens, day_targets = tokens, targets
         if limits[name].tokens_per_day is not None or limits[name].cost_per_day is not None:

@@ -34,6 +34,8 @@ class StoreHolds(BudgetHolds):
             )
         return key is judge_holds.NoRoom.YET if isinstance(key, judge_holds.NoRoom) else key
 
-    def settle(self, key: int, model: str, held: tuple[int, int], reported: tuple[int, int] | None) -> None:
+    def settle(
+        self, key: int, model: str, held: tuple[int, int], reported: tuple[int, int] | None, *, ended: bool = False
+    ) -> None:
         with self.store.durable_write() as conn:
-            judge_holds.settle(conn, self.evaluator, key, model, held, reported)
+            judge_holds.settle(conn, self.evaluator, key, model, held, reported, ended=ended)

@@ -14,6 +14,7 @@ from toolpath.errors import ConfigError
 from toolpath.evaluation.catalog import pass_rules, passes, resolve_metric
 from toolpath.evaluation.online.budget_gate import DEFAULT_MAX_OUTPUT_TOKENS, StoreHolds
 from toolpath.evaluation.online.evaluator_specs import EvaluatorSpec
+from toolpath.evaluation.online.selection import TargetKind
 from toolpath.evaluation.scoring import prepare_judge, score_views
 from toolpath.judges.call_gate import GatedBackend
 from toolpath.judges.call_slots import CallSlots
@@ -58,7 +59,7 @@ class BatchSpend:
     def released(self, evaluator: str) -> list[tuple[str, Released]]:
         """The calls whose cost was held as they were sent, to move to their outcomes' rows with the results."""
         return [
-            (evaluator, Released(c.hold.key, c.model, c.hold.input_tokens, c.hold.output_tokens))
+            (evaluator, Released(c.hold.key, c.model, c.hold.input_tokens, c.hold.output_tokens, c.outcome, c.seconds))
             for c in self.calls
             if c.hold is not None
         ]
@@ -91,6 +92,8 @@ class BatchSpend:
         """The requests added up by model and outcome, as the store keeps them."""
         added: dict[tuple[str, str], list[float]] = {}
         for call in self.calls:
+            if call.hold is not None:  # moved from the held row, to the hour it was held in (:meth:`released`)
+                continue
             row = added.setdefault((call.model, call.outcome), [0, 0, 0, 0.0])
             row[0] += 1
             row[1] += call.input_tokens
@@ -135,6 +138,8 @@ class EvaluatorUnit:
                 "name of its own: trajectory_exact_match(agent=billing_agent, name=billing_exact))"
             )
         judge = prepare_judge(metrics, dataclasses.replace(settings), cache=cache)
+        if judge is None and spec.target is TargetKind.SESSION and spec.reference_dataset is not None:
+            judge = Judge(dataclasses.replace(settings), cache=cache)  # its eval set's criteria may ask one (lazily)
         if judge is not None:  # past the process's judge budget a call is refused (its result says so): a
             judge.when_spent = WhenSpent.REFUSE  # job waiting a minute for room would outlive its lease
             judge.slots = CallSlots(spec.limits.concurrency or judge.settings.concurrency)
@@ -143,7 +148,7 @@ class EvaluatorUnit:
             _check_priced(spec, judge, cache)
         unit = cls(spec, metrics, rules, judge)
         limits = unit.usage_limits()
-        if judge is not None and judge.backend is not None and limits is not None and limits.budgeted:
+        if judge is not None and limits is not None and limits.budgeted:
             if judge.settings.max_output_tokens is None:  # each call held at its most: it needs a most
                 judge.settings.max_output_tokens = DEFAULT_MAX_OUTPUT_TOKENS
             judge.backend = GatedBackend(judge.backend, StoreHolds(cache, spec.name, limits))
