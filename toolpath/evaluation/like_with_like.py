@@ -83,6 +83,8 @@ class RedactedReferences:
 
     def find(self, prompt: str | None) -> Mapping[str, Any] | None:
         """The golden row of ``prompt``, its references redacted by the store's rules."""
+        if not self.by_prompt:  # no reference dataset: no prompt to normalise (online, once a turn)
+            return None
         key = self._key(prompt) if prompt else None
         row = self.by_prompt.get(key) if key is not None else None
         if row is None or key is None or self._rules is None:
