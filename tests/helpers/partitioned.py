@@ -3,7 +3,7 @@ through ingest, and looked into (which partition holds each span, which rows a p
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 from sqlalchemy import create_engine, text
@@ -28,6 +28,15 @@ def partitioned_at(url: str, now_ns: int, ahead: int = 10) -> Store:
         partitions.partition_spans(conn, now_ns, ahead=ahead)
     engine.dispose()
     return Store(url)  # at 0012: 0013 finds spans partitioned and leaves them so
+
+
+def partitioned_with(url: str, now_ns: int, runs: Iterable[list[SpanRecord]]) -> Iterator[Store]:
+    """A store partitioned at ``now_ns`` holding ``runs`` (for a fixture to yield from: closed after)."""
+    opened = partitioned_at(url, now_ns)
+    for spans in runs:
+        ingest(opened, spans)
+    yield opened
+    opened.close()
 
 
 def ingest(store: Store, spans: list[SpanRecord]) -> None:

@@ -10,7 +10,15 @@ from collections.abc import Iterator
 import pytest
 
 from tests.helpers.builders import agent_run
-from tests.helpers.partitioned import DAY, DAY0, ingest, partitioned_at, placed, spans_read_open, surviving
+from tests.helpers.partitioned import (
+    DAY,
+    DAY0,
+    ingest,
+    partitioned_with,
+    placed,
+    spans_read_open,
+    surviving,
+)
 from toolpath.store import partitions
 from toolpath.store.retention import PruneCounts, prune
 from toolpath.store.store import Store
@@ -32,11 +40,7 @@ KEPT = ("recent", "across the cutoff", "from an old day past the cutoff")
 
 @pytest.fixture
 def store(fresh_postgres) -> Iterator[Store]:
-    opened = partitioned_at(fresh_postgres, DAY0)
-    for spans in RUNS.values():
-        ingest(opened, spans)
-    yield opened
-    opened.close()
+    yield from partitioned_with(fresh_postgres, DAY0, RUNS.values())
 
 
 @pytest.fixture

@@ -11,7 +11,16 @@ import pytest
 from sqlalchemy import text
 
 from tests.helpers.builders import agent_run, run_key
-from tests.helpers.partitioned import DAY, DAY0, ingest, partitioned_at, placed, spans_read_open, surviving
+from tests.helpers.partitioned import (
+    DAY,
+    DAY0,
+    ingest,
+    partitioned_at,
+    partitioned_with,
+    placed,
+    spans_read_open,
+    surviving,
+)
 from toolpath.store.annotations import ReviewLabel, annotate, annotations_of
 from toolpath.store.retention import PruneCounts, prune
 from toolpath.store.store import Store
@@ -31,11 +40,7 @@ RUNS = {
 
 @pytest.fixture
 def store(fresh_postgres) -> Iterator[Store]:
-    opened = partitioned_at(fresh_postgres, DAY0)
-    for spans in RUNS.values():
-        ingest(opened, spans)
-    yield opened
-    opened.close()
+    yield from partitioned_with(fresh_postgres, DAY0, RUNS.values())
 
 
 def pruning(store: Store, *, dry_run: bool = False, exact: bool = False) -> PruneCounts:
