@@ -26,13 +26,17 @@ from sqlalchemy import ColumnElement, Connection, and_, bindparam, func, select,
 
 from toolpath.errors import ConfigError
 from toolpath.model import Invocation
-from toolpath.store import judge_holds, judge_spend, online_usage, turn_results
+from toolpath.store import backlog_shed, judge_holds, judge_spend, online_usage, turn_results
 from toolpath.store import schema as t
 from toolpath.store.job_status import SHED_POLICIES, JobStatus, ShedPolicy, SkipReason
 from toolpath.store.online_usage import UsageLimits
 from toolpath.store.store import Store
 
 _IN_CHUNK = 500
+_CLOSE_HELD = (  # SQLite: the jobs a worker holds, closed, by the driver's own statement
+    "UPDATE {table} SET status = ?, reason = ?, finished_at = ? WHERE status = ? AND claimed_by = ? "
+    "AND ({key}, evaluator) IN (VALUES {keys}) RETURNING {key}, evaluator"
+)
 _STALE = "status = :claimed AND claimed_at < :stale"
 _WAITING = "status = :pending"
 _ENQUEUE = (  # in the ingest's write transaction: plain tuples through the driver, an existing job left as it is
@@ -161,7 +165,9 @@ class JobQueue:
             rows = [(*job, JobStatus.PENDING, now) for job in chosen]
             result = conn.exec_driver_sql(_ENQUEUE.format(mark=mark), rows)
         added = max(result.rowcount, 0)
-        shed = self._shed(conn) if self.max_backlog is not None else 0
+        shed = 0
+        if self.max_backlog is not None:
+            shed = backlog_shed.shed(conn, self.table, self.key, self.max_backlog, self.shed_policy)
         with self._lock:
             self.stats.enqueued += added
             self.stats.shed += shed
@@ -177,32 +183,6 @@ class JobQueue:
                 if len(recent) > _RECENT:
                     recent.popitem(last=False)
                 self.stats.skipped[name, SkipReason.NOT_SAMPLED] += 1
-
-    def _shed(self, conn: Connection) -> int:
-        jobs = self.table
-        waiting = conn.execute(
-            select(func.count()).select_from(jobs).where(jobs.c.status == JobStatus.PENDING)
-        ).scalar_one()
-        excess = waiting - (self.max_backlog or 0)
-        if excess <= 0:
-            return 0
-        order = jobs.c.enqueued_at.asc() if self.shed_policy is ShedPolicy.OLDEST else jobs.c.enqueued_at.desc()
-        victims = (
-            select(jobs.c[self.key], jobs.c.evaluator)
-            .where(jobs.c.status == JobStatus.PENDING)
-            .order_by(order)
-            .limit(excess)
-        )
-        if self.store.dialect == "postgresql":
-            victims = victims.with_for_update(skip_locked=True)
-        keys = [tuple(row) for row in conn.execute(victims)]
-        for i in range(0, len(keys), _IN_CHUNK):
-            conn.execute(
-                update(jobs)
-                .where(tuple_(jobs.c[self.key], jobs.c.evaluator).in_(keys[i : i + _IN_CHUNK]))
-                .values(status=JobStatus.SHED, finished_at=time.time_ns())
-            )
-        return len(keys)
 
     # --- worker side -------------------------------------------------------------------------------------
 
@@ -309,16 +289,29 @@ class JobQueue:
 
     def _skip_held(self, conn: Connection, worker: str, jobs: Collection[Job]) -> None:
         """Close the ``jobs`` ``worker`` still holds as skipped: a call of their scoring was over the budget."""
-        table, now = self.table, time.time_ns()
-        skipped = conn.execute(
-            update(table)
-            .where(self._held(worker, list(jobs)))
-            .values(status=JobStatus.SKIPPED, reason=SkipReason.BUDGET, finished_at=now)
-            .returning(table.c.evaluator)
-        ).all()
+        skipped = self._close_held(conn, worker, list(jobs), JobStatus.SKIPPED, SkipReason.BUDGET, time.time_ns())
         with self._lock:
-            for row in skipped:
-                self.stats.skipped[row.evaluator, SkipReason.BUDGET] += 1
+            for _, evaluator in skipped:
+                self.stats.skipped[evaluator, SkipReason.BUDGET] += 1
+
+    def _close_held(
+        self, conn: Connection, worker: str, jobs: Sequence[Job], status: JobStatus, reason: SkipReason | None, now: int
+    ) -> list[tuple[str, str]]:
+        """Close those of ``jobs`` ``worker`` still holds with ``status``; their keys. On SQLite one statement of
+        the driver's a chunk (a batch after batch: no expression built each time)."""
+        table, out = self.table, []
+        for i in range(0, len(jobs), _IN_CHUNK):
+            chunk = jobs[i : i + _IN_CHUNK]
+            if self.store.dialect == "sqlite":
+                sql = _CLOSE_HELD.format(table=table.name, key=self.key, keys=", ".join(["(?, ?)"] * len(chunk)))
+                given = (str(status), None if reason is None else str(reason), now, str(JobStatus.CLAIMED), worker)
+                params = (*given, *(v for job in chunk for v in job))
+                out += [(r[0], r[1]) for r in conn.exec_driver_sql(sql, params)]
+                continue
+            held = update(table).where(self._held(worker, chunk))
+            closed = held.values(status=status, reason=reason, finished_at=now)
+            out += [(r[0], r[1]) for r in conn.execute(closed.returning(table.c[self.key], table.c.evaluator))]
+        return out
 
     def _keys_in(self, jobs: Sequence[Job]) -> ColumnElement[bool]:
         return tuple_(self.table.c[self.key], self.table.c.evaluator).in_([tuple(job) for job in jobs])
@@ -434,19 +427,8 @@ class JobQueue:
 
     def _complete(self, conn: Connection, worker: str, results: Mapping[Job, Sequence[Mapping[str, Any]]]) -> set[Job]:
         now = time.time_ns()
-        table = self.table
         jobs = list(results)
-        closed: set[Job] = set()
-        for i in range(0, len(jobs), _IN_CHUNK):
-            closed.update(
-                Job(*row)
-                for row in conn.execute(
-                    update(table)
-                    .where(self._held(worker, jobs[i : i + _IN_CHUNK]))
-                    .values(status=JobStatus.DONE, finished_at=now)
-                    .returning(table.c[self.key], table.c.evaluator)
-                )
-            )
+        closed = {Job(*row) for row in self._close_held(conn, worker, jobs, JobStatus.DONE, None, now)}
         self._store_results(conn, worker, {job: results[job] for job in jobs if job in closed}, now)
         with self._lock:
             self.stats.completed += len(closed)
