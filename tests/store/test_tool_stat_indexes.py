@@ -275,6 +275,18 @@ def test_the_all_time_reads_use_the_indexes(filled, statements):
         ), plan
 
 
+def test_failed_calls_of_a_window_are_still_read_by_its_turns(filled):
+    """A query that states ``error IS NOT NULL`` alone (the Errors page's) is not offered the failed calls' index,
+    which would have SQLite read every failed call of the store rather than the window's turns."""
+    if filled.dialect != "sqlite":
+        pytest.skip("PostgreSQL plans by its statistics")
+    sql = ("SELECT tool_calls.name FROM tool_calls JOIN invocations ON invocations.invocation_id = "
+           "tool_calls.invocation_id WHERE tool_calls.error IS NOT NULL AND invocations.started_at >= ?")  # fmt: skip
+    with filled.engine.connect() as conn:
+        plan = " / ".join(row[-1] for row in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", (T0,)).all())
+    assert stat_indexes.FAILED_INDEX not in plan and "ix_invocations_started" in plan, plan
+
+
 def test_migration_0014_indexes_a_store_written_before_it_and_goes_back(store_url):
     store = Store(store_url, create=False)
     store.upgrade("0013")

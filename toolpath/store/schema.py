@@ -83,8 +83,8 @@ tool_calls = Table(
         "start_time",
         "invocation_id",
         "position",
-        sqlite_where=text("error IS NOT NULL"),
-        postgresql_where=text("error IS NOT NULL"),
+        sqlite_where=text("error IS NOT NULL AND name IS NOT NULL"),
+        postgresql_where=text("error IS NOT NULL AND name IS NOT NULL"),
     ),
 )
 

@@ -3,8 +3,8 @@ must spell the same way for the database to use them:
 
 - ``ix_tool_calls_times``: each call's tool, agent, start and end, so that every call's latency (:data:`LATENCY`)
   is read by tool and agent without the table's rows or the turns';
-- ``ix_tool_calls_failed``: the failed calls' tool, agent, start and key (a partial index), their count and the
-  latest one of each tool and agent read from it;
+- ``ix_tool_calls_failed``: the failed calls' tool, agent, start and key (a partial index of the calls that are
+  :data:`FAILED`), their count and the latest one of each tool and agent read from it;
 - ``ix_spans_usage``, on SQLite: the model calls' model, whether they reported a cost, start, trace, tokens and
   cost, as :func:`usage_values` reads them from a span's attributes (expressions: a partial index of the spans
   whose attributes name a usage key), in the order the models' totals group them, so that those read no span's
@@ -31,6 +31,11 @@ if TYPE_CHECKING:
 LATENCY = "(CASE WHEN end_time >= start_time THEN end_time - start_time END)"
 """A call's latency (ns) from its ``tool_calls`` row: its end less its start; ``NULL`` without both (or ending
 before it starts)."""
+FAILED = "error IS NOT NULL AND name IS NOT NULL"
+"""The failed calls, as ``ix_tool_calls_failed`` states them: a query must state both (``name`` is never null) to
+read it, so that the queries of other pages, which state the first alone (the Errors page's, over the turns of a
+time window), keep their plans: offered this index, SQLite read every failed call of the store, not the window's
+turns."""
 TIMES_INDEX = "ix_tool_calls_times"
 FAILED_INDEX = "ix_tool_calls_failed"
 USAGE_INDEX = "ix_spans_usage"
@@ -90,7 +95,7 @@ def _statements(dialect: str) -> list[str]:
     return [
         f"CREATE INDEX IF NOT EXISTS {TIMES_INDEX} ON tool_calls (name, agent_name, start_time, end_time)",
         f"CREATE INDEX IF NOT EXISTS {FAILED_INDEX} ON tool_calls (name, agent_name, start_time, invocation_id, "
-        "position) WHERE error IS NOT NULL",
+        f"position) WHERE {FAILED}",
         *([usage_index] if dialect == "sqlite" else []),
     ]
 

@@ -15,7 +15,7 @@ from enum import StrEnum
 from typing import Any
 
 from toolpath.store.session_list import Reader
-from toolpath.store.stat_indexes import LATENCY
+from toolpath.store.stat_indexes import FAILED, LATENCY
 from toolpath.store.store import Store
 from toolpath.store.turn_window import Window
 
@@ -129,9 +129,9 @@ def _every_call(window: Window) -> bool:
     return window.since_ns is None and window.until_ns is None and not window.hide_evaluation
 
 
-_TOOL_JOINED = """
+_TOOL_JOINED = f"""
 SELECT 1 FROM tool_calls WHERE name = ? AND agent_name IS NULL
-UNION ALL SELECT 1 FROM tool_calls WHERE name = ? AND error IS NOT NULL AND start_time IS NULL"""
+UNION ALL SELECT 1 FROM tool_calls WHERE name = ? AND {FAILED} AND start_time IS NULL"""
 """A row if a call of a tool names no agent of its own, or one of its failed calls has no start (the turn's
 agent or start counts: its calls are read with their turns)."""
 
@@ -150,7 +150,7 @@ def _indexed_counts(
         percentiles = f"toolpath_latencies({LATENCY})"
     groups = reader.rows(f"SELECT name, agent_name, COUNT(*), COUNT({LATENCY}), MAX({LATENCY}), {percentiles} "
                          "FROM tool_calls GROUP BY name, agent_name")  # fmt: skip
-    failed_sql = "SELECT name, agent_name, COUNT(*), COUNT(start_time) FROM tool_calls WHERE error IS NOT NULL " \
+    failed_sql = f"SELECT name, agent_name, COUNT(*), COUNT(start_time) FROM tool_calls WHERE {FAILED} " \
                  "GROUP BY name, agent_name"  # fmt: skip
     failed = {(tool, agent): (int(n), int(started)) for tool, agent, n, started in reader.rows(failed_sql)}
     joined = {row[0] for row in groups if row[1] is None}
@@ -180,7 +180,7 @@ def _indexed_details(reader: Reader, row: ToolStat, longest: int | None) -> Tool
                             [*key, longest])  # fmt: skip
         slowest = _ref([row.tool, row.agent, *found[0]]) if found else None
     if row.errors:
-        found = reader.rows(f"SELECT {_INDEXED_COLUMNS} {group} AND error IS NOT NULL ORDER BY {_INDEXED_LAST} LIMIT 1",
+        found = reader.rows(f"SELECT {_INDEXED_COLUMNS} {group} AND {FAILED} ORDER BY {_INDEXED_LAST} LIMIT 1",
                             key)  # fmt: skip
         latest = _ref([row.tool, row.agent, *found[0]]) if found else None
     return replace(row, slowest=slowest, latest_failure=latest)
@@ -309,7 +309,7 @@ def calls_of_tool(
             if order is CallOrder.SLOWEST:
                 chosen, ordering = f"{LATENCY} IS NOT NULL", f"{LATENCY} DESC, {_INDEXED_LAST}"
             else:
-                chosen, ordering = "error IS NOT NULL", _INDEXED_LAST
+                chosen, ordering = FAILED, _INDEXED_LAST
             sql = f"SELECT name, agent_name, {_INDEXED_COLUMNS} FROM tool_calls WHERE name = ?{mine} AND {chosen} " \
                   f"ORDER BY {ordering} LIMIT ?"  # fmt: skip
             return [_ref(row) for row in reader.rows(sql, [tool, *([agent] if agent is not None else []), limit])]
