@@ -4,7 +4,8 @@ failed call; and a tool's slowest or latest failed calls (the UI's Tools page).
 
 A call's latency is its end less its start (calls without both have none). The percentiles interpolate between
 the two nearest calls, as PostgreSQL's ``percentile_cont`` does: PostgreSQL computes them with it, SQLite (which
-has no percentile function) with the same arithmetic in an aggregate function of this module's."""
+has no percentile function) with the same arithmetic in an aggregate function of this module's. Over every turn
+the calls are read from the indexes of :mod:`toolpath.store.stat_indexes` alone; in a window, with their turns."""
 
 from __future__ import annotations
 
