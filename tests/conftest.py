@@ -18,6 +18,8 @@ from sqlalchemy.engine import make_url
 
 import toolpath
 from tests.helpers.pgserver import postgres_server
+from toolpath.judges import process_budget as process_budget_module
+from toolpath.judges.process_budget import ProcessBudget
 from toolpath.store import schema
 from toolpath.store.store import Store
 
@@ -53,6 +55,13 @@ def tracing(store_url: str, app_spans: InMemorySpanExporter) -> Iterator[toolpat
 def _no_leftover_tracing() -> Iterator[None]:
     yield
     toolpath.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_judge_budget(monkeypatch) -> None:
+    """Each test meets the process's judge budget as a new process does: a command run in process by an earlier
+    test (its --judge-* options, its minute of calls) leaves nothing behind for the judges of the next."""
+    monkeypatch.setattr(process_budget_module, "_PROCESS", ProcessBudget())
 
 
 @pytest.fixture(scope="session")
