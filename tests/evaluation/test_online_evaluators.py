@@ -160,8 +160,12 @@ def test_a_token_budget_takes_only_targets_it_can_pay_for_and_skips_the_rest_unt
     usage = queue.usage()["judged"]
     assert (usage.tokens, usage.targets, usage.budget_spent) == (90, 3, False)  # never above the budget
     assert sorted(jobs(store).values()) == [("done", None)] * 3 + [("skipped", "budget")] * 3
-    with store.engine.begin() as conn:  # an hour later: a new hour's room, its first target taken alone again
-        conn.execute(text("UPDATE online_usage SET hour_start = hour_start - 3600000000000"))
+    hour = 3600 * 10**9
+    now = time.time_ns()
+    this_hour, today = now - now % hour, now - now % (24 * hour)
+    other_hour = this_hour - hour if this_hour > today else this_hour + hour  # another hour of the same UTC day
+    with store.engine.begin() as conn:  # another hour: a new hour's room, its first target taken alone again
+        conn.execute(text("UPDATE online_usage SET hour_start = :other"), {"other": other_hour})
         conn.execute(
             text("UPDATE eval_jobs SET status = 'pending', reason = NULL, attempts = 0 WHERE status = 'skipped'")
         )
