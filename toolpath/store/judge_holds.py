@@ -113,13 +113,9 @@ def release(conn: Connection, calls: Iterable[tuple[str, Released]]) -> None:
     :func:`online_usage.lock`: rows locked in one order, outcomes' before held)."""
     m = _mark(conn)
     ordered = sorted(calls)
-    spend: dict[str, list[tuple[int, SpendRow]]] = {}
     for evaluator, call in ordered:
         row = SpendRow(call.model, call.outcome, 1, call.input_tokens, call.output_tokens, call.seconds)
-        spend.setdefault(evaluator, []).append((call.hour_start, row))
-    for evaluator, rows in spend.items():
-        for hour, row in rows:
-            judge_spend.add(conn, {evaluator: [row]}, hour)
+        judge_spend.add(conn, {evaluator: [row]}, call.hour_start)
     for evaluator, call in ordered:
         shift = (-1, -call.input_tokens, -call.output_tokens, evaluator, call.hour_start, call.model, HELD)
         conn.exec_driver_sql(_SHIFT.format(m=m), shift)
