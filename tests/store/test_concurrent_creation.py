@@ -10,9 +10,11 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -138,3 +140,32 @@ def test_init_creates_a_store_only_under_the_lock(tmp_path):
 @pytest.fixture(autouse=True)
 def _no_store_env(monkeypatch):
     monkeypatch.delenv("TOOLPATH_STORE", raising=False)
+
+
+def test_connections_that_open_one_new_file_at_once_all_open_it(tmp_path):
+    """Each connection turns a new file to WAL; SQLite answers "database is locked" at once (no busy wait) to those
+    that ask while another does: the connection retries instead of failing its store's opening."""
+    from toolpath.store.engine import make_engine
+
+    failures: list[BaseException] = []
+    for n in range(40):
+        path = tmp_path / f"new{n}.db"
+        engines = [make_engine(f"sqlite:///{path}", echo=False)[0] for _ in range(8)]
+        barrier = threading.Barrier(len(engines))
+
+        def connect(engine: Any, barrier: threading.Barrier = barrier) -> None:
+            barrier.wait()
+            try:
+                with engine.connect() as conn:
+                    assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+            except BaseException as exc:  # every failure is reported below
+                failures.append(exc)
+
+        threads = [threading.Thread(target=connect, args=(engine,)) for engine in engines]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        for engine in engines:
+            engine.dispose()
+    assert failures == []

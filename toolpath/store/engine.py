@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import sqlite3
+import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -159,12 +161,27 @@ def _private_database_file(_dialect: Any, _record: Any, cargs: Sequence[Any], cp
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
+    _enter_wal(cursor)
     cursor.execute(f"PRAGMA synchronous={SQLITE_SYNCHRONOUS}")
     cursor.execute(f"PRAGMA wal_autocheckpoint={SQLITE_AUTOCHECKPOINT}")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
     dbapi_connection.create_function(SQLITE_LOWER, 1, _lower, deterministic=True)
+
+
+def _enter_wal(cursor: Any) -> None:
+    """Put the database in WAL mode, waiting up to :data:`SQLITE_BUSY_SECONDS` for others doing the same: processes
+    that open one new file at once each turn it to WAL, and SQLite answers "database is locked" at once, without its
+    busy wait, to all but one of them (a wait could deadlock); once it is in WAL mode, asking again is a read."""
+    deadline = time.monotonic() + SQLITE_BUSY_SECONDS
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
 
 
 def _sqlite_read_pragmas(dbapi_connection: Any, _record: Any) -> None:
