@@ -215,8 +215,9 @@ def ingest_bodies(seed: int) -> tuple[list[bytes], bytes]:
 def online_toml(args: argparse.Namespace, tokens_per_day: int | None, turns: bool = True, sessions: bool = True) -> str:
     """The collector's ``online.toml``: the ``turns`` evaluator, the ``conversations`` one, or both."""
     budget = f"budget = {{ tokens_per_day = {tokens_per_day} }}\n" if tokens_per_day else ""
+    batch = f"batch_size = {args.batch_size}\n" if args.batch_size else ""
     text = (
-        f"workers = 2\npoll_seconds = 0.1\nbatch_size = {args.batch_size}\nmax_backlog = 1000000\n\n"
+        f"workers = 2\npoll_seconds = 0.1\n{batch}max_backlog = 1000000\n\n"
         '[judge]\nmodel = "gemini-2.5-flash"\ntimeout = 60\nmax_attempts = 1\nconcurrency = 8\n'
         "max_output_tokens = 1024\n\n"  # each call held against the budget at its most: its reply, well above
     )
@@ -573,7 +574,7 @@ def main() -> None:
     parser.add_argument("--ingest-spans", type=int, default=50_000, help="spans a row of the ingest rows")
     parser.add_argument("--rounds", type=int, default=2, help="ingest rounds, online off and on alternately")
     parser.add_argument("--connections", type=int, default=4, help="the ingest sender's keep-alive connections")
-    parser.add_argument("--batch-size", type=int, default=16, help="online.toml's batch_size (toolpath's default)")
+    parser.add_argument("--batch-size", type=int, help="online.toml's batch_size (default: toolpath's)")
     parser.add_argument("--workers", type=int, default=1, help="toolpath collect --workers (processes)")
     parser.add_argument("--split", action="store_true",
                         help="ingest: also a row with each evaluator alone (what each costs)")  # fmt: skip
@@ -589,7 +590,7 @@ def main() -> None:
         ("--idle", args.idle),
         ("--ingest-spans", args.ingest_spans),
         ("--rounds", args.rounds),
-        ("--batch-size", args.batch_size),
+        ("--batch-size", 1 if args.batch_size is None else args.batch_size),
         ("--workers", args.workers),
     ):
         if value <= 0:

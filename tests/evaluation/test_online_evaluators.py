@@ -448,3 +448,20 @@ def test_collect_with_workers_keeps_max_per_hour_across_its_processes_and_says_w
     out = " ".join(collector.process.stdout.read().split())  # as the console wrapped it
     assert "online evaluation: capped v2 (tool_call_count); every v1 (failure) on 2 x 2 worker(s)" in out
     store.close()
+
+
+def test_a_worker_takes_more_turns_at_once_when_no_judge_scores_them(store, monkeypatch):
+    """Without ``batch_size``: 64 turns a claim when only computations score turns (cheaper a turn), 16 when a
+    judge does (a judged batch waits for its slowest call); a session judge does not change the turns' batch; the
+    config's ``batch_size`` wins over either."""
+    computed = {"metrics": ["tool_call_count"]}
+    online = OnlineEvaluator(store, computed)
+    assert (online.batch, online.session_batch) == (64, 64)
+    assert OnlineEvaluator(store, {**computed, "batch_size": 5}).batch == 5
+    with serving_gemini(monkeypatch, lambda prompt, seen: json_reply(score=4, explanation="Reads well.")):
+        judged = {k: v for k, v in judged_config().items() if k != "batch_size"}
+        assert OnlineEvaluator(store, judged).batch == 16
+        sessions = {"name": "chats", "target": "session", "metrics": ["fluency"], "aggregate": {"fluency": "mean"}}
+        both = {**judged, "evaluator": [{"name": "calls", "metrics": ["tool_call_count"]}, sessions]}
+        online = OnlineEvaluator(store, both)
+        assert (online.batch, online.session_batch) == (64, 1)

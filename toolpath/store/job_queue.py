@@ -128,6 +128,7 @@ class JobQueue:
         self.shed_policy = ShedPolicy(shed)
         self.max_attempts = max_attempts
         self.stats = QueueStats()
+        self._statements: dict[str, Any] = {}
         self.costliest = online_usage.Costliest()
         self._lock = threading.Lock()
 
@@ -415,6 +416,12 @@ class JobQueue:
             )
 
     def _claiming(self, which: str) -> Any:
+        """The claim of the jobs ``which`` selects, built once (a worker claims batch after batch)."""
+        if which not in self._statements:
+            self._statements[which] = self._claim_statement(which)
+        return self._statements[which]
+
+    def _claim_statement(self, which: str) -> Any:
         postgres = self.store.dialect == "postgresql"
         table, keys = self.table.name, f"{self.key}, evaluator"
         key, keys = (f"({keys})", keys) if postgres else ("rowid", "rowid")

@@ -25,7 +25,7 @@ from toolpath.evaluation.online.evaluator_units import BatchSpend, EvaluatorUnit
 from toolpath.evaluation.online.references import EvalSetReferences, References, check_metrics, is_eval_set_path
 from toolpath.evaluation.online.selection import TargetKind
 from toolpath.evaluation.online.session_scoring import SessionScorer, score_sessions, warm_up
-from toolpath.evaluation.online.settings import FLAT_EVALUATOR, OnlineConfig
+from toolpath.evaluation.online.settings import FLAT_EVALUATOR, OnlineConfig, default_batch
 from toolpath.evaluation.prompt_match import prompt_key
 from toolpath.judges.client import settings_from
 from toolpath.metrics.base import RESPONSE_NOTE, Metric
@@ -102,8 +102,12 @@ class OnlineEvaluator:
             if spec.target is TargetKind.SESSION
         }
         """Its evaluators of whole sessions, by name."""
+        turns_judged = any(u.judge is not None for name, u in self.units.items() if name not in self.scorers)
+        self.batch = self.config.batch_size or default_batch(turns_judged)
+        """Turn jobs a worker claims at once: the config's ``batch_size``, or by default more when no judge scores
+        them."""
         judged = any(scorer.unit.judge is not None for scorer in self.scorers.values())
-        self.session_batch = 1 if judged else self.config.batch_size
+        self.session_batch = 1 if judged else self.batch
         """Quiet sessions a worker claims at once: one at a time when a judge scores them (a session judged after
         the others of its batch would wait for them, and those falling due meanwhile for the batch), else a
         batch."""
@@ -312,7 +316,7 @@ class OnlineEvaluator:
                     closing: list[Job] = []
                     try:
                         if self.queue.has_work(self.config.lease_seconds):  # an empty queue is polled by reads
-                            jobs = self.queue.claim(worker, self.config.batch_size, self.config.lease_seconds)
+                            jobs = self.queue.claim(worker, self.batch, self.config.lease_seconds)
                         if not jobs and self.sessions.has_work(self.config.lease_seconds):  # quiet sessions
                             closing = self.sessions.claim(worker, self.session_batch, self.config.lease_seconds)
                     except Exception:
@@ -360,7 +364,7 @@ class OnlineEvaluator:
                 over.update(found[i] for i in spent[name].over_budget)
             if judged:  # a judge waited on the network without the turns; the write takes them
                 held.enter_context(self.turns())
-            more = 0 if self._stop.is_set() else self.config.batch_size
+            more = 0 if self._stop.is_set() else self.batch
             also = None
             if self.run is not None:
                 by_turn = {job.invocation_id: rows for job, rows in results.items() if job not in over}
