@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from toolpath.judges.messages import JudgeOutcome
 from toolpath.store import judge_holds, judge_spend, online_usage
 from toolpath.store.judge_holds import NoRoom, Released
 from toolpath.store.judge_spend import HELD, HOLDING
@@ -138,3 +139,21 @@ def test_two_holds_either_side_of_an_hour_boundary_share_one_days_budget(store):
         one.close()
         two.close()
     assert found == [NoRoom.YET]  # saw the first's hold: room only if it costs less than its most
+
+
+def test_replies_answered_from_the_cache_count_as_calls_but_cost_nothing(store):
+    """A cached reply keeps the tokens it was first bought with; they are not spent again: not in a cost budget's
+    spend, nor in the spend shown (its calls are)."""
+    limits = UsageLimits(cost_per_hour=1.0)
+    set_price(store, MODEL, 10.0, 20.0)
+    now = time.time_ns()
+    spent = judge_spend.SpendRow(MODEL, "ok", 1, 1000, 500, 0.5)
+    cached = judge_spend.SpendRow(MODEL, str(JudgeOutcome.CACHED), 3, 3000, 1500, 0.0)
+    with store.durable_write() as conn:
+        judge_spend.add(conn, {"e": [spent, cached]}, now)
+    with store.engine.connect() as conn:
+        usage = online_usage.read(conn, {"e": limits}, now)["e"]
+    assert usage.cost == pytest.approx(0.02) and usage.day_cost == pytest.approx(0.02)  # 1000 × 10 + 500 × 20
+    shown = judge_spend.by_evaluator(store)["e"]
+    assert shown.cost == pytest.approx(0.02) and shown.tokens == (1000, 500)
+    assert {r.outcome: r.calls for r in shown.rows} == {"ok": 1, "cached": 3}

@@ -13,7 +13,7 @@ from typing import NamedTuple
 from sqlalchemy import Connection, func, select
 
 from toolpath.store import schema as t
-from toolpath.store.online_usage import HELD, HOLDING, HOUR_NS
+from toolpath.store.online_usage import CACHED, HELD, HOLDING, HOUR_NS
 from toolpath.store.store import Store
 from toolpath.store.usage import prices
 
@@ -66,7 +66,9 @@ class EvaluatorSpend:
 
     @property
     def tokens(self) -> tuple[int, int]:
-        return sum(r.input_tokens for r in self.rows), sum(r.output_tokens for r in self.rows)
+        """Input and output tokens spent (a cached reply's, kept as the reply's, were not spent again)."""
+        spent = [r for r in self.rows if r.outcome != CACHED]
+        return sum(r.input_tokens for r in spent), sum(r.output_tokens for r in spent)
 
     @property
     def mean_seconds(self) -> float | None:
@@ -108,6 +110,8 @@ def by_evaluator(store: Store, *, since_ns: int = 0, until_ns: int | None = None
             continue  # every call held was recorded with its results
         spend = out.setdefault(evaluator, EvaluatorSpend(evaluator, [], 0.0, []))
         spend.rows.append(row)
+        if outcome == CACHED:  # answered from the store: its reply's tokens were not spent again
+            continue
         tokens_in, tokens_out = row.input_tokens, row.output_tokens
         price = priced.get(model)
         if price is None:

@@ -39,8 +39,8 @@ _COST = (  # an evaluator's judge cost from a time on, and whether tokens were s
     "SELECT sum((s.input_tokens * p.input_per_million + s.output_tokens * p.output_per_million) / 1000000.0), "
     "sum(CASE WHEN p.model IS NULL AND s.input_tokens + s.output_tokens > 0 THEN 1 ELSE 0 END) "
     "FROM judge_spend s LEFT JOIN model_prices p ON p.model = s.model "
-    "WHERE s.evaluator = {m} AND s.hour_start >= {m} AND s.hour_start < {m}"
-)
+    "WHERE s.evaluator = {m} AND s.hour_start >= {m} AND s.hour_start < {m} AND s.outcome <> {m}"
+)  # a cached reply's tokens were not spent again (CACHED)
 _HELD = (  # what an evaluator's calls hold (judge_holds), by outcome, in tokens and in cost at the prices
     "SELECT s.outcome, coalesce(sum(s.input_tokens + s.output_tokens), 0), "
     "coalesce(sum((s.input_tokens * p.input_per_million + s.output_tokens * p.output_per_million) / 1000000.0), 0) "
@@ -54,6 +54,9 @@ HOLDING = "holding"
 HELD = "held"
 """The ``judge_spend`` outcome of calls answered, their cost held in their evaluator's budget until their results
 are stored; left by a process that stopped before it stored them."""
+CACHED = "cached"
+"""The ``judge_spend`` outcome of replies answered from the store's cache: counted as calls, their tokens (the
+reply's, as first bought) not spent again, in no budget's cost nor the spend shown."""
 _COUNT = (
     "UPDATE online_usage SET targets = targets + {m}, tokens = tokens + {m} WHERE evaluator = {m} AND hour_start = {m}"
 )
@@ -297,7 +300,7 @@ def _costs(conn: Connection, name: str, now: int) -> tuple[float, float]:
     hour, day = hour_of(now), now - now % DAY_NS
     costs = []
     for start in (hour, day):
-        priced, unpriced = conn.exec_driver_sql(_COST.format(m=m), (name, start, day + DAY_NS)).one()
+        priced, unpriced = conn.exec_driver_sql(_COST.format(m=m), (name, start, day + DAY_NS, CACHED)).one()
         costs.append(float("inf") if unpriced else float(priced or 0.0))
     return costs[0], costs[1]
 
