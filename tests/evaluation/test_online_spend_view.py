@@ -120,7 +120,11 @@ def test_spend_of_many_evaluators_is_folded_into_other_and_priced_only_when_ever
     cost series, and ``toolpath watch`` names that model instead."""
     hour = time.time_ns()
     many = {f"e{n:03d}": [SpendRow("priced", "ok", 1, 10, 1, 0.5)] for n in range(MAX_EVALUATOR_LABELS + 2)}
-    mixed = [SpendRow("priced", "ok", 2, 100, 10, 1.0), SpendRow("free", "cached", 1, 7, 3, 0.0)]
+    mixed = [
+        SpendRow("priced", "ok", 2, 100, 10, 1.0),
+        SpendRow("free", "error", 1, 7, 3, 0.0),
+        SpendRow("free", "cached", 1, 70, 30, 0.0),
+    ]  # a cached reply's tokens were not spent again
     with store.engine.begin() as conn:
         judge_spend.add(conn, {**many, "a_mixed": mixed}, hour)
     set_price(store, "priced", 1.0, 1.0)
@@ -143,7 +147,10 @@ def test_spend_of_many_evaluators_is_folded_into_other_and_priced_only_when_ever
     from toolpath.cli.watch_display import spend_lines
 
     line = next(str(t) for t in spend_lines(judge_spend.by_evaluator(store)) if str(t).startswith("a_mixed"))
-    assert line == "a_mixed: 2 calls sent, 1 cached, tokens 107 in / 13 out, unpriced: free, mean latency 0.50 s"
+    assert (
+        line
+        == "a_mixed: 3 calls sent (1 failed), 1 cached, tokens 107 in / 13 out, unpriced: free, mean latency 0.33 s"
+    )
 
 
 def test_every_worker_of_collect_reports_the_stores_judge_spend_once(store, monkeypatch, tmp_path):

@@ -8,11 +8,13 @@ import time
 
 import pytest
 
+from toolpath.collector import spend_metrics
+from toolpath.collector.spend_metrics import spend_families
 from toolpath.judges.messages import JudgeOutcome
 from toolpath.store import judge_holds, judge_spend, online_usage
 from toolpath.store.judge_holds import NoRoom, Released
 from toolpath.store.judge_spend import HELD, HOLDING
-from toolpath.store.online_usage import UsageLimits
+from toolpath.store.online_usage import CACHED, UsageLimits
 from toolpath.store.usage import prices, set_price
 
 MODEL = "judge-model"
@@ -157,3 +159,6 @@ def test_replies_answered_from_the_cache_count_as_calls_but_cost_nothing(store):
     shown = judge_spend.by_evaluator(store)["e"]
     assert shown.cost == pytest.approx(0.02) and shown.tokens == (1000, 500)
     assert {r.outcome: r.calls for r in shown.rows} == {"ok": 1, "cached": 3}
+    families = {family.name: family for family in spend_families({"e": shown}, str)}
+    tokens = {s.labels["direction"]: s.value for s in families["toolpath_judge_spend_tokens"].samples}
+    assert tokens == {"input": 1000, "output": 500} and CACHED == spend_metrics.CACHED == JudgeOutcome.CACHED

@@ -25,6 +25,9 @@ from typing import TYPE_CHECKING
 
 from prometheus_client.core import CounterMetricFamily, Metric
 
+CACHED = "cached"
+"""The outcome of replies answered from the store's cache (:data:`toolpath.store.online_usage.CACHED`)."""
+
 if TYPE_CHECKING:  # its module loads SQLAlchemy
     from toolpath.store.judge_spend import EvaluatorSpend
 
@@ -67,8 +70,9 @@ def spend_families(spend: Mapping[str, EvaluatorSpend], label: Callable[[str], s
         evaluator = label(name)
         for row in found.rows:
             counted[evaluator, row.model, row.outcome] += row.calls
-            used[evaluator, row.model, "input"] += row.input_tokens
-            used[evaluator, row.model, "output"] += row.output_tokens
+            spent = row.outcome != CACHED  # a cached reply's tokens were not spent again
+            used[evaluator, row.model, "input"] += row.input_tokens if spent else 0
+            used[evaluator, row.model, "output"] += row.output_tokens if spent else 0
             took.setdefault((evaluator, row.model), 0.0)
             if row.outcome in SENT:
                 took[evaluator, row.model] += row.seconds
