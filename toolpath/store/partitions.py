@@ -81,15 +81,6 @@ def period_of(partitions: list[Partition]) -> int:
     return bounded[-1].upper - bounded[-1].lower if bounded else PERIOD_NS  # type: ignore[operator]
 
 
-def taken_before(partitions: list[Partition], cutoff_ns: int) -> int:
-    """The time before which a prune at ``cutoff_ns`` takes spans: the cutoff, or the lower bound of the range
-    partition the cutoff falls inside (its spans wait for it to go whole)."""
-    for p in partitions:
-        if not p.default and p.upper is not None and (p.lower is None or p.lower < cutoff_ns) and cutoff_ns < p.upper:
-            return p.lower if p.lower is not None else -(2**63)
-    return cutoff_ns
-
-
 def partition_name(lower: int) -> str:
     """``spans_20261207`` for a period starting at midnight UTC, ``spans_20261207_060000`` otherwise."""
     start = datetime.fromtimestamp(lower // 10**9, UTC)
