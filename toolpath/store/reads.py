@@ -117,25 +117,34 @@ def turns_by_id(conn: Connection, invocation_ids: Sequence[str]) -> list[StoredT
     )  # fmt: skip
     for chunk, marks in _chunks(conn, invocation_ids):
         sql = f"SELECT {columns} FROM invocations WHERE invocation_id IN ({marks})"
-        for row in conn.exec_driver_sql(sql, tuple(chunk)):
+        for row in conn.exec_driver_sql(sql, tuple(chunk)).all():
             found[row[0]] = row
     calls: dict[str, list[tuple[str, Any, str | None, Any, str | None, str | None]]] = {}
+    mine: list[tuple[str, Any, str | None, Any, str | None, str | None]] = []
     template = "invocation_id, name, {args}, error, {result}, call_id, agent_name"
     rows = _call_rows(conn, list(found), template, "args", "result")
-    decoded = _decode(conn, [value for row in rows for value in (row[2], row[4])])
-    for index, (invocation_id, name, _, error, _, call_id, agent) in enumerate(rows):
-        call = (name, decoded[2 * index], error, decoded[2 * index + 1], call_id, agent)
-        calls.setdefault(invocation_id, []).append(call)
+    values = iter(_decode(conn, [value for row in rows for value in (row[2], row[4])]))
+    last = None  # the rows come by invocation id: each turn's calls in a run
+    for (invocation_id, name, _, error, _, call_id, agent), args, result in zip(rows, values, values, strict=True):
+        if invocation_id != last:
+            last, mine = invocation_id, []
+            calls[invocation_id] = mine
+        mine.append((name, args, error, result, call_id, agent))
     ordered = [found[i] for i in invocation_ids if i in found]
     turns = []
     for row, intermediate in zip(ordered, _decode(conn, [row[6] for row in ordered]), strict=True):
-        invocation_id, session_id, trace_id, agent_name, prompt, response, _, latency, failure, *rest = row
-        started, dropped, note = rest
-        pairs = [(author, text) for author, text in intermediate or []]
-        known = (invocation_id, session_id, trace_id or None, agent_name, prompt, response, pairs, latency, failure)
-        note = note if isinstance(note, str) and note and response is None else None
-        turns.append(StoredTurn(*known, ns_to_datetime(started), calls.get(invocation_id, []), int(dropped or 0), note))
+        (invocation_id, session_id, trace_id, agent_name, prompt, response, _, latency, failure, started, dropped,
+         note) = row  # fmt: skip
+        pairs = [(author, text) for author, text in intermediate] if intermediate else []
+        note = note if note.__class__ is str and note and response is None else None
+        fields = (invocation_id, session_id, trace_id or None, agent_name, prompt, response, pairs, latency, failure,
+                  ns_to_datetime(started), calls.get(invocation_id, []), int(dropped or 0), note)  # fmt: skip
+        turns.append(_new_turn(StoredTurn, fields))
     return turns
+
+
+_new_turn = tuple.__new__
+"""A :class:`StoredTurn` from all its fields, as ``StoredTurn(*fields)`` builds it, without its Python ``__new__``."""
 
 
 def tool_calls(conn: Connection, invocation_ids: Sequence[str]) -> dict[str, list[ToolCall]]:
