@@ -61,7 +61,8 @@ def score_views(
     ]
     table: list[dict[str, Any]] = []
     for index, (out, view) in enumerate(items):
-        scrub = scrubber(view)  # what a metric says of the agent's unredacted values is redacted in the table
+        # what a metric says of the agent's unredacted values is redacted in the table (a plain dict: stored values)
+        scrub = None if view.__class__ is dict else scrubber(view)
         for metric, score_of, name, score_key, explanation_key, by_judge, kept in plan:
             try:  # score_row, inline
                 result = judged[index, name] if by_judge else score_of(view)

@@ -26,6 +26,7 @@ from typing import Any
 
 from toolpath.errors import MetricError
 from toolpath.model import MetricResult, ToolCall
+from toolpath.trajectory import Trajectory
 from toolpath.values import counts, json_identity
 
 _PUNCTUATION = re.compile(r"[^\w\s]", re.UNICODE)
@@ -122,15 +123,22 @@ def _identity(call: ToolCall) -> tuple[str, Hashable]:
 _NO_ARGUMENTS = json_identity({})
 
 
+def _records(predicted: Sequence[ToolCall]) -> Sequence[ToolCall]:
+    """The calls to read: a :class:`Trajectory`'s records as a tuple (counted and iterated without its methods)."""
+    return predicted.calls if predicted.__class__ is Trajectory else predicted
+
+
 def tool_call_count(predicted: Sequence[ToolCall]) -> MetricResult:
-    return MetricResult(float(len(predicted)), f"{len(predicted)} call(s)")
+    count = len(predicted)
+    return MetricResult(float(count), f"{count} call(s)")
 
 
 def redundant_tool_calls(predicted: Sequence[ToolCall]) -> MetricResult:
     seen: set[tuple[str, Hashable]] = set()
     repeats: list[str] = []
-    if len({call.name for call in predicted}) < len(predicted):  # else no name twice: no repeat, args unread
-        for call in predicted:
+    calls = _records(predicted)
+    if len(calls) > 1 and len({call.name for call in calls}) < len(calls):  # else no name twice: args unread
+        for call in calls:
             identity = _identity(call)
             if identity in seen:
                 repeats.append(call.name)
@@ -143,9 +151,16 @@ def redundant_tool_calls(predicted: Sequence[ToolCall]) -> MetricResult:
 def tool_loop_detected(predicted: Sequence[ToolCall], *, min_repeats: int = 3, max_cycle: int = 3) -> MetricResult:
     if min_repeats < 2 or max_cycle < 1:
         raise MetricError("min_repeats must be at least 2 and max_cycle at least 1")
-    # every call of a repeated cycle repeats with it: no name as often as min_repeats, no loop (args unread)
-    often = max(counts(call.name for call in predicted).values(), default=0) >= min_repeats
-    ids = [_identity(call) for call in predicted] if often else []
+    calls = _records(predicted)
+    # every call of a repeated cycle repeats with it: no name as often as min_repeats (fewer calls than that, or
+    # no name twice), no loop (args unread)
+    often = len(calls) >= min_repeats
+    if often:
+        called = [call.name for call in calls]
+        often = len(set(called)) < len(called) and max(counts(called).values()) >= min_repeats
+    if not often:
+        return MetricResult(0.0, f"no call or cycle of up to {max_cycle} calls repeats {min_repeats} times")
+    ids = [_identity(call) for call in calls]
     for length in range(1, max_cycle + 1):
         for start in range(len(ids) - length * min_repeats + 1):
             cycle = ids[start : start + length]
@@ -159,10 +174,11 @@ def tool_loop_detected(predicted: Sequence[ToolCall], *, min_repeats: int = 3, m
 
 
 def tool_error_rate(predicted: Sequence[ToolCall]) -> MetricResult:
-    if not predicted:
+    calls = _records(predicted)
+    if not calls:
         return MetricResult.not_evaluated("no tool calls")
-    failed = [call.name for call in predicted if call.error]
-    return MetricResult(len(failed) / len(predicted), f"{len(failed)} of {len(predicted)} call(s) failed")
+    failed = len([None for call in calls if call.error])
+    return MetricResult(failed / len(calls), f"{failed} of {len(calls)} call(s) failed")
 
 
 def error_recovery(predicted: Sequence[ToolCall]) -> MetricResult:

@@ -13,7 +13,7 @@ from toolpath.errors import MetricError
 from toolpath.metrics import analytics, text, tool_calls, trajectory_match
 from toolpath.metrics.base import RESPONSE_NOTE, Metric, MissingInput, Row, missing
 from toolpath.metrics.equality import CallMatch
-from toolpath.metrics.rows import flag, text_column, trajectory_column
+from toolpath.metrics.rows import TRAJECTORY_CUT, flag, text_column, trajectory_column
 from toolpath.model import MetricResult
 from toolpath.trajectory import Trajectory
 
@@ -113,8 +113,16 @@ class BehaviourMetric(Metric):
     fn: Callable[..., MetricResult]
     options: tuple[tuple[str, Any], ...] = ()
 
+    @functools.cached_property
+    def keywords(self) -> dict[str, Any]:
+        """``options`` as the keyword arguments of ``fn``."""
+        return dict(self.options)
+
     def score(self, row: Row) -> MetricResult:
-        return self.fn(trajectory_column(row, "predicted_trajectory"), **dict(self.options))
+        predicted = row.get("predicted_trajectory")
+        if predicted.__class__ is not Trajectory or row.get(TRAJECTORY_CUT):  # not parsed for the row, or cut
+            predicted = trajectory_column(row, "predicted_trajectory")
+        return self.fn(predicted, **self.keywords) if self.options else self.fn(predicted)
 
 
 def tool_loop_detected(min_repeats: Any = 3, max_cycle: Any = 3) -> Metric:

@@ -122,9 +122,10 @@ def stored_row(
     each call's agent) for calls that have nothing but a name and arguments, else the records as the store builds
     checked ones."""
     items: list[dict[str, Any]] = []
-    keys: list[tuple[str, dict[str, Any]]] = []
+    keys: list[tuple[str, dict[str, Any]]] = []  # while every call is plain: parse_trajectory's usual items
     agents: list[str | None] = []
-    plain = True
+    records: list[ToolCall] | None = None  # once a call is more: the records, as the store builds checked ones
+    checked = True  # every name a non-empty string, every arguments an object or null
     for name, args, error, result, call_id, agent in calls:
         item = {"tool_name": name, "tool_input": args}
         if error is not None:
@@ -133,30 +134,49 @@ def stored_row(
             item["tool_output"] = result
         if call_id is not None:
             item["id"] = call_id
-        if len(item) > 2 or args.__class__ is not dict or name.__class__ is not str or not name:
-            plain = False
-        elif plain:
-            keys.append((name, args.copy()))  # parse_trajectory's usual item
+        if not checked or name.__class__ is not str or not name or (args is not None and args.__class__ is not dict):
+            checked = False  # parse_trajectory says what is wrong with it
+        else:
+            copied = None if args is None else args.copy()
+            if records is None and (len(item) > 2 or copied is None):
+                records = [_record(n, a, g) for (n, a), g in zip(keys, agents, strict=True)]
+            if records is None:
+                keys.append((name, copied))  # type: ignore[arg-type]  # a dict: the call is plain
+            else:
+                record = call_record(ToolCall, name, copied, result, call_id, error)
+                if agent is not None:
+                    record.__dict__["agent_name"] = agent
+                    record.__pydantic_fields_set__.add("agent_name")
+                records.append(record)
         if agent is not None:
             item["agent_name"] = agent
         agents.append(agent)
         items.append(item)
-    row = {**ids, **_turn_columns(prompt, response, items, latency_in_seconds, failure, intermediate_responses)}
+    row = {
+        **ids,
+        "prompt": prompt,
+        "response": response,
+        "predicted_trajectory": items,
+        "latency_in_seconds": latency_in_seconds,
+        "failure": failure,
+        "intermediate_responses": [text for _, text in intermediate_responses],
+    }  # _turn_columns' columns
     if calls_dropped > 0:
         row[TRAJECTORY_CUT] = cut_reason(len(items), calls_dropped)
-    if plain:
+    if not checked:
+        return row, parse_trajectory(items, where=_PREDICTED)
+    if records is None:
         return row, Trajectory.of_keys(keys, agents if any(agents) else None)
-    if all(name.__class__ is str and name and (args is None or args.__class__ is dict) for name, args, *_ in calls):
-        # the values were checked when they were written: records built as the store's reads build them
-        records = []
-        for name, args, error, result, call_id, agent in calls:
-            record = call_record(ToolCall, name, None if args is None else args.copy(), result, call_id, error)
-            if agent is not None:
-                record.__dict__["agent_name"] = agent
-                record.__pydantic_fields_set__.add("agent_name")
-            records.append(record)
-        return row, Trajectory(records)
-    return row, parse_trajectory(items, where=_PREDICTED)
+    return row, Trajectory(records)
+
+
+def _record(name: str, args: dict[str, Any], agent: str | None) -> ToolCall:
+    """A plain call's record (a name, arguments and its agent), as the store's reads build checked ones."""
+    record = call_record(ToolCall, name, args, None, None, None)
+    if agent is not None:
+        record.__dict__["agent_name"] = agent
+        record.__pydantic_fields_set__.add("agent_name")
+    return record
 
 
 def with_parsed_trajectories(row: Mapping[str, Any], predicted: Trajectory | None = None) -> Mapping[str, Any]:

@@ -184,10 +184,21 @@ class EvaluatorUnit:
         table, _, _ = score_views(items, self.metrics, judge=judge)
         used = spent.by_result()
         spent.over_budget = {c.tag[0] for c in spent.calls if c.outcome is JudgeOutcome.OVER_BUDGET and c.tag}
-        results = [
-            [{**self._result(m.name, scored), "judge_usage": used.get((index, m.name))} for m in self.metrics]
-            for index, scored in enumerate(table)
-        ]
+        plan = [self._keys(m.name) for m in self.metrics]  # each result's keys and pass rule, once a batch
+        results = []
+        for index, scored in enumerate(table):
+            row = []
+            for metric, score_key, explanation_key, rule in plan:
+                score = scored.get(score_key)
+                # no threshold: no verdict (passes' None), the label without calling it
+                label = (ResultLabel.ERROR if score is None else ResultLabel.SCORED if rule.get("threshold") is None
+                         else _LABELS[passes(score, **rule)])  # fmt: skip
+                explanation = scored.get(explanation_key)
+                usage = used.get((index, metric)) if used else None
+                row.append(
+                    {"metric": metric, "score": score, "label": label, "explanation": explanation, "judge_usage": usage}
+                )
+            results.append(row)
         return results, spent.counted(self, judge)
 
     def batch_judge(self) -> tuple[Judge | None, BatchSpend]:
@@ -197,12 +208,9 @@ class EvaluatorUnit:
             return None, spent
         return dataclasses.replace(self.judge, usage=JudgeUsage(), on_call=spent.calls.append), spent
 
-    def _result(self, metric: str, scored: Mapping[str, Any]) -> dict[str, Any]:
-        score = scored.get(f"{metric}/score")
-        verdict = passes(score, **self.rules[metric])
-        label = ResultLabel.ERROR if score is None else _LABELS[verdict]
-        explanation = scored.get(f"{metric}/explanation")
-        return {"metric": metric, "score": score, "label": label, "explanation": explanation}
+    def _keys(self, metric: str) -> tuple[str, str, str, Mapping[str, Any]]:
+        """A metric's name, the keys of its score and explanation in a scored row, and its pass rule."""
+        return metric, f"{metric}/score", f"{metric}/explanation", self.rules[metric]
 
     def add_usage(self, spent: JudgeUsage) -> None:
         """Count what a batch's judge did in :attr:`usage`."""
