@@ -5,6 +5,7 @@ invocation reads share them; online workers read :func:`turns_by_id` for every b
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -117,7 +118,7 @@ def turns_by_id(conn: Connection, invocation_ids: Sequence[str]) -> list[StoredT
     )  # fmt: skip
     for chunk, marks in _chunks(conn, invocation_ids):
         sql = f"SELECT {columns} FROM invocations WHERE invocation_id IN ({marks})"
-        for row in conn.exec_driver_sql(sql, tuple(chunk)).all():
+        for row in _rows(conn, sql, tuple(chunk)):
             found[row[0]] = row
     calls: dict[str, list[tuple[str, Any, str | None, Any, str | None, str | None]]] = {}
     mine: list[tuple[str, Any, str | None, Any, str | None, str | None]] = []
@@ -178,8 +179,23 @@ def _call_rows(conn: Connection, invocation_ids: Sequence[str], template: str, *
     columns = _columns(conn, template, *json_columns)
     for chunk, marks in _chunks(conn, invocation_ids):
         sql = f"SELECT {columns} FROM tool_calls WHERE invocation_id IN ({marks}) ORDER BY invocation_id, position"
-        rows += conn.exec_driver_sql(sql, tuple(chunk)).all()
+        rows += _rows(conn, sql, tuple(chunk))
     return rows
+
+
+def _rows(conn: Connection, sql: str, params: tuple[Any, ...]) -> list[Any]:
+    """The rows of a read: on SQLite the driver's own tuples, the statement run by the driver (SQLAlchemy's
+    execution context, result columns and a row object a row cost as much as the statement on an online batch);
+    a read that fails there is run again through SQLAlchemy, which raises its failure as any statement's (the
+    engine's error handlers see it) — a read changed nothing to run again."""
+    if conn.dialect.name == "sqlite":
+        driver = conn.connection.driver_connection
+        assert driver is not None  # an open connection
+        try:
+            return driver.execute(sql, params).fetchall()
+        except sqlite3.Error:
+            pass
+    return list(conn.exec_driver_sql(sql, params).all())
 
 
 def _decode(conn: Connection, values: list[Any]) -> list[Any]:
