@@ -188,10 +188,10 @@ class EvaluatorUnit:
         results = []
         for index, scored in enumerate(table):
             row = []
-            for metric, score_key, explanation_key, rule in plan:
+            for metric, score_key, explanation_key, rule, unmarked in plan:
                 score = scored.get(score_key)
                 # no threshold: no verdict (passes' None), the label without calling it
-                label = (ResultLabel.ERROR if score is None else ResultLabel.SCORED if rule.get("threshold") is None
+                label = (ResultLabel.ERROR if score is None else ResultLabel.SCORED if unmarked
                          else _LABELS[passes(score, **rule)])  # fmt: skip
                 explanation = scored.get(explanation_key)
                 usage = used.get((index, metric)) if used else None
@@ -208,9 +208,11 @@ class EvaluatorUnit:
             return None, spent
         return dataclasses.replace(self.judge, usage=JudgeUsage(), on_call=spent.calls.append), spent
 
-    def _keys(self, metric: str) -> tuple[str, str, str, Mapping[str, Any]]:
-        """A metric's name, the keys of its score and explanation in a scored row, and its pass rule."""
-        return metric, f"{metric}/score", f"{metric}/explanation", self.rules[metric]
+    def _keys(self, metric: str) -> tuple[str, str, str, Mapping[str, Any], bool]:
+        """A metric's name, the keys of its score and explanation in a scored row, its pass rule, and whether the
+        rule has no threshold."""
+        rule = self.rules[metric]
+        return metric, f"{metric}/score", f"{metric}/explanation", rule, rule.get("threshold") is None
 
     def add_usage(self, spent: JudgeUsage) -> None:
         """Count what a batch's judge did in :attr:`usage`."""
