@@ -16,6 +16,7 @@ over them are closed as ``skipped`` with their :class:`~toolpath.store.job_statu
 from __future__ import annotations
 
 import collections
+import itertools
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -26,17 +27,13 @@ from sqlalchemy import ColumnElement, Connection, and_, bindparam, func, select,
 
 from toolpath.errors import ConfigError
 from toolpath.model import Invocation
-from toolpath.store import backlog_shed, judge_holds, judge_spend, online_usage, turn_results
+from toolpath.store import backlog_shed, judge_holds, judge_spend, online_usage, queue_sql, turn_results
 from toolpath.store import schema as t
 from toolpath.store.job_status import SHED_POLICIES, JobStatus, ShedPolicy, SkipReason
 from toolpath.store.online_usage import UsageLimits
 from toolpath.store.store import Store
 
 _IN_CHUNK = 500
-_CLOSE_HELD = (  # SQLite: the jobs a worker holds, closed, by the driver's own statement
-    "UPDATE {table} SET status = ?, reason = ?, finished_at = ? WHERE status = ? AND claimed_by = ? "
-    "AND ({key}, evaluator) IN (VALUES {keys}) RETURNING {key}, evaluator"
-)
 _STALE = "status = :claimed AND claimed_at < :stale"
 _WAITING = "status = :pending"
 _ENQUEUE = (  # in the ingest's write transaction: plain tuples through the driver, an existing job left as it is
@@ -254,7 +251,8 @@ class JobQueue:
                 self._skip_held(conn, worker, over_budget)
                 results = {job: rows for job, rows in results.items() if job not in over_budget}
             closed = self._complete(conn, worker, results) if results else set()
-            self.costliest.scored(tokens or {}, collections.Counter(job.evaluator for job in closed))
+            if tokens and any(tokens.values()):  # what a target costs, learnt from those that cost tokens
+                self.costliest.scored(tokens, collections.Counter(job.evaluator for job in closed))
             if also is not None and closed:
                 also(conn, {job.invocation_id for job in closed})
             now, usage = time.time_ns(), None
@@ -299,15 +297,15 @@ class JobQueue:
         self, conn: Connection, worker: str, jobs: Sequence[Job], status: JobStatus, reason: SkipReason | None, now: int
     ) -> list[tuple[str, str]]:
         """Close those of ``jobs`` ``worker`` still holds with ``status``; their keys. On SQLite one statement of
-        the driver's a chunk (a batch after batch: no expression built each time)."""
+        the driver's a chunk (a batch after batch: no expression built each time), its rows as they come."""
         table, out = self.table, []
         for i in range(0, len(jobs), _IN_CHUNK):
             chunk = jobs[i : i + _IN_CHUNK]
             if self.store.dialect == "sqlite":
-                sql = _CLOSE_HELD.format(table=table.name, key=self.key, keys=", ".join(["(?, ?)"] * len(chunk)))
                 given = (str(status), None if reason is None else str(reason), now, str(JobStatus.CLAIMED), worker)
-                params = (*given, *(v for job in chunk for v in job))
-                out += [(r[0], r[1]) for r in conn.exec_driver_sql(sql, params)]
+                params = (*given, *itertools.chain.from_iterable(chunk))
+                sql = queue_sql.close_held_sql(table.name, self.key, len(chunk))
+                out += queue_sql.driver_rows(conn, sql, params)
                 continue
             held = update(table).where(self._held(worker, chunk))
             closed = held.values(status=status, reason=reason, finished_at=now)
@@ -341,25 +339,19 @@ class JobQueue:
     ) -> list[Job]:
         """``usage``: the rows :func:`online_usage.lock` took at ``now`` in this transaction, if it did."""
         stale = now - int(lease_seconds * 1e9)
-        params = {
-            "claimed": JobStatus.CLAIMED,
-            "pending": JobStatus.PENDING,
-            "worker": worker,
-            "now": now,
-            "stale": stale,
-            "names": list(self.evaluators),
-        }
+        params = {"claimed": str(JobStatus.CLAIMED), "pending": str(JobStatus.PENDING), "worker": worker, "now": now}
         # claims whose lease ran out first (few), then waiting jobs, oldest first: two index range scans that stop
         # at ``limit``; one query with an OR of both would sort every waiting job, however long the backlog
-        rows = list(conn.execute(self._claiming(_STALE), {**params, "limit": limit}).all())
+        rows = self._claimed(conn, _STALE, {**params, "stale": stale}, limit)
         if len(rows) < limit:
-            rows += conn.execute(self._claiming(self.waiting), {**params, "limit": limit - len(rows)}).all()
-        worn = [Job(r[0], r.evaluator) for r in rows if r.attempts > self.max_attempts]
+            rows += self._claimed(conn, self.waiting, params, limit - len(rows))
+        most = self.max_attempts  # rows: key, evaluator, attempts
+        worn = [Job(r[0], r[1]) for r in rows if r[2] > most]
         if worn:  # a job that keeps killing its workers is given up, not retried forever
             self._close(conn, worn, JobStatus.FAILED, None, now)
-        jobs = [Job(r[0], r.evaluator) for r in rows if r.attempts <= self.max_attempts]
-        new = [r for r in rows if r.attempts == 1 <= self.max_attempts and r.evaluator in self.limits]
-        first = collections.Counter(r.evaluator for r in new)
+        jobs = [Job(r[0], r[1]) for r in rows if r[2] <= most]
+        new = [r for r in rows if r[2] == 1 <= most and r[1] in self.limits] if self.limits else []
+        first = collections.Counter(r[1] for r in new) if new else None
         skipped: dict[SkipReason, list[Job]] = {}
         held: list[Job] = []
         if first:  # new targets of evaluators with limits: each asks the hour's row for room
@@ -367,8 +359,8 @@ class JobQueue:
                 usage = online_usage.lock(conn, self.limits, now)
             self.costliest.apply(usage)
             for name in sorted(first):
-                mine = [Job(r[0], name) for r in new if r.evaluator == name]
-                others = self._in_flight(conn, name, sum(r.evaluator == name for r in rows), usage[name])
+                mine = [Job(r[0], name) for r in new if r[1] == name]
+                others = self._in_flight(conn, name, sum(r[1] == name for r in rows), usage[name])
                 if online_usage.cost_unknown(usage[name], others):  # one target learns what a target costs
                     held += mine[0 if others else 1 :]
                     mine = mine[: 0 if others else 1]
@@ -386,7 +378,18 @@ class JobQueue:
             for reason, over in skipped.items():
                 for job in over:
                     self.stats.skipped[job.evaluator, reason] += 1
-        return [job for job in jobs if job not in dropped]
+        return [job for job in jobs if job not in dropped] if dropped else jobs
+
+    def _claimed(self, conn: Connection, which: str, params: dict[str, Any], limit: int) -> list[Any]:
+        """Claim up to ``limit`` of the jobs ``which`` selects: their rows (key, evaluator, attempts). On SQLite by
+        the driver's own statement, the evaluators' names bound one by one (no expanding parameter processed)."""
+        names = list(self.evaluators)
+        if self.store.dialect == "sqlite":
+            bound = {f"name_{i}": name for i, name in enumerate(names)}
+            return queue_sql.driver_rows(
+                conn, self._driver_claiming(which, len(names)), {**params, **bound, "limit": limit}
+            )
+        return list(conn.execute(self._claiming(which), {**params, "names": names, "limit": limit}).all())
 
     def _hold(self, conn: Connection, jobs: Sequence[Job]) -> None:
         for i in range(0, len(jobs), _IN_CHUNK):
@@ -421,22 +424,28 @@ class JobQueue:
             self._statements[which] = self._claim_statement(which)
         return self._statements[which]
 
+    def _driver_claiming(self, which: str, names: int) -> str:
+        """SQLite: :meth:`_claiming` as the driver's own statement, for ``names`` evaluators (``:name_0``, …)."""
+        key = f"claim {names} {which}"
+        if key not in self._statements:
+            self._statements[key] = self._claim_sql(which, f"({', '.join(f':name_{i}' for i in range(names))})")
+        return str(self._statements[key])
+
     def _claim_statement(self, which: str) -> Any:
+        return text(self._claim_sql(which, ":names")).bindparams(bindparam("names", expanding=True))
+
+    def _claim_sql(self, which: str, names: str) -> str:
         postgres = self.store.dialect == "postgresql"
-        table, keys = self.table.name, f"{self.key}, evaluator"
-        key, keys = (f"({keys})", keys) if postgres else ("rowid", "rowid")
-        skip_locked = " FOR UPDATE SKIP LOCKED" if postgres else ""  # SQLite: rowid, each row's own integer key
-        return text(
-            f"UPDATE {table} SET status = :claimed, claimed_by = :worker, claimed_at = :now, attempts = attempts + 1 "
-            f"WHERE {key} IN (SELECT {keys} FROM {table} WHERE {which} AND evaluator IN :names "
-            f"ORDER BY {self.order} LIMIT :limit{skip_locked}) RETURNING {self.key}, evaluator, attempts"
-        ).bindparams(bindparam("names", expanding=True))
+        return queue_sql.claim_sql(self.table.name, self.key, which, self.order, names, postgres=postgres)
 
     def _complete(self, conn: Connection, worker: str, results: Mapping[Job, Sequence[Mapping[str, Any]]]) -> set[Job]:
         now = time.time_ns()
         jobs = list(results)
-        closed = {Job(*row) for row in self._close_held(conn, worker, jobs, JobStatus.DONE, None, now)}
-        self._store_results(conn, worker, {job: results[job] for job in jobs if job in closed}, now)
+        held = set(self._close_held(conn, worker, jobs, JobStatus.DONE, None, now))
+        closed = {job for job in jobs if job in held}  # a Job equals the tuple of its fields
+        self._store_results(
+            conn, worker, results if len(closed) == len(jobs) else {j: results[j] for j in jobs if j in closed}, now
+        )
         with self._lock:
             self.stats.completed += len(closed)
             self.stats.lost_claims += len(jobs) - len(closed)
@@ -446,13 +455,12 @@ class JobQueue:
         self, conn: Connection, worker: str, results: Mapping[Job, Sequence[Mapping[str, Any]]], now: int
     ) -> None:
         """Write the results of the jobs just closed."""
-        jobs = list(results)
+        versions = {name: evaluator.version for name, evaluator in self.evaluators.items()}
         rows = [
-            (job.invocation_id, job.evaluator, self._version(job.evaluator), r["metric"], r["score"], r["label"],
-             r["explanation"], worker, now)
-            for job in jobs
-            for r in results[job]
-        ]  # fmt: skip
+            (target, name, versions[name], r["metric"], r["score"], r["label"], r["explanation"], worker, now)
+            for (target, name), got in results.items()
+            for r in got
+        ]
         turn_results.insert(conn, rows)
 
     def _version(self, evaluator: str) -> str:
