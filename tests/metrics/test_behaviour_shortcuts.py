@@ -7,8 +7,10 @@ import random
 
 import pytest
 
+from toolpath.evaluation import catalog
+from toolpath.evaluation.scoring import score_table, score_views
 from toolpath.metrics import analytics
-from toolpath.metrics.rows import call_item, stored_row, turn_row
+from toolpath.metrics.rows import call_item, stored_row, turn_row, with_parsed_trajectories
 from toolpath.model import ToolCall
 from toolpath.trajectory import Trajectory, parse_trajectory
 from toolpath.values import json_identity
@@ -125,3 +127,14 @@ def test_a_stored_row_is_the_row_and_trajectory_of_its_records():
         assert predicted.match_keys == parsed.match_keys
         for mine, theirs in zip(predicted, calls, strict=True):  # the records' arguments are their own
             assert mine.args is None or mine.args is not theirs.args
+
+
+def test_rows_scored_without_a_summary_are_the_rows_scored_with_one():
+    """Online scoring keeps rows only: without the summary they hold the same results, and the summary is empty."""
+    metrics = [catalog.resolve_metric(name) for name in ("tool_call_count", "tool_error_rate", "tool_loop_detected")]
+    rows = [{"predicted_trajectory": [c.to_item() for c in calls]} for calls in trajectories(3, 50)]
+    with_summary, summary, _ = score_table(rows, metrics)
+    views = [(dict(row), with_parsed_trajectories(row)) for row in rows]
+    without, empty, _ = score_views(views, metrics, summarized=False)
+    assert without == with_summary
+    assert summary["row_count"] == 50 and empty == {}

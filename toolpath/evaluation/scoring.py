@@ -43,11 +43,12 @@ def score_views(
     judge: Judge | JudgeSettings | None = None,
     cache: Any = None,
     on_row: Callable[[int, dict[str, Any]], None] | None = None,
+    summarized: bool = True,
 ) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, int] | None]:
     """:func:`score_table` over ``(table row, view)`` pairs: each row's results are added to its table row, which
     the caller gives up; metrics read the view (a mapping of its own: the row with its trajectory cells parsed).
     The pairs are taken one at a time, so a stream of rows is scored as it is read — unless judge metrics ask
-    for all rows at once."""
+    for all rows at once. ``summarized=False``: no summary (an empty one), for a caller that keeps only rows."""
     judge_metrics = [m for m in metrics if isinstance(m, JudgeMetric)]
     judged: dict[tuple[int, str], MetricResult] = {}
     usage = None
@@ -77,6 +78,8 @@ def score_views(
         table.append(out)
         if on_row is not None:
             on_row(index, out)
+    if not summarized:
+        return table, {}, usage
     summary = summary_of(len(table), {name: kept for _, _, name, _, _, _, kept in plan})
     for metric in judge_metrics:
         if metric.pairwise:

@@ -181,7 +181,7 @@ class EvaluatorUnit:
     ) -> tuple[list[list[dict[str, Any]]], BatchSpend]:
         """Each row's results (one per metric), and what their scoring spent of the judge."""
         judge, spent = self.batch_judge()
-        table, _, _ = score_views(items, self.metrics, judge=judge)
+        table, _, _ = score_views(items, self.metrics, judge=judge, summarized=False)
         used = spent.by_result()
         spent.over_budget = {c.tag[0] for c in spent.calls if c.outcome is JudgeOutcome.OVER_BUDGET and c.tag}
         plan = [self._keys(m.name) for m in self.metrics]  # each result's keys and pass rule, once a batch
