@@ -31,6 +31,7 @@ from toolpath.store import backlog_shed, judge_holds, judge_spend, online_usage,
 from toolpath.store import schema as t
 from toolpath.store.job_status import SHED_POLICIES, JobStatus, ShedPolicy, SkipReason
 from toolpath.store.online_usage import UsageLimits
+from toolpath.store.sqlite_driver import driver_rows
 from toolpath.store.store import Store
 
 _IN_CHUNK = 500
@@ -305,7 +306,7 @@ class JobQueue:
                 given = (str(status), None if reason is None else str(reason), now, str(JobStatus.CLAIMED), worker)
                 params = (*given, *itertools.chain.from_iterable(chunk))
                 sql = queue_sql.close_held_sql(table.name, self.key, len(chunk))
-                out += queue_sql.driver_rows(conn, sql, params)
+                out += driver_rows(conn, sql, params)
                 continue
             held = update(table).where(self._held(worker, chunk))
             closed = held.values(status=status, reason=reason, finished_at=now)
@@ -386,9 +387,7 @@ class JobQueue:
         names = list(self.evaluators)
         if self.store.dialect == "sqlite":
             bound = {f"name_{i}": name for i, name in enumerate(names)}
-            return queue_sql.driver_rows(
-                conn, self._driver_claiming(which, len(names)), {**params, **bound, "limit": limit}
-            )
+            return driver_rows(conn, self._driver_claiming(which, len(names)), {**params, **bound, "limit": limit})
         return list(conn.execute(self._claiming(which), {**params, "names": names, "limit": limit}).all())
 
     def _hold(self, conn: Connection, jobs: Sequence[Job]) -> None:

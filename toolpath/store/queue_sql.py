@@ -1,18 +1,11 @@
-"""The SQL of the online job queue's claims and closes, built once for a queue, and on SQLite run by the driver
-itself (:func:`driver_rows`): a worker claims and closes batch after batch, and SQLAlchemy's run of a statement (its
-execution context, its result's columns, a row object a row) cost as much as the statement does on a batch of 64."""
+"""The SQL of the online job queue's claims and closes, built once for a queue (on SQLite run by the driver itself:
+:mod:`toolpath.store.sqlite_driver`)."""
 
 from __future__ import annotations
 
 import functools
-import sqlite3
-from collections.abc import Mapping, Sequence
-from typing import Any
 
-from sqlalchemy import Connection
-from sqlalchemy.exc import DBAPIError
-
-__all__ = ["claim_sql", "close_held_sql", "driver_rows"]
+__all__ = ["claim_sql", "close_held_sql"]
 
 _CLOSE_HELD = (  # SQLite: the jobs a worker holds, closed
     "UPDATE {table} SET status = ?, reason = ?, finished_at = ? WHERE status = ? AND claimed_by = ? "
@@ -38,19 +31,3 @@ def claim_sql(table: str, key: str, which: str, order: str, names: str, *, postg
         f"WHERE {row} IN (SELECT {rows} FROM {table} WHERE {which} AND evaluator IN {names} "
         f"ORDER BY {order} LIMIT :limit{skip_locked}) RETURNING {key}, evaluator, attempts"
     )
-
-
-def driver_rows(conn: Connection, sql: str, params: Sequence[Any] | Mapping[str, Any]) -> list[Any]:
-    """SQLite: ``sql`` run by the driver, its rows the driver's tuples. A statement that fails is undone alone while
-    its transaction goes on: it is then run again through SQLAlchemy, which raises its failure as any statement's
-    (the engine's error handlers see it). One whose failure undid the transaction's earlier statements too is not:
-    its failure is raised as SQLAlchemy's error for the driver's."""
-    driver = conn.connection.driver_connection
-    assert driver is not None  # an open connection
-    began = driver.in_transaction
-    try:
-        return list(driver.execute(sql, params).fetchall())
-    except sqlite3.Error as exc:
-        if began and not driver.in_transaction:
-            raise DBAPIError.instance(sql, params, exc, sqlite3.Error, dialect=conn.dialect) from exc
-        return list(conn.exec_driver_sql(sql, params).all())

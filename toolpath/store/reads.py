@@ -5,7 +5,6 @@ invocation reads share them; online workers read :func:`turns_by_id` for every b
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -13,6 +12,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from sqlalchemy import Connection
 
 from toolpath.store.session_list import calls_dropped_sql
+from toolpath.store.sqlite_driver import driver_rows
 
 if TYPE_CHECKING:  # the pydantic model is imported where an invocation is built: reading lists needs none
     from toolpath.model import Invocation, ToolCall
@@ -184,17 +184,10 @@ def _call_rows(conn: Connection, invocation_ids: Sequence[str], template: str, *
 
 
 def _rows(conn: Connection, sql: str, params: tuple[Any, ...]) -> list[Any]:
-    """The rows of a read: on SQLite the driver's own tuples, the statement run by the driver (SQLAlchemy's
-    execution context, result columns and a row object a row cost as much as the statement on an online batch);
-    a read that fails there is run again through SQLAlchemy, which raises its failure as any statement's (the
-    engine's error handlers see it) — a read changed nothing to run again."""
+    """The rows of a read: on SQLite the driver's own tuples, the statement run by the driver
+    (:func:`~toolpath.store.sqlite_driver.driver_rows`)."""
     if conn.dialect.name == "sqlite":
-        driver = conn.connection.driver_connection
-        assert driver is not None  # an open connection
-        try:
-            return driver.execute(sql, params).fetchall()
-        except sqlite3.Error:
-            pass
+        return driver_rows(conn, sql, params)
     return list(conn.exec_driver_sql(sql, params).all())
 
 
