@@ -1,5 +1,5 @@
 """The online queue's statements run by SQLite's driver: the same claims as SQLAlchemy's (index range scans that
-stop at the limit), and failures raised as SQLAlchemy raises a statement's."""
+stop at the limit), each queue's jobs its own."""
 
 from __future__ import annotations
 
