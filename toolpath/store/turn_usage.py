@@ -145,8 +145,31 @@ def refresh(conn: Connection, invocation_ids: Sequence[str], keys: UsageKeys = U
 
 def backfill(conn: Connection, batch: int = 2_000) -> int:
     """:func:`refresh` of every stored turn, ``batch`` turns at a time in the order of their ids (what migration
-    0011 runs); the number of turns."""
-    return each_batch(conn, refresh, batch)
+    0011 runs); the number of turns.
+
+    On PostgreSQL the tables read are analysed first and the statements run as index lookups in nested loops, not
+    JIT-compiled (the settings restored after). A store filled and upgraded at once (an upgrade right after a bulk
+    load, a restored dump) has tables the server never analysed: planned from no statistics, each statement of 500
+    turns scanned and sorted every span, and was JIT-compiled (0.7 s of a 0.8 s statement). Analysed, the planner
+    still joined each level of the recursion to all the spans (it takes the recursion's rows for ten times the
+    first level's): either way a statement's cost grew with the spans stored, and the backfill's with their square.
+    5 spans a turn, CPU of the server: 30,000 turns 94-108 s unanalysed, 20-25 s analysed, 4 s so; 100,000 turns
+    395 s analysed, 13 s so (docs/performance.md)."""
+    if conn.dialect.name != "postgresql":
+        return each_batch(conn, refresh, batch)
+    conn.exec_driver_sql("ANALYZE spans, invocations")
+    names = ("jit", "enable_seqscan", "enable_hashjoin", "enable_mergejoin")
+    kept = conn.exec_driver_sql("SELECT " + ", ".join(f"current_setting('{n}')" for n in names)).one()
+    _settings(conn, dict.fromkeys(names, "off"))
+    done = each_batch(conn, refresh, batch)
+    _settings(conn, dict(zip(names, kept, strict=True)))
+    return done
+
+
+def _settings(conn: Connection, values: dict[str, str]) -> None:
+    """Set ``values`` for the rest of ``conn``'s transaction (PostgreSQL)."""
+    conn.exec_driver_sql("SELECT " + ", ".join("set_config(%s, %s, true)" for _ in values),
+                         tuple(x for pair in values.items() for x in pair))  # fmt: skip
 
 
 def each_batch(conn: Connection, work: Callable[[Connection, Sequence[str]], None], batch: int) -> int:
