@@ -60,3 +60,25 @@ def kept(store: Store) -> tuple[dict[str, tuple[int, int, str | None]], set[tupl
         rows = {(r.invocation_id[-1], r.model, r.reported, r.input_tokens, r.output_tokens) for r in conn.execute(
             select(used))}  # fmt: skip
     return turns, rows
+
+
+def store_at_0010(url: str, *, unanalysed: bool = False) -> None:
+    """Make the store at ``url`` at revision 0010 and write :func:`two_turns` as it held them (no usage columns);
+    ``unanalysed`` (PostgreSQL): autovacuum kept from analysing its tables, as after a bulk load."""
+    from sqlalchemy import text
+
+    store = Store(url, create=False)
+    store.upgrade("0010")
+    spans, invocations = two_turns()
+    with store.engine.begin() as conn:
+        if unanalysed:
+            for table in ("spans", "invocations"):
+                conn.execute(text(f"ALTER TABLE {table} SET (autovacuum_enabled = false)"))
+        conn.execute(t.spans.insert(), [s.to_row() for s in spans])
+        conn.execute(text("INSERT INTO sessions VALUES ('s', NULL, 0, 0)"))
+        for inv in invocations:
+            conn.execute(text(
+                "INSERT INTO invocations (invocation_id, session_id, trace_id, intermediate_responses, failure, "
+                "started_at, attributes) VALUES (:id, 's', :trace, '[]', 0, 0, '{}')"
+            ), {"id": inv.invocation_id, "trace": TRACE})  # fmt: skip
+    store.close()

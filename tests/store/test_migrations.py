@@ -11,7 +11,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, inspect, text
 
-from tests.helpers.turn_usage_spans import TRACE, kept, two_turns
+from tests.helpers.turn_usage_spans import kept, store_at_0010
 from toolpath.model import Invocation, ToolCall
 from toolpath.store import migrate, turn_text
 from toolpath.store import schema as t
@@ -211,18 +211,7 @@ def test_the_revision_of_online_evaluators_keeps_jobs_and_scores_as_the_flat_eva
 
 
 def test_migration_0011_fills_the_turns_stored_before_it_and_goes_back(empty_url):
-    store = Store(empty_url, create=False)
-    store.upgrade("0010")
-    spans, invocations = two_turns()
-    with store.engine.begin() as conn:  # the rows as a store at 0010 held them
-        conn.execute(t.spans.insert(), [s.to_row() for s in spans])
-        conn.execute(text("INSERT INTO sessions VALUES ('s', NULL, 0, 0)"))
-        for inv in invocations:
-            conn.execute(text(
-                "INSERT INTO invocations (invocation_id, session_id, trace_id, intermediate_responses, failure, "
-                "started_at, attributes) VALUES (:id, 's', :trace, '[]', 0, 0, '{}')"
-            ), {"id": inv.invocation_id, "trace": TRACE})  # fmt: skip
-    store.close()
+    store_at_0010(empty_url)
     upgraded = Store(empty_url)
     turns, rows = kept(upgraded)
     assert turns == {"a": (107, 13, "from-resource"), "b": (1000, 0, "u-2")}

@@ -5,32 +5,15 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
-from tests.helpers.turn_usage_spans import TRACE, kept, two_turns
-from toolpath.store import schema as t
+from tests.helpers.turn_usage_spans import kept, store_at_0010
 from toolpath.store import turn_usage
 from toolpath.store.store import Store
 
 
-def _store_at_0010(url: str) -> None:
-    store = Store(url, create=False)
-    store.upgrade("0010")
-    spans, invocations = two_turns()
-    with store.engine.begin() as conn:  # the rows as a store at 0010 held them, never analysed
-        for table in ("spans", "invocations"):
-            conn.execute(text(f"ALTER TABLE {table} SET (autovacuum_enabled = false)"))
-        conn.execute(t.spans.insert(), [s.to_row() for s in spans])
-        conn.execute(text("INSERT INTO sessions VALUES ('s', NULL, 0, 0)"))
-        for inv in invocations:
-            conn.execute(text(
-                "INSERT INTO invocations (invocation_id, session_id, trace_id, intermediate_responses, failure, "
-                "started_at, attributes) VALUES (:id, 's', :trace, '[]', 0, 0, '{}')"
-            ), {"id": inv.invocation_id, "trace": TRACE})  # fmt: skip
-        assert conn.execute(text("SELECT reltuples FROM pg_class WHERE relname = 'spans'")).scalar() < 0
-    store.close()
-
-
 def test_migration_0011_analyses_the_spans_it_reads_and_fills_the_same_rows(fresh_postgres):
-    _store_at_0010(fresh_postgres)
+    store_at_0010(fresh_postgres, unanalysed=True)
+    with Store(fresh_postgres, create=False).engine.connect() as conn:  # never analysed
+        assert conn.execute(text("SELECT reltuples FROM pg_class WHERE relname = 'spans'")).scalar() < 0
     store = Store(fresh_postgres, create=False)
     store.upgrade("0011")
     turns, rows = kept(store)
@@ -44,7 +27,9 @@ def test_migration_0011_analyses_the_spans_it_reads_and_fills_the_same_rows(fres
 
 
 def test_the_backfill_leaves_the_planner_settings_as_they_were(fresh_postgres):
-    _store_at_0010(fresh_postgres)
+    store_at_0010(fresh_postgres, unanalysed=True)
+    with Store(fresh_postgres, create=False).engine.connect() as conn:  # never analysed
+        assert conn.execute(text("SELECT reltuples FROM pg_class WHERE relname = 'spans'")).scalar() < 0
     store = Store(fresh_postgres, create=False)
     store.upgrade("0011")
     with store.engine.begin() as conn:

@@ -152,15 +152,7 @@ def stored_row(
             item["agent_name"] = agent
         agents.append(agent)
         items.append(item)
-    row = {
-        **ids,
-        "prompt": prompt,
-        "response": response,
-        "predicted_trajectory": items,
-        "latency_in_seconds": latency_in_seconds,
-        "failure": failure,
-        "intermediate_responses": [text for _, text in intermediate_responses],
-    }  # _turn_columns' columns
+    row = {**ids, **_turn_columns(prompt, response, items, latency_in_seconds, failure, intermediate_responses)}
     if calls_dropped > 0:
         row[TRAJECTORY_CUT] = cut_reason(len(items), calls_dropped)
     if not checked:
