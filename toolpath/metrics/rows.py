@@ -143,11 +143,7 @@ def stored_row(
             if records is None:
                 keys.append((name, copied))  # type: ignore[arg-type]  # a dict: the call is plain
             else:
-                record = call_record(ToolCall, name, copied, result, call_id, error)
-                if agent is not None:
-                    record.__dict__["agent_name"] = agent
-                    record.__pydantic_fields_set__.add("agent_name")
-                records.append(record)
+                records.append(_record(name, copied, agent, result, call_id, error))
         if agent is not None:
             item["agent_name"] = agent
         agents.append(agent)
@@ -162,9 +158,16 @@ def stored_row(
     return row, Trajectory(records)
 
 
-def _record(name: str, args: dict[str, Any], agent: str | None) -> ToolCall:
-    """A plain call's record (a name, arguments and its agent), as the store's reads build checked ones."""
-    record = call_record(ToolCall, name, args, None, None, None)
+def _record(
+    name: str,
+    args: dict[str, Any] | None,
+    agent: str | None,
+    result: Any = None,
+    call_id: str | None = None,
+    error: str | None = None,
+) -> ToolCall:
+    """A call's record, as the store's reads build checked ones (its agent set when it has one)."""
+    record = call_record(ToolCall, name, args, result, call_id, error)
     if agent is not None:
         record.__dict__["agent_name"] = agent
         record.__pydantic_fields_set__.add("agent_name")
