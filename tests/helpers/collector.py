@@ -24,9 +24,17 @@ TOKEN = "s3cret"
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` ports free on loopback, distinct: each socket is held until all are bound (a port let go at once can
+    be the kernel's next answer, and a collector given one port twice would serve gRPC on its HTTP port)."""
+    with contextlib.ExitStack() as held:
+        sockets = [held.enter_context(socket.socket()) for _ in range(count)]
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
 
 
 class Collector:
@@ -34,7 +42,7 @@ class Collector:
         self.extra = extra
         self.db = tmp_path / "collected.db"
         self.store_url = store_url or f"sqlite:///{self.db}"
-        self.http_port, self.grpc_port = free_port(), free_port()
+        self.http_port, self.grpc_port = free_ports(2)
         self.process: subprocess.Popen | None = None
         self.first_line = ""
 

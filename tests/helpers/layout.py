@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from sqlalchemy import select
 
-from tests.helpers.collector import TOKEN, Collector, free_port
+from tests.helpers.collector import TOKEN, Collector, free_port, free_ports
 from tests.helpers.haproxy import documented_config, localized, running_haproxy
 from tests.helpers.pgreplica import ReplicatedCluster, replicated, url_at
 from tests.helpers.pgserver import PostgresServer
@@ -194,7 +194,7 @@ def layout(server: PostgresServer, folder: Path, *, collectors: int = 3) -> Iter
     (folder / "online.toml").write_text(ONLINE)
     with replicated(server) as cluster:
         Store(cluster.primary_url).close()  # the schema, once, before the collectors start
-        otlp_port, db_port = free_port(), free_port()
+        otlp_port, db_port = free_ports(2)
         started = []
         for n in range(collectors):
             (folder / f"c{n}").mkdir()
